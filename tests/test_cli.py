@@ -1,0 +1,44 @@
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+from tui import __version__
+
+
+def gapscope(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "tui", *args], cwd=ROOT, capture_output=True, text=True, **kw)
+
+
+def test_version():
+    r = gapscope("--version")
+    assert r.returncode == 0
+    assert r.stdout.strip() == f"gapscope {__version__}"
+
+
+def test_help_shows_an_example_and_the_subcommands():
+    r = gapscope("--help")
+    assert r.returncode == 0
+    for word in ("examples:", "gapscope report", "info", "report", "capture"):
+        assert word in r.stdout
+
+
+def test_no_arguments_prints_help_and_exits_2():
+    r = gapscope()
+    assert r.returncode == 2
+    assert "usage:" in r.stdout
+
+
+def test_unknown_option_is_one_line_exit_2():
+    r = gapscope("report", "--no-such-flag", "x.json")
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gapscope: error:")
+
+
+def test_missing_trace_is_one_line_exit_2(tmp_path):
+    for cmd in (("info",), ("report",), ()):
+        r = gapscope(*cmd, str(tmp_path / "nope.json"), stdin=subprocess.DEVNULL)
+        assert r.returncode == 2, (cmd, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("gapscope: error:"), (cmd, r.stderr)
+        assert "nope.json" in lines[0]
