@@ -2,4 +2,12 @@
 
 Imports only torch and the standard library, and torch only when a capture actually runs,
 so that the package stays importable on machines without torch.
+
+    import capture
+    r = capture.record(step, name="decode", active=4)      # warm-up, timing, narrow window
+    s = capture.Session(name="llama"); s.phase("prefill", f); s.phase("decode", g, active=8)
 """
+
+from .recorder import STEP_RANGE, CaptureError, CaptureResult, Session, record
+
+__all__ = ["record", "Session", "CaptureResult", "CaptureError", "STEP_RANGE"]

@@ -1,0 +1,407 @@
+"""Record a narrow, measured profiler window around a step function.
+
+The recipe (what an expert does by hand):
+
+1. call ``step()`` ``warmup`` times without the profiler (compilation, allocator, cuDNN/cuBLAS autotuning,
+   CUDA graph capture all happen here);
+2. time ``active`` calls without the profiler: synchronise, host clock, ``active`` steps, synchronise,
+   host clock; repeat a few times and keep the median;
+3. start the profiler, (several ranks: barrier + synchronise *after* the profiler started on every rank),
+   synchronise, run exactly ``active`` steps each inside a ``gapscope.step#k`` range with no synchronise
+   between them, synchronise once at the end, (several ranks: barrier), stop;
+4. export to a temporary name in the output folder, gzip, and link it under the final name only when
+   complete. An existing trace is never replaced unless ``overwrite=True``; otherwise the next free
+   name ``<stem>.1.json.gz``, ``<stem>.2.json.gz``, ... is used (agreed on by every rank).
+
+torch is imported inside functions only, so that ``import capture`` works without it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+STEP_RANGE = "gapscope.step#{}"  # record_function name of each profiled step
+DEFAULT_REPEATS = 3
+
+
+class CaptureError(Exception):
+    """A problem the user can fix (bad arguments, unwritable folder); shown as one line by the CLI."""
+
+    def __init__(self, message: str):
+        super().__init__(" ".join(str(message).split()))
+
+
+@dataclass
+class CaptureResult:
+    """What one recording produced."""
+
+    path: str
+    name: str
+    phase: str | None
+    active: int
+    profiled_us: float  # host time of the profiled window (active steps), microseconds
+    unprofiled_us: float  # median host time of the same number of steps without the profiler
+    distortion: float  # profiled_us / unprofiled_us
+    cpu_only: bool
+    rank: int | None = None
+    world_size: int | None = None
+    metadata: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def line(self) -> str:
+        who = f"[rank {self.rank}] " if self.rank is not None else ""
+        return (
+            f"{who}wrote {self.path}  distortion {self.distortion:.2f}x "
+            f"(profiled {self.profiled_us / 1000:.3f} ms vs {self.unprofiled_us / 1000:.3f} ms "
+            f"un-profiled, {self.active} step{'s' if self.active != 1 else ''})"
+        )
+
+
+# ------------------------------------------------------------------------------------------ helpers
+def _json_safe(value: Any) -> Any:
+    """Make metadata survive Kineto's JSON writer.
+
+    Kineto pastes the string given to ``add_metadata_json`` into the file and turns every backslash
+    into a slash, so any JSON escape (``\\"``, ``\\n``, ``\\u00e9``) would corrupt the whole trace.
+    Strings are therefore reduced to printable ASCII without quotes or backslashes.
+    """
+    if isinstance(value, dict):
+        return {_json_safe(str(k)): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return value if value == value and abs(value) != float("inf") else None
+    s = str(value)
+    out = []
+    for ch in s:
+        if ch == '"':
+            out.append("'")
+        elif ch == "\\":
+            out.append("/")
+        elif " " <= ch <= "~":
+            out.append(ch)
+        elif ch in "\t\n\r":
+            out.append(" ")
+        else:
+            out.append("?")
+    return "".join(out)
+
+
+def _synchronize(use_cuda: bool) -> None:
+    if use_cuda:
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def _dist():
+    """torch.distributed when initialised with more than one rank... or with one; else None."""
+    try:
+        import torch.distributed as dist
+    except ImportError:  # pragma: no cover
+        return None
+    if dist.is_available() and dist.is_initialized():
+        return dist
+    return None
+
+
+def _barrier(dist, use_cuda: bool) -> None:
+    if dist is None:
+        return
+    if use_cuda and dist.get_backend() == "nccl":
+        import torch
+
+        dist.barrier(device_ids=[torch.cuda.current_device()])
+    else:
+        dist.barrier()
+
+
+def _process_groups(dist) -> dict:
+    """{group name: [global ranks]} for every process group this rank knows, best effort."""
+    out: dict[str, Any] = {}
+    try:
+        from torch.distributed import distributed_c10d as c10d
+
+        names = getattr(c10d._world, "pg_names", {})
+        ranks = getattr(c10d._world, "pg_group_ranks", {})
+        for pg, nm in names.items():
+            r = ranks.get(pg)
+            out[str(nm)] = sorted(int(k) for k in r.keys()) if isinstance(r, dict) else None
+    except Exception:  # private API: its absence only costs the group list
+        pass
+    return out
+
+
+def environment(use_cuda: bool) -> dict:
+    """Versions and device of this process, for the trace metadata."""
+    import torch
+
+    env: dict[str, Any] = {
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "python": sys.version.split()[0],
+        "cpu_only": not use_cuda,
+        "device": None,
+    }
+    if use_cuda:
+        idx = torch.cuda.current_device()
+        env["device"] = torch.cuda.get_device_name(idx)
+        env["device_index"] = idx
+        env["device_count"] = torch.cuda.device_count()
+    dist = _dist()
+    if dist is not None:
+        env["rank"] = dist.get_rank()
+        env["world_size"] = dist.get_world_size()
+        env["backend"] = str(dist.get_backend())
+        env["process_groups"] = _process_groups(dist)
+    return env
+
+
+def _stem(name: str, phase: str | None, rank: int | None) -> str:
+    for part, what in ((name, "name"), (phase, "phase")):
+        if part is not None and (not part or os.sep in part or part.startswith(".")):
+            raise CaptureError(f"bad {what} {part!r}: use a plain file-name part")
+    s = name
+    if phase:
+        s += f".{phase}"
+    if rank is not None:
+        s += f".rank{rank}"
+    return s
+
+
+def _free_index(out_dir: str, stem: str, start: int = 0) -> int:
+    """Smallest n >= start such that the trace name for n does not exist (0 means no number)."""
+    n = start
+    while os.path.exists(os.path.join(out_dir, _numbered(stem, n))):
+        n += 1
+    return n
+
+
+def _numbered(stem: str, n: int) -> str:
+    return f"{stem}.json.gz" if n == 0 else f"{stem}.{n}.json.gz"
+
+
+def _agree_index(dist, n: int) -> int:
+    """Every rank uses the largest free number any rank found, so rank files keep one name."""
+    if dist is None or dist.get_world_size() == 1:
+        return n
+    found: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(found, n)
+    return max(int(x) for x in found)
+
+
+def _export(prof, out_dir: str, stem: str, n: int, overwrite: bool) -> str:
+    """Export, gzip and link into place; on any failure nothing is left under the final name."""
+    tmp_json = tmp_gz = None
+    try:
+        fd, tmp_json = tempfile.mkstemp(prefix=f".{stem}.", suffix=".json.tmp", dir=out_dir)
+        os.close(fd)
+        prof.export_chrome_trace(tmp_json)
+        fd, tmp_gz = tempfile.mkstemp(prefix=f".{stem}.", suffix=".gz.tmp", dir=out_dir)
+        with os.fdopen(fd, "wb") as raw, open(tmp_json, "rb") as src:
+            with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as gz:
+                shutil.copyfileobj(src, gz, 1 << 20)
+            raw.flush()
+            os.fsync(raw.fileno())
+        while True:
+            final = os.path.join(out_dir, _numbered(stem, n))
+            if overwrite:
+                os.replace(tmp_gz, final)
+                return final
+            try:
+                os.link(tmp_gz, final)  # fails if the name appeared meanwhile: never clobber
+                return final
+            except FileExistsError:
+                n += 1
+            except OSError:
+                if os.path.exists(final):
+                    n += 1
+                    continue
+                os.rename(tmp_gz, final)  # filesystems without hard links
+                tmp_gz = None
+                return final
+    except OSError as exc:
+        raise CaptureError(
+            f"{os.path.join(out_dir, _numbered(stem, n))}: cannot write the trace "
+            f"({exc.strerror or exc}); nothing was written"
+        ) from None
+    finally:
+        for t in (tmp_json, tmp_gz):
+            if t and os.path.exists(t):
+                try:
+                    os.unlink(t)
+                except OSError:
+                    pass
+
+
+def _time_steps(step: Callable[[], Any], active: int, use_cuda: bool, dist, repeats: int) -> float:
+    """Median host time in ns of ``active`` un-profiled steps (synchronise at each end only)."""
+    samples = []
+    for _ in range(max(1, repeats)):
+        _barrier(dist, use_cuda)
+        _synchronize(use_cuda)
+        t0 = time.perf_counter_ns()
+        for _k in range(active):
+            step()
+        _synchronize(use_cuda)
+        samples.append(time.perf_counter_ns() - t0)
+    _barrier(dist, use_cuda)
+    return float(statistics.median(samples))
+
+
+def _stop_quietly(prof) -> None:
+    try:
+        prof.stop()
+    except Exception:
+        pass
+
+
+# ------------------------------------------------------------------------------------------ record
+def record(
+    step: Callable[[], Any],
+    *,
+    name: str,
+    out_dir: str = "traces",
+    warmup: int = 3,
+    active: int = 1,
+    phase: str | None = None,
+    stacks: bool = True,
+    shapes: bool = True,
+    memory: bool = False,
+    repeats: int = DEFAULT_REPEATS,
+    overwrite: bool = False,
+    cuda: bool | None = None,
+    extra: dict | None = None,
+    quiet: bool = False,
+) -> CaptureResult:
+    """Warm up, time, and record exactly ``active`` calls of ``step`` into one gzip'd trace.
+
+    ``cuda=None`` records CUDA activity when a CUDA device is available; without one only CPU activity
+    is recorded, and the metadata (``cpu_only``) and stderr say so. ``extra`` is stored in the trace
+    metadata under ``workload``. Exceptions (KeyboardInterrupt too) raised by ``step`` stop the profiler
+    and propagate; no file is written then.
+    """
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    if not callable(step):
+        raise CaptureError(f"step for {name!r} is not callable (got {type(step).__name__})")
+    if int(active) < 1 or int(warmup) < 0:
+        raise CaptureError(f"need active >= 1 and warmup >= 0 (got active={active}, warmup={warmup})")
+    active, warmup = int(active), int(warmup)
+    use_cuda = torch.cuda.is_available() if cuda is None else bool(cuda)
+    if use_cuda and not torch.cuda.is_available():
+        raise CaptureError("cuda=True but no CUDA device is available")
+    if torch.autograd._profiler_enabled():
+        raise CaptureError("a profiler is already running in this process; stop it before recording")
+    dist = _dist()
+    rank = dist.get_rank() if dist is not None else None
+    world = dist.get_world_size() if dist is not None else None
+    stem = _stem(name, phase, rank)
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as exc:
+        raise CaptureError(f"{out_dir}: cannot create the output folder ({exc.strerror or exc})") from None
+    if not os.access(out_dir, os.W_OK):
+        raise CaptureError(f"{out_dir}: output folder is not writable")
+    n = 0 if overwrite else _agree_index(dist, _free_index(out_dir, stem))
+    if not use_cuda and not quiet:
+        sys.stderr.write(f"gapscope capture: no CUDA device: {stem} records CPU activity only\n")
+
+    # 1. warm-up, 2. un-profiled timing
+    for _ in range(warmup):
+        step()
+    _synchronize(use_cuda)
+    unprofiled_ns = _time_steps(step, active, use_cuda, dist, repeats)
+
+    # 3. the profiled window
+    activities = [ProfilerActivity.CPU]
+    if use_cuda:
+        activities.append(ProfilerActivity.CUDA)
+    prof = profile(activities=activities, record_shapes=shapes, with_stack=stacks, profile_memory=memory)
+    prof.start()
+    try:
+        _barrier(dist, use_cuda)  # after every rank's profiler is up: start-up time differs per process
+        _synchronize(use_cuda)
+        t0 = time.perf_counter_ns()
+        for k in range(active):
+            with record_function(STEP_RANGE.format(k)):
+                step()
+        _synchronize(use_cuda)
+        profiled_ns = time.perf_counter_ns() - t0
+        _barrier(dist, use_cuda)
+        env = environment(use_cuda)
+        meta = {
+            "name": name,
+            "phase": phase,
+            "warmup": warmup,
+            "active": active,
+            "options": {"stacks": bool(stacks), "shapes": bool(shapes), "memory": bool(memory), "repeats": repeats},
+            "unprofiled_us": unprofiled_ns / 1000.0,
+            "profiled_us": profiled_ns / 1000.0,
+            "distortion": (profiled_ns / unprofiled_ns) if unprofiled_ns > 0 else None,
+            "step_range": STEP_RANGE.format("k"),
+            "argv": list(sys.argv),
+            "captured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "gapscope_capture": 1,
+            **env,
+        }
+        if extra:
+            meta["workload"] = extra
+        meta = _json_safe(meta)
+        prof.add_metadata_json("gapscope", json.dumps(meta, ensure_ascii=True, allow_nan=False))
+    except BaseException:
+        _stop_quietly(prof)
+        raise
+    prof.stop()
+
+    path = _export(prof, out_dir, stem, n, overwrite)
+    result = CaptureResult(
+        path=path,
+        name=name,
+        phase=phase,
+        active=active,
+        profiled_us=profiled_ns / 1000.0,
+        unprofiled_us=unprofiled_ns / 1000.0,
+        distortion=meta["distortion"] or float("nan"),
+        cpu_only=not use_cuda,
+        rank=rank,
+        world_size=world,
+        metadata=meta,
+    )
+    return result
+
+
+class Session:
+    """Several phases of one workload recorded as separate traces, each with its own warm-up.
+
+        s = Session(name="llama", out_dir="traces")
+        s.phase("prefill", prefill_step)
+        s.phase("decode", decode_step, active=8)
+        for r in s.results: print(r.line())
+    """
+
+    def __init__(self, name: str, out_dir: str = "traces", **defaults: Any):
+        self.name = name
+        self.out_dir = out_dir
+        self.defaults = defaults
+        self.results: list[CaptureResult] = []
+
+    def phase(self, phase: str, step: Callable[[], Any], **options: Any) -> CaptureResult:
+        kw = {**self.defaults, **options}
+        r = record(step, name=self.name, out_dir=self.out_dir, phase=phase, **kw)
+        self.results.append(r)
+        return r
