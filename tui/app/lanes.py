@@ -1,0 +1,440 @@
+"""Lanes: the rows the explorer draws, their per-lane indexes, and the (time window, width) -> cells layout.
+
+Nothing here imports textual. Every lane is built once from the model into sorted arrays; drawing a
+window of W cells is a handful of ``searchsorted`` calls over W+1 cell edges, so the cost of a redraw
+depends on the number of lanes and the width, never on the number of events.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..trace.model import Kind, TraceModel, TrackKind
+
+# --------------------------------------------------------------------------- categories
+# One code per cell; the widget maps codes to a glyph and a style. 0 is always "nothing".
+C_EMPTY = 0
+# CPU thread activities (collapsed row): the dominant one per cell
+C_PYTHON, C_OP, C_LAUNCH, C_SYNC, C_ALLOC = 1, 2, 3, 4, 5
+CPU_CAT_NAMES = {C_PYTHON: "python", C_OP: "aten op", C_LAUNCH: "launch/runtime", C_SYNC: "sync", C_ALLOC: "allocator"}
+# density lanes (streams, copies): 1..8 = busy fraction levels
+DENSITY_LEVELS = 8
+C_GAP = 20  # idle cell inside a listed device gap (on stream rows)
+C_LABEL = 21  # text of a named interval (ranges, depth rows, gap row)
+C_BAR = 22  # filler of a named interval
+C_MARK = 23  # a named interval narrower than its cell
+
+COPY_KINDS = ("HtoD", "DtoH", "DtoD", "memset")
+
+_SYNC_RUNTIME = re.compile(r"synchron|cudaMemcpy(?!.*Async)|hipMemcpy(?!.*Async)|EventQuery", re.I)
+_ALLOC_RUNTIME = re.compile(r"(cuda|hip)(Malloc|Free|HostAlloc|FreeHost|MallocHost|MallocAsync|FreeAsync)|empty_cache", re.I)
+_SYNC_OPS = frozenset({"aten::item", "aten::_local_scalar_dense", "aten::to_dense", "aten::tolist"})
+
+
+def copy_kind(name: str, kind: int) -> str:
+    """Copy lane for a GPU memcpy/memset by its name (Kineto: ``Memcpy HtoD (Pageable -> Device)``)."""
+    if kind == Kind.MEMSET:
+        return "memset"
+    n = name.upper()
+    if "HTOD" in n or "H2D" in n:
+        return "HtoD"
+    if "DTOH" in n or "D2H" in n:
+        return "DtoH"
+    return "DtoD"  # DtoD, PtoP, peer copies, unknown directions
+
+
+# --------------------------------------------------------------------------- indexes
+class UnionIndex:
+    """The union of a set of intervals as sorted disjoint pieces with a prefix sum of covered time.
+
+    ``covered(edges)`` gives the covered ns of every cell [edges[k], edges[k+1]) in one vectorised call.
+    """
+
+    __slots__ = ("starts", "ends", "cum")
+
+    def __init__(self, starts: np.ndarray, ends: np.ndarray):
+        starts = np.asarray(starts, dtype=np.int64)
+        ends = np.asarray(ends, dtype=np.int64)
+        if starts.size:
+            o = np.argsort(starts, kind="stable")
+            s = starts[o]
+            e = np.maximum.accumulate(ends[o])
+            # a new piece starts where the start is beyond every end so far
+            new = np.ones(s.size, dtype=bool)
+            new[1:] = s[1:] > e[:-1]
+            first = np.flatnonzero(new)
+            last = np.r_[first[1:] - 1, s.size - 1]
+            self.starts = s[first]
+            self.ends = e[last]
+        else:
+            self.starts = np.zeros(0, np.int64)
+            self.ends = np.zeros(0, np.int64)
+        self.cum = np.zeros(self.starts.size + 1, dtype=np.int64)
+        if self.starts.size:
+            np.cumsum(self.ends - self.starts, out=self.cum[1:])
+
+    def __len__(self) -> int:
+        return int(self.starts.size)
+
+    def before(self, t: np.ndarray) -> np.ndarray:
+        """Covered ns in (-inf, t) for every t."""
+        t = np.asarray(t, dtype=np.int64)
+        i = np.searchsorted(self.starts, t, side="right")
+        out = self.cum[i].copy()
+        has = i > 0
+        if self.starts.size:
+            over = np.where(has, self.ends[np.maximum(i - 1, 0)] - t, 0)
+            out -= np.clip(over, 0, None)
+        return out
+
+    def covered(self, edges: np.ndarray) -> np.ndarray:
+        return np.diff(self.before(edges))
+
+
+@dataclass
+class Intervals:
+    """Events of one lane sorted by start: starts, ends and event indices."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+    idx: np.ndarray
+
+    @classmethod
+    def of(cls, model: TraceModel, idx: np.ndarray) -> "Intervals":
+        idx = np.asarray(idx, dtype=np.int64)
+        s = model.ts_ns[idx]
+        o = np.argsort(s, kind="stable")
+        idx = idx[o]
+        return cls(model.ts_ns[idx], model.ts_ns[idx] + model.dur_ns[idx], idx)
+
+    def __len__(self) -> int:
+        return int(self.idx.size)
+
+    def starts_in(self, edges: np.ndarray) -> np.ndarray:
+        """Number of events starting in each cell."""
+        return np.diff(np.searchsorted(self.starts, edges, side="left"))
+
+    def at(self, a: int, b: int) -> int:
+        """Event index most worth showing in [a, b): the longest one overlapping it, or -1."""
+        if not self.idx.size:
+            return -1
+        lo = int(np.searchsorted(self.starts, a, side="right")) - 1
+        hi = int(np.searchsorted(self.starts, b, side="left"))
+        # the event that began before a and is still running, plus every event starting inside
+        lo = max(lo, 0)
+        # events that started long before a may still cover it (nesting); look back a bounded way
+        back = max(0, lo - 64)
+        cand = np.arange(back, max(hi, lo + 1))
+        if cand.size > 4096:
+            cand = cand[-4096:]
+        cand = cand[cand < self.idx.size]
+        if not cand.size:
+            return -1
+        s = self.starts[cand]
+        e = self.ends[cand]
+        ov = np.minimum(e, b) - np.maximum(s, a)
+        ov = np.where((e > a) & (s < b), np.maximum(ov, 1), 0)  # zero-length events count when inside
+        if not ov.any():
+            return -1
+        return int(self.idx[cand[int(np.argmax(ov))]])
+
+    def next_after(self, t: int) -> int:
+        i = int(np.searchsorted(self.starts, t, side="right"))
+        return int(self.idx[i]) if i < self.idx.size else -1
+
+    def prev_before(self, t: int) -> int:
+        i = int(np.searchsorted(self.starts, t, side="left")) - 1
+        return int(self.idx[i]) if i >= 0 else -1
+
+
+@dataclass
+class Segments:
+    """Disjoint labelled pieces of time (the innermost range at each instant, or gaps)."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+    ref: np.ndarray  # event index or gap row
+    labels: list[str] | None = None  # one per ref when refs are not events
+
+    def cells(self, edges: np.ndarray) -> np.ndarray:
+        """Per cell: the position in ``ref`` of the piece covering the cell's middle, else of any piece
+        starting inside the cell (so a piece narrower than a cell still shows), else -1."""
+        if not self.starts.size:
+            return np.full(edges.size - 1, -1, dtype=np.int64)
+        a = edges[:-1]
+        b = edges[1:]
+        mid = a + (b - a) // 2
+        i = np.searchsorted(self.starts, mid, side="right") - 1
+        ok = (i >= 0) & (self.ends[np.maximum(i, 0)] > mid)
+        out = np.where(ok, i, -1)
+        j = np.searchsorted(self.starts, a, side="left")
+        inside = (j < self.starts.size) & (self.starts[np.minimum(j, self.starts.size - 1)] < b)
+        return np.where(ok, out, np.where(inside, j, -1)).astype(np.int64)
+
+
+def flatten_nested(starts: np.ndarray, ends: np.ndarray, refs: np.ndarray) -> Segments:
+    """Innermost interval at each instant for properly nested intervals (record_function ranges)."""
+    o = np.lexsort((-(ends - starts), starts))
+    out_s: list[int] = []
+    out_e: list[int] = []
+    out_r: list[int] = []
+    stack: list[tuple[int, int]] = []  # (end, ref)
+    cur = None  # (start, ref) of the open piece
+
+    def emit(until: int) -> None:
+        nonlocal cur
+        if cur is not None and until > cur[0]:
+            out_s.append(cur[0])
+            out_e.append(until)
+            out_r.append(cur[1])
+        cur = None
+
+    for k in o.tolist():
+        s, e, r = int(starts[k]), int(ends[k]), int(refs[k])
+        while stack and stack[-1][0] <= s:
+            end, _ = stack.pop()
+            emit(end)
+            if stack:
+                cur = (end, stack[-1][1])
+        emit(s)
+        if stack and e > stack[-1][0]:
+            e = stack[-1][0]  # clip a badly nested child to its parent
+        stack.append((e, r))
+        cur = (s, r)
+    while stack:
+        end, _ = stack.pop()
+        emit(end)
+        if stack:
+            cur = (end, stack[-1][1])
+    return Segments(np.asarray(out_s, np.int64), np.asarray(out_e, np.int64), np.asarray(out_r, np.int64))
+
+
+# --------------------------------------------------------------------------- lanes
+@dataclass
+class Lane:
+    """One drawable row. ``kind``: cpu, depth, ranges, stream, copy, gaps, group (a rank/device header)."""
+
+    kind: str
+    label: str
+    rank: int | None = None
+    device: int = -1
+    track: int = -1
+    iv: Intervals | None = None  # events (cpu, depth, stream, copy)
+    union: UnionIndex | None = None  # busy time (stream, copy)
+    cats: dict[int, UnionIndex] = field(default_factory=dict)  # cpu: per activity
+    busy_all: UnionIndex | None = None  # cpu: any activity
+    not_python: UnionIndex | None = None  # cpu: any activity other than python frames
+    segs: Segments | None = None  # ranges, depth rows
+    depth_rows: list["Lane"] = field(default_factory=list)  # cpu: expandable stack depth rows
+    expanded: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}:{self.rank}:{self.device}:{self.track}:{self.label}"
+
+
+def _cpu_categories(model: TraceModel, idx: np.ndarray) -> np.ndarray:
+    kinds = model.kind[idx]
+    cat = np.zeros(idx.size, dtype=np.uint8)
+    cat[kinds == Kind.PYTHON] = C_PYTHON
+    cat[kinds == Kind.CPU_OP] = C_OP
+    rt = (kinds == Kind.RUNTIME) | (kinds == Kind.DRIVER)
+    cat[rt] = C_LAUNCH
+    cat[kinds == Kind.SYNC] = C_SYNC
+    # names are interned: classify each distinct name once
+    nid = model.name_id[idx]
+    sel = rt | (kinds == Kind.CPU_OP)
+    if sel.any():
+        uniq = np.unique(nid[sel])
+        sync_ids = [u for u in uniq.tolist() if model.names[u] in _SYNC_OPS or _SYNC_RUNTIME.search(model.names[u])]
+        alloc_ids = [u for u in uniq.tolist() if _ALLOC_RUNTIME.search(model.names[u])]
+        if sync_ids:
+            cat[sel & np.isin(nid, sync_ids)] = C_SYNC
+        if alloc_ids:
+            cat[sel & np.isin(nid, alloc_ids)] = C_ALLOC
+    return cat
+
+
+def _cpu_lane(model: TraceModel, tr, rank) -> Lane | None:
+    sl = model.track_slice(tr.id)
+    idx = np.arange(sl.start, sl.stop, dtype=np.int64)
+    k = model.kind[idx]
+    act = idx[np.isin(k, [Kind.PYTHON, Kind.CPU_OP, Kind.RUNTIME, Kind.DRIVER, Kind.SYNC])]
+    ann = idx[k == Kind.ANNOTATION]
+    if not act.size and not ann.size:
+        return None
+    cat = _cpu_categories(model, act)
+    s = model.ts_ns[act]
+    e = s + model.dur_ns[act]
+    lane = Lane("cpu", tr.name, rank=rank, track=tr.id, iv=Intervals.of(model, act))
+    for c in (C_PYTHON, C_OP, C_LAUNCH, C_SYNC, C_ALLOC):
+        m = cat == c
+        if m.any():
+            lane.cats[c] = UnionIndex(s[m], e[m])
+    lane.busy_all = UnionIndex(s, e)
+    npy = cat != C_PYTHON
+    lane.not_python = UnionIndex(s[npy], e[npy])
+    # expandable depth rows: python frames by their tree depth, then ops/runtime by time nesting
+    d = model.depth[act].astype(np.int64)
+    rows = []
+    for fam, label, m in (("py", "py", cat == C_PYTHON), ("op", "op", cat != C_PYTHON)):
+        if not m.any():
+            continue
+        for lvl in range(min(int(d[m].max()) + 1, 24)):
+            mm = m & (d == lvl)
+            if not mm.any():
+                continue
+            sub = act[mm]
+            iv = Intervals.of(model, sub)
+            rows.append(Lane("depth", f"  {label} {lvl}", rank=rank, track=tr.id, iv=iv,
+                             segs=Segments(iv.starts, iv.ends, iv.idx)))
+    lane.depth_rows = rows
+    return lane
+
+
+def build_lanes(model: TraceModel, rank: int | None = None) -> list[Lane]:
+    """Every lane of one model, in display order: ranges, CPU threads, then per device its streams and copies.
+
+    The gap row of each device is added by the widget once the analysis is ready (``Lane('gaps', ...)``).
+    """
+    if rank is None:
+        rank = model.rank
+    lanes: list[Lane] = []
+    # record_function / ProfilerStep ranges of every CPU thread, innermost at each instant
+    ann = np.flatnonzero(model.kind == Kind.ANNOTATION)
+    if ann.size:
+        s = model.ts_ns[ann]
+        e = s + model.dur_ns[ann]
+        lanes.append(Lane("ranges", "ranges", rank=rank, segs=flatten_nested(s, e, ann)))
+    cpu = sorted(model.cpu_tracks(), key=lambda t: (t.sort_index, str(t.tid)))
+    cpu_lanes = [ln for ln in (_cpu_lane(model, t, rank) for t in cpu) if ln is not None]
+    # busiest threads first: the main thread is what people look for
+    cpu_lanes.sort(key=lambda ln: -(ln.busy_all.cum[-1] if ln.busy_all is not None else 0))
+    lanes.extend(cpu_lanes)
+    gpu = model.gpu_tracks()
+    for dev in model.gpu_devices():
+        for tr in sorted((t for t in gpu if t.device == dev), key=lambda t: (t.stream,)):
+            sl = model.track_slice(tr.id)
+            idx = np.arange(sl.start, sl.stop, dtype=np.int64)
+            kern = idx[model.kind[idx] == Kind.KERNEL]
+            if not kern.size:
+                continue
+            iv = Intervals.of(model, kern)
+            lanes.append(Lane("stream", f"stream {tr.stream}", rank=rank, device=dev, track=tr.id, iv=iv,
+                              union=UnionIndex(iv.starts, iv.ends)))
+        dev_tracks = [t.id for t in gpu if t.device == dev]
+        cidx = np.flatnonzero(np.isin(model.track, dev_tracks) & np.isin(model.kind, [Kind.MEMCPY, Kind.MEMSET]))
+        if cidx.size:
+            names = model.name_id[cidx]
+            kinds = model.kind[cidx]
+            lab = np.array([COPY_KINDS.index(copy_kind(model.names[int(n)], int(k)))
+                            for n, k in zip(names.tolist(), kinds.tolist())], dtype=np.int8) if cidx.size < 200_000 else None
+            if lab is None:  # many copies: classify distinct (name, kind) pairs once
+                pairs, inv = np.unique(np.stack([names.astype(np.int64), kinds.astype(np.int64)], 1), axis=0,
+                                       return_inverse=True)
+                plab = np.array([COPY_KINDS.index(copy_kind(model.names[int(n)], int(k))) for n, k in pairs], np.int8)
+                lab = plab[inv.reshape(-1)]
+            for ci, ck in enumerate(COPY_KINDS):
+                sub = cidx[lab == ci]
+                if sub.size:
+                    iv = Intervals.of(model, sub)
+                    lanes.append(Lane("copy", ck, rank=rank, device=dev, iv=iv, union=UnionIndex(iv.starts, iv.ends)))
+    return lanes
+
+
+# --------------------------------------------------------------------------- layout
+def cell_edges(t0: int, t1: int, width: int) -> np.ndarray:
+    """W+1 integer ns edges of W cells spanning [t0, t1) (exact integer arithmetic, no rounding drift)."""
+    width = max(int(width), 1)
+    t0 = int(t0)
+    span = max(int(t1) - t0, width)
+    k = np.arange(width + 1, dtype=np.int64)
+    # span * k may not fit int64 for huge spans; use Python ints through object only when needed
+    if span < (1 << 62) // (width + 1):
+        return t0 + (span * k) // width
+    return np.array([t0 + span * int(i) // width for i in k], dtype=np.int64)  # pragma: no cover
+
+
+def time_to_col(t: int, t0: int, t1: int, width: int) -> int:
+    span = max(int(t1) - int(t0), 1)
+    return int((int(t) - int(t0)) * width // span)
+
+
+def col_to_time(col: int, t0: int, t1: int, width: int) -> int:
+    """Middle of cell ``col``."""
+    e = cell_edges(t0, t1, width)
+    col = min(max(int(col), 0), width - 1)
+    return int(e[col] + (e[col + 1] - e[col]) // 2)
+
+
+def density_cells(lane: Lane, edges: np.ndarray) -> np.ndarray:
+    """Busy level 0..8 per cell; any work at all in a cell gives at least level 1."""
+    widths = np.maximum(np.diff(edges), 1)
+    busy = lane.union.covered(edges)
+    lvl = np.ceil(busy * DENSITY_LEVELS / widths).astype(np.int64)
+    lvl = np.clip(lvl, 0, DENSITY_LEVELS)
+    started = lane.iv.starts_in(edges) > 0
+    lvl = np.where((lvl == 0) & started, 1, lvl)
+    return lvl.astype(np.uint8)
+
+
+def cpu_cells(lane: Lane, edges: np.ndarray) -> np.ndarray:
+    """Dominant activity per cell by approximate exclusive time (nesting: python > op > runtime calls)."""
+    w = np.maximum(np.diff(edges), 1)
+    cov = {c: ui.covered(edges) for c, ui in lane.cats.items()}
+    z = np.zeros(w.size, dtype=np.int64)
+    allc = lane.busy_all.covered(edges)
+    notpy = lane.not_python.covered(edges)
+    leaf = cov.get(C_LAUNCH, z) + cov.get(C_SYNC, z) + cov.get(C_ALLOC, z)
+    score = np.stack(
+        [
+            w - allc,  # idle
+            np.maximum(cov.get(C_PYTHON, z) - notpy, 0),
+            np.maximum(cov.get(C_OP, z) - leaf, 0),
+            cov.get(C_LAUNCH, z),
+            cov.get(C_SYNC, z),
+            cov.get(C_ALLOC, z),
+        ]
+    )
+    out = np.argmax(score, axis=0).astype(np.uint8)
+    # a cell with any activity is never shown idle if the activity is most of what was recorded
+    act = allc > 0
+    busy_arg = np.argmax(score[1:], axis=0).astype(np.uint8) + 1
+    out = np.where((out == 0) & act & (allc * 4 >= w), busy_arg, out)
+    # short starts narrower than a cell still show as their category
+    starts = lane.iv.starts_in(edges) > 0
+    out = np.where((out == 0) & starts, busy_arg, out)
+    return out
+
+
+def segment_text(refs: np.ndarray, label_of, *, bar: str = "─", open_: str = "▏") -> tuple[str, np.ndarray]:
+    """Text of a row of named pieces: each run of cells showing the same piece is drawn as
+    ``▏name────`` clipped to the run. Returns the text and a per-cell code (label, bar, mark, empty)."""
+    n = refs.size
+    chars = [" "] * n
+    codes = np.zeros(n, dtype=np.uint8)
+    if n == 0:
+        return "", codes
+    change = np.flatnonzero(np.r_[True, refs[1:] != refs[:-1]])
+    ends = np.r_[change[1:], n]
+    for a, b in zip(change.tolist(), ends.tolist()):
+        r = int(refs[a])
+        if r < 0:
+            continue
+        run = b - a
+        if run == 1:
+            chars[a] = open_
+            codes[a] = C_MARK
+            continue
+        name = label_of(r)
+        body = (open_ + name)[:run]
+        for k, ch in enumerate(body):
+            chars[a + k] = ch
+        codes[a:a + len(body)] = C_LABEL
+        for k in range(a + len(body), b):
+            chars[k] = bar
+        codes[a + len(body):b] = C_BAR
+    return "".join(chars), codes

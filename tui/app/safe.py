@@ -1,0 +1,23 @@
+"""Trace strings made safe to draw: control characters and escape sequences shown escaped, never interpreted."""
+
+from __future__ import annotations
+
+import re
+
+_CTRL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _esc(m: re.Match) -> str:
+    c = ord(m.group(0))
+    return {9: "\\t", 10: "\\n", 13: "\\r", 27: "\\x1b"}.get(c, f"\\x{c:02x}")
+
+
+def safe(name) -> str:
+    """``name`` with every control character written as an escape (``\\x1b[31m`` stays visible text)."""
+    s = name if isinstance(name, str) else str(name)
+    return _CTRL.sub(_esc, s) if _CTRL.search(s) else s
+
+
+def ascii_safe(s: str) -> str:
+    """For --ascii: non-ASCII characters become '?' so a non-UTF-8 terminal never sees raw bytes."""
+    return s.encode("ascii", "replace").decode("ascii")
