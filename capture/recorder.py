@@ -216,6 +216,7 @@ def _export(prof, out_dir: str, stem: str, n: int, overwrite: bool) -> str:
                 shutil.copyfileobj(src, gz, 1 << 20)
             raw.flush()
             os.fsync(raw.fileno())
+        os.chmod(tmp_gz, 0o666 & ~_umask())  # mkstemp makes 0600; a trace is an ordinary file
         while True:
             final = os.path.join(out_dir, _numbered(stem, n))
             if overwrite:
@@ -245,6 +246,12 @@ def _export(prof, out_dir: str, stem: str, n: int, overwrite: bool) -> str:
                     os.unlink(t)
                 except OSError:
                     pass
+
+
+def _umask() -> int:
+    m = os.umask(0)
+    os.umask(m)
+    return m
 
 
 def _time_steps(step: Callable[[], Any], active: int, use_cuda: bool, dist, repeats: int) -> float:

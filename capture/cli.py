@@ -1,0 +1,311 @@
+"""``gapscope capture`` / ``python -m capture``: record traces from the command line.
+
+    gapscope capture demo [--phase prefill|decode|both] [--mode eager|graph|compile] [--inject CAUSE]
+                          [--size tiny|small|full] [--out DIR] [--no-stacks] [--ranks [--late-rank R]]
+    gapscope capture run MODULE:FUNC [--out DIR] [--name NAME] ...
+
+Errors are one line, ``gapscope: error: ...``, exit status 2. Only torch and the standard library are used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from typing import Any
+
+from .recorder import CaptureError
+
+EPILOG = """\
+examples:
+  gapscope capture demo --phase both --out traces            prefill and decode of the demo model
+  gapscope capture demo --phase decode --inject sync          decode with a .item() in every layer
+  gapscope capture demo --mode graph --phase decode           decode replayed from a CUDA graph
+  torchrun --nproc-per-node 2 -m capture demo --ranks --late-rank 1   two tensor-parallel ranks, one late
+  gapscope capture run mypkg.bench:make_steps --active 4     FUNC returns a step or {phase: step}
+
+traces are written as DIR/NAME[.PHASE][.rankR].json.gz; an existing file is never replaced
+(the next free name NAME....1.json.gz is used) unless --overwrite is given.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # noqa: D401 - argparse API
+        raise CaptureError(message)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", default="traces", metavar="DIR", help="output folder (default: traces)")
+    p.add_argument("--name", default=None, help="file name stem (default: from the workload)")
+    p.add_argument("--warmup", type=int, default=3, metavar="N", help="un-profiled warm-up calls per phase (default 3)")
+    p.add_argument("--active", type=int, default=None, metavar="N",
+                   help="profiled calls per phase (default: 1 for prefill, 4 for decode, 1 otherwise)")
+    p.add_argument("--repeats", type=int, default=3, metavar="N", help="un-profiled timing repeats, median kept (default 3)")
+    p.add_argument("--no-stacks", action="store_true", help="record without Python stacks (less CPU distortion)")
+    p.add_argument("--no-shapes", action="store_true", help="record without input shapes")
+    p.add_argument("--memory", action="store_true", help="also record allocator events (profile_memory)")
+    p.add_argument("--overwrite", action="store_true", help="replace existing traces of the same name")
+    p.add_argument("--cpu", action="store_true", help="run and record on the CPU even when CUDA is available")
+    p.add_argument("--no-summary", action="store_true", help="several ranks: skip the combined summary")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="gapscope capture", description="Record PyTorch profiler traces the way an expert would.",
+                     epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="what", metavar="demo|run")
+    d = sub.add_parser("demo", help="record the built-in decoder-only transformer (random weights)",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
+    d.add_argument("--phase", choices=("prefill", "decode", "both"), default="both")
+    d.add_argument("--mode", choices=("eager", "graph", "compile"), default="eager")
+    d.add_argument("--inject", choices=("sync", "sampling", "copy", "alloc", "python"), default=None,
+                   metavar="CAUSE", help="add one known cause of GPU idle time: sync, sampling, copy, alloc, python")
+    d.add_argument("--size", choices=("tiny", "small", "full"), default=None,
+                   help="model size (default: full on CUDA, tiny on CPU)")
+    d.add_argument("--ranks", action="store_true", help="tensor-parallel over the ranks of torchrun (all-reduces)")
+    d.add_argument("--late-rank", type=int, default=None, metavar="R", help="with --ranks: rank R does extra host work before each all-reduce")
+    d.add_argument("--late-us", type=int, default=2000, metavar="N", help="microseconds of extra work on the late rank (default 2000)")
+    _common(d)
+    r = sub.add_parser("run", help="record the step(s) returned by MODULE:FUNC",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
+    r.add_argument("target", metavar="MODULE:FUNC", help="FUNC() returns a step callable or a {phase: step} mapping")
+    _common(r)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(argv)
+    except CaptureError as exc:
+        sys.stderr.write(f"gapscope: error: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("gapscope: interrupted (no trace written for the interrupted phase)\n")
+        return 130
+
+
+def _main(argv: list[str]) -> int:
+    parser = build_parser()
+    if not argv or argv[0] in ("-h", "--help"):
+        parser.print_help()
+        return 0 if argv else 2
+    args = parser.parse_args(argv)
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise CaptureError("capture needs torch (pip install 'gapscope[capture]')") from None
+    if args.active is not None and args.active < 1:
+        raise CaptureError("--active must be at least 1")
+    if args.warmup < 0 or args.repeats < 1:
+        raise CaptureError("--warmup must be >= 0 and --repeats >= 1")
+    if args.what == "demo":
+        return _demo(args)
+    return _run(args)
+
+
+# ------------------------------------------------------------------------------------ distributed
+def _world_from_env() -> int:
+    try:
+        return int(os.environ.get("WORLD_SIZE", "1"))
+    except ValueError:
+        return 1
+
+
+def init_distributed(cpu: bool = False):
+    """Initialise torch.distributed from torchrun's environment if needed; returns (rank, world) or None."""
+    import torch
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    if _world_from_env() <= 1 and "RANK" not in os.environ:
+        return None
+    use_cuda = torch.cuda.is_available() and not cpu
+    if use_cuda:
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        torch.cuda.set_device(local)
+        dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+    else:
+        dist.init_process_group("gloo")
+    return dist.get_rank(), dist.get_world_size()
+
+
+def gather_summaries(results: list, out_dir: str, stem: str, *, overwrite: bool = False) -> str | None:
+    """Several ranks: each summarises its own traces (if tui.analysis is importable), rank 0 writes one file.
+
+    Returns the combined file's path on rank 0, else None. Skipped (with a note) where the analysis
+    package or its dependencies are missing, as on GPU nodes with torch alone.
+    """
+    import json
+
+    import torch.distributed as dist
+
+    if not dist.is_initialized() or dist.get_world_size() < 2:
+        return None
+    summarise = None
+    try:
+        from tui.analysis import summarise  # type: ignore[attr-defined]  # optional, see docstring
+    except Exception:  # ImportError, or a dependency that fails to import
+        summarise = None
+    mine: dict[str, Any] = {"rank": dist.get_rank(), "traces": []}
+    for r in results:
+        entry: dict[str, Any] = {"path": r.path, "phase": r.phase, "distortion": r.distortion,
+                                 "profiled_us": r.profiled_us, "unprofiled_us": r.unprofiled_us}
+        if summarise is not None:
+            try:
+                entry["summary"] = summarise(r.path)
+            except Exception as exc:  # the summary is a bonus; the traces are written
+                entry["summary_error"] = f"{type(exc).__name__}: {exc}"[:300]
+        mine["traces"].append(entry)
+    if summarise is None:
+        mine["note"] = "tui.analysis not importable here: no per-rank summary"
+    gathered: list[Any] | None = [None] * dist.get_world_size() if dist.get_rank() == 0 else None
+    dist.gather_object(mine, gathered, dst=0)
+    if dist.get_rank() != 0:
+        return None
+    if summarise is None:
+        sys.stderr.write("gapscope capture: tui.analysis is not importable here; combined summary has timings only\n")
+    path = os.path.join(out_dir, f"{stem}.ranks.json")
+    n = 0
+    while not overwrite and os.path.exists(path):
+        n += 1
+        path = os.path.join(out_dir, f"{stem}.ranks.{n}.json")
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump({"world_size": dist.get_world_size(), "ranks": gathered}, f, indent=1, default=str)
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        sys.stderr.write(f"gapscope capture: could not write {path} ({exc.strerror or exc})\n")
+        return None
+    return path
+
+
+# ------------------------------------------------------------------------------------------- demo
+def _demo(args) -> int:
+    import torch
+
+    from . import demo as demo_mod
+    from .recorder import Session
+
+    if args.late_rank is not None and not args.ranks:
+        raise CaptureError("--late-rank needs --ranks")
+    use_cuda = torch.cuda.is_available() and not args.cpu
+    tp_rank, tp_size = 0, 1
+    if args.ranks:
+        if args.mode != "eager":
+            raise CaptureError("--ranks records --mode eager only")
+        info = init_distributed(cpu=args.cpu)
+        if info is None:
+            raise CaptureError("--ranks needs torchrun (or RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT in the environment)")
+        tp_rank, tp_size = info
+        if args.late_rank is not None and not 0 <= args.late_rank < tp_size:
+            raise CaptureError(f"--late-rank {args.late_rank} is not a rank of this run (0..{tp_size - 1})")
+    else:
+        init_distributed(cpu=args.cpu)  # under torchrun without --ranks: every rank records its own copy
+    size = args.size or ("full" if use_cuda else "tiny")
+    device = torch.device("cuda", torch.cuda.current_device()) if use_cuda else torch.device("cpu")
+    try:
+        demo = demo_mod.Demo(size, args.mode, args.inject, device=device, tp_rank=tp_rank, tp_size=tp_size,
+                             late_rank=args.late_rank, late_us=args.late_us)
+    except ValueError as exc:
+        raise CaptureError(str(exc)) from None
+    name = args.name or _demo_name(args)
+    extra = demo.describe()
+    if args.ranks:
+        extra.update({"tensor_parallel": tp_size, "late_rank": args.late_rank,
+                      "late_us": args.late_us if args.late_rank is not None else None})
+    s = Session(name=name, out_dir=args.out, warmup=args.warmup, repeats=args.repeats, stacks=not args.no_stacks,
+                shapes=not args.no_shapes, memory=args.memory, overwrite=args.overwrite, cuda=use_cuda, extra=extra)
+    phases = ("prefill", "decode") if args.phase == "both" else (args.phase,)
+    for phase in phases:
+        demo.fill_cache()
+        active = args.active or (4 if phase == "decode" else 1)
+        r = s.phase(phase, demo.step_fn(phase), active=active)
+        print(r.line(), flush=True)
+    if args.ranks and not args.no_summary:
+        p = gather_summaries(s.results, args.out, name, overwrite=args.overwrite)
+        if p:
+            print(f"combined summary: {p}", flush=True)
+    _finish_distributed()
+    return 0
+
+
+def _demo_name(args) -> str:
+    parts = ["demo", args.mode]
+    if args.inject:
+        parts.append(args.inject)
+    if args.ranks:
+        parts.append("tp")
+        if args.late_rank is not None:
+            parts.append(f"late{args.late_rank}")
+    if args.no_stacks:
+        parts.append("nostacks")
+    return "-".join(parts)
+
+
+def _finish_distributed() -> None:
+    try:
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    except Exception:
+        pass
+
+
+# -------------------------------------------------------------------------------------------- run
+def load_target(target: str):
+    """Import MODULE:FUNC and call FUNC(); returns {phase or None: step}."""
+    mod_name, sep, func_name = target.partition(":")
+    if not sep or not mod_name or not func_name:
+        raise CaptureError(f"{target!r}: expected MODULE:FUNC, e.g. mypkg.bench:make_step")
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # like `python -m`: modules in the current folder are found
+    try:
+        mod = importlib.import_module(mod_name)
+    except ImportError as exc:
+        raise CaptureError(f"cannot import {mod_name!r}: {exc}") from None
+    func = mod
+    for part in func_name.split("."):
+        func = getattr(func, part, None)
+        if func is None:
+            raise CaptureError(f"module {mod_name!r} has no {func_name!r}")
+    if not callable(func):
+        raise CaptureError(f"{target} is not callable")
+    made = func()
+    if callable(made):
+        return {None: made}
+    if isinstance(made, dict) and made and all(isinstance(k, str) and callable(v) for k, v in made.items()):
+        return dict(made)
+    raise CaptureError(f"{target} must return a step callable or a non-empty mapping of phase name to step "
+                       f"(got {type(made).__name__})")
+
+
+def _run(args) -> int:
+    import torch
+
+    from .recorder import Session
+
+    init_distributed(cpu=args.cpu)
+    steps = load_target(args.target)
+    name = args.name or args.target.partition(":")[0].rsplit(".", 1)[-1]
+    use_cuda = torch.cuda.is_available() and not args.cpu
+    s = Session(name=name, out_dir=args.out, warmup=args.warmup, repeats=args.repeats, stacks=not args.no_stacks,
+                shapes=not args.no_shapes, memory=args.memory, overwrite=args.overwrite, cuda=use_cuda,
+                extra={"target": args.target})
+    for phase, step in steps.items():
+        active = args.active or (4 if phase == "decode" else 1)
+        r = s.phase(phase, step, active=active)
+        print(r.line(), flush=True)
+    if not args.no_summary:
+        p = gather_summaries(s.results, args.out, name, overwrite=args.overwrite)
+        if p:
+            print(f"combined summary: {p}", flush=True)
+    _finish_distributed()
+    return 0
