@@ -1,0 +1,15 @@
+"""Analysis layer: gaps, causes, stacks, kernels, floors, findings. No textual, no torch.
+
+    from tui.analysis import analyze
+    a = analyze(model)
+    a.devices, a.gaps, a.gap_detail(0), a.findings, a.kernels
+"""
+
+from .core import CAUSE_EXPLANATIONS, Analysis, Finding, GapDetail, GapTable, analyze
+from .activity import KernelStat
+from .gaps import BUCKETS, CAUSES, DeviceStats
+from .stacks import Frame
+from .thresholds import Thresholds
+
+__all__ = ["analyze", "Analysis", "CAUSES", "CAUSE_EXPLANATIONS", "BUCKETS", "DeviceStats", "Finding", "Frame",
+           "GapDetail", "GapTable", "KernelStat", "Thresholds"]

@@ -1,0 +1,248 @@
+"""Everything around the gaps: kernels (with floors), launches, syncs, copies, allocator calls,
+memory events and collectives. Whole-column numpy; Python loops only over the few listed rows."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..trace.model import Kind, TraceModel, TrackKind
+from .floors import floor_ns
+from .intervals import Coverage
+from .stacks import StackIndex, signature_frame
+
+
+@dataclass
+class KernelStat:
+    name: str
+    count: int
+    total_ns: int
+    pct: float  # share of all kernel time
+    op: str | None = None
+    shapes: list | None = None
+    floor_ns: float | None = None  # per call, for the most common shapes of the launching op
+    bound: str | None = None  # "compute" | "memory"
+    avg_ns: float = 0.0
+    device: int | None = None
+
+
+def kernel_stats(model: TraceModel, top: int = 30) -> list[KernelStat]:
+    k = np.flatnonzero(model.kind == Kind.KERNEL)
+    if k.size == 0:
+        return []
+    nid = model.name_id[k]
+    dur = model.dur_ns[k]
+    tot = np.bincount(nid, weights=dur, minlength=len(model.names))
+    cnt = np.bincount(nid, minlength=len(model.names))
+    grand = float(dur.sum()) or 1.0
+    order = np.argsort(-tot, kind="stable")
+    gtr = {t.id: t.device for t in model.tracks if t.kind is TrackKind.GPU}
+    out = []
+    for name_id in order[:top]:
+        if cnt[name_id] == 0:
+            break
+        ks = k[nid == name_id]
+        st = KernelStat(model.names[name_id], int(cnt[name_id]), int(dur[nid == name_id].sum()),
+                        100.0 * float(tot[name_id]) / grand, avg_ns=float(tot[name_id]) / cnt[name_id])
+        ops = model.op[ks]
+        ops = ops[ops >= 0]
+        dev = gtr.get(int(model.track[ks[0]]))
+        st.device = dev
+        if ops.size:
+            on = Counter(model.name_id[ops].tolist()).most_common(1)[0][0]
+            st.op = model.names[on]
+            same = ops[model.name_id[ops] == on]
+            aid = Counter(model.args_id[same].tolist()).most_common(1)[0][0]
+            sample = int(same[model.args_id[same] == aid][0])
+            args = model.event_args(sample)
+            if args.get("Input Dims") is not None:
+                st.shapes = args.get("Input Dims")
+            try:
+                f, b = floor_ns(st.op, args, model.device_name(dev) if dev is not None else None)
+            except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError):
+                f, b = None, None
+            st.floor_ns, st.bound = f, b
+        out.append(st)
+    return out
+
+
+def launch_stats(model: TraceModel) -> dict:
+    """Launch-to-start delay, CPU cost per launch, kernels shorter than their launch, launch rate."""
+    k = np.flatnonzero((model.kind == Kind.KERNEL) & (model.launch >= 0))
+    if k.size == 0:
+        return {"count": 0}
+    L = model.launch[k]
+    delay = model.ts_ns[k] - model.ts_ns[L]
+    uniq_l = np.unique(L)
+    cost = model.dur_ns[uniq_l]
+    t0 = int(model.ts_ns[uniq_l].min())
+    t1 = int((model.ts_ns[uniq_l] + model.dur_ns[uniq_l]).max())
+    span_ms = max((t1 - t0) / 1e6, 1e-9)
+    shorter = int(np.count_nonzero(model.dur_ns[k] < model.dur_ns[L]))
+    names = Counter(model.name_id[uniq_l].tolist())
+    return {
+        "count": int(uniq_l.size),
+        "kernels": int(k.size),
+        "delay_median_ns": float(np.median(delay)),
+        "delay_p90_ns": float(np.percentile(delay, 90)),
+        "cost_median_ns": float(np.median(cost)),
+        "cost_total_ns": int(cost.sum()),
+        "kernels_shorter_than_launch": shorter,
+        "rate_per_ms": uniq_l.size / span_ms,
+        "calls": {model.names[n]: c for n, c in names.most_common(8)},
+    }
+
+
+def sync_stats(model: TraceModel, flags, stacks: StackIndex, max_stack_samples: int = 200) -> list[dict]:
+    nid = model.name_id
+    cpu_track = np.array([t.kind is TrackKind.CPU for t in model.tracks] + [False], dtype=bool)
+    on_cpu = cpu_track[model.track] if model.n else np.zeros(0, bool)
+    rt = (model.kind == Kind.RUNTIME) | (model.kind == Kind.DRIVER)
+    mask = on_cpu & ((rt & (flags["sync_rt"][nid] | flags["blocking_copy"][nid]))
+                     | ((model.kind == Kind.CPU_OP) & flags["sync_op"][nid]))
+    idx = np.flatnonzero(mask)
+    if idx.size == 0:
+        return []
+    out = []
+    tot = np.bincount(nid[idx], weights=model.dur_ns[idx], minlength=len(model.names))
+    cnt = np.bincount(nid[idx], minlength=len(model.names))
+    for n in np.flatnonzero(cnt)[np.argsort(-tot[np.flatnonzero(cnt)], kind="stable")]:
+        ev = idx[nid[idx] == n]
+        sample = ev[:max_stack_samples]
+        uf = stacks.user_frame(model.track[sample].astype(np.int64), model.ts_ns[sample])
+        c = Counter()
+        for e, u in zip(sample.tolist(), uf.tolist()):
+            if u >= 0:
+                c[model.name(u)] += 1
+            else:
+                fr = signature_frame(stacks.stack_at(int(model.track[e]), int(model.ts_ns[e])))
+                c[fr.name if fr is not None and fr.event != e else "(no stack)"] += 1
+        out.append({"name": model.names[n], "count": int(cnt[n]), "total_ns": int(tot[n]),
+                    "stacks": [{"frame": f, "count": k} for f, k in c.most_common(3)]})
+    return out
+
+
+_COPY_RE = re.compile(r"^Memcpy\s+(\w+)\s*(?:\((\w+)\s*->\s*(\w+)\))?", re.I)
+
+
+def copy_kind(name: str) -> str:
+    m = _COPY_RE.match(name)
+    if not m:
+        return "Memset" if name.lower().startswith("memset") else name
+    d, src, dst = m.group(1), m.group(2), m.group(3)
+    host = None
+    for side in (src, dst):
+        if side and side.lower() not in ("device", "array"):
+            host = side
+    return f"{d} {host}" if host else d
+
+
+def copy_stats(model: TraceModel) -> list[dict]:
+    idx = np.flatnonzero((model.kind == Kind.MEMCPY) | (model.kind == Kind.MEMSET))
+    if idx.size == 0:
+        return []
+    kinds = {}
+    for n in np.unique(model.name_id[idx]).tolist():
+        kinds[n] = copy_kind(model.names[n])
+    labels = sorted(set(kinds.values()))
+    lab_ix = {l: i for i, l in enumerate(labels)}
+    m = np.zeros(len(model.names), np.int64)
+    for n, l in kinds.items():
+        m[n] = lab_ix[l]
+    li = m[model.name_id[idx]]
+    cnt = np.bincount(li, minlength=len(labels))
+    byt = np.bincount(li, weights=model.nbytes[idx], minlength=len(labels))
+    tim = np.bincount(li, weights=model.dur_ns[idx], minlength=len(labels))
+    out = []
+    for i in np.argsort(-tim, kind="stable"):
+        t = int(tim[i])
+        out.append({"kind": labels[i], "count": int(cnt[i]), "bytes": int(byt[i]), "total_ns": t,
+                    "gbps": (float(byt[i]) / t) if t > 0 and byt[i] > 0 else None,
+                    "pageable": "pageable" in labels[i].lower()})
+    return out
+
+
+def allocator_stats(model: TraceModel, flags) -> dict:
+    nid = model.name_id
+    rt = (model.kind == Kind.RUNTIME) | (model.kind == Kind.DRIVER) | (model.kind == Kind.CPU_OP)
+    mask = (rt & flags["alloc"][nid]) | ((model.kind == Kind.PYTHON) & flags["empty_cache"][nid])
+    idx = np.flatnonzero(mask)
+    calls = {}
+    if idx.size:
+        tot = np.bincount(nid[idx], weights=model.dur_ns[idx], minlength=len(model.names))
+        cnt = np.bincount(nid[idx], minlength=len(model.names))
+        for n in np.flatnonzero(cnt):
+            calls[model.names[n]] = {"count": int(cnt[n]), "total_ns": int(tot[n])}
+    mem = np.flatnonzero((model.kind == Kind.INSTANT) & (nid == _name_index(model, "[memory]")))
+    memory = None
+    if mem.size:
+        peak_alloc = peak_res = None
+        aids = np.unique(model.args_id[mem])
+        aids = aids[aids >= 0][:100_000]
+        import orjson
+
+        for a in aids.tolist():
+            try:
+                d = orjson.loads(model.args[a])
+            except ValueError:
+                continue
+            ta, tr = d.get("Total Allocated"), d.get("Total Reserved")
+            if isinstance(ta, (int, float)):
+                peak_alloc = ta if peak_alloc is None else max(peak_alloc, ta)
+            if isinstance(tr, (int, float)):
+                peak_res = tr if peak_res is None else max(peak_res, tr)
+        memory = {"events": int(mem.size), "allocated_bytes": int(model.nbytes[mem][model.nbytes[mem] > 0].sum()),
+                  "peak_allocated": peak_alloc, "peak_reserved": peak_res}
+    return {"calls": calls, "memory": memory}
+
+
+def _name_index(model: TraceModel, name: str) -> int:
+    try:
+        return model.names.index(name)
+    except ValueError:
+        return -2
+
+
+def collective_stats(model: TraceModel, flags) -> list[dict]:
+    """NCCL kernels by name: count, time, the part not overlapped by compute kernels, process group."""
+    kind = model.kind
+    nid = model.name_id
+    gdev = np.array([t.device if t.kind is TrackKind.GPU else -1 for t in model.tracks] + [-1], dtype=np.int64)
+    isk = kind == Kind.KERNEL
+    coll = np.flatnonzero(isk & flags["coll_kernel"][nid])
+    out = []
+    if coll.size == 0:
+        ops = np.flatnonzero((kind == Kind.CPU_OP) & flags["coll_op"][nid])
+        if ops.size == 0:
+            return []
+        tot = np.bincount(nid[ops], weights=model.dur_ns[ops], minlength=len(model.names))
+        cnt = np.bincount(nid[ops], minlength=len(model.names))
+        for n in np.flatnonzero(cnt):
+            out.append({"name": model.names[n], "count": int(cnt[n]), "total_ns": int(tot[n]), "exposed_ns": None,
+                        "wait_ns": 0, "late_rank": None, "process_group": None, "cpu_side": True})
+        return sorted(out, key=lambda d: -d["total_ns"])
+    dev = gdev[model.track[coll]]
+    comp = np.flatnonzero(isk & ~flags["coll_kernel"][nid])
+    comp_dev = gdev[model.track[comp]]
+    cov = {int(d): Coverage(model.ts_ns[comp[comp_dev == d]], model.ts_ns[comp[comp_dev == d]]
+                            + model.dur_ns[comp[comp_dev == d]]) for d in np.unique(dev)}
+    ts, dur = model.ts_ns[coll], model.dur_ns[coll]
+    overl = np.zeros(coll.size, np.int64)
+    for d, c in cov.items():
+        sel = dev == d
+        overl[sel] = c.covered(ts[sel], ts[sel] + dur[sel])
+    for n in np.unique(nid[coll]).tolist():
+        sel = nid[coll] == n
+        pg = None
+        ops = model.op[coll[sel]]
+        ops = ops[ops >= 0]
+        if ops.size:
+            a = model.event_args(int(ops[0]))
+            pg = a.get("Process Group Name") or a.get("Process Group Description")
+        out.append({"name": model.names[n], "count": int(sel.sum()), "total_ns": int(dur[sel].sum()),
+                    "exposed_ns": int((dur[sel] - overl[sel]).sum()), "wait_ns": 0, "late_rank": None,
+                    "process_group": pg, "cpu_side": False})
+    return sorted(out, key=lambda d: -d["total_ns"])

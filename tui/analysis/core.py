@@ -1,0 +1,391 @@
+"""``analyze(model) -> Analysis``: the one entry point. Whole-trace work is vectorised at construction;
+per-gap detail (stacks, explanation) is computed on demand by ``gap_detail(i)`` and cached."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from ..trace.model import Kind, TraceModel
+from . import activity
+from .gaps import BUCKETS, CAUSES, CpuSets, DeviceStats, classify, device_stats_and_gaps, stream_gaps
+from .names import name_flags
+from .stacks import Frame, StackIndex, signature_frame
+from .thresholds import DEFAULT, Thresholds
+
+CAUSE_EXPLANATIONS = {
+    "copy": "a memory copy on the device, or a blocking copy call on the launching thread, covered most of the gap",
+    "collective": "a collective (NCCL) operation covered most of the gap",
+    "sync": "the launching thread was waiting in a synchronising call when the GPU ran dry; the gap is the "
+            "time it took the CPU to submit new work",
+    "profiler": "the profiler's own overhead covered most of the gap",
+    "allocator": "allocator calls (cudaMalloc/cudaFree/empty_cache) took a large share of the CPU time before "
+                 "the next launch",
+    "python": "Python code with no PyTorch op below it held the launching thread for most of the gap",
+    "launch": "the launching thread was busy dispatching ops and launches: the GPU drains work faster than "
+              "the CPU issues it",
+    "host-idle": "the launching thread recorded nothing for most of the gap (blocked, sleeping, another "
+                 "thread, or not traced)",
+}
+
+
+class GapTable:
+    """One row per compute gap of every device, sorted by duration (largest first)."""
+
+    def __init__(self, device, start, end, cause, next_idx, launch_idx, thread, t_launch, breakdown):
+        o = np.lexsort((start, device, -(end - start))) if start.size else np.zeros(0, np.int64)
+        self.device = device[o].astype(np.int32)
+        self.start_ns = start[o].astype(np.int64)
+        self.end_ns = end[o].astype(np.int64)
+        self.dur_ns = self.end_ns - self.start_ns
+        self.cause = cause[o].astype(np.uint8)
+        self.next_idx = next_idx[o].astype(np.int64)
+        self.launch_idx = launch_idx[o].astype(np.int64)
+        self.thread = thread[o].astype(np.int64)
+        self.t_launch_ns = t_launch[o].astype(np.int64)
+        self.breakdown = {k: v[o].astype(np.int64) for k, v in breakdown.items()}
+
+    def __len__(self) -> int:
+        return int(self.start_ns.shape[0])
+
+
+@dataclass
+class GapDetail:
+    row: int
+    cause: str
+    explanation: str
+    stack: list[Frame]
+    breakdown: dict[str, int]
+    next_kernel: str
+    launch: str | None
+    next_op: str | None
+    launch_stack: list[Frame]
+    thread_track: int
+    start_ns: int = 0
+    dur_ns: int = 0
+    device: int = 0
+    signature: str | None = None  # the frame a person would fix (for grouping into findings)
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class Finding:
+    id: str
+    severity: str  # high | medium | low | info
+    title: str
+    idle_ns: int
+    evidence: dict
+    suggestion: str
+    gap_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    cause: str | None = None
+
+
+def _us(ns) -> str:
+    ns = float(ns)
+    if abs(ns) >= 1e6:
+        return f"{ns / 1e6:.2f} ms"
+    if abs(ns) >= 1e3:
+        return f"{ns / 1e3:.1f} µs"
+    return f"{ns:.0f} ns"
+
+
+class Analysis:
+    def __init__(self, model: TraceModel, config: Thresholds | None = None):
+        self.model = model
+        self.config = config or DEFAULT
+        self.warnings: list[str] = list(model.warnings)
+        self.flags = name_flags(model.names)
+        self.devices: list[DeviceStats]
+        self.devices, cols = device_stats_and_gaps(model)
+        res, self.cpu, _ = classify(model, cols, self.config, self.flags)
+        self.gaps = GapTable(cols["device"], cols["start"], cols["end"], res["cause"], cols["next"], res["launch"],
+                             res["thread"], res["t_launch"], res["breakdown"])
+        self.stacks = StackIndex(model, self.flags)
+        self._details: dict[int, GapDetail] = {}
+        self.distortion = self._distortion()
+        if not self.devices:
+            self.warnings.append("no GPU activity in this trace: nothing to analyse for idle time")
+        from .findings import build_findings
+
+        self.findings: list[Finding] = build_findings(self)
+
+    # ------------------------------------------------------------ summaries
+    @property
+    def rank(self) -> int | None:
+        return self.model.rank
+
+    @property
+    def phase(self) -> str | None:
+        g = self.model.gapscope_meta or {}
+        p = g.get("phase")
+        return p if isinstance(p, str) else None
+
+    @property
+    def window_start_ns(self) -> int:
+        return min((d.window_start_ns for d in self.devices), default=self.model.window_ns()[0])
+
+    @property
+    def window_ns(self) -> int:
+        if not self.devices:
+            w = self.model.window_ns()
+            return w[1] - w[0]
+        return max(d.window_end_ns for d in self.devices) - self.window_start_ns
+
+    @property
+    def idle_ns(self) -> int:
+        return sum(d.idle_ns for d in self.devices)
+
+    @property
+    def idle_pct(self) -> float:
+        w = sum(d.window_ns for d in self.devices)
+        return 100.0 * self.idle_ns / w if w else 0.0
+
+    def cause_totals(self) -> dict[str, dict]:
+        g = self.gaps
+        cnt = np.bincount(g.cause, minlength=len(CAUSES))
+        tot = np.bincount(g.cause, weights=g.dur_ns, minlength=len(CAUSES))
+        return {c: {"count": int(cnt[i]), "total_ns": int(round(tot[i]))} for i, c in enumerate(CAUSES)}
+
+    def listed_rows(self) -> np.ndarray:
+        return np.flatnonzero(self.gaps.dur_ns >= self.config.min_listed_gap_ns)
+
+    def stream_gaps(self, track_id: int):
+        """Gaps of one stream (start_ns, end_ns, next kernel index), in time order."""
+        return stream_gaps(self.model, track_id)
+
+    @cached_property
+    def kernels(self) -> list:
+        return activity.kernel_stats(self.model)
+
+    @cached_property
+    def launches(self) -> dict:
+        return activity.launch_stats(self.model)
+
+    @cached_property
+    def syncs(self) -> list[dict]:
+        return activity.sync_stats(self.model, self.flags, self.stacks)
+
+    @cached_property
+    def copies(self) -> list[dict]:
+        return activity.copy_stats(self.model)
+
+    @cached_property
+    def allocator(self) -> dict:
+        return activity.allocator_stats(self.model, self.flags)
+
+    @cached_property
+    def collectives(self) -> list[dict]:
+        return activity.collective_stats(self.model, self.flags)
+
+    def _distortion(self) -> dict | None:
+        g = self.model.gapscope_meta
+        if not g:
+            return None
+        src = g.get("distortion") if isinstance(g.get("distortion"), dict) else g
+
+        def num(*keys):
+            for k in keys:
+                v = src.get(k)
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    return float(v)
+            return None
+
+        prof = num("profiled_us", "profiled")
+        unprof = num("unprofiled_us", "unprofiled")
+        ratio = num("ratio", "distortion")
+        if ratio is None and isinstance(g.get("distortion"), (int, float)):
+            ratio = float(g["distortion"])
+        if ratio is None and prof and unprof:
+            ratio = prof / unprof
+        if prof is None or unprof is None or ratio is None:
+            return None
+        d = {"profiled_us": prof, "unprofiled_us": unprof, "ratio": ratio}
+        if ratio > self.config.large_distortion:
+            self.warnings.append(
+                f"the profiler slowed the captured step {ratio:.2f}x ({prof:.0f} µs vs {unprof:.0f} µs without it): "
+                "CPU-side gaps are inflated"
+            )
+        return d
+
+    # --------------------------------------------------------------- detail
+    def gap_detail(self, i: int) -> GapDetail:
+        i = int(i)
+        d = self._details.get(i)
+        if d is None:
+            d = self._gap_detail(i)
+            self._details[i] = d
+        return d
+
+    def _gap_detail(self, i: int) -> GapDetail:
+        m, g, st = self.model, self.gaps, self.stacks
+        cause = CAUSES[int(g.cause[i])]
+        t0, t1 = int(g.start_ns[i]), int(g.end_ns[i])
+        nxt, L, thr, tl = int(g.next_idx[i]), int(g.launch_idx[i]), int(g.thread[i]), int(g.t_launch_ns[i])
+        bd = {k: int(v[i]) for k, v in g.breakdown.items()}
+        nk = m.name(nxt) if nxt >= 0 else "(end of window)"
+        launch = m.name(L) if L >= 0 else None
+        op_i = int(m.op[nxt]) if nxt >= 0 else -1
+        next_op = m.name(op_i) if op_i >= 0 else None
+        launch_stack = st.stack_at(thr, int(m.ts_ns[L])) if L >= 0 and thr >= 0 else []
+        dur = t1 - t0
+        extra: dict = {}
+        anchor = t0
+        if cause == "sync":
+            last = int(self.cpu.sync.cov.last_end_at_or_before(self.cpu.sync._q(np.int64(thr), np.int64(t0))))
+            # the sync call may have returned just before t0 (clock mapping): look inside it
+            anchor = min(t0, self.cpu.sync.base + (last - thr * self.cpu.sync.span) - 1)
+            stack = st.stack_at(thr, anchor)
+        elif cause == "python":
+            stack, extra["python_frame"] = self._python_holder(thr, t0, tl)
+        elif cause in ("launch", "allocator"):
+            stack = launch_stack if cause == "launch" else self._alloc_stack(thr, t0, tl) or launch_stack
+            extra["issued_ops"] = self._ops_in(thr, t0, tl)
+        elif cause == "copy":
+            stack, extra["copy"] = self._copy_stack(int(g.device[i]), t0, t1)
+            if not stack:
+                stack = st.stack_at(thr, t0)
+        else:
+            stack = st.stack_at(thr, t0)
+            if cause == "host-idle":
+                extra["last_activity"] = self._last_before(thr, tl)
+        sig = signature_frame(stack)
+        det = GapDetail(i, cause, "", stack, bd, nk, launch, next_op, launch_stack, thr, t0, dur, int(g.device[i]),
+                        sig.name if sig else None, extra)
+        det.explanation = self._explain(det, tl)
+        return det
+
+    def _python_holder(self, thr: int, t0: int, tl: int):
+        """The Python frame holding the CPU in [t0, tl]: the most common innermost Python frame among
+        sample points where no op or runtime call runs."""
+        if thr < 0 or tl <= t0:
+            return self.stacks.stack_at(thr, t0), None
+        pts = np.linspace(t0, tl - 1, 33).astype(np.int64)
+        th = np.full(pts.shape, thr, np.int64)
+        cpu_in = self.stacks.innermost("cpu", th, pts)
+        py_in = self.stacks.innermost("py", th, pts)
+        m = self.model
+        free = np.array([c < 0 or m.kind[c] == Kind.ANNOTATION for c in cpu_in.tolist()])
+        cand = py_in[free & (py_in >= 0)]
+        if cand.size == 0:
+            return self.stacks.stack_at(thr, t0), None
+        best = np.bincount(np.searchsorted(np.unique(cand), cand)).argmax()
+        ev = int(np.unique(cand)[best])
+        at = int(pts[np.flatnonzero(py_in == ev)[0]])
+        return self.stacks.stack_at(thr, at), m.name(ev)
+
+    def _thread_events(self, thr: int, t0: int, t1: int):
+        m = self.model
+        sl = m.track_slice(thr)
+        ts = m.ts_ns[sl]
+        lo = 0
+        hi = int(np.searchsorted(ts, t1, side="left"))
+        idx = np.arange(sl.start + lo, sl.start + hi)
+        e = m.ts_ns[idx] + m.dur_ns[idx]
+        return idx[(e > t0)]
+
+    def _ops_in(self, thr: int, t0: int, tl: int, limit: int = 12) -> list[str]:
+        if thr < 0 or tl <= t0:
+            return []
+        m = self.model
+        idx = self._thread_events(thr, t0, tl)
+        idx = idx[(m.kind[idx] == Kind.CPU_OP) & (m.ts_ns[idx] >= t0)]
+        if idx.size:  # outermost ops only
+            p = m.parent[idx]
+            idx = idx[(p < 0) | (m.kind[np.where(p >= 0, p, 0)] != Kind.CPU_OP) | (m.ts_ns[np.where(p >= 0, p, 0)] < t0)]
+        return [m.name(j) for j in idx[:limit].tolist()]
+
+    def _alloc_stack(self, thr: int, t0: int, tl: int) -> list[Frame]:
+        if thr < 0:
+            return []
+        m = self.model
+        idx = self._thread_events(thr, t0, max(tl, t0 + 1))
+        a = idx[self.flags["alloc"][m.name_id[idx]] | self.flags["empty_cache"][m.name_id[idx]]]
+        if a.size == 0:
+            return []
+        j = int(a[np.argmax(m.dur_ns[a])])
+        return self.stacks.stack_at(thr, int(m.ts_ns[j]) + max(int(m.dur_ns[j]) // 2, 0))
+
+    def _copy_stack(self, dev: int, t0: int, t1: int):
+        m = self.model
+        best, best_ov = -1, 0
+        for t in m.gpu_tracks():
+            if t.device != dev:
+                continue
+            sl = m.track_slice(t.id)
+            hi = int(np.searchsorted(m.ts_ns[sl], t1, side="left"))
+            idx = np.arange(sl.start, sl.start + hi)
+            idx = idx[((m.kind[idx] == Kind.MEMCPY) | (m.kind[idx] == Kind.MEMSET))]
+            if idx.size == 0:
+                continue
+            ov = np.minimum(m.ts_ns[idx] + m.dur_ns[idx], t1) - np.maximum(m.ts_ns[idx], t0)
+            j = int(np.argmax(ov))
+            if ov[j] > best_ov:
+                best, best_ov = int(idx[j]), int(ov[j])
+        if best < 0:
+            return [], None
+        info = {"name": m.name(best), "bytes": int(m.nbytes[best]), "dur_ns": int(m.dur_ns[best]),
+                "kind": activity.copy_kind(m.name(best))}
+        if m.dur_ns[best] > 0 and m.nbytes[best] > 0:
+            info["gbps"] = float(m.nbytes[best]) / float(m.dur_ns[best])
+        L = int(m.launch[best])
+        if L < 0:
+            return [], info
+        info["launch"] = m.name(L)
+        return self.stacks.stack_at(int(m.track[L]), int(m.ts_ns[L])), info
+
+    def _last_before(self, thr: int, t: int) -> str | None:
+        if thr < 0:
+            return None
+        m = self.model
+        sl = m.track_slice(thr)
+        k = int(np.searchsorted(m.ts_ns[sl], t, side="left")) - 1
+        while k >= 0:
+            j = sl.start + k
+            if m.kind[j] != Kind.INSTANT and m.ts_ns[j] + m.dur_ns[j] <= t:
+                return f"{m.name(j)} (ended {_us(t - int(m.ts_ns[j] + m.dur_ns[j]))} before the launch)"
+            k -= 1
+        return None
+
+    def _explain(self, d: GapDetail, tl: int) -> str:
+        w = max(tl - d.start_ns, 0)
+        nk = d.next_op or d.next_kernel
+        sig = f" in {d.signature}" if d.signature else ""
+        if d.cause == "copy":
+            c = d.extra.get("copy") or {}
+            if c:
+                rate = f" at {c['gbps']:.1f} GB/s" if c.get("gbps") else ""
+                return (f"GPU idle {_us(d.dur_ns)} while {c['kind']} copy of {c['bytes']} bytes ran for "
+                        f"{_us(c['dur_ns'])}{rate}{sig}.")
+            return f"GPU idle {_us(d.dur_ns)} while the launching thread sat in a blocking copy{sig}."
+        if d.cause == "collective":
+            return f"GPU compute idle {_us(d.dur_ns)} during a collective{sig}."
+        if d.cause == "sync":
+            s = next((f.name for f in reversed(d.stack) if f.kind == "sync"), "a synchronising call")
+            return (f"The CPU waited in {s}{sig}; the GPU then stayed idle {_us(d.dur_ns)} until {nk} was "
+                    f"launched {_us(w)} after the wait ended.")
+        if d.cause == "profiler":
+            return f"GPU idle {_us(d.dur_ns)} inside the profiler's own overhead; not a property of the model."
+        if d.cause == "allocator":
+            return (f"Allocator calls took {_us(d.breakdown.get('allocator', 0))} of the {_us(w)} before "
+                    f"{nk} was launched{sig}; GPU idle {_us(d.dur_ns)}.")
+        if d.cause == "python":
+            pf = d.extra.get("python_frame") or d.signature or "Python code"
+            return (f"Python ({pf}) held the CPU for {_us(d.breakdown.get('python', 0))} of the {_us(w)} before "
+                    f"{nk} was launched; GPU idle {_us(d.dur_ns)}.")
+        if d.cause == "launch":
+            if w < self.config.late_launch_share * d.dur_ns and d.launch is not None:
+                return (f"{nk} was launched {_us(w)} into the gap but started {_us(d.dur_ns - w)} after its "
+                        f"launch; GPU idle {_us(d.dur_ns)} (launch latency or a cross-stream dependency).")
+            busy = sum(d.breakdown.get(k, 0) for k in ("op", "runtime", "sync", "allocator"))
+            return (f"The CPU spent {_us(busy)} of {_us(w)} dispatching ops before launching {nk}; "
+                    f"GPU idle {_us(d.dur_ns)}.")
+        last = d.extra.get("last_activity")
+        tail = f"; last activity: {last}" if last else ""
+        return (f"The launching thread recorded nothing for {_us(d.breakdown.get('idle', w))} of the {_us(w)} "
+                f"before {nk}; GPU idle {_us(d.dur_ns)}{tail}.")
+
+
+def analyze(model: TraceModel, config: Thresholds | None = None) -> Analysis:
+    return Analysis(model, config)

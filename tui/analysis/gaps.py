@@ -1,0 +1,281 @@
+"""Device windows, busy time, compute gaps and their causes, all vectorised.
+
+A gap on a device is a maximal interval of its window where no kernel (of positive duration) runs on
+any of its streams. Window = first GPU activity start .. last GPU activity end on that device
+(kernels, memcpys, memsets). Busy + idle = window exactly, in integer nanoseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..trace.model import Kind, TraceModel, TrackKind
+from .intervals import Coverage, GroupedCoverage
+from .names import name_flags
+from .thresholds import Thresholds
+
+CAUSES = ("copy", "collective", "sync", "profiler", "allocator", "python", "launch", "host-idle")
+C = {c: i for i, c in enumerate(CAUSES)}
+BUCKETS = ("sync", "allocator", "runtime", "op", "python", "idle")
+
+
+@dataclass
+class DeviceStats:
+    rank: int | None
+    device: int
+    name: str | None
+    window_start_ns: int
+    window_end_ns: int
+    kernel_busy_ns: int
+    copy_busy_ns: int
+    stream_busy_ns: dict[int, int] = field(default_factory=dict)
+    kernel_count: int = 0
+
+    @property
+    def window_ns(self) -> int:
+        return self.window_end_ns - self.window_start_ns
+
+    @property
+    def idle_ns(self) -> int:
+        return self.window_ns - self.kernel_busy_ns
+
+    @property
+    def idle_pct(self) -> float:
+        return 100.0 * self.idle_ns / self.window_ns if self.window_ns > 0 else 0.0
+
+
+def _gaps_from_kernels(ks, ke, kidx, w0, w1):
+    """Gaps of [w0, w1) not covered by kernels (ks, ke sorted by ks); next kernel index per gap."""
+    if ks.size == 0:
+        if w1 > w0:
+            return (np.array([w0], np.int64), np.array([w1], np.int64), np.array([-1], np.int64), 0)
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), 0
+    run = np.maximum.accumulate(ke)
+    new = np.empty(ks.size, dtype=bool)
+    new[0] = True
+    new[1:] = ks[1:] > run[:-1]
+    first = np.flatnonzero(new)
+    last = np.concatenate((first[1:] - 1, [ks.size - 1]))
+    bs, be = ks[first], run[last]
+    busy = int((be - bs).sum())
+    gs = np.concatenate(([w0], be))
+    ge = np.concatenate((bs, [w1]))
+    nxt = np.concatenate((kidx[first], [-1]))
+    keep = ge > gs
+    return gs[keep], ge[keep], nxt[keep], busy
+
+
+def device_stats_and_gaps(model: TraceModel):
+    """Per device stats and the raw (unsorted) gap columns."""
+    kind = model.kind
+    ts = model.ts_ns
+    end = ts + model.dur_ns
+    gtracks = [t for t in model.tracks if t.kind is TrackKind.GPU and t.device >= 0]
+    stats: list[DeviceStats] = []
+    cols = {"device": [], "start": [], "end": [], "next": []}
+    for dev in sorted({t.device for t in gtracks}):
+        tids = [t for t in gtracks if t.device == dev]
+        ks_l, ke_l, ki_l, w_s, w_e, cs_l, ce_l = [], [], [], [], [], [], []
+        stream_busy: dict[int, int] = {}
+        for t in tids:
+            sl = model.track_slice(t.id)
+            k = kind[sl]
+            idx = np.arange(sl.start, sl.stop, dtype=np.int64)
+            work = (k == Kind.KERNEL) | (k == Kind.MEMCPY) | (k == Kind.MEMSET)
+            if not work.any():
+                continue
+            w_s.append(int(ts[sl][work].min()))
+            w_e.append(int(end[sl][work].max()))
+            isk = (k == Kind.KERNEL) & (model.dur_ns[sl] > 0)
+            ki = idx[isk]
+            ks_l.append(ts[ki])
+            ke_l.append(end[ki])
+            ki_l.append(ki)
+            stream_busy[t.stream] = stream_busy.get(t.stream, 0) + Coverage(ts[ki], end[ki]).total
+            ci = idx[(k == Kind.MEMCPY) | (k == Kind.MEMSET)]
+            cs_l.append(ts[ci])
+            ce_l.append(end[ci])
+        if not w_s:
+            continue
+        w0, w1 = min(w_s), max(w_e)
+        ks = np.concatenate(ks_l) if ks_l else np.zeros(0, np.int64)
+        ke = np.concatenate(ke_l) if ke_l else np.zeros(0, np.int64)
+        ki = np.concatenate(ki_l) if ki_l else np.zeros(0, np.int64)
+        o = np.lexsort((-ke, ks))
+        ks, ke, ki = ks[o], ke[o], ki[o]
+        gs, ge, nx, busy = _gaps_from_kernels(ks, ke, ki, w0, w1)
+        copy_busy = Coverage(np.concatenate(cs_l) if cs_l else [], np.concatenate(ce_l) if ce_l else []).total
+        stats.append(
+            DeviceStats(model.rank, dev, model.device_name(dev), w0, w1, busy, copy_busy, stream_busy, int(ks.size))
+        )
+        cols["device"].append(np.full(gs.size, dev, np.int32))
+        cols["start"].append(gs)
+        cols["end"].append(ge)
+        cols["next"].append(nx)
+    out = {k: (np.concatenate(v) if v else np.zeros(0, np.int32 if k == "device" else np.int64)) for k, v in cols.items()}
+    return stats, out
+
+
+def stream_gaps(model: TraceModel, track_id: int):
+    """(start, end, next kernel) of the gaps of one stream, within the stream's own kernel window."""
+    sl = model.track_slice(track_id)
+    k = model.kind[sl]
+    idx = np.arange(sl.start, sl.stop, dtype=np.int64)[(k == Kind.KERNEL) & (model.dur_ns[sl] > 0)]
+    if idx.size == 0:
+        z = np.zeros(0, np.int64)
+        return z, z, z
+    ks = model.ts_ns[idx]
+    ke = ks + model.dur_ns[idx]
+    o = np.lexsort((-ke, ks))
+    ks, ke, idx = ks[o], ke[o], idx[o]
+    gs, ge, nx, _ = _gaps_from_kernels(ks, ke, idx, int(ks[0]), int(ke.max()))
+    return gs, ge, nx
+
+
+class CpuSets:
+    """Grouped (per CPU thread) coverage sets used by the cause rules and the CPU breakdown."""
+
+    def __init__(self, model: TraceModel, flags: dict[str, np.ndarray]):
+        kind = model.kind
+        trk = model.track
+        cpu_track = np.array([t.kind is TrackKind.CPU for t in model.tracks], dtype=bool)
+        on_cpu = cpu_track[trk] if trk.size else np.zeros(0, bool)
+        nid = model.name_id
+        ts = model.ts_ns
+        end = ts + model.dur_ns
+        rt = ((kind == Kind.RUNTIME) | (kind == Kind.DRIVER)) & on_cpu
+        op = (kind == Kind.CPU_OP) & on_cpu
+        py = (kind == Kind.PYTHON) & on_cpu
+        ann = (kind == Kind.ANNOTATION) & on_cpu
+        if ann.any():
+            step = np.array([n.startswith("ProfilerStep#") for n in model.names], dtype=bool)
+            ann &= ~step[nid]
+        sync = (rt & (flags["sync_rt"][nid] | flags["blocking_copy"][nid])) | (op & flags["sync_op"][nid])
+        alloc = ((rt | op) & flags["alloc"][nid]) | (py & flags["empty_cache"][nid])
+        self.blocking_copy = rt & flags["blocking_copy"][nid]
+        coll = op & flags["coll_op"][nid]
+        if on_cpu.any():
+            base = int(ts[on_cpu].min())
+            span = int(end[on_cpu].max()) - base + 2
+        else:
+            base, span = 0, 2
+        ntr = max(len(model.tracks), 1)
+        span = min(span, (2**62) // ntr)
+        self.base, self.span = base, span
+
+        def gc(mask):
+            i = np.flatnonzero(mask)
+            return GroupedCoverage(trk[i], ts[i], end[i], base, span)
+
+        self.sync_mask = sync
+        self.sync = gc(sync)
+        self.u2 = gc(sync | alloc)
+        self.u3 = gc(sync | alloc | rt)
+        self.u4 = gc(sync | alloc | rt | op)
+        self.u5 = gc(sync | alloc | rt | op | py | ann)
+        self.bcopy = gc(self.blocking_copy)
+        self.coll = gc(coll)
+
+    def breakdown(self, thread, a, b) -> dict[str, np.ndarray]:
+        """ns of [a, b) per activity on each thread (python < op < runtime < allocator < sync priority)."""
+        c1 = self.sync.covered(thread, a, b)
+        c2 = self.u2.covered(thread, a, b)
+        c3 = self.u3.covered(thread, a, b)
+        c4 = self.u4.covered(thread, a, b)
+        c5 = self.u5.covered(thread, a, b)
+        w = np.maximum(np.asarray(b, np.int64) - np.asarray(a, np.int64), 0)
+        return {"sync": c1, "allocator": c2 - c1, "runtime": c3 - c2, "op": c4 - c3, "python": c5 - c4,
+                "idle": w - c5}
+
+
+def default_threads(model: TraceModel) -> dict[int, int]:
+    """Per device: the CPU track that launched most of its GPU work (stand-in for unlinked kernels)."""
+    out: dict[int, int] = {}
+    gpu = np.flatnonzero(((model.kind == Kind.KERNEL) | (model.kind == Kind.MEMCPY) | (model.kind == Kind.MEMSET))
+                         & (model.launch >= 0))
+    if gpu.size == 0:
+        cpu = [t for t in model.tracks if t.kind is TrackKind.CPU]
+        if cpu:
+            counts = [(model.track_offsets[t.id + 1] - model.track_offsets[t.id], t.id) for t in cpu]
+            best = max(counts)[1]
+            for t in model.tracks:
+                if t.kind is TrackKind.GPU:
+                    out[t.device] = best
+        return out
+    devs = np.array([t.device for t in model.tracks], dtype=np.int64)[model.track[gpu]]
+    thr = model.track[model.launch[gpu]].astype(np.int64)
+    key = devs * (len(model.tracks) + 1) + thr
+    u, cnt = np.unique(key, return_counts=True)
+    for k, c in sorted(zip(u.tolist(), cnt.tolist()), key=lambda x: x[1]):
+        out[int(k // (len(model.tracks) + 1))] = int(k % (len(model.tracks) + 1))
+    return out
+
+
+def classify(model: TraceModel, cols: dict, cfg: Thresholds, flags=None, cpu: CpuSets | None = None):
+    """Cause index per gap plus the columns the details need (launch, thread, breakdown)."""
+    flags = flags if flags is not None else name_flags(model.names)
+    cpu = cpu if cpu is not None else CpuSets(model, flags)
+    dev = cols["device"].astype(np.int64)
+    t0 = cols["start"]
+    t1 = cols["end"]
+    nxt = cols["next"]
+    n = t0.size
+    g = t1 - t0
+    has_next = nxt >= 0
+    launch = np.where(has_next, model.launch[np.where(has_next, nxt, 0)], -1) if n else np.zeros(0, np.int64)
+    has_l = launch >= 0
+    dthreads = default_threads(model)
+    dflt = np.array([dthreads.get(int(d), -1) for d in range(int(dev.max()) + 1)] if n else [], dtype=np.int64)
+    thread = np.where(has_l, model.track[np.where(has_l, launch, 0)].astype(np.int64),
+                      dflt[dev] if n else np.zeros(0, np.int64))
+    # the launch call's thread must be a CPU thread
+    is_cpu_track = np.array([t.kind is TrackKind.CPU for t in model.tracks] + [False], dtype=bool)
+    thread = np.where(is_cpu_track[np.where(thread >= 0, thread, len(model.tracks))], thread, -1)
+    tl = np.where(has_l, model.ts_ns[np.where(has_l, launch, 0)], t1)
+    tl = np.maximum(tl, t0)
+    tl = np.minimum(tl, t1)
+    w = tl - t0
+
+    kind, ts, end = model.kind, model.ts_ns, model.ts_ns + model.dur_ns
+    trk_dev = np.array([t.device if t.kind is TrackKind.GPU else -1 for t in model.tracks] + [-1], dtype=np.int64)
+    ev_dev = trk_dev[model.track] if model.n else np.zeros(0, np.int64)
+    base = int(ts.min()) if model.n else 0
+    span = (int(end.max()) - base + 2) if model.n else 2
+    ndev = int(max(ev_dev.max(initial=-1), dev.max(initial=-1))) + 2
+    span = min(span, (2**62) // ndev)
+    cp = np.flatnonzero(((kind == Kind.MEMCPY) | (kind == Kind.MEMSET)) & (ev_dev >= 0))
+    copy_cov = GroupedCoverage(ev_dev[cp], ts[cp], end[cp], base, span)
+    nk = np.flatnonzero((kind == Kind.KERNEL) & (ev_dev >= 0) & flags["coll_kernel"][model.name_id])
+    coll_cov = GroupedCoverage(ev_dev[nk], ts[nk], end[nk], base, span)
+    ov = np.flatnonzero(kind == Kind.OVERHEAD)
+    ov_cov = Coverage(ts[ov], end[ov])
+
+    most = cfg.most
+    copy_share = copy_cov.covered(dev, t0, t1)
+    bcopy_share = cpu.bcopy.covered(thread, t0, t1)
+    is_copy = (copy_share > most * g) | (bcopy_share > most * g)
+    is_coll = (coll_cov.covered(dev, t0, t1) > most * g) | (cpu.coll.covered(thread, t0, t1) > most * g)
+    is_sync = cpu.sync.touches(thread, t0 - cfg.sync_slack_ns, t0) & (thread >= 0)
+    is_prof = ov_cov.covered(t0, t1) > most * g
+    bd = cpu.breakdown(thread, t0, tl)
+    late = has_l & (w < cfg.late_launch_share * g)
+    wpos = w > 0
+    is_alloc = wpos & (bd["allocator"] >= cfg.allocator_share * w) & (bd["allocator"] > 0)
+    is_py = wpos & (bd["python"] > most * w)
+    dispatch = bd["op"] + bd["runtime"] + bd["sync"] + bd["allocator"]
+    is_launch = late | (wpos & (dispatch > most * w))
+    is_hidle = (thread < 0) | (wpos & (bd["idle"] > most * w))
+    fallback = np.argmax(np.stack([bd["python"], dispatch, bd["idle"]]), axis=0) if n else np.zeros(0, np.int64)
+    fb = np.array([C["python"], C["launch"], C["host-idle"]], dtype=np.uint8)[fallback] if n else np.zeros(0, np.uint8)
+    conds = [is_copy, is_coll, is_sync, is_prof, is_alloc & ~late, is_py & ~late, is_launch, is_hidle]
+    cause = np.select(conds, [np.uint8(i) for i in range(len(CAUSES))], default=0).astype(np.uint8)
+    cause = np.where(np.any(np.stack(conds), axis=0), cause, fb).astype(np.uint8) if n else cause
+    return {
+        "cause": cause,
+        "launch": launch,
+        "thread": thread,
+        "t_launch": tl,
+        "breakdown": bd,
+    }, cpu, flags

@@ -1,0 +1,90 @@
+"""Classify interned event names (runtime calls, aten ops, Python frames) into the groups the cause
+rules need. Each classifier returns a boolean array over ``model.names`` so a whole column can be
+classified with one fancy-index: ``is_sync[model.name_id[idx]]``."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+#: runtime/driver calls that block the CPU until the GPU has caught up
+SYNC_RUNTIME = frozenset(
+    {
+        "cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaThreadSynchronize",
+        "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize",
+        "hipStreamSynchronize", "hipDeviceSynchronize", "hipEventSynchronize",
+    }
+)
+#: synchronous (blocking) copies; the *Async variants are not listed
+BLOCKING_COPY_RUNTIME = frozenset(
+    {
+        "cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyPeer", "cudaMemcpyFromSymbol",
+        "cudaMemcpyToSymbol", "cudaMemset", "cuMemcpy", "cuMemcpyDtoH", "cuMemcpyDtoH_v2", "cuMemcpyHtoD",
+        "cuMemcpyHtoD_v2", "cuMemcpyDtoD_v2", "hipMemcpy",
+    }
+)
+#: aten ops that force a device-to-host synchronisation
+SYNC_OPS = frozenset(
+    {
+        "aten::item", "aten::_local_scalar_dense", "aten::tolist", "aten::is_nonzero", "aten::nonzero",
+        "aten::equal", "aten::masked_select", "aten::unique", "aten::_unique2", "aten::repeat_interleave",
+        "cudaStreamSynchronize",
+    }
+)
+ALLOCATOR_RUNTIME = frozenset(
+    {
+        "cudaMalloc", "cudaFree", "cudaHostAlloc", "cudaFreeHost", "cudaMallocHost", "cudaMallocManaged",
+        "cudaMallocAsync", "cudaFreeAsync", "cudaHostRegister", "cudaHostUnregister",
+        "cuMemAlloc", "cuMemAlloc_v2", "cuMemFree", "cuMemFree_v2", "cuMemHostAlloc", "cuMemFreeHost",
+        "cuMemCreate", "cuMemRelease", "cuMemMap", "cuMemUnmap", "cuMemAddressReserve", "cuMemAddressFree",
+        "hipMalloc", "hipFree", "hipHostMalloc", "hipHostFree",
+    }
+)
+ALLOCATOR_OPS = frozenset({"empty_cache", "torch.cuda.empty_cache", "aten::empty_cache"})
+LAUNCH_RUNTIME_RE = re.compile(
+    r"^(cudaLaunch|cuLaunch|cudaGraphLaunch|cuGraphLaunch|hipLaunch|hipExtLaunch|hipModuleLaunch|hipGraphLaunch"
+    r"|cudaMemcpyAsync|cudaMemsetAsync|hipMemcpyAsync|hipMemsetAsync)"
+)
+COLLECTIVE_OP_RE = re.compile(r"^(record_param_comms$|c10d::|nccl:|c10d_functional::|_c10d_functional::|gloo:)")
+COLLECTIVE_KERNEL_RE = re.compile(r"^(ncclDevKernel_|ncclKernel_|nccl[A-Z]\w*Kernel|rccl)")
+PY_FRAME_RE = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<func>.*)$")
+_LIB_PATH_RE = re.compile(
+    r"(site-packages|dist-packages|/torch/|^torch/|/lib/python3|<frozen |^<built-in|^<string>|/contextlib\.py"
+    r"|/threading\.py|/runpy\.py|^nn\.Module:|^torch/|/_dynamo/|/_inductor/|/triton/)"
+)
+
+
+def name_flags(names: list[str]) -> dict[str, np.ndarray]:
+    """Boolean flags per interned name."""
+    n = len(names)
+    f = {k: np.zeros(n, dtype=bool) for k in ("sync_rt", "blocking_copy", "sync_op", "alloc", "launch", "coll_op",
+                                                   "coll_kernel", "user_frame", "empty_cache")}
+    for i, nm in enumerate(names):
+        if nm in SYNC_RUNTIME:
+            f["sync_rt"][i] = True
+        if nm in BLOCKING_COPY_RUNTIME:
+            f["blocking_copy"][i] = True
+        if nm in SYNC_OPS:
+            f["sync_op"][i] = True
+        if nm in ALLOCATOR_RUNTIME or nm in ALLOCATOR_OPS:
+            f["alloc"][i] = True
+        if "empty_cache" in nm:
+            f["empty_cache"][i] = True
+        if LAUNCH_RUNTIME_RE.match(nm):
+            f["launch"][i] = True
+        if COLLECTIVE_OP_RE.match(nm):
+            f["coll_op"][i] = True
+        if COLLECTIVE_KERNEL_RE.match(nm):
+            f["coll_kernel"][i] = True
+        if PY_FRAME_RE.match(nm) and not _LIB_PATH_RE.search(nm):
+            f["user_frame"][i] = True
+    return f
+
+
+def parse_frame(name: str) -> tuple[str | None, int | None, str]:
+    """``path/file.py(123): func`` -> (path, 123, func); other names -> (None, None, name)."""
+    m = PY_FRAME_RE.match(name)
+    if not m:
+        return None, None, name
+    return m.group("file"), int(m.group("line")), m.group("func")

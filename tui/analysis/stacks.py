@@ -1,0 +1,144 @@
+"""CPU stacks at a point in time on one thread: Python frames, record_function ranges, aten ops and
+runtime calls, outermost first. ``innermost`` is vectorised over (thread, time) pairs; ``stack_at``
+builds the frame list for one point (per-gap work, on demand)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..trace.model import Kind, TraceModel, TrackKind
+from .names import parse_frame
+
+
+@dataclass(frozen=True)
+class Frame:
+    kind: str  # "python" | "annotation" | "op" | "runtime" | "sync"
+    name: str
+    event: int
+    file: str | None = None
+    line: int | None = None
+
+    def label(self) -> str:
+        return self.name
+
+
+class StackIndex:
+    def __init__(self, model: TraceModel, flags: dict[str, np.ndarray]):
+        self.m = model
+        self.flags = flags
+        kind = model.kind
+        cpu_track = np.array([t.kind is TrackKind.CPU for t in model.tracks] + [False], dtype=bool)
+        on_cpu = cpu_track[model.track] if model.n else np.zeros(0, bool)
+        fam_cpu = on_cpu & ((kind == Kind.CPU_OP) | (kind == Kind.ANNOTATION) | (kind == Kind.RUNTIME)
+                            | (kind == Kind.DRIVER))
+        self.end = model.ts_ns + model.dur_ns
+        base = int(model.ts_ns.min()) if model.n else 0
+        span = (int(self.end.max()) - base + 2) if model.n else 2
+        span = min(span, (2**62) // max(len(model.tracks), 1))
+        self.base, self.span = base, span
+        self.fams = {}
+        for nm, mask in (("cpu", fam_cpu), ("py", on_cpu & (kind == Kind.PYTHON))):
+            idx = np.flatnonzero(mask)  # model order: sorted by (track, ts, -dur)
+            keys = model.track[idx].astype(np.int64) * span + np.clip(model.ts_ns[idx] - base, 0, span - 1)
+            self.fams[nm] = (idx, keys)
+
+    def innermost(self, fam: str, thread, t) -> np.ndarray:
+        """Innermost event of family ``fam`` ('cpu' or 'py') on ``thread`` containing time t
+        (ts <= t < end), or -1. Vectorised over arrays of (thread, t)."""
+        m = self.m
+        idx, keys = self.fams[fam]
+        thread = np.atleast_1d(np.asarray(thread, np.int64))
+        t = np.atleast_1d(np.asarray(t, np.int64))
+        out = np.full(t.shape, -1, np.int64)
+        if idx.size == 0:
+            return out
+        q = np.where(thread >= 0, thread, 0) * self.span + np.clip(t - self.base, 0, self.span - 1)
+        j = np.searchsorted(keys, q, side="right") - 1
+        ok = (j >= 0) & (thread >= 0)
+        cand = np.where(ok, idx[np.clip(j, 0, None)], -1)
+        ok &= np.where(cand >= 0, m.track[np.clip(cand, 0, None)].astype(np.int64), -2) == thread
+        cand = np.where(ok, cand, -1)
+        for _ in range(100_000):
+            live = cand >= 0
+            if not live.any():
+                break
+            c = np.where(live, cand, 0)
+            bad = live & ((self.end[c] <= t) | (m.ts_ns[c] > t))
+            if not bad.any():
+                break
+            cand = np.where(bad, m.parent[c], cand)
+        return cand
+
+    def user_frame(self, thread, t) -> np.ndarray:
+        """Innermost Python frame of user code (not torch/library/built-in) containing t, or -1."""
+        cur = self.innermost("py", thread, t)
+        uf = self.flags["user_frame"]
+        m = self.m
+        for _ in range(100_000):
+            live = cur >= 0
+            if not live.any():
+                break
+            c = np.where(live, cur, 0)
+            bad = live & ~uf[m.name_id[c]]
+            if not bad.any():
+                break
+            cur = np.where(bad, m.parent[c], cur)
+        return cur
+
+    def _chain(self, i: int, t: int) -> list[int]:
+        out = []
+        m = self.m
+        while i >= 0 and len(out) < 10_000:
+            if m.ts_ns[i] <= t < self.end[i] or m.dur_ns[i] == 0:
+                out.append(int(i))
+            i = int(m.parent[i])
+        return out
+
+    def stack_at(self, thread: int, t: int) -> list[Frame]:
+        """Frames containing time t on the thread, outermost first."""
+        if thread < 0:
+            return []
+        m = self.m
+        evs = self._chain(int(self.innermost("cpu", thread, t)[0]), t) + self._chain(
+            int(self.innermost("py", thread, t)[0]), t)
+        evs.sort(key=lambda i: (int(m.ts_ns[i]), -int(self.end[i]), 0 if m.kind[i] == Kind.PYTHON else 1))
+        return [self.frame(i) for i in evs]
+
+    def frame(self, i: int) -> Frame:
+        m = self.m
+        nm = m.name(i)
+        k = m.kind[i]
+        nid = m.name_id[i]
+        if k == Kind.PYTHON:
+            f, ln, _ = parse_frame(nm)
+            return Frame("python", nm, int(i), f, ln)
+        if k == Kind.ANNOTATION:
+            return Frame("annotation", nm, int(i))
+        if self.flags["sync_rt"][nid] or self.flags["blocking_copy"][nid] or self.flags["sync_op"][nid]:
+            return Frame("sync", nm, int(i))
+        if k == Kind.CPU_OP:
+            return Frame("op", nm, int(i))
+        return Frame("runtime", nm, int(i))
+
+
+def frame_text(f: Frame) -> str:
+    return f.name
+
+
+def signature_frame(frames: list[Frame]) -> Frame | None:
+    """The frame a person would fix: innermost user Python frame; else innermost non-step annotation;
+    else innermost op."""
+    from .names import _LIB_PATH_RE, PY_FRAME_RE
+
+    for f in reversed(frames):
+        if f.kind == "python" and PY_FRAME_RE.match(f.name) and not _LIB_PATH_RE.search(f.name):
+            return f
+    for f in reversed(frames):
+        if f.kind == "annotation" and not f.name.startswith("ProfilerStep#"):
+            return f
+    for f in reversed(frames):
+        if f.kind in ("op", "sync"):
+            return f
+    return None

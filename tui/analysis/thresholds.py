@@ -1,0 +1,49 @@
+"""Every threshold the analysis uses, in one place.
+
+``Thresholds`` is a frozen dataclass; pass ``analyze(model, config=Thresholds(...))`` to change one.
+All times are integer nanoseconds, all shares are fractions in [0, 1].
+
+Cause rules (see ../shared/design/gap-causes.md; the first rule that holds wins):
+
+``most`` (0.5)
+    "Most of the gap" / "most of [t0, t_launch]": a share strictly above one half. Used by the
+    ``copy`` (copy activity on the device covers the gap), ``collective``, ``profiler``, ``python``,
+    ``launch`` and ``host-idle`` rules.
+``allocator_share`` (0.3)
+    "A large share": allocator calls (cudaMalloc, cudaFree, cudaHostAlloc, cudaFreeHost, ...)
+    on the launching thread take at least this share of [t0, t_launch]. Lower than ``most`` because
+    one cudaFree implies a device-wide synchronisation whose cost shows up partly elsewhere.
+``sync_slack_ns`` (1000)
+    The ``sync`` rule asks whether the launching thread was inside a synchronising call at t0.
+    CUPTI maps GPU timestamps onto the CPU clock with a small error, so a synchronising call that
+    ended up to this long before t0 still counts.
+``min_listed_gap_ns`` (2000)
+    Gaps shorter than 2 µs are counted in every total (idle time, causes) but not listed as
+    findings or top gaps: about 1 µs separates even dependent kernels of a CUDA graph, so such gaps
+    are the GPU's own dispatch cost, not something the code can remove.
+``large_distortion`` (1.3)
+    A capture whose profiled step took more than 1.3x its un-profiled reference gets a warning:
+    CPU-side causes are then inflated by the profiler itself.
+``late_launch_share`` (0.5)
+    When the launch call was issued so early that less than this share of the gap lies in
+    [t0, t_launch], the CPU was not the bottleneck: the gap is launch-to-start latency ("launch").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    most: float = 0.5
+    allocator_share: float = 0.3
+    sync_slack_ns: int = 1_000
+    min_listed_gap_ns: int = 2_000
+    large_distortion: float = 1.3
+    late_launch_share: float = 0.5
+    #: findings: at most this many gaps get a full stack to build a signature (largest first)
+    max_detailed_gaps: int = 2_000
+
+
+DEFAULT = Thresholds()
