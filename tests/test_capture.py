@@ -1,0 +1,364 @@
+"""capture/: recording windows, metadata, safe export, the demo and its CLI, two ranks on gloo (CPU)."""
+
+from __future__ import annotations
+
+import errno
+import gzip
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import capture  # noqa: E402
+from capture import cli as capture_cli  # noqa: E402
+from capture.recorder import CaptureError  # noqa: E402
+from tui.trace import load  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+def _names(path) -> list[str]:
+    m = load(str(path), no_cache=True)
+    return [m.name(i) for i in range(m.n)]
+
+
+def _count(names: list[str], what: str) -> int:
+    return sum(1 for n in names if n == what)
+
+
+class Counter:
+    """A step that counts its calls and marks each with a record_function range of its own."""
+
+    def __init__(self, fail_on: int | None = None, exc: BaseException | None = None):
+        self.calls = 0
+        self.fail_on = fail_on
+        self.exc = exc
+
+    def __call__(self):
+        self.calls += 1
+        if self.fail_on is not None and self.calls == self.fail_on:
+            raise self.exc
+        with torch.profiler.record_function("test.marker"):
+            return torch.ones(8, 8) @ torch.ones(8, 8)
+
+
+def _listing(d: Path) -> list[str]:
+    return sorted(os.listdir(d)) if d.exists() else []
+
+
+# ------------------------------------------------------------------------------------------- record
+def test_import_needs_no_torch():
+    code = (
+        "import sys; import capture, capture.cli, capture.recorder, capture.demo; "
+        "bad = [m for m in ('torch', 'textual', 'numpy', 'orjson', 'tui') if m in sys.modules]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_record_window_holds_exactly_active_steps(tmp_path):
+    step = Counter()
+    r = capture.record(step, name="mm", out_dir=str(tmp_path), warmup=2, active=3, repeats=2, quiet=True)
+    assert r.path == str(tmp_path / "mm.json.gz")
+    assert open(r.path, "rb").read(2) == b"\x1f\x8b"
+    # warm-up + timing repeats + the window, nothing more
+    assert step.calls == 2 + 2 * 3 + 3
+    names = _names(r.path)
+    assert sorted(n for n in names if n.startswith("gapscope.step#")) == ["gapscope.step#0", "gapscope.step#1", "gapscope.step#2"]
+    assert _count(names, "test.marker") == 3  # warm-up and timing calls are outside the window
+    assert _listing(tmp_path) == ["mm.json.gz"]  # no temporary files left behind
+
+
+def test_record_metadata(tmp_path):
+    r = capture.record(Counter(), name="meta", out_dir=str(tmp_path), phase="decode", active=2, repeats=1,
+                       stacks=False, quiet=True, extra={"model": "toy"})
+    m = load(r.path, no_cache=True)
+    g = m.gapscope_meta
+    assert g is not None
+    assert g["name"] == "meta" and g["phase"] == "decode" and g["active"] == 2 and g["warmup"] == 3
+    assert g["options"] == {"stacks": False, "shapes": True, "memory": False, "repeats": 1}
+    assert g["torch"] == torch.__version__
+    assert g["cpu_only"] is (not torch.cuda.is_available())
+    assert g["unprofiled_us"] > 0 and g["profiled_us"] > 0
+    assert g["distortion"] == pytest.approx(g["profiled_us"] / g["unprofiled_us"])
+    assert r.distortion == pytest.approx(g["distortion"])
+    assert isinstance(g["argv"], list)
+    assert g["workload"] == {"model": "toy"}
+    assert "rank" not in g  # not distributed
+    assert m.metadata.get("with_stack") in (None, 0)  # the stacks option reached the profiler
+
+
+def test_metadata_with_awkward_strings_keeps_the_trace_valid(tmp_path):
+    # Kineto turns backslashes into slashes when it writes metadata: escapes must never reach it
+    extra = {"quote": 'say "hi"', "backslash": "C:\\temp", "newline": "a\nb", "accent": "caf\u00e9", "nan": float("nan")}
+    r = capture.record(Counter(), name="odd", out_dir=str(tmp_path), active=1, repeats=1, stacks=False, quiet=True,
+                       extra=extra)
+    raw = gzip.decompress(open(r.path, "rb").read())
+    doc = json.loads(raw)  # strict JSON
+    w = doc["gapscope"]["workload"]
+    assert w["quote"] == "say 'hi'" and w["backslash"] == "C:/temp" and w["newline"] == "a b"
+    assert w["accent"] == "caf?" and w["nan"] is None
+
+
+def test_cpu_only_is_said_on_stderr(tmp_path, capsys):
+    capture.record(Counter(), name="cpu", out_dir=str(tmp_path), active=1, repeats=1, stacks=False, cuda=False)
+    assert "records CPU activity only" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("exc", [RuntimeError("boom"), KeyboardInterrupt()], ids=["error", "interrupt"])
+@pytest.mark.parametrize("where", ["warmup", "window"])
+def test_exception_in_step_leaves_no_file_and_no_profiler(tmp_path, exc, where):
+    # warm-up is call 1; with warmup=1, repeats=1, active=2 the window holds calls 4 and 5
+    step = Counter(fail_on=1 if where == "warmup" else 5, exc=exc)
+    with pytest.raises(type(exc)):
+        capture.record(step, name="bad", out_dir=str(tmp_path), warmup=1, active=2, repeats=1, quiet=True)
+    assert _listing(tmp_path) == []
+    assert not torch.autograd._profiler_enabled()
+    # and the next recording in the same process works
+    r = capture.record(Counter(), name="good", out_dir=str(tmp_path), active=1, repeats=1, stacks=False, quiet=True)
+    assert os.path.basename(r.path) == "good.json.gz"
+
+
+def test_full_disk_while_exporting_leaves_nothing(tmp_path, monkeypatch):
+    def no_space(self, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(gzip.GzipFile, "write", no_space)
+    with pytest.raises(CaptureError, match="No space left on device"):
+        capture.record(Counter(), name="full", out_dir=str(tmp_path), active=1, repeats=1, stacks=False, quiet=True)
+    assert _listing(tmp_path) == []
+    assert not torch.autograd._profiler_enabled()
+
+
+def test_existing_trace_is_never_replaced_unless_asked(tmp_path):
+    (tmp_path / "x.json.gz").write_bytes(b"precious")
+    r1 = capture.record(Counter(), name="x", out_dir=str(tmp_path), active=1, repeats=1, stacks=False, quiet=True)
+    r2 = capture.record(Counter(), name="x", out_dir=str(tmp_path), active=1, repeats=1, stacks=False, quiet=True)
+    assert (tmp_path / "x.json.gz").read_bytes() == b"precious"
+    assert [os.path.basename(r1.path), os.path.basename(r2.path)] == ["x.1.json.gz", "x.2.json.gz"]
+    r3 = capture.record(Counter(), name="x", out_dir=str(tmp_path), active=1, repeats=1, stacks=False, quiet=True,
+                        overwrite=True)
+    assert r3.path == str(tmp_path / "x.json.gz")
+    assert load(r3.path, no_cache=True).gapscope_meta["name"] == "x"
+
+
+def test_bad_arguments(tmp_path):
+    with pytest.raises(CaptureError):
+        capture.record(Counter(), name="a/b", out_dir=str(tmp_path), quiet=True)
+    with pytest.raises(CaptureError):
+        capture.record(Counter(), name="z", out_dir=str(tmp_path), active=0, quiet=True)
+    with pytest.raises(CaptureError):
+        capture.record("not callable", name="z", out_dir=str(tmp_path), quiet=True)
+    assert _listing(tmp_path) == []
+
+
+def test_session_writes_one_file_per_phase(tmp_path):
+    s = capture.Session(name="model", out_dir=str(tmp_path), repeats=1, stacks=False, quiet=True)
+    pre, dec = Counter(), Counter()
+    s.phase("prefill", pre)
+    s.phase("decode", dec, active=3, warmup=1)
+    assert _listing(tmp_path) == ["model.decode.json.gz", "model.prefill.json.gz"]
+    assert pre.calls == 3 + 1 + 1 and dec.calls == 1 + 3 + 3  # each phase has its own warm-up
+    assert load(str(tmp_path / "model.decode.json.gz"), no_cache=True).gapscope_meta["phase"] == "decode"
+    assert _count(_names(tmp_path / "model.decode.json.gz"), "test.marker") == 3
+    assert [r.phase for r in s.results] == ["prefill", "decode"]
+
+
+# -------------------------------------------------------------------------------------- demo / CLI
+INJECT_FUNCS = {
+    "sync": "_inject_sync_check",
+    "sampling": "_inject_host_sampling",
+    "copy": "_inject_pageable_copy",
+    "alloc": "_inject_allocator_churn",
+    "python": "_host_bookkeeping",
+}
+
+
+def _cli(argv, capsys):
+    rc = capture_cli.main(argv)
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_demo_both_phases_tiny(tmp_path, capsys):
+    rc, out, err = _cli(["demo", "--size", "tiny", "--cpu", "--out", str(tmp_path), "--repeats", "1", "--warmup", "1"], capsys)
+    assert rc == 0, err
+    assert _listing(tmp_path) == ["demo-eager.decode.json.gz", "demo-eager.prefill.json.gz"]
+    assert out.count("distortion") == 2
+    dec = load(str(tmp_path / "demo-eager.decode.json.gz"), no_cache=True)
+    g = dec.gapscope_meta
+    assert g["phase"] == "decode" and g["active"] == 4 and g["workload"]["size"] == "tiny"
+    names = [dec.name(i) for i in range(dec.n)]
+    assert _count(names, "layer.0") == 4 and _count(names, "layer.1") == 4  # one per decode step
+    assert any(n.endswith(": _decode") for n in names)  # Python stacks are on by default
+    pre = load(str(tmp_path / "demo-eager.prefill.json.gz"), no_cache=True)
+    assert pre.gapscope_meta["active"] == 1
+    assert any(n == "aten::scaled_dot_product_attention" for n in (pre.name(i) for i in range(pre.n)))
+
+
+@pytest.mark.parametrize("inject", sorted(INJECT_FUNCS))
+def test_demo_injected_cause_shows_its_function(tmp_path, capsys, inject):
+    rc, out, err = _cli(["demo", "--size", "tiny", "--cpu", "--phase", "decode", "--inject", inject, "--active", "2",
+                         "--out", str(tmp_path), "--repeats", "1", "--warmup", "1"], capsys)
+    assert rc == 0, err
+    path = tmp_path / f"demo-eager-{inject}.decode.json.gz"
+    names = _names(path)
+    fn = INJECT_FUNCS[inject]
+    hits = [n for n in names if n.endswith(f": {fn}")]
+    per_layer = inject in ("sync", "alloc", "python")
+    assert len(hits) == (2 * 2 if per_layer else 2)  # 2 layers x 2 steps, or once per step
+    if inject == "sync":
+        assert "aten::item" in names
+    if inject == "sampling":
+        assert "aten::multinomial" in names
+    assert load(str(path), no_cache=True).gapscope_meta["workload"]["inject"] == inject
+
+
+def test_demo_without_stacks_has_no_python_frames(tmp_path, capsys):
+    rc, _, err = _cli(["demo", "--size", "tiny", "--cpu", "--phase", "decode", "--no-stacks", "--active", "1",
+                       "--out", str(tmp_path), "--repeats", "1", "--warmup", "1"], capsys)
+    assert rc == 0, err
+    m = load(str(tmp_path / "demo-eager-nostacks.decode.json.gz"), no_cache=True)
+    assert not any(".py(" in m.name(i) for i in range(m.n))
+    assert m.gapscope_meta["options"]["stacks"] is False
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["demo", "--mode", "graph", "--cpu"], "needs a CUDA device"),
+        (["demo", "--mode", "compile", "--inject", "sync", "--cpu"], "needs --mode eager"),
+        (["demo", "--late-rank", "1", "--cpu"], "--late-rank needs --ranks"),
+        (["demo", "--ranks", "--cpu"], "needs torchrun"),
+        (["demo", "--inject", "nope"], "invalid choice"),
+        (["demo", "--active", "0"], "--active must be at least 1"),
+        (["run", "nocolon"], "expected MODULE:FUNC"),
+        (["run", "no_such_module_xyz:f"], "cannot import"),
+        (["run", "json:no_such_func"], "has no"),
+        (["run", "json:dumps"], None),  # dumps() with no argument raises TypeError: not a user error, re-raised
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_cli_errors_are_one_line(tmp_path, capsys, monkeypatch, argv, message):
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    if message is None:
+        with pytest.raises(TypeError):
+            capture_cli.main([*argv, "--out", str(tmp_path)])
+        return
+    rc, out, err = _cli([*argv, "--out", str(tmp_path)] if argv[0] in ("demo", "run") else argv, capsys)
+    assert rc == 2
+    assert err.startswith("gapscope: error: ") and err.count("\n") == 1 and message in err
+    assert _listing(tmp_path) == []
+
+
+def test_capture_run_module_func_with_phases(tmp_path, capsys, monkeypatch):
+    (tmp_path / "mybench.py").write_text(
+        "import torch\n"
+        "def steps():\n"
+        "    a = torch.ones(16, 16)\n"
+        "    return {'prefill': lambda: a @ a, 'decode': lambda: a + 1}\n"
+        "def one():\n"
+        "    return lambda: torch.zeros(4).sum()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out_dir = tmp_path / "out"
+    rc, out, err = _cli(["run", "mybench:steps", "--out", str(out_dir), "--repeats", "1", "--active", "2"], capsys)
+    assert rc == 0, err
+    assert _listing(out_dir) == ["mybench.decode.json.gz", "mybench.prefill.json.gz"]
+    assert out.count("distortion") == 2
+    rc, out, err = _cli(["run", "mybench:one", "--name", "single", "--out", str(out_dir), "--repeats", "1"], capsys)
+    assert rc == 0, err
+    g = load(str(out_dir / "single.json.gz"), no_cache=True).gapscope_meta
+    assert g["phase"] is None and g["workload"] == {"target": "mybench:one"}
+
+
+def test_run_target_must_return_steps(tmp_path, capsys, monkeypatch):
+    (tmp_path / "badbench.py").write_text("def f():\n    return 42\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    rc, _, err = _cli(["run", "badbench:f", "--out", str(tmp_path / "o")], capsys)
+    assert rc == 2 and "must return a step callable" in err
+
+
+def test_gapscope_dispatches_capture(tmp_path, capsys):
+    from tui.cli import main as gapscope_main
+
+    rc = gapscope_main(["capture", "demo", "--size", "tiny", "--cpu", "--phase", "prefill", "--out", str(tmp_path),
+                        "--repeats", "1", "--warmup", "1", "--no-stacks"])
+    assert rc == 0
+    assert _listing(tmp_path) == ["demo-eager-nostacks.prefill.json.gz"]
+
+
+def test_missing_torch_is_one_line(tmp_path):
+    code = "import sys; sys.modules['torch'] = None; from capture.cli import main; sys.exit(main(['demo']))"
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 2
+    assert r.stderr == "gapscope: error: capture needs torch (pip install 'gapscope[capture]')\n"
+
+
+# ------------------------------------------------------------------------------------------- ranks
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _rank_worker(rank: int, world: int, port: int, out_dir: str, rcs) -> None:
+    os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
+                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+    rc = capture_cli.main(["demo", "--ranks", "--cpu", "--size", "tiny", "--phase", "decode", "--active", "2",
+                           "--late-rank", "1", "--late-us", "500", "--warmup", "1", "--repeats", "1",
+                           "--out", out_dir])
+    rcs[rank] = rc
+
+
+def test_two_ranks_on_gloo_with_a_late_rank(tmp_path):
+    import torch.multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    rcs = ctx.Manager().dict()
+    mp.start_processes(_rank_worker, args=(2, _free_port(), str(tmp_path), rcs), nprocs=2, join=True,
+                       start_method="spawn")
+    assert dict(rcs) == {0: 0, 1: 0}
+    stem = "demo-eager-tp-late1"
+    files = _listing(tmp_path)
+    assert f"{stem}.decode.rank0.json.gz" in files and f"{stem}.decode.rank1.json.gz" in files
+    assert f"{stem}.ranks.json" in files
+    straggler = {}
+    for r in (0, 1):
+        m = load(str(tmp_path / f"{stem}.decode.rank{r}.json.gz"), no_cache=True)
+        g = m.gapscope_meta
+        assert g["rank"] == r and g["world_size"] == 2 and g["backend"] == "gloo"
+        assert m.rank == r
+        assert g["workload"]["late_rank"] == 1 and g["workload"]["tensor_parallel"] == 2
+        names = [m.name(i) for i in range(m.n)]
+        straggler[r] = sum(1 for n in names if n.endswith(": _straggler_work"))
+        assert _count(names, "gapscope.step#1") == 1
+        assert any("all_reduce" in n for n in names)
+    # 2 layers x 2 all-reduces x 2 steps on the late rank, none on the other
+    assert straggler == {0: 0, 1: 8}
+    combined = json.loads((tmp_path / f"{stem}.ranks.json").read_text())
+    assert combined["world_size"] == 2 and [r["rank"] for r in combined["ranks"]] == [0, 1]
+
+
+# --------------------------------------------------------------------------------------------- GPU
+@pytest.mark.gpu
+@needs_cuda
+@pytest.mark.parametrize("mode", ["eager", "graph", "compile"])
+def test_demo_decode_on_gpu(tmp_path, capsys, mode):
+    rc, _, err = _cli(["demo", "--size", "tiny", "--mode", mode, "--phase", "decode", "--out", str(tmp_path)], capsys)
+    assert rc == 0, err
+    m = load(str(tmp_path / f"demo-{mode}.decode.json.gz"), no_cache=True)
+    assert m.gapscope_meta["cpu_only"] is False and m.gapscope_meta["device"]
+    assert len(m.gpu_tracks()) >= 1
+    names = {m.name(i) for i in range(m.n)}
+    if mode == "graph":
+        assert "cudaGraphLaunch" in names
