@@ -1,0 +1,750 @@
+"""The explorer: lanes over a time axis, the gap list and the stack panel of the selected gap."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Static
+from textual.worker import get_current_worker
+
+from ..errors import GapscopeError
+from . import glyphs as G
+from .lanes import col_to_time, time_to_col
+from .panels import event_text, header_text, stack_text
+from .safe import ascii_safe, safe
+from .scene import Scene
+from .screens import DetailScreen, ErrorScreen, HelpScreen, LoadingScreen
+from .timefmt import fmt_dur
+from .timeline import Axis, LanesView
+
+#: gap list rows shown at most (the list is sorted by size; the rest are one `n` away in the lanes)
+MAX_LIST = 500
+
+
+class GapList(DataTable):
+    BINDINGS = [Binding("enter", "app.detail", "detail", show=False)]
+
+
+class StackPanel(VerticalScroll, can_focus=True):
+    pass
+
+
+class GapscopeApp(App):
+    TITLE = "gapscope"
+    CSS = """
+    Screen { layout: vertical; }
+    #header { height: auto; max-height: 4; background: $panel; }
+    #views { height: 1fr; }
+    #lanesview { height: 1fr; }
+    #timeline { height: 1fr; min-height: 2; }
+    #bottom { height: 40%; min-height: 3; }
+    #gaplist { width: 1fr; scrollbar-size-horizontal: 0; }
+    #stack { width: 1fr; border-left: vkey $primary; }
+    .-ascii #stack { border-left: ascii $primary; }
+    #status { height: 1; background: $panel; }
+    #search { dock: bottom; display: none; }
+    #search.-on { display: block; }
+    """
+
+    BINDINGS = [
+        Binding("n", "next_gap", "next gap"),
+        Binding("N", "prev_gap", "prev gap", key_display="N"),
+        Binding("left,h,a", "pan(-0.25)", "pan", show=False),
+        Binding("right,l,d", "pan(0.25)", "pan", show=False),
+        Binding("w,plus,equals_sign", "zoom(2.0)", "zoom", key_display="w/s"),
+        Binding("s,minus", "zoom(0.5)", "zoom out", show=False),
+        Binding("shift+left,H", "cursor(-1)", "cursor", show=False),
+        Binding("shift+right,L", "cursor(1)", "cursor", show=False),
+        Binding("left_square_bracket", "event(-1)", "prev event", show=False),
+        Binding("right_square_bracket", "event(1)", "next event", show=False),
+        Binding("0,home", "fit", "fit", show=False),
+        Binding("f,z", "focus_gap", "zoom gap"),
+        Binding("c", "cause(1)", "cause"),
+        Binding("C", "cause(-1)", "cause", show=False),
+        Binding("slash", "search", "find"),
+        Binding("enter", "detail", "detail", show=False),
+        Binding("space,x", "expand", "expand", show=False),
+        Binding("1", "view('lanes')", "lanes", show=False),
+        Binding("2", "view('kernels')", "kernels", show=False),
+        Binding("3", "view('findings')", "findings", show=False),
+        Binding("t", "next_trace", "trace", show=False),
+        Binding("e", "export", "export"),
+        Binding("g", "legend", "legend", show=False),
+        Binding("question_mark,f1", "help", "help"),
+        Binding("escape", "escape", "back", show=False),
+        Binding("q", "quit", "quit"),
+    ]
+
+    def __init__(self, paths: list[str], *, ascii: bool = False, load_opts: dict | None = None,
+                 analyze: bool = True):
+        super().__init__()
+        self.paths = list(paths)
+        self.glyphs = G.ASCII if ascii else G.UNICODE
+        self.load_opts = dict(load_opts or {})
+        self.run_analysis = analyze
+        self.scenes: list[Scene] = []
+        self.current = 0
+        self.error: str | None = None
+        self.last_export: list[str] = []
+        self._loading: LoadingScreen | None = None
+        self._status_msg = ""
+
+    # ================================================================ layout
+    def compose(self) -> ComposeResult:
+        yield Static(id="header")
+        with ContentSwitcher(initial="lanesview", id="views"):
+            with Vertical(id="lanesview"):
+                with Vertical(id="timeline"):
+                    lv = LanesView(self.glyphs, id="lanes")
+                    yield Axis(self.glyphs, lv, id="axis")
+                    yield lv
+                with Horizontal(id="bottom"):
+                    yield GapList(id="gaplist", cursor_type="row", zebra_stripes=False)
+                    with StackPanel(id="stack"):
+                        yield Static(id="stacktext")
+            yield DataTable(id="kernels", cursor_type="row")
+            yield DataTable(id="findings", cursor_type="row")
+        yield Input(placeholder="find a kernel or op by name (Enter: next, Shift+Enter: previous, Esc: done)",
+                    id="search")
+        yield Static(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        if self.glyphs.ascii:
+            self.screen.add_class("-ascii")
+        gl = self.query_one("#gaplist", DataTable)
+        gl.add_column(Text("#"), key="n")
+        gl.add_column(Text("idle"), key="dur")
+        gl.add_column(Text("cause"), key="cause")
+        gl.add_column(Text("at"), key="at")
+        gl.add_column(Text("next op"), key="next")
+        self._loading = LoadingScreen(self._text(f"loading {os.path.basename(self.paths[0])} ... (Esc cancels)"))
+        self.push_screen(self._loading)
+        self.load_traces()
+
+    # ================================================================ helpers
+    def _text(self, s: str) -> str:
+        s = safe(s)
+        return ascii_safe(s) if self.glyphs.ascii else s
+
+    @property
+    def scene(self) -> Scene | None:
+        return self.scenes[self.current] if 0 <= self.current < len(self.scenes) else None
+
+    @property
+    def lanes(self) -> LanesView:
+        return self.query_one("#lanes", LanesView)
+
+    def d(self, ns) -> str:
+        return fmt_dur(int(ns), ascii=self.glyphs.ascii)
+
+    # ================================================================ loading
+    @work(thread=True, exclusive=True, group="load")
+    def load_traces(self) -> None:
+        from ..trace import load
+
+        worker = get_current_worker()
+        for i, p in enumerate(self.paths):
+            if worker.is_cancelled:
+                return
+            try:
+                size = os.path.getsize(p)
+            except OSError:
+                size = 0
+            self.call_from_thread(self._progress, f"loading {os.path.basename(p)} ({size / 1e6:.1f} MB)"
+                                  f" [{i + 1}/{len(self.paths)}] ... Esc cancels")
+            try:
+                model = _load(load, p, self.load_opts)
+                scene = Scene(p, model)
+            except GapscopeError as exc:
+                self.call_from_thread(self._fail, str(exc))
+                return
+            except MemoryError:
+                self.call_from_thread(self._fail, f"{p}: out of memory (try --max-size or a smaller trace)")
+                return
+            except Exception as exc:  # noqa: BLE001 - a reader bug: still one line, never a traceback
+                if os.environ.get("GAPSCOPE_DEBUG"):
+                    raise
+                self.call_from_thread(self._fail, f"{p}: internal error while loading ({type(exc).__name__}: "
+                                      f"{' '.join(str(exc).split())[:200]})")
+                return
+            if worker.is_cancelled:
+                return
+            self.call_from_thread(self._add_scene, scene)
+        if self.run_analysis:
+            for sc in list(self.scenes):
+                if worker.is_cancelled:
+                    return
+                self._analyse(sc)
+
+    def _analyse(self, sc: Scene) -> None:
+        try:
+            from ..analysis import analyze
+            from ..analysis.thresholds import DEFAULT
+        except Exception as exc:  # noqa: BLE001 - the lanes stay usable without the analysis
+            self.call_from_thread(self._analysis_failed, sc, f"analysis unavailable ({type(exc).__name__}: {exc})")
+            return
+        try:
+            a = analyze(sc.model)
+        except GapscopeError as exc:
+            self.call_from_thread(self._analysis_failed, sc, f"analysis failed: {exc}")
+            return
+        except Exception as exc:  # noqa: BLE001
+            if os.environ.get("GAPSCOPE_DEBUG"):
+                raise
+            self.call_from_thread(self._analysis_failed, sc,
+                                  f"analysis failed (internal error {type(exc).__name__}: {exc})")
+            return
+        cfg = getattr(a, "config", None) or DEFAULT
+        self.call_from_thread(self._analysis_ready, sc, a, int(getattr(cfg, "min_listed_gap_ns", 2000)))
+
+    def _progress(self, msg: str) -> None:
+        if self._loading is not None and self._loading.is_attached:
+            self._loading.set_message(self._text(msg))
+
+    def _fail(self, msg: str) -> None:
+        self.error = msg
+        if self._loading is not None and self._loading.is_attached:
+            self.pop_screen()
+            self._loading = None
+        self.push_screen(ErrorScreen(self._text(msg)))
+
+    def _add_scene(self, scene: Scene) -> None:
+        self.scenes.append(scene)
+        if len(self.scenes) == 1:
+            if self._loading is not None and self._loading.is_attached:
+                self.pop_screen()
+            self._loading = None
+            self.show_scene(0)
+            self.lanes.focus()
+        else:
+            self.refresh_header()
+
+    def _analysis_failed(self, sc: Scene, msg: str) -> None:
+        sc.analysis_error = msg
+        if sc is self.scene:
+            self.refresh_all()
+
+    def _analysis_ready(self, sc: Scene, a, min_listed: int) -> None:
+        sc.set_analysis(a, min_listed)
+        if sc is self.scene:
+            self.lanes.sync_rows()
+            self.fill_gap_list()
+            self.fill_tables()
+            if sc.selected >= 0:
+                self.goto_gap(sc.selected)
+            self.refresh_all()
+
+    def action_cancel_load(self) -> None:
+        for w in self.workers:
+            w.cancel()
+        self.exit(return_code=1)
+
+    # ================================================================ drawing
+    def show_scene(self, i: int) -> None:
+        self.current = i
+        sc = self.scene
+        self.lanes.set_scene(sc)
+        self.query_one("#axis", Axis).scene = sc
+        self.fill_gap_list()
+        self.fill_tables()
+        self.refresh_all()
+
+    def refresh_header(self) -> None:
+        sc = self.scene
+        if sc is None:
+            return
+        self.query_one("#header", Static).update(header_text(sc, self.current, len(self.paths), self.glyphs))
+
+    def refresh_all(self) -> None:
+        self.refresh_header()
+        self.refresh_view()
+        self.refresh_stack()
+        self.refresh_bindings()
+
+    def refresh_view(self) -> None:
+        self.lanes.refresh()
+        self.query_one("#axis", Axis).refresh()
+        self.refresh_status()
+
+    def refresh_stack(self) -> None:
+        sc = self.scene
+        if sc is None:
+            return
+        self.query_one("#stacktext", Static).update(stack_text(sc, self.glyphs))
+
+    def refresh_status(self, msg: str | None = None) -> None:
+        sc = self.scene
+        if msg is not None:
+            self._status_msg = msg
+        if sc is None:
+            return
+        v = sc.view
+        parts = []
+        if self._status_msg:
+            parts.append(self._status_msg)
+        if sc.search_query:
+            if sc.matches.size:
+                parts.append(f"find '{sc.search_query}': {sc.match_pos + 1}/{sc.matches.size} (n/N, Esc ends)")
+            else:
+                parts.append(f"find '{sc.search_query}': no match")
+        if sc.cause_filter is not None:
+            parts.append(f"filter: {self._cause_name(sc.cause_filter)}")
+        rows = sc.rows()
+        if rows and 0 <= sc.lane_cursor < len(rows):
+            ev = self.event_under_cursor()
+            if ev >= 0:
+                m = sc.model
+                parts.append(f"{m.name(ev)} {self.d(m.dur_ns[ev])}")
+        parts.append(f"cursor {self.d(v.cursor - v.lo)}")
+        self.query_one("#status", Static).update(Text(self._text("  " + " | ".join(parts)), no_wrap=True,
+                                                      overflow="ellipsis"))
+
+    def _cause_name(self, i: int) -> str:
+        try:
+            from ..analysis import CAUSES
+
+            return CAUSES[i]
+        except Exception:  # noqa: BLE001
+            return str(i)
+
+    def fill_gap_list(self) -> None:
+        gl = self.query_one("#gaplist", DataTable)
+        gl.clear()
+        sc = self.scene
+        if sc is None or sc.analysis is None:
+            return
+        a = sc.analysis
+        g = a.gaps
+        model = sc.model
+        for pos, row in enumerate(sc.order[:MAX_LIST].tolist()):
+            nxt = int(g.next_idx[row])
+            cause = self._cause_name(int(g.cause[row]))
+            gl.add_row(
+                Text(str(pos + 1)),
+                Text(self.d(g.dur_ns[row]), justify="right"),
+                Text(cause, style=G.CAUSE_COLOURS.get(cause, "")),
+                Text(self.d(int(g.start_ns[row]) - sc.view.lo), justify="right"),
+                Text(self._text(model.name(nxt)) if nxt >= 0 else "?", no_wrap=True, overflow="ellipsis"),
+                key=str(pos),
+            )
+        if sc.order.size > MAX_LIST:
+            gl.add_row(Text("..."), Text(""), Text(f"{sc.order.size - MAX_LIST} more", style="dim"), Text(""),
+                       Text("n walks all of them", style="dim"), key="more")
+        if 0 <= sc.selected < min(sc.order.size, MAX_LIST):
+            gl.move_cursor(row=sc.selected, animate=False)
+
+    def fill_tables(self) -> None:
+        sc = self.scene
+        kt = self.query_one("#kernels", DataTable)
+        ft = self.query_one("#findings", DataTable)
+        kt.clear(columns=True)
+        ft.clear(columns=True)
+        if sc is None or sc.analysis is None:
+            kt.add_column(Text("kernels appear once the analysis is done"))
+            ft.add_column(Text("findings appear once the analysis is done"))
+            return
+        a = sc.analysis
+        for c in ("kernel", "calls", "total", "%", "floor", "bound", "op", "shapes"):
+            kt.add_column(Text(c), key=c)
+        for k in (getattr(a, "kernels", None) or [])[:200]:
+            kt.add_row(Text(self._text(k.name), no_wrap=True, overflow="ellipsis"), Text(str(k.count)),
+                       Text(self.d(k.total_ns)), Text(f"{float(k.pct):.1f}"),
+                       Text(self.d(k.floor_ns) if getattr(k, "floor_ns", None) else "-"),
+                       Text(str(k.bound or "-")), Text(self._text(str(k.op or "-"))),
+                       Text(self._text(str(k.shapes or "-")), no_wrap=True, overflow="ellipsis"))
+        for c in ("#", "severity", "idle", "finding", "suggestion"):
+            ft.add_column(Text(c), key=c)
+        for i, f in enumerate(getattr(a, "findings", None) or []):
+            ft.add_row(Text(str(i + 1)), Text(str(f.severity)), Text(self.d(f.idle_ns)),
+                       Text(self._text(f.title)), Text(self._text(str(f.suggestion or "")), no_wrap=True,
+                                                        overflow="ellipsis"), key=str(i))
+
+    # ================================================================ cursor & events
+    def event_under_cursor(self) -> int:
+        sc = self.scene
+        if sc is None:
+            return -1
+        rows = sc.rows()
+        if not rows:
+            return -1
+        ln = rows[sc.lane_cursor].lane
+        if ln is None or ln.kind == "gaps":
+            return -1
+        v = sc.view
+        cw = self.lanes.cells_width()
+        col = time_to_col(v.cursor, v.t0, v.t1, cw)
+        from .lanes import cell_edges
+
+        e = cell_edges(v.t0, v.t1, cw)
+        col = min(max(col, 0), cw - 1)
+        a, b = int(e[col]), int(e[col + 1])
+        if ln.iv is not None:
+            return ln.iv.at(a, b)
+        if ln.segs is not None:
+            r = ln.segs.cells(np.array([a, b], dtype=np.int64))[0]
+            return int(ln.segs.ref[r]) if r >= 0 else -1
+        return -1
+
+    def gap_under_cursor(self) -> int:
+        sc = self.scene
+        rows = sc.rows() if sc else []
+        if not rows:
+            return -1
+        ln = rows[sc.lane_cursor].lane
+        if ln is None or ln.kind != "gaps":
+            return -1
+        v = sc.view
+        cw = self.lanes.cells_width()
+        from .lanes import cell_edges
+
+        e = cell_edges(v.t0, v.t1, cw)
+        col = min(max(time_to_col(v.cursor, v.t0, v.t1, cw), 0), cw - 1)
+        r = ln.segs.cells(e[col:col + 2])[0]
+        return int(ln.segs.ref[r]) if r >= 0 else -1
+
+    # ================================================================ gap navigation
+    def goto_gap(self, pos: int, *, list_cursor: bool = True) -> None:
+        sc = self.scene
+        if sc is None or sc.analysis is None or not sc.order.size:
+            return
+        pos = max(0, min(pos, sc.order.size - 1))
+        sc.selected = pos
+        a, b, dev = sc.gap_span(sc.selected_row)
+        sc.view.focus(a, b, self.lanes.cells_width())
+        # put the lane cursor on the device's gap row so Enter explains it
+        for i, r in enumerate(sc.rows()):
+            if r.lane is not None and r.lane.kind == "gaps" and r.lane.device == dev:
+                sc.lane_cursor = i
+        self.lanes.ensure_cursor_visible()
+        if list_cursor and pos < MAX_LIST:
+            gl = self.query_one("#gaplist", DataTable)
+            if gl.row_count > pos:
+                self._moving_list = True
+                gl.move_cursor(row=pos, animate=False)
+        self.refresh_stack()
+        self.refresh_view()
+
+    def action_next_gap(self) -> None:
+        sc = self.scene
+        if sc is not None and sc.search_query and sc.matches.size:
+            return self._step_match(1)
+        if sc is not None and sc.order.size:
+            self.goto_gap(min(sc.selected + 1, sc.order.size - 1) if sc.selected >= 0 else 0)
+
+    def action_prev_gap(self) -> None:
+        sc = self.scene
+        if sc is not None and sc.search_query and sc.matches.size:
+            return self._step_match(-1)
+        if sc is not None and sc.order.size:
+            self.goto_gap(max(sc.selected - 1, 0))
+
+    def action_focus_gap(self) -> None:
+        sc = self.scene
+        if sc is not None and sc.selected_row >= 0:
+            self.goto_gap(sc.selected)
+
+    @on(DataTable.RowHighlighted, "#gaplist")
+    def _gap_highlighted(self, ev: DataTable.RowHighlighted) -> None:
+        if getattr(self, "_moving_list", False):
+            self._moving_list = False
+            return
+        sc = self.scene
+        key = ev.row_key.value if ev.row_key is not None else None
+        if sc is None or key is None or not str(key).isdigit():
+            return
+        pos = int(key)
+        if pos != sc.selected:
+            self.goto_gap(pos, list_cursor=False)
+
+    @on(DataTable.RowSelected, "#findings")
+    def _finding_selected(self, ev: DataTable.RowSelected) -> None:
+        sc = self.scene
+        if sc is None or sc.analysis is None:
+            return
+        f = sc.analysis.findings[int(ev.row_key.value)]
+        rows = np.asarray(getattr(f, "gap_rows", []), dtype=np.int64)
+        if rows.size:
+            sc.apply_filter(None)
+            where = np.flatnonzero(sc.order == int(rows[0]))
+            self.query_one("#views", ContentSwitcher).current = "lanesview"
+            self.fill_gap_list()
+            if where.size:
+                self.goto_gap(int(where[0]))
+            self.lanes.focus()
+            self.refresh_bindings()
+
+    # ================================================================ view actions
+    def action_pan(self, frac: float) -> None:
+        sc = self.scene
+        if sc is None:
+            return
+        sc.view.pan(float(frac))
+        self.refresh_view()
+
+    def action_zoom(self, factor: float) -> None:
+        sc = self.scene
+        if sc is None:
+            return
+        sc.view.zoom(float(factor), self.lanes.cells_width())
+        self.refresh_view()
+
+    def action_fit(self) -> None:
+        sc = self.scene
+        if sc is None:
+            return
+        sc.view.fit()
+        self.refresh_view()
+
+    def action_cursor(self, d: int) -> None:
+        sc = self.scene
+        if sc is None:
+            return
+        v = sc.view
+        cw = self.lanes.cells_width()
+        col = time_to_col(v.cursor, v.t0, v.t1, cw) if v.t0 <= v.cursor < v.t1 else (0 if d > 0 else cw - 1) - d
+        col += int(d)
+        if col < 0:
+            v.pan(-0.25)
+            col = time_to_col(v.cursor, v.t0, v.t1, cw) - 1
+        elif col >= cw:
+            v.pan(0.25)
+            col = time_to_col(v.cursor, v.t0, v.t1, cw) + 1
+        v.cursor = col_to_time(min(max(col, 0), cw - 1), v.t0, v.t1, cw)
+        self.refresh_view()
+
+    def action_event(self, d: int) -> None:
+        sc = self.scene
+        if sc is None:
+            return
+        rows = sc.rows()
+        ln = rows[sc.lane_cursor].lane if rows else None
+        if ln is None:
+            return
+        v = sc.view
+        if ln.iv is not None:
+            ev = ln.iv.next_after(v.cursor) if int(d) > 0 else ln.iv.prev_before(v.cursor)
+            t = int(sc.model.ts_ns[ev]) if ev >= 0 else None
+        else:
+            s = ln.segs.starts
+            i = int(np.searchsorted(s, v.cursor, side="right")) if int(d) > 0 else \
+                int(np.searchsorted(s, v.cursor, side="left")) - 1
+            t = int(s[i]) if 0 <= i < s.size else None
+        if t is None:
+            self.refresh_status("no more events on this lane")
+            return
+        v.ensure_visible(t)
+        self.refresh_status("")
+        self.refresh_view()
+
+    def move_lane(self, d: int) -> None:
+        sc = self.scene
+        if sc is None:
+            return
+        n = len(sc.rows())
+        if not n:
+            return
+        sc.lane_cursor = max(0, min(sc.lane_cursor + d, n - 1))
+        self.lanes.ensure_cursor_visible()
+        self.refresh_view()
+
+    def action_lane(self, d: int) -> None:
+        self.move_lane(int(d))
+
+    def action_expand(self) -> None:
+        sc = self.scene
+        if sc is not None and sc.toggle_expand():
+            self.lanes.sync_rows()
+            self.lanes.ensure_cursor_visible()
+            self.refresh_view()
+
+    def action_cause(self, d: int) -> None:
+        sc = self.scene
+        if sc is None or sc.analysis is None:
+            return
+        from ..analysis import CAUSES
+
+        present = sorted(set(np.asarray(sc.analysis.gaps.cause)[sc.all_listed].tolist()))
+        cycle = [None] + present
+        i = cycle.index(sc.cause_filter) if sc.cause_filter in cycle else 0
+        sc.apply_filter(cycle[(i + int(d)) % len(cycle)])
+        self.fill_gap_list()
+        if sc.selected >= 0:
+            self.goto_gap(0)
+        name = "all causes" if sc.cause_filter is None else CAUSES[sc.cause_filter]
+        self.refresh_status(f"gaps: {name} ({sc.order.size})")
+        self.refresh_stack()
+        self.lanes.refresh()
+        self.query_one("#axis", Axis).refresh()
+
+    def action_view(self, name: str) -> None:
+        self.query_one("#views", ContentSwitcher).current = "lanesview" if name == "lanes" else name
+        if name == "lanes":
+            self.lanes.focus()
+        else:
+            self.query_one(f"#{name}", DataTable).focus()
+        self.refresh_bindings()
+
+    def action_next_trace(self) -> None:
+        if len(self.scenes) > 1:
+            self.show_scene((self.current + 1) % len(self.scenes))
+
+    # ================================================================ search
+    def action_search(self) -> None:
+        inp = self.query_one("#search", Input)
+        inp.add_class("-on")
+        inp.focus()
+
+    @on(Input.Submitted, "#search")
+    def _search_submit(self, ev: Input.Submitted) -> None:
+        sc = self.scene
+        if sc is None:
+            return
+        if ev.value != sc.search_query:
+            n = sc.search(ev.value)
+            if n:
+                self._show_match(int(sc.matches[sc.match_pos]))
+            else:
+                self.refresh_status()
+        else:
+            self._step_match(1)
+
+    def _step_match(self, d: int) -> None:
+        sc = self.scene
+        ev = sc.step_match(d)
+        if ev >= 0:
+            self._show_match(ev)
+
+    def _show_match(self, ev: int) -> None:
+        sc = self.scene
+        m = sc.model
+        t = int(m.ts_ns[ev])
+        dur = int(m.dur_ns[ev])
+        v = sc.view
+        cw = self.lanes.cells_width()
+        if dur > v.span // 3 or dur * cw < v.span // 4:
+            v.focus(t, t + max(dur, 1), cw, context=2.0)
+        else:
+            v.centre_on(t)
+        v.cursor = t
+        r = sc.row_of_event(ev)
+        if r >= 0:
+            sc.lane_cursor = r
+            self.lanes.ensure_cursor_visible()
+        self.refresh_view()
+
+    def key_shift_enter(self) -> None:  # Shift+Enter in the search box: previous match
+        if self.focused is self.query_one("#search", Input):
+            self._step_match(-1)
+
+    def on_key(self, event) -> None:
+        if event.key == "shift+enter" and self.focused is self.query_one("#search", Input):
+            event.stop()
+            self._step_match(-1)
+
+    # ================================================================ detail, help, export
+    def action_detail(self) -> None:
+        sc = self.scene
+        if sc is None:
+            return
+        if self.focused is self.query_one("#gaplist", DataTable) or self.focused is self.query_one("#stack"):
+            if sc.selected_row >= 0:
+                self.push_screen(DetailScreen(stack_text(sc, self.glyphs, full=True), self.glyphs.ascii))
+            return
+        gr = self.gap_under_cursor()
+        if gr >= 0:
+            where = np.flatnonzero(sc.order == gr)
+            if where.size:
+                self.goto_gap(int(where[0]))
+            self.push_screen(DetailScreen(stack_text(sc, self.glyphs, full=True), self.glyphs.ascii))
+            return
+        ev = self.event_under_cursor()
+        if ev < 0:
+            self.refresh_status("nothing under the cursor")
+            return
+        self.push_screen(DetailScreen(event_text(sc, ev, self.glyphs), self.glyphs.ascii))
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(self.glyphs))
+
+    def action_legend(self) -> None:
+        self.push_screen(HelpScreen(self.glyphs, legend_only=True))
+
+    def action_export(self) -> None:
+        from .export import export_all
+
+        sc = self.scene
+        if sc is None:
+            return
+        analyses = [s.analysis for s in self.scenes if s.analysis is not None]
+        try:
+            svg = self.export_screenshot()
+            paths = export_all(analyses, sc.path, svg)
+        except GapscopeError as exc:
+            self.refresh_status(f"export failed: {exc}")
+            return
+        except Exception as exc:  # noqa: BLE001 - the report writer may not be there yet
+            self.refresh_status(f"export failed: {type(exc).__name__}: {exc}")
+            return
+        self.last_export = paths
+        self.refresh_status("wrote " + ", ".join(paths))
+        self.notify(self._text("wrote\n" + "\n".join(paths)), title="export", timeout=8)
+
+    def action_escape(self) -> None:
+        sc = self.scene
+        inp = self.query_one("#search", Input)
+        if inp.has_class("-on") or (sc is not None and sc.search_query):
+            inp.remove_class("-on")
+            inp.value = ""
+            if sc is not None:
+                sc.search("")
+            self.lanes.focus()
+            self.refresh_status("")
+            return
+        sw = self.query_one("#views", ContentSwitcher)
+        if sw.current != "lanesview":
+            self.action_view("lanes")
+
+    # ================================================================ enabling keys
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        sc = self.scene
+        if action in ("next_gap", "prev_gap", "focus_gap", "cause"):
+            if sc is None:
+                return None
+            if action in ("next_gap", "prev_gap") and sc.search_query and sc.matches.size:
+                return True
+            if sc.analysis is None or not sc.order.size:
+                return None
+            if action == "cause" and not sc.all_listed.size:
+                return None
+            return True
+        if action == "next_trace":
+            return True if len(self.scenes) > 1 else None
+        if action in ("pan", "zoom", "fit", "cursor", "event", "expand", "search", "detail", "export"):
+            if sc is None:
+                return None
+            sw = self.query_one("#views", ContentSwitcher)
+            if action in ("pan", "zoom", "cursor", "event", "expand") and sw.current != "lanesview":
+                return None
+            return True
+        return True
+
+    def on_resize(self, event) -> None:
+        if self.scene is not None:
+            self.lanes.sync_rows()
+
+
+def _load(load, path: str, opts: dict):
+    """Call the trace reader with the options it accepts (the reader grows options over time)."""
+    try:
+        return load(path, **opts)
+    except TypeError as exc:
+        if "unexpected keyword" in str(exc):
+            return load(path)
+        raise

@@ -1,0 +1,119 @@
+"""Glyphs and colours of the lanes. Glyphs alone tell categories apart, so NO_COLOR loses nothing essential."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from rich.style import Style
+
+from .lanes import C_ALLOC, C_LAUNCH, C_OP, C_PYTHON, C_SYNC
+
+#: cause index (position in tui.analysis.CAUSES) -> one letter drawn on the gap row
+CAUSE_LETTERS = {
+    "copy": "C",
+    "collective": "N",
+    "sync": "S",
+    "profiler": "P",
+    "allocator": "A",
+    "python": "Y",
+    "launch": "L",
+    "host-idle": "H",
+}
+CAUSE_COLOURS = {
+    "copy": "magenta",
+    "collective": "cyan",
+    "sync": "red",
+    "profiler": "bright_black",
+    "allocator": "bright_magenta",
+    "python": "green",
+    "launch": "yellow",
+    "host-idle": "white",
+}
+
+
+@dataclass(frozen=True)
+class Glyphs:
+    ascii: bool
+    density: str  # index 0..8
+    cpu: dict
+    gap: str  # idle cell inside a device gap, on stream rows
+    bar: str
+    open: str
+    cursor: str
+    tick: str
+    rule: str
+    left: str
+    right: str
+    expand: str
+    collapse: str
+    warn: str
+    sep: str
+
+
+UNICODE = Glyphs(
+    ascii=False,
+    density=" ▁▂▃▄▅▆▇█",
+    cpu={0: " ", C_PYTHON: "░", C_OP: "▒", C_LAUNCH: "▓", C_SYNC: "S", C_ALLOC: "A"},
+    gap="·",
+    bar="─",
+    open="▏",
+    cursor="▼",
+    tick="┬",
+    rule="─",
+    left="◀",
+    right="▶",
+    expand="▸",
+    collapse="▾",
+    warn="⚠",
+    sep="│",
+)
+ASCII = Glyphs(
+    ascii=True,
+    density=" .:-=+*#@",
+    cpu={0: " ", C_PYTHON: ".", C_OP: "o", C_LAUNCH: "#", C_SYNC: "S", C_ALLOC: "A"},
+    gap="~",
+    bar="-",
+    open="|",
+    cursor="v",
+    tick="+",
+    rule="-",
+    left="<",
+    right=">",
+    expand="+",
+    collapse="-",
+    warn="!",
+    sep="|",
+)
+
+CPU_STYLES = {
+    0: Style(),
+    C_PYTHON: Style(color="green"),
+    C_OP: Style(color="dodger_blue1"),
+    C_LAUNCH: Style(color="yellow"),
+    C_SYNC: Style(color="white", bgcolor="red", bold=True),
+    C_ALLOC: Style(color="white", bgcolor="magenta", bold=True),
+}
+KERNEL_STYLE = Style(color="bright_cyan")
+COPY_STYLE = Style(color="magenta")
+GAP_STYLE = Style(color="bright_black")
+RANGE_STYLE = Style(color="bright_white")
+LABEL_STYLE = Style(bold=True)
+CURSOR_STYLE = Style(reverse=True)
+SELECTED_STYLE = Style(reverse=True, bold=True)
+
+
+def locale_is_utf8(env=None) -> bool:
+    """The first of LC_ALL, LC_CTYPE, LANG that is set decides; unset everywhere counts as UTF-8
+    only when the terminal encoding says so."""
+    env = os.environ if env is None else env
+    for k in ("LC_ALL", "LC_CTYPE", "LANG"):
+        v = env.get(k)
+        if v:
+            v = v.lower().replace("-", "")
+            return "utf8" in v
+    return False
+
+
+def pick(ascii_flag: bool, env=None) -> Glyphs:
+    return ASCII if ascii_flag or not locale_is_utf8(env) else UNICODE

@@ -1,0 +1,254 @@
+"""Text of the header, the stack panel and the detail views, built as rich Text (never markup)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from rich.text import Text
+
+from ..trace.model import Kind
+from . import glyphs as G
+from .safe import ascii_safe, safe
+from .scene import Scene
+from .timefmt import fmt_dur
+
+KIND_LABEL = {
+    Kind.KERNEL: "kernel", Kind.MEMCPY: "copy", Kind.MEMSET: "memset", Kind.CPU_OP: "op", Kind.PYTHON: "python",
+    Kind.RUNTIME: "runtime", Kind.DRIVER: "driver", Kind.ANNOTATION: "range", Kind.GPU_ANNOTATION: "gpu range",
+    Kind.SYNC: "sync", Kind.OVERHEAD: "profiler", Kind.INSTANT: "instant", Kind.OTHER: "other",
+}
+FRAME_TAG = {"python": "py ", "annotation": "rng", "op": "op ", "runtime": "rt ", "sync": "syn"}
+
+
+class T:
+    """Small helper: append plain strings (made safe) with a style."""
+
+    def __init__(self, ascii: bool):
+        self.ascii = ascii
+        self.text = Text(no_wrap=False, overflow="fold")
+
+    def s(self, s: str) -> str:
+        s = safe(s)
+        return ascii_safe(s) if self.ascii else s
+
+    def add(self, s, style: str | None = None) -> "T":
+        self.text.append(self.s(str(s)), style=style)
+        return self
+
+    def nl(self) -> "T":
+        self.text.append("\n")
+        return self
+
+    def d(self, ns) -> str:
+        return fmt_dur(int(ns), ascii=self.ascii)
+
+
+def torch_version(model) -> str | None:
+    gm = model.gapscope_meta or {}
+    for k in ("torch", "torch_version", "torchVersion"):
+        v = gm.get(k)
+        if isinstance(v, str):
+            return v
+    v = model.metadata.get("torch_version") or model.metadata.get("pytorch_version")
+    return v if isinstance(v, str) else None
+
+
+def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs) -> Text:
+    t = T(glyphs.ascii)
+    m = scene.model
+    sep = f" {glyphs.sep} "
+    t.add("gapscope", "bold")
+    t.add(sep).add(os.path.basename(scene.path), "bold")
+    if count > 1:
+        t.add(f" [{index + 1}/{count}]")
+    a = scene.analysis
+    devs = m.gpu_devices()
+    if devs:
+        d = devs[0]
+        nm = m.device_name(d)
+        t.add(sep).add(f"cuda:{d}" + (f" {nm}" if nm else "") + (f" +{len(devs) - 1}" if len(devs) > 1 else ""))
+    if m.rank is not None:
+        t.add(sep).add(f"rank {m.rank}")
+    tv = torch_version(m)
+    t.add(sep).add(f"torch {tv}" if tv else "torch ?")
+    t.nl()
+    sep0 = ""
+    if a is not None and getattr(a, "devices", None):
+        ds = a.devices[0]
+        t.add(f"window {t.d(ds.window_ns)}")
+        pct = int(ds.idle_ns) * 100 / max(int(ds.window_ns), 1)
+        t.add(sep).add("GPU idle ").add(f"{pct:.1f}%", "bold yellow" if pct >= 20 else "bold")
+        top = biggest_cause(scene)
+        if top:
+            t.add(sep).add("biggest cause: ").add(top, "bold red")
+    else:
+        t.add(f"window {t.d(scene.view.hi - scene.view.lo)}")
+        t.add(sep).add("analysing..." if scene.analysis_error is None else "no analysis", "italic")
+    warns = header_warnings(scene)
+    for w in warns:
+        t.nl().add(f"{glyphs.warn} {w}", "bold black on yellow")
+    return t.text
+
+
+def biggest_cause(scene: Scene) -> str | None:
+    a = scene.analysis
+    if a is None or not len(a.gaps):
+        return None
+    from ..analysis import CAUSES
+
+    n = len(a.gaps)
+    tot = np.bincount(np.asarray(a.gaps.cause[:n], dtype=np.int64), weights=np.asarray(a.gaps.dur_ns[:n]),
+                      minlength=len(CAUSES))
+    if tot.sum() <= 0:
+        return None
+    i = int(np.argmax(tot))
+    return f"{CAUSES[i]} ({tot[i] / tot.sum() * 100:.0f}% of idle)"
+
+
+def header_warnings(scene: Scene) -> list[str]:
+    out = []
+    m = scene.model
+    a = scene.analysis
+    dist = getattr(a, "distortion", None) if a is not None else None
+    if dist is None and m.gapscope_meta:
+        g = m.gapscope_meta
+        if isinstance(g.get("profiled_us"), (int, float)) and isinstance(g.get("unprofiled_us"), (int, float)) \
+                and g["unprofiled_us"]:
+            dist = {"ratio": g["profiled_us"] / g["unprofiled_us"]}
+    if isinstance(dist, dict) and isinstance(dist.get("ratio"), (int, float)):
+        try:
+            from ..analysis.thresholds import DEFAULT
+
+            lim = DEFAULT.large_distortion
+        except Exception:
+            lim = 1.3
+        if dist["ratio"] > lim:
+            out.append(f"capture distortion {dist['ratio']:.2f}x: the profiled step ran slower than unprofiled; "
+                       "CPU-side causes are inflated")
+    if not np.any(m.kind == Kind.PYTHON):
+        out.append("no Python stacks in this trace (record with with_stack=True to see file:line)")
+    return out
+
+
+def frame_line(t: T, f, indent: int) -> None:
+    kind = getattr(f, "kind", "")
+    tag = FRAME_TAG.get(kind, kind[:3].ljust(3))
+    t.add("  " + tag + " ", "dim").add("  " * indent)
+    style = {"sync": "bold red", "runtime": "yellow", "op": "dodger_blue1", "annotation": "bright_white",
+             "python": "green"}.get(kind)
+    t.add(f.name, style)
+    if getattr(f, "file", None):
+        t.add(f"  {f.file}" + (f":{f.line}" if getattr(f, "line", None) is not None else ""), "dim")
+    t.nl()
+
+
+def stack_text(scene: Scene, glyphs: G.Glyphs, *, full: bool = False) -> Text:
+    t = T(glyphs.ascii)
+    a = scene.analysis
+    if a is None:
+        if scene.analysis_error:
+            return t.add(scene.analysis_error, "italic").text
+        return t.add("analysing the trace...", "italic").text
+    row = scene.selected_row
+    if row < 0:
+        if not len(a.gaps):
+            return t.add("no idle gaps: the GPU ran kernels through the whole window", "italic").text
+        return t.add("no gap selected (the filter hides every gap)", "italic").text
+    try:
+        det = a.gap_detail(row)
+    except Exception as exc:  # detail is computed on demand; a failure must not take the screen down
+        return t.add(f"no detail for this gap ({type(exc).__name__}: {exc})", "italic").text
+    g = a.gaps
+    s, e, dev = scene.gap_span(row)
+    t.add(f"gap {scene.selected + 1}/{scene.order.size} ", "bold")
+    t.add(t.d(g.dur_ns[row]), "bold yellow").add(f" idle on cuda:{dev} at {t.d(s - scene.view.lo)}  ")
+    t.add("cause: ").add(det.cause, "bold red").nl()
+    t.add(det.explanation).nl()
+    if det.stack:
+        t.add("CPU stack at gap start (outermost first):", "bold").nl()
+        for i, f in enumerate(det.stack):
+            frame_line(t, f, min(i, 8))
+    else:
+        t.add("CPU stack at gap start: nothing recorded", "bold").nl()
+    if det.breakdown:
+        tid = det.thread_track
+        who = scene.model.tracks[tid].name if 0 <= tid < len(scene.model.tracks) else "launching thread"
+        t.add(f"{who} during the gap:", "bold").nl()
+        total = max(sum(int(v) for v in det.breakdown.values()), 1)
+        for k, v in sorted(det.breakdown.items(), key=lambda kv: -int(kv[1])):
+            if int(v) <= 0:
+                continue
+            bar_n = max(1, int(round(int(v) * 20 / total)))
+            t.add(f"  {k:<10}", "dim").add(f"{t.d(v):>9} ").add(("#" if glyphs.ascii else "█") * bar_n, "cyan")
+            t.add(f" {int(v) * 100 / total:.0f}%").nl()
+    t.add("ended by: ", "bold").add(det.next_kernel, "bright_cyan")
+    if det.next_op:
+        t.add(" from ").add(det.next_op, "dodger_blue1")
+    if det.launch:
+        t.add(" via ").add(det.launch, "yellow")
+    t.nl()
+    if det.launch_stack:
+        t.add("launch stack:", "bold").nl()
+        for i, f in enumerate(det.launch_stack[: (None if full else 12)]):
+            frame_line(t, f, min(i, 8))
+    return t.text
+
+
+def _args_line(t: T, args: dict, keys) -> None:
+    for k in keys:
+        if k in args:
+            t.add(f"  {k}: ", "dim").add(str(args[k])).nl()
+
+
+def event_text(scene: Scene, ev: int, glyphs: G.Glyphs) -> Text:
+    m = scene.model
+    t = T(glyphs.ascii)
+    k = int(m.kind[ev])
+    kl = KIND_LABEL.get(k, "event")
+    dur = int(m.dur_ns[ev])
+    tr = m.tracks[int(m.track[ev])]
+    t.add(f"{kl}: ", "bold").add(m.name(ev), "bold bright_cyan").nl()
+    t.add(f"  start {t.d(int(m.ts_ns[ev]) - scene.view.lo)}  duration {t.d(dur)}  on {tr.name}").nl()
+    args = m.event_args(ev)
+    if k == Kind.KERNEL:
+        _args_line(t, args, ("grid", "block", "registers per thread", "shared memory", "blocks per SM",
+                             "warps per SM", "est. achieved occupancy %"))
+    if k in (Kind.MEMCPY, Kind.MEMSET):
+        nb = int(m.nbytes[ev])
+        t.add(f"  bytes {nb:,}")
+        if dur > 0 and nb:
+            t.add(f"  {nb / dur:.2f} GB/s")
+        t.nl()
+        nm = m.name(ev)
+        if "(" in nm and "->" in nm:
+            t.add("  memory: " + nm[nm.index("(") + 1:].rstrip(")")).nl()
+    if k in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET):
+        li = int(m.launch[ev])
+        oi = int(m.op[ev])
+        if li >= 0:
+            t.add("  launched by ").add(m.name(li), "yellow").add(f" on {m.tracks[int(m.track[li])].name}").nl()
+        if oi >= 0:
+            t.add("  from op ").add(m.name(oi), "dodger_blue1").nl()
+            oa = m.event_args(oi)
+            _args_line(t, oa, ("Input Dims", "Input type", "Concrete Inputs"))
+        a = scene.analysis
+        if a is not None and k == Kind.KERNEL:
+            for ks in getattr(a, "kernels", []) or []:
+                if ks.name == m.name(ev):
+                    if getattr(ks, "floor_ns", None):
+                        t.add(f"  floor {t.d(ks.floor_ns)}" + (f" ({ks.bound}-bound)" if ks.bound else "")).nl()
+                    t.add(f"  {ks.count} calls, {t.d(ks.total_ns)} total").nl()
+                    break
+        stack_ev = li
+    else:
+        stack_ev = ev
+        _args_line(t, args, ("Input Dims", "Input type", "Concrete Inputs", "stream"))
+    if stack_ev >= 0:
+        anc = m.ancestors(stack_ev)[::-1] + [stack_ev]
+        if len(anc) > 1 or stack_ev != ev:
+            t.add("stack (outermost first):", "bold").nl()
+            for i, e in enumerate(anc[-40:]):
+                kk = KIND_LABEL.get(int(m.kind[e]), "?")
+                t.add(f"  {kk[:6]:<6} ", "dim").add("  " * min(i, 8)).add(m.name(e)).nl()
+    return t.text

@@ -1,0 +1,146 @@
+"""Modal screens: help (keys and legend), detail of one thing, loading, and the one-line error screen."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import LoadingIndicator, Static
+
+from . import glyphs as G
+
+KEYS = [
+    ("n / N", "next / previous gap, largest first (jumps there, updates the stack panel)"),
+    ("← → / h l / a d", "pan the time window"),
+    ("w s / + -", "zoom in / out about the cursor"),
+    ("shift+← → / H L", "move the cursor one cell"),
+    ("[ ]", "cursor to the previous / next event on the lane"),
+    ("↑ ↓ / j k", "move between lanes (gap list: between gaps)"),
+    ("space / x", "expand / collapse a CPU thread into its stack depth rows"),
+    ("0 / Home", "fit the whole trace"),
+    ("f / z", "zoom to the selected gap"),
+    ("c / C", "filter the gap list by cause (next / previous cause)"),
+    ("Enter", "detail of what is under the cursor (lanes) or of the gap (gap list)"),
+    ("/", "find a kernel or op by name; Enter / Shift+Enter or n / N step through matches, Esc ends"),
+    ("Tab", "next pane: lanes, gap list, stack panel"),
+    ("1 2 3", "views: lanes, kernels, findings"),
+    ("t", "next loaded trace (prefill / decode ...)"),
+    ("e", "export: findings (Markdown + JSON) and an SVG of the screen"),
+    ("g", "legend"),
+    ("?", "this help"),
+    ("q", "quit"),
+]
+
+
+def legend_text(glyphs: G.Glyphs) -> Text:
+    from .lanes import C_ALLOC, C_LAUNCH, C_OP, C_PYTHON, C_SYNC
+
+    t = Text()
+    t.append("CPU thread rows (dominant activity per cell):\n", style="bold")
+    for c, nm in ((C_PYTHON, "Python"), (C_OP, "aten op"), (C_LAUNCH, "launch / runtime call"), (C_SYNC, "sync"),
+                  (C_ALLOC, "allocator")):
+        t.append(f"  {glyphs.cpu[c]} ", style=G.CPU_STYLES[c])
+        t.append(f" {nm}\n")
+    t.append("  (blank) idle: nothing recorded\n")
+    t.append("GPU stream / copy rows (busy share of each cell):\n", style="bold")
+    t.append("  " + glyphs.density[1:] + "  ", style=G.KERNEL_STYLE)
+    t.append("low to full; any kernel in a cell shows at least " + repr(glyphs.density[1]) + "\n")
+    t.append(f"  {glyphs.gap}  ", style=G.GAP_STYLE)
+    t.append("inside a GPU idle gap (no kernel on any stream)\n")
+    t.append("idle gaps row: cause letter, cause, duration:\n", style="bold")
+    for cn, letter in G.CAUSE_LETTERS.items():
+        t.append(f"  {letter} ", style=G.CAUSE_COLOURS.get(cn, "white"))
+        t.append(f"{cn}\n")
+    t.append(f"ranges row: {glyphs.open}name{glyphs.bar * 3} innermost record_function / ProfilerStep\n", style="bold")
+    t.append(f"axis: {glyphs.cursor} cursor, {'=' if glyphs.ascii else '━'} selected gap\n")
+    return t
+
+
+class HelpScreen(ModalScreen):
+    BINDINGS = [Binding("escape,q,question_mark,f1,g", "app.pop_screen", "close")]
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll { width: 90%; height: 90%; border: round $accent; background: $surface; }
+    HelpScreen.-ascii > VerticalScroll { border: ascii $accent; }
+    """
+
+    def __init__(self, glyphs: G.Glyphs, legend_only: bool = False):
+        super().__init__(classes="-ascii" if glyphs.ascii else "")
+        self.glyphs = glyphs
+        self.legend_only = legend_only
+
+    def compose(self) -> ComposeResult:
+        t = Text()
+        if not self.legend_only:
+            t.append("Keys\n", style="bold underline")
+            for k, what in KEYS:
+                if self.glyphs.ascii:
+                    k = k.replace("←", "left").replace("→", "right").replace("↑", "up").replace("↓", "down")
+                t.append(f"  {k:<18}", style="bold")
+                t.append(f"{what}\n")
+            t.append("\n")
+        t.append("Legend\n", style="bold underline")
+        t.append_text(legend_text(self.glyphs))
+        t.append("\nEsc closes.", style="dim")
+        with VerticalScroll():
+            yield Static(t)
+
+
+class DetailScreen(ModalScreen):
+    BINDINGS = [Binding("escape,q,enter", "app.pop_screen", "close")]
+    DEFAULT_CSS = """
+    DetailScreen { align: center middle; }
+    DetailScreen > VerticalScroll { width: 90%; height: 85%; border: round $accent; background: $surface; }
+    DetailScreen.-ascii > VerticalScroll { border: ascii $accent; }
+    """
+
+    def __init__(self, text: Text, ascii: bool = False):
+        super().__init__(classes="-ascii" if ascii else "")
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(self.text)
+
+
+class LoadingScreen(Screen):
+    BINDINGS = [Binding("escape", "app.cancel_load", "cancel")]
+    DEFAULT_CSS = """
+    LoadingScreen { align: center middle; }
+    LoadingScreen > Static { width: auto; height: auto; }
+    LoadingScreen > LoadingIndicator { height: 1; }
+    """
+
+    def __init__(self, message: str):
+        super().__init__()
+        self.message = message
+
+    def compose(self) -> ComposeResult:
+        yield LoadingIndicator()
+        yield Static(Text(self.message), id="loadmsg")
+
+    def set_message(self, msg: str) -> None:
+        self.query_one("#loadmsg", Static).update(Text(msg))
+
+
+class ErrorScreen(Screen):
+    """Bad input: the one-line message, never a traceback."""
+
+    BINDINGS = [Binding("escape,q,enter", "app.quit", "quit")]
+    DEFAULT_CSS = """
+    ErrorScreen { align: center middle; }
+    ErrorScreen > Static { width: auto; max-width: 100%; height: auto; }
+    """
+
+    def __init__(self, message: str):
+        super().__init__()
+        self.message = message
+
+    def compose(self) -> ComposeResult:
+        t = Text()
+        t.append("gapscope: error: ", style="bold red")
+        t.append(self.message)
+        t.append("\n\nq quits", style="dim")
+        yield Static(t)

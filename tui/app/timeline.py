@@ -1,0 +1,298 @@
+"""The lanes widget (Line API) and the time axis above it.
+
+Each row is drawn by ``render_line`` from the lane's precomputed index: a few vectorised calls over the
+W+1 cell edges, cached as a Strip keyed by everything that changes the row.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+from rich.segment import Segment
+from rich.style import Style
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widget import Widget
+
+from . import glyphs as G
+from .lanes import (
+    C_BAR,
+    C_LABEL,
+    C_MARK,
+    cell_edges,
+    cpu_cells,
+    density_cells,
+    segment_text,
+    time_to_col,
+)
+from .safe import ascii_safe, safe
+from .scene import Row, Scene
+from .timefmt import fmt_dur, fmt_tick, nice_step
+
+
+def label_width(total: int) -> int:
+    return max(4, min(20, total // 5))
+
+
+def _runs(chars: str, styles: list[Style]) -> list[Segment]:
+    segs: list[Segment] = []
+    n = len(chars)
+    a = 0
+    while a < n:
+        st = styles[a]
+        b = a + 1
+        while b < n and styles[b] is st:
+            b += 1
+        segs.append(Segment(chars[a:b], st))
+        a = b
+    return segs
+
+
+class _Base:
+    scene: Scene | None
+    glyphs: G.Glyphs
+
+    def _text(self, s: str) -> str:
+        s = safe(s)
+        return ascii_safe(s) if self.glyphs.ascii else s
+
+
+class LanesView(ScrollView, _Base, can_focus=True):
+    """One row per lane; vertical scrolling only (time is panned by the view, not scrolled)."""
+
+    BINDINGS = [
+        Binding("up,k", "app.lane(-1)", "lane up", show=False),
+        Binding("down,j", "app.lane(1)", "lane down", show=False),
+        Binding("pageup", "app.lane(-10)", "page up", show=False),
+        Binding("pagedown", "app.lane(10)", "page down", show=False),
+    ]
+    DEFAULT_CSS = """
+    LanesView { height: 1fr; scrollbar-size-vertical: 1; scrollbar-size-horizontal: 0; }
+    """
+
+    def __init__(self, glyphs: G.Glyphs, **kw):
+        super().__init__(**kw)
+        self.scene: Scene | None = None
+        self.glyphs = glyphs
+        self._cache: OrderedDict = OrderedDict()
+        self.renders = 0  # rows drawn without the cache (tests and benchmarks read it)
+
+    # ------------------------------------------------------------- plumbing
+    def set_scene(self, scene: Scene | None) -> None:
+        self.scene = scene
+        self.sync_rows()
+
+    def sync_rows(self) -> None:
+        n = len(self.scene.rows()) if self.scene is not None else 0
+        self.virtual_size = Size(max(self.size.width, 1), n)
+        self.refresh()
+
+    def cells_width(self) -> int:
+        w = self.size.width - (self.styles.scrollbar_size_vertical if self.show_vertical_scrollbar else 0)
+        return max(w - label_width(w) - 1, 1)
+
+    def ensure_cursor_visible(self) -> None:
+        if self.scene is None:
+            return
+        y = self.scene.lane_cursor
+        top = int(self.scroll_offset.y)
+        h = max(self.size.height, 1)
+        if y < top:
+            self.scroll_to(y=y, animate=False)
+        elif y >= top + h:
+            self.scroll_to(y=y - h + 1, animate=False)
+
+    # ---------------------------------------------------------------- render
+    def render_line(self, y: int) -> Strip:
+        sc = self.scene
+        width = self.size.width - (self.styles.scrollbar_size_vertical if self.show_vertical_scrollbar else 0)
+        if sc is None or width <= 0:
+            return Strip.blank(max(width, 0))
+        y += int(self.scroll_offset.y)
+        rows = sc.rows()
+        if y >= len(rows):
+            return Strip.blank(width)
+        row = rows[y]
+        v = sc.view
+        lw = label_width(width)
+        cw = max(width - lw - 1, 1)
+        ccol = time_to_col(v.cursor, v.t0, v.t1, cw) if v.t0 <= v.cursor < v.t1 else -1
+        sel = sc.selected_row
+        key = (id(sc), row.key, v.t0, v.t1, width, ccol, y == sc.lane_cursor, sel,
+               self.glyphs.ascii, sc.analysis is not None, self.has_focus)
+        strip = self._cache.get(key)
+        if strip is not None:
+            self._cache.move_to_end(key)
+            return strip
+        strip = self._draw(row, y == sc.lane_cursor, lw, cw, ccol, sel)
+        self.renders += 1
+        self._cache[key] = strip
+        if len(self._cache) > 1024:
+            self._cache.popitem(last=False)
+        return strip
+
+    def _draw(self, row: Row, is_cursor: bool, lw: int, cw: int, ccol: int, sel: int) -> Strip:
+        sc = self.scene
+        g = self.glyphs
+        ln = row.lane
+        if ln is None:  # group header
+            title = self._text(f"{g.rule} {row.title} ")
+            text = (title + g.rule * (lw + 1 + cw))[: lw + 1 + cw]
+            return Strip([Segment(text, Style(bold=True, color="bright_white"))])
+        label = ln.label
+        if ln.kind == "cpu":
+            label = (g.collapse if ln.expanded else g.expand) + label if ln.depth_rows else " " + label
+        label = self._text(label)[:lw].ljust(lw)
+        lstyle = G.CURSOR_STYLE if is_cursor and self.has_focus else (
+            Style(bold=True, underline=True) if is_cursor else G.LABEL_STYLE)
+        v = sc.view
+        edges = cell_edges(v.t0, v.t1, cw)
+        plain = Style()
+        if ln.kind == "cpu":
+            cats = cpu_cells(ln, edges)
+            chars = "".join(g.cpu[int(c)] for c in cats)
+            styles = [G.CPU_STYLES[int(c)] for c in cats]
+        elif ln.kind in ("stream", "copy"):
+            lvl = density_cells(ln, edges)
+            chars_l = [g.density[int(x)] for x in lvl]
+            base = G.KERNEL_STYLE if ln.kind == "stream" else G.COPY_STYLE
+            styles = [base if x else plain for x in lvl]
+            cover = sc.gap_cover.get(ln.device) if ln.kind == "stream" else None
+            if cover is not None:
+                gc = cover.covered(edges) * 2 >= np.maximum(np.diff(edges), 1)
+                for k in np.flatnonzero(gc & (lvl == 0)).tolist():
+                    chars_l[k] = g.gap
+                    styles[k] = G.GAP_STYLE
+            chars = "".join(chars_l)
+        elif ln.kind == "gaps":
+            refs = ln.segs.cells(edges)
+            a = sc.analysis
+            causes = _cause_names()
+
+            def lab(r: int) -> str:
+                gr = int(ln.segs.ref[r])
+                cn = causes[int(a.gaps.cause[gr])] if causes else "?"
+                return f"{G.CAUSE_LETTERS.get(cn, '?')} {cn} {fmt_dur(int(a.gaps.dur_ns[gr]), ascii=g.ascii)}"
+
+            chars, codes = segment_text(refs, lab, bar=g.bar, open_=g.open)
+            styles = []
+            for k in range(cw):
+                r = int(refs[k])
+                if r < 0:
+                    styles.append(plain)
+                    continue
+                gr = int(ln.segs.ref[r])
+                cn = causes[int(a.gaps.cause[gr])] if causes else ""
+                st = _cause_style(cn)
+                styles.append(G.SELECTED_STYLE + st if gr == sel else st)
+        else:  # ranges, depth rows: named pieces
+            refs = ln.segs.cells(edges)
+            m = sc.model
+            chars, codes = segment_text(refs, lambda r: self._text(m.name(int(ln.segs.ref[r]))), bar=g.bar,
+                                        open_=g.open)
+            if ln.kind == "depth":
+                kinds = m.kind[ln.segs.ref[np.maximum(refs, 0)]]
+                from .lanes import _cpu_categories
+
+                cats = _cpu_categories(m, ln.segs.ref[np.maximum(refs, 0)])
+                del kinds
+                styles = [G.CPU_STYLES[int(c)] if refs[k] >= 0 else plain for k, c in enumerate(cats)]
+            else:
+                styles = [G.RANGE_STYLE if c in (C_LABEL, C_BAR, C_MARK) else plain for c in codes]
+        if 0 <= ccol < cw:
+            chars = chars[:ccol] + (chars[ccol] if chars[ccol] != " " else g.sep) + chars[ccol + 1:]
+            styles = list(styles)
+            styles[ccol] = styles[ccol] + G.CURSOR_STYLE
+        segs = [Segment(label, lstyle), Segment(" ", plain)] + _runs(chars, styles)
+        return Strip(segs, lw + 1 + cw)
+
+
+_CAUSES_CACHE: list = []
+
+
+def _cause_names() -> tuple:
+    if not _CAUSES_CACHE:
+        try:
+            from ..analysis import CAUSES
+
+            _CAUSES_CACHE.append(tuple(CAUSES))
+        except Exception:  # analysis not importable: gap rows are not built either
+            _CAUSES_CACHE.append(())
+    return _CAUSES_CACHE[0]
+
+
+_STYLE_CACHE: dict = {}
+
+
+def _cause_style(cause: str) -> Style:
+    st = _STYLE_CACHE.get(cause)
+    if st is None:
+        st = _STYLE_CACHE[cause] = Style(color=G.CAUSE_COLOURS.get(cause, "white"))
+    return st
+
+
+class Axis(Widget, _Base):
+    """Two lines: tick labels, then ticks with the cursor and the selected gap marked."""
+
+    DEFAULT_CSS = "Axis { height: 2; }"
+
+    def __init__(self, glyphs: G.Glyphs, lanes: LanesView, **kw):
+        super().__init__(**kw)
+        self.glyphs = glyphs
+        self.lanes = lanes
+        self.scene = None
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        sc = self.scene
+        if sc is None or width <= 0:
+            return Strip.blank(max(width, 0))
+        g = self.glyphs
+        lv = self.lanes
+        full = lv.size.width - (lv.styles.scrollbar_size_vertical if lv.show_vertical_scrollbar else 0)
+        if full <= 0:
+            full = width
+        lw = label_width(full)
+        cw = max(full - lw - 1, 1)
+        v = sc.view
+        step = nice_step(v.span, cw)
+        first = ((v.t0 - sc.view.lo) // step + 1) * step + sc.view.lo
+        ticks = list(range(first, v.t1, step))[:400]
+        dim = Style(color="bright_black")
+        if y == 0:
+            head = self._text(fmt_dur(v.span, ascii=g.ascii) + " span")[:lw].ljust(lw) + " "
+            buf = [" "] * cw
+            for t in ticks:
+                c = time_to_col(t, v.t0, v.t1, cw)
+                lab = fmt_tick(t - sc.view.lo, step, ascii=g.ascii)
+                if c + len(lab) > cw or any(ch != " " for ch in buf[max(c - 1, 0):c + len(lab) + 1]):
+                    continue
+                buf[c:c + len(lab)] = list(lab)
+            return Strip([Segment(head, dim), Segment("".join(buf), dim)], width).crop(0, width)
+        buf = [g.rule] * cw
+        styles = [dim] * cw
+        for t in ticks:
+            c = time_to_col(t, v.t0, v.t1, cw)
+            if 0 <= c < cw:
+                buf[c] = g.tick
+        row = sc.selected_row
+        if row >= 0 and sc.analysis is not None:
+            a, b, _ = sc.gap_span(row)
+            ca = max(time_to_col(a, v.t0, v.t1, cw), 0)
+            cb = min(time_to_col(max(b - 1, a), v.t0, v.t1, cw), cw - 1)
+            for c in range(ca, cb + 1):
+                buf[c] = "=" if g.ascii else "━"
+                styles[c] = Style(color="yellow", bold=True)
+        if v.t0 <= v.cursor < v.t1:
+            c = time_to_col(v.cursor, v.t0, v.t1, cw)
+            buf[c] = g.cursor
+            styles[c] = Style(bold=True, color="bright_white")
+        elif v.cursor < v.t0:
+            buf[0] = g.left
+        else:
+            buf[-1] = g.right
+        cur = self._text("@" + fmt_dur(v.cursor - sc.view.lo, ascii=g.ascii))[:lw].ljust(lw) + " "
+        return Strip([Segment(cur, dim)] + _runs("".join(buf), styles), width).crop(0, width)
