@@ -13,3 +13,7 @@ from .thresholds import Thresholds
 
 __all__ = ["analyze", "Analysis", "CAUSES", "CAUSE_EXPLANATIONS", "BUCKETS", "DeviceStats", "Finding", "Frame",
            "GapDetail", "GapTable", "KernelStat", "Thresholds"]
+
+from .ranks import analyze_ranks, match_collectives, summarise  # noqa: E402
+
+__all__ += ["analyze_ranks", "match_collectives", "summarise"]

@@ -1,0 +1,41 @@
+"""Report layer: findings as Markdown (people) or JSON (tools, findings.schema.json). No textual."""
+
+from __future__ import annotations
+
+import os
+
+from ..fsutil import atomic_write_text
+from .jsonout import SCHEMA, build_json
+from .markdown import render_markdown
+
+
+def to_json_text(analyses, top: int = 50) -> str:
+    import orjson
+
+    return orjson.dumps(build_json(analyses, top=top), option=orjson.OPT_INDENT_2).decode() + "\n"
+
+
+def write_reports(analyses, folder, stem: str, top: int = 10) -> list[str]:
+    """Write ``stem.md`` and ``stem.json`` into ``folder`` without overwriting anything: the first of
+    stem, stem-1, stem-2, ... for which neither file exists. Returns the two paths."""
+    folder = os.fspath(folder)
+    md = render_markdown(analyses, top=top)
+    js = to_json_text(analyses, top=max(top, 50))
+    for k in range(10_000):
+        s = stem if k == 0 else f"{stem}-{k}"
+        pm, pj = os.path.join(folder, s + ".md"), os.path.join(folder, s + ".json")
+        if os.path.exists(pm) or os.path.exists(pj):
+            continue
+        atomic_write_text(pm, md)
+        try:
+            atomic_write_text(pj, js)
+        except Exception:
+            os.unlink(pm)
+            raise
+        return [pm, pj]
+    from ..errors import GapscopeError
+
+    raise GapscopeError(f"{folder}: no free name for {stem}.md")
+
+
+__all__ = ["SCHEMA", "build_json", "render_markdown", "write_reports", "to_json_text"]

@@ -1,0 +1,150 @@
+"""``build_json(analyses) -> dict`` following ../shared/design/findings.schema.json (gapscope.findings/1).
+
+Times are µs floats relative to the start of each trace's capture window; durations are µs. Entries
+carry ``trace`` (index into ``traces``) when several traces are in one report.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..analysis import CAUSES
+
+SCHEMA = "gapscope.findings/1"
+
+
+def _us(ns) -> float:
+    return round(float(ns) / 1e3, 3)
+
+
+def _jsonable(v):
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, np.ndarray):
+        return [_jsonable(x) for x in v.tolist()]
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating,)):
+        return float(v)
+    if isinstance(v, float) and v != v:
+        return None
+    return v
+
+
+def trace_entry(a) -> dict:
+    m = a.model
+    g = m.gapscope_meta or {}
+    torch_v = g.get("torch") if isinstance(g.get("torch"), str) else None
+    return {
+        "path": m.path,
+        "events": int(m.n),
+        "window_us": _us(a.window_ns),
+        "phase": a.phase,
+        "rank": a.rank,
+        "torch": torch_v,
+        "distortion": a.distortion,
+        "warnings": list(a.warnings),
+        "idle_pct": round(a.idle_pct, 3),
+    }
+
+
+def gap_entries(a, top: int, ti: int | None = None) -> list[dict]:
+    g = a.gaps
+    out = []
+    w0 = a.window_start_ns
+    for r in range(min(top, len(g))):
+        if g.dur_ns[r] <= 0:
+            break
+        d = a.gap_detail(r)
+        e = {
+            "rank": a.rank,
+            "device": int(g.device[r]),
+            "start_us": _us(int(g.start_ns[r]) - w0),
+            "dur_us": _us(g.dur_ns[r]),
+            "cause": d.cause,
+            "next_op": {"kernel": d.next_kernel, "launch": d.launch, "op": d.next_op},
+            "cpu_stack": [f.name for f in d.stack],
+            "cpu_breakdown": {k: _us(v) for k, v in d.breakdown.items()},
+            "explanation": d.explanation,
+        }
+        if ti is not None:
+            e["trace"] = ti
+        out.append(e)
+    return out
+
+
+def build_json(analyses, top: int = 50) -> dict:
+    if not isinstance(analyses, (list, tuple)):
+        analyses = [analyses]
+    multi = len(analyses) > 1
+    doc = {"schema": SCHEMA, "traces": [], "devices": [], "gaps": [], "causes": {c: {"count": 0, "total_us": 0.0}
+                                                                                  for c in CAUSES},
+           "kernels": [], "syncs": [], "copies": [], "allocator": {}, "collectives": [], "findings": []}
+    causes_ns = {c: 0 for c in CAUSES}
+    for ti, a in enumerate(analyses):
+        tix = ti if multi else None
+        doc["traces"].append(trace_entry(a))
+        for d in a.devices:
+            e = {"rank": d.rank, "device": d.device, "name": d.name, "window_us": _us(d.window_ns),
+                 "kernel_busy_us": _us(d.kernel_busy_ns), "copy_busy_us": _us(d.copy_busy_ns),
+                 "compute_idle_us": _us(d.idle_ns), "compute_idle_pct": round(d.idle_pct, 3),
+                 "stream_busy_us": {str(s): _us(v) for s, v in d.stream_busy_ns.items()}}
+            if multi:
+                e["trace"] = ti
+            doc["devices"].append(e)
+        doc["gaps"].extend(gap_entries(a, top, tix))
+        for c, v in a.cause_totals().items():
+            doc["causes"][c]["count"] += v["count"]
+            causes_ns[c] += v["total_ns"]
+        for k in a.kernels[:top]:
+            e = {"name": k.name, "count": k.count, "total_us": _us(k.total_ns), "pct": round(k.pct, 3),
+                 "avg_us": _us(k.avg_ns), "op": k.op, "shapes": k.shapes,
+                 "floor_us": None if k.floor_ns is None else _us(k.floor_ns), "bound": k.bound}
+            if multi:
+                e["trace"] = ti
+            doc["kernels"].append(e)
+        for s in a.syncs:
+            e = {"name": s["name"], "count": s["count"], "total_us": _us(s["total_ns"]), "stacks": s["stacks"]}
+            if multi:
+                e["trace"] = ti
+            doc["syncs"].append(e)
+        for c in a.copies:
+            e = {"kind": c["kind"], "count": c["count"], "bytes": c["bytes"], "total_us": _us(c["total_ns"]),
+                 "gbps": None if c["gbps"] is None else round(c["gbps"], 3), "pageable": c["pageable"]}
+            if multi:
+                e["trace"] = ti
+            doc["copies"].append(e)
+        for name, v in a.allocator["calls"].items():
+            cur = doc["allocator"].setdefault(name, {"count": 0, "total_us": 0.0})
+            cur["count"] += v["count"]
+            cur["total_us"] = round(cur["total_us"] + _us(v["total_ns"]), 3)
+        if a.allocator.get("memory"):
+            doc.setdefault("memory", []).append({"trace": ti, **a.allocator["memory"]})
+        for c in a.collectives:
+            e = {"name": c["name"], "count": c["count"], "total_us": _us(c["total_ns"]), "wait_us": _us(c["wait_ns"]),
+                 "late_rank": c["late_rank"], "process_group": c.get("process_group"),
+                 "exposed_us": None if c.get("exposed_ns") is None else _us(c["exposed_ns"])}
+            if multi:
+                e["trace"] = ti
+            doc["collectives"].append(e)
+        for f in a.findings:
+            e = {"id": f"t{ti}:{f.id}" if multi else f.id, "severity": f.severity, "title": f.title,
+                 "idle_us": _us(f.idle_ns), "evidence": _jsonable(f.evidence), "suggestion": f.suggestion,
+                 "cause": f.cause}
+            if multi:
+                e["trace"] = ti
+            doc["findings"].append(e)
+        if a.launches.get("count"):
+            doc.setdefault("launches", []).append({"trace": ti, **_jsonable(a.launches)})
+    for c in CAUSES:
+        doc["causes"][c]["total_us"] = _us(causes_ns[c])
+    if multi:
+        doc["gaps"].sort(key=lambda e: -e["dur_us"])
+        doc["gaps"] = doc["gaps"][:top]
+        doc["findings"].sort(key=lambda e: -e["idle_us"])
+    ranks = getattr(analyses[0], "rank_collectives", None)
+    if ranks is not None:
+        doc["collectives"] = _jsonable(ranks)
+    return _jsonable(doc)

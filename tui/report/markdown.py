@@ -1,0 +1,312 @@
+"""``render_markdown(analyses, top=10) -> str``: the report a person reads in a minute.
+
+Trace strings (kernel names, frames, paths) are data: they go into code spans (``code``), which
+Markdown does not interpret, with ``|`` escaped inside tables and backticks handled by a longer fence.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ..analysis import CAUSES
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
+_CODE_SPAN = re.compile(r"`([^`]+)`")
+
+
+def esc(s) -> str:
+    """Escape Markdown-significant characters in plain text."""
+    return _MD_SPECIAL.sub(r"\\\1", str(s)).replace("\n", " ")
+
+
+def inline(s) -> str:
+    """Plain text from the analysis in which `...` marks a name: names become code spans, the rest is escaped."""
+    out, pos = [], 0
+    s = str(s)
+    for m in _CODE_SPAN.finditer(s):
+        out.append(esc(s[pos:m.start()]))
+        out.append(code(m.group(1), table=False))
+        pos = m.end()
+    out.append(esc(s[pos:]))
+    return "".join(out)
+
+
+def code(s, table: bool = True, limit: int = 120) -> str:
+    """A code span holding ``s`` verbatim (shortened), safe inside a table cell."""
+    s = " ".join(str(s).split())
+    if len(s) > limit:
+        s = s[: limit - 1] + "…"
+    ticks = 1
+    while "`" * ticks in s:
+        ticks += 1
+    fence = "`" * ticks
+    pad = " " if s.startswith("`") or s.endswith("`") or not s else ""
+    out = f"{fence}{pad}{s}{pad}{fence}"
+    if table:
+        out = out.replace("|", "\\|")
+    return out
+
+
+def t(ns) -> str:
+    ns = float(ns)
+    if abs(ns) >= 1e9:
+        return f"{ns / 1e9:.2f} s"
+    if abs(ns) >= 1e6:
+        return f"{ns / 1e6:.2f} ms"
+    if abs(ns) >= 1e3:
+        return f"{ns / 1e3:.1f} µs"
+    return f"{ns:.0f} ns"
+
+
+def _bytes(n) -> str:
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def _label(a) -> str:
+    parts = [os.path.basename(a.model.path)]
+    if a.phase:
+        parts.append(a.phase)
+    if a.rank is not None:
+        parts.append(f"rank {a.rank}")
+    return " · ".join(parts)
+
+
+def _biggest_cause(a):
+    ct = a.cause_totals()
+    c = max(CAUSES, key=lambda c: ct[c]["total_ns"])
+    return (c, ct[c]["total_ns"]) if ct[c]["total_ns"] > 0 else (None, 0)
+
+
+def headline(a) -> list[str]:
+    out = []
+    if not a.devices:
+        out.append("No GPU activity in this trace: there is no GPU idle time to explain.")
+        return out
+    c, ns = _biggest_cause(a)
+    for d in a.devices:
+        nm = f" ({esc(d.name)})" if d.name else ""
+        out.append(f"- **cuda:{d.device}**{nm}: GPU idle **{d.idle_pct:.1f}%** of a {t(d.window_ns)} window "
+                   f"({t(d.idle_ns)} idle, kernels busy {t(d.kernel_busy_ns)}, copies {t(d.copy_busy_ns)}).")
+    if c:
+        share = 100.0 * ns / a.idle_ns if a.idle_ns else 0.0
+        out.append(f"- Biggest cause: **{c}**, {t(ns)} ({share:.0f}% of the idle time).")
+    if a.distortion:
+        dd = a.distortion
+        warn = " — CPU-side gaps are inflated by the profiler" if dd["ratio"] > a.config.large_distortion else ""
+        out.append(f"- Profiler distortion: the profiled step took {dd['ratio']:.2f}x its un-profiled time "
+                   f"({dd['profiled_us']:.0f} µs vs {dd['unprofiled_us']:.0f} µs){warn}.")
+    return out
+
+
+def _stack_lines(frames, limit=8) -> list[str]:
+    fr = frames[-limit:]
+    lines = []
+    if len(frames) > limit:
+        lines.append(f"    … {len(frames) - limit} outer frames")
+    for f in fr:
+        lines.append(f"    {f.kind:<10} {f.name}")
+    return lines
+
+
+def _fence(lines: list[str]) -> list[str]:
+    body = "\n".join(lines)
+    fence = "```"
+    while fence in body:
+        fence += "`"
+    return [fence + "text", *lines, fence]
+
+
+def single(a, top: int, title: bool = True) -> list[str]:
+    L: list[str] = []
+    if title:
+        L.append(f"# gapscope report: {esc(_label(a))}")
+        L.append("")
+    L += headline(a)
+    for w in a.warnings[:5]:
+        L.append(f"- ⚠ {esc(w)}")
+    L.append("")
+    if a.findings:
+        L.append("## Findings")
+        L.append("")
+        for i, f in enumerate(a.findings[:top], 1):
+            L.append(f"{i}. **\\[{f.severity}\\] {inline(f.title)}**  ")
+            ev = f.evidence or {}
+            ex = (ev.get("examples") or [None])[0]
+            if ex:
+                L.append(f"   {esc(ex['explanation'])}  ")
+            if ev.get("issued_ops"):
+                L.append("   Ops issued in these gaps: " + ", ".join(code(o, False, 60) for o in ev["issued_ops"][:5]) + "  ")
+            L.append(f"   → {esc(f.suggestion)}")
+        if len(a.findings) > top:
+            L.append(f"\n({len(a.findings) - top} more findings: use --top)")
+        L.append("")
+    ct = a.cause_totals()
+    if len(a.gaps):
+        L.append("## Idle time by cause")
+        L.append("")
+        L.append("| cause | gaps | idle | share |")
+        L.append("|---|---:|---:|---:|")
+        for c in sorted(CAUSES, key=lambda c: -ct[c]["total_ns"]):
+            if ct[c]["count"]:
+                sh = 100.0 * ct[c]["total_ns"] / a.idle_ns if a.idle_ns else 0
+                L.append(f"| {c} | {ct[c]['count']} | {t(ct[c]['total_ns'])} | {sh:.1f}% |")
+        L.append("")
+        n = min(top, len(a.gaps), 5 if top <= 10 else top)
+        L.append(f"## Largest gaps (top {n} of {len(a.gaps)})")
+        L.append("")
+        g = a.gaps
+        for r in range(n):
+            d = a.gap_detail(r)
+            st = (int(g.start_ns[r]) - a.window_start_ns)
+            L.append(f"{r + 1}. **{t(d.dur_ns)}** at +{t(st)} on cuda:{d.device} — **{d.cause}** — next "
+                     f"{code(d.next_op or d.next_kernel, False, 80)}")
+            L.append(f"   {esc(d.explanation)}")
+            if d.stack:
+                L.append("")
+                L += ["   " + x for x in _fence(_stack_lines(d.stack))]
+            L.append("")
+    if a.kernels:
+        L.append("## Kernels")
+        L.append("")
+        L.append("| kernel | calls | total | share | op | floor/call | avg/call | bound |")
+        L.append("|---|---:|---:|---:|---|---:|---:|---|")
+        for k in a.kernels[:top]:
+            fl = t(k.floor_ns) if k.floor_ns is not None else "–"
+            L.append(f"| {code(k.name, limit=60)} | {k.count} | {t(k.total_ns)} | {k.pct:.1f}% | "
+                     f"{code(k.op, limit=40) if k.op else '–'} | {fl} | {t(k.avg_ns)} | {k.bound or '–'} |")
+        L.append("")
+    ls = a.launches
+    if ls.get("count"):
+        L.append(f"Launches: {ls['count']} calls, {ls['rate_per_ms']:.1f}/ms, median CPU cost "
+                 f"{t(ls['cost_median_ns'])}, median launch-to-start {t(ls['delay_median_ns'])}, "
+                 f"{ls['kernels_shorter_than_launch']} kernels shorter than their launch call.")
+        L.append("")
+    if a.syncs:
+        L.append("## Syncs")
+        L.append("")
+        L.append("| call | count | time | where |")
+        L.append("|---|---:|---:|---|")
+        for s in a.syncs[:top]:
+            where = ", ".join(f"{code(x['frame'], limit=60)} ×{x['count']}" for x in s["stacks"][:2]) or "–"
+            L.append(f"| {code(s['name'])} | {s['count']} | {t(s['total_ns'])} | {where} |")
+        L.append("")
+    if a.copies:
+        L.append("## Copies")
+        L.append("")
+        L.append("| kind | count | bytes | time | GB/s |")
+        L.append("|---|---:|---:|---:|---:|")
+        for c in a.copies[:top]:
+            gb = f"{c['gbps']:.1f}" if c["gbps"] else "–"
+            flag = " ⚠ pageable" if c["pageable"] else ""
+            L.append(f"| {esc(c['kind'])}{flag} | {c['count']} | {_bytes(c['bytes'])} | {t(c['total_ns'])} | {gb} |")
+        L.append("")
+    calls = a.allocator.get("calls") or {}
+    if calls:
+        L.append("Allocator: " + ", ".join(f"{code(k, False)} ×{v['count']} ({t(v['total_ns'])})"
+                                           for k, v in sorted(calls.items(), key=lambda kv: -kv[1]["total_ns"])[:6]) + ".")
+        L.append("")
+    if a.collectives:
+        L.append("## Collectives")
+        L.append("")
+        L.append("| collective | count | time | not overlapped | wait | late rank |")
+        L.append("|---|---:|---:|---:|---:|---:|")
+        for c in a.collectives[:top]:
+            ex = t(c["exposed_ns"]) if c.get("exposed_ns") is not None else "–"
+            lr = c["late_rank"] if c.get("late_rank") is not None else "–"
+            L.append(f"| {code(c['name'], limit=60)} | {c['count']} | {t(c['total_ns'])} | {ex} | "
+                     f"{t(c['wait_ns'])} | {lr} |")
+        L.append("")
+    return L
+
+
+def compare(analyses, top: int) -> list[str]:
+    """Side by side: headline numbers and causes, then what changed."""
+    L = ["# gapscope report: " + esc(" vs ".join(_label(a) for a in analyses)), ""]
+    heads = [esc(_label(a)) for a in analyses]
+    L.append("| | " + " | ".join(heads) + " |")
+    L.append("|---|" + "---:|" * len(analyses) + "")
+    rows = [
+        ("window", [t(a.window_ns) for a in analyses]),
+        ("GPU idle", [f"{a.idle_pct:.1f}%" for a in analyses]),
+        ("idle time", [t(a.idle_ns) for a in analyses]),
+        ("kernel busy", [t(sum(d.kernel_busy_ns for d in a.devices)) for a in analyses]),
+        ("gaps", [str(len(a.gaps)) for a in analyses]),
+        ("kernels launched", [str(sum(d.kernel_count for d in a.devices)) for a in analyses]),
+        ("distortion", [f"{a.distortion['ratio']:.2f}x" if a.distortion else "–" for a in analyses]),
+    ]
+    for name, vals in rows:
+        L.append(f"| {name} | " + " | ".join(vals) + " |")
+    L.append("")
+    L.append("| cause | " + " | ".join(heads) + " |")
+    L.append("|---|" + "---:|" * len(analyses) + "")
+    cts = [a.cause_totals() for a in analyses]
+    for c in CAUSES:
+        if any(ct[c]["count"] for ct in cts):
+            L.append(f"| {c} | " + " | ".join(f"{t(ct[c]['total_ns'])} ({ct[c]['count']})" for ct in cts) + " |")
+    L.append("")
+    if len(analyses) == 2:
+        a, b = analyses
+        L.append("## What changed")
+        L.append("")
+        d_idle = b.idle_pct - a.idle_pct
+        L.append(f"- GPU idle {a.idle_pct:.1f}% → {b.idle_pct:.1f}% ({d_idle:+.1f} points); window "
+                 f"{t(a.window_ns)} → {t(b.window_ns)}.")
+        ca, cb = cts
+        deltas = sorted(CAUSES, key=lambda c: -abs(cb[c]["total_ns"] - ca[c]["total_ns"]))
+        for c in deltas[:3]:
+            dv = cb[c]["total_ns"] - ca[c]["total_ns"]
+            if dv:
+                L.append(f"- {c}: {t(ca[c]['total_ns'])} → {t(cb[c]['total_ns'])} ({'+' if dv > 0 else '−'}{t(abs(dv))}).")
+        fa = {f.title.split(" cost ")[0] for f in a.findings}
+        new = [f for f in b.findings if f.title.split(" cost ")[0] not in fa and f.idle_ns > 0]
+        for f in new[:3]:
+            L.append(f"- only in the second: {inline(f.title)}")
+        L.append("")
+    for a in analyses:
+        L.append(f"## {esc(_label(a))}")
+        L.append("")
+        L += single(a, top, title=False)
+    return L
+
+
+def ranks_table(analyses) -> list[str]:
+    L = ["## Ranks", "", "| rank | device | GPU idle | idle | kernel busy | biggest cause |", "|---:|---:|---:|---:|---:|---|"]
+    for a in analyses:
+        c, ns = _biggest_cause(a)
+        for d in a.devices:
+            L.append(f"| {a.rank if a.rank is not None else '–'} | {d.device} | {d.idle_pct:.1f}% | {t(d.idle_ns)} | "
+                     f"{t(d.kernel_busy_ns)} | {c or '–'} {t(ns) if c else ''} |")
+    L.append("")
+    rc = getattr(analyses[0], "rank_collectives", None)
+    if rc:
+        L.append("| collective | count | time (all ranks) | wait | late rank |")
+        L.append("|---|---:|---:|---:|---:|")
+        for c in rc[:10]:
+            L.append(f"| {code(c['name'], limit=60)} | {c['count']} | {c['total_us']:.1f} µs | {c['wait_us']:.1f} µs | "
+                     f"{c['late_rank'] if c['late_rank'] is not None else '–'} |")
+        L.append("")
+    return L
+
+
+def render_markdown(analyses, top: int = 10) -> str:
+    if not isinstance(analyses, (list, tuple)):
+        analyses = [analyses]
+    ranks = [a.rank for a in analyses]
+    if len(analyses) > 1 and all(r is not None for r in ranks) and len(set(ranks)) == len(ranks):
+        L = ["# gapscope report: " + esc(f"{len(analyses)} ranks"), ""]
+        L += ranks_table(analyses)
+        for a in analyses:
+            L.append(f"## {esc(_label(a))}")
+            L.append("")
+            L += single(a, top, title=False)
+    elif len(analyses) > 1:
+        L = compare(analyses, top)
+    else:
+        L = single(analyses[0], top)
+    return "\n".join(L).rstrip() + "\n"
