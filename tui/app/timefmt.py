@@ -35,15 +35,17 @@ def nice_step(span_ns: int, width: int, min_cells: int = 12) -> int:
     return int(10 * p)  # pragma: no cover
 
 
-def fmt_tick(ns: int, step: int, *, ascii: bool = False) -> str:
-    """A tick label in the unit the step calls for, with just enough decimals for the step."""
+def fmt_tick(ns: int, step: int, *, ascii: bool = False, ref: int | None = None) -> str:
+    """A tick label. The unit follows the largest label on the axis (``ref``, else ``ns``) so labels read
+    5.10ms 5.15ms rather than 5100µs; the decimals are just enough to tell ticks ``step`` apart."""
     us = "us" if ascii else "µs"
-    for div, unit in ((1, "ns"), (1_000, us), (1_000_000, "ms"), (1_000_000_000, "s")):
-        if step < div * 1000 or unit == "s":
-            decimals = 0
-            s = step
-            while s < div and decimals < 9:
-                s *= 10
-                decimals += 1
-            return f"{ns / div:.{decimals}f}{unit}"
-    return f"{ns}ns"  # pragma: no cover
+    big = max(abs(int(ref if ref is not None else ns)), abs(int(step)), 1)
+    div, unit = 1, "ns"
+    for d, u in ((1_000_000_000, "s"), (1_000_000, "ms"), (1_000, us)):
+        if big >= d:
+            div, unit = d, u
+            break
+    decimals = 0
+    while decimals < 9 and (int(step) * 10**decimals) % div:
+        decimals += 1
+    return f"{ns / div:.{decimals}f}{unit}"

@@ -263,11 +263,12 @@ class Axis(Widget, _Base):
         ticks = list(range(first, v.t1, step))[:400]
         dim = Style(color="bright_black")
         if y == 0:
+            ref = max((abs(t - sc.view.lo) for t in ticks), default=step)
             head = self._text(fmt_dur(v.span, ascii=g.ascii) + " span")[:lw].ljust(lw) + " "
             buf = [" "] * cw
             for t in ticks:
                 c = time_to_col(t, v.t0, v.t1, cw)
-                lab = fmt_tick(t - sc.view.lo, step, ascii=g.ascii)
+                lab = fmt_tick(t - sc.view.lo, step, ascii=g.ascii, ref=ref)
                 if c + len(lab) > cw or any(ch != " " for ch in buf[max(c - 1, 0):c + len(lab) + 1]):
                     continue
                 buf[c:c + len(lab)] = list(lab)
