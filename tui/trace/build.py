@@ -7,7 +7,8 @@ bounded chunks and free them; ``finish()`` sorts, links and returns the model.
 from __future__ import annotations
 
 import re
-from array import array
+from collections import Counter
+from operator import itemgetter
 
 import numpy as np
 
@@ -116,34 +117,141 @@ def _ns(v) -> int | None:
     return None
 
 
+def _sanitize(e: dict) -> dict:
+    """A clean copy of one event for the fast path: ids as int or str, times as numbers or None,
+    args a dict whose id fields are ints. Used only for chunks the fast path could not take as is."""
+    out = {}
+    cat = e.get("cat")
+    out["cat"] = cat if isinstance(cat, str) else None
+    ph = e.get("ph")
+    out["ph"] = ph if isinstance(ph, str) else None
+    name = e.get("name")
+    out["name"] = name if isinstance(name, str) else ("" if name is None else str(name))
+    out["pid"] = _as_id(e.get("pid"))
+    out["tid"] = _as_id(e.get("tid"))
+    for k in ("ts", "dur"):
+        v = e.get(k)
+        if isinstance(v, bool):
+            v = None
+        elif isinstance(v, str):
+            try:
+                v = int(v) if v.strip().lstrip("-").isdigit() else float(v)
+            except ValueError:
+                v = None
+        elif isinstance(v, float) and not (v == v and abs(v) != float("inf")):
+            v = None
+        elif not isinstance(v, (int, float)):
+            v = None
+        if isinstance(v, int) and abs(v) >= 2**62 // 1000:
+            v = None
+        if isinstance(v, float) and abs(v) >= 2**62 / 1000:
+            v = None
+        out[k] = v
+    a = e.get("args")
+    if isinstance(a, dict):
+        a = dict(a)
+        for k in _ID_KEYS:
+            if k in a:
+                v = _int_or(a[k])
+                if v == NO_ID or abs(v) >= 2**63:
+                    del a[k]
+                else:
+                    a[k] = v
+        for k in ("bytes", "Bytes"):
+            if k in a:
+                v = _int_or(a[k], 0)
+                a[k] = v if abs(v) < 2**63 else 0
+        out["args"] = a
+    else:
+        out["args"] = {}
+    return out
+
+
+_ID_KEYS = ("correlation", "External id", "external id", "Python id", "Python parent id", "device", "stream")
+_EMPTY: dict = {}
+_NONE_TYPE = type(None)
+# every spelling the fast path may meet directly; anything else is lower-cased in the slow lane
+_KIND_LOOKUP = {}
+for _k, _v in CATEGORY_KIND.items():
+    for _s in {_k, _k.upper(), _k.title(), _k.capitalize()}:
+        _KIND_LOOKUP[_s] = int(_v)
+_KIND_LOOKUP["Kernel"] = int(Kind.KERNEL)
+#: kinds whose args are kept (interned). The others' args are ids already held in columns, plus
+#: per-call noise (cbid, Ev Idx); skipping them is a large part of the load time on big traces.
+_ARGS_KINDS = np.array(
+    [int(k) for k in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.CPU_OP, Kind.INSTANT, Kind.SYNC, Kind.OTHER)],
+    dtype=np.uint8,
+)
+_BYTES_KINDS = np.array([int(Kind.MEMCPY), int(Kind.MEMSET), int(Kind.INSTANT)], dtype=np.uint8)
+_GPU_SIDE_ARR = np.array([int(k) for k in GPU_SIDE_KINDS], dtype=np.uint8)
+_GPU_SIDE_INT = frozenset(int(k) for k in GPU_SIDE_KINDS)
+_MAX_US = 2**62 // 1000
+
+
+class _SlowLane(Exception):
+    """The fast path met something unusual in a chunk; the chunk is sanitised and retried."""
+
+
+def _take(lst: list, idx: np.ndarray) -> list:
+    if idx.size == 0:
+        return []
+    if idx.size == len(lst):
+        return lst
+    if idx.size == 1:
+        return [lst[int(idx[0])]]
+    return list(itemgetter(*idx.tolist())(lst))
+
+
+def _int_col(values: list, default: int = NO_ID) -> np.ndarray:
+    """int64 column from a list of (mostly) ints; anything else goes through _int_or."""
+    try:
+        a = np.array(values, dtype=np.int64)
+        return a
+    except (TypeError, ValueError, OverflowError):
+        out = []
+        for v in values:
+            x = _int_or(v, default)
+            out.append(x if -(2**63) <= x < 2**63 else default)
+        return np.array(out, dtype=np.int64)
+
+
+def _us_to_ns(values: list) -> tuple[np.ndarray, np.ndarray]:
+    """µs numbers to int64 ns without going through float for integers. Returns (ns, ok mask)."""
+    a = np.array(values)
+    if a.dtype == np.int64:
+        if a.size and (a.max() >= _MAX_US or a.min() <= -_MAX_US):
+            raise _SlowLane()
+        return a * 1000, np.ones(a.shape, bool)
+    if a.dtype == np.float64:
+        ok = np.isfinite(a) & (np.abs(a) < _MAX_US)
+        a = np.where(ok, a, 0.0)
+        # split so large absolute µs keep their sub-µs digits: floor is exact, the fraction is small
+        whole = np.floor(a)
+        ns = whole.astype(np.int64) * 1000 + np.rint((a - whole) * 1000.0).astype(np.int64)
+        return ns, ok
+    raise _SlowLane()
+
+
 class ColumnBuilder:
-    """Accumulates events into compact arrays; ``finish`` returns the model."""
+    """Accumulates events into compact arrays chunk by chunk; ``finish`` returns the model."""
 
     def __init__(self, path: str = "<memory>"):
         self.path = path
-        self.ts = array("q")
-        self.dur = array("q")
-        self.kind = array("B")
-        self.track = array("i")
-        self.name_id = array("i")
-        self.corr = array("q")
-        self.ext = array("q")
-        self.pyid = array("q")
-        self.pypar = array("q")
-        self.args_id = array("i")
-        self.nbytes = array("q")
+        self._cols: dict[str, list[np.ndarray]] = {k: [] for k in _COLS}
         self.names: list[str] = []
-        self._name_ix: dict[str, int] = {}
+        self._name_ix: dict = {}
         self.args: list[bytes] = []
         self._args_ix: dict[bytes, int] = {}
         self._track_ix: dict[tuple, int] = {}
+        self._raw_track: dict[tuple, int] = {}
         self.tracks: list[Track] = []
         self.thread_names: dict[tuple, str] = {}
         self.process_names: dict = {}
         self.sort_index: dict[tuple, int] = {}
         self.category_counts: dict[str, int] = {}
         self.warnings: list[str] = []
-        self._bad = {"no_ts": 0, "neg_dur": 0, "no_dur": 0, "not_object": 0, "open": 0}
+        self._bad = {"no_ts": 0, "neg_dur": 0, "no_dur": 0, "not_object": 0, "open": 0, "args_enc": 0}
+        self.n_added = 0
 
     # ------------------------------------------------------------ interning
     def _intern_name(self, name) -> int:
@@ -156,29 +264,41 @@ class ColumnBuilder:
             self._name_ix[name] = i
         return i
 
-    def _intern_args(self, args: dict) -> int:
-        kept = {k: v for k, v in args.items() if k not in _ARGS_DROP}
-        if not kept:
-            return -1
-        try:
-            if _orjson is not None:
-                raw = _orjson.dumps(kept, option=_orjson.OPT_SORT_KEYS | _orjson.OPT_NON_STR_KEYS)
-            else:  # pragma: no cover
-                raw = _json.dumps(kept, sort_keys=True, default=str).encode()
-        except (TypeError, ValueError):
-            raw = _json.dumps(kept, sort_keys=True, default=str).encode()
-        i = self._args_ix.get(raw)
-        if i is None:
-            i = len(self.args)
-            self.args.append(raw)
-            self._args_ix[raw] = i
-        return i
+    def _intern_args_list(self, arg_dicts: list) -> np.ndarray:
+        drop = _ARGS_DROP
+        dumps = _orjson.dumps if _orjson is not None else (lambda o: _json.dumps(o).encode())
+        raws = []
+        for a in arg_dicts:
+            if not a:
+                raws.append(None)
+                continue
+            try:
+                raws.append(dumps({k: v for k, v in a.items() if k not in drop}))
+            except (TypeError, ValueError, RecursionError, OverflowError):
+                self._bad["args_enc"] += 1
+                raws.append(None)
+        ix = self._args_ix
+        ids = list(map(ix.get, raws))
+        if None in ids:
+            store = self.args
+            for j, v in enumerate(ids):
+                if v is None:
+                    raw = raws[j]
+                    if raw is None or raw == b"{}":
+                        ids[j] = -1
+                        continue
+                    i = ix.get(raw)
+                    if i is None:
+                        i = len(store)
+                        store.append(raw)
+                        ix[raw] = i
+                    ids[j] = i
+        return np.array(ids, dtype=np.int32)
 
-    def _track_for(self, kind: Kind, pid, tid, args: dict) -> int:
-        if kind in GPU_SIDE_KINDS and not isinstance(pid, str):
+    def _track_for(self, kind: int, pid, tid, args: dict) -> int:
+        if kind in _GPU_SIDE_INT and not isinstance(pid, str):
             dev = _int_or(args.get("device"), pid if isinstance(pid, int) else -1)
-            st = args.get("stream")
-            stream = _int_or(st, NO_ID)
+            stream = _int_or(args.get("stream"), NO_ID)
             if stream == NO_ID:
                 if isinstance(tid, int):
                     stream = tid
@@ -186,7 +306,7 @@ class ColumnBuilder:
                     m = _STREAM_RE.match(tid)
                     stream = int(m.group(1)) if m else NO_ID
             key = ("gpu", dev, stream)
-        elif kind is Kind.OVERHEAD or isinstance(pid, str) or isinstance(tid, str):
+        elif kind == Kind.OVERHEAD or isinstance(pid, str) or isinstance(tid, str):
             key = ("other", pid, tid)
         else:
             key = ("cpu", pid, tid)
@@ -198,7 +318,7 @@ class ColumnBuilder:
             elif key[0] == "cpu":
                 tr = Track(t, TrackKind.CPU, pid, tid, f"thread {tid}")
             else:
-                label = "profiler overhead" if kind is Kind.OVERHEAD else f"{pid} / {tid}"
+                label = "profiler overhead" if kind == Kind.OVERHEAD else (f"{pid} / {tid}".strip(" /") or "markers")
                 tr = Track(t, TrackKind.OTHER, pid, tid, label)
             self.tracks.append(tr)
             self._track_ix[key] = t
@@ -206,70 +326,180 @@ class ColumnBuilder:
 
     # ------------------------------------------------------------------ add
     def add(self, events) -> None:
-        """Add a chunk of parsed events (an iterable of dicts)."""
-        cc = self.category_counts
-        for e in events:
-            if not isinstance(e, dict):
-                self._bad["not_object"] += 1
-                continue
-            cat = e.get("cat")
-            ph = e.get("ph")
-            ckey = cat if isinstance(cat, str) else "<none>"
-            cc[ckey] = cc.get(ckey, 0) + 1
-            if ph == "M":
-                self._metadata_event(e)
-                continue
-            if ph in FLOW_PHASES:
-                continue
-            ts = _ns(e.get("ts"))
-            if ts is None:
-                self._bad["no_ts"] += 1
-                continue
-            args = e.get("args")
-            if not isinstance(args, dict):
-                args = {}
-            kind = CATEGORY_KIND.get(cat.lower()) if isinstance(cat, str) else None
-            if ph == "i" or ph == "I":
-                kind = Kind.INSTANT if kind is None or kind is Kind.INSTANT else kind
-                dur = 0
+        """Add a chunk of parsed events (a list of dicts). The chunk may be freed afterwards."""
+        evs = events if isinstance(events, list) else list(events)
+        if not evs:
+            return
+        if set(map(type, evs)) != {dict}:
+            kept = [e for e in evs if type(e) is dict]
+            self._bad["not_object"] += len(evs) - len(kept)
+            evs = kept
+            if not evs:
+                return
+        try:
+            staged = self._stage(evs)
+        except (_SlowLane, TypeError, ValueError, AttributeError, OverflowError, KeyError):
+            staged = self._stage([_sanitize(e) for e in evs])
+        self._commit(*staged)
+
+    def _stage(self, evs: list):
+        """Everything derived from one chunk, computed without touching the builder's state."""
+        cats = [e.get("cat") for e in evs]
+        counts = Counter(cats)
+        phs = [e.get("ph") for e in evs]
+        phc = Counter(phs)
+        meta = [e for e, p in zip(evs, phs) if p == "M"] if "M" in phc else []
+        if set(phc) <= _TIMED_FAST:
+            timed, tcats, tphs = evs, cats, phs
+        else:
+            sel = [i for i, p in enumerate(phs) if p != "M" and p not in FLOW_PHASES]
+            timed = [evs[i] for i in sel]
+            tcats = [cats[i] for i in sel]
+            tphs = [phs[i] for i in sel]
+        n = len(timed)
+        if n == 0:
+            return counts, meta, None
+        try:
+            # one C-level pass for the fields every Kineto event has; transposed into columns
+            names, pids, tids, tsl = zip(*map(_COMMON, timed))
+        except KeyError:
+            names = [e.get("name") for e in timed]
+            pids = [e.get("pid") for e in timed]
+            tids = [e.get("tid") for e in timed]
+            tsl = [e.get("ts") for e in timed]
+        # kinds
+        kl = list(map(_KIND_LOOKUP.get, tcats))
+        if None in kl:
+            for i, c in enumerate(tcats):
+                if kl[i] is None:
+                    k = CATEGORY_KIND.get(c.lower()) if isinstance(c, str) else None
+                    kl[i] = int(Kind.OTHER) if k is None else int(k)
+        kind = np.array(kl, dtype=np.uint8)
+        inst = None
+        if "i" in phc or "I" in phc:
+            inst = np.array([p == "i" or p == "I" for p in tphs], dtype=bool)
+            fix = inst & (kind == Kind.OTHER)
+            kind[fix] = Kind.INSTANT
+            # an instant of a range category (e.g. a cpu_op 'i') stays of its category, with no duration
+        # times
+        if None in tsl:
+            tsl = [0 if v is None else v for v in tsl]
+            ts, ts_ok = _us_to_ns(tsl)
+            ts_ok &= np.array([e.get("ts") is not None for e in timed], dtype=bool)
+        else:
+            ts, ts_ok = _us_to_ns(tsl)
+        durl = [e.get("dur") for e in timed]
+        no_dur = 0
+        if None in durl:
+            miss = np.array([d is None for d in durl], dtype=bool)
+            if inst is not None:
+                no_dur = int(np.count_nonzero(miss & ~inst & np.array([p == "X" for p in tphs], dtype=bool)))
             else:
-                if kind is None:
-                    kind = Kind.OTHER
-                dur = _ns(e.get("dur"))
-                if dur is None:
-                    if ph == "X":
-                        self._bad["no_dur"] += 1
-                    dur = 0
-                elif dur < 0:
-                    self._bad["neg_dur"] += 1
-                    dur = 0
-            if args.get("finished") is False and ph == "X":
-                self._bad["open"] += 1
-            pid = _as_id(e.get("pid"))
-            tid = _as_id(e.get("tid"))
-            self.ts.append(ts)
-            self.dur.append(dur)
-            self.kind.append(int(kind))
-            self.track.append(self._track_for(kind, pid, tid, args))
-            self.name_id.append(self._intern_name(e.get("name")))
-            self.corr.append(_int_or(args.get("correlation")))
-            ext = args.get("External id")
-            if ext is None:
-                ext = args.get("external id")
-            self.ext.append(_int_or(ext))
-            self.pyid.append(_int_or(args.get("Python id")))
-            self.pypar.append(_int_or(args.get("Python parent id")))
-            b = args.get("bytes")
-            if b is None:
-                b = args.get("Bytes")
-            self.nbytes.append(_int_or(b, 0))
-            self.args_id.append(self._intern_args(args) if args else -1)
+                no_dur = int(np.count_nonzero(miss & np.array([p == "X" for p in tphs], dtype=bool)))
+            durl = [0 if d is None else d for d in durl]
+        dur, dur_ok = _us_to_ns(durl)
+        dur[~dur_ok] = 0
+        if inst is not None:
+            dur[inst] = 0
+        neg = dur < 0
+        n_neg = int(np.count_nonzero(neg))
+        if n_neg:
+            dur[neg] = 0
+        # args
+        al = [e.get("args") for e in timed]
+        at = set(map(type, al))
+        if not at <= {dict, _NONE_TYPE}:
+            raise _SlowLane()
+        if _NONE_TYPE in at:
+            al = [a if a is not None else _EMPTY for a in al]
+        # names and tracks need the builder's tables; look them up now, intern misses at commit
+        gside = np.isin(kind, _GPU_SIDE_ARR)
+        tkeys = list(zip(gside.tolist(), pids, tids))
+        # lookups only (they raise TypeError here, inside the fast path, for unhashable values)
+        nl = list(map(self._name_ix.get, names))
+        tl = list(map(self._raw_track.get, tkeys))
+        # ids from args, only for the kinds that carry them
+        corr = np.full(n, NO_ID, dtype=np.int64)
+        ext = np.full(n, NO_ID, dtype=np.int64)
+        pyid = np.full(n, NO_ID, dtype=np.int64)
+        pypar = np.full(n, NO_ID, dtype=np.int64)
+        nbytes = np.zeros(n, dtype=np.int64)
+        is_py = kind == Kind.PYTHON
+        nonpy = np.flatnonzero(~is_py)
+        if nonpy.size:
+            sub = _take(al, nonpy)
+            corr[nonpy] = _int_col([a.get("correlation", NO_ID) for a in sub])
+            ext[nonpy] = _int_col([a.get("External id", a.get("external id", NO_ID)) for a in sub])
+        pyix = np.flatnonzero(is_py)
+        if pyix.size:
+            sub = _take(al, pyix)
+            pyid[pyix] = _int_col([a.get("Python id", NO_ID) for a in sub])
+            pv = [a.get("Python parent id", NO_ID) for a in sub]
+            if None in pv:
+                pv = [NO_ID if v is None else v for v in pv]
+            pypar[pyix] = _int_col(pv)
+        bix = np.flatnonzero(np.isin(kind, _BYTES_KINDS))
+        if bix.size:
+            sub = _take(al, bix)
+            nbytes[bix] = _int_col([a.get("bytes", a.get("Bytes", 0)) for a in sub], 0)
+        aix = np.flatnonzero(np.isin(kind, _ARGS_KINDS))
+        args_sub = _take(al, aix)
+        n_no_ts = int(np.count_nonzero(~ts_ok))
+        return counts, meta, (ts, dur, kind, names, nl, tkeys, tl, al, corr, ext, pyid, pypar, nbytes, aix, args_sub,
+                              ts_ok, n_no_ts, no_dur, n_neg)
+
+    def _commit(self, counts, meta, staged) -> None:
+        cc = self.category_counts
+        for c, k in counts.items():
+            key = c if isinstance(c, str) else "<none>"
+            cc[key] = cc.get(key, 0) + k
+        for e in meta:
+            self._metadata_event(e)
+        if staged is None:
+            return
+        (ts, dur, kind, names, nl, tkeys, tl, al, corr, ext, pyid, pypar, nbytes, aix, args_sub,
+         ts_ok, n_no_ts, no_dur, n_neg) = staged
+        n = ts.shape[0]
+        # names
+        if None in nl:
+            for i, v in enumerate(nl):
+                if v is None:
+                    nl[i] = self._intern_name(names[i])
+        name_id = np.array(nl, dtype=np.int32)
+        # tracks
+        rt = self._raw_track
+        if None in tl:
+            for i, v in enumerate(tl):
+                if v is None:
+                    key = tkeys[i]
+                    t = rt.get(key)
+                    if t is None:
+                        t = self._track_for(int(kind[i]), _as_id(key[1]), _as_id(key[2]), al[i])
+                        rt[key] = t
+                    tl[i] = t
+        track = np.array(tl, dtype=np.int32)
+        args_id = np.full(n, -1, dtype=np.int32)
+        if aix.size:
+            args_id[aix] = self._intern_args_list(args_sub)
+        self._bad["no_ts"] += n_no_ts
+        self._bad["no_dur"] += no_dur
+        self._bad["neg_dur"] += n_neg
+        cols = (ts, dur, kind, track, name_id, corr, ext, pyid, pypar, args_id, nbytes)
+        if n_no_ts:
+            cols = tuple(c[ts_ok] for c in cols)
+        for k, c in zip(_COLS, cols):
+            self._cols[k].append(c)
+        self.n_added += int(cols[0].shape[0])
 
     def _metadata_event(self, e: dict) -> None:
         name = e.get("name")
         args = e.get("args") if isinstance(e.get("args"), dict) else {}
-        pid = _as_id(e.get("pid"))
-        tid = _as_id(e.get("tid"))
+        try:
+            pid = _as_id(e.get("pid"))
+            tid = _as_id(e.get("tid"))
+            hash((pid, tid))
+        except TypeError:
+            return
         if name == "thread_name" and isinstance(args.get("name"), str):
             # Several thread_name records can exist for one tid; the most specific (longest) wins.
             prev = self.thread_names.get((pid, tid))
@@ -284,32 +514,37 @@ class ColumnBuilder:
             )
 
     # --------------------------------------------------------------- finish
+    def _column(self, key: str, dtype) -> np.ndarray:
+        parts = self._cols[key]
+        self._cols[key] = []
+        if not parts:
+            return np.zeros(0, dtype)
+        if len(parts) == 1:
+            return parts[0].astype(dtype, copy=False)
+        return np.concatenate(parts).astype(dtype, copy=False)
+
     def finish(self, metadata: dict | None = None) -> TraceModel:
         metadata = dict(metadata or {})
-        ts = np.frombuffer(self.ts, dtype=np.int64).copy() if len(self.ts) else np.zeros(0, np.int64)
-        dur = np.frombuffer(self.dur, dtype=np.int64).copy() if len(self.dur) else np.zeros(0, np.int64)
-        track = np.asarray(self.track, dtype=np.int32)
-        order = np.lexsort((-dur, ts, track)) if ts.size else np.zeros(0, np.int64)
-
-        def col(a, dt):
-            arr = np.asarray(a, dtype=dt) if len(a) else np.zeros(0, dt)
-            return arr[order]
-
+        ts = self._column("ts", np.int64)
+        dur = self._column("dur", np.int64)
+        track = self._column("track", np.int32)
+        if ts.size:
+            # one stable argsort on a combined key when it fits, else lexsort
+            order = np.lexsort((-dur, ts, track))
+        else:
+            order = np.zeros(0, np.int64)
         ts = ts[order]
         dur = dur[order]
         track = track[order]
-        kind = col(self.kind, np.uint8)
-        name_id = col(self.name_id, np.int32)
-        corr = col(self.corr, np.int64)
-        ext = col(self.ext, np.int64)
-        pyid = col(self.pyid, np.int64)
-        pypar = col(self.pypar, np.int64)
-        args_id = col(self.args_id, np.int32)
-        nbytes = col(self.nbytes, np.int64)
+        kind = self._column("kind", np.uint8)[order]
+        name_id = self._column("name_id", np.int32)[order]
+        corr = self._column("corr", np.int64)[order]
+        ext = self._column("ext", np.int64)[order]
+        pyid = self._column("pyid", np.int64)[order]
+        pypar = self._column("pypar", np.int64)[order]
+        args_id = self._column("args_id", np.int32)[order]
+        nbytes = self._column("nbytes", np.int64)[order]
         del order
-        # free the staging arrays as soon as the columns exist
-        for a in ("ts", "dur", "kind", "track", "name_id", "corr", "ext", "pyid", "pypar", "args_id", "nbytes"):
-            setattr(self, a, None)
 
         ntr = len(self.tracks)
         offsets = np.zeros(ntr + 1, dtype=np.int64)
@@ -322,7 +557,9 @@ class ColumnBuilder:
         self._name_tracks()
         warnings = self._warnings(kind, launch)
         devices = metadata.get("deviceProperties")
-        model = TraceModel(
+        self._name_ix = {}
+        self._args_ix = {}
+        return TraceModel(
             path=self.path,
             ts_ns=ts,
             dur_ns=dur,
@@ -348,20 +585,23 @@ class ColumnBuilder:
             warnings=warnings,
             category_counts=self.category_counts,
         )
-        return model
 
     def _name_tracks(self) -> None:
         for tr in self.tracks:
             if tr.kind is TrackKind.CPU:
                 nm = self.thread_names.get((tr.pid, tr.tid))
+                pn = self.process_names.get(tr.pid)
                 if nm:
                     tr.name = nm
                 else:
-                    pn = self.process_names.get(tr.pid)
                     tr.name = f"thread {tr.tid}" + (f" ({pn})" if pn else "")
                 tr.sort_index = self.sort_index.get((tr.pid, tr.tid), 0)
             elif tr.kind is TrackKind.GPU:
                 tr.sort_index = self.sort_index.get((tr.pid, tr.tid), 0)
+            else:
+                nm = self.thread_names.get((tr.pid, tr.tid))
+                if nm and tr.name != "profiler overhead":
+                    tr.name = nm
 
     def _warnings(self, kind: np.ndarray, launch: np.ndarray) -> list[str]:
         w = list(self.warnings)
@@ -376,11 +616,31 @@ class ColumnBuilder:
             w.append(f"{b['neg_dur']} events had a negative duration; clamped to 0")
         if b["open"]:
             w.append(f"{b['open']} CPU ranges were still open at the window end (stretched to it)")
+        if b["args_enc"]:
+            w.append(f"{b['args_enc']} events had args that could not be kept (too deeply nested); dropped")
+        other = self.category_counts
+        unknown = {}
+        for c, k in other.items():
+            if c in ("<none>",) or c.lower() in CATEGORY_KIND or c.lower() in _KNOWN_NON_EVENT_CATS:
+                continue
+            unknown[c] = k
+        n_other = sum(unknown.values())
+        if n_other:
+            desc = ", ".join(f"{c} ({k})" for c, k in sorted(unknown.items(), key=lambda x: -x[1])[:5])
+            w.append(f"{n_other} events of unknown categories kept as 'other'" + (f": {desc}" if desc else ""))
         gpu = np.isin(kind, np.array([int(k) for k in GPU_WORK_KINDS], dtype=np.uint8))
+        n_gpu = int(np.count_nonzero(gpu))
         missing = int(np.count_nonzero(gpu & (launch < 0)))
-        if missing and int(np.count_nonzero(gpu)):
-            w.append(f"{missing} of {int(np.count_nonzero(gpu))} GPU operations have no launch call in the trace")
+        if missing and n_gpu:
+            w.append(f"{missing} of {n_gpu} GPU operations have no launch call in the trace")
         return w
+
+
+_COMMON = itemgetter("name", "pid", "tid", "ts")
+_COLS = ("ts", "dur", "kind", "track", "name_id", "corr", "ext", "pyid", "pypar", "args_id", "nbytes")
+_TIMED_FAST = frozenset({"X", "i", "I"})
+#: categories of flow and metadata records (not stored as events, so not 'unknown')
+_KNOWN_NON_EVENT_CATS = frozenset({"ac2g", "async", "async_gpu", "async_cpu_to_gpu", "fwdbwd", "trace", "spans"})
 
 
 def _nesting(ts, dur, kind, pyid, pypar, offsets):

@@ -1,14 +1,29 @@
-"""Read a trace file into a TraceModel.
+"""Read a trace file into a TraceModel: bounded, lenient, fast.
 
-FIRST CUT: strict parse of the whole document. To be replaced by the bounded, lenient reader
-(gzip sniffing with a size limit, repair of known Kineto bugs, chunked parsing).
+How a file is read:
+
+1. ``stat`` first (a FIFO or a directory must not be opened), then the bytes: gzip is sniffed by its
+   magic bytes and decompressed in a streaming way under a size limit (a gzip bomb stops early).
+2. The top level is located without parsing the whole document: a bare array, or the object's
+   ``"traceEvents"`` key. The keys around the array (before and after it, any order) are parsed on
+   their own as the metadata.
+3. The event array is cut at event boundaries (``}`` ``,`` ``{`` between two events) into pieces of
+   ~32 MB, each parsed with one ``orjson.loads`` and handed to the column builder, then freed. A cut
+   that falls inside a nested value makes the piece invalid JSON, so it is widened to the next boundary.
+4. A piece that is invalid for another reason goes to the lenient lane: event by event, with repairs
+   for the known Kineto bugs (unescaped ``"`` in names, bare ``inf``/``nan``, raw control characters,
+   invalid UTF-8). A file cut off mid-write keeps every complete event. Every repair is a warning.
+
+The GC is paused while parsing: the parsed dicts are acyclic and short-lived.
 """
 
 from __future__ import annotations
 
 import gc
-import gzip
 import os
+import re
+import stat as _stat
+import zlib
 
 from ..errors import GapscopeError
 from .build import ColumnBuilder
@@ -16,43 +31,529 @@ from .model import TraceModel
 
 try:
     import orjson as _orjson
-except ImportError:  # pragma: no cover
+
+    _loads = _orjson.loads
+except ImportError:  # pragma: no cover - GPU nodes with only torch
     _orjson = None
+    import json as _json_mod
+
+    def _loads(b):
+        if isinstance(b, (bytearray, memoryview)):
+            b = bytes(b)
+        return _json_mod.loads(b)
+
+
 import json as _json
+
+JSONDecodeError = _json.JSONDecodeError  # orjson.JSONDecodeError subclasses it
+
+DEFAULT_MAX_SIZE = 8 << 30
+CHUNK = 32 << 20
+_READ_BLOCK = 1 << 20
+_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+_WS = b" \t\r\n"
+_NONFINITE = re.compile(rb"(?<=[:\[,])(\s*)-?(?:Infinity|inf|NaN|nan|Inf)(?=\s*[,\]}])")
+_QUOTE_END = re.compile(rb'"(?=\s*(?:[,}\]]|$))')
+_MAX_REPAIRS = 64
+_MAX_MERGE = 64 << 20  # a single event larger than this is not an event we can use
 
 
 class TraceError(GapscopeError):
     """A trace that cannot be read; the message names the file and the reason."""
 
 
-def load(path: str, **_opts) -> TraceModel:
-    p = os.fspath(path)
+def parse_size(value) -> int:
+    """``--max-size`` value: int bytes, or a string with an optional K/M/G/T suffix (powers of 1024)."""
+    if value is None:
+        return DEFAULT_MAX_SIZE
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value <= 0:
+            raise GapscopeError(f"--max-size must be positive, not {value}")
+        return value
+    s = str(value).strip().upper().removesuffix("B").removesuffix("I")
+    mult = 1
+    if s and s[-1] in "KMGT":
+        mult = 1 << (10 * ("KMGT".index(s[-1]) + 1))
+        s = s[:-1]
     try:
-        with open(p, "rb") as f:
-            raw = f.read()
+        n = float(s)
+    except ValueError:
+        raise GapscopeError(f"--max-size: cannot read {value!r} (use e.g. 512M or 8G)") from None
+    if not n > 0 or n * mult >= 2**63:
+        raise GapscopeError(f"--max-size must be a positive size, not {value!r}")
+    return int(n * mult)
+
+
+def _human(n: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.1f} {unit}"
+    return f"{n} bytes"
+
+
+def check_file(path: str) -> os.stat_result:
+    """stat ``path`` and refuse anything that is not a readable regular file, before opening it."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise TraceError(f"{path}: no such file") from None
     except OSError as exc:
-        raise TraceError(f"{p}: cannot read ({exc.strerror or exc})") from None
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
+        raise TraceError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if _stat.S_ISDIR(st.st_mode):
+        raise TraceError(f"{path}: is a directory, not a trace file")
+    if not _stat.S_ISREG(st.st_mode):
+        raise TraceError(f"{path}: not a regular file (a pipe, socket or device cannot be read as a trace)")
+    return st
+
+
+def read_bytes(path: str, limit: int = DEFAULT_MAX_SIZE) -> tuple[bytes | bytearray, list[str], bool]:
+    """The uncompressed bytes of ``path``, warnings, and whether it was gzip."""
+    warnings: list[str] = []
+    try:
+        f = open(path, "rb")
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    with f:
+        try:
+            head = f.read(2)
+            if head != b"\x1f\x8b":
+                size = os.fstat(f.fileno()).st_size
+                if size > limit:
+                    raise TraceError(
+                        f"{path}: is {_human(size)}, past the limit of {_human(limit)}; raise it with --max-size"
+                    )
+                return head + f.read(), warnings, False
+            return _gunzip(path, f, head, limit, warnings), warnings, True
+        except OSError as exc:
+            raise TraceError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _gunzip(path, f, head: bytes, limit: int, warnings: list[str]) -> bytearray:
+    out = bytearray()
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    pending = head
+    members = 0
+    while True:
+        block = pending or f.read(_READ_BLOCK)
+        pending = b""
+        if not block:
+            break
+        buf = block
+        while buf:
+            try:
+                piece = d.decompress(buf, 16 << 20)
+            except zlib.error as exc:
+                if not out:
+                    raise TraceError(f"{path}: not a PyTorch profiler trace (corrupt gzip data: {exc} at byte 0)") from None
+                warnings.append(
+                    f"corrupt gzip data after {_human(len(out))} (kept what decompressed; the rest is lost)"
+                )
+                return out
+            out += piece
+            if len(out) > limit:
+                raise TraceError(
+                    f"{path}: decompresses past the limit of {_human(limit)} (a gzip bomb, or a very large trace);"
+                    " raise it with --max-size"
+                )
+            buf = d.unconsumed_tail
+            if d.eof:
+                members += 1
+                rest = d.unused_data
+                if rest.strip(b"\x00"):
+                    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                    buf = rest
+                else:
+                    buf = b""
+    if not d.eof:
+        # the member being decompressed never reached its end: the file was cut off
+        warnings.append(f"the gzip stream ends early (file cut off?): kept the {_human(len(out))} that decompressed")
+    return out
+
+
+# ---------------------------------------------------------------------------------------- parsing
+def _err(path: str, reason: str, at: int) -> TraceError:
+    return TraceError(f"{path}: not a PyTorch profiler trace ({reason} at byte {at})")
+
+
+def _skip_ws(data, i: int) -> int:
+    n = len(data)
+    while i < n and data[i] in _WS:
+        i += 1
+    return i
+
+
+def _char_to_byte(text: bytes, pos: int) -> int:
+    """JSON error positions count characters; convert one to a byte offset in ``text``."""
+    if text.isascii():
+        return pos
+    try:
+        return len(text.decode("utf-8", "replace")[:pos].encode("utf-8", "replace"))
+    except Exception:  # pragma: no cover - defensive
+        return pos
+
+
+def _last_boundary(data, lo: int, n: int):
+    """(end, next) of the last event boundary in data[lo:n], searched in a window from the end."""
+    w = 1 << 16
+    while True:
+        a = max(lo, n - w)
+        last = None
+        for last in _BOUNDARY.finditer(data, a, n):
+            pass
+        if last is not None:
+            return last.start() + 1, last.end() - 1
+        if a == lo:
+            return None
+        w <<= 2
+
+
+class _Stats:
+    def __init__(self):
+        self.quotes = 0
+        self.nonfinite = 0
+        self.control = 0
+        self.utf8 = 0
+        self.skipped = 0
+        self.truncated = False
+        self.kept_events = 0
+
+
+def _repair_one(text: bytes, stats: _Stats, limit: int = _MAX_REPAIRS):
+    """Parse one JSON value (an event, a metadata object), repairing known damage.
+
+    Returns ``("ok", value, None)``; ``("trail", value, tail)`` when a complete value is followed by
+    more text (``tail``, unchanged from the input's end); ``("eof", None, None)`` when the text ends
+    before the value does; ``("bad", None, None)`` when it cannot be repaired."""
+    tried_utf8 = tried_nonfinite = False
+    for _ in range(limit):
+        try:
+            return "ok", _loads(text), None
+        except RecursionError:
+            return "bad", None, None
+        except JSONDecodeError as exc:
+            msg = exc.msg or ""
+            bpos = _char_to_byte(text, exc.pos)
+            if msg.startswith(("unexpected content after document", "Extra data")):
+                tail = text[bpos:]
+                try:
+                    return "trail", _loads(text[:bpos]), tail
+                except (JSONDecodeError, RecursionError):
+                    return "bad", None, None
+            if "UTF-8" in msg or "utf-8" in msg.lower() or "surrogate" in msg:
+                if tried_utf8:
+                    return "bad", None, None
+                tried_utf8 = True
+                stats.utf8 += 1
+                text = text.decode("utf-8", "replace").encode("utf-8")
+                continue
+            if "recursion" in msg.lower():
+                return "bad", None, None
+            if bpos >= len(text.rstrip()) and ("end" in msg or "Unterminated" in msg or "Expecting" in msg):
+                return "eof", None, None
+            if "control character" in msg:
+                stats.control += 1
+                j = min(bpos, len(text) - 1)
+                if text[j] < 0x20:
+                    text = text[:j] + b" " + text[j + 1 :]
+                    continue
+                # stdlib json reports the string's start: blank every raw control character
+                text = re.sub(rb"[\x00-\x1f]", b" ", text)
+                continue
+            if not tried_nonfinite and _NONFINITE.search(text):
+                tried_nonfinite = True
+                text, k = _NONFINITE.subn(rb"\1null", text)
+                stats.nonfinite += k
+                continue
+            # an unescaped quote closed a string early: the error is just after the early close.
+            q0 = text.rfind(b'"', 0, bpos)
+            if q0 <= 0:
+                return "bad", None, None
+            m = _QUOTE_END.search(text, bpos)
+            if m is None:
+                return "bad", None, None
+            q1 = m.start()
+            if text.count(b"\n", q0, q1):
+                return "bad", None, None  # never reach across lines: that is not one name with a quote
+            # q0 is the early close; every quote from it up to the real close q1 belongs to the string
+            inner = text[q0:q1].replace(b'\\"', b'"').replace(b'"', b'\\"')
+            text = text[:q0] + inner + text[q1:]
+            stats.quotes += 1
+            continue
+    return "bad", None, None
+
+
+class _Reader:
+    """Splits the bytes of one trace into metadata and event pieces, feeding a ColumnBuilder."""
+
+    def __init__(self, path: str, data, builder: ColumnBuilder):
+        self.path = path
+        self.data = data
+        self.b = builder
+        self.stats = _Stats()
+        self.warnings: list[str] = []
+        self.metadata: dict = {}
+        self.array_end: int | None = None  # index of the ']' closing the event array
+
+    # -------------------------------------------------------------- top level
+    def run(self) -> None:
+        data = self.data
+        n = len(data)
+        i = 0
+        if data[:3] == b"\xef\xbb\xbf":
+            i = 3
+        i = _skip_ws(data, i)
+        if i >= n:
+            raise _err(self.path, "empty file" if n == 0 else "only whitespace", i)
+        c = data[i]
+        if c == ord("["):
+            self._events(i + 1)
+            if self.array_end is not None:
+                tail = bytes(data[self.array_end + 1 :]).strip()
+                if tail:
+                    self.warnings.append(f"{len(tail)} bytes after the event array were ignored")
+            return
+        if c != ord("{"):
+            raise _err(self.path, f"not JSON: starts with {bytes(data[i:i + 1])!r}", i)
+        k = data.find(b'"traceEvents"', i)
+        while k >= 0:
+            j = _skip_ws(data, k + len(b'"traceEvents"'))
+            if j < n and data[j] == ord(":"):
+                break
+            k = data.find(b'"traceEvents"', k + 1)
+        if k < 0:
+            self._no_events(i)
+        j = _skip_ws(data, j + 1)
+        if j >= n:
+            raise _err(self.path, "file ends after the traceEvents key", j)
+        if data[j] != ord("["):
+            raise _err(self.path, "traceEvents is not an array", j)
+        header = bytes(data[i + 1 : k]).strip()
+        self._metadata_part(header, where="before")
+        self._events(j + 1)
+        if self.array_end is not None:
+            tail = bytes(data[self.array_end + 1 :]).strip()
+            if tail.startswith(b","):
+                tail = tail[1:]
+            if tail.endswith(b"}"):
+                tail = tail[:-1]
+            elif tail:
+                self.warnings.append("the top-level object is not closed (file cut off?)")
+            self._metadata_part(tail, where="after")
+
+    def _no_events(self, at: int):
+        data = self.data
+        if len(data) < (64 << 20):
+            try:
+                doc = _loads(bytes(data))
+            except (JSONDecodeError, RecursionError) as exc:
+                pos = _char_to_byte(bytes(data), exc.pos) if isinstance(exc, JSONDecodeError) else at
+                raise _err(self.path, f"invalid JSON ({getattr(exc, 'msg', 'too deeply nested')})", pos) from None
+            if isinstance(doc, dict):
+                raise _err(self.path, "a JSON object without a traceEvents array", at)
+        raise _err(self.path, "no traceEvents array", at)
+
+    def _metadata_part(self, text: bytes, where: str) -> None:
+        text = text.strip().rstrip(b",").strip()
+        if not text:
+            return
+        status, val, _ = _repair_one(b"{" + text + b"}", self.stats)
+        if status == "ok" and isinstance(val, dict):
+            for key, v in val.items():
+                if key != "traceEvents":
+                    self.metadata[key] = v
+        else:
+            self.warnings.append(f"the top-level keys {where} traceEvents could not be read and were ignored")
+
+    # ---------------------------------------------------------------- events
+    def _events(self, start: int) -> None:
+        data = self.data
+        n = len(data)
+        pos = start
+        while True:
+            pos = _skip_ws(data, pos)
+            if pos >= n:
+                self.stats.truncated = True
+                return
+            if data[pos] == ord("]"):
+                self.array_end = pos
+                return
+            if data[pos] == ord(","):  # a stray comma (e.g. after a skipped event)
+                pos += 1
+                continue
+            target = pos + CHUNK
+            end, nxt = n, n
+            if target < n:
+                m = _BOUNDARY.search(data, target)
+                if m is not None:
+                    end, nxt = m.start() + 1, m.end() - 1
+            if end == n:
+                # the last piece: cut off the final event (with the array's close and the trailer after
+                # it) so the big part parses in one go and only a small tail needs the slower handling
+                m = _last_boundary(data, pos, n)
+                if m is not None:
+                    end, nxt = m
+            while True:
+                text = b"[" + data[pos:end] + b"]"
+                try:
+                    evs = _loads(text)
+                except RecursionError:
+                    evs = None
+                    exc = None
+                except JSONDecodeError as e:
+                    evs = None
+                    exc = e
+                if evs is not None:
+                    del text
+                    self.b.add(evs)
+                    del evs
+                    pos = nxt
+                    if end == n:  # the array never closed: the file ended exactly after an event
+                        self.stats.truncated = True
+                        return
+                    break
+                if exc is not None and exc.msg.startswith(("unexpected content after document", "Extra data")):
+                    # the array closed inside this piece: parse up to the close, then stop
+                    cut = _char_to_byte(text, exc.pos)
+                    close = text.rfind(b"]", 0, cut)
+                    try:
+                        evs = _loads(text[: close + 1])
+                    except (JSONDecodeError, RecursionError):
+                        evs = None
+                    if evs is not None:
+                        del text
+                        self.b.add(evs)
+                        del evs
+                        self.array_end = pos + close - 1
+                        return
+                if exc is not None and end < n and _char_to_byte(text, exc.pos) >= len(text) - 2:
+                    # the cut fell inside a nested value: widen to the next boundary
+                    m = _BOUNDARY.search(data, end + 1)
+                    if m is not None:
+                        end, nxt = m.start() + 1, m.end() - 1
+                    else:
+                        end, nxt = n, n
+                    continue
+                del text
+                closed = self._lenient(pos, end)
+                if closed or end == n:
+                    return
+                pos = nxt
+                break
+
+    def _lenient(self, a: int, b: int) -> bool:
+        """Parse events in data[a:b] one by one with repairs. Returns True when the array closed."""
+        data = self.data
+        n = len(data)
+        starts = [a]
+        for m in _BOUNDARY.finditer(data, a, b):
+            starts.append(m.end() - 1)
+        starts.append(b)
+        events: list = []
+        i = 0
+        last = len(starts) - 1
+        while i < last:
+            s = starts[i]
+            j = i + 1
+            while True:
+                seg = bytes(data[s : starts[j]]).strip()
+                if j < last:
+                    seg = seg.removesuffix(b",").rstrip()  # the boundary's own comma
+                status, val, tail = _repair_one(seg, self.stats)
+                if status == "eof" and j < last and starts[j] - s < _MAX_MERGE:
+                    j += 1  # a boundary inside a nested value: take the next segment too
+                    continue
+                break
+            if status == "ok" and isinstance(val, dict):
+                events.append(val)
+            elif status == "trail" and isinstance(val, dict) and tail.lstrip().startswith(b"]"):
+                events.append(val)
+                # the array closes here; ``tail`` is the input's own end, so its offset is exact
+                end_of_seg = s + len(bytes(data[s : starts[j]]).rstrip())
+                self.array_end = end_of_seg - len(tail.lstrip())
+                break
+            elif status == "eof" and starts[j] >= n:
+                self.stats.truncated = True
+            elif seg:
+                self.stats.skipped += 1
+            i = j
+        if events:
+            self.b.add(events)
+        return self.array_end is not None
+
+    # --------------------------------------------------------------- results
+    def report(self) -> list[str]:
+        w = list(self.warnings)
+        st = self.stats
+        if st.quotes:
+            w.append(f"repaired {st.quotes} unescaped '\"' inside strings (a known Kineto bug)")
+        if st.nonfinite:
+            w.append(f"replaced {st.nonfinite} bare inf/nan numbers by null")
+        if st.control:
+            w.append(f"replaced {st.control} raw control characters inside strings")
+        if st.utf8:
+            w.append(f"replaced invalid UTF-8 bytes in {st.utf8} events")
+        if st.skipped:
+            w.append(f"{st.skipped} damaged events could not be repaired and were skipped")
+        if st.truncated:
+            w.append(
+                f"the file ends inside the event list (cut off while being written?): kept {self.b.n_added} "
+                "complete events"
+            )
+        return w
+
+
+def parse_bytes(path: str, data) -> TraceModel:
+    """Build the model from the (uncompressed) bytes of a trace."""
     gc_was = gc.isenabled()
     gc.disable()
     try:
-        try:
-            doc = _orjson.loads(raw) if _orjson else _json.loads(raw)
-        except ValueError as exc:
-            raise TraceError(f"{p}: not a PyTorch profiler trace ({exc})") from None
-        del raw
-        if isinstance(doc, list):
-            events, meta = doc, {}
-        elif isinstance(doc, dict):
-            events = doc.get("traceEvents") or []
-            meta = {k: v for k, v in doc.items() if k != "traceEvents"}
-        else:
-            raise TraceError(f"{p}: not a PyTorch profiler trace (top level is not an object or array)")
-        b = ColumnBuilder(p)
-        b.add(events)
-        del events, doc
-        return b.finish(meta)
+        b = ColumnBuilder(path)
+        r = _Reader(path, data, b)
+        r.run()
+        open_ranges = data.count(b'"finished": false') + data.count(b'"finished":false')
+        if open_ranges:
+            b._bad["open"] += open_ranges
+        b.warnings.extend(r.report())
+        meta = r.metadata
+        if b.n_added == 0 and r.stats.skipped and not b.category_counts:
+            raise _err(path, "no event could be read", 0)
+        w = meta.get("WARNING")
+        if isinstance(w, list) and w:
+            first = " ".join(str(w[0]).split())[:120]
+            b.warnings.append(f"the profiler wrote {len(w)} warnings into the trace, first: {first}")
+        model = b.finish(meta)
+        if model.n == 0:
+            model.warnings.append("the trace holds no timed events")
+        return model
     finally:
         if gc_was:
             gc.enable()
+
+
+def load_uncached(path: str, max_size=None) -> TraceModel:
+    p = os.fspath(path)
+    limit = parse_size(max_size)
+    check_file(p)
+    data, warnings, _gz = read_bytes(p, limit)
+    model = parse_bytes(p, data)
+    del data
+    if warnings:
+        model.warnings[:0] = warnings
+    return model
+
+
+def load(path, *, no_cache: bool = False, max_size=None) -> TraceModel:
+    """Load a trace, from the columnar cache when a valid one exists (unless ``no_cache``)."""
+    p = os.fspath(path)
+    limit = parse_size(max_size)
+    st = check_file(p)
+    if no_cache:
+        return load_uncached(p, limit)
+    from . import cache
+
+    model = cache.get(p, st)
+    if model is not None:
+        return model
+    model = load_uncached(p, limit)
+    cache.put(p, st, model)
+    return model

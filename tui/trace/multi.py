@@ -1,0 +1,72 @@
+"""Load several traces (one per rank, or traces to compare), in parallel processes when there are several.
+
+``load_many`` expands folders and glob patterns into their ``*.json`` / ``*.json.gz`` files, sorted by
+the rank number in the name when there is one, and sets ``Track.rank`` from each model's rank.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from concurrent.futures import ProcessPoolExecutor
+
+from .model import TraceModel
+from .read import TraceError, check_file, load, parse_size
+
+_RANK_RE = re.compile(r"rank[-_.]?(\d+)", re.I)
+_TRACE_SUFFIXES = (".json", ".json.gz")
+
+
+def _rank_key(path: str):
+    m = _RANK_RE.search(os.path.basename(path))
+    if m:
+        return (0, int(m.group(1)), path)
+    return (1, 0, path)
+
+
+def expand(paths) -> list[str]:
+    """Files named, files in named folders, and files matching glob patterns; in rank order."""
+    out: list[str] = []
+    for p in paths:
+        p = os.fspath(p)
+        if os.path.isdir(p):
+            found = [os.path.join(p, f) for f in os.listdir(p)
+                     if f.endswith(_TRACE_SUFFIXES) and os.path.isfile(os.path.join(p, f))]
+            if not found:
+                raise TraceError(f"{p}: a folder with no *.json or *.json.gz traces in it")
+            out.extend(sorted(found, key=_rank_key))
+        elif not os.path.exists(p) and any(c in p for c in "*?["):
+            found = [f for f in glob.glob(p) if os.path.isfile(f)]
+            found = [f for f in found if f.endswith(_TRACE_SUFFIXES)] or found
+            if not found:
+                raise TraceError(f"{p}: no file matches this pattern")
+            out.extend(sorted(found, key=_rank_key))
+        else:
+            out.append(p)
+    return out
+
+
+def _set_ranks(model: TraceModel) -> TraceModel:
+    r = model.rank
+    if r is not None:
+        for t in model.tracks:
+            t.rank = r
+    return model
+
+
+def _load_one(path: str, no_cache: bool, max_size) -> TraceModel:
+    return _set_ranks(load(path, no_cache=no_cache, max_size=max_size))
+
+
+def load_many(paths, *, no_cache: bool = False, max_size=None, jobs: int | None = None) -> list[TraceModel]:
+    files = expand(paths)
+    limit = parse_size(max_size)
+    for f in files:  # fail fast, before starting workers, on missing files and the like
+        check_file(f)
+    if len(files) <= 1 or jobs == 1:
+        return [_load_one(f, no_cache, limit) for f in files]
+    workers = min(len(files), jobs or os.cpu_count() or 1)
+    with ProcessPoolExecutor(max_workers=workers) as ex:
+        futures = [ex.submit(_load_one, f, no_cache, limit) for f in files]
+        return [fut.result() for fut in futures]
