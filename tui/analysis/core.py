@@ -84,6 +84,8 @@ class Finding:
 
 def _us(ns) -> str:
     ns = float(ns)
+    if abs(ns) >= 1e9:
+        return f"{ns / 1e9:.2f} s"
     if abs(ns) >= 1e6:
         return f"{ns / 1e6:.2f} ms"
     if abs(ns) >= 1e3:
@@ -344,14 +346,14 @@ class Analysis:
         while k >= 0:
             j = sl.start + k
             if m.kind[j] != Kind.INSTANT and m.ts_ns[j] + m.dur_ns[j] <= t:
-                return f"{m.name(j)} (ended {_us(t - int(m.ts_ns[j] + m.dur_ns[j]))} before the launch)"
+                return f"`{m.name(j)}` (ended {_us(t - int(m.ts_ns[j] + m.dur_ns[j]))} before the launch)"
             k -= 1
         return None
 
     def _explain(self, d: GapDetail, tl: int) -> str:
         w = max(tl - d.start_ns, 0)
-        nk = d.next_op or d.next_kernel
-        sig = f" in {d.signature}" if d.signature else ""
+        nk = f"`{d.next_op or d.next_kernel}`"
+        sig = f" in `{d.signature}`" if d.signature else ""
         if d.cause == "copy":
             c = d.extra.get("copy") or {}
             if c:
@@ -362,7 +364,7 @@ class Analysis:
         if d.cause == "collective":
             return f"GPU compute idle {_us(d.dur_ns)} during a collective{sig}."
         if d.cause == "sync":
-            s = next((f.name for f in reversed(d.stack) if f.kind == "sync"), "a synchronising call")
+            s = next((f"`{f.name}`" for f in reversed(d.stack) if f.kind == "sync"), "a synchronising call")
             return (f"The CPU waited in {s}{sig}; the GPU then stayed idle {_us(d.dur_ns)} until {nk} was "
                     f"launched {_us(w)} after the wait ended.")
         if d.cause == "profiler":
@@ -371,8 +373,9 @@ class Analysis:
             return (f"Allocator calls took {_us(d.breakdown.get('allocator', 0))} of the {_us(w)} before "
                     f"{nk} was launched{sig}; GPU idle {_us(d.dur_ns)}.")
         if d.cause == "python":
-            pf = d.extra.get("python_frame") or d.signature or "Python code"
-            return (f"Python ({pf}) held the CPU for {_us(d.breakdown.get('python', 0))} of the {_us(w)} before "
+            pf = d.extra.get("python_frame") or d.signature
+            pf = f"`{pf}`" if pf else "code"
+            return (f"Python {pf} held the CPU for {_us(d.breakdown.get('python', 0))} of the {_us(w)} before "
                     f"{nk} was launched; GPU idle {_us(d.dur_ns)}.")
         if d.cause == "launch":
             if w < self.config.late_launch_share * d.dur_ns and d.launch is not None:

@@ -45,6 +45,8 @@ BY_FRAME = {"sync", "python", "allocator", "collective"}
 
 def _fmt(ns: float) -> str:
     ns = float(ns)
+    if ns >= 1e9:
+        return f"{ns / 1e9:.2f} s"
     if ns >= 1e6:
         return f"{ns / 1e6:.2f} ms"
     if ns >= 1e3:

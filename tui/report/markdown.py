@@ -139,7 +139,7 @@ def single(a, top: int, title: bool = True) -> list[str]:
             ev = f.evidence or {}
             ex = (ev.get("examples") or [None])[0]
             if ex:
-                L.append(f"   {esc(ex['explanation'])}  ")
+                L.append(f"   {inline(ex['explanation'])}  ")
             if ev.get("issued_ops"):
                 L.append("   Ops issued in these gaps: " + ", ".join(code(o, False, 60) for o in ev["issued_ops"][:5]) + "  ")
             L.append(f"   → {esc(f.suggestion)}")
@@ -166,7 +166,7 @@ def single(a, top: int, title: bool = True) -> list[str]:
             st = (int(g.start_ns[r]) - a.window_start_ns)
             L.append(f"{r + 1}. **{t(d.dur_ns)}** at +{t(st)} on cuda:{d.device} — **{d.cause}** — next "
                      f"{code(d.next_op or d.next_kernel, False, 80)}")
-            L.append(f"   {esc(d.explanation)}")
+            L.append(f"   {inline(d.explanation)}")
             if d.stack:
                 L.append("")
                 L += ["   " + x for x in _fence(_stack_lines(d.stack))]
