@@ -1,0 +1,190 @@
+"""One synthetic trace per cause rule of gap-causes.md, and neighbours where two rules hold (the first
+rule in the table wins). Every scenario: kernel ``prev`` ends at t0 = 100 µs, kernel ``next`` starts
+at t1 = 200 µs, its launch call starts at 195 µs unless stated otherwise."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.synth import Synth
+from tests.test_analysis import model_of
+from tui.analysis import CAUSES, Thresholds, analyze
+
+
+def base(next_launch=195.0, next_k=200.0) -> Synth:
+    s = Synth()
+    s.launch(ts=0, dur=2, kernel="prev", k_ts=50, k_dur=50)
+    s._next = (next_launch, next_k)
+    return s
+
+
+def finish(s: Synth, *, with_launch=True):
+    tl, tk = s._next
+    if with_launch:
+        s.launch(ts=tl, dur=3, kernel="next", k_ts=tk, k_dur=10)
+    else:
+        s.kernel("next", tk, 10)
+    a = analyze(model_of(s))
+    big = [i for i in range(len(a.gaps)) if a.gaps.dur_ns[i] == 100_000]
+    assert len(big) == 1, a.gaps.dur_ns
+    return a, big[0]
+
+
+def cause_of(s, **kw):
+    a, i = finish(s, **kw)
+    return CAUSES[int(a.gaps.cause[i])], a, i
+
+
+def test_copy_on_device():
+    s = base()
+    s.python("app.py(10): busy", 100, 95)  # would be "python" on its own
+    s.memcpy("HtoD", 110, 80, nbytes=64 << 20)  # 80% of the gap
+    c, a, i = cause_of(s)
+    assert c == "copy"
+    d = a.gap_detail(i)
+    assert d.extra["copy"]["kind"] == "HtoD Pageable"
+    assert "HtoD Pageable" in d.explanation
+
+
+def test_copy_half_the_gap_is_not_most():
+    s = base()
+    s.memcpy("HtoD", 100, 50, nbytes=1 << 20)  # exactly half: not "most"
+    assert cause_of(s)[0] == "host-idle"
+
+
+def test_blocking_copy_call_on_launching_thread():
+    s = base()
+    s.runtime("cudaMemcpy", 99, 91)
+    s.memcpy("DtoH", 100.5, 2, nbytes=4, src="Device", dst="Pageable")
+    assert cause_of(s)[0] == "copy"
+
+
+def test_collective_cpu_side_beats_sync():
+    s = base()
+    s.cpu_op("record_param_comms", 95, 95, **{"Collective name": "allreduce"})
+    s.runtime("cudaStreamSynchronize", 96, 5)  # sync at t0 too: collective comes first
+    assert cause_of(s)[0] == "collective"
+
+
+def sync_scenario(s: Synth):
+    with s.frame("model.py(42): hook", 60, 45):
+        with s.frame("<built-in method item of Tensor object at 0x7f>", 61, 43):
+            s.cpu_op("aten::item", 61, 43)
+            s.cpu_op("aten::_local_scalar_dense", 62, 41)
+            s.runtime("cudaMemcpyAsync", 63, 2)
+            s.runtime("cudaStreamSynchronize", 66, 36)  # returns at 102, after t0 = 100
+    s.python("model.py(50): sample", 106, 85)
+
+
+def test_sync_with_stack():
+    s = base()
+    sync_scenario(s)
+    c, a, i = cause_of(s)
+    assert c == "sync"
+    d = a.gap_detail(i)
+    names = [f.name for f in d.stack]
+    assert names[0] == "model.py(42): hook"
+    assert "aten::item" in names and names[-1] == "cudaStreamSynchronize"
+    assert d.stack[0].file == "model.py" and d.stack[0].line == 42
+    assert d.stack[-1].kind == "sync"
+    assert d.signature == "model.py(42): hook"
+    assert "cudaStreamSynchronize" in d.explanation
+    assert sum(d.breakdown.values()) == 95_000
+    f = a.findings[0]
+    assert f.cause == "sync" and "model.py(42): hook" in f.title and i in f.gap_rows.tolist()
+
+
+def test_sync_beats_profiler_and_python():
+    s = base()
+    sync_scenario(s)
+    s.overhead("Instrumentation", 100, 95)
+    assert cause_of(s)[0] == "sync"
+
+
+def test_sync_that_ended_long_before_t0_is_not_sync():
+    s = base()
+    s.runtime("cudaStreamSynchronize", 10, 20)
+    assert cause_of(s)[0] == "host-idle"
+
+
+def test_profiler_overhead():
+    s = base()
+    s.overhead("Buffer flush", 105, 80)
+    assert cause_of(s)[0] == "profiler"
+
+
+def test_allocator_beats_python():
+    s = base()
+    with s.frame("train.py(7): step", 100, 94):
+        with s.frame("torch/cuda/memory.py(192): empty_cache", 101, 30):
+            s.runtime("cudaFree", 101, 29)  # 30% of [t0, launch]
+        s.python("train.py(9): log_stats", 135, 55)  # 58%: python also holds, allocator is first
+    c, a, i = cause_of(s)
+    assert c == "allocator"
+    d = a.gap_detail(i)
+    assert any(f.name == "cudaFree" for f in d.stack)
+    assert d.signature == "train.py(7): step"
+
+
+def test_python():
+    s = base()
+    with s.frame("serve.py(88): postprocess", 100, 92):
+        s.python("<built-in function sorted>", 101, 80)
+    c, a, i = cause_of(s)
+    assert c == "python"
+    d = a.gap_detail(i)
+    assert d.breakdown["python"] == 92_000
+    assert d.signature == "serve.py(88): postprocess"
+    assert "serve.py(88): postprocess" in [f.name for f in d.stack]
+
+
+def test_launch_bound():
+    s = base()
+    t = 100.0
+    while t < 190:
+        s.cpu_op("aten::view", t, 4)
+        t += 5
+    c, a, i = cause_of(s)
+    assert c == "launch"
+    assert "aten::view" in a.gap_detail(i).extra["issued_ops"]
+
+
+def test_launch_latency_when_launched_early():
+    s = base(next_launch=101.0)
+    s.python("app.py(1): sleepy", 105, 90)
+    assert cause_of(s)[0] == "launch"
+
+
+def test_host_idle_beats_partial_python():
+    s = base()
+    s.python("app.py(3): small", 100, 35)  # 37% python, 63% nothing
+    c, a, i = cause_of(s)
+    assert c == "host-idle"
+    assert "app.py(3): small" in (a.gap_detail(i).extra.get("last_activity") or "")
+
+
+def test_no_launch_link_and_no_threads_is_host_idle():
+    s = Synth()
+    s.kernel("prev", 50, 50)
+    s.kernel("next", 200, 10)
+    a = analyze(model_of(s))
+    assert CAUSES[int(a.gaps.cause[0])] == "host-idle"
+    assert a.gap_detail(0).stack == []
+
+
+def test_thresholds_are_configurable():
+    s = base()
+    s.python("app.py(3): small", 100, 35)
+    s._next = (195.0, 200.0)
+    s.launch(ts=195, dur=3, kernel="next", k_ts=200, k_dur=10)
+    m = model_of(s)
+    assert CAUSES[int(analyze(m).gaps.cause[0])] == "host-idle"
+    assert CAUSES[int(analyze(m, Thresholds(most=0.3)).gaps.cause[0])] == "python"
+
+
+@pytest.mark.parametrize("cause", CAUSES)
+def test_every_cause_has_an_explanation_and_suggestion(cause):
+    from tui.analysis import CAUSE_EXPLANATIONS
+    from tui.analysis.findings import SUGGESTIONS
+
+    assert CAUSE_EXPLANATIONS[cause] and SUGGESTIONS[cause]
