@@ -1,0 +1,123 @@
+"""Every real trace in ../shared/traces loads, and its counts match an independent count made with json."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from tui.trace import Kind, TraceError, load
+from tui.trace.build import CATEGORY_KIND
+from tui.trace.model import GPU_WORK_KINDS
+
+FLOW = {"s", "f", "t"}
+
+
+def _files(root):
+    return sorted(p for p in root.rglob("*") if p.is_file() and p.name.endswith((".json", ".json.gz")))
+
+
+def _independent(path):
+    raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    doc = json.loads(raw)
+    return doc["traceEvents"] if isinstance(doc, dict) else doc
+
+
+def _expected_kind(e) -> Kind:
+    cat = e.get("cat")
+    k = CATEGORY_KIND.get(cat.lower()) if isinstance(cat, str) else None
+    if e.get("ph") in ("i", "I") and k is None:
+        return Kind.INSTANT
+    return Kind.OTHER if k is None else k
+
+
+def test_every_shared_trace(shared_traces, tmp_path, monkeypatch):
+    monkeypatch.setenv("GAPSCOPE_CACHE_DIR", str(tmp_path))
+    files = _files(shared_traces)
+    assert len(files) >= 25
+    strict_failures = 0
+    for path in files:
+        try:
+            events = _independent(path)
+        except json.JSONDecodeError:
+            strict_failures += 1
+            # invalid JSON (the unescaped-quote file): must load with a warning naming the repair
+            m = load(path, no_cache=True)
+            assert any("unescaped" in w for w in m.warnings), path.name
+            assert m.n > 0
+            continue
+        m = load(path, no_cache=True)
+        cats = Counter(e.get("cat") if isinstance(e.get("cat"), str) else "<none>" for e in events)
+        assert m.category_counts == dict(cats), path.name
+        timed = [e for e in events if e.get("ph") not in FLOW and e.get("ph") != "M" and "ts" in e]
+        assert m.n == len(timed), path.name
+        want = Counter(_expected_kind(e) for e in timed)
+        got = Counter(Kind(int(k)) for k in m.kind)
+        assert got == want, path.name
+        # columns agree with the json events: total ns per kind (rint of µs * 1000)
+        for kind in (Kind.KERNEL, Kind.CPU_OP, Kind.RUNTIME):
+            exp = sum(int(round(float(e.get("dur", 0)) * 1000)) for e in timed if _expected_kind(e) is kind
+                      and e.get("ph") == "X" and float(e.get("dur", 0)) >= 0)
+            assert int(m.dur_ns[m.kind == kind].sum()) == exp, (path.name, kind)
+        # model invariants
+        assert np.all(m.dur_ns >= 0)
+        assert m.track_offsets[-1] == m.n
+        for t in m.tracks:
+            sl = m.track_slice(t.id)
+            assert np.all(m.track[sl] == t.id)
+            assert np.all(np.diff(m.ts_ns[sl]) >= 0)
+        gpu = np.isin(m.kind, [int(k) for k in GPU_WORK_KINDS])
+        linked = m.launch[gpu]
+        assert np.all(m.corr[linked[linked >= 0]] == m.corr[gpu][linked >= 0])
+    assert strict_failures == 1
+
+
+def test_unescaped_quote_file_names(shared_traces):
+    m = load(shared_traces / "h200" / "invalid_unescaped_quote.json", no_cache=True)
+    assert m.names.count('has"quote') == 1
+    assert sum(1 for i in range(m.n) if m.name(i) == 'has"quote') == 2  # cpu annotation and its GPU copy
+    assert m.devices and m.devices[0]["name"] == "NVIDIA H200"
+
+
+def test_two_ranks_links_and_metadata(shared_traces):
+    m = load(shared_traces / "h200" / "nccl_two_ranks.rank0.json.gz", no_cache=True)
+    assert m.rank == 0 and m.distributed["world_size"] == 2
+    k = np.flatnonzero(m.kind == Kind.KERNEL)
+    assert k.size and np.all(m.launch[k] >= 0)
+    rt = m.launch[k]
+    assert np.all(np.isin(m.kind[rt], [Kind.RUNTIME, Kind.DRIVER]))
+    assert np.all(m.ts_ns[rt] <= m.ts_ns[k])
+
+
+def test_graph_launch_in_real_trace(shared_traces):
+    m = load(shared_traces / "h200" / "stack_memory_compile_graph.pt.trace.json.gz", no_cache=True)
+    gl = [i for i in range(m.n) if m.name(i) == "cudaGraphLaunch"]
+    assert gl
+    fan = max(m.kernels_of_launch(i).size for i in gl)
+    assert fan > 1
+    assert np.count_nonzero(m.kind == Kind.PYTHON) > 0
+    py = np.flatnonzero((m.kind == Kind.PYTHON) & (m.parent >= 0))
+    assert py.size and np.all(m.kind[m.parent[py]] == Kind.PYTHON)
+    assert np.all(m.depth[py] == m.depth[m.parent[py]] + 1)
+
+
+def test_old_bare_array_trace(shared_traces):
+    m = load(shared_traces / "thirdparty" / "kineto__tbp_2020-12_resnet50_nw0_worker0.pt.trace.json.gz",
+             no_cache=True)
+    assert m.metadata == {}
+    assert np.count_nonzero(m.kind == Kind.KERNEL) > 1000
+    k = np.flatnonzero(m.kind == Kind.KERNEL)
+    assert np.count_nonzero(m.op[k] >= 0) > 0.5 * k.size  # old traces: op by time containment
+
+
+def test_not_a_trace_is_one_line(tmp_path):
+    p = tmp_path / "x.json"
+    p.write_text("hello")
+    with pytest.raises(TraceError) as ei:
+        load(p, no_cache=True)
+    assert "\n" not in str(ei.value) and "not a PyTorch profiler trace" in str(ei.value)
