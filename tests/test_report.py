@@ -1,0 +1,147 @@
+"""gapscope report: Markdown, JSON against findings.schema.json, -o/--force, write_reports, compare, ranks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from tests.synth import Synth
+from tests.test_analysis import model_of
+from tests.test_causes import base, sync_scenario
+from tui.analysis import analyze
+from tui.cli import main
+from tui.report import build_json, render_markdown, write_reports
+from tui.report.markdown import code, esc, inline
+
+SCHEMA_PATH = Path(__file__).resolve().parent.parent.parent / "shared" / "design" / "findings.schema.json"
+
+
+@pytest.fixture(scope="module")
+def schema():
+    if not SCHEMA_PATH.is_file():
+        pytest.skip("findings.schema.json not present")
+    return json.loads(SCHEMA_PATH.read_text())
+
+
+def sync_trace(tmp_path, name="sync.json", meta=None) -> Path:
+    s = base()
+    if meta:
+        s.top.update(meta)
+    sync_scenario(s)
+    s.launch(ts=195, dur=3, kernel="next", k_ts=200, k_dur=10)
+    return s.write(tmp_path / name)
+
+
+def test_json_validates_on_synthetic(tmp_path, schema):
+    from tui.trace import load
+
+    p = sync_trace(tmp_path, meta={"gapscope": {"phase": "decode", "profiled_us": 300.0, "unprofiled_us": 150.0}})
+    a = analyze(load(str(p), no_cache=True))
+    doc = build_json([a])
+    jsonschema.validate(doc, schema)
+    assert doc["traces"][0]["phase"] == "decode"
+    assert doc["traces"][0]["distortion"]["ratio"] == pytest.approx(2.0)
+    assert any("slowed" in w for w in doc["traces"][0]["warnings"])
+    g = doc["gaps"][0]
+    assert g["cause"] == "sync" and g["dur_us"] == pytest.approx(100.0)
+    assert g["start_us"] == pytest.approx(50.0)  # relative to the window start (prev kernel at 50 µs)
+    assert g["cpu_stack"][0] == "model.py(42): hook"
+    assert doc["causes"]["sync"] == {"count": 1, "total_us": pytest.approx(100.0)}
+    assert doc["findings"][0]["id"] == "sync-1"
+
+
+def test_json_validates_on_shared_traces(shared_traces, schema):
+    from tui.trace import load
+
+    for p in sorted(shared_traces.glob("*/*")):
+        if p.suffix == ".md":
+            continue
+        a = analyze(load(str(p), no_cache=True))
+        doc = json.loads(json.dumps(build_json([a])))
+        jsonschema.validate(doc, schema)
+
+
+def test_markdown_headline_findings_and_stack(tmp_path):
+    from tui.trace import load
+
+    a = analyze(load(str(sync_trace(tmp_path)), no_cache=True))
+    md = render_markdown([a])
+    assert md.startswith("# gapscope report: sync.json")
+    assert "Biggest cause: **sync**" in md
+    assert "1 sync from `model.py(42): hook` cost 100.0 µs of GPU idle" in md
+    assert "cudaStreamSynchronize" in md and "Remove the host synchronisation" in md
+    assert len(md.splitlines()) < 80
+
+
+def test_markdown_escapes_trace_strings():
+    assert esc("a_b*c[d]|<x>") == r"a\_b\*c\[d\]\|\<x\>"
+    assert code("x|y") == "`x\\|y`"
+    assert code("a`b") == "``a`b``"
+    assert inline("1 sync from `f[0]_*` here_") == r"1 sync from `f[0]_*` here\_"
+    s = Synth()
+    s.launch(ts=0, dur=1, kernel="void k<[bold]|`x`>()", k_ts=10, k_dur=5)
+    md = render_markdown([analyze(model_of(s))])
+    assert "``void k<[bold]\\|`x`>()``" in md
+
+
+def test_cli_report_stdout_and_json(tmp_path, capsys, schema):
+    p = sync_trace(tmp_path)
+    assert main(["report", "--no-cache", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "## Findings" in out
+    assert main(["report", "--no-cache", "--json", str(p)]) == 0
+    jsonschema.validate(json.loads(capsys.readouterr().out), schema)
+
+
+def test_cli_output_never_overwrites_without_force(tmp_path, capsys):
+    p = sync_trace(tmp_path)
+    out = tmp_path / "r.md"
+    out.write_text("keep me")
+    assert main(["report", "--no-cache", "-o", str(out), str(p)]) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert out.read_text() == "keep me"
+    assert main(["report", "--no-cache", "-o", str(out), "--force", str(p)]) == 0
+    assert out.read_text().startswith("# gapscope report")
+
+
+def test_cli_bad_input_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text("this is not json")
+    assert main(["report", "--no-cache", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gapscope: error:") and err.count("\n") == 1
+    assert main(["report", "--no-cache", str(tmp_path / "missing.json")]) == 2
+
+
+def test_write_reports_picks_free_stem(tmp_path):
+    s = Synth()
+    s.launch(ts=0, dur=1, kernel="k", k_ts=10, k_dur=5)
+    a = analyze(model_of(s))
+    p1 = write_reports([a], tmp_path, "decode")
+    p2 = write_reports([a], tmp_path, "decode")
+    assert [Path(x).name for x in p1] == ["decode.md", "decode.json"]
+    assert [Path(x).name for x in p2] == ["decode-1.md", "decode-1.json"]
+    (tmp_path / "x-1.json").write_text("{}")
+    (tmp_path / "x.md").write_text("")
+    assert [Path(x).name for x in write_reports([a], tmp_path, "x")] == ["x-2.md", "x-2.json"]
+    assert json.loads(Path(p2[1]).read_text())["schema"] == "gapscope.findings/1"
+
+
+def test_two_traces_side_by_side(tmp_path, schema):
+    from tui.trace import load
+
+    a = analyze(load(str(sync_trace(tmp_path, "before.json")), no_cache=True))
+    s = base()
+    s.python("serve.py(88): postprocess", 100, 92)
+    s.launch(ts=195, dur=3, kernel="next", k_ts=200, k_dur=10)
+    b = analyze(model_of(s))
+    md = render_markdown([a, b])
+    assert "| GPU idle |" in md and "## What changed" in md
+    assert "| sync | 100.0 µs (1) | 0 ns (0) |" in md
+    assert "| python | 0 ns (0) | 100.0 µs (1) |" in md
+    doc = build_json([a, b])
+    jsonschema.validate(doc, schema)
+    assert {g["trace"] for g in doc["gaps"]} == {0, 1}
