@@ -35,6 +35,12 @@ class StackPanel(VerticalScroll, can_focus=True):
     pass
 
 
+class SearchInput(Input):
+    """The / box: Enter steps to the next match, Shift+Enter to the previous one."""
+
+    BINDINGS = [Binding("shift+enter", "app.prev_match", "previous match", show=False)]
+
+
 class GapscopeApp(App):
     TITLE = "gapscope"
     CSS = """
@@ -110,7 +116,7 @@ class GapscopeApp(App):
                         yield Static(id="stacktext")
             yield DataTable(id="kernels", cursor_type="row")
             yield DataTable(id="findings", cursor_type="row")
-        yield Input(placeholder="find a kernel or op by name (Enter: next, Shift+Enter: previous, Esc: done)",
+        yield SearchInput(placeholder="find a kernel or op by name (Enter: next, Shift+Enter: previous, Esc: done)",
                     id="search")
         yield Static(id="status")
         yield Footer()
@@ -639,13 +645,9 @@ class GapscopeApp(App):
             self.lanes.ensure_cursor_visible()
         self.refresh_view()
 
-    def key_shift_enter(self) -> None:  # Shift+Enter in the search box: previous match
-        if self.focused is self.query_one("#search", Input):
-            self._step_match(-1)
-
-    def on_key(self, event) -> None:
-        if event.key == "shift+enter" and self.focused is self.query_one("#search", Input):
-            event.stop()
+    def action_prev_match(self) -> None:
+        sc = self.scene
+        if sc is not None and sc.matches.size:
             self._step_match(-1)
 
     # ================================================================ detail, help, export

@@ -1,0 +1,338 @@
+"""The explorer driven by key presses (Textual's Pilot) on synthetic and real traces."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.synth import Synth
+from tui.app.app import GapscopeApp
+from tui.app.lanes import time_to_col
+from tui.app.textdump import screen_text
+
+SCHEMA = Path(__file__).resolve().parent.parent.parent / "shared" / "design" / "findings.schema.json"
+
+
+def three_gaps(tmp_path: Path, names=("k0", "k1", "k2", "ampere_sgemm_128x64"), fns=("b_fn", "a_fn", "c_fn"),
+               range_name="decode_step", op_name="aten::mm") -> Path:
+    """Kernels separated by gaps of 300, 500 and 100 µs; each gap is spent in its own Python frame."""
+    s = Synth()
+    s.annotation(range_name, 0, 1000)
+    s.launch(ts=0, dur=2, kernel=names[0], k_ts=5, k_dur=10)
+    t_end = 15
+    for i, (gap, fn) in enumerate(zip((300, 500, 100), fns)):
+        start = t_end
+        with s.frame(f"model.py({10 + i}): {fn}", start - 1, gap + 2):
+            s.cpu_op(op_name, start + 1, 5)
+            s.launch(ts=start + gap - 4, dur=2, kernel=names[i + 1], k_ts=start + gap, k_dur=10)
+        t_end = start + gap + 10
+    return s.write(tmp_path / "three_gaps.json")
+
+
+@contextlib.asynccontextmanager
+async def opened(path, size=(120, 40), **kw):
+    app = GapscopeApp([str(path)], load_opts={"no_cache": True}, **kw)
+    async with app.run_test(size=size) as pilot:
+        await settle(app, pilot)
+        yield app, pilot
+
+
+async def settle(app, pilot):
+    for _ in range(3):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_gap_keys_visit_gaps_by_size_and_stack_follows(tmp_path):
+    p = three_gaps(tmp_path)
+
+    async def go():
+        async with opened(p, size=(160, 48)) as (app, pilot):
+            sc = app.scene
+            assert sc.analysis is not None
+            a = sc.analysis
+            seen = []
+            screens = []
+            for key in (None, "n", "n", "N", "N"):
+                if key:
+                    await pilot.press(key)
+                    await pilot.pause()
+                row = sc.selected_row
+                seen.append(int(a.gaps.dur_ns[row]))
+                screens.append(screen_text(app))
+                # the gap is on screen with context on both sides
+                s, e, _ = sc.gap_span(row)
+                assert sc.view.t0 < s and e < sc.view.t1
+                assert s - sc.view.t0 >= (e - s) // 2 and sc.view.t1 - e >= (e - s) // 2
+                # the stack panel shows the stack of this gap
+                det = a.gap_detail(row)
+                py = [f.name for f in det.stack if f.kind == "python"]
+                assert py, det.stack
+                assert any(name.split(": ")[-1] in screens[-1] for name in py)
+            assert seen == [500_000, 300_000, 100_000, 300_000, 500_000]
+            assert "a_fn" in screens[0] and "b_fn" in screens[1] and "c_fn" in screens[2]
+            # the gap list shows all three, largest first, with their next op
+            lines = [ln for ln in screens[0].splitlines() if "k2" in ln or "k1" in ln]
+            assert lines
+
+    run(go())
+
+
+def test_zoom_and_pan_keep_the_cursor_time(tmp_path):
+    p = three_gaps(tmp_path)
+
+    async def go():
+        async with opened(p) as (app, pilot):
+            v = app.scene.view
+            cur = v.cursor
+            cw = app.lanes.cells_width()
+            col = time_to_col(cur, v.t0, v.t1, cw)
+            span = v.span
+            await pilot.press("w")
+            await pilot.pause()
+            assert v.cursor == cur and v.span < span
+            assert abs(time_to_col(cur, v.t0, v.t1, cw) - col) <= 1
+            await pilot.press("s", "s")
+            await pilot.pause()
+            assert v.cursor == cur and v.span > span
+            t0 = v.t0
+            await pilot.press("d")
+            await pilot.pause()
+            assert v.cursor == cur and v.t0 > t0
+            await pilot.press("a", "left")
+            await pilot.pause()
+            assert v.cursor == cur and v.t0 < t0
+            await pilot.press("0")
+            await pilot.pause()
+            assert v.t0 <= v.lo and v.t1 >= v.hi
+            # the cursor moves by cells with H / L
+            before = v.cursor
+            await pilot.press("L")
+            await pilot.pause()
+            assert v.cursor > before
+
+    run(go())
+
+
+def test_search_finds_a_kernel_and_steps_through_matches(tmp_path):
+    p = three_gaps(tmp_path, names=("gemm_a", "k1", "gemm_b", "k3"))
+
+    async def go():
+        async with opened(p) as (app, pilot):
+            await pilot.press("slash")
+            await pilot.press(*"gemm")
+            await pilot.press("enter")
+            await pilot.pause()
+            sc = app.scene
+            assert sc.matches.size == 2
+            # like less and vim: the first match at or after the cursor (the largest gap, before gemm_b)
+            ev = app.event_under_cursor()
+            assert ev >= 0 and app.scene.model.name(ev) == "gemm_b"
+            assert sc.rows()[sc.lane_cursor].lane.kind == "stream"
+            assert "find 'gemm': 2/2" in screen_text(app)
+            await pilot.press("enter")  # wraps around
+            await pilot.pause()
+            assert sc.model.name(app.event_under_cursor()) == "gemm_a"
+            assert "find 'gemm': 1/2" in screen_text(app)
+            await pilot.press("shift+enter")
+            await pilot.pause()
+            assert sc.model.name(app.event_under_cursor()) == "gemm_b"
+            # Escape ends the search; n goes back to walking gaps
+            await pilot.press("escape")
+            await pilot.pause()
+            assert sc.search_query == ""
+            await pilot.press("n")
+            await pilot.pause()
+            assert sc.selected == 1
+
+    run(go())
+
+
+def test_export_writes_report_and_svg_without_overwriting(tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")
+    p = three_gaps(tmp_path)
+
+    async def go():
+        async with opened(p) as (app, pilot):
+            await pilot.press("e")
+            await pilot.pause()
+            first = list(app.last_export)
+            await pilot.press("e")
+            await pilot.pause()
+            second = list(app.last_export)
+            return first, second
+
+    first, second = run(go())
+    assert {Path(x).suffix for x in first} == {".md", ".json", ".svg"}
+    assert not set(first) & set(second)
+    for x in first + second:
+        assert Path(x).parent == tmp_path and Path(x).stat().st_size > 0
+    js = next(x for x in first if x.endswith(".json"))
+    doc = json.loads(Path(js).read_text())
+    if SCHEMA.exists():
+        jsonschema.validate(doc, json.loads(SCHEMA.read_text()))
+    svg = Path(next(x for x in first if x.endswith(".svg"))).read_text()
+    assert svg.lstrip().startswith("<svg") and "gapscope" in svg
+    md = Path(next(x for x in first if x.endswith(".md"))).read_text()
+    assert "three_gaps" in md or "#" in md
+
+
+def test_export_falls_back_to_cwd_when_trace_folder_is_read_only(tmp_path, monkeypatch):
+    if os.geteuid() == 0:
+        pytest.skip("root can write into read-only folders")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    p = three_gaps(ro)
+    ro.chmod(0o555)
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.chdir(out)
+
+    async def go():
+        async with opened(p) as (app, pilot):
+            await pilot.press("e")
+            await pilot.pause()
+            return list(app.last_export)
+
+    try:
+        paths = run(go())
+    finally:
+        ro.chmod(0o755)
+    assert paths and all(Path(x).parent == out for x in paths)
+
+
+def test_markup_and_escape_sequences_in_names_render_literally(tmp_path):
+    p = three_gaps(tmp_path, names=("[bold]", "[/x]", "\x1b[31mred", "[0]"), range_name="[0]", op_name="[/x]op",
+                   fns=("[bold]fn", "x", "y"))
+
+    async def go():
+        async with opened(p, size=(160, 48)) as (app, pilot):
+            txt = screen_text(app)
+            await pilot.press("n")
+            await pilot.pause()
+            txt2 = screen_text(app)
+            await pilot.press("slash", *"red", "enter", "escape", "enter")
+            await pilot.pause()
+            txt3 = screen_text(app)
+            return txt + txt2 + txt3
+
+    txt = run(go())
+    assert "[/x]" in txt  # next op of the largest gap, in the gap list
+    assert "[0]" in txt  # the range row
+    assert "\\x1b[31mred" in txt  # shown escaped
+    assert "\x1b" not in txt
+    assert "[bold]" in txt
+
+
+def test_resize_to_tiny_and_back(tmp_path):
+    p = three_gaps(tmp_path)
+
+    async def go():
+        async with opened(p, size=(80, 24)) as (app, pilot):
+            for size in ((20, 5), (1, 1), (200, 60), (20, 5), (80, 24)):
+                await pilot.resize_terminal(*size)
+                await pilot.pause()
+                await pilot.press("n", "w", "d", "j", "N", "s")
+                await pilot.pause()
+                screen_text(app)
+            await pilot.press("question_mark")
+            await pilot.pause()
+            assert "next / previous gap" in screen_text(app)
+            await pilot.press("escape")
+            return screen_text(app)
+
+    assert "gapscope" in run(go())
+
+
+def test_bad_trace_shows_one_line_error(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{ this is not json")
+
+    async def go():
+        app = GapscopeApp([str(bad)], load_opts={"no_cache": True})
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(app, pilot)
+            return app, screen_text(app)
+
+    app, txt = run(go())
+    assert app.error and "bad.json" in app.error
+    assert "gapscope: error:" in txt and "Traceback" not in txt
+
+
+def test_ascii_mode_lanes_are_plain_ascii(tmp_path):
+    p = three_gaps(tmp_path)
+
+    async def go():
+        async with opened(p, ascii=True) as (app, pilot):
+            lv = app.lanes
+            rows = len(app.scene.rows())
+            text = "".join(lv.render_line(y).text for y in range(min(rows, lv.size.height)))
+            ax = app.query_one("#axis")
+            text += ax.render_line(0).text + ax.render_line(1).text
+            return text
+
+    txt = run(go())
+    assert txt.strip() and all(ord(c) < 128 for c in txt), {c for c in txt if ord(c) >= 128}
+
+
+def test_keys_without_gaps_are_greyed_out(tmp_path):
+    s = Synth()
+    with s.frame("model.py(1): f", 0, 100):
+        s.cpu_op("aten::add", 1, 10)
+    p = s.write(tmp_path / "cpu_only.json")
+
+    async def go():
+        async with opened(p) as (app, pilot):
+            assert app.check_action("next_gap", ()) is None
+            assert app.check_action("next_trace", ()) is None
+            assert app.check_action("zoom", ()) is True
+            await pilot.press("n", "enter", "space")  # nothing to do: no crash
+            await pilot.pause()
+            return screen_text(app)
+
+    txt = run(go())
+    assert "no idle gaps" in txt
+
+
+def test_detail_of_kernel_under_cursor(tmp_path):
+    p = three_gaps(tmp_path, names=("k0", "k1", "k2", "the_kernel"))
+
+    async def go():
+        async with opened(p, size=(120, 40)) as (app, pilot):
+            await pilot.press("slash", *"the_kernel", "enter", "escape")
+            await pilot.pause()
+            await pilot.press("enter")
+            await pilot.pause()
+            return screen_text(app)
+
+    txt = run(go())
+    assert "kernel: the_kernel" in txt
+    assert "launched by cudaLaunchKernel" in txt
+    assert "grid" in txt
+
+
+def test_real_trace_opens_with_largest_gap_selected(shared_traces):
+    p = shared_traces / "h200" / "stack_memory_compile_graph.pt.trace.json.gz"
+
+    async def go():
+        async with opened(p, size=(100, 30)) as (app, pilot):
+            sc = app.scene
+            g = sc.analysis.gaps
+            assert sc.selected == 0
+            assert int(g.dur_ns[sc.selected_row]) == int(np.max(np.asarray(g.dur_ns)[sc.all_listed]))
+            for k in ("n", "space", "j", "2", "3", "1", "c", "c", "t", "g", "escape"):
+                await pilot.press(k)
+                await pilot.pause()
+            return screen_text(app)
+
+    assert "gapscope" in run(go())
