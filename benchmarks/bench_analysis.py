@@ -1,0 +1,69 @@
+"""Full analysis time next to load time, on the largest trace available. Run by hand:
+
+    python benchmarks/bench_analysis.py [TRACE]
+
+Without TRACE it takes the largest file in /tmp/gapscope-bench (made by benchmarks/gen_big.py; it is
+generated at 100M when the folder is empty). Prints events, load time, analysis time (gaps, causes,
+findings, then the report tables) and their ratio. Target: analysis <= 0.3x load.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from tui.analysis import analyze  # noqa: E402
+from tui.trace import load  # noqa: E402
+
+BENCH_DIR = "/tmp/gapscope-bench"
+
+
+def pick() -> str:
+    if len(sys.argv) > 1:
+        return sys.argv[1]
+    files = [p for p in glob.glob(os.path.join(BENCH_DIR, "*.json*")) if not p.endswith(".tmp")]
+    if not files:
+        subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "gen_big.py"), BENCH_DIR, "--sizes", "100M"],
+                       check=True)
+        files = glob.glob(os.path.join(BENCH_DIR, "*.json*"))
+    return max(files, key=os.path.getsize)
+
+
+def main() -> None:
+    path = pick()
+    t = time.perf_counter()
+    try:
+        m = load(path, no_cache=True)
+    except TypeError:
+        m = load(path)
+    t_load = time.perf_counter() - t
+    t = time.perf_counter()
+    a = analyze(m)
+    t_core = time.perf_counter() - t
+    t = time.perf_counter()
+    a.kernels, a.syncs, a.copies, a.allocator, a.collectives, a.launches
+    t_tables = time.perf_counter() - t
+    t = time.perf_counter()
+    from tui.report import build_json, render_markdown
+
+    render_markdown([a])
+    build_json([a])
+    t_report = time.perf_counter() - t
+    total = t_core + t_tables
+    print(f"trace      {path} ({os.path.getsize(path) / 1e6:.0f} MB, {m.n:,} events, {len(a.gaps):,} gaps, "
+          f"{len(a.listed_rows()):,} listed)")
+    print(f"load       {t_load:8.3f} s")
+    print(f"analyze    {t_core:8.3f} s  (devices, gaps, causes, findings)")
+    print(f"tables     {t_tables:8.3f} s  (kernels, syncs, copies, allocator, collectives, launches)")
+    print(f"report     {t_report:8.3f} s  (Markdown + JSON)")
+    print(f"ratio      {total / t_load:8.3f}  analysis / load (target <= 0.3)")
+
+
+if __name__ == "__main__":
+    main()
