@@ -24,9 +24,13 @@ class Frame:
         return self.name
 
 
+_PY, _ANN, _OP = int(Kind.PYTHON), int(Kind.ANNOTATION), int(Kind.CPU_OP)
+
+
 class StackIndex:
     def __init__(self, model: TraceModel, flags: dict[str, np.ndarray]):
         self.m = model
+        self._frames: dict[int, Frame] = {}
         self.flags = flags
         kind = model.kind
         cpu_track = np.array([t.kind is TrackKind.CPU for t in model.tracks] + [False], dtype=bool)
@@ -87,6 +91,26 @@ class StackIndex:
             cur = np.where(bad, m.parent[c], cur)
         return cur
 
+    def _innermost_one(self, fam: str, thread: int, t: int) -> int:
+        """Scalar fast path of ``innermost`` (per-gap detail work)."""
+        m = self.m
+        idx, keys = self.fams[fam]
+        if idx.size == 0 or thread < 0:
+            return -1
+        q = thread * self.span + min(max(t - self.base, 0), self.span - 1)
+        j = int(keys.searchsorted(q, side="right")) - 1
+        if j < 0:
+            return -1
+        c = int(idx[j])
+        if int(m.track[c]) != thread:
+            return -1
+        ts, end, par = m.ts_ns, self.end, m.parent
+        for _ in range(100_000):
+            if c < 0 or (ts[c] <= t < end[c]):
+                return c
+            c = int(par[c])
+        return -1
+
     def _chain(self, i: int, t: int) -> list[int]:
         out = []
         m = self.m
@@ -98,29 +122,40 @@ class StackIndex:
 
     def stack_at(self, thread: int, t: int) -> list[Frame]:
         """Frames containing time t on the thread, outermost first."""
+        thread, t = int(thread), int(t)
         if thread < 0:
             return []
         m = self.m
-        evs = self._chain(int(self.innermost("cpu", thread, t)[0]), t) + self._chain(
-            int(self.innermost("py", thread, t)[0]), t)
-        evs.sort(key=lambda i: (int(m.ts_ns[i]), -int(self.end[i]), 0 if m.kind[i] == Kind.PYTHON else 1))
-        return [self.frame(i) for i in evs]
+        evs = self._chain(self._innermost_one("cpu", thread, t), t) + self._chain(
+            self._innermost_one("py", thread, t), t)
+        ts = m.ts_ns[evs].tolist() if evs else []
+        en = self.end[evs].tolist() if evs else []
+        kd = m.kind[evs].tolist() if evs else []
+        order = sorted(range(len(evs)), key=lambda k: (ts[k], -en[k], 0 if kd[k] == _PY else 1))
+        return [self.frame(evs[k]) for k in order]
 
     def frame(self, i: int) -> Frame:
+        f = self._frames.get(i)
+        if f is None:
+            f = self._frames[i] = self._frame(i)
+        return f
+
+    def _frame(self, i: int) -> Frame:
         m = self.m
-        nm = m.name(i)
-        k = m.kind[i]
-        nid = m.name_id[i]
-        if k == Kind.PYTHON:
+        i = int(i)
+        nid = int(m.name_id[i])
+        nm = m.names[nid]
+        k = int(m.kind[i])
+        if k == _PY:
             f, ln, _ = parse_frame(nm)
-            return Frame("python", nm, int(i), f, ln)
-        if k == Kind.ANNOTATION:
-            return Frame("annotation", nm, int(i))
+            return Frame("python", nm, i, f, ln)
+        if k == _ANN:
+            return Frame("annotation", nm, i)
         if self.flags["sync_rt"][nid] or self.flags["blocking_copy"][nid] or self.flags["sync_op"][nid]:
-            return Frame("sync", nm, int(i))
-        if k == Kind.CPU_OP:
-            return Frame("op", nm, int(i))
-        return Frame("runtime", nm, int(i))
+            return Frame("sync", nm, i)
+        if k == _OP:
+            return Frame("op", nm, i)
+        return Frame("runtime", nm, i)
 
 
 def frame_text(f: Frame) -> str:
