@@ -131,9 +131,8 @@ def format_text(s: dict) -> str:
         for r in cells:
             parts = []
             for i, c in enumerate(r):
-                right = all(
-                    (x[i].replace(",", "").replace(".", "").isdigit() or x[i] in ("-", "")) for x in cells[1:]
-                )
+                # numbers (with a unit or not) right-aligned, text left-aligned
+                right = all(x[i][:1].isdigit() or x[i] in ("-", "") for x in cells[1:])
                 parts.append(c.rjust(widths[i]) if right else c.ljust(widths[i]))
             lines.append("  " + "  ".join(parts).rstrip())
 
