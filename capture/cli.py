@@ -254,6 +254,8 @@ def _finish_distributed() -> None:
         import torch.distributed as dist
 
         if dist.is_initialized():
+            # every rank done (rank 0 may still be writing the summary) before tearing the group down
+            dist.barrier()
             dist.destroy_process_group()
     except Exception:
         pass

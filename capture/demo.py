@@ -215,14 +215,19 @@ def build_model(cfg: Config, device, dtype, *, inject: str | None = None, tp_ran
                 return self.head(self.norm(x))
 
     _loops_per_us()  # calibrate the busy loops now, not inside a profiled window
-    torch.manual_seed(0)  # replicated weights are equal on every rank
-    for_rank = torch.Generator().manual_seed(1000 + tp_rank)
-    model = Decoder()
+    # Build and initialise on the target device (a full-size model initialised on the CPU takes seconds).
+    torch.manual_seed(0)
+    shared = torch.Generator(device=device).manual_seed(0)  # replicated weights are equal on every rank
+    for_rank = torch.Generator(device=device).manual_seed(1000 + tp_rank)  # shards differ per rank
+    with torch.device(device):
+        model = Decoder()
+    sharded = ("qkv.weight", "o.weight", "up.weight", "down.weight")
     with torch.no_grad():
         for name, p in model.named_parameters():
             if p.dim() == 2:
                 scale = 0.02 if "embed" in name else 1.0 / math.sqrt(p.shape[1])
-                p.copy_(torch.randn(p.shape, generator=for_rank if name.endswith(("qkv.weight", "o.weight", "up.weight", "down.weight")) else None) * scale)
+                g = for_rank if name.endswith(sharded) else shared
+                p.copy_(torch.randn(p.shape, generator=g, device=device) * scale)
     return model.to(device=device, dtype=dtype).eval()
 
 
