@@ -309,8 +309,9 @@ class GapscopeApp(App):
                 m = sc.model
                 parts.append(f"{m.name(ev)} {self.d(m.dur_ns[ev])}")
         parts.append(f"cursor {self.d(v.cursor - v.lo)}")
+        # fixed height: no layout pass, only this line is redrawn
         self.query_one("#status", Static).update(Text(self._text("  " + " | ".join(parts)), no_wrap=True,
-                                                      overflow="ellipsis"))
+                                                      overflow="ellipsis"), layout=False)
 
     def _cause_name(self, i: int) -> str:
         try:
