@@ -190,3 +190,13 @@ def test_time_formatting():
                                        ("x\x07", "x\\x07"), ("[0]", "[0]")])
 def test_safe_escapes_control_characters(raw, shown):
     assert safe(raw) == shown
+
+
+def test_short_kernel_names():
+    from tui.app.safe import short_kernel
+
+    assert short_kernel("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+                        "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)") \
+        == "at::native::vectorized_elementwise_kernel<>"
+    assert short_kernel("triton_poi_fused_mul_0") == "triton_poi_fused_mul_0"
+    assert short_kernel("[bold]") == "[bold]"

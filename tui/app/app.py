@@ -17,7 +17,7 @@ from ..errors import GapscopeError
 from . import glyphs as G
 from .lanes import col_to_time, time_to_col
 from .panels import event_text, header_text, stack_text
-from .safe import ascii_safe, safe
+from .safe import ascii_safe, safe, short_kernel
 from .scene import Scene
 from .screens import DetailScreen, ErrorScreen, HelpScreen, LoadingScreen
 from .timefmt import fmt_dur
@@ -45,15 +45,16 @@ class GapscopeApp(App):
     TITLE = "gapscope"
     CSS = """
     Screen { layout: vertical; }
-    #header { height: auto; max-height: 4; background: $panel; }
+    #header { height: auto; max-height: 4; background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
     #views { height: 1fr; }
     #lanesview { height: 1fr; }
     #timeline { height: 1fr; min-height: 2; }
     #bottom { height: 40%; min-height: 3; }
-    #gaplist { width: 1fr; scrollbar-size-horizontal: 0; }
-    #stack { width: 1fr; border-left: vkey $primary; }
+    #gaplist { width: 11fr; scrollbar-size-horizontal: 0; scrollbar-size-vertical: 1; }
+    #stack { scrollbar-size-vertical: 1; }
+    #stack { width: 9fr; border-left: vkey $primary; }
     .-ascii #stack { border-left: ascii $primary; }
-    #status { height: 1; background: $panel; }
+    #status { height: 1; background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
     #search { dock: bottom; display: none; }
     #search.-on { display: block; }
     """
@@ -111,7 +112,7 @@ class GapscopeApp(App):
                     yield Axis(self.glyphs, lv, id="axis")
                     yield lv
                 with Horizontal(id="bottom"):
-                    yield GapList(id="gaplist", cursor_type="row", zebra_stripes=False)
+                    yield GapList(id="gaplist", cursor_type="row", zebra_stripes=False, cell_padding=1)
                     with StackPanel(id="stack"):
                         yield Static(id="stacktext")
             yield DataTable(id="kernels", cursor_type="row")
@@ -125,10 +126,10 @@ class GapscopeApp(App):
         if self.glyphs.ascii:
             self.screen.add_class("-ascii")
         gl = self.query_one("#gaplist", DataTable)
-        gl.add_column(Text("#"), key="n")
-        gl.add_column(Text("idle"), key="dur")
-        gl.add_column(Text("cause"), key="cause")
-        gl.add_column(Text("at"), key="at")
+        gl.add_column(Text("#"), key="n", width=3)
+        gl.add_column(Text("idle", justify="right"), key="dur", width=7)
+        gl.add_column(Text("cause"), key="cause", width=9)
+        gl.add_column(Text("at", justify="right"), key="at", width=7)
         gl.add_column(Text("next op"), key="next")
         self._loading = LoadingScreen(self._text(f"loading {os.path.basename(self.paths[0])} ... (Esc cancels)"))
         self.push_screen(self._loading)
@@ -338,7 +339,8 @@ class GapscopeApp(App):
                 Text(self.d(g.dur_ns[row]), justify="right"),
                 Text(cause, style=G.CAUSE_COLOURS.get(cause, "")),
                 Text(self.d(int(g.start_ns[row]) - sc.view.lo), justify="right"),
-                Text(self._text(model.name(nxt)) if nxt >= 0 else "?", no_wrap=True, overflow="ellipsis"),
+                Text(self._text(short_kernel(model.name(nxt))) if nxt >= 0 else "?", no_wrap=True,
+                     overflow="ellipsis"),
                 key=str(pos),
             )
         if sc.order.size > MAX_LIST:

@@ -20,4 +20,31 @@ def safe(name) -> str:
 
 def ascii_safe(s: str) -> str:
     """For --ascii: non-ASCII characters become '?' so a non-UTF-8 terminal never sees raw bytes."""
+    if s.isascii():
+        return s
+    s = s.replace("µ", "u").replace("μ", "u").replace("…", "...").replace("—", "-").replace("–", "-")
+    s = s.replace("→", "->").replace("×", "x").replace("≥", ">=").replace("≤", "<=").replace("·", ".")
     return s.encode("ascii", "replace").decode("ascii")
+
+
+def short_kernel(name: str) -> str:
+    """A kernel's name without the return type, parameters and template arguments, for narrow columns:
+    ``void at::native::foo<float, 4>(Params)`` -> ``at::native::foo<>``."""
+    n = name.strip()
+    if n.startswith("void "):
+        n = n[5:]
+    depth = 0
+    out = []
+    for ch in n:
+        if ch == "<":
+            if depth == 0:
+                out.append("<>")
+            depth += 1
+        elif ch == ">" and depth:
+            depth -= 1
+        elif ch == "(" and depth == 0:
+            break
+        elif depth == 0:
+            out.append(ch)
+    s = "".join(out).strip()
+    return s or name
