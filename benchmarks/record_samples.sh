@@ -4,8 +4,8 @@
 #   OUT=/tmp/samples bash benchmarks/record_samples.sh          # full size, needs CUDA
 #   OUT=/tmp/samples SIZE=tiny bash benchmarks/record_samples.sh   # quick check of the script on a CPU
 #
-# Writes $OUT/log.txt (everything), $OUT/table.txt (distortion per trace) and $OUT/traces.tar (the traces,
-# already gzip'd each). One failing recording does not stop the others.
+# Writes $OUT/log.txt (everything), $OUT/table.txt (distortion per trace) and the traces (each already
+# gzip'd) in $OUT/eager.tar, $OUT/other.tar (graph, compile) and $OUT/ranks.tar. One failing recording does not stop the others.
 set -u
 OUT=${OUT:-bench_out}
 SIZE=${SIZE:-full}
@@ -34,10 +34,18 @@ rec() {  # rec LABEL SECONDS COMMAND...   (skipped when the budget is spent)
     rm -f "$OUT/$label.log"
     echo "=== $label: rc=$rc in $((SECONDS - t0)) s"
 }
-pack() {  # the traces so far, in one file (re-made after each group, so a late kill still returns them)
-    (cd "$T" && tar -cf ../traces.tar.tmp $(ls | grep -E '\.json(\.gz)?$') 2>/dev/null && mv ../traces.tar.tmp ../traces.tar)
+pack() {  # the traces so far, in three files of < 16 MiB each (re-made after each group, so a late kill still returns them)
+    (
+        cd "$T" || exit
+        ls | grep -E '\.json(\.gz)?$' | grep -v -- '-tp' | grep -v -E '^demo-(graph|compile)' >../.eager.lst
+        ls | grep -E '^demo-(graph|compile).*\.json\.gz$' >../.other.lst
+        ls | grep -E -- '-tp.*\.json(\.gz)?$' >../.ranks.lst
+        for g in eager other ranks; do
+            if [ -s "../.$g.lst" ]; then tar -cf "../$g.tar.tmp" -T "../.$g.lst" && mv "../$g.tar.tmp" "../$g.tar"; fi
+            rm -f "../.$g.lst"
+        done
+    )
 }
-
 {
     date -u
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 || true
@@ -112,4 +120,5 @@ EOF
 
 pack
 ls -la "$T" >>"$LOG"
-du -sh "$OUT/traces.tar" | tee -a "$LOG"
+du -sh "$OUT"/*.tar | tee -a "$LOG"
+rm -rf "$T"  # the traces come back in the tar files
