@@ -235,10 +235,7 @@ class Analysis:
         extra: dict = {}
         anchor = t0
         if cause == "sync":
-            last = int(self.cpu.sync.cov.last_end_at_or_before(self.cpu.sync._q(np.int64(thr), np.int64(t0))))
-            # the sync call may have returned just before t0 (clock mapping): look inside it
-            anchor = min(t0, self.cpu.sync.base + (last - thr * self.cpu.sync.span) - 1)
-            stack = st.stack_at(thr, anchor)
+            stack = st.stack_at(thr, self._sync_anchor(thr, t0, tl))
         elif cause == "python":
             stack, extra["python_frame"] = self._python_holder(thr, t0, tl)
         elif cause in ("launch", "allocator"):
@@ -257,6 +254,25 @@ class Analysis:
                         sig.name if sig else None, extra)
         det.explanation = self._explain(det, tl)
         return det
+
+    def _sync_anchor(self, thr: int, t0: int, tl: int) -> int:
+        """A time inside the synchronising call that makes the gap: the one open at t0 (or ending just
+        before it), else the longest one in [t0, t_launch]; the point is inside its innermost sync child."""
+        m = self.model
+        idx = self._thread_events(thr, t0 - self.config.sync_slack_ns, max(tl, t0 + 1))
+        idx = idx[self.cpu.sync_mask[idx]]
+        if idx.size == 0:
+            return t0
+        end = m.ts_ns[idx] + m.dur_ns[idx]
+        at0 = idx[m.ts_ns[idx] <= t0]
+        if at0.size:
+            top = int(at0[np.argmax(m.dur_ns[at0])])
+        else:
+            top = int(idx[np.argmax(m.dur_ns[idx])])
+        s, e = int(m.ts_ns[top]), int(m.ts_ns[top] + m.dur_ns[top])
+        inner = idx[(m.ts_ns[idx] >= s) & (end <= e)]
+        best = int(inner[np.argmax(m.depth[inner])]) if inner.size else top
+        return int(m.ts_ns[best]) + int(m.dur_ns[best]) // 2
 
     def _python_holder(self, thr: int, t0: int, tl: int):
         """The Python frame holding the CPU in [t0, tl]: the most common innermost Python frame among
@@ -365,8 +381,9 @@ class Analysis:
             return f"GPU compute idle {_us(d.dur_ns)} during a collective{sig}."
         if d.cause == "sync":
             s = next((f"`{f.name}`" for f in reversed(d.stack) if f.kind == "sync"), "a synchronising call")
-            return (f"The CPU waited in {s}{sig}; the GPU then stayed idle {_us(d.dur_ns)} until {nk} was "
-                    f"launched {_us(w)} after the wait ended.")
+            return (f"The launching thread synchronised with the GPU in {s}{sig} ({_us(d.breakdown.get('sync', 0))} "
+                    f"in synchronising calls) and launched {nk} {_us(w)} after the GPU ran dry; GPU idle "
+                    f"{_us(d.dur_ns)}.")
         if d.cause == "profiler":
             return f"GPU idle {_us(d.dur_ns)} inside the profiler's own overhead; not a property of the model."
         if d.cause == "allocator":

@@ -137,7 +137,8 @@ def stream_gaps(model: TraceModel, track_id: int):
 class CpuSets:
     """Grouped (per CPU thread) coverage sets used by the cause rules and the CPU breakdown."""
 
-    def __init__(self, model: TraceModel, flags: dict[str, np.ndarray]):
+    def __init__(self, model: TraceModel, flags: dict[str, np.ndarray], cfg: Thresholds | None = None):
+        cfg = cfg or Thresholds()
         kind = model.kind
         trk = model.track
         cpu_track = np.array([t.kind is TrackKind.CPU for t in model.tracks], dtype=bool)
@@ -152,7 +153,15 @@ class CpuSets:
         if ann.any():
             step = np.array([n.startswith("ProfilerStep#") for n in model.names], dtype=bool)
             ann &= ~step[nid]
-        sync = (rt & (flags["sync_rt"][nid] | flags["blocking_copy"][nid])) | (op & flags["sync_op"][nid])
+        sync_rt = rt & (flags["sync_rt"][nid] | flags["blocking_copy"][nid])
+        # aten ops holding a synchronising runtime call (``.cpu()`` is aten::to -> ... -> cudaStreamSynchronize)
+        # are synchronising calls themselves; so are the sync ops by name (aten::item, ...)
+        is_aten = np.array([n.startswith("aten::") for n in model.names], dtype=bool)[nid] if model.n else on_cpu
+        sync_anc = _ancestor_mark(model.parent, np.flatnonzero(sync_rt), op & is_aten)
+        has_rt = _ancestor_mark(model.parent, np.flatnonzero(rt), op)
+        sync = sync_rt | (op & flags["sync_op"][nid]) | sync_anc
+        # long CPU-only ops (nothing launched below them) are host computation, not dispatch
+        host_op = op & ~has_rt & (model.dur_ns >= cfg.host_op_ns)
         alloc = ((rt | op) & flags["alloc"][nid]) | (py & flags["empty_cache"][nid])
         self.blocking_copy = rt & flags["blocking_copy"][nid]
         coll = op & flags["coll_op"][nid]
@@ -173,6 +182,7 @@ class CpuSets:
         self.sync = gc(sync)
         self.u2 = gc(sync | alloc)
         self.u3 = gc(sync | alloc | rt)
+        self.u3h = gc(sync | alloc | rt | host_op)
         self.u4 = gc(sync | alloc | rt | op)
         self.u5 = gc(sync | alloc | rt | op | py | ann)
         self.bcopy = gc(self.blocking_copy)
@@ -183,11 +193,27 @@ class CpuSets:
         c1 = self.sync.covered(thread, a, b)
         c2 = self.u2.covered(thread, a, b)
         c3 = self.u3.covered(thread, a, b)
+        c3h = self.u3h.covered(thread, a, b)
         c4 = self.u4.covered(thread, a, b)
         c5 = self.u5.covered(thread, a, b)
         w = np.maximum(np.asarray(b, np.int64) - np.asarray(a, np.int64), 0)
-        return {"sync": c1, "allocator": c2 - c1, "runtime": c3 - c2, "op": c4 - c3, "python": c5 - c4,
+        return {"sync": c1, "allocator": c2 - c1, "runtime": c3 - c2, "op": c4 - c3h, "python": (c5 - c4) + (c3h - c3),
                 "idle": w - c5}
+
+
+def _ancestor_mark(parent: np.ndarray, start: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """Mask of the events in ``allowed`` that are ancestors of some event in ``start``."""
+    out = np.zeros(parent.shape[0], dtype=bool)
+    cur = parent[start] if start.size else np.zeros(0, np.int64)
+    for _ in range(10_000):
+        cur = cur[cur >= 0]
+        if cur.size == 0:
+            break
+        cur = np.unique(cur)
+        ok = allowed[cur] & ~out[cur]
+        out[cur[ok]] = True
+        cur = parent[cur[ok]]
+    return out
 
 
 def default_threads(model: TraceModel) -> dict[int, int]:
@@ -216,7 +242,7 @@ def default_threads(model: TraceModel) -> dict[int, int]:
 def classify(model: TraceModel, cols: dict, cfg: Thresholds, flags=None, cpu: CpuSets | None = None):
     """Cause index per gap plus the columns the details need (launch, thread, breakdown)."""
     flags = flags if flags is not None else name_flags(model.names)
-    cpu = cpu if cpu is not None else CpuSets(model, flags)
+    cpu = cpu if cpu is not None else CpuSets(model, flags, cfg)
     dev = cols["device"].astype(np.int64)
     t0 = cols["start"]
     t1 = cols["end"]
@@ -257,11 +283,13 @@ def classify(model: TraceModel, cols: dict, cfg: Thresholds, flags=None, cpu: Cp
     bcopy_share = cpu.bcopy.covered(thread, t0, t1)
     is_copy = (copy_share > most * g) | (bcopy_share > most * g)
     is_coll = (coll_cov.covered(dev, t0, t1) > most * g) | (cpu.coll.covered(thread, t0, t1) > most * g)
-    is_sync = cpu.sync.touches(thread, t0 - cfg.sync_slack_ns, t0) & (thread >= 0)
-    is_prof = ov_cov.covered(t0, t1) > most * g
     bd = cpu.breakdown(thread, t0, tl)
+    wpos = (tl - t0) > 0
+    in_sync_at_t0 = cpu.sync.touches(thread, t0 - cfg.sync_slack_ns, t0)
+    sync_in_gap = wpos & (bd["sync"] >= cfg.sync_share * (tl - t0)) & (bd["sync"] > 0)
+    is_sync = (in_sync_at_t0 | sync_in_gap) & (thread >= 0)
+    is_prof = ov_cov.covered(t0, t1) > most * g
     late = has_l & (w < cfg.late_launch_share * g)
-    wpos = w > 0
     is_alloc = wpos & (bd["allocator"] >= cfg.allocator_share * w) & (bd["allocator"] > 0)
     is_py = wpos & (bd["python"] > most * w)
     dispatch = bd["op"] + bd["runtime"] + bd["sync"] + bd["allocator"]

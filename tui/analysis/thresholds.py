@@ -13,6 +13,16 @@ Cause rules (see ../shared/design/gap-causes.md; the first rule that holds wins)
     "A large share": allocator calls (cudaMalloc, cudaFree, cudaHostAlloc, cudaFreeHost, ...)
     on the launching thread take at least this share of [t0, t_launch]. Lower than ``most`` because
     one cudaFree implies a device-wide synchronisation whose cost shows up partly elsewhere.
+``sync_share`` (0.2)
+    The ``sync`` rule also holds when synchronising calls (``aten::item``, ``cudaStreamSynchronize``,
+    blocking copies, ...) on the launching thread take at least this share of [t0, t_launch]: a
+    synchronisation inside the gap empties the GPU queue whatever the CPU's speed, so the gap cannot
+    be hidden by running ahead. Typical of CPU-bound eager decode, where the GPU has already drained
+    when ``.item()`` is called and the thread is therefore not yet inside the call at t0.
+``host_op_ns`` (50000)
+    An aten op that runs at least 50 µs on the CPU without launching anything below it (CPU softmax,
+    sampling, numpy conversion) is host computation: its time counts as ``python`` (host work that
+    feeds no GPU), not as dispatch. Shorter ops without launches (view, reshape) stay dispatch cost.
 ``sync_slack_ns`` (1000)
     The ``sync`` rule asks whether the launching thread was inside a synchronising call at t0.
     CUPTI maps GPU timestamps onto the CPU clock with a small error, so a synchronising call that
@@ -38,6 +48,8 @@ from dataclasses import dataclass
 class Thresholds:
     most: float = 0.5
     allocator_share: float = 0.3
+    sync_share: float = 0.2
+    host_op_ns: int = 50_000
     sync_slack_ns: int = 1_000
     min_listed_gap_ns: int = 2_000
     large_distortion: float = 1.3
