@@ -1,0 +1,66 @@
+"""Smoke test: the real command in a real terminal (tmux), driven by keys, read back with capture-pane."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TMUX = shutil.which("tmux") or ("/usr/bin/tmux" if os.path.exists("/usr/bin/tmux") else None)
+
+pytestmark = pytest.mark.skipif(TMUX is None and not os.environ.get("CI"), reason="tmux is not installed")
+
+
+def _tmux(*args, check=True) -> str:
+    return subprocess.run([TMUX, *args], check=check, capture_output=True, text=True, timeout=30).stdout
+
+
+def _wait_for(session: str, needle: str, timeout: float = 30.0) -> str:
+    deadline = time.monotonic() + timeout
+    text = ""
+    while time.monotonic() < deadline:
+        text = _tmux("capture-pane", "-p", "-t", session)
+        if needle in text:
+            return text
+        time.sleep(0.2)
+    raise AssertionError(f"{needle!r} did not appear; screen was:\n{text}")
+
+
+@pytest.mark.parametrize("lang", ["C.UTF-8", "C"])
+def test_real_command_in_tmux(shared_traces, tmp_path, lang):
+    if TMUX is None:
+        pytest.fail("CI needs tmux for the terminal smoke test")
+    trace = shared_traces / "h200" / "stack_memory_compile_graph.pt.trace.json.gz"
+    session = f"gapscope-test-{os.getpid()}-{lang.replace('.', '')}"
+    env = f"cd {ROOT} && LANG={lang} LC_ALL={lang} TERM=xterm-256color GAPSCOPE_CACHE_DIR={tmp_path}"
+    cmd = f"{env} {sys.executable} -m tui {trace} --no-cache; echo EXIT=$?; sleep 30"
+    _tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", cmd)
+    try:
+        screen = _wait_for(session, "gap 1/")
+        assert "stack_memory_compile_graph" in screen
+        assert "GPU idle" in screen and "cause:" in screen
+        for key, needle in (("n", "gap 2/"), ("n", "gap 3/"), ("N", "gap 2/")):
+            _tmux("send-keys", "-t", session, key)
+            screen = _wait_for(session, needle)
+        _tmux("send-keys", "-t", session, "?")
+        screen = _wait_for(session, "next / previous gap")
+        assert "Legend" in screen
+        if lang == "C":  # not UTF-8: plain ASCII lanes
+            lanes = [ln for ln in screen.splitlines() if ln.startswith("stream ")]
+            assert all(ln.isascii() for ln in lanes)
+        _tmux("send-keys", "-t", session, "Escape")
+        # a key right after Escape would read as Alt+key: wait for the help to close first
+        deadline = time.monotonic() + 10
+        while "next / previous gap" in _tmux("capture-pane", "-p", "-t", session) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        _tmux("send-keys", "-t", session, "q")
+        screen = _wait_for(session, "EXIT=0")
+        assert "Traceback" not in screen
+    finally:
+        _tmux("kill-session", "-t", session, check=False)
