@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from itertools import compress, repeat
 from operator import itemgetter
 
 import numpy as np
@@ -197,9 +198,7 @@ def _take(lst: list, idx: np.ndarray) -> list:
         return []
     if idx.size == len(lst):
         return lst
-    if idx.size == 1:
-        return [lst[int(idx[0])]]
-    return list(itemgetter(*idx.tolist())(lst))
+    return [lst[i] for i in idx.tolist()]
 
 
 def _int_col(values: list, default: int = NO_ID) -> np.ndarray:
@@ -344,18 +343,18 @@ class ColumnBuilder:
 
     def _stage(self, evs: list):
         """Everything derived from one chunk, computed without touching the builder's state."""
-        cats = [e.get("cat") for e in evs]
+        cats = list(map(_dget, evs, repeat("cat")))
         counts = Counter(cats)
-        phs = [e.get("ph") for e in evs]
-        phc = Counter(phs)
+        phs = list(map(_dget, evs, repeat("ph")))
+        phc = set(phs)
         meta = [e for e, p in zip(evs, phs) if p == "M"] if "M" in phc else []
         if set(phc) <= _TIMED_FAST:
             timed, tcats, tphs = evs, cats, phs
         else:
-            sel = [i for i, p in enumerate(phs) if p != "M" and p not in FLOW_PHASES]
-            timed = [evs[i] for i in sel]
-            tcats = [cats[i] for i in sel]
-            tphs = [phs[i] for i in sel]
+            mask = [p not in _NOT_TIMED for p in phs]
+            timed = list(compress(evs, mask))
+            tcats = list(compress(cats, mask))
+            tphs = list(compress(phs, mask))
         n = len(timed)
         if n == 0:
             return counts, meta, None
@@ -363,10 +362,10 @@ class ColumnBuilder:
             # one C-level pass for the fields every Kineto event has; transposed into columns
             names, pids, tids, tsl = zip(*map(_COMMON, timed))
         except KeyError:
-            names = [e.get("name") for e in timed]
-            pids = [e.get("pid") for e in timed]
-            tids = [e.get("tid") for e in timed]
-            tsl = [e.get("ts") for e in timed]
+            names = list(map(_dget, timed, repeat("name")))
+            pids = list(map(_dget, timed, repeat("pid")))
+            tids = list(map(_dget, timed, repeat("tid")))
+            tsl = list(map(_dget, timed, repeat("ts")))
         # kinds
         kl = list(map(_KIND_LOOKUP.get, tcats))
         if None in kl:
@@ -388,7 +387,7 @@ class ColumnBuilder:
             ts_ok &= np.array([e.get("ts") is not None for e in timed], dtype=bool)
         else:
             ts, ts_ok = _us_to_ns(tsl)
-        durl = [e.get("dur") for e in timed]
+        durl = list(map(_dget, timed, repeat("dur")))
         no_dur = 0
         if None in durl:
             miss = np.array([d is None for d in durl], dtype=bool)
@@ -406,7 +405,7 @@ class ColumnBuilder:
         if n_neg:
             dur[neg] = 0
         # args
-        al = [e.get("args") for e in timed]
+        al = list(map(_dget, timed, repeat("args")))
         at = set(map(type, al))
         if not at <= {dict, _NONE_TYPE}:
             raise _SlowLane()
@@ -428,13 +427,16 @@ class ColumnBuilder:
         nonpy = np.flatnonzero(~is_py)
         if nonpy.size:
             sub = _take(al, nonpy)
-            corr[nonpy] = _int_col([a.get("correlation", NO_ID) for a in sub])
-            ext[nonpy] = _int_col([a.get("External id", a.get("external id", NO_ID)) for a in sub])
+            corr[nonpy] = _int_col(list(map(_dget, sub, repeat("correlation"), repeat(NO_ID))))
+            ev = list(map(_dget, sub, repeat("External id"), repeat(None)))
+            if None in ev:  # old traces spell it in lower case
+                ev = [a.get("external id", NO_ID) if v is None else v for a, v in zip(sub, ev)]
+            ext[nonpy] = _int_col(ev)
         pyix = np.flatnonzero(is_py)
         if pyix.size:
             sub = _take(al, pyix)
-            pyid[pyix] = _int_col([a.get("Python id", NO_ID) for a in sub])
-            pv = [a.get("Python parent id", NO_ID) for a in sub]
+            pyid[pyix] = _int_col(list(map(_dget, sub, repeat("Python id"), repeat(NO_ID))))
+            pv = list(map(_dget, sub, repeat("Python parent id"), repeat(NO_ID)))
             if None in pv:
                 pv = [NO_ID if v is None else v for v in pv]
             pypar[pyix] = _int_col(pv)
@@ -636,9 +638,11 @@ class ColumnBuilder:
         return w
 
 
+_dget = dict.get
 _COMMON = itemgetter("name", "pid", "tid", "ts")
 _COLS = ("ts", "dur", "kind", "track", "name_id", "corr", "ext", "pyid", "pypar", "args_id", "nbytes")
 _TIMED_FAST = frozenset({"X", "i", "I"})
+_NOT_TIMED = FLOW_PHASES | {"M"}
 #: categories of flow and metadata records (not stored as events, so not 'unknown')
 _KNOWN_NON_EVENT_CATS = frozenset({"ac2g", "async", "async_gpu", "async_cpu_to_gpu", "fwdbwd", "trace", "spans"})
 
