@@ -30,7 +30,7 @@ SUGGESTIONS = {
 }
 
 TITLES = {
-    "copy": "{n} gaps behind {what} copies cost {t} of GPU idle",
+    "copy": "{n} gaps behind {what} copies{where} cost {t} of GPU idle",
     "collective": "{n} gaps behind collectives{where} cost {t} of GPU idle",
     "sync": "{n} syncs{where} cost {t} of GPU idle",
     "profiler": "{n} gaps inside profiler overhead: {t} of GPU idle",
@@ -79,8 +79,9 @@ def build_findings(a) -> list:
         if cause in BY_FRAME and r in detailed:
             key = (cause, a.gap_detail(r).signature)
         elif cause == "copy" and r in detailed:
-            c = a.gap_detail(r).extra.get("copy") or {}
-            key = (cause, c.get("kind"))
+            d = a.gap_detail(r)
+            c = d.extra.get("copy") or {}
+            key = (cause, d.signature, c.get("kind"))
         groups[key].append(r)
     out = []
     for key, rs in groups.items():
@@ -88,8 +89,9 @@ def build_findings(a) -> list:
         rs_a = np.array(rs, dtype=np.int64)
         idle = int(g.dur_ns[rs_a].sum())
         sig = key[1] if len(key) > 1 else None
-        where = f" from `{sig}`" if sig and cause != "copy" else ""
-        title = TITLES[cause].format(n=len(rs), t=_fmt(idle), where=where, what=sig or "memory")
+        what = key[2] if len(key) > 2 and key[2] else "memory"
+        where = f" from `{sig}`" if sig else ""
+        title = TITLES[cause].format(n=len(rs), t=_fmt(idle), where=where, what=what)
         if len(rs) == 1:
             title = title.replace("1 gaps", "1 gap").replace("1 syncs", "1 sync")
         top = rs_a[:5]

@@ -1,0 +1,82 @@
+"""Sample traces recorded by our capture on an H200 with one injected cause each (traces/, see
+benchmarks/record_samples.sh): the findings name the injected cause, its stack names the injected
+function, and the cause explains more idle time than in the same model's trace without injection.
+Skipped where the sample traces are not present. GAPSCOPE_SAMPLES=DIR points at another folder."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SAMPLE_TRACES
+
+SAMPLES = Path(os.environ.get("GAPSCOPE_SAMPLES", SAMPLE_TRACES))
+
+# inject name -> (accepted causes, function the stack must name)
+INJECTED = {
+    "sync": ({"sync"}, "_inject_sync_check"),
+    "sampling": ({"python", "sync"}, "_inject_host_sampling"),
+    "copy": ({"copy"}, "_inject_pageable_copy"),
+    "alloc": ({"allocator"}, "_inject_allocator_churn"),
+    "python": ({"python"}, "_host_bookkeeping"),
+}
+
+
+def _find(pattern: str) -> list[Path]:
+    if not SAMPLES.is_dir():
+        return []
+    rx = re.compile(pattern)
+    return sorted(p for p in SAMPLES.iterdir() if rx.search(p.name) and "nostacks" not in p.name
+                  and "-tp" not in p.name and p.name.endswith((".json", ".json.gz")))
+
+
+def _analyze(p: Path):
+    from tui.analysis import analyze
+    from tui.trace import load
+
+    return analyze(load(str(p), no_cache=True))
+
+
+def _baseline():
+    c = _find(r"^demo[-_](eager|clean)\.decode\.")
+    return _analyze(c[0]) if c else None
+
+
+@pytest.mark.parametrize("inject", sorted(INJECTED))
+def test_injected_cause_is_found(inject):
+    files = _find(rf"^demo.*[-_]{inject}[.\-_].*decode")
+    if not files:
+        pytest.skip(f"no sample trace with --inject {inject} in {SAMPLES}")
+    causes, func = INJECTED[inject]
+    a = _analyze(files[0])
+    hits = [f for f in a.findings if f.cause in causes and f.idle_ns > 0
+            and func in (f.evidence.get("frame") or "")]
+    assert hits, [f.title for f in a.findings]
+    f = hits[0]
+    assert a.findings.index(f) < 3, [x.title for x in a.findings[:5]]
+    stack = [fr.name for fr in a.gap_detail(int(f.gap_rows[0])).stack]
+    assert any(func in s for s in stack), stack
+    base = _baseline()
+    if base is not None:
+        ct, cb = a.cause_totals(), base.cause_totals()
+        assert sum(ct[c]["total_ns"] for c in causes) > sum(cb[c]["total_ns"] for c in causes)
+
+
+def test_late_rank_is_named():
+    files = _find(r"late1")
+    files = [p for p in sorted(SAMPLES.iterdir()) if "late1" in p.name and ".rank" in p.name
+             and p.name.endswith((".json", ".json.gz"))] if SAMPLES.is_dir() else []
+    if len(files) < 2:
+        pytest.skip("no two-rank sample trace with a late rank")
+    from tui.analysis import analyze_ranks
+    from tui.trace import load
+
+    aa = analyze_ranks([load(str(p), no_cache=True) for p in files[:2]])
+    rows = aa[0].rank_collectives
+    assert rows, "no collectives matched across ranks"
+    top = max(rows, key=lambda r: r["wait_us"])
+    assert top["late_rank"] == 1
+    assert top["wait_by_rank_us"]["0"] > top["wait_by_rank_us"]["1"]
