@@ -55,6 +55,9 @@ class GapscopeApp(App):
     #stack { width: 9fr; border-left: vkey $primary; }
     .-ascii #stack { border-left: ascii $primary; }
     #status { height: 1; background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
+    #kernels, #findings { height: 1fr; scrollbar-size-vertical: 1; }
+    .infobox { height: 40%; border-top: hkey $primary; }
+    .-ascii .infobox { border-top: ascii $primary; }
     #search { dock: bottom; display: none; }
     #search.-on { display: block; }
     """
@@ -115,8 +118,14 @@ class GapscopeApp(App):
                     yield GapList(id="gaplist", cursor_type="row", zebra_stripes=False, cell_padding=1)
                     with StackPanel(id="stack"):
                         yield Static(id="stacktext")
-            yield DataTable(id="kernels", cursor_type="row")
-            yield DataTable(id="findings", cursor_type="row")
+            with Vertical(id="kernelsview"):
+                yield DataTable(id="kernels", cursor_type="row")
+                with VerticalScroll(classes="infobox"):
+                    yield Static(id="kernelinfo")
+            with Vertical(id="findingsview"):
+                yield DataTable(id="findings", cursor_type="row")
+                with VerticalScroll(classes="infobox"):
+                    yield Static(id="findinginfo")
         yield SearchInput(placeholder="find a kernel or op by name (Enter: next, Shift+Enter: previous, Esc: done)",
                     id="search")
         yield Static(id="status")
@@ -239,6 +248,21 @@ class GapscopeApp(App):
             self.refresh_all()
 
     def _analysis_ready(self, sc: Scene, a, min_listed: int) -> None:
+        try:
+            self._install_analysis(sc, a, min_listed)
+        except Exception as exc:  # noqa: BLE001 - keep the lanes; say what went wrong in one line
+            if os.environ.get("GAPSCOPE_DEBUG"):
+                raise
+            sc.analysis = None
+            sc.gap_lanes.clear()
+            sc.gap_cover.clear()
+            sc.invalidate_rows()
+            sc.analysis_error = f"analysis could not be shown (internal error {type(exc).__name__}: {exc})"
+            if sc is self.scene:
+                self.lanes.sync_rows()
+                self.refresh_all()
+
+    def _install_analysis(self, sc: Scene, a, min_listed: int) -> None:
         sc.set_analysis(a, min_listed)
         if sc is self.scene:
             self.lanes.sync_rows()
@@ -362,18 +386,74 @@ class GapscopeApp(App):
         a = sc.analysis
         for c in ("kernel", "calls", "total", "%", "floor", "bound", "op", "shapes"):
             kt.add_column(Text(c), key=c)
-        for k in (getattr(a, "kernels", None) or [])[:200]:
-            kt.add_row(Text(self._text(k.name), no_wrap=True, overflow="ellipsis"), Text(str(k.count)),
+        for i, k in enumerate((getattr(a, "kernels", None) or [])[:200]):
+            kt.add_row(Text(self._text(short_kernel(k.name))[:60], no_wrap=True, overflow="ellipsis"),
+                       Text(str(k.count)),
                        Text(self.d(k.total_ns)), Text(f"{float(k.pct):.1f}"),
                        Text(self.d(k.floor_ns) if getattr(k, "floor_ns", None) else "-"),
                        Text(str(k.bound or "-")), Text(self._text(str(k.op or "-"))),
-                       Text(self._text(str(k.shapes or "-")), no_wrap=True, overflow="ellipsis"))
-        for c in ("#", "severity", "idle", "finding", "suggestion"):
+                       Text(self._text(str(k.shapes or "-"))[:40], no_wrap=True, overflow="ellipsis"), key=str(i))
+        for c in ("#", "severity", "idle", "finding"):
             ft.add_column(Text(c), key=c)
         for i, f in enumerate(getattr(a, "findings", None) or []):
             ft.add_row(Text(str(i + 1)), Text(str(f.severity)), Text(self.d(f.idle_ns)),
-                       Text(self._text(f.title)), Text(self._text(str(f.suggestion or "")), no_wrap=True,
-                                                        overflow="ellipsis"), key=str(i))
+                       Text(self._text(f.title), no_wrap=True, overflow="ellipsis"), key=str(i))
+        self._show_kernel_info(0)
+        self._show_finding_info(0)
+
+    def _show_kernel_info(self, i: int) -> None:
+        sc = self.scene
+        ks = (getattr(sc.analysis, "kernels", None) or []) if sc and sc.analysis else []
+        t = Text()
+        if 0 <= i < len(ks):
+            k = ks[i]
+            t.append(self._text(k.name) + "\n", style="bold bright_cyan")
+            t.append(self._text(f"{k.count} calls, {self.d(k.total_ns)} total ({float(k.pct):.1f}% of kernel time)"))
+            if getattr(k, "floor_ns", None):
+                t.append(self._text(f"; floor {self.d(k.floor_ns)} ({k.bound or '?'}-bound)"))
+            t.append("\n")
+            if k.op:
+                t.append(self._text(f"from {k.op}") + (self._text(f"  shapes {k.shapes}") if k.shapes else "") + "\n")
+            t.append("Enter: find it in the lanes", style="dim")
+        self.query_one("#kernelinfo", Static).update(t)
+
+    def _show_finding_info(self, i: int) -> None:
+        sc = self.scene
+        fs = (getattr(sc.analysis, "findings", None) or []) if sc and sc.analysis else []
+        t = Text()
+        if 0 <= i < len(fs):
+            f = fs[i]
+            t.append(self._text(f.title) + "\n", style="bold")
+            t.append(self._text(f"{f.severity}, {self.d(f.idle_ns)} of GPU idle explained, "
+                                f"{np.asarray(getattr(f, 'gap_rows', ())).size} gaps") + "\n")
+            if f.suggestion:
+                t.append("suggestion: ", style="bold green")
+                t.append(self._text(str(f.suggestion)) + "\n")
+            for k, v in list((f.evidence or {}).items())[:12]:
+                t.append(self._text(f"  {k}: {v}")[:300] + "\n", style="dim")
+            t.append("Enter: go to its largest gap", style="dim")
+        self.query_one("#findinginfo", Static).update(t)
+
+    @on(DataTable.RowHighlighted, "#kernels")
+    def _kernel_highlighted(self, ev: DataTable.RowHighlighted) -> None:
+        if ev.row_key is not None and str(ev.row_key.value).isdigit():
+            self._show_kernel_info(int(ev.row_key.value))
+
+    @on(DataTable.RowHighlighted, "#findings")
+    def _finding_highlighted(self, ev: DataTable.RowHighlighted) -> None:
+        if ev.row_key is not None and str(ev.row_key.value).isdigit():
+            self._show_finding_info(int(ev.row_key.value))
+
+    @on(DataTable.RowSelected, "#kernels")
+    def _kernel_selected(self, ev: DataTable.RowSelected) -> None:
+        sc = self.scene
+        if sc is None or sc.analysis is None or ev.row_key is None or not str(ev.row_key.value).isdigit():
+            return
+        k = sc.analysis.kernels[int(ev.row_key.value)]
+        self.action_view("lanes")
+        if sc.search(k.name):
+            self._show_match(int(sc.matches[sc.match_pos]))
+        self.refresh_bindings()
 
     # ================================================================ cursor & events
     def event_under_cursor(self) -> int:
@@ -482,7 +562,7 @@ class GapscopeApp(App):
         if rows.size:
             sc.apply_filter(None)
             where = np.flatnonzero(sc.order == int(rows[0]))
-            self.query_one("#views", ContentSwitcher).current = "lanesview"
+            self.action_view("lanes")
             self.fill_gap_list()
             if where.size:
                 self.goto_gap(int(where[0]))
@@ -593,7 +673,7 @@ class GapscopeApp(App):
         self.query_one("#axis", Axis).refresh()
 
     def action_view(self, name: str) -> None:
-        self.query_one("#views", ContentSwitcher).current = "lanesview" if name == "lanes" else name
+        self.query_one("#views", ContentSwitcher).current = "lanesview" if name == "lanes" else name + "view"
         if name == "lanes":
             self.lanes.focus()
         else:
