@@ -336,3 +336,20 @@ def test_real_trace_opens_with_largest_gap_selected(shared_traces):
             return screen_text(app)
 
     assert "gapscope" in run(go())
+
+
+def test_click_moves_lane_and_time_cursor(tmp_path):
+    p = three_gaps(tmp_path)
+
+    async def go():
+        async with opened(p, size=(120, 40)) as (app, pilot):
+            sc = app.scene
+            lv = app.lanes
+            stream_row = next(i for i, r in enumerate(sc.rows()) if r.lane is not None and r.lane.kind == "stream")
+            before = sc.view.cursor
+            await pilot.click("#lanes", offset=(lv.size.width - 10, stream_row))
+            await pilot.pause()
+            assert sc.lane_cursor == stream_row
+            assert sc.view.cursor != before and sc.view.t0 <= sc.view.cursor < sc.view.t1
+
+    run(go())

@@ -105,6 +105,35 @@ class LanesView(ScrollView, _Base, can_focus=True):
         elif y >= top + h:
             self.scroll_to(y=y - h + 1, animate=False)
 
+    # ----------------------------------------------------------------- mouse
+    def on_click(self, event) -> None:
+        """A click puts the lane cursor on the row and the time cursor on the cell under the pointer."""
+        sc = self.scene
+        if sc is None:
+            return
+        y = int(event.y) + int(self.scroll_offset.y)
+        if 0 <= y < len(sc.rows()):
+            sc.lane_cursor = y
+        width = self.size.width - (self.styles.scrollbar_size_vertical if self.show_vertical_scrollbar else 0)
+        lw = label_width(width)
+        col = int(event.x) - lw - 1
+        cw = max(width - lw - 1, 1)
+        if 0 <= col < cw:
+            from .lanes import col_to_time
+
+            sc.view.cursor = col_to_time(col, sc.view.t0, sc.view.t1, cw)
+        self.app.refresh_view()
+
+    def on_mouse_scroll_down(self, event) -> None:
+        if event.ctrl or event.shift:
+            event.stop()
+            self.app.action_zoom(0.5)
+
+    def on_mouse_scroll_up(self, event) -> None:
+        if event.ctrl or event.shift:
+            event.stop()
+            self.app.action_zoom(2.0)
+
     # ---------------------------------------------------------------- render
     def render_line(self, y: int) -> Strip:
         sc = self.scene
