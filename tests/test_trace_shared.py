@@ -121,3 +121,57 @@ def test_not_a_trace_is_one_line(tmp_path):
     with pytest.raises(TraceError) as ei:
         load(p, no_cache=True)
     assert "\n" not in str(ei.value) and "not a PyTorch profiler trace" in str(ei.value)
+
+
+def _stack_reference(m, fam):
+    """depth/parent of CPU-family events by a plain stack walk per track (the slow, obvious way)."""
+    depth, parent = {}, {}
+    for t in m.tracks:
+        sl = m.track_slice(t.id)
+        stack = []
+        for i in range(sl.start, sl.stop):
+            if int(m.kind[i]) not in fam:
+                continue
+            s = int(m.ts_ns[i])
+            while stack and int(m.ts_ns[stack[-1]] + m.dur_ns[stack[-1]]) <= s:
+                stack.pop()
+            depth[i] = len(stack)
+            parent[i] = stack[-1] if stack else -1
+            stack.append(i)
+    return depth, parent
+
+
+def test_nesting_and_links_match_a_reference(shared_traces):
+    from tui.trace.model import CPU_NEST_KINDS
+
+    fam = {int(k) for k in CPU_NEST_KINDS}
+    checked = 0
+    for path in _files(shared_traces):
+        if path.name == "invalid_unescaped_quote.json":
+            continue
+        m = load(path, no_cache=True)
+        depth, parent = _stack_reference(m, fam)
+        ix = np.array(sorted(depth), dtype=np.int64)
+        if ix.size:
+            assert np.array_equal(m.depth[ix], [depth[i] for i in ix.tolist()]), path.name
+            assert np.array_equal(m.parent[ix], [parent[i] for i in ix.tolist()]), path.name
+            checked += ix.size
+        # op of a runtime call: the innermost cpu_op among its ancestors
+        for i in np.flatnonzero(np.isin(m.kind, [Kind.RUNTIME, Kind.DRIVER]))[:300].tolist():
+            want, p = -1, parent.get(i, -1)
+            while p >= 0:
+                if m.kind[p] == Kind.CPU_OP:
+                    want = p
+                    break
+                p = parent.get(p, -1)
+            assert m.op[i] == want, path.name
+        # python frames: parent by Python parent id, depth = chain length
+        py = np.flatnonzero((m.kind == Kind.PYTHON) & (m.py_id >= 0))
+        by_id = {int(m.py_id[i]): i for i in py.tolist()}
+        for i in py[:500].tolist():
+            assert m.parent[i] == by_id.get(int(m.py_parent[i]), -1), path.name
+            d, p = 0, int(m.parent[i])
+            while p >= 0:
+                d, p = d + 1, int(m.parent[p])
+            assert m.depth[i] == d, path.name
+    assert checked > 100_000

@@ -8,7 +8,7 @@ How a file is read:
    ``"traceEvents"`` key. The keys around the array (before and after it, any order) are parsed on
    their own as the metadata.
 3. The event array is cut at event boundaries (``}`` ``,`` ``{`` between two events) into pieces of
-   ~32 MB, each parsed with one ``orjson.loads`` and handed to the column builder, then freed. A cut
+   ~8 MB, each parsed with one ``orjson.loads`` and handed to the column builder, then freed. A cut
    that falls inside a nested value makes the piece invalid JSON, so it is widened to the next boundary.
 4. A piece that is invalid for another reason goes to the lenient lane: event by event, with repairs
    for the known Kineto bugs (unescaped ``"`` in names, bare ``inf``/``nan``, raw control characters,
@@ -48,7 +48,7 @@ import json as _json
 JSONDecodeError = _json.JSONDecodeError  # orjson.JSONDecodeError subclasses it
 
 DEFAULT_MAX_SIZE = 8 << 30
-CHUNK = 32 << 20
+CHUNK = 8 << 20  # parsed dicts take ~8x their JSON: 64 MB transient per piece
 _READ_BLOCK = 1 << 20
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _WS = b" \t\r\n"
@@ -122,7 +122,8 @@ def read_bytes(path: str, limit: int = DEFAULT_MAX_SIZE) -> tuple[bytes | bytear
                     raise TraceError(
                         f"{path}: is {_human(size)}, past the limit of {_human(limit)}; raise it with --max-size"
                     )
-                return head + f.read(), warnings, False
+                f.seek(0)
+                return f.read(), warnings, False  # one buffer: head + rest would copy it all
             return _gunzip(path, f, head, limit, warnings), warnings, True
         except OSError as exc:
             raise TraceError(f"{path}: cannot read ({exc.strerror or exc})") from None
@@ -190,6 +191,14 @@ def _char_to_byte(text: bytes, pos: int) -> int:
         return len(text.decode("utf-8", "replace")[:pos].encode("utf-8", "replace"))
     except Exception:  # pragma: no cover - defensive
         return pos
+
+
+_TRAILER = re.compile(rb"\s*(?:$|\}|,\s*\")")
+
+
+def _looks_like_trailer(data, after: int) -> bool:
+    """Whether data[after:] can follow the event array: nothing, the object's end, or more keys."""
+    return _TRAILER.match(bytes(data[after : after + 256])) is not None
 
 
 def _last_boundary(data, lo: int, n: int):
@@ -412,13 +421,16 @@ class _Reader:
                         return
                     break
                 if exc is not None and exc.msg.startswith(("unexpected content after document", "Extra data")):
-                    # the array closed inside this piece: parse up to the close, then stop
+                    # the array closed inside this piece: parse up to the close, then stop; unless what
+                    # follows the close is no top-level trailer (a stray ']' in a damaged event)
                     cut = _char_to_byte(text, exc.pos)
                     close = text.rfind(b"]", 0, cut)
-                    try:
-                        evs = _loads(text[: close + 1])
-                    except (JSONDecodeError, RecursionError):
-                        evs = None
+                    evs = None
+                    if _looks_like_trailer(data, pos + close):
+                        try:
+                            evs = _loads(text[: close + 1])
+                        except (JSONDecodeError, RecursionError):
+                            evs = None
                     if evs is not None:
                         del text
                         self.b.add(evs)
