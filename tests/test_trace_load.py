@@ -351,3 +351,23 @@ def test_stdlib_json_fallback(tmp_path, monkeypatch):
     q.write_bytes((tmp_path / "t.json").read_bytes().replace(b'"aten::mm"', b'"aten::"mm"'))
     m2 = load(q, no_cache=True)
     assert 'aten::"mm' in m2.names
+
+
+def test_stdlib_fallback_chunked_and_cut(tmp_path, monkeypatch):
+    import tui.trace.read as rd
+
+    t = Synth()
+    for i in range(100):
+        with t.op("aten::cat", i * 10, 5, **{"Input Dims": [[{"x": "}, {"}], [i]]}):
+            t.launch("cudaLaunchKernel", i * 10 + 1, 1, kernel=f"k{i % 7}", k_ts=i * 10 + 3, k_dur=0.5)
+    path = t.write(tmp_path / "c.json")
+    ref = load(path, no_cache=True)
+    monkeypatch.setattr(rd, "_loads", lambda b: json.loads(bytes(b).decode("utf-8", "replace")))
+    monkeypatch.setattr(rd, "CHUNK", 1009)
+    m = load(path, no_cache=True)
+    assert np.array_equal(m.ts_ns, ref.ts_ns) and np.array_equal(m.op, ref.op) and m.warnings == ref.warnings
+    raw = path.read_bytes()
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(raw[: raw.index(b'"k3"', len(raw) // 2)])
+    mc = load(cut, no_cache=True)
+    assert 0 < mc.n < m.n and any("ends inside the event list" in w for w in mc.warnings)

@@ -38,9 +38,8 @@ except ImportError:  # pragma: no cover - GPU nodes with only torch
     import json as _json_mod
 
     def _loads(b):
-        if isinstance(b, (bytearray, memoryview)):
-            b = bytes(b)
-        return _json_mod.loads(b)
+        # json.loads raises UnicodeDecodeError on bad UTF-8: decode leniently first
+        return _json_mod.loads(bytes(b).decode("utf-8", "replace"))
 
 
 import json as _json
@@ -257,7 +256,9 @@ def _repair_one(text: bytes, stats: _Stats, limit: int = _MAX_REPAIRS):
                 continue
             if "recursion" in msg.lower():
                 return "bad", None, None
-            if bpos >= len(text.rstrip()) and ("end" in msg or "Unterminated" in msg or "Expecting" in msg):
+            if (bpos >= len(text.rstrip()) and ("end" in msg or "Expecting" in msg)) or msg.startswith(
+                "Unterminated string"  # the json module reports where the string began
+            ):
                 return "eof", None, None
             if "control character" in msg:
                 stats.control += 1
@@ -437,7 +438,9 @@ class _Reader:
                         del evs
                         self.array_end = pos + close - 1
                         return
-                if exc is not None and end < n and _char_to_byte(text, exc.pos) >= len(text) - 2:
+                if exc is not None and end < n and (
+                    _char_to_byte(text, exc.pos) >= len(text) - 2 or exc.msg.startswith("Unterminated string")
+                ):
                     # the cut fell inside a nested value: widen to the next boundary
                     m = _BOUNDARY.search(data, end + 1)
                     if m is not None:
