@@ -353,3 +353,33 @@ def test_click_moves_lane_and_time_cursor(tmp_path):
             assert sc.view.cursor != before and sc.view.t0 <= sc.view.cursor < sc.view.t1
 
     run(go())
+
+
+def test_ranks_of_one_job_share_a_tab_grouped_by_rank(shared_traces):
+    paths = [shared_traces / "h200" / f"nccl_two_ranks.rank{r}.json.gz" for r in (1, 0)]
+
+    async def go():
+        app = GapscopeApp([str(p) for p in paths], load_opts={"no_cache": True})
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(app, pilot)
+            sc = app.scene
+            assert len(app.scenes) == 1 and len(sc.parts) == 2
+            titles = [r.title for r in sc.rows() if r.lane is None]
+            # rank order, whatever the order on the command line
+            assert titles[0].startswith("rank 0 · host") and any(t.startswith("rank 1 · host") for t in titles)
+            assert titles.index(next(t for t in titles if t.startswith("rank 1"))) > \
+                titles.index(next(t for t in titles if t.startswith("rank 0 · cuda")))
+            # the gap list merges both ranks, largest first
+            assert set(sc.g_part[sc.order].tolist()) == {0, 1}
+            d = sc.g_dur[sc.order]
+            assert (np.diff(d) <= 0).all()
+            seen = set()
+            for _ in range(4):
+                seen.add(sc.active)
+                txt = screen_text(app)
+                assert f"rank {sc.parts[sc.active].model.rank} cuda:" in txt
+                await pilot.press("n")
+                await pilot.pause()
+            assert seen == {0, 1}
+
+    run(go())

@@ -38,6 +38,12 @@ def run_app(args) -> int:
     from .glyphs import locale_is_utf8
 
     paths = list(getattr(args, "traces", []) or [])
+    try:  # folders and glob patterns name every trace in them (the ranks of one job)
+        from ..trace.multi import expand
+
+        paths = expand(paths)
+    except ImportError:  # pragma: no cover - the multi-trace loader is optional
+        pass
     for p in paths:
         if not os.path.exists(p):
             raise GapscopeError(f"{p}: no such file")

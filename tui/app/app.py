@@ -137,7 +137,7 @@ class GapscopeApp(App):
         gl = self.query_one("#gaplist", DataTable)
         gl.add_column(Text("#"), key="n", width=3)
         gl.add_column(Text("idle", justify="right"), key="dur", width=7)
-        gl.add_column(Text("cause"), key="cause", width=9)
+        gl.add_column(Text("cause"), key="cause", width=10)
         gl.add_column(Text("at", justify="right"), key="at", width=7)
         gl.add_column(Text("next op"), key="next")
         self._loading = LoadingScreen(self._text(f"loading {os.path.basename(self.paths[0])} ... (Esc cancels)"))
@@ -166,6 +166,7 @@ class GapscopeApp(App):
         from ..trace import load
 
         worker = get_current_worker()
+        models: list = []
         for i, p in enumerate(self.paths):
             if worker.is_cancelled:
                 return
@@ -177,7 +178,6 @@ class GapscopeApp(App):
                                   f" [{i + 1}/{len(self.paths)}] ... Esc cancels")
             try:
                 model = _load(load, p, self.load_opts)
-                scene = Scene(p, model)
             except GapscopeError as exc:
                 self.call_from_thread(self._fail, str(exc))
                 return
@@ -192,33 +192,45 @@ class GapscopeApp(App):
                 return
             if worker.is_cancelled:
                 return
-            self.call_from_thread(self._add_scene, scene)
+            models.append((p, model))
+        try:
+            scenes = group_scenes(models)
+        except Exception as exc:  # noqa: BLE001
+            if os.environ.get("GAPSCOPE_DEBUG"):
+                raise
+            self.call_from_thread(self._fail, f"internal error while building lanes ({type(exc).__name__}: {exc})")
+            return
+        for sc in scenes:
+            self.call_from_thread(self._add_scene, sc)
         if self.run_analysis:
-            for sc in list(self.scenes):
-                if worker.is_cancelled:
-                    return
-                self._analyse(sc)
+            for sc in scenes:
+                for pi in range(len(sc.parts)):
+                    if worker.is_cancelled:
+                        return
+                    self._analyse(sc, pi)
 
-    def _analyse(self, sc: Scene) -> None:
+    def _analyse(self, sc: Scene, pi: int = 0) -> None:
+        model = sc.parts[pi].model
         try:
             from ..analysis import analyze
             from ..analysis.thresholds import DEFAULT
         except Exception as exc:  # noqa: BLE001 - the lanes stay usable without the analysis
-            self.call_from_thread(self._analysis_failed, sc, f"analysis unavailable ({type(exc).__name__}: {exc})")
+            self.call_from_thread(self._analysis_failed, sc, pi,
+                                  f"analysis unavailable ({type(exc).__name__}: {exc})")
             return
         try:
-            a = analyze(sc.model)
+            a = analyze(model)
         except GapscopeError as exc:
-            self.call_from_thread(self._analysis_failed, sc, f"analysis failed: {exc}")
+            self.call_from_thread(self._analysis_failed, sc, pi, f"analysis failed: {exc}")
             return
         except Exception as exc:  # noqa: BLE001
             if os.environ.get("GAPSCOPE_DEBUG"):
                 raise
-            self.call_from_thread(self._analysis_failed, sc,
+            self.call_from_thread(self._analysis_failed, sc, pi,
                                   f"analysis failed (internal error {type(exc).__name__}: {exc})")
             return
         cfg = getattr(a, "config", None) or DEFAULT
-        self.call_from_thread(self._analysis_ready, sc, a, int(getattr(cfg, "min_listed_gap_ns", 2000)))
+        self.call_from_thread(self._analysis_ready, sc, a, int(getattr(cfg, "min_listed_gap_ns", 2000)), pi)
 
     def _progress(self, msg: str) -> None:
         if self._loading is not None and self._loading.is_attached:
@@ -242,33 +254,44 @@ class GapscopeApp(App):
         else:
             self.refresh_header()
 
-    def _analysis_failed(self, sc: Scene, msg: str) -> None:
-        sc.analysis_error = msg
+    def _analysis_failed(self, sc: Scene, pi: int, msg: str) -> None:
+        sc.parts[pi].analysis_error = msg
         if sc is self.scene:
             self.refresh_all()
 
-    def _analysis_ready(self, sc: Scene, a, min_listed: int) -> None:
+    def _analysis_ready(self, sc: Scene, a, min_listed: int, pi: int = 0) -> None:
         try:
-            self._install_analysis(sc, a, min_listed)
+            self._install_analysis(sc, a, min_listed, pi)
         except Exception as exc:  # noqa: BLE001 - keep the lanes; say what went wrong in one line
             if os.environ.get("GAPSCOPE_DEBUG"):
                 raise
-            sc.analysis = None
-            sc.gap_lanes.clear()
-            sc.gap_cover.clear()
+            sc.parts[pi].analysis = None
+            sc._merge_gaps()
+            sc.apply_filter(None)
             sc.invalidate_rows()
-            sc.analysis_error = f"analysis could not be shown (internal error {type(exc).__name__}: {exc})"
+            sc.parts[pi].analysis_error = f"analysis could not be shown (internal error {type(exc).__name__}: {exc})"
             if sc is self.scene:
                 self.lanes.sync_rows()
                 self.refresh_all()
 
-    def _install_analysis(self, sc: Scene, a, min_listed: int) -> None:
-        sc.set_analysis(a, min_listed)
+    def _install_analysis(self, sc: Scene, a, min_listed: int, pi: int) -> None:
+        keep = sc.selected_gap
+        keep_active = sc.active
+        sc.set_analysis(a, min_listed, pi)
+        moved = False
+        if keep >= 0:
+            # parts are analysed in order and appended, so earlier gap ids are unchanged: a later rank's
+            # analysis must not move the selection or the view
+            where = np.flatnonzero(sc.order == keep)
+            if where.size:
+                sc.select(int(where[0]))
+                sc.active = keep_active
+                moved = True
         if sc is self.scene:
             self.lanes.sync_rows()
             self.fill_gap_list()
             self.fill_tables()
-            if sc.selected >= 0:
+            if sc.selected >= 0 and not moved:
                 self.goto_gap(sc.selected)
             self.refresh_all()
 
@@ -291,7 +314,7 @@ class GapscopeApp(App):
         sc = self.scene
         if sc is None:
             return
-        self.query_one("#header", Static).update(header_text(sc, self.current, len(self.paths), self.glyphs))
+        self.query_one("#header", Static).update(header_text(sc, self.current, len(self.scenes), self.glyphs))
 
     def refresh_all(self) -> None:
         self.refresh_header()
@@ -350,21 +373,23 @@ class GapscopeApp(App):
         gl = self.query_one("#gaplist", DataTable)
         gl.clear()
         sc = self.scene
-        if sc is None or sc.analysis is None:
+        if sc is None or not sc.any_analysis:
             return
-        a = sc.analysis
-        g = a.gaps
-        model = sc.model
-        for pos, row in enumerate(sc.order[:MAX_LIST].tolist()):
-            nxt = int(g.next_idx[row])
-            cause = self._cause_name(int(g.cause[row]))
+        for pos, gid in enumerate(sc.order[:MAX_LIST].tolist()):
+            pt = sc.parts[int(sc.g_part[gid])]
+            row = int(sc.g_row[gid])
+            nxt = int(pt.analysis.gaps.next_idx[row])
+            cause = self._cause_name(int(sc.g_cause[gid]))
+            name = short_kernel(pt.model.name(nxt)) if nxt >= 0 else "?"
+            if sc.multi:
+                r = pt.model.rank
+                name = f"r{r if r is not None else int(sc.g_part[gid])} {name}"
             gl.add_row(
                 Text(str(pos + 1)),
-                Text(self.d(g.dur_ns[row]), justify="right"),
+                Text(self.d(sc.g_dur[gid]), justify="right"),
                 Text(cause, style=G.CAUSE_COLOURS.get(cause, "")),
-                Text(self.d(int(g.start_ns[row]) - sc.view.lo), justify="right"),
-                Text(self._text(short_kernel(model.name(nxt))) if nxt >= 0 else "?", no_wrap=True,
-                     overflow="ellipsis"),
+                Text(self.d(int(sc.g_start[gid]) - sc.view.lo), justify="right"),
+                Text(self._text(name), no_wrap=True, overflow="ellipsis"),
                 key=str(pos),
             )
         if sc.order.size > MAX_LIST:
@@ -452,7 +477,7 @@ class GapscopeApp(App):
         k = sc.analysis.kernels[int(ev.row_key.value)]
         self.action_view("lanes")
         if sc.search(k.name):
-            self._show_match(int(sc.matches[sc.match_pos]))
+            self._show_match(sc.current_match())
         self.refresh_bindings()
 
     # ================================================================ cursor & events
@@ -460,12 +485,10 @@ class GapscopeApp(App):
         sc = self.scene
         if sc is None:
             return -1
-        rows = sc.rows()
-        if not rows:
-            return -1
-        ln = rows[sc.lane_cursor].lane
+        ln = sc.cursor_lane()
         if ln is None or ln.kind == "gaps":
             return -1
+        sc.active = ln.part
         v = sc.view
         cw = self.lanes.cells_width()
         col = time_to_col(v.cursor, v.t0, v.t1, cw)
@@ -483,10 +506,7 @@ class GapscopeApp(App):
 
     def gap_under_cursor(self) -> int:
         sc = self.scene
-        rows = sc.rows() if sc else []
-        if not rows:
-            return -1
-        ln = rows[sc.lane_cursor].lane
+        ln = sc.cursor_lane() if sc else None
         if ln is None or ln.kind != "gaps":
             return -1
         v = sc.view
@@ -501,15 +521,16 @@ class GapscopeApp(App):
     # ================================================================ gap navigation
     def goto_gap(self, pos: int, *, list_cursor: bool = True) -> None:
         sc = self.scene
-        if sc is None or sc.analysis is None or not sc.order.size:
+        if sc is None or not sc.any_analysis or not sc.order.size:
             return
-        pos = max(0, min(pos, sc.order.size - 1))
-        sc.selected = pos
-        a, b, dev = sc.gap_span(sc.selected_row)
+        gid = sc.select(pos)
+        pos = sc.selected
+        a, b, dev = sc.gap_span(gid)
+        part = int(sc.g_part[gid])
         sc.view.focus(a, b, self.lanes.cells_width())
         # put the lane cursor on the device's gap row so Enter explains it
         for i, r in enumerate(sc.rows()):
-            if r.lane is not None and r.lane.kind == "gaps" and r.lane.device == dev:
+            if r.lane is not None and r.lane.kind == "gaps" and r.lane.device == dev and r.lane.part == part:
                 sc.lane_cursor = i
         self.lanes.ensure_cursor_visible()
         if list_cursor and pos < MAX_LIST:
@@ -536,7 +557,7 @@ class GapscopeApp(App):
 
     def action_focus_gap(self) -> None:
         sc = self.scene
-        if sc is not None and sc.selected_row >= 0:
+        if sc is not None and sc.selected_gap >= 0:
             self.goto_gap(sc.selected)
 
     @on(DataTable.RowHighlighted, "#gaplist")
@@ -561,7 +582,9 @@ class GapscopeApp(App):
         rows = np.asarray(getattr(f, "gap_rows", []), dtype=np.int64)
         if rows.size:
             sc.apply_filter(None)
-            where = np.flatnonzero(sc.order == int(rows[0]))
+            gid = np.flatnonzero((sc.g_part == sc.active) & np.isin(sc.g_row, rows))
+            gid = gid[np.argsort(-sc.g_dur[gid], kind="stable")][:1]
+            where = np.flatnonzero(sc.order == int(gid[0])) if gid.size else gid
             self.action_view("lanes")
             self.fill_gap_list()
             if where.size:
@@ -612,14 +635,15 @@ class GapscopeApp(App):
         sc = self.scene
         if sc is None:
             return
-        rows = sc.rows()
-        ln = rows[sc.lane_cursor].lane if rows else None
+        ln = sc.cursor_lane()
         if ln is None:
             return
         v = sc.view
         if ln.iv is not None:
-            ev = ln.iv.next_after(v.cursor) if int(d) > 0 else ln.iv.prev_before(v.cursor)
-            t = int(sc.model.ts_ns[ev]) if ev >= 0 else None
+            s = ln.iv.starts
+            i = int(np.searchsorted(s, v.cursor, side="right")) if int(d) > 0 else \
+                int(np.searchsorted(s, v.cursor, side="left")) - 1
+            t = int(s[i]) if 0 <= i < s.size else None
         else:
             s = ln.segs.starts
             i = int(np.searchsorted(s, v.cursor, side="right")) if int(d) > 0 else \
@@ -655,11 +679,11 @@ class GapscopeApp(App):
 
     def action_cause(self, d: int) -> None:
         sc = self.scene
-        if sc is None or sc.analysis is None:
+        if sc is None or not sc.any_analysis:
             return
         from ..analysis import CAUSES
 
-        present = sorted(set(np.asarray(sc.analysis.gaps.cause)[sc.all_listed].tolist()))
+        present = sorted(set(sc.g_cause[sc.all_listed].tolist()))
         cycle = [None] + present
         i = cycle.index(sc.cause_filter) if sc.cause_filter in cycle else 0
         sc.apply_filter(cycle[(i + int(d)) % len(cycle)])
@@ -673,6 +697,8 @@ class GapscopeApp(App):
         self.query_one("#axis", Axis).refresh()
 
     def action_view(self, name: str) -> None:
+        if name != "lanes":
+            self.fill_tables()  # the tables follow the active rank
         self.query_one("#views", ContentSwitcher).current = "lanesview" if name == "lanes" else name + "view"
         if name == "lanes":
             self.lanes.focus()
@@ -698,7 +724,7 @@ class GapscopeApp(App):
         if ev.value != sc.search_query:
             n = sc.search(ev.value)
             if n:
-                self._show_match(int(sc.matches[sc.match_pos]))
+                self._show_match(sc.current_match())
             else:
                 self.refresh_status()
         else:
@@ -713,7 +739,7 @@ class GapscopeApp(App):
     def _show_match(self, ev: int) -> None:
         sc = self.scene
         m = sc.model
-        t = int(m.ts_ns[ev])
+        t = int(m.ts_ns[ev]) + sc.offset
         dur = int(m.dur_ns[ev])
         v = sc.view
         cw = self.lanes.cells_width()
@@ -739,12 +765,12 @@ class GapscopeApp(App):
         if sc is None:
             return
         if self.focused is self.query_one("#gaplist", DataTable) or self.focused is self.query_one("#stack"):
-            if sc.selected_row >= 0:
+            if sc.selected_gap >= 0:
                 self.push_screen(DetailScreen(stack_text(sc, self.glyphs, full=True), self.glyphs.ascii))
             return
-        gr = self.gap_under_cursor()
-        if gr >= 0:
-            where = np.flatnonzero(sc.order == gr)
+        gid = self.gap_under_cursor()
+        if gid >= 0:
+            where = np.flatnonzero(sc.order == gid)
             if where.size:
                 self.goto_gap(int(where[0]))
             self.push_screen(DetailScreen(stack_text(sc, self.glyphs, full=True), self.glyphs.ascii))
@@ -767,10 +793,10 @@ class GapscopeApp(App):
         sc = self.scene
         if sc is None:
             return
-        analyses = [s.analysis for s in self.scenes if s.analysis is not None]
+        analyses = [p.analysis for s in self.scenes for p in s.parts if p.analysis is not None]
         try:
             svg = self.export_screenshot()
-            paths = export_all(analyses, sc.path, svg)
+            paths = export_all(analyses, sc.parts[0].path, svg)
         except GapscopeError as exc:
             self.refresh_status(f"export failed: {exc}")
             return
@@ -804,7 +830,7 @@ class GapscopeApp(App):
                 return None
             if action in ("next_gap", "prev_gap") and sc.search_query and sc.matches.size:
                 return True
-            if sc.analysis is None or not sc.order.size:
+            if not sc.any_analysis or not sc.order.size:
                 return None
             if action == "cause" and not sc.all_listed.size:
                 return None
@@ -823,6 +849,16 @@ class GapscopeApp(App):
     def on_resize(self, event) -> None:
         if self.scene is not None:
             self.lanes.sync_rows()
+
+
+def group_scenes(models: list) -> list[Scene]:
+    """One tab per trace, except that the ranks of one job (distinct rank numbers, two or more) share a tab
+    with their lanes grouped by rank."""
+    ranks = [m.rank for _, m in models]
+    if len(models) > 1 and all(r is not None for r in ranks) and len(set(ranks)) == len(ranks):
+        order = sorted(range(len(models)), key=lambda i: ranks[i])
+        return [Scene([models[i][0] for i in order], [models[i][1] for i in order])]
+    return [Scene(p, m) for p, m in models]
 
 
 def _load(load, path: str, opts: dict):

@@ -230,10 +230,27 @@ class Lane:
     segs: Segments | None = None  # ranges, depth rows
     depth_rows: list["Lane"] = field(default_factory=list)  # cpu: expandable stack depth rows
     expanded: bool = False
+    part: int = 0  # which loaded trace (rank) of the scene the lane belongs to
 
     @property
     def key(self) -> str:
-        return f"{self.kind}:{self.rank}:{self.device}:{self.track}:{self.label}"
+        return f"{self.part}:{self.kind}:{self.rank}:{self.device}:{self.track}:{self.label}"
+
+    def shift(self, offset: int) -> None:
+        """Move every time of the lane by ``offset`` ns (aligning ranks recorded with different time bases)."""
+        if not offset:
+            return
+        for obj in (self.iv, self.union, self.busy_all, self.not_python, self.segs, *self.cats.values()):
+            if obj is not None:
+                obj.starts = obj.starts + offset
+                obj.ends = obj.ends + offset
+        for d in self.depth_rows:
+            if d.iv is not None and d.segs is not None and d.segs.starts is d.iv.starts:
+                d.iv.starts = d.iv.starts + offset
+                d.iv.ends = d.iv.ends + offset
+                d.segs.starts, d.segs.ends = d.iv.starts, d.iv.ends
+            else:
+                d.shift(offset)
 
 
 def _cpu_categories(model: TraceModel, idx: np.ndarray) -> np.ndarray:
@@ -295,11 +312,22 @@ def _cpu_lane(model: TraceModel, tr, rank) -> Lane | None:
     return lane
 
 
-def build_lanes(model: TraceModel, rank: int | None = None) -> list[Lane]:
+def build_lanes(model: TraceModel, rank: int | None = None, *, part: int = 0, offset: int = 0) -> list[Lane]:
     """Every lane of one model, in display order: ranges, CPU threads, then per device its streams and copies.
 
-    The gap row of each device is added by the widget once the analysis is ready (``Lane('gaps', ...)``).
+    The gap row of each device is added by the scene once the analysis is ready (``Lane('gaps', ...)``).
+    ``offset`` shifts every time (ns) so that ranks with different time bases line up.
     """
+    lanes = _build_lanes(model, rank)
+    for ln in lanes:
+        ln.part = part
+        for d in ln.depth_rows:
+            d.part = part
+        ln.shift(offset)
+    return lanes
+
+
+def _build_lanes(model: TraceModel, rank: int | None) -> list[Lane]:
     if rank is None:
         rank = model.rank
     lanes: list[Lane] = []

@@ -60,7 +60,7 @@ def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs) -> Text:
     m = scene.model
     sep = f" {glyphs.sep} "
     t.add("gapscope", "bold")
-    t.add(sep).add(os.path.basename(scene.path), "bold")
+    t.add(sep).add(scene.title(), "bold")
     if count > 1:
         t.add(f" [{index + 1}/{count}]")
     a = scene.analysis
@@ -161,9 +161,13 @@ def stack_text(scene: Scene, glyphs: G.Glyphs, *, full: bool = False) -> Text:
     except Exception as exc:  # detail is computed on demand; a failure must not take the screen down
         return t.add(f"no detail for this gap ({type(exc).__name__}: {exc})", "italic").text
     g = a.gaps
-    s, e, dev = scene.gap_span(row)
+    s, e, dev = scene.gap_span(scene.selected_gap)
     t.add(f"gap {scene.selected + 1}/{scene.order.size} ", "bold")
-    t.add(t.d(g.dur_ns[row]), "bold yellow").add(f" idle on cuda:{dev} at {t.d(s - scene.view.lo)}  ")
+    where = f"cuda:{dev}"
+    if scene.multi:
+        r = scene.model.rank
+        where = f"rank {r if r is not None else scene.active} {where}"
+    t.add(t.d(g.dur_ns[row]), "bold yellow").add(f" idle on {where} at {t.d(s - scene.view.lo)}  ")
     t.add("cause: ").add(det.cause, "bold red").nl()
     t.add(det.explanation).nl()
     if det.stack:
@@ -210,7 +214,7 @@ def event_text(scene: Scene, ev: int, glyphs: G.Glyphs) -> Text:
     dur = int(m.dur_ns[ev])
     tr = m.tracks[int(m.track[ev])]
     t.add(f"{kl}: ", "bold").add(m.name(ev), "bold bright_cyan").nl()
-    t.add(f"  start {t.d(int(m.ts_ns[ev]) - scene.view.lo)}  duration {t.d(dur)}  on {tr.name}").nl()
+    t.add(f"  start {t.d(int(m.ts_ns[ev]) + scene.offset - scene.view.lo)}  duration {t.d(dur)}  on {tr.name}").nl()
     args = m.event_args(ev)
     if k == Kind.KERNEL:
         _args_line(t, args, ("grid", "block", "registers per thread", "shared memory", "blocks per SM",

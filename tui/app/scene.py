@@ -1,8 +1,10 @@
-"""Everything the explorer knows about one loaded trace: lanes, view, selection, search. No textual here."""
+"""Everything the explorer knows about what it shows in one tab: one trace, or the ranks of one job side by
+side (lanes grouped by rank). Lanes, view, gap selection, search. No textual here."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -13,6 +15,19 @@ from .view import View
 # kinds that / finds: what a person would call a kernel, an op, a range or a Python function
 SEARCH_KINDS = np.array([Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.CPU_OP, Kind.ANNOTATION, Kind.PYTHON,
                          Kind.RUNTIME], dtype=np.uint8)
+
+
+@dataclass
+class Part:
+    """One loaded trace of a scene; ``offset`` (ns) aligns its times with the other parts."""
+
+    path: str
+    model: TraceModel
+    offset: int = 0
+    analysis: object = None
+    analysis_error: str | None = None
+    min_listed_ns: int = 2000
+    lanes: list = field(default_factory=list)
 
 
 @dataclass
@@ -27,26 +42,91 @@ class Row:
         return self.lane.key if self.lane is not None else f"group:{self.title}"
 
 
+def _base_ns(model: TraceModel) -> int | None:
+    b = model.metadata.get("baseTimeNanoseconds")
+    return int(b) if isinstance(b, (int, float)) and not isinstance(b, bool) else None
+
+
 class Scene:
-    def __init__(self, path: str, model: TraceModel):
-        self.path = path
-        self.model = model
-        self.lanes: list[Lane] = build_lanes(model)
+    def __init__(self, path: str | list[str], model: TraceModel | list[TraceModel]):
+        paths = [path] if isinstance(path, str) else list(path)
+        models = [model] if isinstance(model, TraceModel) else list(model)
+        bases = [_base_ns(m) for m in models]
+        # ranks written with different time bases are lined up on the earliest base
+        if len(models) > 1 and all(b is not None for b in bases):
+            lo = min(bases)
+            offsets = [b - lo for b in bases]
+        else:
+            offsets = [0] * len(models)
+        self.parts = [Part(p, m, off) for p, m, off in zip(paths, models, offsets)]
+        for i, pt in enumerate(self.parts):
+            pt.lanes = build_lanes(pt.model, part=i, offset=pt.offset)
+        self.lanes: list[Lane] = [ln for pt in self.parts for ln in pt.lanes]
+        self.active = 0  # the part whose analysis, stack and tables are shown
         lo, hi = self._extent()
         self.view = View(lo, hi)
-        self.analysis = None
-        self.analysis_error: str | None = None
-        self.gap_lanes: dict[int, Lane] = {}
-        self.gap_cover: dict[int, UnionIndex] = {}
-        self.order = np.zeros(0, dtype=np.int64)  # listed gap rows (of analysis.gaps) in order of size
+        self.gap_lanes: dict[tuple[int, int], Lane] = {}
+        self.gap_cover: dict[tuple[int, int], UnionIndex] = {}
+        # every listed gap of every part, by global gap id
+        self.g_part = np.zeros(0, np.int64)
+        self.g_row = np.zeros(0, np.int64)
+        self.g_start = np.zeros(0, np.int64)
+        self.g_end = np.zeros(0, np.int64)
+        self.g_dur = np.zeros(0, np.int64)
+        self.g_cause = np.zeros(0, np.int64)
+        self.g_device = np.zeros(0, np.int64)
+        self.order = np.zeros(0, dtype=np.int64)  # gap ids in order of size (after the cause filter)
         self.all_listed = np.zeros(0, dtype=np.int64)
         self.selected = -1  # position in self.order
         self.cause_filter: int | None = None
         self.lane_cursor = 0
         self.search_query = ""
         self.matches = np.zeros(0, dtype=np.int64)
+        self.match_parts = np.zeros(0, dtype=np.int64)
         self.match_pos = -1
         self._rows: list[Row] | None = None
+
+    # ------------------------------------------------------------- the active part
+    @property
+    def multi(self) -> bool:
+        return len(self.parts) > 1
+
+    @property
+    def part(self) -> Part:
+        return self.parts[self.active]
+
+    @property
+    def model(self) -> TraceModel:
+        return self.part.model
+
+    @property
+    def path(self) -> str:
+        return self.part.path
+
+    @property
+    def offset(self) -> int:
+        return self.part.offset
+
+    @property
+    def analysis(self):
+        return self.part.analysis
+
+    @property
+    def analysis_error(self) -> str | None:
+        return self.part.analysis_error
+
+    @analysis_error.setter
+    def analysis_error(self, v) -> None:
+        self.part.analysis_error = v
+
+    @property
+    def any_analysis(self) -> bool:
+        return any(p.analysis is not None for p in self.parts)
+
+    def title(self) -> str:
+        b = os.path.basename(self.parts[0].path)
+        n = len(self.parts) - 1
+        return b + (f" +{n} rank{'s' if n > 1 else ''}" if n else "")
 
     # ---------------------------------------------------------------- extent
     def _extent(self) -> tuple[int, int]:
@@ -61,7 +141,7 @@ class Scene:
             lo = a if lo is None else min(lo, a)
             hi = b if hi is None else max(hi, b)
         if lo is None:
-            lo, hi = self.model.window_ns()
+            lo, hi = self.parts[0].model.window_ns()
         return lo, max(hi, lo + 1)
 
     # ------------------------------------------------------------------ rows
@@ -74,139 +154,199 @@ class Scene:
     def invalidate_rows(self) -> None:
         self._rows = None
 
-    def _device_title(self, dev: int, rank) -> str:
-        nm = self.model.device_name(dev)
+    def _device_title(self, model: TraceModel, dev: int, rank) -> str:
+        nm = model.device_name(dev)
         t = f"cuda:{dev}" + (f" {nm}" if nm else "")
         return (f"rank {rank} · " if rank is not None else "") + t
 
     def _build_rows(self) -> list[Row]:
         out: list[Row] = []
-        rank = self.model.rank
-        host = [ln for ln in self.lanes if ln.kind in ("ranges", "cpu")]
-        if host:
-            out.append(Row(None, (f"rank {rank} · " if rank is not None else "") + "host"))
-            for ln in host:
-                out.append(Row(ln))
-                if ln.kind == "cpu" and ln.expanded:
-                    out.extend(Row(d) for d in ln.depth_rows)
-        devs = sorted({ln.device for ln in self.lanes if ln.device >= 0} | set(self.gap_lanes))
-        for dev in devs:
-            out.append(Row(None, self._device_title(dev, rank)))
-            for ln in self.lanes:
-                if ln.device == dev and ln.kind == "stream":
+        for pi, pt in enumerate(self.parts):
+            rank = pt.model.rank
+            if rank is None and self.multi:
+                rank = pi
+            host = [ln for ln in pt.lanes if ln.kind in ("ranges", "cpu")]
+            if host:
+                out.append(Row(None, (f"rank {rank} · " if rank is not None else "") + "host"))
+                for ln in host:
                     out.append(Row(ln))
-            if dev in self.gap_lanes:
-                out.append(Row(self.gap_lanes[dev]))
-            for ln in self.lanes:
-                if ln.device == dev and ln.kind == "copy":
-                    out.append(Row(ln))
+                    if ln.kind == "cpu" and ln.expanded:
+                        out.extend(Row(d) for d in ln.depth_rows)
+            devs = sorted({ln.device for ln in pt.lanes if ln.device >= 0} |
+                          {d for (p, d) in self.gap_lanes if p == pi})
+            for dev in devs:
+                out.append(Row(None, self._device_title(pt.model, dev, rank)))
+                for ln in pt.lanes:
+                    if ln.device == dev and ln.kind == "stream":
+                        out.append(Row(ln))
+                if (pi, dev) in self.gap_lanes:
+                    out.append(Row(self.gap_lanes[(pi, dev)]))
+                for ln in pt.lanes:
+                    if ln.device == dev and ln.kind == "copy":
+                        out.append(Row(ln))
         return out
 
-    def toggle_expand(self) -> bool:
+    def cursor_lane(self) -> Lane | None:
         rows = self.rows()
         if not rows:
-            return False
-        ln = rows[self.lane_cursor].lane
+            return None
+        return rows[min(self.lane_cursor, len(rows) - 1)].lane
+
+    def toggle_expand(self) -> bool:
+        ln = self.cursor_lane()
         if ln is None or ln.kind not in ("cpu", "depth"):
             return False
         if ln.kind == "depth":  # collapse the parent thread
             for p in self.lanes:
-                if p.kind == "cpu" and p.track == ln.track:
+                if p.kind == "cpu" and p.track == ln.track and p.part == ln.part:
                     ln = p
         if not ln.depth_rows:
             return False
         ln.expanded = not ln.expanded
         self.invalidate_rows()
-        rows = self.rows()
-        for i, r in enumerate(rows):
+        for i, r in enumerate(self.rows()):
             if r.lane is ln:
                 self.lane_cursor = i
         return True
 
     # --------------------------------------------------------------- analysis
-    def set_analysis(self, a, min_listed_ns: int) -> None:
-        self.analysis = a
-        g = a.gaps
-        n = len(g)
-        dur = np.asarray(g.dur_ns[:n], dtype=np.int64)
-        listed = np.flatnonzero(dur >= min_listed_ns)
-        self.all_listed = listed
-        self.gap_lanes.clear()
-        self.gap_cover.clear()
-        dev = np.asarray(g.device[:n])
-        for d in sorted(set(dev[listed].tolist())):
-            rows = listed[dev[listed] == d]
-            st = np.asarray(g.start_ns)[rows]
-            en = np.asarray(g.end_ns)[rows]
-            o = np.argsort(st, kind="stable")
-            rows, st, en = rows[o], st[o], en[o]
-            self.gap_lanes[int(d)] = Lane("gaps", "idle gaps", device=int(d), segs=Segments(st, en, rows))
-            self.gap_cover[int(d)] = UnionIndex(st, en)
+    def set_analysis(self, a, min_listed_ns: int, part: int = 0) -> None:
+        pt = self.parts[part]
+        pt.analysis = a
+        pt.min_listed_ns = int(min_listed_ns)
+        self._merge_gaps()
         self.apply_filter(self.cause_filter)
         self.invalidate_rows()
 
+    def _merge_gaps(self) -> None:
+        cols = {k: [] for k in ("part", "row", "start", "end", "dur", "cause", "device")}
+        for pi, pt in enumerate(self.parts):
+            a = pt.analysis
+            if a is None:
+                continue
+            g = a.gaps
+            n = len(g)
+            dur = np.asarray(g.dur_ns[:n], dtype=np.int64)
+            rows = np.flatnonzero(dur >= pt.min_listed_ns)
+            cols["part"].append(np.full(rows.size, pi, np.int64))
+            cols["row"].append(rows.astype(np.int64))
+            cols["start"].append(np.asarray(g.start_ns, dtype=np.int64)[rows] + pt.offset)
+            cols["end"].append(np.asarray(g.end_ns, dtype=np.int64)[rows] + pt.offset)
+            cols["dur"].append(dur[rows])
+            cols["cause"].append(np.asarray(g.cause, dtype=np.int64)[rows])
+            cols["device"].append(np.asarray(g.device, dtype=np.int64)[rows])
+        cat = {k: (np.concatenate(v) if v else np.zeros(0, np.int64)) for k, v in cols.items()}
+        self.g_part, self.g_row, self.g_start, self.g_end = cat["part"], cat["row"], cat["start"], cat["end"]
+        self.g_dur, self.g_cause, self.g_device = cat["dur"], cat["cause"], cat["device"]
+        # largest first; ties by time so the order is stable
+        self.all_listed = np.lexsort((self.g_start, -self.g_dur)).astype(np.int64)
+        self.gap_lanes.clear()
+        self.gap_cover.clear()
+        for key in sorted(set(zip(self.g_part.tolist(), self.g_device.tolist()))):
+            ids = np.flatnonzero((self.g_part == key[0]) & (self.g_device == key[1]))
+            ids = ids[np.argsort(self.g_start[ids], kind="stable")]
+            st, en = self.g_start[ids], self.g_end[ids]
+            ln = Lane("gaps", "idle gaps", device=int(key[1]), segs=Segments(st, en, ids), part=int(key[0]))
+            self.gap_lanes[key] = ln
+            self.gap_cover[key] = UnionIndex(st, en)
+
     def apply_filter(self, cause: int | None) -> None:
         self.cause_filter = cause
-        if self.analysis is None:
-            return
-        rows = self.all_listed
+        ids = self.all_listed
         if cause is not None:
-            rows = rows[np.asarray(self.analysis.gaps.cause)[rows] == cause]
-        self.order = rows
-        self.selected = 0 if rows.size else -1
+            ids = ids[self.g_cause[ids] == cause]
+        self.order = ids
+        self.selected = 0 if ids.size else -1
+        if self.selected >= 0:
+            self.active = int(self.g_part[ids[0]])
+
+    def select(self, pos: int) -> int:
+        """Select the gap at ``pos`` of the order; its part becomes the active one. Returns the gap id."""
+        if not self.order.size:
+            self.selected = -1
+            return -1
+        self.selected = max(0, min(int(pos), self.order.size - 1))
+        gid = int(self.order[self.selected])
+        self.active = int(self.g_part[gid])
+        return gid
 
     @property
-    def selected_row(self) -> int:
+    def selected_gap(self) -> int:
+        """Global id of the selected gap, or -1."""
         if 0 <= self.selected < self.order.size:
             return int(self.order[self.selected])
         return -1
 
-    def gap_span(self, row: int) -> tuple[int, int, int]:
-        g = self.analysis.gaps
-        return int(g.start_ns[row]), int(g.end_ns[row]), int(g.device[row])
+    @property
+    def selected_row(self) -> int:
+        """Row of the selected gap in its part's ``analysis.gaps`` (the active part), or -1."""
+        gid = self.selected_gap
+        return int(self.g_row[gid]) if gid >= 0 else -1
+
+    def gap_span(self, gid: int) -> tuple[int, int, int]:
+        """Aligned (start, end, device) of gap ``gid``."""
+        return int(self.g_start[gid]), int(self.g_end[gid]), int(self.g_device[gid])
+
+    def gap_cover_for(self, lane: Lane) -> UnionIndex | None:
+        return self.gap_cover.get((lane.part, lane.device))
 
     # ----------------------------------------------------------------- search
     def search(self, query: str) -> int:
         self.search_query = query
         q = query.lower()
-        if not q:
+        evs, parts, ts = [], [], []
+        if q:
+            for pi, pt in enumerate(self.parts):
+                m = pt.model
+                ids = [i for i, nm in enumerate(m.names) if q in nm.lower()]
+                if not ids:
+                    continue
+                hit = np.flatnonzero(np.isin(m.name_id, np.asarray(ids, dtype=np.int32)) &
+                                     np.isin(m.kind, SEARCH_KINDS))
+                evs.append(hit)
+                parts.append(np.full(hit.size, pi, np.int64))
+                ts.append(m.ts_ns[hit] + pt.offset)
+        if not evs or not sum(e.size for e in evs):
             self.matches = np.zeros(0, dtype=np.int64)
+            self.match_parts = np.zeros(0, dtype=np.int64)
             self.match_pos = -1
             return 0
-        ids = [i for i, nm in enumerate(self.model.names) if q in nm.lower()]
-        if not ids:
-            self.matches = np.zeros(0, dtype=np.int64)
-            self.match_pos = -1
-            return 0
-        m = self.model
-        hit = np.flatnonzero(np.isin(m.name_id, np.asarray(ids, dtype=np.int32)) & np.isin(m.kind, SEARCH_KINDS))
-        hit = hit[np.argsort(m.ts_ns[hit], kind="stable")]
-        self.matches = hit
+        ev, pa, t = np.concatenate(evs), np.concatenate(parts), np.concatenate(ts)
+        o = np.lexsort((pa, t))
+        self.matches, self.match_parts, t = ev[o], pa[o], t[o]
         # start from the first match at or after the cursor
-        i = int(np.searchsorted(m.ts_ns[hit], self.view.cursor, side="left")) if hit.size else -1
-        self.match_pos = i if 0 <= i < hit.size else (0 if hit.size else -1)
-        return int(hit.size)
+        i = int(np.searchsorted(t, self.view.cursor, side="left"))
+        self.match_pos = i if i < t.size else 0
+        self.active = int(self.match_parts[self.match_pos])
+        return int(self.matches.size)
+
+    def current_match(self) -> int:
+        if 0 <= self.match_pos < self.matches.size:
+            self.active = int(self.match_parts[self.match_pos])
+            return int(self.matches[self.match_pos])
+        return -1
 
     def step_match(self, d: int) -> int:
         if not self.matches.size:
             return -1
         self.match_pos = (self.match_pos + d) % self.matches.size
-        return int(self.matches[self.match_pos])
+        return self.current_match()
 
-    def row_of_event(self, ev: int) -> int:
-        """The display row holding event ``ev`` (its stream / copy lane / thread), or -1."""
-        m = self.model
+    def row_of_event(self, ev: int, part: int | None = None) -> int:
+        """The display row holding event ``ev`` of ``part`` (its stream / copy lane / thread), or -1."""
+        part = self.active if part is None else part
+        m = self.parts[part].model
         tr = int(m.track[ev])
         k = int(m.kind[ev])
-        rows = self.rows()
-        for i, r in enumerate(rows):
+        t = int(m.ts_ns[ev]) + self.parts[part].offset
+        for i, r in enumerate(self.rows()):
             ln = r.lane
-            if ln is None:
+            if ln is None or ln.part != part:
                 continue
             if k in (Kind.MEMCPY, Kind.MEMSET):
                 if ln.kind == "copy" and ln.iv is not None:
-                    j = int(np.searchsorted(ln.iv.starts, m.ts_ns[ev]))
-                    hi = int(np.searchsorted(ln.iv.starts, m.ts_ns[ev], side="right"))
+                    j = int(np.searchsorted(ln.iv.starts, t))
+                    hi = int(np.searchsorted(ln.iv.starts, t, side="right"))
                     if ev in ln.iv.idx[j:hi].tolist():
                         return i
             elif k == Kind.ANNOTATION and ln.kind == "ranges":

@@ -149,9 +149,9 @@ class LanesView(ScrollView, _Base, can_focus=True):
         lw = label_width(width)
         cw = max(width - lw - 1, 1)
         ccol = time_to_col(v.cursor, v.t0, v.t1, cw) if v.t0 <= v.cursor < v.t1 else -1
-        sel = sc.selected_row
+        sel = sc.selected_gap
         key = (id(sc), row.key, v.t0, v.t1, width, ccol, y == sc.lane_cursor, sel,
-               self.glyphs.ascii, sc.analysis is not None, self.has_focus)
+               self.glyphs.ascii, sc.any_analysis, self.has_focus)
         strip = self._cache.get(key)
         if strip is not None:
             self._cache.move_to_end(key)
@@ -189,7 +189,7 @@ class LanesView(ScrollView, _Base, can_focus=True):
             chars_l = [g.density[int(x)] for x in lvl]
             base = G.KERNEL_STYLE if ln.kind == "stream" else G.COPY_STYLE
             styles = [base if x else plain for x in lvl]
-            cover = sc.gap_cover.get(ln.device) if ln.kind == "stream" else None
+            cover = sc.gap_cover_for(ln) if ln.kind == "stream" else None
             if cover is not None:
                 gc = cover.covered(edges) * 2 >= np.maximum(np.diff(edges), 1)
                 for k in np.flatnonzero(gc & (lvl == 0)).tolist():
@@ -198,13 +198,12 @@ class LanesView(ScrollView, _Base, can_focus=True):
             chars = "".join(chars_l)
         elif ln.kind == "gaps":
             refs = ln.segs.cells(edges)
-            a = sc.analysis
             causes = _cause_names()
 
             def lab(r: int) -> str:
-                gr = int(ln.segs.ref[r])
-                cn = causes[int(a.gaps.cause[gr])] if causes else "?"
-                return f"{G.CAUSE_LETTERS.get(cn, '?')} {cn} {fmt_dur(int(a.gaps.dur_ns[gr]), ascii=g.ascii)}"
+                gid = int(ln.segs.ref[r])
+                cn = causes[int(sc.g_cause[gid])] if causes else "?"
+                return f"{G.CAUSE_LETTERS.get(cn, '?')} {cn} {fmt_dur(int(sc.g_dur[gid]), ascii=g.ascii)}"
 
             chars, codes = segment_text(refs, lab, bar=g.bar, open_=g.open)
             styles = []
@@ -213,13 +212,13 @@ class LanesView(ScrollView, _Base, can_focus=True):
                 if r < 0:
                     styles.append(plain)
                     continue
-                gr = int(ln.segs.ref[r])
-                cn = causes[int(a.gaps.cause[gr])] if causes else ""
+                gid = int(ln.segs.ref[r])
+                cn = causes[int(sc.g_cause[gid])] if causes else ""
                 st = _cause_style(cn)
-                styles.append(G.SELECTED_STYLE + st if gr == sel else st)
+                styles.append(G.SELECTED_STYLE + st if gid == sel else st)
         else:  # ranges, depth rows: named pieces
             refs = ln.segs.cells(edges)
-            m = sc.model
+            m = sc.parts[ln.part].model
             chars, codes = segment_text(refs, lambda r: self._text(m.name(int(ln.segs.ref[r]))), bar=g.bar,
                                         open_=g.open)
             if ln.kind == "depth":
@@ -308,9 +307,9 @@ class Axis(Widget, _Base):
             c = time_to_col(t, v.t0, v.t1, cw)
             if 0 <= c < cw:
                 buf[c] = g.tick
-        row = sc.selected_row
-        if row >= 0 and sc.analysis is not None:
-            a, b, _ = sc.gap_span(row)
+        gid = sc.selected_gap
+        if gid >= 0:
+            a, b, _ = sc.gap_span(gid)
             ca = max(time_to_col(a, v.t0, v.t1, cw), 0)
             cb = min(time_to_col(max(b - 1, a), v.t0, v.t1, cw), cw - 1)
             for c in range(ca, cb + 1):
