@@ -150,7 +150,8 @@ def gather_summaries(results: list, out_dir: str, stem: str, *, overwrite: bool 
         summarise = None
     mine: dict[str, Any] = {"rank": dist.get_rank(), "traces": []}
     for r in results:
-        entry: dict[str, Any] = {"path": r.path, "phase": r.phase, "distortion": r.distortion,
+        # file names only: the combined summary sits in the same folder as the rank traces
+        entry: dict[str, Any] = {"file": os.path.basename(r.path), "phase": r.phase, "distortion": r.distortion,
                                  "profiled_us": r.profiled_us, "unprofiled_us": r.unprofiled_us}
         if summarise is not None:
             try:

@@ -338,7 +338,12 @@ def record(
     activities = [ProfilerActivity.CPU]
     if use_cuda:
         activities.append(ProfilerActivity.CUDA)
-    prof = profile(activities=activities, record_shapes=shapes, with_stack=stacks, profile_memory=memory)
+    kw = dict(activities=activities, record_shapes=shapes, with_stack=stacks, profile_memory=memory)
+    try:
+        # one cycle only, so accumulating changes nothing; it silences a per-start warning on torch >= 2.4
+        prof = profile(**kw, acc_events=True)
+    except TypeError:  # older torch
+        prof = profile(**kw)
     prof.start()
     try:
         _barrier(dist, use_cuda)  # after every rank's profiler is up: start-up time differs per process

@@ -347,6 +347,7 @@ def test_two_ranks_on_gloo_with_a_late_rank(tmp_path):
     assert straggler == {0: 0, 1: 8}
     combined = json.loads((tmp_path / f"{stem}.ranks.json").read_text())
     assert combined["world_size"] == 2 and [r["rank"] for r in combined["ranks"]] == [0, 1]
+    assert [r["traces"][0]["file"] for r in combined["ranks"]] == [f"{stem}.decode.rank0.json.gz", f"{stem}.decode.rank1.json.gz"]
 
 
 # --------------------------------------------------------------------------------------------- GPU
