@@ -200,3 +200,14 @@ def test_short_kernel_names():
         == "at::native::vectorized_elementwise_kernel<>"
     assert short_kernel("triton_poi_fused_mul_0") == "triton_poi_fused_mul_0"
     assert short_kernel("[bold]") == "[bold]"
+
+
+def test_explorer_modules_never_import_torch():
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    code = "import sys, tui.app.app, tui.app.lanes; print('torch' in sys.modules, 'textual' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]

@@ -43,6 +43,7 @@ class SearchInput(Input):
 
 class GapscopeApp(App):
     TITLE = "gapscope"
+    ENABLE_COMMAND_PALETTE = False  # every action has a key; the footer stays plain ASCII-friendly
     CSS = """
     Screen { layout: vertical; }
     #header { height: auto; max-height: 4; background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
@@ -323,6 +324,7 @@ class GapscopeApp(App):
         self.refresh_bindings()
 
     def refresh_view(self) -> None:
+        self._status_msg = ""  # messages last until the next move
         self.lanes.refresh()
         self.query_one("#axis", Axis).refresh()
         self.refresh_status()
