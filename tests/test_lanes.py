@@ -211,3 +211,16 @@ def test_explorer_modules_never_import_torch():
     code = "import sys, tui.app.app, tui.app.lanes; print('torch' in sys.modules, 'textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
+
+
+def test_user_ranges_count_as_python_but_profiler_steps_do_not(tmp_path):
+    s = Synth()
+    s.annotation("ProfilerStep#3", 0, 1000)
+    s.annotation("decode_layer", 0, 400)  # user code inside a record_function, nothing traced below
+    s.cpu_op("aten::add", 600, 100)
+    m = _model(tmp_path, s)
+    cpu = [ln for ln in build_lanes(m) if ln.kind == "cpu"][0]
+    cats = cpu_cells(cpu, cell_edges(0, 1_000_000, 10)).tolist()
+    assert cats[:4] == [C_PYTHON] * 4
+    assert cats[4] == 0 and cats[5] == 0  # only the ProfilerStep range: idle
+    assert cats[6] == C_OP

@@ -279,11 +279,22 @@ def _cpu_lane(model: TraceModel, tr, rank) -> Lane | None:
     sl = model.track_slice(tr.id)
     idx = np.arange(sl.start, sl.stop, dtype=np.int64)
     k = model.kind[idx]
-    act = idx[np.isin(k, [Kind.PYTHON, Kind.CPU_OP, Kind.RUNTIME, Kind.DRIVER, Kind.SYNC])]
     ann = idx[k == Kind.ANNOTATION]
+    # record_function ranges other than ProfilerStep#N are user code: counted as Python on the thread row
+    # (the analysis does the same); the profiler's step ranges cover everything and are left out
+    if ann.size:
+        step_ids = [i for i in np.unique(model.name_id[ann]).tolist() if model.names[i].startswith("ProfilerStep#")]
+        user_ann = ann[~np.isin(model.name_id[ann], step_ids)] if step_ids else ann
+    else:
+        user_ann = ann
+    act = idx[np.isin(k, [Kind.PYTHON, Kind.CPU_OP, Kind.RUNTIME, Kind.DRIVER, Kind.SYNC])]
+    if user_ann.size:
+        act = np.sort(np.concatenate([act, user_ann]))
     if not act.size and not ann.size:
         return None
     cat = _cpu_categories(model, act)
+    akind = model.kind[act]
+    cat[akind == Kind.ANNOTATION] = C_PYTHON
     s = model.ts_ns[act]
     e = s + model.dur_ns[act]
     lane = Lane("cpu", tr.name, rank=rank, track=tr.id, iv=Intervals.of(model, act))
@@ -294,10 +305,11 @@ def _cpu_lane(model: TraceModel, tr, rank) -> Lane | None:
     lane.busy_all = UnionIndex(s, e)
     npy = cat != C_PYTHON
     lane.not_python = UnionIndex(s[npy], e[npy])
-    # expandable depth rows: python frames by their tree depth, then ops/runtime by time nesting
+    # expandable depth rows: python frames by their tree depth, then ranges/ops/runtime by time nesting
     d = model.depth[act].astype(np.int64)
     rows = []
-    for fam, label, m in (("py", "py", cat == C_PYTHON), ("op", "op", cat != C_PYTHON)):
+    is_py = akind == Kind.PYTHON
+    for label, m in (("py", is_py), ("op", ~is_py)):
         if not m.any():
             continue
         for lvl in range(min(int(d[m].max()) + 1, 24)):
