@@ -74,6 +74,7 @@ def match_collectives(models: list[TraceModel]) -> list[dict]:
             "late_rank": late_rank,
             "late_counts": {str(ranks[k]): v for k, v in lc.items()},
             "wait_by_rank_us": {str(ranks[r]): float(wait[r].sum()) / 1e3 for r in range(len(models))},
+            "first_wait_by_rank_us": {str(ranks[r]): float(wait[r, 0]) / 1e3 for r in range(len(models))},
             "clock_offset_us": {str(ranks[r]): off[r] / 1e3 for r in range(len(models))},
         })
     rows.sort(key=lambda d: -d["total_us"])
@@ -88,6 +89,32 @@ def analyze_ranks(models: list[TraceModel], config: Thresholds | None = None) ->
     out = [analyze(m, config) for m in models]
     table = match_collectives(models)
     by_name = {r["name"]: r for r in table}
+    from .core import Finding
+    from .findings import SUGGESTIONS, _fmt, _severity
+
+    for a in out:
+        rk = str(a.rank)
+        waits = [(r["wait_by_rank_us"].get(rk, 0.0), r) for r in table]
+        waits = [(w, r) for w, r in waits if w > 0 and r["late_rank"] is not None and str(r["late_rank"]) != rk]
+        if waits:
+            wns = int(round(sum(w for w, _ in waits) * 1e3))
+            first = sum(r["first_wait_by_rank_us"].get(rk, 0.0) for _, r in waits) * 1e3
+            skew = first >= 0.9 * wns and first >= 1e7
+            late = Counter(r["late_rank"] for _, r in waits).most_common(1)[0][0]
+            n = sum(r["count"] for _, r in waits)
+            window = sum(d.window_ns for d in a.devices) or 1
+            a.findings.append(Finding(
+                id=f"collective-wait-{rk}", severity="info" if skew else _severity(wns / window),
+                title=f"rank {rk} waited {_fmt(wns)} in {n} collectives for late rank {late}"
+                + (" (almost all in the first one: profiler start-up skew between ranks, not a straggler)"
+                   if skew else ""),
+                idle_ns=wns,
+                evidence={"late_rank": late, "wait_us": wns / 1e3,
+                          "collectives": [{"name": r["name"], "wait_us": w, "count": r["count"]} for w, r in waits]},
+                suggestion=f"Rank {late} arrives last: look at its CPU work before each collective (load its trace; "
+                           + "the gaps before its collectives show what it was doing). " + SUGGESTIONS["collective"],
+                cause="collective"))
+            a.findings.sort(key=lambda f: (-f.idle_ns, f.title))
     for a in out:
         a.rank_collectives = table
         rk = str(a.rank)
