@@ -77,12 +77,30 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return _main(argv)
+    except UserCodeError as exc:
+        if os.environ.get("GAPSCOPE_DEBUG") and exc.__cause__ is not None:
+            raise exc.__cause__
+        sys.stderr.write(f"gapscope: error: {exc} (set GAPSCOPE_DEBUG=1 for the traceback)\n")
+        return 2
     except CaptureError as exc:
         sys.stderr.write(f"gapscope: error: {exc}\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("gapscope: interrupted (no trace written for the interrupted phase)\n")
         return 130
+
+
+class UserCodeError(CaptureError):
+    """The workload (MODULE:FUNC, or a step it returned) raised: one line, the traceback on request."""
+
+
+def _user_code(what: str, fn, *args):
+    try:
+        return fn(*args)
+    except (CaptureError, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        raise UserCodeError(f"{what} raised {type(exc).__name__}: {exc}"[:400]) from exc
 
 
 def _main(argv: list[str]) -> int:
@@ -274,6 +292,8 @@ def load_target(target: str):
         mod = importlib.import_module(mod_name)
     except ImportError as exc:
         raise CaptureError(f"cannot import {mod_name!r}: {exc}") from None
+    except Exception as exc:  # the module itself failed while importing
+        raise UserCodeError(f"importing {mod_name!r} raised {type(exc).__name__}: {exc}"[:400]) from exc
     func = mod
     for part in func_name.split("."):
         func = getattr(func, part, None)
@@ -281,7 +301,7 @@ def load_target(target: str):
             raise CaptureError(f"module {mod_name!r} has no {func_name!r}")
     if not callable(func):
         raise CaptureError(f"{target} is not callable")
-    made = func()
+    made = _user_code(target, func)
     if callable(made):
         return {None: made}
     if isinstance(made, dict) and made and all(isinstance(k, str) and callable(v) for k, v in made.items()):
@@ -304,7 +324,8 @@ def _run(args) -> int:
                 extra={"target": args.target})
     for phase, step in steps.items():
         active = args.active or (4 if phase == "decode" else 1)
-        r = s.phase(phase, step, active=active)
+        what = f"the {phase + ' ' if phase else ''}step of {args.target}"
+        r = _user_code(what, lambda: s.phase(phase, step, active=active))  # noqa: B023 - called at once
         print(r.line(), flush=True)
     if not args.no_summary:
         p = gather_summaries(s.results, args.out, name, overwrite=args.overwrite)

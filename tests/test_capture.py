@@ -243,17 +243,14 @@ def test_demo_without_stacks_has_no_python_frames(tmp_path, capsys):
         (["run", "nocolon"], "expected MODULE:FUNC"),
         (["run", "no_such_module_xyz:f"], "cannot import"),
         (["run", "json:no_such_func"], "has no"),
-        (["run", "json:dumps"], None),  # dumps() with no argument raises TypeError: not a user error, re-raised
+        (["run", "json:dumps"], "json:dumps raised TypeError"),  # FUNC itself fails: one line, no traceback
         (["frobnicate"], "invalid choice"),
     ],
 )
 def test_cli_errors_are_one_line(tmp_path, capsys, monkeypatch, argv, message):
+    monkeypatch.delenv("GAPSCOPE_DEBUG", raising=False)
     monkeypatch.delenv("RANK", raising=False)
     monkeypatch.delenv("WORLD_SIZE", raising=False)
-    if message is None:
-        with pytest.raises(TypeError):
-            capture_cli.main([*argv, "--out", str(tmp_path)])
-        return
     rc, out, err = _cli([*argv, "--out", str(tmp_path)] if argv[0] in ("demo", "run") else argv, capsys)
     assert rc == 2
     assert err.startswith("gapscope: error: ") and err.count("\n") == 1 and message in err
@@ -286,6 +283,56 @@ def test_run_target_must_return_steps(tmp_path, capsys, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     rc, _, err = _cli(["run", "badbench:f", "--out", str(tmp_path / "o")], capsys)
     assert rc == 2 and "must return a step callable" in err
+
+
+def test_run_step_that_raises_is_one_line_and_leaves_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("GAPSCOPE_DEBUG", raising=False)
+    (tmp_path / "failbench.py").write_text(
+        "calls = []\n"
+        "def steps():\n"
+        "    def decode():\n"
+        "        calls.append(1)\n"
+        "        if len(calls) > 2:\n"
+        "            raise ValueError('cache full')\n"
+        "    return {'decode': decode}\n"
+        "def broken_import():\n"
+        "    pass\n"
+    )
+    (tmp_path / "failimport.py").write_text("raise RuntimeError('no config')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out_dir = tmp_path / "out"
+    rc, _, err = _cli(["run", "failbench:steps", "--out", str(out_dir), "--warmup", "1", "--repeats", "1", "--active", "1"], capsys)
+    assert rc == 2 and "Traceback" not in err
+    assert [ln for ln in err.splitlines() if ln.startswith("gapscope: error: ")] == [err.splitlines()[-1]]
+    assert "the decode step of failbench:steps raised ValueError: cache full" in err
+    assert _listing(out_dir) == []
+    assert not torch.autograd._profiler_enabled()
+    rc, _, err = _cli(["run", "failimport:f", "--out", str(out_dir)], capsys)
+    assert rc == 2 and "importing 'failimport' raised RuntimeError: no config" in err
+    monkeypatch.setenv("GAPSCOPE_DEBUG", "1")
+    with pytest.raises(RuntimeError, match="no config"):
+        capture_cli.main(["run", "failimport:f", "--out", str(out_dir)])
+
+
+def test_python_dash_m_capture(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "capture", "demo", "--size", "tiny", "--cpu", "--phase", "prefill",
+                        "--no-stacks", "--warmup", "1", "--repeats", "1", "--out", str(tmp_path)],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "demo-eager-nostacks.prefill.json.gz" in r.stdout and "distortion" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "capture", "demo", "--inject", "bogus"], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.startswith("gapscope: error: ") and "Traceback" not in r.stderr
+
+
+def test_small_size_and_memory_option(tmp_path, capsys):
+    rc, _, err = _cli(["demo", "--size", "small", "--cpu", "--phase", "decode", "--active", "1", "--memory", "--no-stacks",
+                       "--warmup", "1", "--repeats", "1", "--out", str(tmp_path)], capsys)
+    assert rc == 0, err
+    m = load(str(tmp_path / "demo-eager-nostacks.decode.json.gz"), no_cache=True)
+    g = m.gapscope_meta
+    assert g["workload"]["config"]["n_layers"] == 4 and g["options"]["memory"] is True
+    assert any(m.name(i) == "[memory]" for i in range(m.n))  # allocator events were recorded
+    assert sum(1 for i in range(m.n) if m.name(i).startswith("layer.")) == 4
 
 
 def test_gapscope_dispatches_capture(tmp_path, capsys):
@@ -337,6 +384,7 @@ def test_two_ranks_on_gloo_with_a_late_rank(tmp_path):
         m = load(str(tmp_path / f"{stem}.decode.rank{r}.json.gz"), no_cache=True)
         g = m.gapscope_meta
         assert g["rank"] == r and g["world_size"] == 2 and g["backend"] == "gloo"
+        assert [0, 1] in g["process_groups"].values()
         assert m.rank == r
         assert g["workload"]["late_rank"] == 1 and g["workload"]["tensor_parallel"] == 2
         names = [m.name(i) for i in range(m.n)]
