@@ -49,8 +49,9 @@ class GapscopeApp(App):
     #header { height: auto; max-height: 4; background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
     #views { height: 1fr; }
     #lanesview { height: 1fr; }
-    #timeline { height: 1fr; min-height: 2; }
-    #bottom { height: 40%; min-height: 3; }
+    #timeline { height: auto; max-height: 65%; min-height: 3; }
+    #lanes { height: auto; max-height: 100%; }
+    #bottom { height: 1fr; min-height: 4; }
     #gaplist { width: 11fr; scrollbar-size-horizontal: 0; scrollbar-size-vertical: 1; }
     #stack { scrollbar-size-vertical: 1; }
     #stack { width: 9fr; border-left: vkey $primary; }

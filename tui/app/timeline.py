@@ -70,7 +70,7 @@ class LanesView(ScrollView, _Base, can_focus=True):
         Binding("pagedown", "app.lane(10)", "page down", show=False),
     ]
     DEFAULT_CSS = """
-    LanesView { height: 1fr; scrollbar-size-vertical: 1; scrollbar-size-horizontal: 0; }
+    LanesView { height: auto; scrollbar-size-vertical: 1; scrollbar-size-horizontal: 0; }
     """
 
     def __init__(self, glyphs: G.Glyphs, **kw):
@@ -88,7 +88,7 @@ class LanesView(ScrollView, _Base, can_focus=True):
     def sync_rows(self) -> None:
         n = len(self.scene.rows()) if self.scene is not None else 0
         self.virtual_size = Size(max(self.size.width, 1), n)
-        self.refresh()
+        self.refresh(layout=True)
 
     def cells_width(self) -> int:
         w = self.size.width - (self.styles.scrollbar_size_vertical if self.show_vertical_scrollbar else 0)
