@@ -334,6 +334,8 @@ def record(
     _synchronize(use_cuda)
     unprofiled_ns = _time_steps(step, active, use_cuda, dist, repeats)
 
+    env = environment(use_cuda)  # before the window, so that its calls stay out of the trace
+
     # 3. the profiled window
     activities = [ProfilerActivity.CPU]
     if use_cuda:
@@ -355,7 +357,6 @@ def record(
         _synchronize(use_cuda)
         profiled_ns = time.perf_counter_ns() - t0
         _barrier(dist, use_cuda)
-        env = environment(use_cuda)
         meta = {
             "name": name,
             "phase": phase,
