@@ -59,10 +59,12 @@ def test_injected_cause_is_found(inject):
     assert a.findings.index(f) < 3, [x.title for x in a.findings[:5]]
     stack = [fr.name for fr in a.gap_detail(int(f.gap_rows[0])).stack]
     assert any(func in s for s in stack), stack
+    # the injected function explains a visible share of the GPU's idle time, and the same function's
+    # finding does not exist in the trace recorded without injection
+    assert f.severity in ("high", "medium"), f.title
     base = _baseline()
     if base is not None:
-        ct, cb = a.cause_totals(), base.cause_totals()
-        assert sum(ct[c]["total_ns"] for c in causes) > sum(cb[c]["total_ns"] for c in causes)
+        assert not [g for g in base.findings if func in (g.evidence.get("frame") or "")]
 
 
 def test_late_rank_is_named():

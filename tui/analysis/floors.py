@@ -36,7 +36,8 @@ MATMUL_OPS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::li
               "aten::_scaled_mm", "aten::addbmm"}
 SDPA_OPS = {"aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
             "aten::_scaled_dot_product_efficient_attention", "aten::_scaled_dot_product_cudnn_attention",
-            "aten::_flash_attention_forward", "aten::_efficient_attention_forward"}
+            "aten::_flash_attention_forward", "aten::_efficient_attention_forward",
+            "aten::_cudnn_attention_forward"}
 MEMORY_OPS = {
     "aten::add", "aten::add_", "aten::sub", "aten::sub_", "aten::mul", "aten::mul_", "aten::div", "aten::div_",
     "aten::relu", "aten::relu_", "aten::gelu", "aten::silu", "aten::silu_", "aten::sigmoid", "aten::tanh",

@@ -108,8 +108,8 @@ def analyze_ranks(models: list[TraceModel], config: Thresholds | None = None) ->
                 title=f"rank {rk} waited {_fmt(wns)} in {n} collectives for late rank {late}"
                 + (" (almost all in the first one: profiler start-up skew between ranks, not a straggler)"
                    if skew else ""),
-                idle_ns=wns,
-                evidence={"late_rank": late, "wait_us": wns / 1e3,
+                idle_ns=0 if skew else wns,  # start-up skew is not idle time the job has: listed, ranked last
+                evidence={"late_rank": late, "wait_us": wns / 1e3, "startup_skew": skew,
                           "collectives": [{"name": r["name"], "wait_us": w, "count": r["count"]} for w, r in waits]},
                 suggestion=f"Rank {late} arrives last: look at its CPU work before each collective (load its trace; "
                            + "the gaps before its collectives show what it was doing). " + SUGGESTIONS["collective"],
