@@ -142,6 +142,22 @@ def test_two_traces_side_by_side(tmp_path, schema):
     assert "| GPU idle |" in md and "## What changed" in md
     assert "| sync | 100.0 µs (1) | 0 ns (0) |" in md
     assert "| python | 0 ns (0) | 100.0 µs (1) |" in md
+    assert "- only in the second: 1 gap while Python from `serve.py(88): postprocess`" in md
+    assert "- gone in the second: 1 sync from `model.py(42): hook`" in md
     doc = build_json([a, b])
     jsonschema.validate(doc, schema)
     assert {g["trace"] for g in doc["gaps"]} == {0, 1}
+
+
+def test_json_validates_on_sample_traces(schema):
+    from tests.conftest import SAMPLE_TRACES
+    from tui.trace import load
+
+    files = sorted(SAMPLE_TRACES.glob("*.json.gz")) if SAMPLE_TRACES.is_dir() else []
+    if not files:
+        pytest.skip("no sample traces in traces/")
+    for p in files:
+        a = analyze(load(str(p), no_cache=True))
+        doc = json.loads(json.dumps(build_json([a])))
+        jsonschema.validate(doc, schema)
+        assert doc["traces"][0]["distortion"] is not None  # every sample carries capture metadata

@@ -128,7 +128,7 @@ def single(a, top: int, title: bool = True) -> list[str]:
         L.append(f"# gapscope report: {esc(_label(a))}")
         L.append("")
     L += headline(a)
-    for w in a.warnings[:5]:
+    for w in [w for w in a.warnings if not (a.distortion and w.startswith("the profiler slowed"))][:5]:
         L.append(f"- ⚠ {esc(w)}")
     L.append("")
     if a.findings:
@@ -263,10 +263,15 @@ def compare(analyses, top: int) -> list[str]:
             dv = cb[c]["total_ns"] - ca[c]["total_ns"]
             if dv:
                 L.append(f"- {c}: {t(ca[c]['total_ns'])} → {t(cb[c]['total_ns'])} ({'+' if dv > 0 else '−'}{t(abs(dv))}).")
-        fa = {f.title.split(" cost ")[0] for f in a.findings}
-        new = [f for f in b.findings if f.title.split(" cost ")[0] not in fa and f.idle_ns > 0]
-        for f in new[:3]:
+        def key(f):
+            return (f.cause, (f.evidence or {}).get("frame"), f.title.split(" ")[0] == "launch-bound:")
+
+        fa = {key(f) for f in a.findings}
+        fb = {key(f) for f in b.findings}
+        for f in [f for f in b.findings if key(f) not in fa and f.idle_ns > 0][:3]:
             L.append(f"- only in the second: {inline(f.title)}")
+        for f in [f for f in a.findings if key(f) not in fb and f.idle_ns > 0][:3]:
+            L.append(f"- gone in the second: {inline(f.title)}")
         L.append("")
     for a in analyses:
         L.append(f"## {esc(_label(a))}")
