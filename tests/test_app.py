@@ -383,3 +383,38 @@ def test_ranks_of_one_job_share_a_tab_grouped_by_rank(shared_traces):
             assert seen == {0, 1}
 
     run(go())
+
+
+def test_escape_cancels_a_slow_load(tmp_path, monkeypatch):
+    import threading
+
+    import tui.trace
+
+    p = three_gaps(tmp_path)
+    release = threading.Event()
+    started = threading.Event()
+    real = tui.trace.load
+
+    def slow_load(path, **kw):
+        started.set()
+        release.wait(20)
+        return real(path, **kw)
+
+    monkeypatch.setattr(tui.trace, "load", slow_load)
+
+    async def go():
+        app = GapscopeApp([str(p)], load_opts={"no_cache": True})
+        async with app.run_test(size=(80, 24)) as pilot:
+            for _ in range(50):
+                if started.is_set():
+                    break
+                await pilot.pause(0.05)
+            assert "loading three_gaps.json" in screen_text(app)
+            await pilot.press("escape")
+            await pilot.pause()
+            release.set()
+        return app
+
+    app = run(go())
+    assert app.cancelled and app.return_code == 130
+    assert not app.scenes

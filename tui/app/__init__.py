@@ -65,6 +65,12 @@ def run_app(args) -> int:
 
     app = GapscopeApp(paths, ascii=ascii_mode, load_opts=load_opts)
     app.run()
+    if app.cancelled:
+        # the reader thread cannot be interrupted mid-parse; leave now rather than wait for it
+        sys.stderr.write("gapscope: cancelled\n")
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(130)
     if app.error:
         sys.stderr.write(f"gapscope: error: {app.error}\n")
         return 2

@@ -106,6 +106,7 @@ class GapscopeApp(App):
         self.last_export: list[str] = []
         self._loading: LoadingScreen | None = None
         self._status_msg = ""
+        self.cancelled = False
 
     # ================================================================ layout
     def compose(self) -> ComposeResult:
@@ -298,9 +299,10 @@ class GapscopeApp(App):
             self.refresh_all()
 
     def action_cancel_load(self) -> None:
+        self.cancelled = True
         for w in self.workers:
             w.cancel()
-        self.exit(return_code=1)
+        self.exit(return_code=130)
 
     # ================================================================ drawing
     def show_scene(self, i: int) -> None:
