@@ -188,3 +188,19 @@ def test_every_cause_has_an_explanation_and_suggestion(cause):
     from tui.analysis.findings import SUGGESTIONS
 
     assert CAUSE_EXPLANATIONS[cause] and SUGGESTIONS[cause]
+
+
+def test_cuda_graph_nodes_already_queued_are_not_sync():
+    """One cudaGraphLaunch queues every kernel; the CPU then waits in cudaDeviceSynchronize. Gaps between
+    the graph's kernels are GPU-side (launch), even though the CPU sits in a sync at every t0."""
+    s = Synth()
+    rt = s.runtime("cudaGraphLaunch", 0, 5)
+    c = rt["args"]["correlation"]
+    for k, t in enumerate((50, 110, 170)):
+        s.kernel(f"node{k}", t, 50, corr=c)
+    s.runtime("cudaDeviceSynchronize", 6, 220)
+    a = analyze(model_of(s))
+    assert len(a.gaps) == 2 and set(a.gaps.dur_ns.tolist()) == {10_000}
+    assert {CAUSES[int(x)] for x in a.gaps.cause} == {"launch"}
+    assert "already queued" in a.gap_detail(0).explanation
+    assert any("already queued" in f.title for f in a.findings)

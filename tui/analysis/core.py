@@ -381,9 +381,10 @@ class Analysis:
             return f"GPU compute idle {_us(d.dur_ns)} during a collective{sig}."
         if d.cause == "sync":
             s = next((f"`{f.name}`" for f in reversed(d.stack) if f.kind == "sync"), "a synchronising call")
-            return (f"The launching thread synchronised with the GPU in {s}{sig} ({_us(d.breakdown.get('sync', 0))} "
-                    f"in synchronising calls) and launched {nk} {_us(w)} after the GPU ran dry; GPU idle "
-                    f"{_us(d.dur_ns)}.")
+            sb = d.breakdown.get("sync", 0)
+            part = f" ({_us(sb)} of it in synchronising calls)" if sb else ""
+            return (f"The launching thread synchronised with the GPU in {s}{sig} and launched {nk} {_us(w)} after "
+                    f"the GPU ran dry{part}; GPU idle {_us(d.dur_ns)}.")
         if d.cause == "profiler":
             return f"GPU idle {_us(d.dur_ns)} inside the profiler's own overhead; not a property of the model."
         if d.cause == "allocator":
@@ -396,6 +397,9 @@ class Analysis:
                     f"{nk} was launched; GPU idle {_us(d.dur_ns)}.")
         if d.cause == "launch":
             if w < self.config.late_launch_share * d.dur_ns and d.launch is not None:
+                if w == 0:
+                    return (f"{nk} was already queued when the GPU went idle; it started {_us(d.dur_ns)} later "
+                            f"(GPU-side launch latency, CUDA graph node dispatch, or a cross-stream dependency).")
                 return (f"{nk} was launched {_us(w)} into the gap but started {_us(d.dur_ns - w)} after its "
                         f"launch; GPU idle {_us(d.dur_ns)} (launch latency or a cross-stream dependency).")
             busy = sum(d.breakdown.get(k, 0) for k in ("op", "runtime", "sync", "allocator"))

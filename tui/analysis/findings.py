@@ -73,10 +73,14 @@ def build_findings(a) -> list:
     rows = a.listed_rows()
     groups: dict[tuple, list[int]] = defaultdict(list)
     detailed = set(rows[: cfg.max_detailed_gaps].tolist())
+    li = g.launch_idx
+    queued = (li >= 0) & (a.model.ts_ns[np.where(li >= 0, li, 0)] < g.start_ns)
     for r in rows.tolist():
         cause = CAUSES[int(g.cause[r])]
         key: tuple = (cause,)
-        if cause in BY_FRAME and r in detailed:
+        if cause == "launch" and queued[r]:
+            key = ("launch", None, "queued")
+        elif cause in BY_FRAME and r in detailed:
             key = (cause, a.gap_detail(r).signature)
         elif cause == "copy" and r in detailed:
             d = a.gap_detail(r)
@@ -92,6 +96,13 @@ def build_findings(a) -> list:
         what = key[2] if len(key) > 2 and key[2] else "memory"
         where = f" from `{sig}`" if sig else ""
         title = TITLES[cause].format(n=len(rs), t=_fmt(idle), where=where, what=what)
+        suggestion = SUGGESTIONS[cause]
+        if key == ("launch", None, "queued"):
+            title = (f"{len(rs)} gaps where the next kernel was already queued (GPU-side latency) cost "
+                     f"{_fmt(idle)} of GPU idle")
+            suggestion = ("The CPU was ahead here: the GPU waited on its own dispatch between dependent kernels, a "
+                          "CUDA graph's node scheduling, or a cross-stream event. Fuse small kernels (torch.compile) "
+                          "and check stream dependencies (cudaStreamWaitEvent).")
         if len(rs) == 1:
             title = title.replace("1 gaps", "1 gap").replace("1 syncs", "1 sync")
         top = rs_a[:5]
@@ -122,9 +133,10 @@ def build_findings(a) -> list:
                     ops[o] += 1
             ev["issued_ops"] = sorted(ops, key=lambda k: -ops[k])[:8]
         out.append(Finding(id="", severity=_severity(idle / window), title=title, idle_ns=idle, evidence=ev,
-                           suggestion=SUGGESTIONS[cause], gap_rows=rs_a, cause=cause))
+                           suggestion=suggestion, gap_rows=rs_a, cause=cause))
     # gaps too short to list still add up
     short = np.flatnonzero(g.dur_ns < cfg.min_listed_gap_ns)
+    graphed = any("GraphLaunch" in k for k in (a.launches.get("calls") or {}))
     if short.size:
         idle = int(g.dur_ns[short].sum())
         if idle / window >= 0.01:
@@ -134,8 +146,10 @@ def build_findings(a) -> list:
                 idle_ns=idle,
                 evidence={"gaps": int(short.size), "idle_us": idle / 1e3, "share_of_window_pct": 100.0 * idle / window,
                           "causes": {c: int(n) for c, n in zip(CAUSES, np.bincount(g.cause[short], minlength=len(CAUSES))) if n}},
-                suggestion="Many tiny kernels back to back: fuse them (torch.compile) or capture them in a CUDA graph "
-                           "so the per-kernel dispatch gap disappears.",
+                suggestion=("Many tiny kernels back to back: fuse them (torch.compile) or capture them in a CUDA graph "
+                            "so the per-kernel dispatch gap disappears." if not graphed else
+                            "Many tiny kernels back to back, already in a CUDA graph: what is left is the GPU's own "
+                            "per-kernel dispatch; fuse kernels (torch.compile, fused ops) to remove it."),
                 gap_rows=short, cause="launch"))
     out.sort(key=lambda f: (-f.idle_ns, f.title))
     for c in a.copies if a.devices else []:

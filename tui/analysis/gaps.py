@@ -287,7 +287,11 @@ def classify(model: TraceModel, cols: dict, cfg: Thresholds, flags=None, cpu: Cp
     wpos = (tl - t0) > 0
     in_sync_at_t0 = cpu.sync.touches(thread, t0 - cfg.sync_slack_ns, t0)
     sync_in_gap = wpos & (bd["sync"] >= cfg.sync_share * (tl - t0)) & (bd["sync"] > 0)
-    is_sync = (in_sync_at_t0 | sync_in_gap) & (thread >= 0)
+    # work already queued before the gap began (a CUDA graph's nodes, kernels launched ahead): the CPU
+    # cannot be the reason, whatever it was doing at t0
+    lts = np.where(has_l, model.ts_ns[np.where(has_l, launch, 0)], t1)
+    queued = has_l & (lts < t0)
+    is_sync = (in_sync_at_t0 | sync_in_gap) & (thread >= 0) & ~queued
     is_prof = ov_cov.covered(t0, t1) > most * g
     late = has_l & (w < cfg.late_launch_share * g)
     is_alloc = wpos & (bd["allocator"] >= cfg.allocator_share * w) & (bd["allocator"] > 0)
