@@ -183,7 +183,8 @@ class CpuSets:
         self.u2 = gc(sync | alloc)
         self.u3 = gc(sync | alloc | rt)
         self.u3h = gc(sync | alloc | rt | host_op)
-        self.u4 = gc(sync | alloc | rt | op)
+        launcher = py & flags["launcher_frame"][nid]
+        self.u4 = gc(sync | alloc | rt | op | launcher)
         self.u5 = gc(sync | alloc | rt | op | py | ann)
         self.bcopy = gc(self.blocking_copy)
         self.coll = gc(coll)
@@ -203,17 +204,17 @@ class CpuSets:
 
 def _ancestor_mark(parent: np.ndarray, start: np.ndarray, allowed: np.ndarray) -> np.ndarray:
     """Mask of the events in ``allowed`` that are ancestors of some event in ``start``."""
-    out = np.zeros(parent.shape[0], dtype=bool)
+    seen = np.zeros(parent.shape[0], dtype=bool)
     cur = parent[start] if start.size else np.zeros(0, np.int64)
     for _ in range(10_000):
         cur = cur[cur >= 0]
         if cur.size == 0:
             break
         cur = np.unique(cur)
-        ok = allowed[cur] & ~out[cur]
-        out[cur[ok]] = True
-        cur = parent[cur[ok]]
-    return out
+        cur = cur[~seen[cur]]  # each ancestor walked once
+        seen[cur] = True
+        cur = parent[cur]
+    return seen & allowed
 
 
 def default_threads(model: TraceModel) -> dict[int, int]:

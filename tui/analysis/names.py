@@ -46,6 +46,9 @@ LAUNCH_RUNTIME_RE = re.compile(
     r"^(cudaLaunch|cuLaunch|cudaGraphLaunch|cuGraphLaunch|hipLaunch|hipExtLaunch|hipModuleLaunch|hipGraphLaunch"
     r"|cudaMemcpyAsync|cudaMemsetAsync|hipMemcpyAsync|hipMemsetAsync)"
 )
+#: Python frames that are kernel launchers (generated Inductor wrappers, Triton's launcher): their time is
+#: dispatch, like an aten op's, not user Python work
+LAUNCHER_FRAME_RE = re.compile(r"(torchinductor_|(^|/)_inductor/|(^|/)triton/|triton_heuristics)")
 COLLECTIVE_OP_RE = re.compile(r"^(record_param_comms$|c10d::|nccl:|c10d_functional::|_c10d_functional::|gloo:)")
 COLLECTIVE_KERNEL_RE = re.compile(r"^(ncclDevKernel_|ncclKernel_|nccl[A-Z]\w*Kernel|rccl)")
 PY_FRAME_RE = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<func>.*)$")
@@ -59,7 +62,7 @@ def name_flags(names: list[str]) -> dict[str, np.ndarray]:
     """Boolean flags per interned name."""
     n = len(names)
     f = {k: np.zeros(n, dtype=bool) for k in ("sync_rt", "blocking_copy", "sync_op", "alloc", "launch", "coll_op",
-                                                   "coll_kernel", "user_frame", "empty_cache")}
+                                                   "coll_kernel", "user_frame", "empty_cache", "launcher_frame")}
     for i, nm in enumerate(names):
         if nm in SYNC_RUNTIME:
             f["sync_rt"][i] = True
@@ -77,6 +80,8 @@ def name_flags(names: list[str]) -> dict[str, np.ndarray]:
             f["coll_op"][i] = True
         if COLLECTIVE_KERNEL_RE.match(nm):
             f["coll_kernel"][i] = True
+        if LAUNCHER_FRAME_RE.search(nm):
+            f["launcher_frame"][i] = True
         if PY_FRAME_RE.match(nm) and not _LIB_PATH_RE.search(nm):
             f["user_frame"][i] = True
     return f
