@@ -204,3 +204,32 @@ def test_cuda_graph_nodes_already_queued_are_not_sync():
     assert {CAUSES[int(x)] for x in a.gaps.cause} == {"launch"}
     assert "already queued" in a.gap_detail(0).explanation
     assert any("already queued" in f.title for f in a.findings)
+
+
+def test_cpu_copy_holding_a_stream_sync_is_sync():
+    """``.cpu()`` is aten::to -> ... -> cudaStreamSynchronize: the whole op is the synchronising call."""
+    s = base()
+    with s.frame("gen.py(12): step", 100, 94):
+        s.cpu_op("aten::to", 105, 45)
+        s.cpu_op("aten::_to_copy", 106, 43)
+        s.runtime("cudaMemcpyAsync", 107, 3)
+        s.runtime("cudaStreamSynchronize", 111, 2)
+    c, a, i = cause_of(s)
+    assert c == "sync"
+    assert a.gap_detail(i).breakdown["sync"] == 45_000
+
+
+def test_long_cpu_only_op_is_host_work_not_dispatch():
+    s = base()
+    s.cpu_op("aten::softmax", 100, 80)  # CPU softmax: launches nothing
+    c, a, i = cause_of(s)
+    assert c == "python"
+    assert a.gap_detail(i).breakdown["python"] == 80_000
+
+
+def test_inductor_launcher_python_is_dispatch():
+    s = base()
+    with s.frame("/tmp/torchinductor_u/ab/cab12.py(1028): call", 100, 94):
+        for t in range(101, 190, 10):
+            s.runtime("cuLaunchKernel", t, 2)
+    assert cause_of(s)[0] == "launch"
