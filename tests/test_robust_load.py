@@ -287,3 +287,31 @@ def test_random_traces_and_damage_load_or_trace_error(tmp_path, events, top_arra
     if not damage:
         n_timed = sum(1 for e in events if e["ph"] not in ("M", "s", "f") and e["ts"] is not None)
         assert m.n == n_timed
+
+
+_EV = b'{"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":1,"dur":1}'
+
+
+@pytest.mark.parametrize(
+    "data,n,warning",
+    [
+        (b'{"traceEvents": [', 0, "ends inside the event list"),
+        (b'{"x": "traceEvents", "traceEvents": [' + _EV + b"]}", 1, None),
+        (b"[" + _EV + b"] junk", 1, "4 bytes after the event array were ignored"),
+        (b'{"traceEvents": [' + _EV + b"]", 1, "top-level object is not closed"),
+        (b'\xef\xbb\xbf{"traceEvents": []}', 0, "no timed events"),
+        (b'{"traceEvents": [1, "x", null, {"ph":"X"}]}', 0, "3 entries of traceEvents were not objects"),
+        (b'{"traceEvents": [' + _EV + b",]}", 1, None),
+        (b'{"traceEvents": [' + _EV + b", " + _EV.replace(b'"a"', b'"b"') + b' ], "traceName": "t"}', 2, None),
+    ],
+)
+def test_odd_top_levels(tmp_path, data, n, warning):
+    p = tmp_path / "odd.json"
+    p.write_bytes(data)
+    m = load(p, no_cache=True)
+    assert m.n == n
+    if warning:
+        assert any(warning in w for w in m.warnings), m.warnings
+    else:
+        assert m.warnings == []
+    _check_cli(p, expect_ok=True)

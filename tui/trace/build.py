@@ -390,11 +390,13 @@ class ColumnBuilder:
         durl = list(map(_dget, timed, repeat("dur")))
         no_dur = 0
         if None in durl:
+            # complete events without a duration (instants have none by design; events without a
+            # timestamp are skipped and counted as such)
             miss = np.array([d is None for d in durl], dtype=bool)
+            miss &= np.array([p == "X" for p in tphs], dtype=bool) & ts_ok
             if inst is not None:
-                no_dur = int(np.count_nonzero(miss & ~inst & np.array([p == "X" for p in tphs], dtype=bool)))
-            else:
-                no_dur = int(np.count_nonzero(miss & np.array([p == "X" for p in tphs], dtype=bool)))
+                miss &= ~inst
+            no_dur = int(np.count_nonzero(miss))
             durl = [0 if d is None else d for d in durl]
         dur, dur_ok = _us_to_ns(durl)
         dur[~dur_ok] = 0

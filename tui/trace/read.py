@@ -192,6 +192,7 @@ def _char_to_byte(text: bytes, pos: int) -> int:
         return pos
 
 
+_CLOSE = re.compile(rb"\s*,?\s*\]")
 _TRAILER = re.compile(rb"\s*(?:$|\}|,\s*\")")
 
 
@@ -346,7 +347,7 @@ class _Reader:
                 tail = tail[1:]
             if tail.endswith(b"}"):
                 tail = tail[:-1]
-            elif tail:
+            else:
                 self.warnings.append("the top-level object is not closed (file cut off?)")
             self._metadata_part(tail, where="after")
 
@@ -480,11 +481,12 @@ class _Reader:
                 break
             if status == "ok" and isinstance(val, dict):
                 events.append(val)
-            elif status == "trail" and isinstance(val, dict) and tail.lstrip().startswith(b"]"):
+            elif status == "trail" and isinstance(val, dict) and _CLOSE.match(tail):
                 events.append(val)
-                # the array closes here; ``tail`` is the input's own end, so its offset is exact
+                # the array closes here (after an optional trailing comma); ``tail`` is the input's own
+                # end, so its offset is exact
                 end_of_seg = s + len(bytes(data[s : starts[j]]).rstrip())
-                self.array_end = end_of_seg - len(tail.lstrip())
+                self.array_end = end_of_seg - len(tail) + _CLOSE.match(tail).end() - 1
                 break
             elif status == "eof" and starts[j] >= n:
                 self.stats.truncated = True
