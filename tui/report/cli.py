@@ -27,7 +27,15 @@ def analyses_for(paths, args) -> list:
     from ..analysis import analyze
     from ..analysis.ranks import analyze_ranks, same_job
 
-    models = [_load(p, args) for p in paths]
+    try:
+        from ..trace.multi import load_many
+    except ImportError:
+        load_many = None
+    if load_many is not None:
+        models = load_many(paths, no_cache=bool(getattr(args, "no_cache", False)),
+                           max_size=getattr(args, "max_size", None))
+    else:
+        models = [_load(p, args) for p in paths]
     if len(models) > 1 and same_job(models):
         return analyze_ranks(models)
     return [analyze(m) for m in models]

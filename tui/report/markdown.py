@@ -211,6 +211,12 @@ def single(a, top: int, title: bool = True) -> list[str]:
         L.append("Allocator: " + ", ".join(f"{code(k, False)} ×{v['count']} ({t(v['total_ns'])})"
                                            for k, v in sorted(calls.items(), key=lambda kv: -kv[1]["total_ns"])[:6]) + ".")
         L.append("")
+    mem = a.allocator.get("memory")
+    if mem:
+        pk = f", peak allocated {_bytes(mem['peak_allocated'])}" if mem.get("peak_allocated") is not None else ""
+        pr = f", peak reserved {_bytes(mem['peak_reserved'])}" if mem.get("peak_reserved") is not None else ""
+        L.append(f"Memory events: {mem['events']} recorded{pk}{pr}.")
+        L.append("")
     if a.collectives:
         L.append("## Collectives")
         L.append("")
