@@ -418,3 +418,77 @@ def test_escape_cancels_a_slow_load(tmp_path, monkeypatch):
     app = run(go())
     assert app.cancelled and app.return_code == 130
     assert not app.scenes
+
+
+def test_header_warns_about_distortion_and_missing_stacks(tmp_path):
+    s = Synth(meta={"gapscope": {"profiled_us": 2600.0, "unprofiled_us": 1000.0, "torch": "2.13.0"}})
+    s.launch(ts=0, dur=2, kernel="k0", k_ts=5, k_dur=10)
+    s.launch(ts=100, dur=2, kernel="k1", k_ts=200, k_dur=10)
+    p = s.write(tmp_path / "distorted.json")
+
+    async def go():
+        async with opened(p, size=(160, 30)) as (app, pilot):
+            return screen_text(app)
+
+    txt = run(go())
+    head = "\n".join(txt.splitlines()[:4])
+    assert "torch 2.13.0" in head
+    assert "capture distortion 2.60x" in head
+    assert "no Python stacks" in head
+
+
+def test_two_traces_open_in_tabs_and_t_switches(tmp_path):
+    a = three_gaps(tmp_path / "a" if (tmp_path / "a").mkdir() is None else tmp_path)
+    s = Synth()
+    s.launch(ts=0, dur=2, kernel="decode_k0", k_ts=5, k_dur=10)
+    s.launch(ts=50, dur=2, kernel="decode_k1", k_ts=80, k_dur=10)
+    b = s.write(tmp_path / "decode.json")
+
+    async def go():
+        app = GapscopeApp([str(a), str(b)], load_opts={"no_cache": True})
+        async with app.run_test(size=(120, 30)) as pilot:
+            await settle(app, pilot)
+            first = screen_text(app)
+            await pilot.press("t")
+            await pilot.pause()
+            second = screen_text(app)
+            await pilot.press("t")
+            await pilot.pause()
+            return app, first, second
+
+    app, first, second = run(go())
+    assert len(app.scenes) == 2 and app.current == 0
+    assert "three_gaps.json [1/2]" in first
+    assert "decode.json [2/2]" in second and "decode_k1" in second
+
+
+def test_detail_of_a_copy_and_of_an_op(tmp_path):
+    s = Synth()
+    with s.frame("model.py(3): fetch", 0, 200):
+        with s.op("aten::copy_", 1, 150):
+            rt = s.runtime("cudaMemcpyAsync", 2, 100)
+    s.memcpy("DtoH", 10, 50, nbytes=4_000_000, corr=rt["args"]["correlation"])
+    p = s.write(tmp_path / "copy.json")
+
+    async def go():
+        async with opened(p, size=(120, 40)) as (app, pilot):
+            await pilot.press("slash", *"Memcpy DtoH", "enter", "escape", "enter")
+            await pilot.pause()
+            copy = screen_text(app)
+            await pilot.press("escape", "slash", *"aten::copy_", "enter", "escape", "enter")
+            await pilot.pause()
+            op = screen_text(app)
+            return copy, op
+
+    copy, op = run(go())
+    assert "copy: Memcpy DtoH (Pageable -> Device)" in copy
+    assert "bytes 4,000,000" in copy and "80.00 GB/s" in copy
+    assert "memory: Pageable -> Device" in copy
+    assert "op: aten::copy_" in op
+    assert "model.py(3): fetch" in op  # its stack
+
+
+def test_no_color_is_honoured(tmp_path, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = GapscopeApp([str(three_gaps(tmp_path))])
+    assert app.no_color

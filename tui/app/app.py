@@ -503,7 +503,7 @@ class GapscopeApp(App):
         col = min(max(col, 0), cw - 1)
         a, b = int(e[col]), int(e[col + 1])
         if ln.iv is not None:
-            return ln.iv.at(a, b)
+            return ln.iv.at(a, b, innermost=ln.kind == "cpu", mid=min(max(v.cursor, a), b - 1))
         if ln.segs is not None:
             r = ln.segs.cells(np.array([a, b], dtype=np.int64))[0]
             return int(ln.segs.ref[r]) if r >= 0 else -1

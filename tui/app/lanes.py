@@ -117,8 +117,9 @@ class Intervals:
         """Number of events starting in each cell."""
         return np.diff(np.searchsorted(self.starts, edges, side="left"))
 
-    def at(self, a: int, b: int) -> int:
-        """Event index most worth showing in [a, b): the longest one overlapping it, or -1."""
+    def at(self, a: int, b: int, innermost: bool = False, mid: int | None = None) -> int:
+        """Event index most worth showing in [a, b): the one overlapping it most, or -1. With
+        ``innermost`` (nested CPU events), the shortest event covering the cell's middle comes first."""
         if not self.idx.size:
             return -1
         lo = int(np.searchsorted(self.starts, a, side="right")) - 1
@@ -139,6 +140,12 @@ class Intervals:
         ov = np.where((e > a) & (s < b), np.maximum(ov, 1), 0)  # zero-length events count when inside
         if not ov.any():
             return -1
+        if innermost:
+            mid = a + (b - a) // 2 if mid is None else int(mid)
+            cov = (s <= mid) & (e > mid)
+            if cov.any():
+                d = np.where(cov, e - s, np.iinfo(np.int64).max)
+                return int(self.idx[cand[int(np.argmin(d))]])
         return int(self.idx[cand[int(np.argmax(ov))]])
 
     def next_after(self, t: int) -> int:

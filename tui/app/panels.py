@@ -249,7 +249,12 @@ def event_text(scene: Scene, ev: int, glyphs: G.Glyphs) -> Text:
     else:
         stack_ev = ev
         _args_line(t, args, ("Input Dims", "Input type", "Concrete Inputs", "stream"))
-    if stack_ev >= 0:
+    frames = _full_stack(scene, stack_ev) if stack_ev >= 0 else None
+    if frames:
+        t.add("stack (outermost first):", "bold").nl()
+        for i, f in enumerate(frames[-40:]):
+            frame_line(t, f, min(i, 8))
+    elif stack_ev >= 0:
         anc = m.ancestors(stack_ev)[::-1] + [stack_ev]
         if len(anc) > 1 or stack_ev != ev:
             t.add("stack (outermost first):", "bold").nl()
@@ -257,3 +262,33 @@ def event_text(scene: Scene, ev: int, glyphs: G.Glyphs) -> Text:
                 kk = KIND_LABEL.get(int(m.kind[e]), "?")
                 t.add(f"  {kk[:6]:<6} ", "dim").add("  " * min(i, 8)).add(m.name(e)).nl()
     return t.text
+
+
+def _full_stack(scene: Scene, ev: int):
+    """Python frames, ranges, ops and runtime calls enclosing event ``ev`` on its thread (outermost first),
+    from the analysis' stack index; None when the analysis has none."""
+    a = scene.analysis
+    st = getattr(a, "stacks", None) if a is not None else None
+    if st is None or not hasattr(st, "stack_at"):
+        return None
+    m = scene.model
+    s0, e0 = int(m.ts_ns[ev]), int(m.ts_ns[ev] + m.dur_ns[ev])
+    try:
+        frames = st.stack_at(int(m.track[ev]), s0)
+    except Exception:  # noqa: BLE001 - fall back to the model's own parent chain
+        return None
+    out = []
+    for f in frames:
+        i = getattr(f, "event", -1)
+        if i is None or i < 0 or i == ev:
+            continue
+        if int(m.ts_ns[i]) <= s0 and int(m.ts_ns[i] + m.dur_ns[i]) >= e0:
+            out.append(f)
+    if out:
+        out.append(type(frames[0])(kind=_FRAME_KIND.get(int(m.kind[ev]), "op"), name=m.name(ev), event=ev)
+                   if frames else None)
+    return [f for f in out if f is not None] or None
+
+
+_FRAME_KIND = {Kind.PYTHON: "python", Kind.ANNOTATION: "annotation", Kind.CPU_OP: "op", Kind.RUNTIME: "runtime",
+               Kind.DRIVER: "runtime"}
