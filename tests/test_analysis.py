@@ -178,3 +178,37 @@ def test_shared_traces_analyse(shared_traces):
         a.kernels, a.syncs, a.copies, a.allocator, a.collectives, a.launches
         n += 1
     assert n >= 25
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    cpu=st.lists(st.tuples(st.sampled_from(["op", "rt", "sync", "alloc", "py", "ann"]), ivl), max_size=20),
+    ks=st.lists(ivl, min_size=2, max_size=10),
+)
+def test_breakdown_partitions_the_cpu_window(cpu, ks):
+    """Whatever the CPU recorded, the breakdown of [t0, t_launch] is non-negative and sums to it."""
+    s = Synth()
+    for kind, (t, d) in cpu:
+        t, d = t / 1000, d / 1000
+        if kind == "op":
+            s.cpu_op("aten::add", t, d)
+        elif kind == "rt":
+            s.runtime("cudaLaunchKernel", t, d)
+        elif kind == "sync":
+            s.runtime("cudaStreamSynchronize", t, d)
+        elif kind == "alloc":
+            s.runtime("cudaMalloc", t, d)
+        elif kind == "py":
+            s.python("app.py(1): f", t, d)
+        else:
+            s.annotation("region", t, d)
+    for t, d in ks:
+        s.launch(ts=t / 1000, dur=0.5, kernel="k", k_ts=t / 1000 + 1, k_dur=d / 1000)
+    a = analyze(model_of(s))
+    g = a.gaps
+    w = g.t_launch_ns - g.start_ns
+    tot = sum(g.breakdown[k] for k in g.breakdown)
+    assert (tot == w).all()
+    for k, v in g.breakdown.items():
+        assert (v >= 0).all(), k
+    assert sum(v["total_ns"] for v in a.cause_totals().values()) == a.idle_ns
