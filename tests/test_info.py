@@ -51,7 +51,7 @@ def test_info_json(trace, tmp_path):
     assert s["cpu_threads"] == [{"pid": 1000, "tid": 1000, "name": "thread 1000 (python3)", "events": 3}]
     assert s["rank"] == 1 and s["distributed"]["world_size"] == 4
     assert s["gapscope"] == {"phase": "decode", "steps": 3, "torch": "2.13.0"}
-    assert s["versions"]["cuda_runtime_version"] == 13000
+    assert s["versions"]["cuda_runtime_version"] == 13000 and s["versions"]["torch"] == "2.13.0"
     assert s["flags"] == ["with_stack"]
     assert any("mystery" in w for w in s["warnings"])
     assert any("1 of 2 GPU operations have no launch" in w for w in s["warnings"])

@@ -84,7 +84,12 @@ def summary(model: TraceModel) -> dict:
         else:
             other.append({"pid": t.pid, "tid": t.tid, "name": t.name, "events": cnt})
     meta = model.metadata
-    versions = {k: meta[k] for k in _VERSION_KEYS if k in meta}
+    versions = {}
+    g = model.gapscope_meta or {}
+    for k in ("torch", "cuda", "python"):  # written by gapscope's capture; Kineto does not record them
+        if isinstance(g.get(k), (str, int, float)):
+            versions[k] = g[k]
+    versions.update({k: meta[k] for k in _VERSION_KEYS if k in meta})
     flags = [k for k in ("record_shapes", "with_stack", "profile_memory", "with_flops", "with_modules")
              if meta.get(k) in (1, True)]
     return {
