@@ -72,19 +72,23 @@ class HelpScreen(ModalScreen):
         self.legend_only = legend_only
 
     def compose(self) -> ComposeResult:
-        t = Text()
-        if not self.legend_only:
-            t.append("Keys\n", style="bold underline")
-            for k, what in KEYS:
-                if self.glyphs.ascii:
-                    k = k.replace("←", "left").replace("→", "right").replace("↑", "up").replace("↓", "down")
-                t.append(f"  {k:<18}", style="bold")
-                t.append(f"{what}\n")
-            t.append("\n")
-        t.append("Legend\n", style="bold underline")
-        t.append_text(legend_text(self.glyphs))
-        t.append("\nEsc closes.", style="dim")
+        from rich.table import Table
+
         with VerticalScroll():
+            if not self.legend_only:
+                yield Static(Text("Keys", style="bold underline"))
+                table = Table(box=None, show_header=False, padding=(0, 1), expand=True)
+                table.add_column(no_wrap=True, style="bold")
+                table.add_column(ratio=1)
+                for k, what in KEYS:
+                    if self.glyphs.ascii:
+                        k = k.replace("←", "left").replace("→", "right").replace("↑", "up").replace("↓", "down")
+                    table.add_row(Text(k), Text(what))
+                yield Static(table)
+            t = Text()
+            t.append("\nLegend\n", style="bold underline")
+            t.append_text(legend_text(self.glyphs))
+            t.append("\nEsc closes.", style="dim")
             yield Static(t)
 
 
