@@ -104,7 +104,7 @@ def headline(a) -> list[str]:
     return out
 
 
-def _stack_lines(frames, limit=8) -> list[str]:
+def _stack_lines(frames, limit=7) -> list[str]:
     fr = frames[-limit:]
     lines = []
     if len(frames) > limit:
@@ -157,7 +157,7 @@ def single(a, top: int, title: bool = True) -> list[str]:
                 sh = 100.0 * ct[c]["total_ns"] / a.idle_ns if a.idle_ns else 0
                 L.append(f"| {c} | {ct[c]['count']} | {t(ct[c]['total_ns'])} | {sh:.1f}% |")
         L.append("")
-        n = min(top, len(a.gaps), 5 if top <= 10 else top)
+        n = min(top, len(a.gaps), 3 if top <= 10 else top)
         L.append(f"## Largest gaps (top {n} of {len(a.gaps)})")
         L.append("")
         g = a.gaps
