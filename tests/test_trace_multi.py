@@ -33,6 +33,17 @@ def test_expand_folder_sorts_by_rank_number(tmp_path):
     assert expand([str(d / "trace_rank1*.json*")]) == [str(d / "trace_rank1.json"), str(d / "trace_rank10.json.gz")]
 
 
+def test_folder_skips_json_that_is_not_a_trace(tmp_path):
+    d = tmp_path / "run"
+    d.mkdir()
+    _rank_trace(d, 0, "demo.rank0.json.gz")
+    (d / "demo.ranks.json").write_text('{"world_size": 2, "ranks": []}')
+    assert [f.rsplit("/", 1)[1] for f in expand([d])] == ["demo.rank0.json.gz"]
+    # named explicitly, it is loaded and refused with a reason
+    with pytest.raises(TraceError, match="without a traceEvents array"):
+        load_many([d / "demo.ranks.json"], no_cache=True)
+
+
 def test_expand_errors(tmp_path):
     with pytest.raises(TraceError, match="no \\*.json"):
         expand([tmp_path])

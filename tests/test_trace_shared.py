@@ -40,6 +40,33 @@ def test_every_shared_trace(shared_traces, tmp_path, monkeypatch):
     monkeypatch.setenv("GAPSCOPE_CACHE_DIR", str(tmp_path))
     files = _files(shared_traces)
     assert len(files) >= 25
+    assert _check_against_json(files) == 1
+
+
+def test_our_sample_traces():
+    """The GPU sample traces recorded by our own capture (traces/ in the repository)."""
+    from tests.conftest import SAMPLE_TRACES
+
+    files = [p for p in _files(SAMPLE_TRACES) if "traceEvents" in _head(p)]
+    if not files:
+        pytest.skip("no sample traces recorded yet")
+    assert _check_against_json(files) == 0
+    for p in files:
+        m = load(p, no_cache=True)
+        assert m.warnings == [], (p.name, m.warnings)
+        assert m.gapscope_meta and m.gapscope_meta.get("phase") in ("prefill", "decode"), p.name
+        k = np.flatnonzero(m.kind == Kind.KERNEL)
+        assert k.size and np.count_nonzero(m.launch[k] >= 0) == k.size, p.name
+
+
+def _head(p) -> str:
+    raw = p.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    return raw[:1 << 16].decode("utf-8", "replace")
+
+
+def _check_against_json(files) -> int:
     strict_failures = 0
     for path in files:
         try:
@@ -74,7 +101,7 @@ def test_every_shared_trace(shared_traces, tmp_path, monkeypatch):
         gpu = np.isin(m.kind, [int(k) for k in GPU_WORK_KINDS])
         linked = m.launch[gpu]
         assert np.all(m.corr[linked[linked >= 0]] == m.corr[gpu][linked >= 0])
-    assert strict_failures == 1
+    return strict_failures
 
 
 def test_unescaped_quote_file_names(shared_traces):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import zlib
 from concurrent.futures import ProcessPoolExecutor
 
 from .model import TraceModel
@@ -25,6 +26,24 @@ def _rank_key(path: str):
     return (1, 0, path)
 
 
+def _looks_like_trace(path: str) -> bool:
+    """Cheap sniff for folder and glob expansion: a bare array, or a "traceEvents" key near the start.
+    Other JSON files that sit next to traces (capture summaries) are left out; a file named on the
+    command line is never filtered."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 20)
+        if head[:2] == b"\x1f\x8b":
+            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            head = d.decompress(head, 1 << 20)
+    except (OSError, zlib.error):
+        return True  # let the loader say what is wrong with it
+    s = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if s[:1] == b"[" or b'"traceEvents"' in head:
+        return True
+    return len(head) >= (1 << 20)  # a big header: undecided, keep it
+
+
 def expand(paths) -> list[str]:
     """Files named, files in named folders, and files matching glob patterns; in rank order."""
     out: list[str] = []
@@ -33,12 +52,14 @@ def expand(paths) -> list[str]:
         if os.path.isdir(p):
             found = [os.path.join(p, f) for f in os.listdir(p)
                      if f.endswith(_TRACE_SUFFIXES) and os.path.isfile(os.path.join(p, f))]
+            found = [f for f in found if _looks_like_trace(f)]
             if not found:
                 raise TraceError(f"{p}: a folder with no *.json or *.json.gz traces in it")
             out.extend(sorted(found, key=_rank_key))
         elif not os.path.exists(p) and any(c in p for c in "*?["):
             found = [f for f in glob.glob(p) if os.path.isfile(f)]
             found = [f for f in found if f.endswith(_TRACE_SUFFIXES)] or found
+            found = [f for f in found if _looks_like_trace(f)]
             if not found:
                 raise TraceError(f"{p}: no file matches this pattern")
             out.extend(sorted(found, key=_rank_key))
