@@ -174,12 +174,15 @@ def single(a, top: int, title: bool = True) -> list[str]:
     if a.kernels:
         L.append("## Kernels")
         L.append("")
-        L.append("| kernel | calls | total | share | op | floor/call | avg/call | bound |")
+        L.append("| kernel | calls | total | share | op and input shapes | floor/call | avg/call | bound |")
         L.append("|---|---:|---:|---:|---|---:|---:|---|")
         for k in a.kernels[:top]:
             fl = t(k.floor_ns) if k.floor_ns is not None else "–"
+            op = k.op or ""
+            if op and k.shapes:
+                op += " " + ", ".join(str(x).replace(" ", "") for x in k.shapes if x)
             L.append(f"| {code(k.name, limit=60)} | {k.count} | {t(k.total_ns)} | {k.pct:.1f}% | "
-                     f"{code(k.op, limit=40) if k.op else '–'} | {fl} | {t(k.avg_ns)} | {k.bound or '–'} |")
+                     f"{code(op, limit=60) if op else '–'} | {fl} | {t(k.avg_ns)} | {k.bound or '–'} |")
         L.append("")
     ls = a.launches
     if ls.get("count"):
