@@ -1,0 +1,74 @@
+"""Tables around the gaps: copies, syncs, allocator, collectives, launches, distortion."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.synth import Synth
+from tests.test_analysis import model_of
+from tui.analysis import analyze
+from tui.analysis.activity import copy_kind
+
+
+def test_copy_kinds():
+    assert copy_kind("Memcpy HtoD (Pageable -> Device)") == "HtoD Pageable"
+    assert copy_kind("Memcpy DtoH (Device -> Pinned)") == "DtoH Pinned"
+    assert copy_kind("Memcpy DtoD (Device -> Device)") == "DtoD"
+    assert copy_kind("Memset (Device)") == "Memset"
+
+
+def test_copies_syncs_allocator_launches():
+    s = Synth()
+    s.memcpy("HtoD", 0, 10, nbytes=10_000_000)
+    s.memcpy("HtoD", 20, 10, nbytes=10_000_000)
+    s.memcpy("DtoH", 40, 2, nbytes=1_000, src="Device", dst="Pinned")
+    with s.frame("loop.py(5): step", 50, 40):
+        s.cpu_op("aten::item", 51, 10)
+        s.runtime("cudaStreamSynchronize", 52, 8)
+        s.runtime("cudaMalloc", 62, 5)
+        s.runtime("cudaFree", 70, 3)
+    s.launch(ts=100, dur=4, kernel="k1", k_ts=110, k_dur=2)
+    s.launch(ts=105, dur=4, kernel="k2", k_ts=113, k_dur=10)
+    a = analyze(model_of(s))
+    cp = {c["kind"]: c for c in a.copies}
+    assert cp["HtoD Pageable"]["count"] == 2 and cp["HtoD Pageable"]["bytes"] == 20_000_000
+    assert cp["HtoD Pageable"]["total_ns"] == 20_000 and cp["HtoD Pageable"]["gbps"] == pytest.approx(1000.0)
+    assert cp["HtoD Pageable"]["pageable"] and not cp["DtoH Pinned"]["pageable"]
+    sy = {x["name"]: x for x in a.syncs}
+    assert sy["aten::item"]["count"] == 1 and sy["aten::item"]["total_ns"] == 10_000
+    assert sy["cudaStreamSynchronize"]["stacks"][0]["frame"] == "loop.py(5): step"
+    assert a.allocator["calls"] == {"cudaMalloc": {"count": 1, "total_ns": 5000},
+                                    "cudaFree": {"count": 1, "total_ns": 3000}}
+    ls = a.launches
+    assert ls["count"] == 2 and ls["kernels_shorter_than_launch"] == 1
+    assert ls["delay_median_ns"] == pytest.approx(9_000)
+    assert any("pageable memory" in f.title for f in a.findings)
+
+
+def test_collective_exposed_time():
+    s = Synth()
+    s.launch(ts=0, dur=1, kernel="gemm", k_ts=10, k_dur=30, stream=7)
+    s.launch(ts=2, dur=1, kernel="ncclDevKernel_AllReduce_Sum_bf16_RING_LL(x)", k_ts=20, k_dur=40, stream=21)
+    a = analyze(model_of(s))
+    (c,) = a.collectives
+    assert c["count"] == 1 and c["total_ns"] == 40_000
+    assert c["exposed_ns"] == 20_000  # 20..40 overlapped by the gemm, 40..60 exposed
+    assert c["late_rank"] is None and c["wait_ns"] == 0
+
+
+@pytest.mark.parametrize("meta,ratio,warn", [
+    ({"profiled_us": 200.0, "unprofiled_us": 100.0, "distortion": 2.0}, 2.0, True),
+    ({"profiled_us": 110.0, "unprofiled_us": 100.0}, 1.1, False),
+    ({"distortion": {"profiled_us": 300.0, "unprofiled_us": 100.0, "ratio": 3.0}}, 3.0, True),
+    ({"phase": "decode"}, None, False),
+    ({"profiled_us": 1.0, "unprofiled_us": 1.0, "distortion": None}, 1.0, False),
+])
+def test_distortion_is_read_tolerantly(meta, ratio, warn):
+    s = Synth(meta={"gapscope": meta})
+    s.launch(ts=0, dur=1, kernel="k", k_ts=10, k_dur=5)
+    a = analyze(model_of(s))
+    if ratio is None:
+        assert a.distortion is None
+    else:
+        assert a.distortion["ratio"] == pytest.approx(ratio)
+    assert any("slowed" in w for w in a.warnings) == warn
