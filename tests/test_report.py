@@ -142,7 +142,7 @@ def test_two_traces_side_by_side(tmp_path, schema):
     assert "| GPU idle |" in md and "## What changed" in md
     assert "| sync | 100.0 µs (1) | 0 ns (0) |" in md
     assert "| python | 0 ns (0) | 100.0 µs (1) |" in md
-    assert "- only in the second: 1 gap while Python from `serve.py(88): postprocess`" in md
+    assert "- only in the second: 1 gap while host work from `serve.py(88): postprocess`" in md
     assert "- gone in the second: 1 sync from `model.py(42): hook`" in md
     doc = build_json([a, b])
     jsonschema.validate(doc, schema)

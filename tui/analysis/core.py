@@ -286,7 +286,13 @@ class Analysis:
         m = self.model
         free = np.array([c < 0 or m.kind[c] == Kind.ANNOTATION for c in cpu_in.tolist()])
         cand = py_in[free & (py_in >= 0)]
-        if cand.size == 0:
+        if cand.size == 0:  # no Python frames recorded: the annotation (or nothing) holding the CPU
+            ann = cpu_in[free & (cpu_in >= 0)]
+            if ann.size:
+                ev = int(np.bincount(np.searchsorted(np.unique(ann), ann)).argmax())
+                ev = int(np.unique(ann)[ev])
+                at = int(pts[np.flatnonzero(cpu_in == ev)[0]])
+                return self.stacks.stack_at(thr, at), m.name(ev)
             return self.stacks.stack_at(thr, t0), None
         best = np.bincount(np.searchsorted(np.unique(cand), cand)).argmax()
         ev = int(np.unique(cand)[best])

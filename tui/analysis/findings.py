@@ -35,7 +35,7 @@ TITLES = {
     "sync": "{n} syncs{where} cost {t} of GPU idle",
     "profiler": "{n} gaps inside profiler overhead: {t} of GPU idle",
     "allocator": "{n} gaps after allocator calls{where} cost {t} of GPU idle",
-    "python": "{n} gaps while Python{where} held the CPU cost {t} of GPU idle",
+    "python": "{n} gaps while host work{where} held the CPU cost {t} of GPU idle",
     "launch": "launch-bound: {n} gaps while the CPU dispatched ops cost {t} of GPU idle",
     "host-idle": "{n} gaps while the launching thread was idle cost {t} of GPU idle",
 }

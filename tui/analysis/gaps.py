@@ -161,10 +161,10 @@ class CpuSets:
         has_rt = _ancestor_mark(model.parent, np.flatnonzero(rt), op)
         sync = sync_rt | (op & flags["sync_op"][nid]) | sync_anc
         # long CPU-only ops (nothing launched below them) are host computation, not dispatch
-        host_op = op & ~has_rt & (model.dur_ns >= cfg.host_op_ns)
+        coll = (op | ann) & flags["coll_op"][nid]
+        host_op = op & ~has_rt & ~coll & ~sync & (model.dur_ns >= cfg.host_op_ns)
         alloc = ((rt | op) & flags["alloc"][nid]) | (py & flags["empty_cache"][nid])
         self.blocking_copy = rt & flags["blocking_copy"][nid]
-        coll = op & flags["coll_op"][nid]
         if on_cpu.any():
             base = int(ts[on_cpu].min())
             span = int(end[on_cpu].max()) - base + 2
