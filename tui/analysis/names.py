@@ -24,14 +24,10 @@ BLOCKING_COPY_RUNTIME = frozenset(
         "cuMemcpyHtoD_v2", "cuMemcpyDtoD_v2", "hipMemcpy",
     }
 )
-#: aten ops that force a device-to-host synchronisation
-SYNC_OPS = frozenset(
-    {
-        "aten::item", "aten::_local_scalar_dense", "aten::tolist", "aten::is_nonzero", "aten::nonzero",
-        "aten::equal", "aten::masked_select", "aten::unique", "aten::_unique2", "aten::repeat_interleave",
-        "cudaStreamSynchronize",
-    }
-)
+#: aten ops that read a GPU value on the host. Ops that synchronise only for CUDA inputs (nonzero,
+#: unique, masked_select, ...) are not listed: the synchronising runtime call below them marks them
+#: (see CpuSets), which keeps their CPU-tensor calls out.
+SYNC_OPS = frozenset({"aten::item", "aten::_local_scalar_dense", "aten::tolist", "aten::is_nonzero"})
 ALLOCATOR_RUNTIME = frozenset(
     {
         "cudaMalloc", "cudaFree", "cudaHostAlloc", "cudaFreeHost", "cudaMallocHost", "cudaMallocManaged",
