@@ -6,6 +6,8 @@
 #
 # Writes $OUT/log.txt (everything), $OUT/table.txt (distortion per trace) and the traces (each already
 # gzip'd) in $OUT/eager.tar, $OUT/other.tar (graph, compile) and $OUT/ranks.tar. One failing recording does not stop the others.
+# The two streams share the host's CPUs, so their un-profiled times are noisy: for distortion ratios (with and
+# without stacks) use benchmarks/record_distortion.sh, one GPU, strictly sequential.
 set -u
 OUT=${OUT:-bench_out}
 SIZE=${SIZE:-full}

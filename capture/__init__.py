@@ -8,6 +8,6 @@ so that the package stays importable on machines without torch.
     s = capture.Session(name="llama"); s.phase("prefill", f); s.phase("decode", g, active=8)
 """
 
-from .recorder import STEP_RANGE, CaptureError, CaptureResult, Session, record
+from .recorder import STEP_RANGE, CaptureError, CaptureResult, Session, Timing, measure, record
 
-__all__ = ["record", "Session", "CaptureResult", "CaptureError", "STEP_RANGE"]
+__all__ = ["record", "measure", "Session", "Timing", "CaptureResult", "CaptureError", "STEP_RANGE"]

@@ -242,10 +242,14 @@ def _demo(args) -> int:
     s = Session(name=name, out_dir=args.out, warmup=args.warmup, repeats=args.repeats, stacks=not args.no_stacks,
                 shapes=not args.no_shapes, memory=args.memory, overwrite=args.overwrite, cuda=use_cuda, extra=extra)
     phases = ("prefill", "decode") if args.phase == "both" else (args.phase,)
+    actives = {phase: args.active or (4 if phase == "decode" else 1) for phase in phases}
+    # every phase is warmed up and timed before the first profiler session of this process (see Session.measure)
     for phase in phases:
         demo.fill_cache()
-        active = args.active or (4 if phase == "decode" else 1)
-        r = s.phase(phase, demo.step_fn(phase), active=active)
+        s.measure(phase, demo.step_fn(phase), active=actives[phase])
+    for phase in phases:
+        demo.fill_cache()
+        r = s.phase(phase, demo.step_fn(phase), active=actives[phase])
         print(r.line(), flush=True)
     if args.ranks and not args.no_summary:
         p = gather_summaries(s.results, args.out, name, overwrite=args.overwrite)
@@ -322,10 +326,17 @@ def _run(args) -> int:
     s = Session(name=name, out_dir=args.out, warmup=args.warmup, repeats=args.repeats, stacks=not args.no_stacks,
                 shapes=not args.no_shapes, memory=args.memory, overwrite=args.overwrite, cuda=use_cuda,
                 extra={"target": args.target})
+    def what(phase):
+        return f"the {phase + ' ' if phase else ''}step of {args.target}"
+
+    def active(phase):
+        return args.active or (4 if phase == "decode" else 1)
+
+    # every phase is warmed up and timed before the first profiler session of this process (see Session.measure)
     for phase, step in steps.items():
-        active = args.active or (4 if phase == "decode" else 1)
-        what = f"the {phase + ' ' if phase else ''}step of {args.target}"
-        r = _user_code(what, lambda: s.phase(phase, step, active=active))  # noqa: B023 - called at once
+        _user_code(what(phase), lambda: s.measure(phase, step, active=active(phase)))  # noqa: B023 - called at once
+    for phase, step in steps.items():
+        r = _user_code(what(phase), lambda: s.phase(phase, step, active=active(phase)))  # noqa: B023 - called at once
         print(r.line(), flush=True)
     if not args.no_summary:
         p = gather_summaries(s.results, args.out, name, overwrite=args.overwrite)

@@ -5,7 +5,11 @@ The recipe (what an expert does by hand):
 1. call ``step()`` ``warmup`` times without the profiler (compilation, allocator, cuDNN/cuBLAS autotuning,
    CUDA graph capture all happen here);
 2. time ``active`` calls without the profiler: synchronise, host clock, ``active`` steps, synchronise,
-   host clock; repeat a few times and keep the median;
+   host clock; repeat a few times and keep the median (every sample is kept in the metadata). This
+   timing must not follow a profiler session in the same process: Kineto may leave CUPTI attached
+   after ``stop()`` (it calls ``cuptiFinalize`` only where ``TEARDOWN_CUPTI`` says so), which slows
+   every later kernel launch. ``Session.measure`` therefore times every phase before the first window,
+   and the metadata says ``timed_after_profiler`` when a timing did follow one;
 3. start the profiler, (several ranks: barrier + synchronise *after* the profiler started on every rank),
    synchronise, run exactly ``active`` steps each inside a ``gapscope.step#k`` range with no synchronise
    between them, synchronise once at the end, (several ranks: barrier), stop;
@@ -38,6 +42,22 @@ class CaptureError(Exception):
 
     def __init__(self, message: str):
         super().__init__(" ".join(str(message).split()))
+
+
+@dataclass
+class Timing:
+    """Un-profiled host time of ``active`` steps: the median and every sample, in nanoseconds."""
+
+    active: int
+    samples_ns: list
+    after_profiler: bool  # a profiler session of this module ran earlier in this process
+
+    @property
+    def median_ns(self) -> float:
+        return float(statistics.median(self.samples_ns))
+
+
+_PROFILER_SESSIONS = [0]  # profiler sessions started by record() in this process
 
 
 @dataclass
@@ -254,8 +274,8 @@ def _umask() -> int:
     return m
 
 
-def _time_steps(step: Callable[[], Any], active: int, use_cuda: bool, dist, repeats: int) -> float:
-    """Median host time in ns of ``active`` un-profiled steps (synchronise at each end only)."""
+def _time_steps(step: Callable[[], Any], active: int, use_cuda: bool, dist, repeats: int) -> list:
+    """Host times in ns of ``repeats`` runs of ``active`` un-profiled steps (synchronise at each end only)."""
     samples = []
     for _ in range(max(1, repeats)):
         _barrier(dist, use_cuda)
@@ -266,7 +286,46 @@ def _time_steps(step: Callable[[], Any], active: int, use_cuda: bool, dist, repe
         _synchronize(use_cuda)
         samples.append(time.perf_counter_ns() - t0)
     _barrier(dist, use_cuda)
-    return float(statistics.median(samples))
+    return samples
+
+
+def _use_cuda(cuda: bool | None) -> bool:
+    import torch
+
+    use_cuda = torch.cuda.is_available() if cuda is None else bool(cuda)
+    if use_cuda and not torch.cuda.is_available():
+        raise CaptureError("cuda=True but no CUDA device is available")
+    return use_cuda
+
+
+def _check_counts(active: Any, warmup: Any) -> tuple[int, int]:
+    if int(active) < 1 or int(warmup) < 0:
+        raise CaptureError(f"need active >= 1 and warmup >= 0 (got active={active}, warmup={warmup})")
+    return int(active), int(warmup)
+
+
+def measure(
+    step: Callable[[], Any],
+    *,
+    warmup: int = 3,
+    active: int = 1,
+    repeats: int = DEFAULT_REPEATS,
+    cuda: bool | None = None,
+) -> Timing:
+    """Warm up and time ``active`` un-profiled calls of ``step`` ``repeats`` times (steps 1 and 2).
+
+    Call it for every phase before recording any of them (``Session.measure`` does), so that no
+    timing follows a profiler session of this process; pass the result to ``record(timing=...)``.
+    """
+    if not callable(step):
+        raise CaptureError(f"step is not callable (got {type(step).__name__})")
+    active, warmup = _check_counts(active, warmup)
+    use_cuda = _use_cuda(cuda)
+    for _ in range(warmup):
+        step()
+    _synchronize(use_cuda)
+    samples = _time_steps(step, active, use_cuda, _dist(), repeats)
+    return Timing(active=active, samples_ns=samples, after_profiler=_PROFILER_SESSIONS[0] > 0)
 
 
 def _stop_quietly(prof) -> None:
@@ -293,25 +352,25 @@ def record(
     cuda: bool | None = None,
     extra: dict | None = None,
     quiet: bool = False,
+    timing: Timing | None = None,
 ) -> CaptureResult:
     """Warm up, time, and record exactly ``active`` calls of ``step`` into one gzip'd trace.
 
     ``cuda=None`` records CUDA activity when a CUDA device is available; without one only CPU activity
     is recorded, and the metadata (``cpu_only``) and stderr say so. ``extra`` is stored in the trace
     metadata under ``workload``. Exceptions (KeyboardInterrupt too) raised by ``step`` stop the profiler
-    and propagate; no file is written then.
+    and propagate; no file is written then. ``timing`` (from ``measure`` with the same ``active``) is used
+    instead of timing here; the ``warmup`` calls still run right before the window.
     """
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
     if not callable(step):
         raise CaptureError(f"step for {name!r} is not callable (got {type(step).__name__})")
-    if int(active) < 1 or int(warmup) < 0:
-        raise CaptureError(f"need active >= 1 and warmup >= 0 (got active={active}, warmup={warmup})")
-    active, warmup = int(active), int(warmup)
-    use_cuda = torch.cuda.is_available() if cuda is None else bool(cuda)
-    if use_cuda and not torch.cuda.is_available():
-        raise CaptureError("cuda=True but no CUDA device is available")
+    active, warmup = _check_counts(active, warmup)
+    if timing is not None and timing.active != active:
+        raise CaptureError(f"timing is of {timing.active} steps but the window has {active}")
+    use_cuda = _use_cuda(cuda)
     if torch.autograd._profiler_enabled():
         raise CaptureError("a profiler is already running in this process; stop it before recording")
     dist = _dist()
@@ -328,11 +387,14 @@ def record(
     if not use_cuda and not quiet:
         sys.stderr.write(f"gapscope capture: no CUDA device: {stem} records CPU activity only\n")
 
-    # 1. warm-up, 2. un-profiled timing
-    for _ in range(warmup):
-        step()
-    _synchronize(use_cuda)
-    unprofiled_ns = _time_steps(step, active, use_cuda, dist, repeats)
+    # 1. warm-up, 2. un-profiled timing (done earlier by measure() when given)
+    if timing is None:
+        timing = measure(step, warmup=warmup, active=active, repeats=repeats, cuda=use_cuda)
+    else:
+        for _ in range(warmup):
+            step()
+        _synchronize(use_cuda)
+    unprofiled_ns = timing.median_ns
 
     env = environment(use_cuda)  # before the window, so that its calls stay out of the trace
 
@@ -347,6 +409,7 @@ def record(
     except TypeError:  # older torch
         prof = profile(**kw)
     prof.start()
+    _PROFILER_SESSIONS[0] += 1
     try:
         _barrier(dist, use_cuda)  # after every rank's profiler is up: start-up time differs per process
         _synchronize(use_cuda)
@@ -362,8 +425,11 @@ def record(
             "phase": phase,
             "warmup": warmup,
             "active": active,
-            "options": {"stacks": bool(stacks), "shapes": bool(shapes), "memory": bool(memory), "repeats": repeats},
+            "options": {"stacks": bool(stacks), "shapes": bool(shapes), "memory": bool(memory),
+                        "repeats": len(timing.samples_ns)},
             "unprofiled_us": unprofiled_ns / 1000.0,
+            "unprofiled_samples_us": [x / 1000.0 for x in timing.samples_ns],
+            "timed_after_profiler": timing.after_profiler,
             "profiled_us": profiled_ns / 1000.0,
             "distortion": (profiled_ns / unprofiled_ns) if unprofiled_ns > 0 else None,
             "step_range": STEP_RANGE.format("k"),
@@ -402,6 +468,8 @@ class Session:
     """Several phases of one workload recorded as separate traces, each with its own warm-up.
 
         s = Session(name="llama", out_dir="traces")
+        s.measure("prefill", prefill_step)              # optional: time every phase first,
+        s.measure("decode", decode_step, active=8)      # before any profiler runs in the process
         s.phase("prefill", prefill_step)
         s.phase("decode", decode_step, active=8)
         for r in s.results: print(r.line())
@@ -412,9 +480,22 @@ class Session:
         self.out_dir = out_dir
         self.defaults = defaults
         self.results: list[CaptureResult] = []
+        self.timings: dict[str | None, Timing] = {}
 
-    def phase(self, phase: str, step: Callable[[], Any], **options: Any) -> CaptureResult:
+    _MEASURE_KEYS = ("warmup", "active", "repeats", "cuda")
+
+    def measure(self, phase: str | None, step: Callable[[], Any], **options: Any) -> Timing:
+        """Warm up and time ``phase`` now; its ``phase()`` call later uses this timing."""
         kw = {**self.defaults, **options}
+        t = measure(step, **{k: v for k, v in kw.items() if k in self._MEASURE_KEYS})
+        self.timings[phase] = t
+        return t
+
+    def phase(self, phase: str | None, step: Callable[[], Any], **options: Any) -> CaptureResult:
+        kw = {**self.defaults, **options}
+        t = self.timings.pop(phase, None)
+        if t is not None and "timing" not in kw and t.active == int(kw.get("active", 1)):
+            kw["timing"] = t
         r = record(step, name=self.name, out_dir=self.out_dir, phase=phase, **kw)
         self.results.append(r)
         return r

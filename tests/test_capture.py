@@ -172,6 +172,54 @@ def test_session_writes_one_file_per_phase(tmp_path):
     assert [r.phase for r in s.results] == ["prefill", "decode"]
 
 
+class Logged:
+    """A step that logs whether a profiler was running at each call."""
+
+    def __init__(self, log: list, tag: str):
+        self.log, self.tag = log, tag
+
+    def __call__(self):
+        self.log.append((self.tag, torch.autograd._profiler_enabled()))
+        return torch.ones(8, 8) @ torch.ones(8, 8)
+
+
+def test_session_times_every_phase_before_the_first_window(tmp_path, monkeypatch):
+    # Kineto may leave CUPTI attached after a window: a later un-profiled timing in the same process
+    # would be slowed by it, so every phase is timed before the first profiler session
+    from capture import recorder
+
+    monkeypatch.setattr(recorder, "_PROFILER_SESSIONS", [0])
+    log: list = []
+    s = capture.Session(name="two", out_dir=str(tmp_path), warmup=1, repeats=3, stacks=False, quiet=True)
+    s.measure("prefill", Logged(log, "p"))
+    s.measure("decode", Logged(log, "d"), active=2)
+    assert log == [("p", False)] * (1 + 3 * 1) + [("d", False)] * (1 + 3 * 2)
+    del log[:]
+    pre = s.phase("prefill", Logged(log, "p"))
+    dec = s.phase("decode", Logged(log, "d"), active=2)
+    # the window's warm-up calls still run right before it (un-profiled), then the window itself
+    assert log == [("p", False), ("p", True), ("d", False), ("d", True), ("d", True)]
+    for r, n in ((pre, 1), (dec, 2)):
+        g = load(r.path, no_cache=True).gapscope_meta
+        assert g["timed_after_profiler"] is False and g["active"] == n
+        assert len(g["unprofiled_samples_us"]) == 3 and g["options"]["repeats"] == 3
+        assert g["unprofiled_us"] == pytest.approx(sorted(g["unprofiled_samples_us"])[1])
+    assert s.timings == {}  # each timing is used once
+
+
+def test_timing_after_a_window_is_flagged(tmp_path, monkeypatch):
+    from capture import recorder
+
+    monkeypatch.setattr(recorder, "_PROFILER_SESSIONS", [0])
+    a = capture.record(Counter(), name="a", out_dir=str(tmp_path), active=1, repeats=1, stacks=False, quiet=True)
+    b = capture.record(Counter(), name="b", out_dir=str(tmp_path), active=1, repeats=1, stacks=False, quiet=True)
+    assert a.metadata["timed_after_profiler"] is False
+    assert b.metadata["timed_after_profiler"] is True
+    t = capture.measure(Counter(), active=2, repeats=1)
+    with pytest.raises(CaptureError, match="timing is of 2 steps"):
+        capture.record(Counter(), name="c", out_dir=str(tmp_path), active=1, quiet=True, timing=t)
+
+
 # -------------------------------------------------------------------------------------- demo / CLI
 INJECT_FUNCS = {
     "sync": "_inject_sync_check",
@@ -188,7 +236,10 @@ def _cli(argv, capsys):
     return rc, out.out, out.err
 
 
-def test_demo_both_phases_tiny(tmp_path, capsys):
+def test_demo_both_phases_tiny(tmp_path, capsys, monkeypatch):
+    from capture import recorder
+
+    monkeypatch.setattr(recorder, "_PROFILER_SESSIONS", [0])
     rc, out, err = _cli(["demo", "--size", "tiny", "--cpu", "--out", str(tmp_path), "--repeats", "1", "--warmup", "1"], capsys)
     assert rc == 0, err
     assert _listing(tmp_path) == ["demo-eager.decode.json.gz", "demo-eager.prefill.json.gz"]
@@ -201,6 +252,8 @@ def test_demo_both_phases_tiny(tmp_path, capsys):
     assert any(n.endswith(": _decode") for n in names)  # Python stacks are on by default
     pre = load(str(tmp_path / "demo-eager.prefill.json.gz"), no_cache=True)
     assert pre.gapscope_meta["active"] == 1
+    # decode was timed before the prefill window, not after it
+    assert g["timed_after_profiler"] is False and pre.gapscope_meta["timed_after_profiler"] is False
     assert any(n == "aten::scaled_dot_product_attention" for n in (pre.name(i) for i in range(pre.n)))
 
 
