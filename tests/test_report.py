@@ -161,3 +161,24 @@ def test_json_validates_on_sample_traces(schema):
         doc = json.loads(json.dumps(build_json([a])))
         jsonschema.validate(doc, schema)
         assert doc["traces"][0]["distortion"] is not None  # every sample carries capture metadata
+
+
+def test_report_on_a_cpu_capture(tmp_path, capsys, schema, monkeypatch):
+    """A trace made by our own capture on this CPU-only machine: no GPU activity, still a valid report."""
+    pytest.importorskip("torch")
+    from capture import cli as capture_cli
+    from capture import recorder
+
+    monkeypatch.setattr(recorder, "_PROFILER_SESSIONS", [0], raising=False)
+    rc = capture_cli.main(["demo", "--size", "tiny", "--cpu", "--phase", "decode", "--active", "2",
+                           "--out", str(tmp_path), "--repeats", "1", "--warmup", "1"])
+    assert rc == 0
+    (p,) = sorted(tmp_path.glob("*.json.gz"))
+    capsys.readouterr()
+    assert main(["report", "--no-cache", "--json", str(p)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, schema)
+    assert doc["devices"] == [] and doc["gaps"] == []
+    assert doc["traces"][0]["phase"] == "decode" and doc["traces"][0]["distortion"]["ratio"] > 0
+    assert main(["report", "--no-cache", str(p)]) == 0
+    assert "No GPU activity" in capsys.readouterr().out
