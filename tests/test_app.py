@@ -485,7 +485,7 @@ def test_detail_of_a_copy_and_of_an_op(tmp_path):
     assert "bytes 4,000,000" in copy and "80.00 GB/s" in copy
     assert "memory: Pageable -> Device" in copy
     assert "op: aten::copy_" in op
-    assert "model.py(3): fetch" in op  # its stack
+    assert "fetch  model.py:3" in op  # its stack: the Python frame, function then file:line
 
 
 def test_no_color_is_honoured(tmp_path, monkeypatch):

@@ -1,17 +1,29 @@
-"""Snapshots of the explorer at 80x24 and 160x48, in colour and in ASCII, on a fixed real trace.
+"""Snapshots of the explorer at 80x24 and 160x48, in colour and in ASCII, on the committed sample trace
+traces/demo-eager-sync.decode.json.gz (decode with an ``.item()`` in every layer).
 
-Update after an intended change with: python -m pytest tests/test_app_snapshots.py --snapshot-update
+They show the analysis' output too: after an intended change to the explorer or to the cause rules, look at
+the report (snapshot_report.html) and update with
+    python -m pytest tests/test_app_snapshots.py --snapshot-update
 """
 
 from __future__ import annotations
 
 import pytest
 
+from tests.conftest import SAMPLE_TRACES
 from tui.app.app import GapscopeApp
 
 pytest.importorskip("pytest_textual_snapshot")
 
-TRACE = ("h200", "stack_memory_compile_graph.pt.trace.json.gz")
+TRACE = SAMPLE_TRACES / "demo-eager-sync.decode.json.gz"
+RANKS = [SAMPLE_TRACES / f"demo-eager-tp-late1.decode.rank{r}.json.gz" for r in (0, 1)]
+
+
+@pytest.fixture
+def sample():
+    if not TRACE.exists():
+        pytest.skip("traces/ samples are not present")
+    return TRACE
 
 
 async def _ready(pilot):
@@ -23,13 +35,13 @@ async def _ready(pilot):
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
 @pytest.mark.parametrize("ascii", [False, True], ids=["unicode", "ascii"])
-def test_open_on_largest_gap(snap_compare, shared_traces, size, ascii):
-    app = GapscopeApp([str(shared_traces.joinpath(*TRACE))], ascii=ascii, load_opts={"no_cache": True})
+def test_open_on_largest_gap(snap_compare, sample, size, ascii):
+    app = GapscopeApp([str(sample)], ascii=ascii, load_opts={"no_cache": True})
     assert snap_compare(app, terminal_size=size, run_before=_ready)
 
 
-def test_after_next_gap_and_zoom(snap_compare, shared_traces):
-    app = GapscopeApp([str(shared_traces.joinpath(*TRACE))], load_opts={"no_cache": True})
+def test_after_next_gap_and_zoom(snap_compare, sample):
+    app = GapscopeApp([str(sample)], load_opts={"no_cache": True})
 
     async def steps(pilot):
         await _ready(pilot)
@@ -37,3 +49,8 @@ def test_after_next_gap_and_zoom(snap_compare, shared_traces):
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(100, 30), run_before=steps)
+
+
+def test_two_ranks_grouped(snap_compare, sample):
+    app = GapscopeApp([str(p) for p in RANKS], load_opts={"no_cache": True})
+    assert snap_compare(app, terminal_size=(120, 40), run_before=_ready)

@@ -107,6 +107,7 @@ class GapscopeApp(App):
         self._loading: LoadingScreen | None = None
         self._status_msg = ""
         self.cancelled = False
+        self._user_picked = False  # until the person picks a gap, the largest one stays selected
 
     # ================================================================ layout
     def compose(self) -> ComposeResult:
@@ -282,7 +283,7 @@ class GapscopeApp(App):
         keep_active = sc.active
         sc.set_analysis(a, min_listed, pi)
         moved = False
-        if keep >= 0:
+        if keep >= 0 and self._user_picked:
             # parts are analysed in order and appended, so earlier gap ids are unchanged: a later rank's
             # analysis must not move the selection or the view
             where = np.flatnonzero(sc.order == keep)
@@ -385,7 +386,9 @@ class GapscopeApp(App):
             row = int(sc.g_row[gid])
             nxt = int(pt.analysis.gaps.next_idx[row])
             cause = self._cause_name(int(sc.g_cause[gid]))
-            name = short_kernel(pt.model.name(nxt)) if nxt >= 0 else "?"
+            # the aten op that launched the next kernel says more than the kernel's name
+            op = int(pt.model.op[nxt]) if nxt >= 0 else -1
+            name = pt.model.name(op) if op >= 0 else (short_kernel(pt.model.name(nxt)) if nxt >= 0 else "?")
             if sc.multi:
                 r = pt.model.rank
                 name = f"r{r if r is not None else int(sc.g_part[gid])} {name}"
@@ -547,6 +550,7 @@ class GapscopeApp(App):
         self.refresh_view()
 
     def action_next_gap(self) -> None:
+        self._user_picked = True
         sc = self.scene
         if sc is not None and sc.search_query and sc.matches.size:
             return self._step_match(1)
@@ -554,6 +558,7 @@ class GapscopeApp(App):
             self.goto_gap(min(sc.selected + 1, sc.order.size - 1) if sc.selected >= 0 else 0)
 
     def action_prev_gap(self) -> None:
+        self._user_picked = True
         sc = self.scene
         if sc is not None and sc.search_query and sc.matches.size:
             return self._step_match(-1)
@@ -576,6 +581,7 @@ class GapscopeApp(App):
             return
         pos = int(key)
         if pos != sc.selected:
+            self._user_picked = True
             self.goto_gap(pos, list_cursor=False)
 
     @on(DataTable.RowSelected, "#findings")

@@ -85,7 +85,10 @@ def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs) -> Text:
             t.add(sep).add("biggest cause: ").add(top, "bold red")
     else:
         t.add(f"window {t.d(scene.view.hi - scene.view.lo)}")
-        t.add(sep).add("analysing..." if scene.analysis_error is None else "no analysis", "italic")
+        if a is not None:
+            t.add(sep).add("no GPU work in this trace: nothing to explain", "italic")
+        else:
+            t.add(sep).add("analysing..." if scene.analysis_error is None else "no analysis", "italic")
     warns = header_warnings(scene)
     for w in warns:
         t.nl().add(f"{glyphs.warn} {w}", "bold black on yellow")
@@ -125,8 +128,8 @@ def header_warnings(scene: Scene) -> list[str]:
         except Exception:
             lim = 1.3
         if dist["ratio"] > lim:
-            out.append(f"capture distortion {dist['ratio']:.2f}x: the profiled step ran slower than unprofiled; "
-                       "CPU-side causes are inflated")
+            out.append(f"capture distortion {dist['ratio']:.2f}x (profiled / unprofiled time): "
+                       "CPU-side causes look bigger than they are")
     if not np.any(m.kind == Kind.PYTHON):
         out.append("no Python stacks in this trace (record with with_stack=True to see file:line)")
     return out
@@ -135,13 +138,29 @@ def header_warnings(scene: Scene) -> list[str]:
 def frame_line(t: T, f, indent: int) -> None:
     kind = getattr(f, "kind", "")
     tag = FRAME_TAG.get(kind, kind[:3].ljust(3))
-    t.add("  " + tag + " ", "dim").add("  " * indent)
+    t.add("  " + tag + " ", "dim").add(" " * min(indent, 4))
     style = {"sync": "bold red", "runtime": "yellow", "op": "dodger_blue1", "annotation": "bright_white",
              "python": "green"}.get(kind)
-    t.add(f.name, style)
-    if getattr(f, "file", None):
-        t.add(f"  {f.file}" + (f":{f.line}" if getattr(f, "line", None) is not None else ""), "dim")
+    name = f.name
+    file, line = getattr(f, "file", None), getattr(f, "line", None)
+    if file and line is not None and name.startswith(f"{file}({line}): "):
+        # Kineto names Python frames "file(line): function": show the function, then where it is
+        t.add(name[len(file) + len(str(line)) + 4:], style).add(f"  {file}:{line}", "dim")
+    else:
+        t.add(name, style)
+        if file:
+            t.add(f"  {file}" + (f":{line}" if line is not None else ""), "dim")
     t.nl()
+
+
+def frames_block(t: T, frames, full: bool, keep: int = 10) -> None:
+    """Frames outermost first; in the panel only the innermost ``keep`` (the ones a person fixes)."""
+    frames = list(frames)
+    hidden = 0 if full else max(len(frames) - keep, 0)
+    if hidden:
+        t.add(f"  ... {hidden} outer frames (Enter shows all)", "dim").nl()
+    for i, f in enumerate(frames[hidden:]):
+        frame_line(t, f, i)
 
 
 def stack_text(scene: Scene, glyphs: G.Glyphs, *, full: bool = False) -> Text:
@@ -172,8 +191,7 @@ def stack_text(scene: Scene, glyphs: G.Glyphs, *, full: bool = False) -> Text:
     t.add(det.explanation).nl()
     if det.stack:
         t.add("CPU stack at gap start (outermost first):", "bold").nl()
-        for i, f in enumerate(det.stack):
-            frame_line(t, f, min(i, 8))
+        frames_block(t, det.stack, full)
     else:
         t.add("CPU stack at gap start: nothing recorded", "bold").nl()
     if det.breakdown:
@@ -195,8 +213,7 @@ def stack_text(scene: Scene, glyphs: G.Glyphs, *, full: bool = False) -> Text:
     t.nl()
     if det.launch_stack:
         t.add("launch stack:", "bold").nl()
-        for i, f in enumerate(det.launch_stack[: (None if full else 12)]):
-            frame_line(t, f, min(i, 8))
+        frames_block(t, det.launch_stack, full)
     return t.text
 
 
@@ -252,8 +269,7 @@ def event_text(scene: Scene, ev: int, glyphs: G.Glyphs) -> Text:
     frames = _full_stack(scene, stack_ev) if stack_ev >= 0 else None
     if frames:
         t.add("stack (outermost first):", "bold").nl()
-        for i, f in enumerate(frames[-40:]):
-            frame_line(t, f, min(i, 8))
+        frames_block(t, frames, True)
     elif stack_ev >= 0:
         anc = m.ancestors(stack_ev)[::-1] + [stack_ev]
         if len(anc) > 1 or stack_ev != ev:

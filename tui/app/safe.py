@@ -30,7 +30,7 @@ def ascii_safe(s: str) -> str:
 def short_kernel(name: str) -> str:
     """A kernel's name without the return type, parameters and template arguments, for narrow columns:
     ``void at::native::foo<float, 4>(Params)`` -> ``at::native::foo<>``."""
-    n = name.strip()
+    n = name.strip().replace("(anonymous namespace)::", "")
     if n.startswith("void "):
         n = n[5:]
     depth = 0
