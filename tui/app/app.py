@@ -674,9 +674,18 @@ class GapscopeApp(App):
         n = len(sc.rows())
         if not n:
             return
+        old = sc.lane_cursor
         sc.lane_cursor = max(0, min(sc.lane_cursor + d, n - 1))
+        top = self.lanes.scroll_offset.y
         self.lanes.ensure_cursor_visible()
-        self.refresh_view()
+        if self.lanes.scroll_offset.y == top:
+            # only the two rows whose label changed are redrawn (small updates over slow links)
+            self.lanes.refresh_line(old)
+            self.lanes.refresh_line(sc.lane_cursor)
+            self._status_msg = ""
+            self.refresh_status()
+        else:
+            self.refresh_view()
 
     def action_lane(self, d: int) -> None:
         self.move_lane(int(d))
