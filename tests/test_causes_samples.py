@@ -68,7 +68,6 @@ def test_injected_cause_is_found(inject):
 
 
 def test_late_rank_is_named():
-    files = _find(r"late1")
     files = [p for p in sorted(SAMPLES.iterdir()) if "late1" in p.name and ".rank" in p.name
              and p.name.endswith((".json", ".json.gz"))] if SAMPLES.is_dir() else []
     if len(files) < 2:

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..trace.model import Kind, TraceModel
 from . import activity
-from .gaps import BUCKETS, CAUSES, CpuSets, DeviceStats, classify, device_stats_and_gaps, stream_gaps
+from .gaps import CAUSES, DeviceStats, classify, device_stats_and_gaps, stream_gaps
 from .names import name_flags
 from .stacks import Frame, StackIndex, signature_frame
 from .thresholds import DEFAULT, Thresholds
