@@ -16,7 +16,11 @@ import json
 import os
 import sys
 
-DEFAULT_SOURCE = "/work/shared/traces/h200/nccl_two_ranks.rank0.json.gz"
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# one of our own H200 sample traces (stacks, shapes, eager decode); the shared corpus as a fallback
+DEFAULT_SOURCE = os.path.join(_REPO, "traces", "demo-eager.decode.json.gz")
+if not os.path.exists(DEFAULT_SOURCE):
+    DEFAULT_SOURCE = "/work/shared/traces/h200/nccl_two_ranks.rank0.json.gz"
 ID_KEYS = ("correlation", "External id", "Python id", "Python parent id", "Record function id")
 
 
