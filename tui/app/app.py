@@ -107,6 +107,7 @@ class GapscopeApp(App):
         self._loading: LoadingScreen | None = None
         self._status_msg = ""
         self.cancelled = False
+        self._moving_list = False  # set while the app moves the gap list's cursor itself
         self._user_picked = False  # until the person picks a gap, the largest one stays selected
 
     # ================================================================ layout
@@ -572,7 +573,7 @@ class GapscopeApp(App):
 
     @on(DataTable.RowHighlighted, "#gaplist")
     def _gap_highlighted(self, ev: DataTable.RowHighlighted) -> None:
-        if getattr(self, "_moving_list", False):
+        if self._moving_list:
             self._moving_list = False
             return
         sc = self.scene

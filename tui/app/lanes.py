@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..trace.model import Kind, TraceModel, TrackKind
+from ..trace.model import Kind, TraceModel
 
 # --------------------------------------------------------------------------- categories
 # One code per cell; the widget maps codes to a glyph and a style. 0 is always "nothing".
@@ -260,7 +260,8 @@ class Lane:
                 d.shift(offset)
 
 
-def _cpu_categories(model: TraceModel, idx: np.ndarray) -> np.ndarray:
+def cpu_categories(model: TraceModel, idx: np.ndarray) -> np.ndarray:
+    """Activity code (python, op, launch, sync, allocator) of each CPU event in ``idx``."""
     kinds = model.kind[idx]
     cat = np.zeros(idx.size, dtype=np.uint8)
     cat[kinds == Kind.PYTHON] = C_PYTHON
@@ -299,7 +300,7 @@ def _cpu_lane(model: TraceModel, tr, rank) -> Lane | None:
         act = np.sort(np.concatenate([act, user_ann]))
     if not act.size and not ann.size:
         return None
-    cat = _cpu_categories(model, act)
+    cat = cpu_categories(model, act)
     akind = model.kind[act]
     cat[akind == Kind.ANNOTATION] = C_PYTHON
     s = model.ts_ns[act]

@@ -23,6 +23,7 @@ from .lanes import (
     C_LABEL,
     C_MARK,
     cell_edges,
+    cpu_categories,
     cpu_cells,
     density_cells,
     segment_text,
@@ -222,11 +223,7 @@ class LanesView(ScrollView, _Base, can_focus=True):
             chars, codes = segment_text(refs, lambda r: self._text(m.name(int(ln.segs.ref[r]))), bar=g.bar,
                                         open_=g.open)
             if ln.kind == "depth":
-                kinds = m.kind[ln.segs.ref[np.maximum(refs, 0)]]
-                from .lanes import _cpu_categories
-
-                cats = _cpu_categories(m, ln.segs.ref[np.maximum(refs, 0)])
-                del kinds
+                cats = cpu_categories(m, ln.segs.ref[np.maximum(refs, 0)])
                 styles = [G.CPU_STYLES[int(c)] if refs[k] >= 0 else plain for k, c in enumerate(cats)]
             else:
                 styles = [G.RANGE_STYLE if c in (C_LABEL, C_BAR, C_MARK) else plain for c in codes]
