@@ -106,6 +106,7 @@ class Analysis:
                              res["thread"], res["t_launch"], res["breakdown"])
         self.stacks = StackIndex(model, self.flags)
         self._details: dict[int, GapDetail] = {}
+        self._max_dur: dict[int, int] = {}
         self.distortion = self._distortion()
         if not self.devices:
             self.warnings.append("no GPU activity in this trace: nothing to analyse for idle time")
@@ -299,15 +300,24 @@ class Analysis:
         at = int(pts[np.flatnonzero(py_in == ev)[0]])
         return self.stacks.stack_at(thr, at), m.name(ev)
 
-    def _thread_events(self, thr: int, t0: int, t1: int):
+    def _thread_events(self, thr: int, t0: int, t1: int) -> np.ndarray:
+        """Events of thread ``thr`` overlapping [t0, t1): those starting inside (a searchsorted range)
+        plus those open at t0 (the stack chains), without scanning the thread's earlier history."""
         m = self.model
+        if thr < 0:
+            return np.zeros(0, np.int64)
         sl = m.track_slice(thr)
         ts = m.ts_ns[sl]
-        lo = 0
+        lo = int(np.searchsorted(ts, t0, side="left"))
         hi = int(np.searchsorted(ts, t1, side="left"))
-        idx = np.arange(sl.start + lo, sl.start + hi)
-        e = m.ts_ns[idx] + m.dur_ns[idx]
-        return idx[(e > t0)]
+        inside = np.arange(sl.start + lo, sl.start + max(hi, lo), dtype=np.int64)
+        st = self.stacks
+        open_at = st._chain(st._innermost_one("cpu", thr, t0), t0) + st._chain(st._innermost_one("py", thr, t0), t0)
+        open_at = [i for i in open_at if int(m.track[i]) == thr and m.ts_ns[i] < t0]
+        if open_at:
+            inside = np.union1d(inside, np.array(open_at, dtype=np.int64))
+        e = m.ts_ns[inside] + m.dur_ns[inside]
+        return inside[(e > t0) | (m.ts_ns[inside] >= t0)]
 
     def _ops_in(self, thr: int, t0: int, tl: int, limit: int = 12) -> list[str]:
         if thr < 0 or tl <= t0:
@@ -338,8 +348,14 @@ class Analysis:
             if t.device != dev:
                 continue
             sl = m.track_slice(t.id)
+            if sl.stop <= sl.start:
+                continue
+            md = self._max_dur.get(t.id)
+            if md is None:
+                md = self._max_dur[t.id] = int(m.dur_ns[sl].max())
+            lo = int(np.searchsorted(m.ts_ns[sl], t0 - md, side="left"))
             hi = int(np.searchsorted(m.ts_ns[sl], t1, side="left"))
-            idx = np.arange(sl.start, sl.start + hi)
+            idx = np.arange(sl.start + lo, sl.start + max(hi, lo))
             idx = idx[((m.kind[idx] == Kind.MEMCPY) | (m.kind[idx] == Kind.MEMSET))]
             if idx.size == 0:
                 continue
