@@ -2,6 +2,7 @@
 
     gapscope capture demo [--phase prefill|decode|both] [--mode eager|graph|compile] [--inject CAUSE]
                           [--size tiny|small|full] [--out DIR] [--no-stacks] [--ranks [--late-rank R]]
+                          [--dist-timeout S]
     gapscope capture run MODULE:FUNC [--out DIR] [--name NAME] ...
 
 Errors are one line, ``gapscope: error: ...``, exit status 2. Only torch and the standard library are used.
@@ -30,6 +31,11 @@ traces are written as DIR/NAME[.PHASE][.rankR].json.gz; an existing file is neve
 """
 
 
+# Seconds a rank waits for the others in a collective (barrier, file-name agreement) before it fails.
+# torch's defaults (10 min for NCCL, 30 min for gloo) make a rank whose peer failed look hung.
+DEFAULT_DIST_TIMEOUT = 300.0
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # noqa: D401 - argparse API
         raise CaptureError(message)
@@ -48,6 +54,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace existing traces of the same name")
     p.add_argument("--cpu", action="store_true", help="run and record on the CPU even when CUDA is available")
     p.add_argument("--no-summary", action="store_true", help="several ranks: skip the combined summary")
+    p.add_argument("--dist-timeout", type=float, default=DEFAULT_DIST_TIMEOUT, metavar="S",
+                   help="several ranks: seconds a rank waits in a barrier for the others before it fails, e.g. when "
+                        f"another rank's step raised or hangs (default {DEFAULT_DIST_TIMEOUT:g}; "
+                        "raise it for long warm-ups such as torch.compile)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,6 +127,8 @@ def _main(argv: list[str]) -> int:
         raise CaptureError("--active must be at least 1")
     if args.warmup < 0 or args.repeats < 1:
         raise CaptureError("--warmup must be >= 0 and --repeats >= 1")
+    if not args.dist_timeout > 0:
+        raise CaptureError("--dist-timeout must be more than 0 seconds")
     if args.what == "demo":
         return _demo(args)
     return _run(args)
@@ -130,8 +142,17 @@ def _world_from_env() -> int:
         return 1
 
 
-def init_distributed(cpu: bool = False):
-    """Initialise torch.distributed from torchrun's environment if needed; returns (rank, world) or None."""
+def init_distributed(cpu: bool = False, timeout_s: float = DEFAULT_DIST_TIMEOUT):
+    """Initialise torch.distributed from torchrun's environment if needed; returns (rank, world) or None.
+
+    ``timeout_s`` is the process group's timeout: a rank whose peer failed (its step raised and it did not
+    exit) or hangs fails in the next barrier after that long instead of waiting for torch's default. On
+    gloo the barrier raises and the CLI prints one line; on NCCL the watchdog ends the process
+    (TORCH_NCCL_ASYNC_ERROR_HANDLING). Under torchrun a rank that exits also makes the agent stop the others.
+    A process group initialised by the caller is used as it is.
+    """
+    import datetime
+
     import torch
     import torch.distributed as dist
 
@@ -140,12 +161,13 @@ def init_distributed(cpu: bool = False):
     if _world_from_env() <= 1 and "RANK" not in os.environ:
         return None
     use_cuda = torch.cuda.is_available() and not cpu
+    timeout = datetime.timedelta(seconds=float(timeout_s))
     if use_cuda:
         local = int(os.environ.get("LOCAL_RANK", "0"))
         torch.cuda.set_device(local)
-        dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+        dist.init_process_group("nccl", device_id=torch.device("cuda", local), timeout=timeout)
     else:
-        dist.init_process_group("gloo")
+        dist.init_process_group("gloo", timeout=timeout)
     return dist.get_rank(), dist.get_world_size()
 
 
@@ -180,7 +202,12 @@ def gather_summaries(results: list, out_dir: str, stem: str, *, overwrite: bool 
     if summarise is None:
         mine["note"] = "tui.analysis not importable here: no per-rank summary"
     gathered: list[Any] | None = [None] * dist.get_world_size() if dist.get_rank() == 0 else None
-    dist.gather_object(mine, gathered, dst=0)
+    try:
+        dist.gather_object(mine, gathered, dst=0)
+    except RuntimeError as exc:
+        from .recorder import _collective_failed
+
+        raise _collective_failed(dist, "gathering the summaries", exc) from exc
     if dist.get_rank() != 0:
         return None
     if summarise is None:
@@ -219,14 +246,14 @@ def _demo(args) -> int:
     if args.ranks:
         if args.mode != "eager":
             raise CaptureError("--ranks records --mode eager only")
-        info = init_distributed(cpu=args.cpu)
+        info = init_distributed(cpu=args.cpu, timeout_s=args.dist_timeout)
         if info is None:
             raise CaptureError("--ranks needs torchrun (or RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT in the environment)")
         tp_rank, tp_size = info
         if args.late_rank is not None and not 0 <= args.late_rank < tp_size:
             raise CaptureError(f"--late-rank {args.late_rank} is not a rank of this run (0..{tp_size - 1})")
     else:
-        init_distributed(cpu=args.cpu)  # under torchrun without --ranks: every rank records its own copy
+        init_distributed(cpu=args.cpu, timeout_s=args.dist_timeout)  # under torchrun without --ranks: every rank records its own copy
     size = args.size or ("full" if use_cuda else "tiny")
     device = torch.device("cuda", torch.cuda.current_device()) if use_cuda else torch.device("cpu")
     try:
@@ -319,7 +346,7 @@ def _run(args) -> int:
 
     from .recorder import Session
 
-    init_distributed(cpu=args.cpu)
+    init_distributed(cpu=args.cpu, timeout_s=args.dist_timeout)
     steps = load_target(args.target)
     name = args.name or args.target.partition(":")[0].rsplit(".", 1)[-1]
     use_cuda = torch.cuda.is_available() and not args.cpu

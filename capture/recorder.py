@@ -138,15 +138,27 @@ def _dist():
     return None
 
 
+def _collective_failed(dist, what: str, exc: BaseException) -> CaptureError:
+    """A collective that timed out or lost a peer, as one line: another rank failed or hangs."""
+    detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+    return CaptureError(
+        f"rank {dist.get_rank()}: {what} failed: another rank failed, hangs, or did not arrive within the "
+        f"process group's timeout (gapscope capture --dist-timeout) ({type(exc).__name__}: {detail})"
+    )
+
+
 def _barrier(dist, use_cuda: bool) -> None:
     if dist is None:
         return
-    if use_cuda and dist.get_backend() == "nccl":
-        import torch
+    try:
+        if use_cuda and dist.get_backend() == "nccl":
+            import torch
 
-        dist.barrier(device_ids=[torch.cuda.current_device()])
-    else:
-        dist.barrier()
+            dist.barrier(device_ids=[torch.cuda.current_device()])
+        else:
+            dist.barrier()
+    except RuntimeError as exc:  # DistBackendError, gloo's timeout and lost-peer errors
+        raise _collective_failed(dist, "barrier", exc) from exc
 
 
 def _process_groups(dist) -> dict:
@@ -219,7 +231,10 @@ def _agree_index(dist, n: int) -> int:
     if dist is None or dist.get_world_size() == 1:
         return n
     found: list[Any] = [None] * dist.get_world_size()
-    dist.all_gather_object(found, n)
+    try:
+        dist.all_gather_object(found, n)
+    except RuntimeError as exc:
+        raise _collective_failed(dist, "agreeing on the file name", exc) from exc
     return max(int(x) for x in found)
 
 

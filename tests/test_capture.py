@@ -293,6 +293,7 @@ def test_demo_without_stacks_has_no_python_frames(tmp_path, capsys):
         (["demo", "--ranks", "--cpu"], "needs torchrun"),
         (["demo", "--inject", "nope"], "invalid choice"),
         (["demo", "--active", "0"], "--active must be at least 1"),
+        (["demo", "--dist-timeout", "0"], "--dist-timeout must be more than 0"),
         (["run", "nocolon"], "expected MODULE:FUNC"),
         (["run", "no_such_module_xyz:f"], "cannot import"),
         (["run", "json:no_such_func"], "has no"),
@@ -449,6 +450,45 @@ def test_two_ranks_on_gloo_with_a_late_rank(tmp_path):
     combined = json.loads((tmp_path / f"{stem}.ranks.json").read_text())
     assert combined["world_size"] == 2 and [r["rank"] for r in combined["ranks"]] == [0, 1]
     assert [r["traces"][0]["file"] for r in combined["ranks"]] == [f"{stem}.decode.rank0.json.gz", f"{stem}.decode.rank1.json.gz"]
+
+
+def _failing_rank_worker(rank: int, world: int, port: int, folder: str, rcs) -> None:
+    """Rank 1's step raises during the warm-up and its process stays alive (as a wedged rank would)."""
+    import time
+
+    os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
+                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+    sys.path.insert(0, folder)
+    t0 = time.monotonic()
+    rc = capture_cli.main(["run", "rankfail:steps", "--cpu", "--dist-timeout", "1.5", "--warmup", "1", "--repeats", "1",
+                           "--active", "1", "--out", os.path.join(folder, "out")])
+    rcs[rank] = (rc, time.monotonic() - t0)
+    if rank == 1:
+        time.sleep(5)  # still alive: without a timeout rank 0 would wait in the barrier for gloo's 30 minutes
+
+
+def test_failed_rank_makes_the_others_fail_not_hang(tmp_path, capfd):
+    import torch.multiprocessing as mp
+
+    (tmp_path / "rankfail.py").write_text(
+        "import os, torch\n"
+        "def steps():\n"
+        "    def decode():\n"
+        "        if os.environ['RANK'] == '1':\n"
+        "            raise ValueError('boom on rank 1')\n"
+        "        return torch.ones(4) + 1\n"
+        "    return {'decode': decode}\n"
+    )
+    rcs = mp.get_context("spawn").Manager().dict()
+    mp.start_processes(_failing_rank_worker, args=(2, _free_port(), str(tmp_path), rcs), nprocs=2, join=True,
+                       start_method="spawn")
+    err = capfd.readouterr().err
+    assert rcs[1][0] == 2 and "raised ValueError: boom on rank 1" in err
+    rc0, took0 = rcs[0]
+    assert rc0 == 2 and took0 < 5, (rc0, took0)  # failed at the barrier after ~1.5 s, before rank 1 exits
+    assert "timed out" in err.lower()  # by the timeout, not by rank 1 closing its connections
+    assert "gapscope: error: rank 0: barrier failed: another rank failed, hangs, or did not arrive" in err
+    assert not (tmp_path / "out").exists() or _listing(tmp_path / "out") == []
 
 
 # --------------------------------------------------------------------------------------------- GPU
