@@ -271,20 +271,23 @@ def test_bad_trace_shows_one_line_error(tmp_path):
     assert "gapscope: error:" in txt and "Traceback" not in txt
 
 
-def test_ascii_mode_lanes_are_plain_ascii(tmp_path):
-    p = three_gaps(tmp_path)
+def test_ascii_mode_screens_are_plain_ascii(tmp_path):
+    p = three_gaps(tmp_path, names=("k0", "k1", "k2", "void ns::kernel_with_a_very_long_name<float, 4>(float*)"),
+                   fns=("frame_with_a_long_name_é", "a_fn", "c_fn"))
 
     async def go():
-        async with opened(p, ascii=True) as (app, pilot):
-            lv = app.lanes
-            rows = len(app.scene.rows())
-            text = "".join(lv.render_line(y).text for y in range(min(rows, lv.size.height)))
-            ax = app.query_one("#axis")
-            text += ax.render_line(0).text + ax.render_line(1).text
-            return text
+        async with opened(p, size=(80, 24), ascii=True) as (app, pilot):
+            bad = {}
+            for key in (None, "question_mark", "escape", "enter", "escape", "2", "3", "1", "n"):
+                if key:
+                    await pilot.press(key)
+                    await pilot.pause()
+                txt = screen_text(app)
+                bad[key] = {c for c in txt if ord(c) > 127}
+            return bad
 
-    txt = run(go())
-    assert txt.strip() and all(ord(c) < 128 for c in txt), {c for c in txt if ord(c) >= 128}
+    bad = run(go())
+    assert all(not v for v in bad.values()), bad
 
 
 def test_keys_without_gaps_are_greyed_out(tmp_path):

@@ -60,6 +60,10 @@ class GapscopeApp(App):
     #kernels, #findings { height: 1fr; scrollbar-size-vertical: 1; }
     .infobox { height: 40%; border-top: hkey $primary; }
     .-ascii .infobox { border-top: ascii $primary; }
+    Screen.-ascii DataTable, Screen.-ascii VerticalScroll, Screen.-ascii LanesView { scrollbar-size: 0 0; }
+    Screen.-ascii #gaplist, Screen.-ascii #stack, Screen.-ascii #kernels, Screen.-ascii #findings,
+    Screen.-ascii #lanes { scrollbar-size: 0 0; }
+    Screen.-ascii #header, Screen.-ascii #status { text-overflow: clip; }
     #search { dock: bottom; display: none; }
     #search.-on { display: block; }
     """
@@ -107,6 +111,7 @@ class GapscopeApp(App):
         self._loading: LoadingScreen | None = None
         self._status_msg = ""
         self.cancelled = False
+        self._ov = "crop" if ascii else "ellipsis"  # no "…" on terminals that are not UTF-8
         self._moving_list = False  # set while the app moves the gap list's cursor itself
         self._user_picked = False  # until the person picks a gap, the largest one stays selected
 
@@ -366,7 +371,7 @@ class GapscopeApp(App):
         parts.append(f"cursor {self.d(v.cursor - v.lo)}")
         # fixed height: no layout pass, only this line is redrawn
         self.query_one("#status", Static).update(Text(self._text("  " + " | ".join(parts)), no_wrap=True,
-                                                      overflow="ellipsis"), layout=False)
+                                                      overflow=self._ov), layout=False)
 
     def _cause_name(self, i: int) -> str:
         try:
@@ -398,7 +403,7 @@ class GapscopeApp(App):
                 Text(self.d(sc.g_dur[gid]), justify="right"),
                 Text(cause, style=G.CAUSE_COLOURS.get(cause, "")),
                 Text(self.d(int(sc.g_start[gid]) - sc.view.lo), justify="right"),
-                Text(self._text(name), no_wrap=True, overflow="ellipsis"),
+                Text(self._text(name), no_wrap=True, overflow=self._ov),
                 key=str(pos),
             )
         if sc.order.size > MAX_LIST:
@@ -421,17 +426,17 @@ class GapscopeApp(App):
         for c in ("kernel", "calls", "total", "%", "floor", "bound", "op", "shapes"):
             kt.add_column(Text(c), key=c)
         for i, k in enumerate((getattr(a, "kernels", None) or [])[:200]):
-            kt.add_row(Text(self._text(short_kernel(k.name))[:60], no_wrap=True, overflow="ellipsis"),
+            kt.add_row(Text(self._text(short_kernel(k.name))[:60], no_wrap=True, overflow=self._ov),
                        Text(str(k.count)),
                        Text(self.d(k.total_ns)), Text(f"{float(k.pct):.1f}"),
                        Text(self.d(k.floor_ns) if getattr(k, "floor_ns", None) else "-"),
                        Text(str(k.bound or "-")), Text(self._text(str(k.op or "-"))),
-                       Text(self._text(str(k.shapes or "-"))[:40], no_wrap=True, overflow="ellipsis"), key=str(i))
+                       Text(self._text(str(k.shapes or "-"))[:40], no_wrap=True, overflow=self._ov), key=str(i))
         for c in ("#", "severity", "idle", "finding"):
             ft.add_column(Text(c), key=c)
         for i, f in enumerate(getattr(a, "findings", None) or []):
             ft.add_row(Text(str(i + 1)), Text(str(f.severity)), Text(self.d(f.idle_ns)),
-                       Text(self._text(f.title), no_wrap=True, overflow="ellipsis"), key=str(i))
+                       Text(self._text(f.title), no_wrap=True, overflow=self._ov), key=str(i))
         self._show_kernel_info(0)
         self._show_finding_info(0)
 

@@ -54,7 +54,7 @@ def torch_version(model) -> str | None:
 
 def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs) -> Text:
     t = T(glyphs.ascii)
-    t.text = Text(no_wrap=True, overflow="ellipsis")
+    t.text = Text(no_wrap=True, overflow="crop" if glyphs.ascii else "ellipsis")
     m = scene.model
     sep = f" {glyphs.sep} "
     t.add("gapscope", "bold")

@@ -63,7 +63,7 @@ class HelpScreen(ModalScreen):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll { width: 90%; height: 90%; border: round $accent; background: $surface; }
-    HelpScreen.-ascii > VerticalScroll { border: ascii $accent; }
+    HelpScreen.-ascii > VerticalScroll { border: ascii $accent; scrollbar-size: 0 0; }
     """
 
     def __init__(self, glyphs: G.Glyphs, legend_only: bool = False):
@@ -97,7 +97,7 @@ class DetailScreen(ModalScreen):
     DEFAULT_CSS = """
     DetailScreen { align: center middle; }
     DetailScreen > VerticalScroll { width: 90%; height: 85%; border: round $accent; background: $surface; }
-    DetailScreen.-ascii > VerticalScroll { border: ascii $accent; }
+    DetailScreen.-ascii > VerticalScroll { border: ascii $accent; scrollbar-size: 0 0; }
     """
 
     def __init__(self, text: Text, ascii: bool = False):
