@@ -413,6 +413,12 @@ class ColumnBuilder:
             raise _SlowLane()
         if _NONE_TYPE in at:
             al = [a if a is not None else _EMPTY for a in al]
+        # ranges still open at the window end carry "finished": false (so do some [memory] instants,
+        # which are not ranges and are not counted)
+        n_open = 0
+        fin = list(map(_dget, al, repeat("finished")))
+        if False in fin:
+            n_open = sum(1 for i, v in enumerate(fin) if v is False and tphs[i] == "X")
         # names and tracks need the builder's tables; look them up now, intern misses at commit
         gside = np.isin(kind, _GPU_SIDE_ARR)
         tkeys = list(zip(gside.tolist(), pids, tids))
@@ -450,7 +456,7 @@ class ColumnBuilder:
         args_sub = _take(al, aix)
         n_no_ts = int(np.count_nonzero(~ts_ok))
         return counts, meta, (ts, dur, kind, names, nl, tkeys, tl, al, corr, ext, pyid, pypar, nbytes, aix, args_sub,
-                              ts_ok, n_no_ts, no_dur, n_neg)
+                              ts_ok, n_no_ts, no_dur, n_neg, n_open)
 
     def _commit(self, counts, meta, staged) -> None:
         cc = self.category_counts
@@ -462,7 +468,8 @@ class ColumnBuilder:
         if staged is None:
             return
         (ts, dur, kind, names, nl, tkeys, tl, al, corr, ext, pyid, pypar, nbytes, aix, args_sub,
-         ts_ok, n_no_ts, no_dur, n_neg) = staged
+         ts_ok, n_no_ts, no_dur, n_neg, n_open) = staged
+        self._bad["open"] += n_open
         n = ts.shape[0]
         # names
         if None in nl:

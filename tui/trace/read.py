@@ -527,11 +527,6 @@ def parse_bytes(path: str, data) -> TraceModel:
         b = ColumnBuilder(path)
         r = _Reader(path, data, b)
         r.run()
-        open_ranges = 0
-        if data.find(b'"finished"') >= 0:  # one fast pass in the usual case where there is none
-            open_ranges = data.count(b'"finished": false') + data.count(b'"finished":false')
-        if open_ranges:
-            b._bad["open"] += open_ranges
         b.warnings.extend(r.report())
         meta = r.metadata
         if b.n_added == 0 and r.stats.skipped and not b.category_counts:
