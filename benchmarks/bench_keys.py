@@ -1,6 +1,6 @@
 """Key press to updated screen on a large synthetic trace (run by hand; prints numbers, asserts nothing).
 
-    python benchmarks/bench_keys.py [--events 3000000] [--size 200x50]
+    python benchmarks/bench_keys.py [--events 3000000] [--size 200x50] [--lanes 8]
 
 Builds a trace of python frame -> aten op -> cudaLaunchKernel -> kernel chains (4 events each) straight into
 the column builder, opens the explorer headless at the given size, waits for the analysis, then times
@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 from tui.trace.build import ColumnBuilder  # noqa: E402
 
 
-def synth_model(n_events: int, seed: int = 0):
+def synth_model(n_events: int, seed: int = 0, lanes: int = 1):
     rng = np.random.default_rng(seed)
     chains = n_events // 4
     b = ColumnBuilder("<bench>")
@@ -31,16 +31,18 @@ def synth_model(n_events: int, seed: int = 0):
     chunk = []
     for i in range(chains):
         gap = float(rng.exponential(3.0)) if i % 50 else float(rng.exponential(300.0))
+        tid = 1 + i % lanes
+        stream = 7 + i % lanes
         t0 = t + gap
         chunk.append({"ph": "X", "cat": "python_function", "name": f"model.py({i % 97}): layer{i % 13}",
-                      "pid": 1, "tid": 1, "ts": t0, "dur": 6.0, "args": {"Python id": i + 1}})
+                      "pid": 1, "tid": tid, "ts": t0, "dur": 6.0, "args": {"Python id": i + 1}})
         chunk.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm" if i % 3 else "aten::add", "pid": 1,
-                      "tid": 1, "ts": t0 + 0.5, "dur": 5.0, "args": {"External id": i + 1}})
-        chunk.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                      "tid": tid, "ts": t0 + 0.5, "dur": 5.0, "args": {"External id": i + 1}})
+        chunk.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": tid,
                       "ts": t0 + 1.0, "dur": 3.0, "args": {"correlation": corr, "External id": i + 1}})
         chunk.append({"ph": "X", "cat": "kernel", "name": "gemm_kernel" if i % 3 else "add_kernel", "pid": 0,
-                      "tid": 7, "ts": t0 + 5.0, "dur": 2.0 + (i % 5),
-                      "args": {"correlation": corr, "device": 0, "stream": 7}})
+                      "tid": stream, "ts": t0 + 5.0, "dur": 2.0 + (i % 5),
+                      "args": {"correlation": corr, "device": 0, "stream": stream}})
         corr += 1
         t = t0 + 7.0 + (i % 5)
         if len(chunk) >= 400_000:
@@ -100,10 +102,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=3_000_000)
     ap.add_argument("--size", default="200x50")
+    ap.add_argument("--lanes", type=int, default=8, help="CPU threads and CUDA streams the chains rotate over")
     a = ap.parse_args()
     w, h = (int(x) for x in a.size.split("x"))
     t = time.perf_counter()
-    model = synth_model(a.events)
+    model = synth_model(a.events, lanes=a.lanes)
     print(f"model: {model.n} events built in {time.perf_counter() - t:.1f} s")
     presses = ["n"] * 10 + ["N"] * 5 + ["w"] * 8 + ["s"] * 8 + ["d"] * 6 + ["a"] * 6 + ["j", "k"] * 4 + \
               ["L"] * 6 + ["0", "f"] * 3

@@ -21,6 +21,7 @@ from .safe import ascii_safe, safe, short_kernel
 from .scene import Scene
 from .screens import DetailScreen, ErrorScreen, HelpScreen, LoadingScreen
 from .timefmt import fmt_dur
+from .textview import TextView
 from .timeline import Axis, LanesView
 
 #: gap list rows shown at most (the list is sorted by size; the rest are one `n` away in the lanes)
@@ -31,8 +32,8 @@ class GapList(DataTable):
     BINDINGS = [Binding("enter", "app.detail", "detail", show=False)]
 
 
-class StackPanel(VerticalScroll, can_focus=True):
-    pass
+class StackPanel(TextView):
+    """The stack of the selected gap (Line API: a gap jump redraws this panel, no screen layout)."""
 
 
 class SearchInput(Input):
@@ -126,8 +127,7 @@ class GapscopeApp(App):
                     yield lv
                 with Horizontal(id="bottom"):
                     yield GapList(id="gaplist", cursor_type="row", zebra_stripes=False, cell_padding=1)
-                    with StackPanel(id="stack"):
-                        yield Static(id="stacktext")
+                    yield StackPanel(id="stack")
             with Vertical(id="kernelsview"):
                 yield DataTable(id="kernels", cursor_type="row")
                 with VerticalScroll(classes="infobox"):
@@ -343,7 +343,7 @@ class GapscopeApp(App):
         sc = self.scene
         if sc is None:
             return
-        self.query_one("#stacktext", Static).update(stack_text(sc, self.glyphs))
+        self.query_one("#stack", StackPanel).set_text(stack_text(sc, self.glyphs))
 
     def refresh_status(self, msg: str | None = None) -> None:
         sc = self.scene
