@@ -47,6 +47,11 @@ def main() -> None:
     except TypeError:
         m = load(path)
     t_load = time.perf_counter() - t
+    from tui.analysis.window import compute_window
+
+    t = time.perf_counter()
+    w = compute_window(m)
+    t_window = time.perf_counter() - t
     t = time.perf_counter()
     a = analyze(m)
     t_core = time.perf_counter() - t
@@ -63,7 +68,8 @@ def main() -> None:
     print(f"trace      {path} ({os.path.getsize(path) / 1e6:.0f} MB, {m.n:,} events, {len(a.gaps):,} gaps, "
           f"{len(a.listed_rows()):,} listed)")
     print(f"load       {t_load:8.3f} s")
-    print(f"analyze    {t_core:8.3f} s  (devices, gaps, causes, findings)")
+    print(f"window     {t_window:8.3f} s  ({w.note() or 'whole trace, no gapscope.step ranges'})")
+    print(f"analyze    {t_core:8.3f} s  (window, devices, gaps, causes, findings)")
     print(f"tables     {t_tables:8.3f} s  (kernels, syncs, copies, allocator, collectives, launches)")
     print(f"report     {t_report:8.3f} s  (Markdown + JSON)")
     print(f"ratio      {total / t_load:8.3f}  analysis / load (target <= 0.3)")

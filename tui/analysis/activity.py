@@ -29,8 +29,10 @@ class KernelStat:
     device: int | None = None
 
 
-def kernel_stats(model: TraceModel, top: int = 30) -> list[KernelStat]:
+def kernel_stats(model: TraceModel, top: int = 30, window=None) -> list[KernelStat]:
     k = np.flatnonzero(model.kind == Kind.KERNEL)
+    if window is not None:
+        k = k[window.gpu_in(model, k)]
     if k.size == 0:
         return []
     nid = model.name_id[k]
@@ -69,9 +71,11 @@ def kernel_stats(model: TraceModel, top: int = 30) -> list[KernelStat]:
     return out
 
 
-def launch_stats(model: TraceModel) -> dict:
+def launch_stats(model: TraceModel, window=None) -> dict:
     """Launch-to-start delay, CPU cost per launch, kernels shorter than their launch, launch rate."""
     k = np.flatnonzero((model.kind == Kind.KERNEL) & (model.launch >= 0))
+    if window is not None:
+        k = k[window.gpu_in(model, k)]
     if k.size == 0:
         return {"count": 0}
     L = model.launch[k]
@@ -96,7 +100,7 @@ def launch_stats(model: TraceModel) -> dict:
     }
 
 
-def sync_stats(model: TraceModel, flags, stacks: StackIndex, max_stack_samples: int = 200) -> list[dict]:
+def sync_stats(model: TraceModel, flags, stacks: StackIndex, max_stack_samples: int = 200, window=None) -> list[dict]:
     nid = model.name_id
     cpu_track = np.array([t.kind is TrackKind.CPU for t in model.tracks] + [False], dtype=bool)
     on_cpu = cpu_track[model.track] if model.n else np.zeros(0, bool)
@@ -104,6 +108,8 @@ def sync_stats(model: TraceModel, flags, stacks: StackIndex, max_stack_samples: 
     mask = on_cpu & ((rt & (flags["sync_rt"][nid] | flags["blocking_copy"][nid]))
                      | ((model.kind == Kind.CPU_OP) & flags["sync_op"][nid]))
     idx = np.flatnonzero(mask)
+    if window is not None:
+        idx = idx[window.cpu_in(model, idx)]
     if idx.size == 0:
         return []
     out = []
@@ -140,8 +146,10 @@ def copy_kind(name: str) -> str:
     return f"{d} {host}" if host else d
 
 
-def copy_stats(model: TraceModel) -> list[dict]:
+def copy_stats(model: TraceModel, window=None) -> list[dict]:
     idx = np.flatnonzero((model.kind == Kind.MEMCPY) | (model.kind == Kind.MEMSET))
+    if window is not None:
+        idx = idx[window.gpu_in(model, idx)]
     if idx.size == 0:
         return []
     kinds = {}
@@ -165,11 +173,13 @@ def copy_stats(model: TraceModel) -> list[dict]:
     return out
 
 
-def allocator_stats(model: TraceModel, flags) -> dict:
+def allocator_stats(model: TraceModel, flags, window=None) -> dict:
     nid = model.name_id
     rt = (model.kind == Kind.RUNTIME) | (model.kind == Kind.DRIVER) | (model.kind == Kind.CPU_OP)
     mask = (rt & flags["alloc"][nid]) | ((model.kind == Kind.PYTHON) & flags["empty_cache"][nid])
     idx = np.flatnonzero(mask)
+    if window is not None:
+        idx = idx[window.cpu_in(model, idx)]
     calls = {}
     if idx.size:
         tot = np.bincount(nid[idx], weights=model.dur_ns[idx], minlength=len(model.names))
@@ -177,6 +187,8 @@ def allocator_stats(model: TraceModel, flags) -> dict:
         for n in np.flatnonzero(cnt):
             calls[model.names[n]] = {"count": int(cnt[n]), "total_ns": int(tot[n])}
     mem = np.flatnonzero((model.kind == Kind.INSTANT) & (nid == _name_index(model, "[memory]")))
+    if window is not None:
+        mem = mem[window.cpu_in(model, mem)]
     memory = None
     if mem.size:
         peak_alloc = peak_res = None
@@ -206,16 +218,20 @@ def _name_index(model: TraceModel, name: str) -> int:
         return -2
 
 
-def collective_stats(model: TraceModel, flags) -> list[dict]:
+def collective_stats(model: TraceModel, flags, window=None) -> list[dict]:
     """NCCL kernels by name: count, time, the part not overlapped by compute kernels, process group."""
     kind = model.kind
     nid = model.name_id
     gdev = np.array([t.device if t.kind is TrackKind.GPU else -1 for t in model.tracks] + [-1], dtype=np.int64)
     isk = kind == Kind.KERNEL
     coll = np.flatnonzero(isk & flags["coll_kernel"][nid])
+    if window is not None:
+        coll = coll[window.gpu_in(model, coll)]
     out = []
     if coll.size == 0:
         ops = np.flatnonzero((kind == Kind.CPU_OP) & flags["coll_op"][nid])
+        if window is not None:
+            ops = ops[window.cpu_in(model, ops)]
         if ops.size == 0:
             return []
         tot = np.bincount(nid[ops], weights=model.dur_ns[ops], minlength=len(model.names))
@@ -226,6 +242,8 @@ def collective_stats(model: TraceModel, flags) -> list[dict]:
         return sorted(out, key=lambda d: -d["total_ns"])
     dev = gdev[model.track[coll]]
     comp = np.flatnonzero(isk & ~flags["coll_kernel"][nid])
+    if window is not None:
+        comp = comp[window.gpu_in(model, comp)]
     comp_dev = gdev[model.track[comp]]
     cov = {int(d): Coverage(model.ts_ns[comp[comp_dev == d]], model.ts_ns[comp[comp_dev == d]]
                             + model.dur_ns[comp[comp_dev == d]]) for d in np.unique(dev)}

@@ -14,6 +14,7 @@ from .gaps import CAUSES, DeviceStats, classify, device_stats_and_gaps, stream_g
 from .names import name_flags
 from .stacks import Frame, StackIndex, signature_frame
 from .thresholds import DEFAULT, Thresholds
+from .window import AnalysisWindow, compute_window
 
 CAUSE_EXPLANATIONS = {
     "copy": "a memory copy on the device, or a blocking copy call on the launching thread, covered most of the gap",
@@ -94,13 +95,15 @@ def _us(ns) -> str:
 
 
 class Analysis:
-    def __init__(self, model: TraceModel, config: Thresholds | None = None):
+    def __init__(self, model: TraceModel, config: Thresholds | None = None, window: str = "steps"):
         self.model = model
         self.config = config or DEFAULT
         self.warnings: list[str] = list(model.warnings)
         self.flags = name_flags(model.names)
+        #: what the numbers cover: the measured steps (``gapscope.step#k``) or the whole trace; see window.py
+        self.window: AnalysisWindow = compute_window(model, window)
         self.devices: list[DeviceStats]
-        self.devices, cols = device_stats_and_gaps(model)
+        self.devices, cols = device_stats_and_gaps(model, self.window.device if self.window.clipped else None)
         res, self.cpu, _ = classify(model, cols, self.config, self.flags)
         self.gaps = GapTable(cols["device"], cols["start"], cols["end"], res["cause"], cols["next"], res["launch"],
                              res["thread"], res["t_launch"], res["breakdown"])
@@ -130,6 +133,11 @@ class Analysis:
         return min((d.window_start_ns for d in self.devices), default=self.model.window_ns()[0])
 
     @property
+    def window_note(self) -> str | None:
+        """One line saying what the window covers ("window: the 4 measured steps ...")."""
+        return self.window.note()
+
+    @property
     def window_ns(self) -> int:
         if not self.devices:
             w = self.model.window_ns()
@@ -155,32 +163,34 @@ class Analysis:
         return np.flatnonzero(self.gaps.dur_ns >= self.config.min_listed_gap_ns)
 
     def stream_gaps(self, track_id: int):
-        """Gaps of one stream (start_ns, end_ns, next kernel index), in time order."""
-        return stream_gaps(self.model, track_id)
+        """Gaps of one stream (start_ns, end_ns, next kernel index), in time order, within the analysis window."""
+        t = self.model.tracks[track_id]
+        w = self.window.device.get(t.device) if self.window.clipped else None
+        return stream_gaps(self.model, track_id, w)
 
     @cached_property
     def kernels(self) -> list:
-        return activity.kernel_stats(self.model)
+        return activity.kernel_stats(self.model, window=self.window)
 
     @cached_property
     def launches(self) -> dict:
-        return activity.launch_stats(self.model)
+        return activity.launch_stats(self.model, window=self.window)
 
     @cached_property
     def syncs(self) -> list[dict]:
-        return activity.sync_stats(self.model, self.flags, self.stacks)
+        return activity.sync_stats(self.model, self.flags, self.stacks, window=self.window)
 
     @cached_property
     def copies(self) -> list[dict]:
-        return activity.copy_stats(self.model)
+        return activity.copy_stats(self.model, window=self.window)
 
     @cached_property
     def allocator(self) -> dict:
-        return activity.allocator_stats(self.model, self.flags)
+        return activity.allocator_stats(self.model, self.flags, window=self.window)
 
     @cached_property
     def collectives(self) -> list[dict]:
-        return activity.collective_stats(self.model, self.flags)
+        return activity.collective_stats(self.model, self.flags, window=self.window)
 
     def _distortion(self) -> dict | None:
         g = self.model.gapscope_meta
@@ -287,6 +297,11 @@ class Analysis:
         m = self.model
         free = np.array([c < 0 or m.kind[c] == Kind.ANNOTATION for c in cpu_in.tolist()])
         cand = py_in[free & (py_in >= 0)]
+        if cand.size:  # the capture's own step loop is not the frame to name
+            scaffold = self.flags["capture_frame"][m.name_id[cand]]
+            if scaffold.all():
+                return self.stacks.stack_at(thr, t0), None
+            cand = cand[~scaffold]
         if cand.size == 0:  # no Python frames recorded: the annotation (or nothing) holding the CPU
             ann = cpu_in[free & (cpu_in >= 0)]
             if ann.size:
@@ -433,5 +448,7 @@ class Analysis:
                 f"before {nk}; GPU idle {_us(d.dur_ns)}{tail}.")
 
 
-def analyze(model: TraceModel, config: Thresholds | None = None) -> Analysis:
-    return Analysis(model, config)
+def analyze(model: TraceModel, config: Thresholds | None = None, window: str = "steps") -> Analysis:
+    """Analyse one trace. ``window="steps"`` (default) restricts every number to the GPU work of the
+    measured ``gapscope.step#k`` ranges when the trace has them; ``window="all"`` keeps the whole trace."""
+    return Analysis(model, config, window)

@@ -2,7 +2,12 @@
 
 A gap on a device is a maximal interval of its window where no kernel (of positive duration) runs on
 any of its streams. Window = first GPU activity start .. last GPU activity end on that device
-(kernels, memcpys, memsets). Busy + idle = window exactly, in integer nanoseconds.
+(kernels, memcpys, memsets), or the window given by ``window.py`` (the measured steps); GPU work is
+clipped to it. Busy + idle = window exactly, in integer nanoseconds.
+
+Per-stream numbers (``DeviceStats.stream_gaps``) are measured against the same device window: a
+stream's gaps are the parts of the window where that stream runs no kernel, leading and trailing
+idle included, so their sum is the stream's idle time (window - stream busy).
 """
 
 from __future__ import annotations
@@ -32,6 +37,11 @@ class DeviceStats:
     copy_busy_ns: int
     stream_busy_ns: dict[int, int] = field(default_factory=dict)
     kernel_count: int = 0
+    #: stream -> {"busy_ns", "idle_ns", "gaps", "largest_gap_ns", "kernels"} within the device window
+    stream_gaps: dict[int, dict] = field(default_factory=dict)
+    #: time in collective kernels spent waiting for the last rank (filled by analyze_ranks; 0 otherwise)
+    collective_wait_ns: int = 0
+    collective_late_rank: int | None = None
 
     @property
     def window_ns(self) -> int:
@@ -67,8 +77,9 @@ def _gaps_from_kernels(ks, ke, kidx, w0, w1):
     return gs[keep], ge[keep], nxt[keep], busy
 
 
-def device_stats_and_gaps(model: TraceModel):
-    """Per device stats and the raw (unsorted) gap columns."""
+def device_stats_and_gaps(model: TraceModel, window: dict[int, tuple[int, int]] | None = None):
+    """Per device stats and the raw (unsorted) gap columns. ``window``: device -> [start, end) to analyse
+    (GPU work clipped to it; devices not in it are left out); None: each device's whole activity."""
     kind = model.kind
     ts = model.ts_ns
     end = ts + model.dur_ns
@@ -76,30 +87,57 @@ def device_stats_and_gaps(model: TraceModel):
     stats: list[DeviceStats] = []
     cols = {"device": [], "start": [], "end": [], "next": []}
     for dev in sorted({t.device for t in gtracks}):
+        if window is not None and dev not in window:
+            continue
+        lo, hi = window[dev] if window is not None else (None, None)
         tids = [t for t in gtracks if t.device == dev]
         ks_l, ke_l, ki_l, w_s, w_e, cs_l, ce_l = [], [], [], [], [], [], []
-        stream_busy: dict[int, int] = {}
+        per_stream: dict[int, tuple[list, list]] = {}
         for t in tids:
             sl = model.track_slice(t.id)
             k = kind[sl]
             idx = np.arange(sl.start, sl.stop, dtype=np.int64)
             work = (k == Kind.KERNEL) | (k == Kind.MEMCPY) | (k == Kind.MEMSET)
+            if lo is not None:
+                work &= (ts[sl] < hi) & ((end[sl] > lo) | ((end[sl] == ts[sl]) & (ts[sl] >= lo)))
             if not work.any():
                 continue
             w_s.append(int(ts[sl][work].min()))
             w_e.append(int(end[sl][work].max()))
-            isk = (k == Kind.KERNEL) & (model.dur_ns[sl] > 0)
+            isk = work & (k == Kind.KERNEL) & (model.dur_ns[sl] > 0)
             ki = idx[isk]
-            ks_l.append(ts[ki])
-            ke_l.append(end[ki])
+            s_, e_ = ts[ki], end[ki]
+            if lo is not None:
+                s_, e_ = np.maximum(s_, lo), np.minimum(e_, hi)
+            ks_l.append(s_)
+            ke_l.append(e_)
             ki_l.append(ki)
-            stream_busy[t.stream] = stream_busy.get(t.stream, 0) + Coverage(ts[ki], end[ki]).total
-            ci = idx[(k == Kind.MEMCPY) | (k == Kind.MEMSET)]
-            cs_l.append(ts[ci])
-            ce_l.append(end[ci])
+            ps = per_stream.setdefault(t.stream, ([], []))
+            ps[0].append(s_)
+            ps[1].append(e_)
+            ci = idx[work & ((k == Kind.MEMCPY) | (k == Kind.MEMSET))]
+            s_, e_ = ts[ci], end[ci]
+            if lo is not None:
+                s_, e_ = np.maximum(s_, lo), np.minimum(e_, hi)
+            cs_l.append(s_)
+            ce_l.append(e_)
         if not w_s:
             continue
-        w0, w1 = min(w_s), max(w_e)
+        w0, w1 = (min(w_s), max(w_e)) if lo is None else (lo, hi)
+        stream_busy: dict[int, int] = {}
+        sgaps: dict[int, dict] = {}
+        for sid, (ss, se) in per_stream.items():
+            ss_, se_ = np.concatenate(ss), np.concatenate(se)
+            cov = Coverage(ss_, se_)
+            stream_busy[sid] = cov.total
+            if ss_.size == 0:
+                continue
+            gs_ = np.concatenate(([w0], cov.e))
+            ge_ = np.concatenate((cov.s, [w1]))
+            gl = ge_ - gs_
+            gl = gl[gl > 0]
+            sgaps[sid] = {"busy_ns": cov.total, "idle_ns": (w1 - w0) - cov.total, "gaps": int(gl.size),
+                          "largest_gap_ns": int(gl.max()) if gl.size else 0, "kernels": int(ss_.size)}
         ks = np.concatenate(ks_l) if ks_l else np.zeros(0, np.int64)
         ke = np.concatenate(ke_l) if ke_l else np.zeros(0, np.int64)
         ki = np.concatenate(ki_l) if ki_l else np.zeros(0, np.int64)
@@ -108,7 +146,8 @@ def device_stats_and_gaps(model: TraceModel):
         gs, ge, nx, busy = _gaps_from_kernels(ks, ke, ki, w0, w1)
         copy_busy = Coverage(np.concatenate(cs_l) if cs_l else [], np.concatenate(ce_l) if ce_l else []).total
         stats.append(
-            DeviceStats(model.rank, dev, model.device_name(dev), w0, w1, busy, copy_busy, stream_busy, int(ks.size))
+            DeviceStats(model.rank, dev, model.device_name(dev), w0, w1, busy, copy_busy, stream_busy, int(ks.size),
+                        sgaps)
         )
         cols["device"].append(np.full(gs.size, dev, np.int32))
         cols["start"].append(gs)
@@ -118,11 +157,15 @@ def device_stats_and_gaps(model: TraceModel):
     return stats, out
 
 
-def stream_gaps(model: TraceModel, track_id: int):
-    """(start, end, next kernel) of the gaps of one stream, within the stream's own kernel window."""
+def stream_gaps(model: TraceModel, track_id: int, window: tuple[int, int] | None = None):
+    """(start, end, next kernel) of the gaps of one stream, within the stream's own kernel window
+    (only kernels that overlap ``window``, when given, count)."""
     sl = model.track_slice(track_id)
     k = model.kind[sl]
-    idx = np.arange(sl.start, sl.stop, dtype=np.int64)[(k == Kind.KERNEL) & (model.dur_ns[sl] > 0)]
+    sel = (k == Kind.KERNEL) & (model.dur_ns[sl] > 0)
+    if window is not None:
+        sel &= (model.ts_ns[sl] < window[1]) & (model.ts_ns[sl] + model.dur_ns[sl] > window[0])
+    idx = np.arange(sl.start, sl.stop, dtype=np.int64)[sel]
     if idx.size == 0:
         z = np.zeros(0, np.int64)
         return z, z, z
@@ -151,7 +194,8 @@ class CpuSets:
         py = (kind == Kind.PYTHON) & on_cpu
         ann = (kind == Kind.ANNOTATION) & on_cpu
         if ann.any():
-            step = np.array([n.startswith("ProfilerStep#") for n in model.names], dtype=bool)
+            # step ranges (torch's and the capture's) wrap the whole step: not activity of their own
+            step = np.array([n.startswith(("ProfilerStep#", "gapscope.step#")) for n in model.names], dtype=bool)
             ann &= ~step[nid]
         sync_rt = rt & (flags["sync_rt"][nid] | flags["blocking_copy"][nid])
         # aten ops holding a synchronising runtime call (``.cpu()`` is aten::to -> ... -> cudaStreamSynchronize)

@@ -53,12 +53,24 @@ _LIB_PATH_RE = re.compile(
     r"|/threading\.py|/runpy\.py|^nn\.Module:|^torch/|/_dynamo/|/_inductor/|/triton/)"
 )
 
+#: gapscope's own capture scaffolding (the step loop, the command line), not the workload: never the
+#: frame a finding is about. ``capture/demo.py`` is the demo workload and stays a user frame.
+CAPTURE_FRAME_RE = re.compile(r"(^|/)capture/(recorder|cli|__main__|__init__)\.py\(")
+#: the capture's step ranges; like ``ProfilerStep#N`` they wrap a whole step and say nothing about a gap
+STEP_ANNOTATION_RE = re.compile(r"^(ProfilerStep#|gapscope\.step#)")
+
+
+def is_user_frame(name: str) -> bool:
+    """A Python frame of the user's code: not torch or another library, not gapscope's capture."""
+    return bool(PY_FRAME_RE.match(name)) and not _LIB_PATH_RE.search(name) and not CAPTURE_FRAME_RE.search(name)
+
 
 def name_flags(names: list[str]) -> dict[str, np.ndarray]:
     """Boolean flags per interned name."""
     n = len(names)
     f = {k: np.zeros(n, dtype=bool) for k in ("sync_rt", "blocking_copy", "sync_op", "alloc", "launch", "coll_op",
-                                                   "coll_kernel", "user_frame", "empty_cache", "launcher_frame")}
+                                                   "coll_kernel", "user_frame", "empty_cache", "launcher_frame",
+                                                   "capture_frame")}
     for i, nm in enumerate(names):
         if nm in SYNC_RUNTIME:
             f["sync_rt"][i] = True
@@ -78,7 +90,9 @@ def name_flags(names: list[str]) -> dict[str, np.ndarray]:
             f["coll_kernel"][i] = True
         if LAUNCHER_FRAME_RE.search(nm):
             f["launcher_frame"][i] = True
-        if PY_FRAME_RE.match(nm) and not _LIB_PATH_RE.search(nm):
+        if CAPTURE_FRAME_RE.search(nm):
+            f["capture_frame"][i] = True
+        elif PY_FRAME_RE.match(nm) and not _LIB_PATH_RE.search(nm):
             f["user_frame"][i] = True
     return f
 

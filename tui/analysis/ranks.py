@@ -5,6 +5,11 @@ The i-th NCCL kernel of a given name on each rank is the same collective. Clocks
 (nobody can finish before the last rank has arrived), so the offset of rank r is the median over
 matched collectives of (end on r - end on the first rank). After that shift, the last rank to start
 is the late one and every other rank's wait is ``last start - its start`` (clipped to its duration).
+
+Only collectives inside each rank's analysis window are matched (``windows``; by default the measured
+steps, see window.py), so the capture's own barrier before the first step is not counted. Each
+rank's total wait is also put on its device as ``DeviceStats.collective_wait_ns``: a rank whose GPU
+sits in NCCL kernels waiting for a late peer shows little idle time, and this is the number that says so.
 """
 
 from __future__ import annotations
@@ -27,9 +32,11 @@ def same_job(models: list[TraceModel]) -> bool:
     return len(ws) <= 1
 
 
-def _coll_kernels(model: TraceModel) -> dict[str, np.ndarray]:
+def _coll_kernels(model: TraceModel, window=None) -> dict[str, np.ndarray]:
     flags = name_flags(model.names)
     k = np.flatnonzero((model.kind == Kind.KERNEL) & flags["coll_kernel"][model.name_id])
+    if window is not None:
+        k = k[window.gpu_in(model, k)]
     out: dict[str, list] = defaultdict(list)
     k = k[np.argsort(model.ts_ns[k], kind="stable")]
     for i in k.tolist():
@@ -37,11 +44,12 @@ def _coll_kernels(model: TraceModel) -> dict[str, np.ndarray]:
     return {n: np.array(v, np.int64) for n, v in out.items()}
 
 
-def match_collectives(models: list[TraceModel]) -> list[dict]:
-    """One row per collective name: count (matched calls), total (all ranks), wait, late rank."""
+def match_collectives(models: list[TraceModel], windows: list | None = None) -> list[dict]:
+    """One row per collective name: count (matched calls), total (all ranks), wait, late rank.
+    ``windows``: one ``AnalysisWindow`` per model (collectives outside it are left out), or None."""
     if len(models) < 2:
         return []
-    per = [_coll_kernels(m) for m in models]
+    per = [_coll_kernels(m, windows[i] if windows else None) for i, m in enumerate(models)]
     ranks = [m.rank if m.rank is not None else i for i, m in enumerate(models)]
     names = set(per[0])
     for p in per[1:]:
@@ -81,13 +89,14 @@ def match_collectives(models: list[TraceModel]) -> list[dict]:
     return rows
 
 
-def analyze_ranks(models: list[TraceModel], config: Thresholds | None = None) -> list[Analysis]:
+def analyze_ranks(models: list[TraceModel], config: Thresholds | None = None, window: str = "steps") -> list[Analysis]:
     """Analyse each rank, then attach the cross-rank collectives table (``rank_collectives``) to every
-    Analysis and fill wait/late_rank into each rank's own collectives."""
+    Analysis, fill wait/late_rank into each rank's own collectives and the rank's total collective wait
+    into its devices (``collective_wait_ns``, ``collective_late_rank``)."""
     order = sorted(range(len(models)), key=lambda i: (models[i].rank is None, models[i].rank or 0, i))
     models = [models[i] for i in order]
-    out = [analyze(m, config) for m in models]
-    table = match_collectives(models)
+    out = [analyze(m, config, window) for m in models]
+    table = match_collectives(models, [a.window for a in out])
     by_name = {r["name"]: r for r in table}
     from .core import Finding
     from .findings import SUGGESTIONS, _fmt, _severity
@@ -116,6 +125,8 @@ def analyze_ranks(models: list[TraceModel], config: Thresholds | None = None) ->
                 cause="collective"))
             a.findings.sort(key=lambda f: (-f.idle_ns, f.title))
     for a in out:
+        _device_wait(a, table)
+    for a in out:
         a.rank_collectives = table
         rk = str(a.rank)
         for c in a.collectives:
@@ -126,11 +137,35 @@ def analyze_ranks(models: list[TraceModel], config: Thresholds | None = None) ->
     return out
 
 
-def summarise(path, config: Thresholds | None = None) -> dict:
+def _device_wait(a: Analysis, table: list[dict]) -> None:
+    """Put the rank's collective wait on the device that runs its collective kernels."""
+    rk = str(a.rank)
+    rows = [r for r in table if r["wait_by_rank_us"].get(rk, 0.0) > 0]
+    if not rows or not a.devices:
+        return
+    wns = int(round(sum(r["wait_by_rank_us"][rk] for r in rows) * 1e3))
+    late = Counter()
+    for r in rows:
+        if r["late_rank"] is not None and str(r["late_rank"]) != rk:
+            late[r["late_rank"]] += r["wait_by_rank_us"][rk]
+    m = a.model
+    flags = a.flags
+    k = np.flatnonzero((m.kind == Kind.KERNEL) & flags["coll_kernel"][m.name_id])
+    k = k[a.window.gpu_in(m, k)]
+    tdev = [t.device for t in m.tracks]
+    devs = Counter(tdev[int(t)] for t in m.track[k].tolist())
+    dev = devs.most_common(1)[0][0] if devs else a.devices[0].device
+    for d in a.devices:
+        if d.device == dev:
+            d.collective_wait_ns = wns
+            d.collective_late_rank = late.most_common(1)[0][0] if late else None
+
+
+def summarise(path, config: Thresholds | None = None, window: str = "steps") -> dict:
     """A small JSON-able summary of one trace (what a rank prints after its capture)."""
     from ..trace import load
 
-    a = analyze(load(path), config)
+    a = analyze(load(path), config, window)
     ct = a.cause_totals()
     return {
         "path": str(path),

@@ -163,15 +163,17 @@ def frame_text(f: Frame) -> str:
 
 
 def signature_frame(frames: list[Frame]) -> Frame | None:
-    """The frame a person would fix: innermost user Python frame; else innermost non-step annotation;
-    else innermost op."""
-    from .names import _LIB_PATH_RE, PY_FRAME_RE
+    """The frame a person would fix: innermost user Python frame (not torch or library code, not
+    gapscope's capture scaffolding such as ``capture/recorder.py``); else innermost annotation that is
+    not a step range; else innermost op. None when only scaffolding, library frames and step ranges
+    are on the stack (e.g. the capture's own loop between two measured steps)."""
+    from .names import STEP_ANNOTATION_RE, is_user_frame
 
     for f in reversed(frames):
-        if f.kind == "python" and PY_FRAME_RE.match(f.name) and not _LIB_PATH_RE.search(f.name):
+        if f.kind == "python" and is_user_frame(f.name):
             return f
     for f in reversed(frames):
-        if f.kind == "annotation" and not f.name.startswith("ProfilerStep#"):
+        if f.kind == "annotation" and not STEP_ANNOTATION_RE.match(f.name):
             return f
     for f in reversed(frames):
         if f.kind in ("op", "sync"):

@@ -3,6 +3,11 @@
 ``Thresholds`` is a frozen dataclass; pass ``analyze(model, config=Thresholds(...))`` to change one.
 All times are integer nanoseconds, all shares are fractions in [0, 1].
 
+The analysis window is not a threshold but a choice: ``analyze(model, window="steps")`` (the default)
+restricts every number to the GPU work launched inside the capture's ``gapscope.step#k`` ranges (the
+launch call's start decides; see window.py for the rule and its fall-backs), ``window="all"`` keeps the
+whole trace. Traces without those ranges are always analysed whole.
+
 Cause rules (see ../shared/design/gap-causes.md; the first rule that holds wins):
 
 ``most`` (0.5)

@@ -1,7 +1,13 @@
 """``build_json(analyses) -> dict`` following ../shared/design/findings.schema.json (gapscope.findings/1).
 
-Times are µs floats relative to the start of each trace's capture window; durations are µs. Entries
-carry ``trace`` (index into ``traces``) when several traces are in one report.
+Times are µs floats relative to the start of each trace's analysis window (the measured steps when the
+trace has ``gapscope.step#k`` ranges, see tui/analysis/window.py); durations are µs. Entries carry
+``trace`` (index into ``traces``) when several traces are in one report.
+
+Extra keys beyond the schema's minimum: ``traces[].window`` (what the window covers and what it left
+out), ``devices[].collective_wait_us`` / ``collective_late_rank`` (multi-rank: time in collective
+kernels before the last rank arrived) and a top-level ``streams`` list (per stream of each device:
+busy, idle and gaps within the device window).
 """
 
 from __future__ import annotations
@@ -47,7 +53,28 @@ def trace_entry(a) -> dict:
         "distortion": a.distortion,
         "warnings": list(a.warnings),
         "idle_pct": round(a.idle_pct, 3),
+        "window": window_entry(a),
     }
+
+
+def window_entry(a) -> dict:
+    w = a.window
+    return {"mode": w.mode, "steps": sorted(set(w.steps)), "excluded_us": _us(w.excluded_ns),
+            "excluded_gpu_work_us": _us(w.excluded_work_ns), "note": w.note()}
+
+
+def stream_entries(a, ti: int | None = None) -> list[dict]:
+    out = []
+    for d in a.devices:
+        for sid in sorted(d.stream_gaps):
+            v = d.stream_gaps[sid]
+            e = {"rank": d.rank, "device": d.device, "stream": sid, "busy_us": _us(v["busy_ns"]),
+                 "idle_us": _us(v["idle_ns"]), "gaps": v["gaps"], "largest_gap_us": _us(v["largest_gap_ns"]),
+                 "kernels": v["kernels"]}
+            if ti is not None:
+                e["trace"] = ti
+            out.append(e)
+    return out
 
 
 def gap_entries(a, top: int, ti: int | None = None) -> list[dict]:
@@ -81,7 +108,8 @@ def build_json(analyses, top: int = 50) -> dict:
     multi = len(analyses) > 1
     doc = {"schema": SCHEMA, "traces": [], "devices": [], "gaps": [], "causes": {c: {"count": 0, "total_us": 0.0}
                                                                                   for c in CAUSES},
-           "kernels": [], "syncs": [], "copies": [], "allocator": {}, "collectives": [], "findings": []}
+           "kernels": [], "syncs": [], "copies": [], "allocator": {}, "collectives": [], "findings": [],
+           "streams": []}
     causes_ns = {c: 0 for c in CAUSES}
     for ti, a in enumerate(analyses):
         tix = ti if multi else None
@@ -90,10 +118,12 @@ def build_json(analyses, top: int = 50) -> dict:
             e = {"rank": d.rank, "device": d.device, "name": d.name, "window_us": _us(d.window_ns),
                  "kernel_busy_us": _us(d.kernel_busy_ns), "copy_busy_us": _us(d.copy_busy_ns),
                  "compute_idle_us": _us(d.idle_ns), "compute_idle_pct": round(d.idle_pct, 3),
-                 "stream_busy_us": {str(s): _us(v) for s, v in d.stream_busy_ns.items()}}
+                 "stream_busy_us": {str(s): _us(v) for s, v in d.stream_busy_ns.items()},
+                 "collective_wait_us": _us(d.collective_wait_ns), "collective_late_rank": d.collective_late_rank}
             if multi:
                 e["trace"] = ti
             doc["devices"].append(e)
+        doc["streams"].extend(stream_entries(a, tix))
         doc["gaps"].extend(gap_entries(a, top, tix))
         for c, v in a.cause_totals().items():
             doc["causes"][c]["count"] += v["count"]

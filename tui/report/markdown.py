@@ -83,16 +83,50 @@ def _biggest_cause(a):
     return (c, ct[c]["total_ns"]) if ct[c]["total_ns"] > 0 else (None, 0)
 
 
+_COLL_RE = re.compile(r"^(?:ncclDevKernel_|ncclKernel_)([A-Za-z]+?)(?:_|\(|$)")
+
+
+def _coll_label(name: str) -> str:
+    """``ncclDevKernel_AllReduce_Sum_bf16_RING_LL(...)`` -> ``AllReduce``."""
+    m = _COLL_RE.match(name)
+    return m.group(1) if m else name.split("(")[0]
+
+
+def _wait_text(a, d) -> str:
+    """'222.10 ms waiting for rank 1 in AllReduce' (empty when the device did not wait)."""
+    if not getattr(d, "collective_wait_ns", 0):
+        return ""
+    rk = str(a.rank)
+    rows = [r for r in (getattr(a, "rank_collectives", None) or []) if r["wait_by_rank_us"].get(rk, 0) > 0]
+    names = sorted({_coll_label(r["name"]) for r in rows})
+    who = f"rank {d.collective_late_rank}" if d.collective_late_rank is not None else "the other ranks"
+    where = f" in {', '.join(names)}" if names else " in collectives"
+    return f"{t(d.collective_wait_ns)} waiting for {who}{where}"
+
+
+def window_line(a) -> str | None:
+    note = a.window_note
+    return f"- {esc(note[0].upper() + note[1:])}." if note else None
+
+
 def headline(a) -> list[str]:
     out = []
     if not a.devices:
         out.append("No GPU activity in this trace: there is no GPU idle time to explain.")
+        wl = window_line(a)
+        if wl:
+            out.append(wl)
         return out
     c, ns = _biggest_cause(a)
     for d in a.devices:
         nm = f" ({esc(d.name)})" if d.name else ""
+        wt = _wait_text(a, d)
+        wt = f"; **{esc(wt)}**" if wt else ""
         out.append(f"- **cuda:{d.device}**{nm}: GPU idle **{d.idle_pct:.1f}%** of a {t(d.window_ns)} window "
-                   f"({t(d.idle_ns)} idle, kernels busy {t(d.kernel_busy_ns)}, copies {t(d.copy_busy_ns)}).")
+                   f"({t(d.idle_ns)} idle, kernels busy {t(d.kernel_busy_ns)}, copies {t(d.copy_busy_ns)}){wt}.")
+    wl = window_line(a)
+    if wl:
+        out.append(wl)
     if c:
         share = 100.0 * ns / a.idle_ns if a.idle_ns else 0.0
         out.append(f"- Biggest cause: **{c}**, {t(ns)} ({share:.0f}% of the idle time).")
@@ -171,6 +205,7 @@ def single(a, top: int, title: bool = True) -> list[str]:
                 L.append("")
                 L += ["   " + x for x in _fence(_stack_lines(d.stack))]
             L.append("")
+    L += streams_section(a)
     if a.kernels:
         L.append("## Kernels")
         L.append("")
@@ -234,6 +269,26 @@ def single(a, top: int, title: bool = True) -> list[str]:
     return L
 
 
+def streams_section(a) -> list[str]:
+    """Per-stream busy/idle/gaps, only for devices with more than one stream running kernels. Shown apart
+    from the device numbers: a stream's idle time is not device idle when another stream is busy."""
+    devs = [d for d in a.devices if sum(1 for v in d.stream_gaps.values() if v["kernels"]) > 1]
+    if not devs:
+        return []
+    L = ["## Streams", "",
+         "Per stream, within the device window (device idle above counts only time when *no* stream runs a kernel).",
+         "", "| device | stream | kernels | busy | idle | gaps | largest gap |", "|---:|---:|---:|---:|---:|---:|---:|"]
+    for d in devs:
+        for sid in sorted(d.stream_gaps):
+            v = d.stream_gaps[sid]
+            if not v["kernels"]:
+                continue
+            L.append(f"| cuda:{d.device} | {sid} | {v['kernels']} | {t(v['busy_ns'])} | {t(v['idle_ns'])} | "
+                     f"{v['gaps']} | {t(v['largest_gap_ns'])} |")
+    L.append("")
+    return L
+
+
 def compare(analyses, top: int) -> list[str]:
     """Side by side: headline numbers and causes, then what changed."""
     L = ["# gapscope report: " + esc(" vs ".join(_label(a) for a in analyses)), ""]
@@ -290,13 +345,19 @@ def compare(analyses, top: int) -> list[str]:
 
 
 def ranks_table(analyses) -> list[str]:
-    L = ["## Ranks", "", "| rank | device | GPU idle | idle | kernel busy | biggest cause |", "|---:|---:|---:|---:|---:|---|"]
+    L = ["## Ranks", "", "| rank | device | GPU idle | idle | collective wait | kernel busy | biggest cause |",
+         "|---:|---:|---:|---:|---|---:|---|"]
     for a in analyses:
         c, ns = _biggest_cause(a)
         for d in a.devices:
+            wt = _wait_text(a, d)
             L.append(f"| {a.rank if a.rank is not None else '–'} | {d.device} | {d.idle_pct:.1f}% | {t(d.idle_ns)} | "
-                     f"{t(d.kernel_busy_ns)} | {c or '–'} {t(ns) if c else ''} |")
+                     f"{esc(wt) if wt else '–'} | {t(d.kernel_busy_ns)} | {c or '–'} {t(ns) if c else ''} |")
     L.append("")
+    notes = {a.window_note.split(";")[0] for a in analyses if a.window_note}
+    if len(notes) == 1 and all(a.window.clipped for a in analyses):
+        L.append(f"Each rank's {esc(notes.pop())}; capture set-up outside them excluded (see each rank below).")
+        L.append("")
     rc = getattr(analyses[0], "rank_collectives", None)
     if rc:
         L.append("| collective | count | time (all ranks) | wait | late rank |")

@@ -193,12 +193,13 @@ class _SlowLane(Exception):
     """The fast path met something unusual in a chunk; the chunk is sanitised and retried."""
 
 
-def _take(lst: list, idx: np.ndarray) -> list:
+def _take(lst: list, idx: np.ndarray, mask: np.ndarray) -> list:
+    """lst[idx] for a list, where ``idx`` is ``flatnonzero(mask)``."""
     if idx.size == 0:
         return []
     if idx.size == len(lst):
         return lst
-    return [lst[i] for i in idx.tolist()]
+    return list(compress(lst, mask.tolist()))
 
 
 def _int_col(values: list, default: int = NO_ID) -> np.ndarray:
@@ -216,7 +217,7 @@ def _int_col(values: list, default: int = NO_ID) -> np.ndarray:
 
 def _us_to_ns(values: list) -> tuple[np.ndarray, np.ndarray]:
     """µs numbers to int64 ns without going through float for integers. Returns (ns, ok mask)."""
-    a = np.array(values)
+    a = values if isinstance(values, np.ndarray) else np.array(values)
     if a.dtype == np.int64:
         if a.size and (a.max() >= _MAX_US or a.min() <= -_MAX_US):
             raise _SlowLane()
@@ -251,6 +252,7 @@ class ColumnBuilder:
         self.warnings: list[str] = []
         self._bad = {"no_ts": 0, "neg_dur": 0, "no_dur": 0, "not_object": 0, "open": 0, "args_enc": 0}
         self.n_added = 0
+        self._kind_of_cat: dict = dict(_KIND_LOOKUP)  # every cat spelling met so far -> kind
 
     # ------------------------------------------------------------ interning
     def _intern_name(self, name) -> int:
@@ -347,11 +349,11 @@ class ColumnBuilder:
         counts = Counter(cats)
         phs = list(map(_dget, evs, repeat("ph")))
         phc = set(phs)
-        meta = [e for e, p in zip(evs, phs) if p == "M"] if "M" in phc else []
-        if set(phc) <= _TIMED_FAST:
+        meta = list(compress(evs, map(_PH_M.__contains__, phs))) if "M" in phc else []
+        if phc <= _TIMED_FAST:
             timed, tcats, tphs = evs, cats, phs
         else:
-            mask = [p not in _NOT_TIMED for p in phs]
+            mask = (~np.fromiter(map(_NOT_TIMED.__contains__, phs), bool, len(phs))).tolist()
             timed = list(compress(evs, mask))
             tcats = list(compress(cats, mask))
             tphs = list(compress(phs, mask))
@@ -367,16 +369,17 @@ class ColumnBuilder:
             tids = list(map(_dget, timed, repeat("tid")))
             tsl = list(map(_dget, timed, repeat("ts")))
         # kinds
-        kl = list(map(_KIND_LOOKUP.get, tcats))
+        kc = self._kind_of_cat
+        kl = list(map(kc.get, tcats))
         if None in kl:
-            for i, c in enumerate(tcats):
-                if kl[i] is None:
-                    k = CATEGORY_KIND.get(c.lower()) if isinstance(c, str) else None
-                    kl[i] = int(Kind.OTHER) if k is None else int(k)
+            for c in set(tcats) - kc.keys():  # each new spelling once, then map again
+                k = CATEGORY_KIND.get(c.lower()) if isinstance(c, str) else None
+                kc[c] = int(Kind.OTHER) if k is None else int(k)
+            kl = list(map(kc.get, tcats))
         kind = np.array(kl, dtype=np.uint8)
         inst = None
         if "i" in phc or "I" in phc:
-            inst = np.array([p == "i" or p == "I" for p in tphs], dtype=bool)
+            inst = np.fromiter(map(_PH_I.__contains__, tphs), bool, n)
             fix = inst & (kind == Kind.OTHER)
             kind[fix] = Kind.INSTANT
             # an instant of a range category (e.g. a cpu_op 'i') stays of its category, with no duration
@@ -392,12 +395,12 @@ class ColumnBuilder:
         if None in durl:
             # complete events without a duration (instants have none by design; events without a
             # timestamp are skipped and counted as such)
-            miss = np.array([d is None for d in durl], dtype=bool)
-            miss &= np.array([p == "X" for p in tphs], dtype=bool) & ts_ok
+            miss = np.fromiter(map(_IS_NONE, durl), bool, n)
+            miss &= np.fromiter(map(_PH_X.__contains__, tphs), bool, n) & ts_ok
             if inst is not None:
                 miss &= ~inst
             no_dur = int(np.count_nonzero(miss))
-            durl = [0 if d is None else d for d in durl]
+            durl = np.array(durl, dtype=np.float64)  # None -> nan -> not ok -> 0
         dur, dur_ok = _us_to_ns(durl)
         dur[~dur_ok] = 0
         if inst is not None:
@@ -407,11 +410,11 @@ class ColumnBuilder:
         if n_neg:
             dur[neg] = 0
         # args
-        al = list(map(_dget, timed, repeat("args")))
+        al = list(map(_dget, timed, repeat("args"), repeat(_EMPTY)))
         at = set(map(type, al))
         if not at <= {dict, _NONE_TYPE}:
             raise _SlowLane()
-        if _NONE_TYPE in at:
+        if _NONE_TYPE in at:  # "args": null
             al = [a if a is not None else _EMPTY for a in al]
         # ranges still open at the window end carry "finished": false (so do some [memory] instants,
         # which are not ranges and are not counted)
@@ -434,26 +437,29 @@ class ColumnBuilder:
         is_py = kind == Kind.PYTHON
         nonpy = np.flatnonzero(~is_py)
         if nonpy.size:
-            sub = _take(al, nonpy)
+            sub = _take(al, nonpy, ~is_py)
             corr[nonpy] = _int_col(list(map(_dget, sub, repeat("correlation"), repeat(NO_ID))))
             ev = list(map(_dget, sub, repeat("External id"), repeat(None)))
-            if None in ev:  # old traces spell it in lower case
-                ev = [a.get("external id", NO_ID) if v is None else v for a, v in zip(sub, ev)]
+            if None in ev:  # old traces spell it in lower case; most events have none at all
+                for i in np.flatnonzero(np.fromiter(map(_IS_NONE, ev), bool, len(ev))).tolist():
+                    ev[i] = sub[i].get("external id", NO_ID)
             ext[nonpy] = _int_col(ev)
         pyix = np.flatnonzero(is_py)
         if pyix.size:
-            sub = _take(al, pyix)
+            sub = _take(al, pyix, is_py)
             pyid[pyix] = _int_col(list(map(_dget, sub, repeat("Python id"), repeat(NO_ID))))
             pv = list(map(_dget, sub, repeat("Python parent id"), repeat(NO_ID)))
             if None in pv:
                 pv = [NO_ID if v is None else v for v in pv]
             pypar[pyix] = _int_col(pv)
-        bix = np.flatnonzero(np.isin(kind, _BYTES_KINDS))
+        bmask = np.isin(kind, _BYTES_KINDS)
+        bix = np.flatnonzero(bmask)
         if bix.size:
-            sub = _take(al, bix)
+            sub = _take(al, bix, bmask)
             nbytes[bix] = _int_col([a.get("bytes", a.get("Bytes", 0)) for a in sub], 0)
-        aix = np.flatnonzero(np.isin(kind, _ARGS_KINDS))
-        args_sub = _take(al, aix)
+        amask = np.isin(kind, _ARGS_KINDS)
+        aix = np.flatnonzero(amask)
+        args_sub = _take(al, aix, amask)
         n_no_ts = int(np.count_nonzero(~ts_ok))
         return counts, meta, (ts, dur, kind, names, nl, tkeys, tl, al, corr, ext, pyid, pypar, nbytes, aix, args_sub,
                               ts_ok, n_no_ts, no_dur, n_neg, n_open)
@@ -652,6 +658,10 @@ _COMMON = itemgetter("name", "pid", "tid", "ts")
 _COLS = ("ts", "dur", "kind", "track", "name_id", "corr", "ext", "pyid", "pypar", "args_id", "nbytes")
 _TIMED_FAST = frozenset({"X", "i", "I"})
 _NOT_TIMED = FLOW_PHASES | {"M"}
+_PH_M = frozenset({"M"})
+_IS_NONE = frozenset({None}).__contains__
+_PH_I = frozenset({"i", "I"})
+_PH_X = frozenset({"X"})
 #: categories of flow and metadata records (not stored as events, so not 'unknown')
 _KNOWN_NON_EVENT_CATS = frozenset({"ac2g", "async", "async_gpu", "async_cpu_to_gpu", "fwdbwd", "trace", "spans"})
 
