@@ -71,7 +71,14 @@ def build_parser() -> argparse.ArgumentParser:
     p_rep = sub.add_parser("report", help="write the findings report (Markdown, or JSON with --json)")
     _trace_args(p_rep)
     p_rep.add_argument("--json", action="store_true", help="JSON following findings.schema.json")
-    p_rep.add_argument("--top", type=int, default=10, metavar="N", help="gaps, kernels and findings to list (default 10)")
+    p_rep.add_argument(
+        "--top", type=int, default=None, metavar="N",
+        help="gaps, kernels and findings to list (default 10; 50 gaps with --json)",
+    )
+    p_rep.add_argument(
+        "--whole-trace", action="store_true",
+        help="analyse the whole trace, not only the measured gapscope.step ranges of a gapscope capture",
+    )
     p_rep.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout (never overwrites unless --force)")
     p_rep.add_argument("--force", action="store_true", help="allow -o to replace an existing file")
 
