@@ -497,3 +497,25 @@ def test_no_color_is_honoured(tmp_path, monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
     app = GapscopeApp([str(three_gaps(tmp_path))])
     assert app.no_color
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["/nonexistent/trace.json"], "no such file"),
+    (["{trace}", "--max-size", "12Q"], "--max-size"),
+    (["{trace}"], "needs a terminal"),  # stdout is a pipe here
+])
+def test_command_line_errors_are_one_line(tmp_path, argv, needle):
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    trace = three_gaps(tmp_path)
+    argv = [a.replace("{trace}", str(trace)) for a in argv]
+    env = {k: v for k, v in os.environ.items() if k != "GAPSCOPE_FORCE_TUI"}
+    r = subprocess.run([sys.executable, "-m", "tui", *argv], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                       env=env)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gapscope: error:") and needle in lines[0], r.stderr
+    assert "Traceback" not in r.stderr

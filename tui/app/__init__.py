@@ -9,30 +9,6 @@ import os
 import sys
 
 
-def _parse_size(v) -> int | None:
-    if v is None:
-        return None
-    if isinstance(v, int):
-        return v
-    s = str(v).strip().upper()
-    mult = 1
-    for suf, m in (("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30), ("T", 1 << 40)):
-        if s.endswith(suf + "B"):
-            s = s[:-2]
-            mult = m
-            break
-        if s.endswith(suf):
-            s = s[:-1]
-            mult = m
-            break
-    try:
-        return int(float(s) * mult)
-    except ValueError:
-        from ..errors import GapscopeError
-
-        raise GapscopeError(f"--max-size: not a size: {v!r} (use e.g. 800M or 8G)") from None
-
-
 def run_app(args) -> int:
     from ..errors import GapscopeError
     from .glyphs import locale_is_utf8
@@ -51,14 +27,15 @@ def run_app(args) -> int:
             raise GapscopeError(f"{p}: is a directory, not a trace file")
         if not os.access(p, os.R_OK):
             raise GapscopeError(f"{p}: cannot read (permission denied)")
-    if not sys.stdout.isatty() and not os.environ.get("GAPSCOPE_FORCE_TUI"):
-        raise GapscopeError("the explorer needs a terminal; for text output use: gapscope report TRACE")
     load_opts = {}
     if getattr(args, "no_cache", False):
         load_opts["no_cache"] = True
-    ms = _parse_size(getattr(args, "max_size", None))
-    if ms is not None:
-        load_opts["max_size"] = ms
+    if getattr(args, "max_size", None) is not None:
+        from ..trace.read import parse_size
+
+        load_opts["max_size"] = parse_size(args.max_size)  # a bad value is reported before the app starts
+    if not sys.stdout.isatty() and not os.environ.get("GAPSCOPE_FORCE_TUI"):
+        raise GapscopeError("the explorer needs a terminal; for text output use: gapscope report TRACE")
     ascii_mode = bool(getattr(args, "ascii", False)) or not locale_is_utf8()
 
     from .app import GapscopeApp
