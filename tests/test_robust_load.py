@@ -315,3 +315,23 @@ def test_odd_top_levels(tmp_path, data, n, warning):
     else:
         assert m.warnings == []
     _check_cli(p, expect_ok=True)
+
+
+def test_value_that_never_closes_costs_one_event(tmp_path, monkeypatch):
+    """An unclosed '[' inside one event's args: that event is skipped, every other one is kept (and
+    the widening of pieces that this provokes is bounded, or it would be quadratic)."""
+    import tui.trace.read as rd
+
+    t = Synth()
+    for i in range(3000):
+        t.cpu_op("aten::mm", i * 10, 5, **{"Input Dims": [[i, 4]]})
+    raw = t.dumps()
+    good = b'"Input Dims": [[1500, 4]]'
+    k = raw.index(good)
+    p = tmp_path / "unclosed.json"
+    p.write_bytes(raw[:k] + b'"Input Dims": [[1500, 4], ' + raw[k + len(good):])
+    monkeypatch.setattr(rd, "CHUNK", 4096)
+    m = load(p, no_cache=True)
+    assert m.n == 2999
+    assert sorted(int(m.ts_ns[i]) // 10_000 for i in range(m.n)) == [i for i in range(3000) if i != 1500]
+    assert m.warnings == ["1 damaged events could not be repaired and were skipped"]

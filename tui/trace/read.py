@@ -55,6 +55,10 @@ _NONFINITE = re.compile(rb"(?<=[:\[,])(\s*)-?(?:Infinity|inf|NaN|nan|Inf)(?=\s*[
 _QUOTE_END = re.compile(rb'"(?=\s*(?:[,}\]]|$))')
 _MAX_REPAIRS = 64
 _MAX_MERGE = 64 << 20  # a single event larger than this is not an event we can use
+# A cut inside a nested value is fixed by taking the next boundary too; a value that never closes
+# (damage) would make that quadratic, so both are bounded and the damaged event is skipped instead.
+_MAX_WIDEN = 8
+_MAX_MERGE_SEGMENTS = 256
 
 
 class TraceError(GapscopeError):
@@ -403,6 +407,7 @@ class _Reader:
                 m = _last_boundary(data, pos, n)
                 if m is not None:
                     end, nxt = m
+            widened = 0
             while True:
                 text = b"[" + data[pos:end] + b"]"
                 try:
@@ -439,9 +444,10 @@ class _Reader:
                         del evs
                         self.array_end = pos + close - 1
                         return
-                if exc is not None and end < n and (
+                if exc is not None and end < n and widened < _MAX_WIDEN and (
                     _char_to_byte(text, exc.pos) >= len(text) - 2 or exc.msg.startswith("Unterminated string")
                 ):
+                    widened += 1
                     # the cut fell inside a nested value: widen to the next boundary
                     m = _BOUNDARY.search(data, end + 1)
                     if m is not None:
@@ -475,7 +481,7 @@ class _Reader:
                 if j < last:
                     seg = seg.removesuffix(b",").rstrip()  # the boundary's own comma
                 status, val, tail = _repair_one(seg, self.stats)
-                if status == "eof" and j < last and starts[j] - s < _MAX_MERGE:
+                if status == "eof" and j < last and j - i < _MAX_MERGE_SEGMENTS and starts[j] - s < _MAX_MERGE:
                     j += 1  # a boundary inside a nested value: take the next segment too
                     continue
                 break
