@@ -81,7 +81,7 @@ class GapscopeApp(App):
         Binding("left_square_bracket", "event(-1)", "prev event", show=False),
         Binding("right_square_bracket", "event(1)", "next event", show=False),
         Binding("0,home", "fit", "fit", show=False),
-        Binding("f,z", "focus_gap", "zoom gap"),
+        Binding("f,z", "focus_gap", "zoom gap", show=False),
         Binding("c", "cause(1)", "cause"),
         Binding("C", "cause(-1)", "cause", show=False),
         Binding("slash", "search", "find"),
@@ -395,6 +395,7 @@ class GapscopeApp(App):
             # the aten op that launched the next kernel says more than the kernel's name
             op = int(pt.model.op[nxt]) if nxt >= 0 else -1
             name = pt.model.name(op) if op >= 0 else (short_kernel(pt.model.name(nxt)) if nxt >= 0 else "?")
+            name = name[6:] if name.startswith("aten::") else name  # the column is narrow: mm, not aten::mm
             if sc.multi:
                 r = pt.model.rank
                 name = f"r{r if r is not None else int(sc.g_part[gid])} {name}"
