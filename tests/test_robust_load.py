@@ -335,3 +335,18 @@ def test_value_that_never_closes_costs_one_event(tmp_path, monkeypatch):
     assert m.n == 2999
     assert sorted(int(m.ts_ns[i]) // 10_000 for i in range(m.n)) == [i for i in range(3000) if i != 1500]
     assert m.warnings == ["1 damaged events could not be repaired and were skipped"]
+
+
+def test_bare_nan_everywhere_is_repaired_per_piece(tmp_path, monkeypatch):
+    import tui.trace.read as rd
+
+    t = Synth()
+    for i in range(500):
+        t.cpu_op("aten::mm", i * 10, 5, val=float("nan"))
+    p = tmp_path / "nan.json"
+    p.write_bytes(t.dumps().replace(b"NaN", b"nan"))
+    monkeypatch.setattr(rd, "CHUNK", 2048)
+    m = load(p, no_cache=True)
+    assert m.n == 500
+    assert m.warnings == ["replaced 500 bare inf/nan numbers by null"]
+    assert m.event_args(0)["val"] is None

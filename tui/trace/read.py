@@ -455,6 +455,24 @@ class _Reader:
                     else:
                         end, nxt = n, n
                     continue
+                if exc is not None and not exc.msg.startswith(("unexpected content", "Extra data")):
+                    # old builds wrote bare inf/nan all over: repair the whole piece in one pass first
+                    text, k = _NONFINITE.subn(rb"\1null", text)
+                    if k:
+                        try:
+                            evs = _loads(text)
+                        except (JSONDecodeError, RecursionError):
+                            evs = None
+                        if evs is not None:
+                            self.stats.nonfinite += k
+                            del text
+                            self.b.add(evs)
+                            del evs
+                            pos = nxt
+                            if end == n:
+                                self.stats.truncated = True
+                                return
+                            break
                 del text
                 closed = self._lenient(pos, end)
                 if closed or end == n:
