@@ -1,7 +1,13 @@
 """Turn parsed trace events (dicts) into the columnar TraceModel.
 
-``ColumnBuilder.add(events)`` may be called once per chunk of events, so the parser can hand over
-bounded chunks and free them; ``finish()`` sorts, links and returns the model.
+``ColumnBuilder.add(events)`` is called once per chunk of events, so the reader can hand over bounded
+chunks and free them; ``finish()`` sorts, links and returns the model.
+
+Speed: a chunk is turned into columns by C-level passes (``map(dict.get, ...)``, ``itemgetter``,
+``compress``, ``np.array``); the one Python loop per event is the args interning, and it runs only
+for the kinds whose args someone reads (args are kept without their per-event ids, deduplicated): kernels, copies, memsets, cpu_ops (shapes,
+collectives), instants ([memory]), syncs and unknown categories. A chunk with anything unusual (a
+string timestamp, an unhashable id, non-dict args) is sanitised event by event and retried.
 """
 
 from __future__ import annotations
@@ -98,24 +104,6 @@ def _int_or(v, default=NO_ID):
     if isinstance(v, str) and v.strip().lstrip("-").isdigit():
         return int(v)
     return default
-
-
-def _ns(v) -> int | None:
-    """µs (int or float, possibly a numeric string) to int ns; None when not a finite number."""
-    if isinstance(v, bool) or v is None:
-        return None
-    if isinstance(v, int):
-        return v * 1000
-    if isinstance(v, float):
-        if v != v or v in (float("inf"), float("-inf")):
-            return None
-        return int(round(v * 1000.0))
-    if isinstance(v, str):
-        try:
-            return _ns(float(v)) if not v.strip().lstrip("-").isdigit() else int(v) * 1000
-        except ValueError:
-            return None
-    return None
 
 
 def _sanitize(e: dict) -> dict:
