@@ -519,3 +519,40 @@ def test_command_line_errors_are_one_line(tmp_path, argv, needle):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("gapscope: error:") and needle in lines[0], r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_gap_list_findings_and_kernels_views_drive_the_lanes(tmp_path):
+    p = three_gaps(tmp_path, names=("k0", "k1", "k2", "the_gemm"))
+
+    async def go():
+        async with opened(p, size=(120, 40)) as (app, pilot):
+            sc = app.scene
+            a = sc.analysis
+            # Tab to the gap list; down selects the next gap and moves the lanes there
+            await pilot.press("tab")
+            await pilot.pause()
+            assert app.focused is app.query_one("#gaplist")
+            await pilot.press("down")
+            await pilot.pause()
+            assert sc.selected == 1
+            s, e, _ = sc.gap_span(sc.selected_gap)
+            assert sc.view.t0 < s < e < sc.view.t1
+            # findings view: Enter goes to the finding's largest gap
+            await pilot.press("3")
+            await pilot.pause()
+            assert app.query_one("#views").current == "findingsview"
+            f0 = a.findings[0]
+            await pilot.press("enter")
+            await pilot.pause()
+            assert app.query_one("#views").current == "lanesview"
+            assert sc.selected_row in set(np.asarray(f0.gap_rows).tolist())
+            # kernels view: Enter finds that kernel in the lanes
+            await pilot.press("2")
+            await pilot.pause()
+            k0 = a.kernels[0].name
+            await pilot.press("enter")
+            await pilot.pause()
+            ev = app.event_under_cursor()
+            assert ev >= 0 and sc.model.name(ev) == k0
+
+    run(go())
