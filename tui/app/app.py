@@ -113,7 +113,6 @@ class GapscopeApp(App):
         self._status_msg = ""
         self.cancelled = False
         self._ov = "crop" if ascii else "ellipsis"  # no "…" on terminals that are not UTF-8
-        self._moving_list = False  # set while the app moves the gap list's cursor itself
         self._user_picked = False  # until the person picks a gap, the largest one stays selected
 
     # ================================================================ layout
@@ -551,7 +550,6 @@ class GapscopeApp(App):
         if list_cursor and pos < MAX_LIST:
             gl = self.query_one("#gaplist", DataTable)
             if gl.row_count > pos:
-                self._moving_list = True
                 gl.move_cursor(row=pos, animate=False)
         self.refresh_stack()
         self.refresh_view()
@@ -579,9 +577,6 @@ class GapscopeApp(App):
 
     @on(DataTable.RowHighlighted, "#gaplist")
     def _gap_highlighted(self, ev: DataTable.RowHighlighted) -> None:
-        if self._moving_list:
-            self._moving_list = False
-            return
         sc = self.scene
         key = ev.row_key.value if ev.row_key is not None else None
         if sc is None or key is None or not str(key).isdigit():
