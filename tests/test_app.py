@@ -556,3 +556,28 @@ def test_gap_list_findings_and_kernels_views_drive_the_lanes(tmp_path):
             assert ev >= 0 and sc.model.name(ev) == k0
 
     run(go())
+
+
+def test_space_expands_a_thread_into_stack_depth_rows(tmp_path):
+    p = three_gaps(tmp_path)
+
+    async def go():
+        async with opened(p, size=(120, 40)) as (app, pilot):
+            sc = app.scene
+            cpu_row = next(i for i, r in enumerate(sc.rows()) if r.lane is not None and r.lane.kind == "cpu")
+            await pilot.press(*(["k"] * (sc.lane_cursor - cpu_row)))
+            await pilot.pause()
+            assert sc.lane_cursor == cpu_row
+            n = len(sc.rows())
+            await pilot.press("space")
+            await pilot.pause()
+            labels = [r.lane.label.strip() for r in sc.rows() if r.lane is not None and r.lane.kind == "depth"]
+            assert len(sc.rows()) == n + len(labels) and labels[:1] == ["py 0"] and "op 0" in labels
+            txt = screen_text(app)
+            await pilot.press("space")
+            await pilot.pause()
+            assert len(sc.rows()) == n
+            return txt
+
+    txt = run(go())
+    assert "model.py(11): a_fn" in txt  # the depth row names the frame
