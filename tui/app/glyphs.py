@@ -101,6 +101,7 @@ RANGE_STYLE = Style(color="bright_white")
 LABEL_STYLE = Style(bold=True)
 CURSOR_STYLE = Style(reverse=True)
 SELECTED_STYLE = Style(reverse=True, bold=True)
+SELECTED_GAP_STYLE = Style(color="yellow", bold=True)
 
 
 def locale_is_utf8(env=None) -> bool:

@@ -196,6 +196,14 @@ class LanesView(ScrollView, _Base, can_focus=True):
                 for k in np.flatnonzero(gc & (lvl == 0)).tolist():
                     chars_l[k] = g.gap
                     styles[k] = G.GAP_STYLE
+                if sel >= 0 and int(sc.g_part[sel]) == ln.part and int(sc.g_device[sel]) == ln.device:
+                    # the selected gap stands out on its device's streams too
+                    a, b, _ = sc.gap_span(sel)
+                    ca = max(time_to_col(a, v.t0, v.t1, cw), 0)
+                    cb = min(time_to_col(max(b - 1, a), v.t0, v.t1, cw), cw - 1)
+                    for k in range(ca, cb + 1):
+                        if lvl[k] == 0:
+                            styles[k] = G.SELECTED_GAP_STYLE
             chars = "".join(chars_l)
         elif ln.kind == "gaps":
             refs = ln.segs.cells(edges)
