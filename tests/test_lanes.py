@@ -224,3 +224,18 @@ def test_user_ranges_count_as_python_but_profiler_steps_do_not(tmp_path):
     assert cats[:4] == [C_PYTHON] * 4
     assert cats[4] == 0 and cats[5] == 0  # only the ProfilerStep range: idle
     assert cats[6] == C_OP
+
+
+@pytest.mark.parametrize("env,utf8", [
+    ({"LANG": "en_US.UTF-8"}, True),
+    ({"LC_ALL": "C", "LANG": "en_US.UTF-8"}, False),  # LC_ALL wins
+    ({"LC_CTYPE": "C.utf8"}, True),
+    ({"LANG": "POSIX"}, False),
+    ({}, False),
+])
+def test_locale_decides_unicode_or_ascii(env, utf8):
+    from tui.app.glyphs import ASCII, UNICODE, locale_is_utf8, pick
+
+    assert locale_is_utf8(env) is utf8
+    assert pick(False, env) is (UNICODE if utf8 else ASCII)
+    assert pick(True, env) is ASCII
