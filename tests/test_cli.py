@@ -42,3 +42,16 @@ def test_missing_trace_is_one_line_exit_2(tmp_path):
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("gapscope: error:"), (cmd, r.stderr)
         assert "nope.json" in lines[0]
+
+
+def test_options_before_the_trace_still_open_the_trace(tmp_path):
+    # `gapscope --max-size 1K TRACE` means `gapscope open --max-size 1K TRACE` (not an argparse error)
+    big = tmp_path / "big.json"
+    big.write_text('{"traceEvents": [' + ",".join(['{"ph":"X","name":"a","ts":1,"dur":1,"pid":1,"tid":1}'] * 200) + "]}")
+    r = gapscope("--max-size", "1K", str(big), stdin=subprocess.DEVNULL)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gapscope: error:"), r.stderr
+    assert "unrecognized" not in r.stderr and "invalid choice" not in r.stderr
+    # without a terminal the explorer refuses politely, after the option was parsed as its own
+    assert "big.json" in lines[0] or "terminal" in lines[0]

@@ -116,9 +116,30 @@ def main(argv: list[str] | None = None) -> int:
         return 3
 
 
+_VALUE_OPTIONS = ("--max-size",)
+
+
+def _first_positional(argv: list[str]) -> str | None:
+    """The first word that is not an option (or an option's value), or None."""
+    skip = False
+    for tok in argv:
+        if skip:
+            skip = False
+            continue
+        if tok == "--":
+            return None
+        if tok in _VALUE_OPTIONS:
+            skip = True
+            continue
+        if tok.startswith("-"):
+            continue
+        return tok
+    return None
+
+
 def _main(argv: list[str]) -> int:
-    # `gapscope TRACE` is `gapscope open TRACE`
-    if argv and argv[0] not in SUBCOMMANDS and not argv[0].startswith("-"):
+    # `gapscope [OPTIONS] TRACE` is `gapscope open [OPTIONS] TRACE`
+    if _first_positional(argv) not in (None, *SUBCOMMANDS):
         argv = ["open", *argv]
     if argv and argv[0] == "capture":
         from capture.cli import main as capture_main
