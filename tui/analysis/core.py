@@ -11,7 +11,7 @@ import numpy as np
 from ..trace.model import Kind, TraceModel
 from . import activity
 from .gaps import CAUSES, DeviceStats, classify, device_stats_and_gaps, stream_gaps
-from .names import name_flags
+from .names import RECORD_FUNCTION_BUILTINS, builtin_name, name_flags
 from .stacks import Frame, StackIndex, signature_frame
 from .thresholds import DEFAULT, Thresholds
 from .window import AnalysisWindow, compute_window
@@ -429,9 +429,19 @@ class Analysis:
                     f"{nk} was launched{sig}; GPU idle {_us(d.dur_ns)}.")
         if d.cause == "python":
             pf = d.extra.get("python_frame") or d.signature
+            held = f"held the CPU for {_us(d.breakdown.get('python', 0))} of the {_us(w)} before {nk} was launched"
+            b = builtin_name(pf) if pf else None
+            if b is not None:
+                # a built-in says little on its own: name the user frame that called it
+                caller = f" called from `{d.signature}`" if d.signature and d.signature != pf else ""
+                what = f"`{b}` (a built-in{caller})"
+                if b in RECORD_FUNCTION_BUILTINS:
+                    return (f"Entering and leaving record_function ranges{caller} {held}; GPU idle "
+                            f"{_us(d.dur_ns)}. These ranges are cheap un-profiled: much of this is the profiler's "
+                            f"own cost.")
+                return f"Python {what} {held}; GPU idle {_us(d.dur_ns)}."
             pf = f"`{pf}`" if pf else "code"
-            return (f"Python {pf} held the CPU for {_us(d.breakdown.get('python', 0))} of the {_us(w)} before "
-                    f"{nk} was launched; GPU idle {_us(d.dur_ns)}.")
+            return f"Python {pf} {held}; GPU idle {_us(d.dur_ns)}."
         if d.cause == "launch":
             if w < self.config.late_launch_share * d.dur_ns and d.launch is not None:
                 if w == 0:

@@ -60,6 +60,25 @@ CAPTURE_FRAME_RE = re.compile(r"(^|/)capture/(recorder|cli|__main__|__init__)\.p
 STEP_ANNOTATION_RE = re.compile(r"^(ProfilerStep#|gapscope\.step#)")
 
 
+_BUILTIN_FRAME_RE = re.compile(r"^<built-in (?:method|function) (?P<name>[\w.]+)")
+#: built-ins behind ``torch.profiler.record_function`` ranges: cheap normally, costly while profiling
+RECORD_FUNCTION_BUILTINS = frozenset(
+    {"_record_function_enter_new", "_record_function_enter", "_record_function_exit", "_record_function_exit._RecordFunction"}
+)
+
+
+def builtin_name(name: str) -> str | None:
+    """``'<built-in method view of Tensor object at 0x..>'`` -> ``'view'``; None for other frames."""
+    m = _BUILTIN_FRAME_RE.match(name)
+    return m.group("name") if m else None
+
+
+def display_frame(name: str) -> str:
+    """A frame name fit for a sentence: built-ins lose their ``of <object at 0x...>`` tail."""
+    b = builtin_name(name)
+    return f"built-in {b}" if b else name
+
+
 def is_user_frame(name: str) -> bool:
     """A Python frame of the user's code: not torch or another library, not gapscope's capture."""
     return bool(PY_FRAME_RE.match(name)) and not _LIB_PATH_RE.search(name) and not CAPTURE_FRAME_RE.search(name)

@@ -1,0 +1,27 @@
+"""Gap explanations read as sentences: built-in frames are named by their function, not their repr."""
+
+import numpy as np
+
+from tests.conftest import SAMPLE_TRACES
+from tui.analysis import CAUSES, analyze
+from tui.analysis.names import builtin_name, display_frame
+from tui.trace import load
+
+
+def test_builtin_frame_names():
+    rf = "<built-in method _record_function_enter_new of pybind11_builtins.pybind11_detail_function_record object at 0x7f>"
+    assert builtin_name(rf) == "_record_function_enter_new"
+    assert display_frame("<built-in method view of Tensor object at 0x7f0bd60954a0>") == "built-in view"
+    assert builtin_name("capture/demo.py(183): forward") is None
+    assert display_frame("capture/demo.py(183): forward") == "capture/demo.py(183): forward"
+
+
+def test_python_gaps_on_sample_never_show_builtin_reprs():
+    a = analyze(load(SAMPLE_TRACES / "demo-eager-sync.decode.json.gz"))
+    rows = np.flatnonzero(a.gaps.cause == CAUSES.index("python"))[:40]
+    assert rows.size
+    texts = [a.gap_detail(int(r)).explanation for r in rows]
+    assert not any("pybind11" in t or " object at 0x" in t for t in texts), texts
+    # the demo's per-layer record_function ranges are named as such, with the user frame that entered them
+    rf = [t for t in texts if "record_function" in t]
+    assert rf and all("capture/demo.py" in t for t in rf)
