@@ -13,6 +13,8 @@ def test_builtin_frame_names():
     assert builtin_name(rf) == "_record_function_enter_new"
     assert display_frame("<built-in method view of Tensor object at 0x7f0bd60954a0>") == "built-in view"
     assert builtin_name("capture/demo.py(183): forward") is None
+    unnamed = "<built-in method  of pybind11_builtins.pybind11_detail_function_record_v1 object at 0x7f0f13ff9cb0>"
+    assert builtin_name(unnamed) == "(unnamed C++ binding)"
     assert display_frame("capture/demo.py(183): forward") == "capture/demo.py(183): forward"
 
 

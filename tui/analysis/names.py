@@ -60,7 +60,7 @@ CAPTURE_FRAME_RE = re.compile(r"(^|/)capture/(recorder|cli|__main__|__init__)\.p
 STEP_ANNOTATION_RE = re.compile(r"^(ProfilerStep#|gapscope\.step#)")
 
 
-_BUILTIN_FRAME_RE = re.compile(r"^<built-in (?:method|function) (?P<name>[\w.]+)")
+_BUILTIN_FRAME_RE = re.compile(r"^<built-in (?:method|function) ?(?P<name>[\w.]*)")
 #: built-ins behind ``torch.profiler.record_function`` ranges: cheap normally, costly while profiling
 RECORD_FUNCTION_BUILTINS = frozenset(
     {"_record_function_enter_new", "_record_function_enter", "_record_function_exit", "_record_function_exit._RecordFunction"}
@@ -70,7 +70,10 @@ RECORD_FUNCTION_BUILTINS = frozenset(
 def builtin_name(name: str) -> str | None:
     """``'<built-in method view of Tensor object at 0x..>'`` -> ``'view'``; None for other frames."""
     m = _BUILTIN_FRAME_RE.match(name)
-    return m.group("name") if m else None
+    if not m:
+        return None
+    # pybind11 bindings without a __name__ show as "<built-in method  of pybind11_builtins...>"
+    return m.group("name") or "(unnamed C++ binding)"
 
 
 def display_frame(name: str) -> str:
