@@ -58,6 +58,11 @@ class Scene:
             offsets = [b - lo for b in bases]
         else:
             offsets = [0] * len(models)
+        #: what the clock check said (a rank whose collective end times disagree with its time base)
+        self.clock_warnings: list[str] = []
+        self.clock_notes: dict[int, str] = {}  # part -> short note for its rank's group rows
+        if len(models) > 1 and all(m.rank is not None for m in models):
+            offsets = self._align_ranks(models, offsets)
         self.parts = [Part(p, m, off) for p, m, off in zip(paths, models, offsets)]
         for i, pt in enumerate(self.parts):
             pt.lanes = build_lanes(pt.model, part=i, offset=pt.offset)
@@ -85,6 +90,24 @@ class Scene:
         self.match_parts = np.zeros(0, dtype=np.int64)
         self.match_pos = -1
         self._rows: list[Row] | None = None
+
+    def _align_ranks(self, models: list[TraceModel], offsets: list[int]) -> list[int]:
+        """Time bases checked against the collectives' end times (tui.analysis.ranks.align_clocks): a rank
+        whose ends are consistently off is shifted by what they say, and its group rows say so."""
+        try:
+            from ..analysis.ranks import align_clocks
+
+            new, warns = align_clocks(models)
+        except Exception:  # noqa: BLE001 - the lanes stay usable on the time bases alone
+            return offsets
+        self.clock_warnings = warns
+        for i, (a, b) in enumerate(zip(offsets, new)):
+            for w in warns:
+                if w.startswith(f"rank {models[i].rank}:"):
+                    self.clock_notes[i] = (f"clock corrected {(b - a) / 1e3:+.1f} µs from collectives" if "corrected" in w
+                                           else "clock unchecked: collective ends do not line up")
+        lo = min(new)
+        return [o - lo for o in new]
 
     # ------------------------------------------------------------- the active part
     @property
@@ -167,7 +190,8 @@ class Scene:
                 rank = pi
             host = [ln for ln in pt.lanes if ln.kind in ("ranges", "cpu")]
             if host:
-                out.append(Row(None, (f"rank {rank} · " if rank is not None else "") + "host"))
+                note = f" · {self.clock_notes[pi]}" if pi in self.clock_notes else ""
+                out.append(Row(None, (f"rank {rank} · " if rank is not None else "") + "host" + note))
                 for ln in host:
                     out.append(Row(ln))
                     if ln.kind == "cpu" and ln.expanded:

@@ -6,8 +6,12 @@ trace has ``gapscope.step#k`` ranges, see tui/analysis/window.py); durations are
 
 Extra keys beyond the schema's minimum: ``traces[].window`` (what the window covers and what it left
 out), ``devices[].collective_wait_us`` / ``collective_late_rank`` (multi-rank: time in collective
-kernels before the last rank arrived) and a top-level ``streams`` list (per stream of each device:
-busy, idle and gaps within the device window).
+kernels before the last rank arrived), a top-level ``streams`` list (per stream of each device:
+busy, idle and gaps within the device window) and, for the ranks of one job, a top-level ``ranks`` object:
+``per_rank`` (idle %, collective time, exposed communication, wait, times arrived last), ``late`` (late
+ranks and what their CPU did before the launches they were late for), ``clock`` (each rank's offset,
+checked against the collectives' end times) and ``warnings``; ``collectives[]`` then also carry
+``process_group``, ``late_counts`` and per rank waits, times and offsets.
 """
 
 from __future__ import annotations
@@ -177,4 +181,10 @@ def build_json(analyses, top: int = 50) -> dict:
     ranks = getattr(analyses[0], "rank_collectives", None)
     if ranks is not None:
         doc["collectives"] = _jsonable(ranks)
+    rm = getattr(analyses[0], "rank_match", None)
+    if rm:
+        idle = {a.rank: round(a.idle_pct, 3) if a.devices else None for a in analyses}
+        doc["ranks"] = {
+            "per_rank": [{**e, "idle_pct": idle.get(e["rank"])} for e in rm.get("ranks", [])],
+            "late": rm.get("late", []), "clock": rm.get("clock", []), "warnings": rm.get("warnings", [])}
     return _jsonable(doc)

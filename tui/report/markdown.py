@@ -10,9 +10,17 @@ import os
 import re
 
 from ..analysis import CAUSES
+from ..analysis.ranks import late_sentence
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
 _CODE_SPAN = re.compile(r"`([^`]+)`")
+#: control characters from trace strings (ANSI escapes, BEL, NUL ...) are written escaped, never sent to a terminal
+_CTRL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+
+
+def _ctrl_esc(m: re.Match) -> str:
+    c = ord(m.group(0))
+    return {9: "\\t", 13: "\\r", 27: "\\x1b"}.get(c, f"\\x{c:02x}")
 
 
 def esc(s) -> str:
@@ -345,25 +353,72 @@ def compare(analyses, top: int) -> list[str]:
 
 
 def ranks_table(analyses) -> list[str]:
-    L = ["## Ranks", "", "| rank | device | GPU idle | idle | collective wait | kernel busy | biggest cause |",
-         "|---:|---:|---:|---:|---|---:|---|"]
+    """The job at a glance: per rank idle %, collective time, exposed communication, wait and how often it
+    arrived last; clock warnings; the late ranks and what their CPU did before those launches; collectives."""
+    rm = getattr(analyses[0], "rank_match", None) or {}
+    per = {e["rank"]: e for e in rm.get("ranks", [])}
+    L = ["## Ranks", "",
+         "| rank | device | GPU idle | idle | collective time | exposed comm | collective wait | arrived last | "
+         "kernel busy | biggest cause |",
+         "|---:|---:|---:|---:|---:|---:|---|---:|---:|---|"]
     for a in analyses:
         c, ns = _biggest_cause(a)
+        pr = per.get(a.rank) or {}
+        ct = t(pr["collective_us"] * 1e3) if pr else "–"
+        ex = t(pr["exposed_us"] * 1e3) if pr else "–"
+        last = f"{pr['arrived_last']} of {pr['matched']}" if pr else "–"
+        rk = a.rank if a.rank is not None else "–"
+        cause = f"{c} {t(ns)}" if c else "–"
+        if not a.devices:  # collectives on the CPU (gloo): no GPU to be idle
+            wt = t(pr["wait_us"] * 1e3) if pr and pr.get("wait_us") else "–"
+            L.append(f"| {rk} | cpu | – | – | {ct} | {ex} | {wt} | {last} | – | {cause} |")
         for d in a.devices:
             wt = _wait_text(a, d)
-            L.append(f"| {a.rank if a.rank is not None else '–'} | {d.device} | {d.idle_pct:.1f}% | {t(d.idle_ns)} | "
-                     f"{esc(wt) if wt else '–'} | {t(d.kernel_busy_ns)} | {c or '–'} {t(ns) if c else ''} |")
+            L.append(f"| {rk} | {d.device} | {d.idle_pct:.1f}% | {t(d.idle_ns)} | {ct} | {ex} | "
+                     f"{esc(wt) if wt else '–'} | {last} | {t(d.kernel_busy_ns)} | {cause} |")
     L.append("")
+    if per:
+        L.append("Collective time: the rank's collective calls (NCCL kernels; on the CPU, as with gloo: op start to "
+                 "completion); exposed comm: the part not overlapped by compute; collective wait: the part before "
+                 "the last rank arrived.")
+        L.append("")
     notes = {a.window_note.split(";")[0] for a in analyses if a.window_note}
     if len(notes) == 1 and all(a.window.clipped for a in analyses):
         L.append(f"Each rank's {esc(notes.pop())}; capture set-up outside them excluded (see each rank below).")
         L.append("")
+    for w in rm.get("warnings", []):
+        L.append(f"- ⚠ {esc(w)}")
+    if rm.get("warnings"):
+        L.append("")
+    clock = [e for e in rm.get("clock", []) if e.get("status") not in ("reference", None)]
+    if clock:
+        L.append("Clocks (trace time bases checked against collective end times): " + "; ".join(
+            f"rank {e['rank']} {e['status']}" + (f" (offset {e['offset_us']:+.1f} µs, ends {e['residual_us']:+.1f} µs "
+                                                  f"off, spread {e['spread_us']:.1f} µs, {e['matched']} calls)"
+                                                  if e.get("residual_us") is not None else "")
+            for e in clock) + ".")
+        L.append("")
+    late = rm.get("late") or []
+    if late:
+        L.append("### Late ranks")
+        L.append("")
+        L.append("| rank | arrived last | others waited | before its launch it was in | times | avg |")
+        L.append("|---:|---:|---:|---|---:|---:|")
+        for e in late[:10]:
+            b = (e.get("before") or [None])[0]
+            fr = code(f"{b['func']} ({b['file']}:{b['line']})" if b.get("file") else b["frame"], limit=80) if b else "–"
+            L.append(f"| {e['rank']} | {e['count']} of {e['of']} | {t(e['waits_caused_us'] * 1e3)} | {fr} | "
+                     f"{b['count'] if b else '–'} | {t(b['avg_us'] * 1e3) if b else '–'} |")
+        L.append("")
+        L.append(inline(late_sentence(late[0])) + ".")
+        L.append("")
     rc = getattr(analyses[0], "rank_collectives", None)
     if rc:
-        L.append("| collective | count | time (all ranks) | wait | late rank |")
-        L.append("|---|---:|---:|---:|---:|")
+        L.append("| collective | group | count | time (all ranks) | wait | late rank |")
+        L.append("|---|---|---:|---:|---:|---:|")
         for c in rc[:10]:
-            L.append(f"| {code(c['name'], limit=60)} | {c['count']} | {c['total_us']:.1f} µs | {c['wait_us']:.1f} µs | "
+            L.append(f"| {code(c['name'], limit=60)} | {code(c.get('process_group') or '–')} | {c['count']} | "
+                     f"{t(c['total_us'] * 1e3)} | {t(c['wait_us'] * 1e3)} | "
                      f"{c['late_rank'] if c['late_rank'] is not None else '–'} |")
         L.append("")
     return L
@@ -384,4 +439,4 @@ def render_markdown(analyses, top: int = 10) -> str:
         L = compare(analyses, top)
     else:
         L = single(analyses[0], top)
-    return "\n".join(L).rstrip() + "\n"
+    return _CTRL.sub(_ctrl_esc, "\n".join(L).rstrip() + "\n")
