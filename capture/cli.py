@@ -212,6 +212,9 @@ def gather_summaries(results: list, out_dir: str, stem: str, *, overwrite: bool 
         return None
     if summarise is None:
         sys.stderr.write("gapscope capture: tui.analysis is not importable here; combined summary has timings only\n")
+    job = _combine(gathered)
+    for line in (job or {}).get("lines", []):
+        print(f"[rank 0] {line}", flush=True)
     path = os.path.join(out_dir, f"{stem}.ranks.json")
     n = 0
     while not overwrite and os.path.exists(path):
@@ -220,7 +223,10 @@ def gather_summaries(results: list, out_dir: str, stem: str, *, overwrite: bool 
     tmp = path + ".tmp"
     try:
         with open(tmp, "w", encoding="utf-8") as f:
-            json.dump({"world_size": dist.get_world_size(), "ranks": gathered}, f, indent=1, default=str)
+            doc: dict[str, Any] = {"world_size": dist.get_world_size(), "ranks": gathered}
+            if job is not None:
+                doc["job"] = job  # the ranks matched: late rank, waits, clocks (see tui.analysis.ranks)
+            json.dump(doc, f, indent=1, default=str)
         os.replace(tmp, path)
     except OSError as exc:
         try:
@@ -230,6 +236,21 @@ def gather_summaries(results: list, out_dir: str, stem: str, *, overwrite: bool 
         sys.stderr.write(f"gapscope capture: could not write {path} ({exc.strerror or exc})\n")
         return None
     return path
+
+
+def _combine(gathered: list | None) -> dict | None:
+    """The job seen from the gathered summaries: collectives matched across ranks, the late rank and what its CPU
+    did before the launches it was late for (``tui.analysis.ranks.combine_summaries``); None without it."""
+    try:
+        from tui.analysis.ranks import combine_summaries  # type: ignore[attr-defined]  # optional, as summarise
+    except Exception:
+        return None
+    sums = [t["summary"] for g in (gathered or []) if isinstance(g, dict)
+            for t in g.get("traces", []) if isinstance(t, dict) and isinstance(t.get("summary"), dict)]
+    try:
+        return combine_summaries(sums)
+    except Exception as exc:  # the combined view is a bonus; the traces and summaries are written
+        return {"error": f"{type(exc).__name__}: {exc}"[:300], "lines": []}
 
 
 # ------------------------------------------------------------------------------------------- demo

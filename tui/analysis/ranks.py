@@ -648,7 +648,7 @@ def combine_summaries(summaries: list[dict]) -> dict:
         if len(ss) < 2:
             continue
         res = match_timelines([Timeline.from_json(s["collective_timeline"]) for s in ss])
-        idle = {s["rank"]: s.get("idle_pct") for s in ss}
+        idle = {s["rank"]: s.get("idle_pct") if s.get("devices") else None for s in ss}  # None: no GPU (gloo)
         for e in res["ranks"]:
             e["idle_pct"] = idle.get(e["rank"])
         res.pop("shift_ns", None)
