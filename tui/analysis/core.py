@@ -16,6 +16,8 @@ from .stacks import Frame, StackIndex, signature_frame
 from .thresholds import DEFAULT, Thresholds
 from .window import AnalysisWindow, compute_window
 
+_ANNOTATION = int(Kind.ANNOTATION)
+
 CAUSE_EXPLANATIONS = {
     "copy": "a memory copy on the device, or a blocking copy call on the launching thread, covered most of the gap",
     "collective": "a collective (NCCL) operation covered most of the gap",
@@ -295,7 +297,7 @@ class Analysis:
         cpu_in = self.stacks.innermost("cpu", th, pts)
         py_in = self.stacks.innermost("py", th, pts)
         m = self.model
-        free = np.array([c < 0 or m.kind[c] == Kind.ANNOTATION for c in cpu_in.tolist()])
+        free = (cpu_in < 0) | (m.kind[np.maximum(cpu_in, 0)] == _ANNOTATION)
         cand = py_in[free & (py_in >= 0)]
         if cand.size:  # the capture's own step loop is not the frame to name
             scaffold = self.flags["capture_frame"][m.name_id[cand]]

@@ -14,12 +14,13 @@ import hashlib
 import io
 import json
 import os
+import tempfile
+import threading
 import zipfile
 
 import numpy as np
 
 from ..errors import GapscopeError
-from ..fsutil import atomic_write_bytes
 from .model import TraceModel, Track, TrackKind
 
 try:
@@ -100,7 +101,7 @@ def _track_from(d: dict) -> Track:
                  stream=d["stream"], rank=d["rank"], sort_index=d["sort_index"])
 
 
-def encode(model: TraceModel, key: dict) -> bytes:
+def _entry_arrays(model: TraceModel, key: dict) -> dict:
     arrays = {k: getattr(model, k) for k in _ARRAYS}
     names = [s.encode("utf-8", "surrogatepass") for s in model.names]
     arrays["names_data"], arrays["names_offs"] = _blob(names)
@@ -114,8 +115,12 @@ def encode(model: TraceModel, key: dict) -> bytes:
         "category_counts": model.category_counts,
     }
     arrays["side"] = np.frombuffer(_dumps(side), dtype=np.uint8)
+    return arrays
+
+
+def encode(model: TraceModel, key: dict) -> bytes:
     buf = io.BytesIO()
-    np.savez(buf, **arrays)
+    np.savez(buf, **_entry_arrays(model, key))
     return buf.getvalue()
 
 
@@ -167,15 +172,52 @@ def get(path: str, st: os.stat_result) -> TraceModel | None:
     return model
 
 
-def put(path: str, st: os.stat_result, model: TraceModel) -> bool:
-    """Save ``model`` for ``path``; False (and no error) when the cache folder cannot be written."""
+def _prepare(path: str, st: os.stat_result, model: TraceModel):
+    """(entry path, arrays to save), or None when the entry must not be written (folder next to the trace)."""
+    key = fingerprint(path, st)
+    folder = cache_dir()
+    if os.path.abspath(folder) == os.path.dirname(os.path.abspath(path)):
+        return None  # never next to the trace
+    os.makedirs(folder, exist_ok=True)
+    return entry_path(path), _entry_arrays(model, key)
+
+
+def _write(dest: str, arrays: dict) -> None:
+    """Save straight into a temporary file next to ``dest``, then rename: no in-memory copy of the entry, and
+    no fsync (a cache entry torn by a crash fails its checks and is rebuilt)."""
+    fd, tmp = tempfile.mkstemp(prefix=".gapscope-", suffix=".tmp", dir=os.path.dirname(dest))
     try:
-        key = fingerprint(path, st)
-        folder = cache_dir()
-        if os.path.abspath(folder) == os.path.dirname(os.path.abspath(path)):
-            return False  # never next to the trace
-        os.makedirs(folder, exist_ok=True)
-        atomic_write_bytes(entry_path(path), encode(model, key), overwrite=True)
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, dest)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def put(path: str, st: os.stat_result, model: TraceModel, *, background: bool = False) -> bool:
+    """Save ``model`` for ``path``; False (and no error) when the cache folder cannot be written. With
+    ``background``, the side tables are taken now and the arrays are written by a thread (the model's arrays
+    are never modified after load), so a big trace's first frame does not wait for the write."""
+    try:
+        prep = _prepare(path, st, model)
+        if prep is None:
+            return False
+        if background:
+            t = threading.Thread(target=_write_quietly, args=prep, name="gapscope-cache-write")
+            t.start()
+            return True
+        _write(*prep)
         return True
     except (OSError, GapscopeError, ValueError, TypeError):
         return False
+
+
+def _write_quietly(dest: str, arrays: dict) -> None:
+    try:
+        _write(dest, arrays)
+    except Exception:  # noqa: BLE001 - a cache that cannot be written is skipped
+        pass

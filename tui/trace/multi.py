@@ -76,7 +76,11 @@ def _set_ranks(model: TraceModel) -> TraceModel:
     return model
 
 
-def _load_one(path: str, no_cache: bool, max_size) -> TraceModel:
+def _load_one(path: str, no_cache: bool, max_size, pooled: bool = False) -> TraceModel:
+    if pooled:  # the files already run in parallel processes: no second worker per file
+        from . import read
+
+        read.PARALLEL_MIN = None
     return _set_ranks(load(path, no_cache=no_cache, max_size=max_size))
 
 
@@ -89,5 +93,5 @@ def load_many(paths, *, no_cache: bool = False, max_size=None, jobs: int | None 
         return [_load_one(f, no_cache, limit) for f in files]
     workers = min(len(files), jobs or os.cpu_count() or 1)
     with ProcessPoolExecutor(max_workers=workers) as ex:
-        futures = [ex.submit(_load_one, f, no_cache, limit) for f in files]
+        futures = [ex.submit(_load_one, f, no_cache, limit, True) for f in files]
         return [fut.result() for fut in futures]

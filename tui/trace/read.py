@@ -26,7 +26,7 @@ import stat as _stat
 import zlib
 
 from ..errors import GapscopeError
-from .build import ColumnBuilder
+from .build import ColumnBuilder, PieceBuilder, merge_parts
 from .model import TraceModel
 
 try:
@@ -308,6 +308,9 @@ class _Reader:
         self.warnings: list[str] = []
         self.metadata: dict = {}
         self.array_end: int | None = None  # index of the ']' closing the event array
+        self.job: _Job | None = None  # the parallel path's worker, when there is one
+        self.split_units = 0
+        self.worker_part: dict | None = None
 
     # -------------------------------------------------------------- top level
     def run(self) -> None:
@@ -381,6 +384,30 @@ class _Reader:
 
     # ---------------------------------------------------------------- events
     def _events(self, start: int) -> None:
+        if self.job is not None:
+            self._events_split(start)
+        else:
+            self._events_serial(start)
+
+    def _events_split(self, start: int) -> None:
+        """The parallel path: events before the job's split offset here, the job's part in the worker, the
+        last event (and whatever closes the array) here again. Anything unusual raises _Unclean."""
+        data = self.data
+        n = len(data)
+        job = self.job
+        pos = _skip_ws(data, start)
+        m = _BOUNDARY.search(data, job.split)
+        lb = _last_boundary(data, job.split, n) if m is not None else None
+        if pos >= job.split or pos >= n or data[pos] != ord("{") or lb is None or m.start() + 1 >= lb[0]:
+            raise _Unclean()
+        a_end, b_start = m.start() + 1, m.end() - 1
+        b_end, tail = lb
+        _clean_region(data, pos, a_end, self.b)
+        self.split_units = len(self.b.units)
+        self._events_serial(tail)
+        self.worker_part = job.result(b_start, b_end)
+
+    def _events_serial(self, start: int) -> None:
         data = self.data
         n = len(data)
         pos = start
@@ -543,38 +570,270 @@ class _Reader:
         return w
 
 
-def parse_bytes(path: str, data) -> TraceModel:
-    """Build the model from the (uncompressed) bytes of a trace."""
+def parse_bytes(path: str, data, job: _Job | None = None) -> TraceModel:
+    """Build the model from the (uncompressed) bytes of a trace. With ``job`` (a worker parsing the second
+    half of the event array, see ``_Job``), the two halves are parsed at once and merged; when either half
+    is anything but plain JSON events, the worker's part is dropped and the whole trace is parsed here."""
     gc_was = gc.isenabled()
     gc.disable()
     try:
+        if job is not None:
+            try:
+                model = _parse_split(path, data, job)
+            except _Unclean:
+                model = None
+            finally:
+                job.close()
+            if model is not None:
+                return model
         b = ColumnBuilder(path)
         r = _Reader(path, data, b)
         r.run()
-        b.warnings.extend(r.report())
-        meta = r.metadata
-        if b.n_added == 0 and r.stats.skipped and not b.category_counts:
-            raise _err(path, "no event could be read", 0)
-        w = meta.get("WARNING")
-        if isinstance(w, list) and w:
-            first = " ".join(str(w[0]).split())[:120]
-            b.warnings.append(f"the profiler wrote {len(w)} warnings into the trace, first: {first}")
-        model = b.finish(meta)
-        if model.n == 0:
-            model.warnings.append("the trace holds no timed events")
-        return model
+        return _finish(path, r, b)
     finally:
         if gc_was:
             gc.enable()
 
 
+def _parse_split(path: str, data, job: _Job) -> TraceModel:
+    b = PieceBuilder(path)
+    r = _Reader(path, data, b)
+    r.job = job
+    r.run()
+    if r.worker_part is None:
+        raise _Unclean()
+    own = b.export()
+    k = r.split_units
+    part = r.worker_part
+    g = merge_parts(path, [(own, 0, k), (part, 0, len(part["units"])), (own, k, len(own["units"]))])
+    del own, part
+    r.worker_part = None
+    r.b = g
+    return _finish(path, r, g)
+
+
+def _finish(path: str, r: _Reader, b: ColumnBuilder) -> TraceModel:
+    b.warnings.extend(r.report())
+    meta = r.metadata
+    if b.n_added == 0 and r.stats.skipped and not b.category_counts:
+        raise _err(path, "no event could be read", 0)
+    w = meta.get("WARNING")
+    if isinstance(w, list) and w:
+        first = " ".join(str(w[0]).split())[:120]
+        b.warnings.append(f"the profiler wrote {len(w)} warnings into the trace, first: {first}")
+    model = b.finish(meta)
+    if model.n == 0:
+        model.warnings.append("the trace holds no timed events")
+    return model
+
+
+# ------------------------------------------------------------------------------ parallel path
+#: plain (not gzip) trace files at least this big are parsed by two processes (None: never)
+PARALLEL_MIN: int | None = 64 << 20
+#: models with at least this many events have their cache entry written by a thread
+BACKGROUND_CACHE_MIN = 1_000_000
+#: where the worker's part starts, as a fraction of the file (the parent also reads the whole file,
+#: merges and sorts, so it takes a little less than half of the events)
+SPLIT_AT = 0.5
+
+
+class _Unclean(Exception):
+    """The parallel path met something it does not handle (damage, an odd layout): parse serially."""
+
+
+def _clean_region(data, a: int, b: int, builder: ColumnBuilder) -> None:
+    """Events in data[a:b] (``a`` at an event's ``{``, ``b`` just after an event's ``}``) in ~CHUNK pieces,
+    as plain JSON only."""
+    pos = a
+    while pos < b:
+        end, nxt = b, b
+        if pos + CHUNK < b:
+            m = _BOUNDARY.search(data, pos + CHUNK, b)
+            if m is not None:
+                end, nxt = m.start() + 1, m.end() - 1
+        widened = 0
+        while True:
+            try:
+                evs = _loads(b"[" + data[pos:end] + b"]")
+                break
+            except (JSONDecodeError, RecursionError):
+                if end >= b or widened >= _MAX_WIDEN:
+                    raise _Unclean() from None
+                widened += 1  # the cut fell inside a nested value: take the next boundary
+                m = _BOUNDARY.search(data, end + 1, b)
+                end, nxt = (m.start() + 1, m.end() - 1) if m is not None else (b, b)
+        builder.add(evs)
+        del evs
+        pos = nxt
+
+
+def _stream_part(f, split: int, path: str):
+    """The worker's part, read from the file in pieces: events from the first boundary at or after byte
+    ``split`` up to the last boundary of the file. Returns (start, end, exported PieceBuilder) or None."""
+    f.seek(split)
+    buf = f.read(CHUNK)
+    base = split
+    eof = not buf
+    m = _BOUNDARY.search(buf)
+    while m is None and not eof:
+        more = f.read(CHUNK)
+        eof = not more
+        buf += more
+        m = _BOUNDARY.search(buf)
+    if m is None:
+        return None
+    start = base + m.end() - 1
+    buf = buf[m.end() - 1 :]
+    base = start
+    b = PieceBuilder(path)
+    last_end = None
+    while True:
+        while not eof and len(buf) < CHUNK + _READ_BLOCK:
+            more = f.read(CHUNK)
+            eof = not more
+            buf += more
+        if not eof:
+            m = _BOUNDARY.search(buf, CHUNK)
+            if m is None:
+                more = f.read(CHUNK)
+                eof = not more
+                buf += more
+                continue
+            end, nxt = m.start() + 1, m.end() - 1
+        else:
+            lb = _last_boundary(buf, 0, len(buf))
+            if lb is None:  # one event left: the previous piece ended at the file's last boundary
+                return None if last_end is None else (start, last_end, b.export())
+            end, nxt = lb
+        try:
+            evs = _loads(b"[" + buf[:end] + b"]")
+        except (JSONDecodeError, RecursionError):
+            return None
+        b.add(evs)
+        del evs
+        last_end = base + end
+        if eof:
+            return start, last_end, b.export()
+        buf = buf[nxt:]
+        base += nxt
+
+
+def _worker(conn, path: str, split: int, size: int, mtime_ns: int) -> None:
+    gc.disable()
+    out = None
+    try:
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            if st.st_size == size and st.st_mtime_ns == mtime_ns:
+                out = _stream_part(f, split, path)
+    except BaseException:  # noqa: BLE001 - any failure here only means: parse serially
+        out = None
+    try:
+        conn.send(out)
+    except BaseException:  # noqa: BLE001
+        pass
+    conn.close()
+
+
+class _Job:
+    """A forked worker that parses the second half of a trace's event array straight from the file (it is
+    started before the parent reads the file, so it shares no big buffers with it) and sends back compact
+    columns with its own name / args / track tables."""
+
+    def __init__(self, path: str, st: os.stat_result, split: int):
+        import multiprocessing as mp
+
+        ctx = mp.get_context("fork")
+        self.split = split
+        self.recv, send = ctx.Pipe(duplex=False)
+        self.proc = ctx.Process(target=_worker, args=(send, path, split, st.st_size, st.st_mtime_ns), daemon=True,
+                                name="gapscope-load")
+        try:
+            self.proc.start()
+        finally:
+            send.close()
+
+    def result(self, start: int, end: int) -> dict:
+        try:
+            msg = self.recv.recv()
+        except (EOFError, OSError):
+            raise _Unclean() from None
+        if msg is None or msg[0] != start or msg[1] != end:
+            raise _Unclean()
+        return msg[2]
+
+    def close(self) -> None:
+        try:
+            if self.proc.is_alive():
+                self.proc.terminate()
+            self.proc.join(timeout=10)
+        except Exception:  # noqa: BLE001 - pragma: no cover
+            pass
+        self.recv.close()
+
+
+def _map(path: str, st: os.stat_result):
+    """A read-only map of ``path`` when it still has the size seen by ``stat``, else None (read it)."""
+    import mmap
+
+    try:
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size != st.st_size:
+                return None
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError, ImportError):
+        return None
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _start_job(path: str, st: os.stat_result, limit: int) -> _Job | None:
+    """A worker for the second half of ``path`` when it is big, plain JSON, and there is a second core."""
+    if PARALLEL_MIN is None or _orjson is None or st.st_size < PARALLEL_MIN or st.st_size > limit:
+        return None
+    if os.environ.get("GAPSCOPE_LOAD_PARALLEL", "1") == "0" or _cpus() < 2:
+        return None
+    try:
+        with open(path, "rb") as f:
+            if f.read(2) == b"\x1f\x8b":
+                return None
+        return _Job(path, st, int(st.st_size * SPLIT_AT))
+    except (OSError, ValueError, AssertionError, ImportError):  # no fork here, a daemonic process, ...
+        return None
+
+
 def load_uncached(path: str, max_size=None) -> TraceModel:
     p = os.fspath(path)
     limit = parse_size(max_size)
-    check_file(p)
-    data, warnings, _gz = read_bytes(p, limit)
-    model = parse_bytes(p, data)
-    del data
+    st = check_file(p)
+    job = _start_job(p, st, limit)
+    mapped = None
+    try:
+        if job is not None:
+            # the parent touches only its half (and the array's end): map the file instead of reading it all
+            mapped = _map(p, st)
+        if mapped is not None:
+            data, warnings = mapped, []
+        else:
+            data, warnings, _gz = read_bytes(p, limit)
+    except BaseException:
+        if job is not None:
+            job.close()
+        raise
+    try:
+        model = parse_bytes(p, data, job)
+    finally:
+        del data
+        if mapped is not None:
+            try:
+                mapped.close()
+            except BufferError:  # pragma: no cover - a slice still exported; freed with the last reference
+                pass
     if warnings:
         model.warnings[:0] = warnings
     return model
@@ -593,5 +852,6 @@ def load(path, *, no_cache: bool = False, max_size=None) -> TraceModel:
     if model is not None:
         return model
     model = load_uncached(p, limit)
-    cache.put(p, st, model)
+    # a big entry is written by a thread: the explorer draws its first frame meanwhile
+    cache.put(p, st, model, background=model.n >= BACKGROUND_CACHE_MIN)
     return model

@@ -1,0 +1,300 @@
+"""Open-to-first-frame benchmark through the real explorer, run by hand (not part of the test suite).
+
+    python benchmarks/bench_open.py [TRACE...] [--repeat 3] [--keys] [--profile] [--no-report]
+
+Default traces: one sample trace (traces/demo-eager.decode.json.gz) and /tmp/gapscope-bench/big_*.json
+(made by benchmarks/gen_big.py). Every measurement runs in a fresh subprocess; times are the best of
+``--repeat`` runs (the machine is shared: the least disturbed run is the closest to the real cost).
+
+  floor     read + gunzip + one bare orjson.loads of the same bytes, GC paused; peak RSS
+  cold      GapscopeApp(...).run_test(size=200x50) with an empty cache: from creating the app to the first
+            LanesView.render_line call with a scene loaded (the lanes painted); peak RSS of the process
+            PLUS the peak of its children (the loader's worker process, when it forks one: a child's
+            ru_maxrss also counts the pages it shares with the parent at fork, so the sum over-counts)
+  warm      the same with the cache entry written by a previous open
+  load      tui.trace.load(path, no_cache=True) alone (the loader, no app)
+  analysis  tui.analysis.analyze(model) + its report tables, on the cached model; ratio to cold load
+  report    `python -m tui report TRACE > /dev/null` end to end (subprocess wall, empty cache)
+  keys      (--keys, biggest trace only) pan / zoom / next gap at 200x50 through the Pilot: CPU time of the
+            process from the key press to the redrawn screen (the pilot's own idle waits dominate wall time)
+Imports (numpy, orjson, textual, tui) are done before every clock starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAMPLE = os.path.join(REPO, "traces", "demo-eager.decode.json.gz")
+
+_CHILD = r"""
+import asyncio, gc, gzip, json, os, resource, sys, time
+sys.path.insert(0, {repo!r})
+mode, path = sys.argv[1], sys.argv[2]
+import numpy, orjson
+from tui.trace import load
+from tui.analysis import analyze
+
+
+def rss():
+    me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    return me, kids
+
+
+out = {{"mode": mode}}
+if mode == "floor":
+    t = time.perf_counter()
+    gc.disable()
+    with open(path, "rb") as f:
+        raw = f.read()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    out["size"] = len(raw)
+    doc = orjson.loads(raw)
+    out["s"] = time.perf_counter() - t
+elif mode == "load":
+    t = time.perf_counter()
+    m = load(path, no_cache=True)
+    out["s"] = time.perf_counter() - t
+    out["n"] = m.n
+elif mode == "analysis":
+    m = load(path)
+    gc.collect()
+    t = time.perf_counter()
+    a = analyze(m)
+    a.kernels, a.syncs, a.copies, a.allocator, a.collectives, a.launches
+    out["s"] = time.perf_counter() - t
+    out["gaps"] = len(a.gaps)
+elif mode in ("open", "keys"):
+    from tui.app.app import GapscopeApp
+    from tui.app.timeline import LanesView
+
+    first = {{}}
+    orig = LanesView.render_line
+
+    def render_line(self, y):
+        if "t" not in first and self.app.scene is not None:
+            first["t"] = time.perf_counter()
+        return orig(self, y)
+
+    LanesView.render_line = render_line
+
+    async def run():
+        app = GapscopeApp([path], load_opts={{}})
+        t = time.perf_counter()
+        async with app.run_test(size=(200, 50)) as pilot:
+            while "t" not in first:
+                await asyncio.sleep(0.002)
+                if app.error:
+                    raise SystemExit(app.error)
+            out["s"] = first["t"] - t
+            out["n"] = app.scene.model.n
+            if mode == "keys":
+                await keys(app, pilot)
+            out["rss"], out["rss_children"] = rss()
+            print(json.dumps(out), flush=True)
+            os._exit(0)  # do not wait for the analysis thread
+
+    async def keys(app, pilot):
+        while not app.scene.any_analysis:
+            await asyncio.sleep(0.05)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        sc = app.scene
+        res = {{}}
+
+        async def press(label, key):
+            c0 = time.process_time()
+            w0 = time.perf_counter()
+            await pilot.press(key)
+            await pilot.pause()
+            res.setdefault(label, []).append(((time.process_time() - c0) * 1000, (time.perf_counter() - w0) * 1000))
+
+        await press("fit", "0")
+        # zoom in from the whole window down to ~one kernel, panning at each level, then zoom back out
+        levels = 0
+        while sc.view.span > 20_000 and levels < 40:
+            for k in ("d", "a") * 3:
+                await press(f"pan@{{sc.view.span}}", k)
+            await press("zoom", "w")
+            levels += 1
+        for k in ("d", "a") * 3:
+            await press(f"pan@{{sc.view.span}}", k)
+        while len(res["zoom"]) < 100:
+            await press("zoom", "s" if len(res["zoom"]) % 2 else "w")
+        npan = sum(len(v) for k, v in res.items() if k.startswith("pan@"))
+        while npan < 100:
+            await press(f"pan@{{sc.view.span}}", "d" if npan % 2 else "a")
+            npan += 1
+        for _ in range(100):
+            await press("next gap", "n")
+        out["keys"] = res
+        out["levels"] = levels
+
+    asyncio.run(run())
+out["rss"], out["rss_children"] = rss()
+print(json.dumps(out))
+"""
+
+
+def _child(mode: str, path: str, env: dict) -> dict:
+    r = subprocess.run([sys.executable, "-c", _CHILD.format(repo=REPO), mode, path], capture_output=True, text=True,
+                       env=env, timeout=1800)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
+    if r.returncode != 0 or not lines:
+        raise RuntimeError(f"{mode} {path}: rc {r.returncode}\n{r.stderr[-3000:]}")
+    return json.loads(lines[-1])
+
+
+def _best(mode: str, path: str, env: dict, repeat: int, fresh_cache: bool = False) -> dict:
+    best = None
+    for _ in range(repeat):
+        if fresh_cache:
+            shutil.rmtree(env["GAPSCOPE_CACHE_DIR"], ignore_errors=True)
+        r = _child(mode, path, env)
+        if best is None or r["s"] < best["s"]:
+            best = r
+    return best
+
+
+def _json_size(path: str) -> int:
+    import gzip
+
+    with open(path, "rb") as f:
+        if f.read(2) != b"\x1f\x8b":
+            return os.path.getsize(path)
+    n = 0
+    with gzip.open(path, "rb") as f:
+        while b := f.read(1 << 24):
+            n += len(b)
+    return n
+
+
+def _report(path: str, env: dict, repeat: int) -> float:
+    best = None
+    for _ in range(repeat):
+        shutil.rmtree(env["GAPSCOPE_CACHE_DIR"], ignore_errors=True)
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "tui", "report", path], cwd=REPO, env=env, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        dt = time.perf_counter() - t
+        best = dt if best is None else min(best, dt)
+    return best
+
+
+def _pct(xs, q):
+    import numpy as np
+
+    return float(np.percentile(np.asarray(xs), q)) if xs else float("nan")
+
+
+def machine() -> str:
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for ln in f:
+                if ln.startswith("model name"):
+                    cpu = ln.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    import numpy
+    import orjson
+    import textual
+
+    return (f"{cpu or platform.processor()}, {len(os.sched_getaffinity(0))} cores, {mem:.0f} GiB; "
+            f"Python {platform.python_version()}, orjson {orjson.__version__}, numpy {numpy.__version__}, "
+            f"textual {textual.__version__}; load average at start {os.getloadavg()[0]:.2f}")
+
+
+def profile(path: str, env: dict) -> None:
+    """cProfile of what the explorer's load thread does before the first frame: load + lanes (Scene)."""
+    code = (f"import sys; sys.path.insert(0, {REPO!r})\n"
+            "import cProfile, pstats, io, time\n"
+            "from tui.trace import load\nfrom tui.app.scene import Scene\n"
+            "pr = cProfile.Profile(); t = time.perf_counter(); pr.enable()\n"
+            f"m = load({path!r}, no_cache=True); s = Scene({path!r}, m)\n"
+            "pr.disable(); print(f'load + lanes under cProfile: {time.perf_counter() - t:.2f} s (parent process)')\n"
+            "st = pstats.Stats(pr); st.sort_stats('tottime').print_stats(18)\n")
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("traces", nargs="*")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--keys", action="store_true", help="key press timings on the biggest trace")
+    ap.add_argument("--profile", action="store_true", help="cProfile of one cold load + lanes of the 2nd trace")
+    ap.add_argument("--no-report", action="store_true")
+    a = ap.parse_args(argv)
+    paths = a.traces or [SAMPLE] + sorted(glob.glob("/tmp/gapscope-bench/big_*.json"), key=os.path.getsize)
+    print(machine())
+    print(f"best of {a.repeat} fresh processes per cell")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="gapscope-bench-") as tmp:
+        env = dict(os.environ, GAPSCOPE_CACHE_DIR=os.path.join(tmp, "cache"), GAPSCOPE_FORCE_TUI="1")
+        for p in paths:
+            size = _json_size(p)
+            fl = _best("floor", p, env, a.repeat)
+            ld = _best("load", p, env, a.repeat)
+            co = _best("open", p, env, a.repeat, fresh_cache=True)
+            wa = _best("open", p, env, a.repeat)  # the cold runs left the cache entry
+            an = _best("analysis", p, env, a.repeat)
+            rep = None if a.no_report else _report(p, env, a.repeat)
+            rows.append((p, size, fl, ld, co, wa, an, rep))
+            r = rows[-1]
+            print(f"  {os.path.basename(p)}: floor {fl['s']:.2f} load {ld['s']:.2f} cold {co['s']:.2f} "
+                  f"warm {wa['s']:.3f} analysis {an['s']:.2f} report {rep if rep is None else round(rep, 2)}",
+                  flush=True)
+        hdr = ("trace", "JSON MB", "events", "floor s", "cold open s", "cold/floor", "load s", "warm open s",
+               "analysis s", "analysis/load", "report s", "floor RSS/JSON", "cold RSS/JSON (self+worker)")
+        table = [hdr]
+        for p, size, fl, ld, co, wa, an, rep in rows:
+            table.append((os.path.basename(p), f"{size / 1e6:.0f}", f"{co['n']:,}", f"{fl['s']:.2f}", f"{co['s']:.2f}",
+                          f"{co['s'] / fl['s']:.2f}x", f"{ld['s']:.2f}", f"{wa['s']:.3f}", f"{an['s']:.2f}",
+                          f"{an['s'] / ld['s']:.2f}", "-" if rep is None else f"{rep:.2f}",
+                          f"{fl['rss'] / size:.2f}",
+                          f"{(co['rss'] + co['rss_children']) / size:.2f} ({co['rss'] / size:.2f}+"
+                          f"{co['rss_children'] / size:.2f})"))
+        widths = [max(len(r[i]) for r in table) for i in range(len(hdr))]
+        for i, r in enumerate(table):
+            print("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |")
+            if i == 0:
+                print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+        if a.keys:
+            big = paths[-1]
+            k = _child("keys", big, env)
+            print(f"\nkeys on {os.path.basename(big)} at 200x50 ({k['levels']} zoom levels from the whole window to "
+                  "<= 20 us): CPU ms from key press to redrawn screen (wall incl. pilot waits)")
+            groups = {"pan": [], "zoom": k["keys"]["zoom"], "next gap": k["keys"]["next gap"]}
+            worst_level = (0.0, None)
+            for lab, v in k["keys"].items():
+                if lab.startswith("pan@"):
+                    groups["pan"].extend(v)
+                    p95 = _pct([c for c, _ in v], 95)
+                    if p95 > worst_level[0]:
+                        worst_level = (p95, int(lab[4:]))
+            for lab, v in groups.items():
+                c = [x for x, _ in v]
+                w = [y for _, y in v]
+                print(f"  {lab:9} n={len(c):3}  median {_pct(c, 50):6.1f}  p95 {_pct(c, 95):6.1f}  max {max(c):6.1f}"
+                      f"   (wall median {_pct(w, 50):6.1f} p95 {_pct(w, 95):6.1f})")
+            print(f"  worst pan p95 at one zoom level: {worst_level[0]:.1f} ms (window {worst_level[1]} ns)")
+        if a.profile:
+            profile(paths[1] if len(paths) > 1 else paths[0], env)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

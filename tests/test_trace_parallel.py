@@ -1,0 +1,105 @@
+"""The two-process load path gives the same model as the one-process path (small thresholds keep it fast)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+
+import numpy as np
+import pytest
+
+from tui.trace import read
+from tui.trace.cache import _ARRAYS
+
+SAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "traces",
+                      "demo-eager.decode.json.gz")
+
+pytestmark = pytest.mark.skipif(read._orjson is None or not hasattr(os, "fork"), reason="needs orjson and fork")
+
+
+def _same(a, b):
+    for k in _ARRAYS:
+        x, y = getattr(a, k), getattr(b, k)
+        assert x.dtype == y.dtype, k
+        assert np.array_equal(x, y), k
+    for k in ("names", "args", "tracks", "devices", "metadata", "warnings", "category_counts"):
+        assert getattr(a, k) == getattr(b, k), k
+    assert list(a.category_counts) == list(b.category_counts)
+
+
+def _load_both(path, monkeypatch, *, expect_split=True):
+    merged = []
+    orig = read.merge_parts
+
+    def spy(*a, **k):
+        merged.append(1)
+        return orig(*a, **k)
+
+    monkeypatch.setattr(read, "merge_parts", spy)
+    monkeypatch.setattr(read, "CHUNK", 64 << 10)  # many pieces on each side
+    monkeypatch.setattr(read, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(read, "_cpus", lambda: 2)
+    par = read.load_uncached(str(path))
+    assert bool(merged) == expect_split
+    monkeypatch.setattr(read, "PARALLEL_MIN", None)
+    ser = read.load_uncached(str(path))
+    return par, ser
+
+
+@pytest.fixture(scope="module")
+def doc():
+    with gzip.open(SAMPLE, "rb") as f:
+        return json.loads(f.read())
+
+
+def test_parallel_equals_serial_on_sample(tmp_path, monkeypatch, doc):
+    p = tmp_path / "t.json"
+    p.write_bytes(json.dumps(doc, indent=1).encode())
+    par, ser = _load_both(p, monkeypatch)
+    assert par.n > 10_000 and len(par.tracks) > 3
+    _same(par, ser)
+
+
+def test_parallel_equals_serial_with_trailer_and_new_names_late(tmp_path, monkeypatch, doc):
+    # keys after the event array, names and threads first seen only in the worker's half, a truncated file
+    evs = list(doc["traceEvents"])
+    late = [dict(e, name=f"late_{i}", tid=9000 + i % 3) for i, e in enumerate(evs[-200:]) if e.get("ph") == "X"]
+    meta = [{"ph": "M", "name": "thread_name", "pid": e["pid"], "tid": e["tid"], "args": {"name": f"worker {i}"}}
+            for i, e in enumerate(late[:3])]
+    d = {"traceEvents": evs + meta + late, "traceName": "x", "deviceProperties": [{"id": 0, "name": "gpu"}]}
+    p = tmp_path / "t.json"
+    p.write_bytes(json.dumps(d).encode())
+    par, ser = _load_both(p, monkeypatch)
+    _same(par, ser)
+    assert any(n.startswith("late_") for n in par.names)
+    cut = tmp_path / "cut.json"
+    raw = p.read_bytes()
+    cut.write_bytes(raw[: len(raw) - 300])
+    par, ser = _load_both(cut, monkeypatch)
+    _same(par, ser)
+    assert any("cut off" in w for w in par.warnings)
+
+
+def test_parallel_falls_back_on_damage(tmp_path, monkeypatch, doc):
+    evs = list(doc["traceEvents"])
+    raw = json.dumps({"traceEvents": evs}).encode()
+    # an unescaped quote in a name in the second half: only the lenient one-process reader repairs it
+    i = raw.index(b'"name": "', len(raw) * 3 // 4)
+    raw = raw[: i + 9] + b'a"b' + raw[i + 9 :]
+    p = tmp_path / "bad.json"
+    p.write_bytes(raw)
+    par, ser = _load_both(p, monkeypatch, expect_split=False)
+    _same(par, ser)
+    assert any("unescaped" in w for w in par.warnings)
+
+
+def test_bare_array_and_gzip_stay_serial_or_equal(tmp_path, monkeypatch, doc):
+    p = tmp_path / "bare.json"
+    p.write_bytes(json.dumps(doc["traceEvents"]).encode())
+    par, ser = _load_both(p, monkeypatch)
+    _same(par, ser)
+    g = tmp_path / "t.json.gz"
+    g.write_bytes(gzip.compress(json.dumps(doc).encode(), 1))
+    par, ser = _load_both(g, monkeypatch, expect_split=False)  # gzip: one process
+    _same(par, ser)
