@@ -3,8 +3,9 @@
     python benchmarks/bench_ranks.py [--ranks 8] [--jobs N] [--src traces/demo-eager-tp-late1.decode]
 
 Writes N rank files into a temporary folder under /tmp: copies of SRC.rank0/rank1.json.gz (rank 1 from rank
-1's file: the one straggler; every other rank from rank 0's file) with the rank metadata (``distributedInfo.rank/world_size``,
-``gapscope.rank/world_size``) rewritten. Then, in a fresh subprocess (so peak RSS is this run's own):
+1's file: the one straggler; every other rank from rank 0's file) with the rank metadata
+(``distributedInfo.rank/world_size``, ``gapscope.rank/world_size``) rewritten. Then, in a fresh subprocess
+(so peak RSS is this run's own):
 
   load     tui.trace.multi.load_many(folder, no_cache=True): parallel worker processes, one per rank up to
            --jobs (default: the CPU count)
@@ -84,7 +85,8 @@ def main() -> int:
             return 1
         out = json.loads(r.stdout.strip().splitlines()[-1])
     print(f"{args.ranks} ranks of {os.path.basename(args.src)} ({size / 1e6:.1f} MB JSON each, "
-          f"{out['events']} events, {out['calls']} collective calls), {os.cpu_count()} CPUs, jobs={args.jobs or 'auto'}")
+          f"{out['events']} events, {out['calls']} collective calls), {os.cpu_count()} CPUs, "
+          f"jobs={args.jobs or 'auto'}")
     print(f"  load_many {out['load_s']:.2f} s   analyze_ranks {out['analyse_s']:.2f} s (matching alone "
           f"{out['match_s'] * 1e3:.0f} ms)   report {out['report_s']:.2f} s   total "
           f"{out['load_s'] + out['analyse_s'] + out['report_s']:.2f} s")

@@ -104,8 +104,8 @@ class Scene:
         for i, (a, b) in enumerate(zip(offsets, new)):
             for w in warns:
                 if w.startswith(f"rank {models[i].rank}:"):
-                    self.clock_notes[i] = (f"clock corrected {(b - a) / 1e3:+.1f} µs from collectives" if "corrected" in w
-                                           else "clock unchecked: collective ends do not line up")
+                    self.clock_notes[i] = (f"clock corrected {(b - a) / 1e3:+.1f} µs from collectives"
+                                           if "corrected" in w else "clock unchecked: collective ends do not line up")
         lo = min(new)
         return [o - lo for o in new]
 

@@ -393,9 +393,9 @@ def ranks_table(analyses) -> list[str]:
     clock = [e for e in rm.get("clock", []) if e.get("status") not in ("reference", None)]
     if clock:
         L.append("Clocks (trace time bases checked against collective end times): " + "; ".join(
-            f"rank {e['rank']} {e['status']}" + (f" (offset {e['offset_us']:+.1f} µs, ends {e['residual_us']:+.1f} µs "
-                                                  f"off, spread {e['spread_us']:.1f} µs, {e['matched']} calls)"
-                                                  if e.get("residual_us") is not None else "")
+            f"rank {e['rank']} {e['status']}"
+            + (f" (offset {e['offset_us']:+.1f} µs, ends {e['residual_us']:+.1f} µs off, spread "
+               f"{e['spread_us']:.1f} µs, {e['matched']} calls)" if e.get("residual_us") is not None else "")
             for e in clock) + ".")
         L.append("")
     late = rm.get("late") or []
@@ -406,7 +406,8 @@ def ranks_table(analyses) -> list[str]:
         L.append("|---:|---:|---:|---|---:|---:|")
         for e in late[:10]:
             b = (e.get("before") or [None])[0]
-            fr = code(f"{b['func']} ({b['file']}:{b['line']})" if b.get("file") else b["frame"], limit=80) if b else "–"
+            where = (f"{b['func']} ({b['file']}:{b['line']})" if b.get("file") else b["frame"]) if b else None
+            fr = code(where, limit=80) if where else "–"
             L.append(f"| {e['rank']} | {e['count']} of {e['of']} | {t(e['waits_caused_us'] * 1e3)} | {fr} | "
                      f"{b['count'] if b else '–'} | {t(b['avg_us'] * 1e3) if b else '–'} |")
         L.append("")
