@@ -12,9 +12,17 @@ def _esc(m: re.Match) -> str:
     return {9: "\\t", 10: "\\n", 13: "\\r", 27: "\\x1b"}.get(c, f"\\x{c:02x}")
 
 
+#: the most characters of one trace string drawn: a 1 MB name folded into the stack panel would be tens of
+#: thousands of lines, each rendered on every gap jump
+MAX_DRAWN = 2000
+
+
 def safe(name) -> str:
-    """``name`` with every control character written as an escape (``\\x1b[31m`` stays visible text)."""
+    """``name`` with every control character written as an escape (``\\x1b[31m`` stays visible text), cut
+    to MAX_DRAWN characters."""
     s = name if isinstance(name, str) else str(name)
+    if len(s) > MAX_DRAWN:
+        s = f"{s[:MAX_DRAWN]}... (+{len(s) - MAX_DRAWN} characters)"
     return _CTRL.sub(_esc, s) if _CTRL.search(s) else s
 
 
