@@ -128,6 +128,11 @@ def header_warnings(scene: Scene) -> list[str]:
         if dist["ratio"] > lim:
             out.append(f"capture distortion {dist['ratio']:.2f}x (profiled / unprofiled time): "
                        "CPU-side causes look bigger than they are")
+    # what the loader found odd (cut off, repaired, skipped): the first, and how many more `gapscope info` lists
+    loaded = [w for part in (getattr(scene, "parts", None) or [scene]) for w in (part.model.warnings or [])]
+    if loaded:
+        more = f" (+{len(loaded) - 1} more: gapscope info)" if len(loaded) > 1 else ""
+        out.append(f"trace: {loaded[0]}{more}")
     if not np.any(m.kind == Kind.PYTHON):
         out.append("no Python stacks in this trace (record with with_stack=True to see file:line)")
     return out
