@@ -165,13 +165,15 @@ def test_matching_is_by_process_group_and_order_not_name():
 
 
 # ------------------------------------------------------------------------ CPU-side collectives (gloo)
-def gloo_trace(rank: int, late_us: float, n: int = 4, world: int = 2, late_rank: int = 1):
-    return model_of(gloo_synth(rank, late_us, n, world, late_rank))
+def gloo_trace(rank: int, late_us: float, n: int = 4, world: int = 2, late_rank: int = 1, op_tail: float = 0.0):
+    return model_of(gloo_synth(rank, late_us, n, world, late_rank, op_tail))
 
 
-def gloo_synth(rank: int, late_us: float, n: int = 4, world: int = 2, late_rank: int = 1) -> Synth:
+def gloo_synth(rank: int, late_us: float, n: int = 4, world: int = 2, late_rank: int = 1,
+               op_tail: float = 0.0) -> Synth:
     """gloo style: no GPU, ``c10d::allreduce_`` on the main thread, ``gloo:all_reduce`` on a worker thread,
-    the late rank runs ``_straggler_work`` before each call; each call completes at the same true time."""
+    the late rank runs ``_straggler_work`` before each call; each call completes at the same true time.
+    ``op_tail``: the late rank's op stays open this long after its gloo range ended (seen on a busy host)."""
     s = Synth(meta={"distributedInfo": {"backend": "gloo", "rank": rank, "world_size": world,
                                         "pg_config": [{"pg_name": "0", "pg_desc": "default_pg"}]},
                     "deviceProperties": []})
@@ -184,7 +186,8 @@ def gloo_synth(rank: int, late_us: float, n: int = 4, world: int = 2, late_rank:
                 s.python("capture/demo.py(112): _straggler_work", t + 100, late_us - 5)
             else:
                 s.python("capture/demo.py(150): _local", t + 20, 60)
-            s.cpu_op("c10d::allreduce_", arrive, 20)
+            tail = op_tail if rank == late_rank else 0.0
+            s.cpu_op("c10d::allreduce_", arrive, 20 if not tail else t + 650 - arrive + tail)
             s.annotation("gloo:all_reduce", arrive + 5, t + 650 - arrive - 5, tid=2000)
             s.python("<built-in method wait of Work>", arrive + 25, t + 655 - arrive - 25)
         t += 1000
@@ -192,14 +195,16 @@ def gloo_synth(rank: int, late_us: float, n: int = 4, world: int = 2, late_rank:
 
 
 def test_cpu_side_collectives_name_the_late_rank_and_its_stack():
-    aa = analyze_ranks([gloo_trace(0, 0.0), gloo_trace(1, 300.0)])
+    # the late rank's op outlives its gloo range by 300 µs: the range's end is the completion, clocks line up
+    aa = analyze_ranks([gloo_trace(0, 0.0), gloo_trace(1, 300.0, op_tail=300.0)])
     rm = aa[0].rank_match
     assert [r["side"] for r in rm["ranks"]] == ["cpu", "cpu"]
     (row,) = aa[0].rank_collectives
     assert row["name"] == "c10d::allreduce_" and row["collective"] == "allreduce" and row["process_group"] == "0"
     assert row["late_rank"] == 1 and row["late_counts"] == {"1": 4}
     assert row["wait_by_rank_us"]["0"] == pytest.approx(4 * 300.0)
-    assert rm["clock"][1]["status"] == "ok"
+    assert rm["clock"][1]["status"] == "ok" and rm["clock"][1]["residual_us"] == pytest.approx(0.0)
+    assert rm["warnings"] == []
     late = rm["late"][0]
     assert late["rank"] == 1 and late["count"] == 4 and late["of"] == 4
     b = late["before"][0]

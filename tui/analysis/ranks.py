@@ -5,7 +5,8 @@ kernel is one call: it starts when the GPU stream reaches it (the rank's arrival
 rank has contributed. Where it ran none (gloo: collectives run on the CPU), each outermost collective
 CPU op (``c10d::allreduce_``, ``c10d::barrier``, or a ``record_param_comms`` that is not inside one) is a
 call: it starts with the op (arrival), and ends with the ``gloo:*`` range that ran it on the backend's
-worker thread (the i-th such range belongs to the i-th op), or with the op itself when there is none.
+worker thread (the i-th such range belongs to the i-th op; not the op's own end, which can come much later
+on a busy host), or with the op itself when there is none.
 Each call has a process group (``Process Group Name`` from the kernel's or ``record_param_comms``'s args,
 else the trace's only group) and a collective name (``Collective name``, else from the op name).
 
@@ -229,7 +230,9 @@ def _cpu_timeline(model, window, flags, rk, dflt, steps_only: bool = True) -> Ti
         rng = rng[np.argsort(model.ts_ns[rng], kind="stable")]
         rng = rng[model.ts_ns[rng] >= ts[0]]  # ranges from before the window's first op belong to earlier ops
         c = min(rng.size, ops.size)
-        end[:c] = np.maximum(end[:c], model.ts_ns[rng[:c]] + model.dur_ns[rng[:c]])
+        # the range's end is the completion: the op itself can stay open well after it (measured on gloo: the
+        # late rank's c10d::allreduce_ ran ~10 ms past its gloo:all_reduce, which ended with the other rank's)
+        end[:c] = np.maximum(model.ts_ns[rng[:c]] + model.dur_ns[rng[:c]], ts[:c])
     labels = [model.names[int(i)] for i in nid[ops].tolist()]
     pg, coll = [], []
     # a record_param_comms inside the op carries the group and the collective's name
