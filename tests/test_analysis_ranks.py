@@ -253,3 +253,21 @@ def test_explorer_lanes_use_the_corrected_offset():
     assert sc.clock_warnings and sc.clock_warnings[0].startswith("rank 1:")
     titles = [r.title for r in sc.rows() if r.lane is None]
     assert any(t.startswith("rank 1 · host · clock corrected") for t in titles)
+
+
+def test_a_send_and_its_recv_are_the_same_place_in_the_group_order():
+    def p2p(rank):
+        s = Synth(meta={"distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2}})
+        t = 0.0
+        for coll, kern in (("allreduce", AR), ("send" if rank == 0 else "recv", "ncclDevKernel_SendRecv(x)"),
+                           ("allreduce", AR)):
+            late = 30.0 if rank == 1 else 0.0
+            _, k = s.launch(ts=t, dur=3, kernel=kern, k_ts=t + 10 + late, k_dur=100 - late)
+            k["args"].update({"Process Group Name": "0", "Collective name": coll})
+            t += 200
+        return model_of(s)
+
+    aa = analyze_ranks([p2p(0), p2p(1)])
+    rm = aa[0].rank_match
+    assert rm["warnings"] == []
+    assert rm["ranks"][1]["arrived_last"] == 3 and rm["late"][0]["of"] == 3

@@ -11,7 +11,8 @@ Each call has a process group (``Process Group Name`` from the kernel's or ``rec
 else the trace's only group) and a collective name (``Collective name``, else from the op name).
 
 **Matching.** Within one process group every member issues the same collectives in the same order, so
-the i-th call of group g on each rank is the same collective (by group + order, not by name). When the
+the i-th call of group g on each rank is the same collective (by group + order, not by name; a send on
+one rank and the recv on its peer count as the same kind). When the
 names at one position disagree (a window cut differently on one rank), that group is matched by
 (group, name, order) instead and a warning says so. Only calls inside each rank's analysis window
 (``windows``; by default the measured steps, see window.py) are matched, so the capture's own barrier
@@ -55,6 +56,12 @@ CLOCK_MIN_MATCHES = 3
 _C10D_RE = re.compile(r"^(?:_?c10d(?:_functional)?::)_*(?P<n>[A-Za-z0-9_]+?)_*$")
 _KERNEL_COLL_RE = re.compile(r"^(?:ncclDevKernel_|ncclKernel_)([A-Za-z]+?)(?:_|\(|$)")
 _BACKEND_RANGE_RE = re.compile(r"^(gloo|nccl|mpi|ucc):")
+#: point-to-point calls: a send on one rank is a recv on its peer, at the same place in the group's order
+_P2P = frozenset({"send", "recv", "sendrecv", "isend", "irecv"})
+
+
+def _order_key(coll: str) -> str:
+    return "p2p" if coll in _P2P else coll
 
 
 def same_job(models: list[TraceModel]) -> bool:
@@ -331,7 +338,7 @@ def match_timelines(tls: list[Timeline]) -> dict:
         if len(mem) < 2:
             continue
         c = min(per[r].size for r in mem)
-        names = np.array([[tls[r].coll[i] for i in per[r][:c].tolist()] for r in mem])
+        names = np.array([[_order_key(tls[r].coll[i]) for i in per[r][:c].tolist()] for r in mem])
         if (names == names[0]).all():
             groups.append((pg, None, mem, np.stack([per[r][:c] for r in mem])))
             continue
@@ -339,7 +346,8 @@ def match_timelines(tls: list[Timeline]) -> dict:
                         f"(e.g. {names[0][np.argmax((names != names[0]).any(0))]} on rank {ranks[mem[0]]}); "
                         "matched by collective name instead")
         for cn in sorted(set(names.ravel().tolist())):
-            per2 = [per[r][np.array([tls[r].coll[i] == cn for i in per[r].tolist()], bool)] for r in range(R)]
+            per2 = [per[r][np.array([_order_key(tls[r].coll[i]) == cn for i in per[r].tolist()], bool)]
+                    for r in range(R)]
             mem2 = [r for r in mem if per2[r].size]
             if len(mem2) >= 2:
                 c2 = min(per2[r].size for r in mem2)
@@ -475,11 +483,12 @@ def _times(n: int) -> str:
 def late_sentence(late: dict) -> str:
     """'rank 1 arrived last 64 times (of 64); before its allreduce launch it was in `_straggler_work`
     (capture/demo.py:112) (64 times, 1.25 ms on average)'."""
-    colls = ", ".join(sorted(late.get("collectives") or {})) or "collective"
+    cs = sorted(late.get("collectives") or {})
+    colls = f"{cs[0]} launch" if len(cs) == 1 else "collective launches"
     s = f"rank {late['rank']} arrived last {_times(late['count'])} (of {late['of']})"
     b = (late.get("before") or [None])[0]
     if b:
-        s += (f"; before its {colls} launch it was in {frame_text(b)} ({_times(b['count'])}, "
+        s += (f"; before its {colls} it was in {frame_text(b)} ({_times(b['count'])}, "
               f"{_fmt(b['avg_us'] * 1e3)} on average)")
     return s
 
