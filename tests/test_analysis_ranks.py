@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -271,3 +272,31 @@ def test_a_send_and_its_recv_are_the_same_place_in_the_group_order():
     rm = aa[0].rank_match
     assert rm["warnings"] == []
     assert rm["ranks"][1]["arrived_last"] == 3 and rm["late"][0]["of"] == 3
+
+
+def test_sample_late_rank_gaps_findings_and_report_name_its_work():
+    """traces/demo-eager-tp-late1 (2 x H200): rank 1 runs `_straggler_work` before each of its 64 all-reduces."""
+    from tests.conftest import SAMPLE_TRACES
+    from tui.analysis import CAUSES
+    from tui.trace import load
+
+    files = [Path(SAMPLE_TRACES) / f"demo-eager-tp-late1.decode.rank{r}.json.gz" for r in (0, 1)]
+    if not all(f.is_file() for f in files):
+        pytest.skip("sample traces not present")
+    aa = analyze_ranks([load(str(f), no_cache=True) for f in files])
+    rm = aa[0].rank_match
+    assert rm["late"][0]["rank"] == 1 and rm["late"][0]["count"] == 64 and rm["late"][0]["of"] == 64
+    assert rm["late"][0]["before"][0]["func"] == "_straggler_work"
+    assert rm["clock"][1]["status"] == "ok" and rm["warnings"] == []
+    where = "`_straggler_work` (capture/demo.py:112)"
+    assert any("late rank 1" in f.title and where in f.title for f in aa[0].findings)
+    assert any(f.id == "late-rank-1" and where in f.title for f in aa[1].findings)
+    a0 = aa[0]
+    coll = CAUSES.index("collective")
+    rows = [i for i in range(len(a0.gaps)) if int(a0.gaps.cause[i]) == coll]
+    assert rows and "rank 1 arrived last 64 times" in a0.gap_detail(rows[0]).explanation
+    assert where in a0.gap_detail(rows[0]).explanation
+    per = {e["rank"]: e for e in rm["ranks"]}
+    assert per[0]["wait_us"] > 200_000 and per[1]["arrived_last"] == 64
+    md = render_markdown(aa)
+    assert "| 1 | 64 of 64 |" in md and where in md

@@ -417,7 +417,8 @@ class Analysis:
                         f"{_us(c['dur_ns'])}{rate}{sig}.")
             return f"GPU idle {_us(d.dur_ns)} while the launching thread sat in a blocking copy{sig}."
         if d.cause == "collective":
-            return f"GPU compute idle {_us(d.dur_ns)} during a collective{sig}."
+            note = getattr(self, "late_rank_note", None)  # several ranks: set by ranks.analyze_ranks
+            return f"GPU compute idle {_us(d.dur_ns)} during a collective{sig}." + (f" {note}" if note else "")
         if d.cause == "sync":
             s = next((f"`{f.name}`" for f in reversed(d.stack) if f.kind == "sync"), "a synchronising call")
             sb = d.breakdown.get("sync", 0)

@@ -535,6 +535,16 @@ def analyze_ranks(models: list[TraceModel], config: Thresholds | None = None, wi
     from .findings import SUGGESTIONS, _fmt as _ffmt, _severity
 
     late_by_rank = {e["rank"]: e for e in res["late"]}
+    top = res["late"][0] if res["late"] else None
+    for a in out:
+        if top and top["rank"] != a.rank and top.get("before"):
+            # collective gaps of the other ranks name the late rank and what it did before its launches; the
+            # gaps explained so far (findings' examples) are explained again with it
+            from .findings import build_findings
+
+            a.late_rank_note = f"Across the ranks, {late_sentence(top)}."
+            a._details.clear()
+            a.findings = build_findings(a)
     for i, a in enumerate(out):
         rk = str(a.rank)
         for w in res["warnings"]:
