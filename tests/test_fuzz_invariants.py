@@ -114,7 +114,8 @@ def damage_events(events: list, damage, seed: int) -> list:
         elif what == "null":
             e[key] = None
         elif what == "float_ts":
-            e["ts"] = float(e.get("ts") or 0) + 0.0004
+            ts = e.get("ts")
+            e["ts"] = (float(ts) if isinstance(ts, (int, float)) else 0.0) + 0.0004
         elif what == "big_ts":
             # a clock glitch: far from the rest (1e9 µs is 17 minutes; epoch-µs stamps are tested on their own)
             e["ts"] = 1e9 if where < 0.5 else -1e6
