@@ -47,7 +47,7 @@ class GapscopeApp(App):
     ENABLE_COMMAND_PALETTE = False  # every action has a key; the footer stays plain ASCII-friendly
     CSS = """
     Screen { layout: vertical; }
-    #header { height: auto; max-height: 4; background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
+    #header { height: auto; max-height: 5; background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
     #views { height: 1fr; }
     #lanesview { height: 1fr; }
     #timeline { height: auto; max-height: 65%; min-height: 3; }
@@ -172,36 +172,10 @@ class GapscopeApp(App):
     # ================================================================ loading
     @work(thread=True, exclusive=True, group="load")
     def load_traces(self) -> None:
-        from ..trace import load
-
         worker = get_current_worker()
-        models: list = []
-        for i, p in enumerate(self.paths):
-            if worker.is_cancelled:
-                return
-            try:
-                size = os.path.getsize(p)
-            except OSError:
-                size = 0
-            self.call_from_thread(self._progress, f"loading {os.path.basename(p)} ({size / 1e6:.1f} MB)"
-                                  f" [{i + 1}/{len(self.paths)}] ... Esc cancels")
-            try:
-                model = _load(load, p, self.load_opts)
-            except GapscopeError as exc:
-                self.call_from_thread(self._fail, str(exc))
-                return
-            except MemoryError:
-                self.call_from_thread(self._fail, f"{p}: out of memory (try --max-size or a smaller trace)")
-                return
-            except Exception as exc:  # noqa: BLE001 - a reader bug: still one line, never a traceback
-                if os.environ.get("GAPSCOPE_DEBUG"):
-                    raise
-                self.call_from_thread(self._fail, f"{p}: internal error while loading ({type(exc).__name__}: "
-                                      f"{' '.join(str(exc).split())[:200]})")
-                return
-            if worker.is_cancelled:
-                return
-            models.append((p, model))
+        models = self._load_parallel(worker) if len(self.paths) > 1 else self._load_one_by_one(worker)
+        if models is None or worker.is_cancelled:
+            return
         try:
             scenes = group_scenes(models)
         except Exception as exc:  # noqa: BLE001
@@ -213,10 +187,120 @@ class GapscopeApp(App):
             self.call_from_thread(self._add_scene, sc)
         if self.run_analysis:
             for sc in scenes:
-                for pi in range(len(sc.parts)):
-                    if worker.is_cancelled:
-                        return
-                    self._analyse(sc, pi)
+                if worker.is_cancelled:
+                    return
+                if sc.multi:
+                    self._analyse_ranks(sc, worker)
+                else:
+                    self._analyse(sc, 0)
+
+    def _load_error(self, p: str, exc: BaseException) -> str:
+        if isinstance(exc, GapscopeError):
+            return str(exc)
+        if isinstance(exc, MemoryError):
+            return f"{p}: out of memory (try --max-size or a smaller trace)"
+        return (f"{p}: internal error while loading ({type(exc).__name__}: "
+                f"{' '.join(str(exc).split())[:200]})")
+
+    def _load_one_by_one(self, worker) -> list | None:
+        """[(path, model)] read one after another in this thread (one trace), or None (failed or cancelled)."""
+        from ..trace import load
+
+        models: list = []
+        for i, p in enumerate(self.paths):
+            if worker.is_cancelled:
+                return None
+            try:
+                size = os.path.getsize(p)
+            except OSError:
+                size = 0
+            self.call_from_thread(self._progress, f"loading {os.path.basename(p)} ({size / 1e6:.1f} MB)"
+                                  f" [{i + 1}/{len(self.paths)}] ... Esc cancels")
+            try:
+                model = _load(load, p, self.load_opts)
+            except (GapscopeError, MemoryError) as exc:
+                self.call_from_thread(self._fail, self._load_error(p, exc))
+                return None
+            except Exception as exc:  # noqa: BLE001 - a reader bug: still one line, never a traceback
+                if os.environ.get("GAPSCOPE_DEBUG"):
+                    raise
+                self.call_from_thread(self._fail, self._load_error(p, exc))
+                return None
+            if worker.is_cancelled:
+                return None
+            models.append((p, model))
+        return models
+
+    def _load_parallel(self, worker) -> list | None:
+        """[(path, model)] for several traces (the ranks of one job, or tabs), read in parallel processes by
+        tui.trace.multi.load_many; or None (failed or cancelled). Escape still leaves at once: the command
+        exits without waiting for the readers."""
+        try:
+            from ..trace.multi import load_many
+        except ImportError:  # pragma: no cover - the multi-trace loader is optional
+            return self._load_one_by_one(worker)
+        total = 0
+        for p in self.paths:
+            try:
+                total += os.path.getsize(p)
+            except OSError:
+                pass
+        self.call_from_thread(self._progress, f"loading {len(self.paths)} traces in parallel ({total / 1e6:.1f} MB,"
+                              f" {os.path.basename(self.paths[0])} ...) ... Esc cancels")
+        opts = {k: v for k, v in self.load_opts.items() if k in ("no_cache", "max_size", "jobs")}
+        try:
+            loaded = load_many(list(self.paths), **opts)
+        except GapscopeError as exc:
+            self.call_from_thread(self._fail, str(exc))
+            return None
+        except MemoryError:
+            self.call_from_thread(self._fail, f"out of memory while loading {len(self.paths)} traces "
+                                  "(try --max-size or fewer traces)")
+            return None
+        except Exception as exc:  # noqa: BLE001 - a reader or pool failure: still one line
+            if os.environ.get("GAPSCOPE_DEBUG"):
+                raise
+            self.call_from_thread(self._fail, f"{len(self.paths)} traces: internal error while loading "
+                                  f"({type(exc).__name__}: {' '.join(str(exc).split())[:200]})")
+            return None
+        if worker.is_cancelled:
+            return None
+        if len(loaded) != len(self.paths):  # load_many expands folders and patterns; the app's paths are files
+            self.call_from_thread(self._fail, f"internal error while loading: {len(self.paths)} traces named, "
+                                  f"{len(loaded)} read")
+            return None
+        return list(zip(self.paths, loaded))
+
+    def _analyse_ranks(self, sc: Scene, worker) -> None:
+        """The ranks of one job: tui.analysis.ranks.analyze_ranks (collectives matched across ranks, waits, the
+        late rank), installed together. When that fails, each rank is analysed on its own and the header
+        says why."""
+        models = [pt.model for pt in sc.parts]
+        try:
+            from ..analysis.ranks import analyze_ranks
+            from ..analysis.thresholds import DEFAULT
+
+            out = analyze_ranks(models)
+            part_of = {id(pt.model): i for i, pt in enumerate(sc.parts)}
+            items = []
+            for a in out:
+                cfg = getattr(a, "config", None) or DEFAULT
+                items.append((part_of[id(a.model)], a, int(getattr(cfg, "min_listed_gap_ns", 2000))))
+            if sorted(i for i, _, _ in items) != list(range(len(sc.parts))):
+                raise ValueError("analyses do not match the ranks")
+        except Exception as exc:  # noqa: BLE001 - fall back to one analysis per rank
+            if os.environ.get("GAPSCOPE_DEBUG"):
+                raise
+            msg = exc if isinstance(exc, GapscopeError) else f"internal error {type(exc).__name__}: {exc}"
+            sc.rank_error = " ".join(f"ranks analysed one by one: cross-rank analysis failed ({msg})".split())[:300]
+            for pi in range(len(sc.parts)):
+                if worker.is_cancelled:
+                    return
+                self._analyse(sc, pi)
+            return
+        if worker.is_cancelled:
+            return
+        self.call_from_thread(self._analyses_ready, sc, items)
 
     def _analyse(self, sc: Scene, pi: int = 0) -> None:
         model = sc.parts[pi].model
@@ -283,10 +367,31 @@ class GapscopeApp(App):
                 self.lanes.sync_rows()
                 self.refresh_all()
 
-    def _install_analysis(self, sc: Scene, a, min_listed: int, pi: int) -> None:
+    def _analyses_ready(self, sc: Scene, items: list) -> None:
+        """Every rank's analysis of a multi-rank tab at once (analyze_ranks)."""
+        try:
+            self._install_analysis(sc, None, 0, 0, items=items)
+        except Exception as exc:  # noqa: BLE001 - keep the lanes; say what went wrong in one line
+            if os.environ.get("GAPSCOPE_DEBUG"):
+                raise
+            for pt in sc.parts:
+                pt.analysis = None
+                pt.analysis_error = f"analysis could not be shown (internal error {type(exc).__name__}: {exc})"
+            sc._merge_gaps()
+            sc.apply_filter(None)
+            sc.invalidate_rows()
+            if sc is self.scene:
+                self.lanes.sync_rows()
+                self.fill_tables()
+                self.refresh_all()
+
+    def _install_analysis(self, sc: Scene, a, min_listed: int, pi: int, items: list | None = None) -> None:
         keep = sc.selected_gap
         keep_active = sc.active
-        sc.set_analysis(a, min_listed, pi)
+        if items is not None:
+            sc.set_analyses(items)
+        else:
+            sc.set_analysis(a, min_listed, pi)
         moved = False
         if keep >= 0 and self._user_picked:
             # parts are analysed in order and appended, so earlier gap ids are unchanged: a later rank's
@@ -324,7 +429,9 @@ class GapscopeApp(App):
         sc = self.scene
         if sc is None:
             return
-        self.query_one("#header", Static).update(header_text(sc, self.current, len(self.scenes), self.glyphs))
+        hd = self.query_one("#header", Static)
+        width = hd.size.width or self.size.width
+        hd.update(header_text(sc, self.current, len(self.scenes), self.glyphs, width=width))
 
     def refresh_all(self) -> None:
         self.refresh_header()
@@ -432,13 +539,39 @@ class GapscopeApp(App):
                        Text(self.d(k.floor_ns) if getattr(k, "floor_ns", None) else "-"),
                        Text(str(k.bound or "-")), Text(self._text(str(k.op or "-"))),
                        Text(self._text(str(k.shapes or "-"))[:40], no_wrap=True, overflow=self._ov), key=str(i))
-        for c in ("#", "severity", "idle", "finding"):
+        cols = ("#", "rank", "severity", "idle", "finding") if sc.multi else ("#", "severity", "idle", "finding")
+        for c in cols:
             ft.add_column(Text(c), key=c)
-        for i, f in enumerate(getattr(a, "findings", None) or []):
-            ft.add_row(Text(str(i + 1)), Text(str(f.severity)), Text(self.d(f.idle_ns)),
-                       Text(self._text(f.title), no_wrap=True, overflow=self._ov), key=str(i))
+        for n, (pi, i, f) in enumerate(self._findings(sc)):
+            cells = [Text(str(n + 1)), Text(str(f.severity)), Text(self.d(f.idle_ns)),
+                     Text(self._text(f.title), no_wrap=True, overflow=self._ov)]
+            if sc.multi:
+                cells.insert(1, Text(str(self._rank_of(sc, pi))))
+            ft.add_row(*cells, key=f"{pi}:{i}")
         self._show_kernel_info(0)
         self._show_finding_info(0)
+
+    @staticmethod
+    def _rank_of(sc: Scene, pi: int):
+        r = sc.parts[pi].model.rank
+        return r if r is not None else pi
+
+    def _findings(self, sc: Scene | None) -> list:
+        """(part, index, finding) listed in the findings view: the active trace's; in a multi-rank tab every
+        rank's (the waiting rank's finding names the late one), largest idle first."""
+        if sc is None:
+            return []
+        parts = range(len(sc.parts)) if sc.multi else [sc.active]
+        out = [(pi, i, f) for pi in parts for i, f in enumerate(getattr(sc.parts[pi].analysis, "findings", None)
+                                                                   or [])]
+        if sc.multi:
+            out.sort(key=lambda e: (-int(e[2].idle_ns), e[0], e[1]))
+        return out
+
+    @staticmethod
+    def _finding_key(key) -> tuple[int, int] | None:
+        a, _, b = str(key).partition(":")
+        return (int(a), int(b)) if a.isdigit() and b.isdigit() else None
 
     def _show_kernel_info(self, i: int) -> None:
         sc = self.scene
@@ -456,12 +589,18 @@ class GapscopeApp(App):
             t.append("Enter: find it in the lanes", style="dim")
         self.query_one("#kernelinfo", Static).update(t)
 
-    def _show_finding_info(self, i: int) -> None:
+    def _show_finding_info(self, i: int | tuple[int, int]) -> None:
         sc = self.scene
-        fs = (getattr(sc.analysis, "findings", None) or []) if sc and sc.analysis else []
         t = Text()
-        if 0 <= i < len(fs):
-            f = fs[i]
+        f = None
+        if isinstance(i, tuple):
+            pt = sc.parts[i[0]] if sc is not None and i[0] < len(sc.parts) else None
+            fs = (getattr(pt.analysis, "findings", None) or []) if pt is not None else []
+            f = fs[i[1]] if 0 <= i[1] < len(fs) else None
+        else:
+            fs = self._findings(sc)
+            f = fs[i][2] if 0 <= i < len(fs) else None
+        if f is not None:
             t.append(self._text(f.title) + "\n", style="bold")
             t.append(self._text(f"{f.severity}, {self.d(f.idle_ns)} of GPU idle explained, "
                                 f"{np.asarray(getattr(f, 'gap_rows', ())).size} gaps") + "\n")
@@ -480,8 +619,9 @@ class GapscopeApp(App):
 
     @on(DataTable.RowHighlighted, "#findings")
     def _finding_highlighted(self, ev: DataTable.RowHighlighted) -> None:
-        if ev.row_key is not None and str(ev.row_key.value).isdigit():
-            self._show_finding_info(int(ev.row_key.value))
+        k = self._finding_key(ev.row_key.value) if ev.row_key is not None else None
+        if k is not None:
+            self._show_finding_info(k)
 
     @on(DataTable.RowSelected, "#kernels")
     def _kernel_selected(self, ev: DataTable.RowSelected) -> None:
@@ -589,13 +729,14 @@ class GapscopeApp(App):
     @on(DataTable.RowSelected, "#findings")
     def _finding_selected(self, ev: DataTable.RowSelected) -> None:
         sc = self.scene
-        if sc is None or sc.analysis is None:
+        k = self._finding_key(ev.row_key.value) if ev.row_key is not None else None
+        if sc is None or k is None or not 0 <= k[0] < len(sc.parts) or sc.parts[k[0]].analysis is None:
             return
-        f = sc.analysis.findings[int(ev.row_key.value)]
+        f = sc.parts[k[0]].analysis.findings[k[1]]
         rows = np.asarray(getattr(f, "gap_rows", []), dtype=np.int64)
         if rows.size:
             sc.apply_filter(None)
-            gid = np.flatnonzero((sc.g_part == sc.active) & np.isin(sc.g_row, rows))
+            gid = np.flatnonzero((sc.g_part == k[0]) & np.isin(sc.g_row, rows))
             gid = gid[np.argsort(-sc.g_dur[gid], kind="stable")][:1]
             where = np.flatnonzero(sc.order == int(gid[0])) if gid.size else gid
             self.action_view("lanes")
@@ -871,6 +1012,8 @@ class GapscopeApp(App):
     def on_resize(self, event) -> None:
         if self.scene is not None:
             self.lanes.sync_rows()
+            if self.scene.multi:
+                self.refresh_header()  # the ranks line is fitted to the width
 
 
 def group_scenes(models: list) -> list[Scene]:

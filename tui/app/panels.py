@@ -52,7 +52,7 @@ def torch_version(model) -> str | None:
     return v if isinstance(v, str) else None
 
 
-def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs) -> Text:
+def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs, width: int | None = None) -> Text:
     t = T(glyphs.ascii)
     t.text = Text(no_wrap=True, overflow="crop" if glyphs.ascii else "ellipsis")
     m = scene.model
@@ -87,6 +87,12 @@ def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs) -> Text:
             t.add(sep).add("no GPU work in this trace: nothing to explain", "italic")
         else:
             t.add(sep).add("analysing..." if scene.analysis_error is None else "no analysis", "italic")
+    if getattr(scene, "multi", False):
+        line = ranks_line(scene, glyphs, width)
+        if line:
+            t.nl()
+            for seg, style in line:
+                t.add(seg, style)
     warns = header_warnings(scene)
     for w in warns:
         t.nl().add(f"{glyphs.warn} {w}", "bold black on yellow")
@@ -108,8 +114,81 @@ def biggest_cause(scene: Scene) -> str | None:
     return f"{CAUSES[i]} ({tot[i] / tot.sum() * 100:.0f}% of idle)"
 
 
+def _rank_segment(e: dict, compact: bool, d) -> list[tuple[str, str | None]]:
+    """One rank of the header's ranks line: [(text, style)]."""
+    r = e["rank"]
+    if not e["analysed"]:
+        return [(f"r{r} ..." if compact else f"rank {r}: analysing...", "italic")]
+    idle = "no GPU" if e["idle_pct"] is None else f"{e['idle_pct']:.1f}% idle"
+    out: list[tuple[str, str | None]] = [(f"r{r} " if compact else f"rank {r}: ", "bold"), (idle, None)]
+    if e["wait_ns"] > 0 and e["wait_for"] is not None:
+        w = (f"{d(e['wait_ns'])} wait r{e['wait_for']}" if compact
+             else f"{d(e['wait_ns'])} waiting for rank {e['wait_for']}")
+        if e["skew"]:
+            w += " (skew)" if compact else " (start-up skew)"
+        out += [(", ", None), (w, "yellow" if e["skew"] else "bold yellow")]
+    if e["late"] is not None:
+        n, of, fn = e["late"]
+        if compact:
+            out += [(", ", None), (f"late {n}/{of}", "bold red")]
+        else:
+            out += [(", ", None), (f"late: arrived last {n}/{of}" + (f", after `{fn}`" if fn else ""), "bold red")]
+    return out
+
+
+def ranks_line(scene: Scene, glyphs: G.Glyphs, width: int | None = None) -> list[tuple[str, str | None]]:
+    """A multi-rank tab's one-line summary per rank: idle %, collective wait and for whom, the late rank, fitted
+    to ``width``: full words, else short ones, else the ranks that wait or are late first and ``+N more``."""
+    try:
+        ents = scene.rank_summary()
+    except Exception:  # noqa: BLE001 - the header must draw whatever the analysis holds
+        return []
+    if not ents or not any(e["analysed"] for e in ents):
+        return []
+    ascii = glyphs.ascii
+
+    def d(ns):
+        return fmt_dur(int(ns), ascii=ascii)
+
+    sep = (f" {glyphs.sep} ", "dim")
+    room = max(int(width) - 1, 20) if width else None
+
+    def build(chosen, compact, more=0):
+        out: list = []
+        for e in chosen:
+            if out:
+                out.append(sep)
+            out += _rank_segment(e, compact, d)
+        if more:
+            out.append((f"  +{more} more rank{'s' if more > 1 else ''}", "dim"))
+        return out
+
+    def size(line):
+        return sum(len(s) for s, _ in line)
+
+    for compact in (False, True):
+        line = build(ents, compact)
+        if room is None or size(line) <= room:
+            return line
+    # the ranks that matter first: late ones, then the longest waits; shown in rank order
+    pri = sorted(range(len(ents)), key=lambda i: (ents[i]["late"] is None, -ents[i]["wait_ns"], i))
+    keep: list[int] = []
+    for i in pri:
+        trial = sorted(keep + [i])
+        if size(build([ents[j] for j in trial], True, len(ents) - len(trial))) > room:
+            break
+        keep = trial
+    return build([ents[j] for j in keep], True, len(ents) - len(keep))
+
+
 def header_warnings(scene: Scene) -> list[str]:
     out = []
+    # ranks of one job: what the clock check said, and a cross-rank analysis that failed
+    cw = list(getattr(scene, "clock_warnings", None) or [])
+    if cw:
+        out.append(cw[0] + (f" (+{len(cw) - 1} more clock warnings)" if len(cw) > 1 else ""))
+    if getattr(scene, "rank_error", None):
+        out.append(scene.rank_error)
     m = scene.model
     a = scene.analysis
     dist = getattr(a, "distortion", None) if a is not None else None

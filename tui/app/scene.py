@@ -61,6 +61,8 @@ class Scene:
         #: what the clock check said (a rank whose collective end times disagree with its time base)
         self.clock_warnings: list[str] = []
         self.clock_notes: dict[int, str] = {}  # part -> short note for its rank's group rows
+        #: why the ranks were analysed one by one (cross-rank matching failed), or None
+        self.rank_error: str | None = None
         if len(models) > 1 and all(m.rank is not None for m in models):
             offsets = self._align_ranks(models, offsets)
         self.parts = [Part(p, m, off) for p, m, off in zip(paths, models, offsets)]
@@ -241,6 +243,54 @@ class Scene:
         self._merge_gaps()
         self.apply_filter(self.cause_filter)
         self.invalidate_rows()
+
+    def set_analyses(self, items) -> None:
+        """Install several parts' analyses at once (``(part, analysis, min_listed_ns)``): one merge of the gaps."""
+        for part, a, min_listed_ns in items:
+            pt = self.parts[part]
+            pt.analysis = a
+            pt.min_listed_ns = int(min_listed_ns)
+        self._merge_gaps()
+        self.apply_filter(self.cause_filter)
+        self.invalidate_rows()
+
+    def rank_summary(self) -> list[dict]:
+        """Per rank of a multi-rank tab, in rank order: ``rank``, ``idle_pct`` (None: no GPU work or not analysed
+        yet), ``analysed``, ``wait_ns`` (collective wait for other ranks) and ``wait_for`` (the rank it waited
+        for most), ``skew`` (that wait is profiler start-up skew), ``late`` ((arrived last, of, frame) when
+        the cross-rank analysis names this rank late at half its collectives or more, else None)."""
+        out = []
+        for pi, pt in enumerate(self.parts):
+            a = pt.analysis
+            rank = pt.model.rank if pt.model.rank is not None else pi
+            e = {"rank": rank, "idle_pct": None, "analysed": a is not None, "wait_ns": 0, "wait_for": None,
+                 "skew": False, "late": None}
+            out.append(e)
+            if a is None:
+                continue
+            if getattr(a, "devices", None):
+                e["idle_pct"] = float(a.idle_pct)
+            rm = getattr(a, "rank_match", None)
+            if not isinstance(rm, dict):
+                continue
+            rk = str(rank)
+            by: dict = {}
+            for r in getattr(a, "rank_collectives", None) or []:
+                w = float((r.get("wait_by_rank_us") or {}).get(rk, 0.0))
+                lr = r.get("late_rank")
+                if w > 0 and lr is not None and str(lr) != rk:
+                    by[lr] = by.get(lr, 0.0) + w
+            if by:
+                e["wait_ns"] = int(round(sum(by.values()) * 1e3))
+                e["wait_for"] = max(by, key=lambda k: by[k])
+            for f in getattr(a, "findings", None) or []:
+                if getattr(f, "id", None) == f"collective-wait-{rk}":
+                    e["skew"] = bool((f.evidence or {}).get("startup_skew"))
+            for le in rm.get("late") or []:
+                if str(le.get("rank")) == rk and le.get("count") and 2 * le["count"] >= max(le.get("of") or 0, 1):
+                    b = (le.get("before") or [None])[0] or {}
+                    e["late"] = (int(le["count"]), int(le.get("of") or 0), b.get("func") or b.get("frame"))
+        return out
 
     def _merge_gaps(self) -> None:
         cols = {k: [] for k in ("part", "row", "start", "end", "dur", "cause", "device")}
