@@ -12,6 +12,14 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 
+#: the style of unstyled runs: Textual's NO_COLOR (monochrome) filter needs a Style on every segment, never None
+_PLAIN = Style()
+
+
+def _styled(segments) -> list[Segment]:
+    return [sg if sg.style is not None else Segment(sg.text, _PLAIN, sg.control) for sg in segments]
+
+
 class TextView(ScrollView, can_focus=True):
     BINDINGS = [
         Binding("up,k", "scroll_up", "scroll up", show=False),
@@ -48,7 +56,7 @@ class TextView(ScrollView, can_focus=True):
         console = self.app.console
         opts = console.options.update_width(width)
         lines = self._text.wrap(console, width, overflow="fold") if self._text else []
-        self._lines = [Strip(list(line.render(console, end="")), line.cell_len) for line in lines]
+        self._lines = [Strip(_styled(line.render(console, end="")), line.cell_len) for line in lines]
         del opts
         self._wrapped_at = width
         self.virtual_size = Size(width, len(self._lines))
@@ -61,5 +69,5 @@ class TextView(ScrollView, can_focus=True):
         width = self.scrollable_content_region.width or self.size.width
         y += int(self.scroll_offset.y)
         if 0 <= y < len(self._lines):
-            return self._lines[y].crop_extend(0, width, Style())
-        return Strip([Segment(" " * width)], width)
+            return self._lines[y].crop_extend(0, width, _PLAIN)
+        return Strip([Segment(" " * width, _PLAIN)], width)
