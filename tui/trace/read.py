@@ -631,7 +631,7 @@ def _finish(path: str, r: _Reader, b: ColumnBuilder) -> TraceModel:
 #: plain (not gzip) trace files at least this big are parsed by two processes (None: never)
 PARALLEL_MIN: int | None = 64 << 20
 #: models with at least this many events have their cache entry written by a thread
-BACKGROUND_CACHE_MIN = 1_000_000
+BACKGROUND_CACHE_MIN = 100_000
 #: where the worker's part starts, as a fraction of the file (the parent also reads the whole file,
 #: merges and sorts, so it takes a little less than half of the events)
 SPLIT_AT = 0.5
