@@ -150,3 +150,37 @@ def test_balanced_pair_names_no_late_rank_1_and_no_clock_warning():
             assert 1 not in late
 
     asyncio.run(go())
+
+
+def test_escape_cancels_a_slow_parallel_load(monkeypatch):
+    import threading
+
+    import tui.trace.multi
+
+    _need(LATE1)
+    release, started = threading.Event(), threading.Event()
+    real = tui.trace.multi.load_many
+
+    def slow_many(paths, **kw):
+        started.set()
+        release.wait(20)
+        return real(paths, **kw)
+
+    monkeypatch.setattr(tui.trace.multi, "load_many", slow_many)
+
+    async def go():
+        app = GapscopeApp([str(p) for p in LATE1], load_opts={"no_cache": True})
+        async with app.run_test(size=(100, 24)) as pilot:
+            for _ in range(50):
+                if started.is_set():
+                    break
+                await pilot.pause(0.05)
+            assert "loading 2 traces in parallel" in screen_text(app)
+            await pilot.press("escape")
+            await pilot.pause()
+            release.set()
+        return app
+
+    app = asyncio.run(go())
+    assert app.cancelled and app.return_code == 130
+    assert not app.scenes
