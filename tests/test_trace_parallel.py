@@ -103,3 +103,22 @@ def test_bare_array_and_gzip_stay_serial_or_equal(tmp_path, monkeypatch, doc):
     g.write_bytes(gzip.compress(json.dumps(doc).encode(), 1))
     par, ser = _load_both(g, monkeypatch, expect_split=False)  # gzip: one process
     _same(par, ser)
+
+
+def test_background_cache_write_then_warm_equals_cold(tmp_path, monkeypatch, doc):
+    import threading
+
+    from tui.trace import cache, load
+
+    monkeypatch.setenv("GAPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(read, "BACKGROUND_CACHE_MIN", 1)
+    p = tmp_path / "t.json"
+    p.write_bytes(json.dumps(doc).encode())
+    cold = load(str(p))
+    for t in threading.enumerate():
+        if t.name == "gapscope-cache-write":
+            t.join(30)
+    assert os.path.isfile(cache.entry_path(str(p)))
+    assert not [f for f in os.listdir(tmp_path / "cache") if f.endswith(".tmp")]
+    monkeypatch.setattr(read, "load_uncached", None)  # a warm load must not parse
+    _same(cold, load(str(p)))

@@ -179,7 +179,21 @@ def _prepare(path: str, st: os.stat_result, model: TraceModel):
     if os.path.abspath(folder) == os.path.dirname(os.path.abspath(path)):
         return None  # never next to the trace
     os.makedirs(folder, exist_ok=True)
+    _sweep(folder)
     return entry_path(path), _entry_arrays(model, key)
+
+
+def _sweep(folder: str, age_s: float = 3600.0) -> None:
+    """Remove temporary files left by writes that never finished (a process killed mid-write)."""
+    import time
+
+    try:
+        now = time.time()
+        for e in os.scandir(folder):
+            if e.name.startswith(".gapscope-") and e.name.endswith(".tmp") and now - e.stat().st_mtime > age_s:
+                os.unlink(e.path)
+    except OSError:
+        pass
 
 
 def _write(dest: str, arrays: dict) -> None:

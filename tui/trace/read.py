@@ -718,7 +718,19 @@ def _stream_part(f, split: int, path: str):
         base += nxt
 
 
+def _die_with_parent() -> None:
+    """Linux: the worker is killed when the thread that forked it goes (an app that exits mid-load)."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - elsewhere the worker ends when it finds the pipe closed
+        pass
+
+
 def _worker(conn, path: str, split: int, size: int, mtime_ns: int) -> None:
+    _die_with_parent()
     gc.disable()
     out = None
     try:
