@@ -184,3 +184,33 @@ def test_escape_cancels_a_slow_parallel_load(monkeypatch):
     app = asyncio.run(go())
     assert app.cancelled and app.return_code == 130
     assert not app.scenes
+
+
+def test_header_shows_the_clock_warning_of_a_shifted_rank(monkeypatch):
+    """Rank 1's time base written 5 ms off: the collectives' end times correct it, and the header says so."""
+    import tui.trace.multi
+
+    _need(LATE1)
+    real = tui.trace.multi.load_many
+
+    def shifted(paths, **kw):
+        ms = real(paths, **kw)
+        for m in ms:
+            if m.rank == 1:
+                m.metadata["baseTimeNanoseconds"] = int(m.metadata.get("baseTimeNanoseconds") or 0) + 5_000_000
+        return ms
+
+    monkeypatch.setattr(tui.trace.multi, "load_many", shifted)
+
+    async def go():
+        app = GapscopeApp([str(p) for p in LATE1], ascii=True, load_opts={"no_cache": True})
+        async with app.run_test(size=(160, 48)) as pilot:
+            await _settle(app, pilot)
+            sc = app.scene
+            assert sc.clock_warnings and sc.clock_warnings[0].startswith("rank 1:")
+            head = "\n".join(screen_text(app).splitlines()[:5])
+            assert head.isascii()
+            assert "! rank 1: collective end times are +5.00 ms off" in head
+            assert "waiting for rank 1" in head and "late: arrived last 64/64" in head
+
+    asyncio.run(go())
