@@ -62,6 +62,7 @@ class GapscopeApp(App):
     .infobox { height: 40%; border-top: hkey $primary; }
     .-ascii .infobox { border-top: ascii $primary; }
     Screen.-ascii DataTable, Screen.-ascii VerticalScroll, Screen.-ascii LanesView { scrollbar-size: 0 0; }
+    Screen.-ascii { scrollbar-size: 0 0; }
     Screen.-ascii #gaplist, Screen.-ascii #stack, Screen.-ascii #kernels, Screen.-ascii #findings,
     Screen.-ascii #lanes { scrollbar-size: 0 0; }
     Screen.-ascii #header, Screen.-ascii #status { text-overflow: clip; }
