@@ -42,16 +42,25 @@ def export_all(analyses: list, trace_path: str, svg: str | None) -> list[str]:
     folder = export_folder(trace_path)
     stem = free_stem(folder, trace_stem(trace_path))
     written: list[str] = []
-    if analyses:
-        from ..report import write_reports
+    try:
+        if analyses:
+            from ..report import write_reports
 
-        res = write_reports(analyses, folder, stem)
-        if isinstance(res, dict):
-            written.extend(str(p) for p in res.values())
-        elif isinstance(res, (list, tuple)):
-            written.extend(str(p) for p in res)
-        elif res is not None:
-            written.append(str(res))
-    if svg is not None:
-        written.append(atomic_write_text(os.path.join(folder, stem + ".svg"), svg))
+            res = write_reports(analyses, folder, stem)
+            if isinstance(res, dict):
+                written.extend(str(p) for p in res.values())
+            elif isinstance(res, (list, tuple)):
+                written.extend(str(p) for p in res)
+            elif res is not None:
+                written.append(str(res))
+        if svg is not None:
+            written.append(atomic_write_text(os.path.join(folder, stem + ".svg"), svg))
+    except BaseException:
+        # all or nothing: a failed export takes back the files it wrote (new names, never anyone else's)
+        for p in written:
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
+        raise
     return written
