@@ -159,3 +159,26 @@ def test_sample_trace_in_tmux(tmp_path, env):
         assert "Traceback" not in screen and "Error" not in screen, screen
     finally:
         _tmux("kill-session", "-t", session, check=False)
+
+
+@pytest.mark.skipif(TMUX is None and not os.environ.get("CI"), reason="tmux is not installed")
+def test_bad_trace_in_tmux_shows_the_error_screen_then_one_line(tmp_path):
+    if TMUX is None:
+        pytest.fail("CI needs tmux for the terminal tests")
+    bad = tmp_path / "cut.json"
+    bad.write_bytes(b"not a trace")
+    session = f"gapscope-term-{os.getpid()}-bad"
+    cmd = (f"cd {ROOT} && env -u NO_COLOR -u GAPSCOPE_FORCE_TUI TERM=xterm LANG=C.UTF-8 LC_ALL=C.UTF-8 "
+           f"GAPSCOPE_CACHE_DIR={tmp_path} {sys.executable} -m tui {bad}; echo EXIT=$?; sleep 30")
+    _tmux("new-session", "-d", "-s", session, "-x", "80", "-y", "24", cmd)
+    try:
+        screen = _wait_for(session, "gapscope: error:")
+        assert "profiler trace (not JSON" in screen and "Traceback" not in screen
+        _tmux("send-keys", "-t", session, "q")
+        _wait_for(session, "EXIT=")
+        screen = _tmux("capture-pane", "-p", "-S", "-1000", "-t", session)
+        assert "EXIT=2" in screen and "Traceback" not in screen
+        errs = [ln for ln in screen.splitlines() if ln.startswith("gapscope: error:")]
+        assert len(errs) == 1 and "cut.json" in errs[0], screen
+    finally:
+        _tmux("kill-session", "-t", session, check=False)
