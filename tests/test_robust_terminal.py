@@ -176,7 +176,7 @@ def test_bad_trace_in_tmux_shows_the_error_screen_then_one_line(tmp_path):
         assert "profiler trace (not JSON" in screen and "Traceback" not in screen
         _tmux("send-keys", "-t", session, "q")
         _wait_for(session, "EXIT=")
-        screen = _tmux("capture-pane", "-p", "-S", "-1000", "-t", session)
+        screen = _tmux("capture-pane", "-p", "-J", "-S", "-1000", "-t", session)  # -J: wrapped lines joined
         assert "EXIT=2" in screen and "Traceback" not in screen
         errs = [ln for ln in screen.splitlines() if ln.startswith("gapscope: error:")]
         assert len(errs) == 1 and "cut.json" in errs[0], screen
