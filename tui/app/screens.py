@@ -78,8 +78,9 @@ class HelpScreen(ModalScreen):
             if not self.legend_only:
                 yield Static(Text("Keys", style="bold underline"))
                 table = Table(box=None, show_header=False, padding=(0, 1), expand=True)
-                table.add_column(no_wrap=True, style="bold")
-                table.add_column(ratio=1)
+                # no "…" where a column is cut (narrow terminals): a non-UTF-8 terminal cannot show it
+                table.add_column(no_wrap=True, style="bold", overflow="crop" if self.glyphs.ascii else "ellipsis")
+                table.add_column(ratio=1, overflow="fold" if self.glyphs.ascii else "ellipsis")
                 for k, what in KEYS:
                     if self.glyphs.ascii:
                         k = k.replace("←", "left").replace("→", "right").replace("↑", "up").replace("↓", "down")
