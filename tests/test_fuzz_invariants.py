@@ -241,7 +241,7 @@ def test_random_damaged_traces_keep_the_invariants(tmp_path, schema, case):
     check_case(tmp_path, case, schema)
 
 
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(steps=st.lists(_step, min_size=1, max_size=40))
 def test_random_valid_traces_load_and_keep_the_invariants(tmp_path, schema, steps):
