@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -59,6 +60,7 @@ def main(argv=None) -> int:
         el = time.monotonic() - t0
         print(f"{el:7.0f}s  rounds {rnd - args.seed}  examples {sum(counts.values())}  loaded {counts['ok']}  "
               f"refused {counts['error']}  failures {len(failures)}", flush=True)
+    shutil.rmtree(folder, ignore_errors=True)
     print(f"done: {sum(counts.values())} examples in {time.monotonic() - t0:.0f}s, {len(failures)} failures")
     return 1 if failures else 0
 
