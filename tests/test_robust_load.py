@@ -200,10 +200,10 @@ def test_deeply_nested_args(tmp_path):
     p = tmp_path / "deep.json"
     p.write_bytes(raw)
     m = load(p, no_cache=True)
-    # the event is kept; its args are too deep to keep and that is said
+    # the parser refuses nesting past 1024 levels: that one event is skipped, the rest load, and it is said
     relu = [i for i in range(m.n) if m.name(i) == "aten::relu"]
-    assert len(relu) == 1 and m.event_args(relu[0]) == {}
-    assert any("too deeply nested" in w for w in m.warnings)
+    assert relu == []
+    assert m.n > 0 and any("nested too deeply" in w for w in m.warnings), m.warnings
     _check_cli(p, expect_ok=True)
     # a nesting that never closes is damage: the other events survive
     q = tmp_path / "deep_open.json"

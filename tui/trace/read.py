@@ -227,6 +227,7 @@ class _Stats:
         self.control = 0
         self.utf8 = 0
         self.skipped = 0
+        self.deep = 0  # values nested past the parser's depth limit (orjson: 1024 levels)
         self.truncated = False
         self.kept_events = 0
 
@@ -242,9 +243,13 @@ def _repair_one(text: bytes, stats: _Stats, limit: int = _MAX_REPAIRS):
         try:
             return "ok", _loads(text), None
         except RecursionError:
+            stats.deep += 1
             return "bad", None, None
         except JSONDecodeError as exc:
             msg = exc.msg or ""
+            if "recursion" in msg.lower() or "depth" in msg.lower():
+                stats.deep += 1
+                return "bad", None, None
             bpos = _char_to_byte(text, exc.pos)
             if msg.startswith(("unexpected content after document", "Extra data")):
                 tail = text[bpos:]
@@ -560,8 +565,11 @@ class _Reader:
             w.append(f"replaced {st.control} raw control characters inside strings")
         if st.utf8:
             w.append(f"replaced invalid UTF-8 bytes in {st.utf8} events")
-        if st.skipped:
-            w.append(f"{st.skipped} damaged events could not be repaired and were skipped")
+        deep = min(st.deep, st.skipped)
+        if deep:
+            w.append(f"{deep} events were nested too deeply (over 1024 levels) and were skipped")
+        if st.skipped - deep:
+            w.append(f"{st.skipped - deep} damaged events could not be repaired and were skipped")
         if st.truncated:
             w.append(
                 f"the file ends inside the event list (cut off while being written?): kept {self.b.n_added} "
@@ -616,7 +624,7 @@ def _finish(path: str, r: _Reader, b: ColumnBuilder) -> TraceModel:
     b.warnings.extend(r.report())
     meta = r.metadata
     if b.n_added == 0 and r.stats.skipped and not b.category_counts:
-        raise _err(path, "no event could be read", 0)
+        raise _err(path, "no event could be read" + (": nested too deeply" if r.stats.deep else ""), 0)
     w = meta.get("WARNING")
     if isinstance(w, list) and w:
         first = " ".join(str(w[0]).split())[:120]
