@@ -284,9 +284,11 @@ def test_duplicated_and_unsorted_events(tmp_path):
     e1 = {"ph": "X", "cat": "cpu_op", "name": "late", "pid": 1, "tid": 1, "ts": 50, "dur": 1}
     e2 = {"ph": "X", "cat": "cpu_op", "name": "early", "pid": 1, "tid": 1, "ts": 10, "dur": 100}
     m = load(_write(tmp_path / "dup.json", {"traceEvents": [e1, e2, e1]}), no_cache=True)
-    assert [m.name(i) for i in range(m.n)] == ["early", "late", "late"]
-    assert m.ts_ns.tolist() == [10_000, 50_000, 50_000]
-    assert m.depth.tolist()[0] == 0 and m.depth.tolist()[1] >= 1
+    # sorted, and the exact duplicate dropped with a warning (it would double counts and totals)
+    assert [m.name(i) for i in range(m.n)] == ["early", "late"]
+    assert m.ts_ns.tolist() == [10_000, 50_000]
+    assert m.depth.tolist() == [0, 1] and m.parent.tolist() == [-1, 0]
+    assert any("1 exact duplicate events were dropped" in w for w in m.warnings), m.warnings
 
 
 def test_cpu_only_and_single_event(tmp_path):
