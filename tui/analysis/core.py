@@ -158,8 +158,10 @@ class Analysis:
     def cause_totals(self) -> dict[str, dict]:
         g = self.gaps
         cnt = np.bincount(g.cause, minlength=len(CAUSES))
-        tot = np.bincount(g.cause, weights=g.dur_ns, minlength=len(CAUSES))
-        return {c: {"count": int(cnt[i]), "total_ns": int(round(tot[i]))} for i, c in enumerate(CAUSES)}
+        # integer sums: a float64 bincount is inexact once a total passes 2**53 ns (a clock glitch can do it)
+        tot = np.zeros(len(CAUSES), dtype=np.int64)
+        np.add.at(tot, g.cause.astype(np.intp), g.dur_ns)
+        return {c: {"count": int(cnt[i]), "total_ns": int(tot[i])} for i, c in enumerate(CAUSES)}
 
     def listed_rows(self) -> np.ndarray:
         return np.flatnonzero(self.gaps.dur_ns >= self.config.min_listed_gap_ns)
