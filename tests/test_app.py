@@ -581,3 +581,28 @@ def test_space_expands_a_thread_into_stack_depth_rows(tmp_path):
 
     txt = run(go())
     assert "model.py(11): a_fn" in txt  # the depth row names the frame
+
+
+def test_large_trace_freezes_the_heap_until_exit(tmp_path, monkeypatch):
+    """A large trace's objects go to the collector's permanent generation once loaded (no full collection
+    walks them during key presses); the app's exit undoes it, and small traces are left alone."""
+    import gc
+
+    import tui.app.app as appmod
+
+    p = three_gaps(tmp_path)
+    assert gc.get_freeze_count() == 0
+
+    async def go(expect_frozen):
+        async with opened(p) as (app, pilot):
+            assert app._frozen is expect_frozen
+            assert (gc.get_freeze_count() > 0) is expect_frozen
+            before = app.scene.selected
+            await pilot.press("n")
+            await pilot.pause()
+            assert app.scene.selected == before + 1
+        assert gc.get_freeze_count() == 0
+
+    run(go(False))
+    monkeypatch.setattr(appmod, "FREEZE_EVENTS", 1)
+    run(go(True))
