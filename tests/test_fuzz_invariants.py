@@ -117,8 +117,8 @@ def damage_events(events: list, damage, seed: int) -> list:
             ts = e.get("ts")
             e["ts"] = (float(ts) if isinstance(ts, (int, float)) else 0.0) + 0.0004
         elif what == "big_ts":
-            # a clock glitch: far from the rest (1e9 µs is 17 minutes; epoch-µs stamps are tested on their own)
-            e["ts"] = 1e9 if where < 0.5 else -1e6
+            # a clock glitch far from the rest (17 minutes), an epoch-µs stamp among relative ones, or negative
+            e["ts"] = 1e9 if where < 0.25 else 1e15 if where < 0.5 else -1e6
         elif what == "bad_type":
             e[key] = [1, {"x": 2}] if where < 0.5 else {"nested": True}
         elif what == "drop_event":
