@@ -14,6 +14,7 @@ import argparse
 import importlib
 import os
 import sys
+import tempfile
 from typing import Any
 
 from .recorder import CaptureError
@@ -220,21 +221,33 @@ def gather_summaries(results: list, out_dir: str, stem: str, *, overwrite: bool 
     while not overwrite and os.path.exists(path):
         n += 1
         path = os.path.join(out_dir, f"{stem}.ranks.{n}.json")
-    tmp = path + ".tmp"
+    doc: dict[str, Any] = {"world_size": dist.get_world_size(), "ranks": gathered}
+    if job is not None:
+        doc["job"] = job  # the ranks matched: late rank, waits, clocks (see tui.analysis.ranks)
+    tmp = None
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            doc: dict[str, Any] = {"world_size": dist.get_world_size(), "ranks": gathered}
-            if job is not None:
-                doc["job"] = job  # the ranks matched: late rank, waits, clocks (see tui.analysis.ranks)
+        fd, tmp = tempfile.mkstemp(prefix=".gapscope-", suffix=".tmp", dir=out_dir or ".")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=1, default=str)
-        os.replace(tmp, path)
+        while True:
+            if overwrite:
+                os.replace(tmp, path)
+                break
+            try:
+                os.link(tmp, path)  # fails if the name appeared meanwhile: never clobber
+                break
+            except FileExistsError:
+                n += 1
+                path = os.path.join(out_dir, f"{stem}.ranks.{n}.json")
     except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         sys.stderr.write(f"gapscope capture: could not write {path} ({exc.strerror or exc})\n")
         return None
+    finally:
+        if tmp is not None and os.path.exists(tmp):
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
     return path
 
 
