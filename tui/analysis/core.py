@@ -15,6 +15,7 @@ from .names import RECORD_FUNCTION_BUILTINS, builtin_name, name_flags
 from .stacks import Frame, StackIndex, signature_frame
 from .thresholds import DEFAULT, Thresholds
 from .window import AnalysisWindow, compute_window
+from .units import fmt_ns as _us
 
 _ANNOTATION = int(Kind.ANNOTATION)
 
@@ -85,15 +86,6 @@ class Finding:
     cause: str | None = None
 
 
-def _us(ns) -> str:
-    ns = float(ns)
-    if abs(ns) >= 1e9:
-        return f"{ns / 1e9:.2f} s"
-    if abs(ns) >= 1e6:
-        return f"{ns / 1e6:.2f} ms"
-    if abs(ns) >= 1e3:
-        return f"{ns / 1e3:.1f} µs"
-    return f"{ns:.0f} ns"
 
 
 class Analysis:

@@ -8,6 +8,7 @@ from collections import defaultdict
 import numpy as np
 
 from .gaps import CAUSES
+from .units import fmt_ns as _fmt
 
 SUGGESTIONS = {
     "copy": "Use pinned host memory (tensor.pin_memory()) with .to(device, non_blocking=True), move the copy off "
@@ -43,15 +44,6 @@ TITLES = {
 BY_FRAME = {"sync", "python", "allocator", "collective"}
 
 
-def _fmt(ns: float) -> str:
-    ns = float(ns)
-    if ns >= 1e9:
-        return f"{ns / 1e9:.2f} s"
-    if ns >= 1e6:
-        return f"{ns / 1e6:.2f} ms"
-    if ns >= 1e3:
-        return f"{ns / 1e3:.1f} µs"
-    return f"{ns:.0f} ns"
 
 
 def _severity(share: float) -> str:

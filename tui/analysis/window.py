@@ -33,21 +33,13 @@ import numpy as np
 
 from ..trace.model import Kind, TraceModel, TrackKind
 from .intervals import union
+from .units import fmt_ns as _fmt
 
 STEP_RE = re.compile(r"^gapscope\.step#(\d+)$")
 MODES = ("steps", "all")
 _WORK = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
 
 
-def _fmt(ns: float) -> str:
-    ns = float(ns)
-    if ns >= 1e9:
-        return f"{ns / 1e9:.2f} s"
-    if ns >= 1e6:
-        return f"{ns / 1e6:.2f} ms"
-    if ns >= 1e3:
-        return f"{ns / 1e3:.1f} µs"
-    return f"{ns:.0f} ns"
 
 
 def _inside(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:

@@ -11,6 +11,7 @@ import re
 
 from ..analysis import CAUSES
 from ..analysis.ranks import late_sentence
+from ..analysis.units import fmt_ns as t
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
 _CODE_SPAN = re.compile(r"`([^`]+)`")
@@ -56,15 +57,6 @@ def code(s, table: bool = True, limit: int = 120) -> str:
     return out
 
 
-def t(ns) -> str:
-    ns = float(ns)
-    if abs(ns) >= 1e9:
-        return f"{ns / 1e9:.2f} s"
-    if abs(ns) >= 1e6:
-        return f"{ns / 1e6:.2f} ms"
-    if abs(ns) >= 1e3:
-        return f"{ns / 1e3:.1f} µs"
-    return f"{ns:.0f} ns"
 
 
 def _bytes(n) -> str:
