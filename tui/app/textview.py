@@ -31,7 +31,8 @@ class TextView(ScrollView, can_focus=True):
     def __init__(self, **kw):
         super().__init__(**kw)
         self._text = Text()
-        self._lines: list[Strip] = []
+        self._lines: list = []  # the wrapped lines (rich Text), turned into strips when first drawn
+        self._strips: dict[int, Strip] = {}
         self._wrapped_at = -1
 
     def set_text(self, text: Text) -> None:
@@ -55,8 +56,8 @@ class TextView(ScrollView, can_focus=True):
             return
         console = self.app.console
         opts = console.options.update_width(width)
-        lines = self._text.wrap(console, width, overflow="fold") if self._text else []
-        self._lines = [Strip(_styled(line.render(console, end="")), line.cell_len) for line in lines]
+        self._lines = list(self._text.wrap(console, width, overflow="fold")) if self._text else []
+        self._strips = {}  # only the lines on screen are rendered (a long stack is mostly off screen)
         del opts
         self._wrapped_at = width
         self.virtual_size = Size(width, len(self._lines))
@@ -69,5 +70,9 @@ class TextView(ScrollView, can_focus=True):
         width = self.scrollable_content_region.width or self.size.width
         y += int(self.scroll_offset.y)
         if 0 <= y < len(self._lines):
-            return self._lines[y].crop_extend(0, width, _PLAIN)
+            st = self._strips.get(y)
+            if st is None:
+                line = self._lines[y]
+                st = self._strips[y] = Strip(_styled(line.render(self.app.console, end="")), line.cell_len)
+            return st.crop_extend(0, width, _PLAIN)
         return Strip([Segment(" " * width, _PLAIN)], width)
