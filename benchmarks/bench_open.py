@@ -1,6 +1,7 @@
 """Open-to-first-frame benchmark through the real explorer, run by hand (not part of the test suite).
 
     python benchmarks/bench_open.py [TRACE...] [--repeat 3] [--keys] [--profile] [--no-report]
+    python benchmarks/bench_open.py --keys-only [--repo DIR ...] [--rounds 2] [TRACE]
 
 Default traces: one sample trace (traces/demo-eager.decode.json.gz) and /tmp/gapscope-bench/big_*.json
 (made by benchmarks/gen_big.py). Every measurement runs in a fresh subprocess; times are the best of
@@ -17,6 +18,9 @@ Default traces: one sample trace (traces/demo-eager.decode.json.gz) and /tmp/gap
   report    `python -m tui report TRACE > /dev/null` end to end (subprocess wall, empty cache)
   keys      (--keys, biggest trace only) pan / zoom / next gap at 200x50 through the Pilot: CPU time of the
             process from the key press to the redrawn screen (the pilot's own idle waits dominate wall time)
+            --keys-only: only that, on the biggest trace; --repo DIR (repeatable) runs the same child against
+            another checkout of the project (e.g. `git archive` of an older commit), alternating the trees
+            for --rounds rounds, so a before / after comes from one run
 Imports (numpy, orjson, textual, tui) are done before every clock starts.
 """
 
@@ -147,8 +151,8 @@ print(json.dumps(out))
 """
 
 
-def _child(mode: str, path: str, env: dict) -> dict:
-    r = subprocess.run([sys.executable, "-c", _CHILD.format(repo=REPO), mode, path], capture_output=True, text=True,
+def _child(mode: str, path: str, env: dict, repo: str = REPO) -> dict:
+    r = subprocess.run([sys.executable, "-c", _CHILD.format(repo=repo), mode, path], capture_output=True, text=True,
                        env=env, timeout=1800)
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
     if r.returncode != 0 or not lines:
@@ -230,6 +234,39 @@ def profile(path: str, env: dict) -> None:
     subprocess.run([sys.executable, "-c", code], env=env, check=True)
 
 
+def _print_keys(big: str, k: dict) -> None:
+    print(f"\nkeys on {os.path.basename(big)} at 200x50 ({k['levels']} zoom levels from the whole window to "
+          "<= 20 us): CPU ms from key press to redrawn screen (wall incl. pilot waits)")
+    groups = {"pan": [], "zoom": k["keys"]["zoom"], "next gap": k["keys"]["next gap"]}
+    worst_level = (0.0, None)
+    for lab, v in k["keys"].items():
+        if lab.startswith("pan@"):
+            groups["pan"].extend(v)
+            p95 = _pct([c for c, _ in v], 95)
+            if p95 > worst_level[0]:
+                worst_level = (p95, int(lab[4:]))
+    for lab, v in groups.items():
+        c = [x for x, _ in v]
+        w = [y for _, y in v]
+        print(f"  {lab:9} n={len(c):3}  median {_pct(c, 50):6.1f}  p95 {_pct(c, 95):6.1f}  max {max(c):6.1f}"
+              f"   (wall median {_pct(w, 50):6.1f} p95 {_pct(w, 95):6.1f})")
+    print(f"  worst pan p95 at one zoom level: {worst_level[0]:.1f} ms (window {worst_level[1]} ns)")
+
+
+def keys_only(paths: list[str], repos: list[str], rounds: int) -> int:
+    """Key press timings on the biggest trace, per checkout, the checkouts alternating round by round."""
+    big = max(paths, key=os.path.getsize)
+    print(machine())
+    with tempfile.TemporaryDirectory(prefix="gapscope-bench-") as tmp:
+        env = dict(os.environ, GAPSCOPE_CACHE_DIR=os.path.join(tmp, "cache"), GAPSCOPE_FORCE_TUI="1")
+        _child("analysis", big, env)  # writes the cache entry (and waits for it): every timed child opens warm
+        for r in range(rounds):
+            for repo in repos:
+                print(f"\nround {r + 1}, {repo}:", end="")
+                _print_keys(big, _child("keys", big, env, repo))
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("traces", nargs="*")
@@ -237,7 +274,14 @@ def main(argv=None) -> int:
     ap.add_argument("--keys", action="store_true", help="key press timings on the biggest trace")
     ap.add_argument("--profile", action="store_true", help="cProfile of one cold load + lanes of the 2nd trace")
     ap.add_argument("--no-report", action="store_true")
+    ap.add_argument("--keys-only", action="store_true", help="only the key press timings, on the biggest trace")
+    ap.add_argument("--repo", action="append", help="with --keys-only: a checkout to time (repeatable; default "
+                                                    "this one)")
+    ap.add_argument("--rounds", type=int, default=1, help="with --keys-only: rounds over the checkouts")
     a = ap.parse_args(argv)
+    if a.keys_only:
+        paths = a.traces or sorted(glob.glob("/tmp/gapscope-bench/big_*.json"), key=os.path.getsize)
+        return keys_only(paths, [os.path.abspath(r) for r in (a.repo or [REPO])], a.rounds)
     paths = a.traces or [SAMPLE] + sorted(glob.glob("/tmp/gapscope-bench/big_*.json"), key=os.path.getsize)
     print(machine())
     print(f"best of {a.repeat} fresh processes per cell")
@@ -273,24 +317,7 @@ def main(argv=None) -> int:
             if i == 0:
                 print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
         if a.keys:
-            big = paths[-1]
-            k = _child("keys", big, env)
-            print(f"\nkeys on {os.path.basename(big)} at 200x50 ({k['levels']} zoom levels from the whole window to "
-                  "<= 20 us): CPU ms from key press to redrawn screen (wall incl. pilot waits)")
-            groups = {"pan": [], "zoom": k["keys"]["zoom"], "next gap": k["keys"]["next gap"]}
-            worst_level = (0.0, None)
-            for lab, v in k["keys"].items():
-                if lab.startswith("pan@"):
-                    groups["pan"].extend(v)
-                    p95 = _pct([c for c, _ in v], 95)
-                    if p95 > worst_level[0]:
-                        worst_level = (p95, int(lab[4:]))
-            for lab, v in groups.items():
-                c = [x for x, _ in v]
-                w = [y for _, y in v]
-                print(f"  {lab:9} n={len(c):3}  median {_pct(c, 50):6.1f}  p95 {_pct(c, 95):6.1f}  max {max(c):6.1f}"
-                      f"   (wall median {_pct(w, 50):6.1f} p95 {_pct(w, 95):6.1f})")
-            print(f"  worst pan p95 at one zoom level: {worst_level[0]:.1f} ms (window {worst_level[1]} ns)")
+            _print_keys(paths[-1], _child("keys", paths[-1], env))
         if a.profile:
             profile(paths[1] if len(paths) > 1 else paths[0], env)
     return 0
