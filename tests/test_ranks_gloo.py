@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,15 +17,11 @@ torch = pytest.importorskip("torch")
 
 from capture import cli as capture_cli  # noqa: E402
 
+from tests.test_capture import _free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 STEM = "demo-eager-tp-late1"
 LATE = "`_straggler_work` (capture/demo.py:"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _rank_worker(rank: int, world: int, port: int, out_dir: str, rcs) -> None:

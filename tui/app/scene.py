@@ -237,12 +237,7 @@ class Scene:
 
     # --------------------------------------------------------------- analysis
     def set_analysis(self, a, min_listed_ns: int, part: int = 0) -> None:
-        pt = self.parts[part]
-        pt.analysis = a
-        pt.min_listed_ns = int(min_listed_ns)
-        self._merge_gaps()
-        self.apply_filter(self.cause_filter)
-        self.invalidate_rows()
+        self.set_analyses([(part, a, min_listed_ns)])
 
     def set_analyses(self, items) -> None:
         """Install several parts' analyses at once (``(part, analysis, min_listed_ns)``): one merge of the gaps."""
