@@ -255,6 +255,9 @@ def stack_text(scene: Scene, glyphs: G.Glyphs, *, full: bool = False) -> Text:
     row = scene.selected_row
     if row < 0:
         if not len(a.gaps):
+            if not a.devices:
+                return t.add("no GPU activity in this trace: nothing to explain (the lanes show the CPU side)",
+                             "italic").text
             return t.add("no idle gaps: the GPU ran kernels through the whole window", "italic").text
         return t.add("no gap selected (the filter hides every gap)", "italic").text
     try:
