@@ -11,6 +11,7 @@ import re
 
 from ..analysis import CAUSES
 from ..analysis.ranks import late_sentence
+from ..analysis.names import display_frame
 from ..analysis.units import fmt_ns as t
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
@@ -144,7 +145,7 @@ def _stack_lines(frames, limit=7) -> list[str]:
     if len(frames) > limit:
         lines.append(f"    … {len(frames) - limit} outer frames")
     for f in fr:
-        lines.append(f"    {f.kind:<10} {f.name}")
+        lines.append(f"    {f.kind:<10} {display_frame(f.name)}")
     return lines
 
 
@@ -417,6 +418,28 @@ def ranks_table(analyses) -> list[str]:
     return L
 
 
+#: side by side up to this many traces; more get one row each (a table 18 columns wide reads as noise)
+MAX_SIDE_BY_SIDE = 3
+
+
+def overview(analyses, top: int) -> list[str]:
+    """Many unrelated traces (a folder): one row per trace, then each trace's own report."""
+    L = ["# gapscope report: " + esc(f"{len(analyses)} traces"), ""]
+    L.append("| trace | window | GPU idle | idle | biggest cause | distortion |")
+    L.append("|---|---:|---:|---:|---|---:|")
+    for a in analyses:
+        c, ns = _biggest_cause(a)
+        big = f"{c} {t(ns)}" if c else "–"
+        dist = f"{a.distortion['ratio']:.2f}x" if a.distortion else "–"
+        L.append(f"| {esc(_label(a))} | {t(a.window_ns)} | {a.idle_pct:.1f}% | {t(a.idle_ns)} | {big} | {dist} |")
+    L.append("")
+    for a in analyses:
+        L.append(f"## {esc(_label(a))}")
+        L.append("")
+        L += single(a, top, title=False)
+    return L
+
+
 def render_markdown(analyses, top: int = 10) -> str:
     if not isinstance(analyses, (list, tuple)):
         analyses = [analyses]
@@ -428,6 +451,8 @@ def render_markdown(analyses, top: int = 10) -> str:
             L.append(f"## {esc(_label(a))}")
             L.append("")
             L += single(a, top, title=False)
+    elif len(analyses) > MAX_SIDE_BY_SIDE:
+        L = overview(analyses, top)
     elif len(analyses) > 1:
         L = compare(analyses, top)
     else:

@@ -1,0 +1,32 @@
+"""Many unrelated traces (a folder) get one row each, not a table as wide as the folder."""
+
+from tests.conftest import SAMPLE_TRACES
+from tui.analysis import analyze
+from tui.report import render_markdown
+from tui.trace import load
+
+NAMES = ["demo-eager-sync.decode.json.gz", "demo-eager-copy.decode.json.gz",
+         "demo-eager-alloc.decode.json.gz", "demo-graph.decode.json.gz"]
+
+
+def test_four_traces_get_an_overview_row_each():
+    md = render_markdown([analyze(load(SAMPLE_TRACES / n)) for n in NAMES])
+    assert md.startswith("# gapscope report: 4 traces\n")
+    rows = [ln for ln in md.splitlines() if ln.startswith("| demo-")]
+    assert len(rows) == 4
+    by_name = {r.split(" · ")[0].strip("| "): r for r in rows}
+    assert "| copy " in by_name["demo-eager-copy.decode.json.gz"]
+    assert "| allocator " in by_name["demo-eager-alloc.decode.json.gz"]
+    assert " vs " not in md.splitlines()[0]
+    # every trace still has its own section
+    assert all(f"## {n}" in md.replace("\\", "") for n in NAMES)
+
+
+def test_two_traces_stay_side_by_side():
+    md = render_markdown([analyze(load(SAMPLE_TRACES / n)) for n in NAMES[:2]])
+    assert " vs " in md.splitlines()[0] and "## What changed" in md
+
+
+def test_builtin_frames_are_shortened_in_stack_listings():
+    md = render_markdown([analyze(load(SAMPLE_TRACES / "demo-graph.decode.json.gz"))])
+    assert "built-in replay" in md and "pybind11_builtins" not in md
