@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import SAMPLE_TRACES
 from tui.app.app import GapscopeApp
+from tui.app.textdump import screen_text
 
 pytest.importorskip("pytest_textual_snapshot")
 
@@ -27,10 +28,17 @@ def sample():
 
 
 async def _ready(pilot):
+    """Wait until the screen stops changing: workers done, and two consecutive frames alike (on a loaded
+    machine the analysis can land after the first frame, and the view settles a frame later)."""
     app = pilot.app
-    for _ in range(3):
+    last = None
+    for _ in range(40):
         await app.workers.wait_for_complete()
         await pilot.pause()
+        now = screen_text(app)
+        if now == last and not app.workers:
+            break
+        last = now
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
