@@ -327,3 +327,16 @@ def test_capture_export_failing_leaves_nothing(tmp_path, monkeypatch):
         capture.record(Counter(), name="x", out_dir=str(tmp_path), active=1, repeats=1, stacks=False, quiet=True,
                        overwrite=True)
     assert _listing(tmp_path) == ["x.json.gz"] and (tmp_path / "x.json.gz").read_bytes() == b"precious"
+
+
+def test_written_files_get_the_usual_permissions(tmp_path):
+    import stat
+
+    from tui.fsutil import atomic_write_text
+
+    old = os.umask(0o022)
+    try:
+        p = atomic_write_text(tmp_path / "r.md", "x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(p).st_mode) == 0o644

@@ -8,6 +8,12 @@ import tempfile
 from .errors import GapscopeError
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, overwrite: bool = False) -> str:
     """Write ``data`` to ``path`` atomically. Refuses to replace an existing file unless ``overwrite``.
 
@@ -24,6 +30,8 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, overwrite: bool 
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=".gapscope-", suffix=".tmp", dir=folder)
+        # mkstemp creates 0600; a report or an export should get the usual permissions (0666 less the umask)
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             fd = None
             f.write(data)
