@@ -338,11 +338,7 @@ def compare(analyses, top: int) -> list[str]:
         for f in [f for f in a.findings if key(f) not in fb and f.idle_ns > 0][:3]:
             L.append(f"- gone in the second: {inline(f.title)}")
         L.append("")
-    for a in analyses:
-        L.append(f"## {esc(_label(a))}")
-        L.append("")
-        L += single(a, top, title=False)
-    return L
+    return L + _sections(analyses, top)
 
 
 def ranks_table(analyses) -> list[str]:
@@ -418,6 +414,14 @@ def ranks_table(analyses) -> list[str]:
     return L
 
 
+def _sections(analyses, top: int) -> list[str]:
+    """Each trace's own report under its label, after a comparison, an overview or a ranks table."""
+    L: list[str] = []
+    for a in analyses:
+        L += [f"## {esc(_label(a))}", ""] + single(a, top, title=False)
+    return L
+
+
 #: side by side up to this many traces; more get one row each (a table 18 columns wide reads as noise)
 MAX_SIDE_BY_SIDE = 3
 
@@ -433,11 +437,7 @@ def overview(analyses, top: int) -> list[str]:
         dist = f"{a.distortion['ratio']:.2f}x" if a.distortion else "–"
         L.append(f"| {esc(_label(a))} | {t(a.window_ns)} | {a.idle_pct:.1f}% | {t(a.idle_ns)} | {big} | {dist} |")
     L.append("")
-    for a in analyses:
-        L.append(f"## {esc(_label(a))}")
-        L.append("")
-        L += single(a, top, title=False)
-    return L
+    return L + _sections(analyses, top)
 
 
 def render_markdown(analyses, top: int = 10) -> str:
@@ -446,11 +446,7 @@ def render_markdown(analyses, top: int = 10) -> str:
     ranks = [a.rank for a in analyses]
     if len(analyses) > 1 and all(r is not None for r in ranks) and len(set(ranks)) == len(ranks):
         L = ["# gapscope report: " + esc(f"{len(analyses)} ranks"), ""]
-        L += ranks_table(analyses)
-        for a in analyses:
-            L.append(f"## {esc(_label(a))}")
-            L.append("")
-            L += single(a, top, title=False)
+        L += ranks_table(analyses) + _sections(analyses, top)
     elif len(analyses) > MAX_SIDE_BY_SIDE:
         L = overview(analyses, top)
     elif len(analyses) > 1:
