@@ -886,6 +886,17 @@ class _Remap:
         return a
 
 
+def _intern_into(items, index: dict, table: list, remap: list) -> None:
+    """Intern ``items`` (a worker's new names or args) into the global ``table``; append each one's global id
+    to ``remap`` (the worker's local id -> global id)."""
+    for s in items:
+        i = index.get(s)
+        if i is None:
+            i = index[s] = len(table)
+            table.append(s)
+        remap.append(i)
+
+
 def merge_parts(path: str, runs: list[tuple[dict, int, int]]) -> ColumnBuilder:
     """One builder from ``runs`` of (exported part, first unit, end unit), in file order."""
     from dataclasses import replace
@@ -903,18 +914,8 @@ def merge_parts(path: str, runs: list[tuple[dict, int, int]]) -> ColumnBuilder:
             g.n_added += part["n_added"]
         cols = part["cols"]
         for c0, c1, nn, na, nt, counts, meta in part["units"][u0:u1]:
-            for s in part["names"][len(rm.names) : nn]:
-                i = name_ix.get(s)
-                if i is None:
-                    i = name_ix[s] = len(g.names)
-                    g.names.append(s)
-                rm.names.append(i)
-            for s in part["args"][len(rm.args) : na]:
-                i = args_ix.get(s)
-                if i is None:
-                    i = args_ix[s] = len(g.args)
-                    g.args.append(s)
-                rm.args.append(i)
+            _intern_into(part["names"][len(rm.names) : nn], name_ix, g.names, rm.names)
+            _intern_into(part["args"][len(rm.args) : na], args_ix, g.args, rm.args)
             lt = len(rm.tracks)
             for key, tr in zip(part["track_keys"][lt:nt], part["tracks"][lt:nt]):
                 i = track_ix.get(key)
