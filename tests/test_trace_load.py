@@ -373,3 +373,13 @@ def test_stdlib_fallback_chunked_and_cut(tmp_path, monkeypatch):
     cut.write_bytes(raw[: raw.index(b'"k3"', len(raw) // 2)])
     mc = load(cut, no_cache=True)
     assert 0 < mc.n < m.n and any("ends inside the event list" in w for w in mc.warnings)
+
+
+def test_duplicates_found_among_events_of_the_same_time(tmp_path):
+    # copies of "a" and "b" interleaved, all at one time and duration on one thread: both copies go
+    def e(n):
+        return {"ph": "X", "cat": "cpu_op", "name": n, "pid": 1, "tid": 1, "ts": 10, "dur": 5}
+
+    m = load(_write(tmp_path / "tie.json", {"traceEvents": [e("a"), e("b"), e("a"), e("b"), e("c")]}), no_cache=True)
+    assert sorted(m.name(i) for i in range(m.n)) == ["a", "b", "c"]
+    assert any("2 exact duplicate events were dropped" in w for w in m.warnings), m.warnings

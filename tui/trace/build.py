@@ -533,19 +533,16 @@ class ColumnBuilder:
         ts = self._column("ts", np.int64)
         dur = self._column("dur", np.int64)
         track = self._column("track", np.int32)
-        name_all = self._column("name_id", np.int32)
         if ts.size:
             # one stable argsort on a combined key when it fits, else lexsort
-            # name last: exact duplicates (same track, time, duration, name) end up next to each other
-            order = np.lexsort((name_all, -dur, ts, track))
+            order = np.lexsort((-dur, ts, track))
         else:
             order = np.zeros(0, np.int64)
         ts = ts[order]
         dur = dur[order]
         track = track[order]
         kind = self._column("kind", np.uint8)[order]
-        name_id = name_all[order]
-        del name_all
+        name_id = self._column("name_id", np.int32)[order]
         corr = self._column("corr", np.int64)[order]
         ext = self._column("ext", np.int64)[order]
         pyid = self._column("pyid", np.int64)[order]
@@ -556,15 +553,11 @@ class ColumnBuilder:
         # Exact duplicates (a trace concatenated with itself, an event written twice) would double every
         # count and total: keep the first copy and say so.
         if ts.size > 1:
-            dup = np.zeros(ts.size, dtype=bool)
-            dup[1:] = (
-                (track[1:] == track[:-1]) & (ts[1:] == ts[:-1]) & (dur[1:] == dur[:-1])
-                & (name_id[1:] == name_id[:-1]) & (kind[1:] == kind[:-1]) & (corr[1:] == corr[:-1])
-                & (ext[1:] == ext[:-1]) & (pyid[1:] == pyid[:-1]) & (args_id[1:] == args_id[:-1])
-            )
-            n_dup = int(np.count_nonzero(dup))
+            dup = _exact_duplicates(track, ts, dur, (name_id, kind, corr, ext, pyid, args_id))
+            n_dup = int(dup.size)
             if n_dup:
-                keep = ~dup
+                keep = np.ones(ts.size, dtype=bool)
+                keep[dup] = False
                 ts, dur, track, kind, name_id = ts[keep], dur[keep], track[keep], kind[keep], name_id[keep]
                 corr, ext, pyid, pypar = corr[keep], ext[keep], pyid[keep], pypar[keep]
                 args_id, nbytes = args_id[keep], nbytes[keep]
@@ -884,6 +877,27 @@ class _Remap:
             a = np.array(lst, dtype=np.int32) if lst else np.zeros(0, np.int32)
             self._arr[key] = a
         return a
+
+
+def _exact_duplicates(track, ts, dur, others) -> np.ndarray:
+    """Rows (of arrays sorted by track, ts, -dur) that repeat an earlier row in every column.
+
+    Only rows sharing (track, ts, dur) with a neighbour can repeat one; those few are sorted by the other
+    columns so copies sit side by side, which keeps the full sort of every event to three keys."""
+    tie = (track[1:] == track[:-1]) & (ts[1:] == ts[:-1]) & (dur[1:] == dur[:-1])
+    if not tie.any():
+        return np.zeros(0, dtype=np.int64)
+    group = np.cumsum(np.concatenate(([True], ~tie)))
+    in_tie = np.zeros(ts.size, dtype=bool)
+    in_tie[1:] |= tie
+    in_tie[:-1] |= tie
+    rows = np.flatnonzero(in_tie)
+    keys = [c[rows] for c in others] + [group[rows]]
+    r = rows[np.lexsort(keys)]  # the last key (the group) sorts first
+    same = group[r[1:]] == group[r[:-1]]
+    for c in others:
+        same &= c[r[1:]] == c[r[:-1]]
+    return r[1:][same]
 
 
 def _intern_into(items, index: dict, table: list, remap: list) -> None:
