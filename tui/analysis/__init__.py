@@ -3,18 +3,37 @@
     from tui.analysis import analyze
     a = analyze(model)                 # window="steps" (default) or "all"
     a.window_note, a.devices, a.gaps, a.gap_detail(0), a.findings, a.kernels
+
+The names below are imported on first use (PEP 562), so that ``tui.analysis.thresholds`` or ``units`` can be
+imported on their own without the whole layer (the explorer reads a threshold for its first frame).
 """
 
-from .core import CAUSE_EXPLANATIONS, Analysis, Finding, GapDetail, GapTable, analyze
-from .activity import KernelStat
-from .gaps import BUCKETS, CAUSES, DeviceStats
-from .stacks import Frame
-from .thresholds import Thresholds
-from .window import AnalysisWindow
+from __future__ import annotations
 
-__all__ = ["analyze", "Analysis", "CAUSES", "CAUSE_EXPLANATIONS", "BUCKETS", "DeviceStats", "Finding", "Frame",
-           "GapDetail", "GapTable", "KernelStat", "Thresholds", "AnalysisWindow"]
+import importlib
 
-from .ranks import analyze_ranks, match_collectives, summarise  # noqa: E402
+_WHERE = {
+    "analyze": "core", "Analysis": "core", "CAUSE_EXPLANATIONS": "core", "Finding": "core", "GapDetail": "core",
+    "GapTable": "core",
+    "KernelStat": "activity",
+    "BUCKETS": "gaps", "CAUSES": "gaps", "DeviceStats": "gaps",
+    "Frame": "stacks",
+    "Thresholds": "thresholds",
+    "AnalysisWindow": "window",
+    "analyze_ranks": "ranks", "match_collectives": "ranks", "summarise": "ranks",
+}
 
-__all__ += ["analyze_ranks", "match_collectives", "summarise"]
+__all__ = list(_WHERE)
+
+
+def __getattr__(name: str):
+    mod = _WHERE.get(name)
+    if mod is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{mod}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import threading
 
 import numpy as np
 from rich.text import Text
@@ -11,13 +12,14 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
 from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
 from ..errors import GapscopeError
 from . import glyphs as G
 from .lanes import col_to_time, time_to_col
-from .panels import event_text, header_text, stack_text
+from .panels import RowCachedTable, event_text, header_text, stack_text
 from .safe import ascii_safe, safe, short_kernel
 from .scene import Scene
 from .screens import DetailScreen, ErrorScreen, HelpScreen, LoadingScreen
@@ -32,7 +34,19 @@ MAX_LIST = 500
 FREEZE_EVENTS = 100_000
 
 
-class GapList(DataTable):
+#: the load thread waits at most this long for the first frame before it starts the analysis
+FIRST_PAINT_WAIT_S = 1.0
+
+
+class _Progress(Message):
+    """A loading message from the load thread (posted, not waited for: the load must not wait on the screen)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+class GapList(RowCachedTable):
     BINDINGS = [Binding("enter", "app.detail", "detail", show=False)]
 
 
@@ -120,6 +134,9 @@ class GapscopeApp(App):
         self._ov = "crop" if ascii else "ellipsis"  # no "…" on terminals that are not UTF-8
         self._user_picked = False  # until the person picks a gap, the largest one stays selected
         self._frozen = False  # gc.freeze() done for a large trace (undone on exit)
+        # set once the first trace's lanes are on screen: the analysis thread starts after that, so it does not
+        # hold the GIL while the first frame is drawn
+        self._painted = threading.Event()
 
     # ================================================================ layout
     def compose(self) -> ComposeResult:
@@ -207,6 +224,7 @@ class GapscopeApp(App):
         for sc in scenes:
             self.call_from_thread(self._add_scene, sc)
         if self.run_analysis:
+            self._painted.wait(FIRST_PAINT_WAIT_S)
             for sc in scenes:
                 if worker.is_cancelled:
                     return
@@ -235,8 +253,8 @@ class GapscopeApp(App):
                 size = os.path.getsize(p)
             except OSError:
                 size = 0
-            self.call_from_thread(self._progress, f"loading {os.path.basename(p)} ({size / 1e6:.1f} MB)"
-                                  f" [{i + 1}/{len(self.paths)}] ... Esc cancels")
+            self.post_message(_Progress(f"loading {os.path.basename(p)} ({size / 1e6:.1f} MB)"
+                                        f" [{i + 1}/{len(self.paths)}] ... Esc cancels"))
             try:
                 model = _load(load, p, self.load_opts)
             except (GapscopeError, MemoryError) as exc:
@@ -266,8 +284,8 @@ class GapscopeApp(App):
                 total += os.path.getsize(p)
             except OSError:
                 pass
-        self.call_from_thread(self._progress, f"loading {len(self.paths)} traces in parallel ({total / 1e6:.1f} MB,"
-                              f" {os.path.basename(self.paths[0])} ...) ... Esc cancels")
+        self.post_message(_Progress(f"loading {len(self.paths)} traces in parallel ({total / 1e6:.1f} MB,"
+                                    f" {os.path.basename(self.paths[0])} ...) ... Esc cancels"))
         opts = {k: v for k, v in self.load_opts.items() if k in ("no_cache", "max_size", "jobs")}
         try:
             loaded = load_many(list(self.paths), **opts)
@@ -346,6 +364,10 @@ class GapscopeApp(App):
         cfg = getattr(a, "config", None) or DEFAULT
         self.call_from_thread(self._analysis_ready, sc, a, int(getattr(cfg, "min_listed_gap_ns", 2000)), pi)
 
+    @on(_Progress)
+    def _progress_posted(self, ev: _Progress) -> None:
+        self._progress(ev.text)
+
     def _progress(self, msg: str) -> None:
         if self._loading is not None and self._loading.is_attached:
             self._loading.set_message(self._text(msg))
@@ -366,6 +388,7 @@ class GapscopeApp(App):
             self._loading = None
             self.show_scene(0)
             self.lanes.focus()
+            self.call_after_refresh(self._painted.set)
         else:
             self.refresh_header()
 
