@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
+from rich.style import Style
 from rich.text import Text
+from textual.strip import Strip
+from textual.widgets import DataTable
 
 from ..trace.model import Kind
 from . import glyphs as G
@@ -40,6 +45,68 @@ class T:
 
     def d(self, ns) -> str:
         return fmt_dur(int(ns), ascii=self.ascii)
+
+
+class RowCachedTable(DataTable):
+    """A DataTable (row cursor) whose drawn lines are cached per row rather than per screen line and cursor
+    position: DataTable keys its line cache on the cursor coordinate, so every cursor move re-rendered every
+    visible row that was asked for again (all of them when the list scrolls by one). Here a row is rendered
+    once per (cursor on it or not, hover on it or not, focus, width, contents) and a scroll or a cursor move
+    reuses the strips of every other row. What is drawn is DataTable's own rendering, unchanged."""
+
+    #: cached strips at most (a few screens of rows, in both cursor states)
+    ROW_CACHE = 512
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self._row_strips: OrderedDict = OrderedDict()
+        self._frame_style: Style | None = None
+
+    def _clear_caches(self) -> None:
+        super()._clear_caches()
+        self._row_strips.clear()
+
+    def notify_style_update(self) -> None:
+        self._row_strips.clear()
+        super().notify_style_update()
+
+    def render_lines(self, crop):
+        # DataTable.render_line asks for the widget's rich_style (a walk up the DOM) on every line: once a frame
+        self._frame_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame_style = None
+
+    def render_line(self, y: int) -> Strip:
+        base = getattr(self, "_frame_style", None)
+        if self.fixed_rows or base is None:
+            return super().render_line(y)
+        sx, sy = self.scroll_offset
+        if y >= (self.header_height if self.show_header else 0):
+            y += sy
+        return self._render_line(y, sx, sx + self.size.width, base)
+
+    def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
+        if self.cursor_type != "row" or self.fixed_rows or self.fixed_columns:
+            return super()._render_line(y, x1, x2, base_style)
+        try:
+            row_key, line_no = self._get_offsets(y)
+        except LookupError:
+            return super()._render_line(y, x1, x2, base_style)
+        loc = self._row_locations
+        row = loc.get(row_key) if row_key in loc else -1
+        hover = self._show_hover_cursor and self.hover_coordinate.row == row
+        key = (row_key, line_no, row, x1, x2, self.size.width, base_style, self.show_cursor,
+               row == self.cursor_coordinate.row, hover, self._show_hover_cursor, self._update_count,
+               self._pseudo_class_state)
+        cache = self._row_strips
+        strip = cache.get(key)
+        if strip is None:
+            strip = cache[key] = super()._render_line(y, x1, x2, base_style)
+            if len(cache) > self.ROW_CACHE:
+                cache.popitem(last=False)
+        return strip
 
 
 def torch_version(model) -> str | None:
