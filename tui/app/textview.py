@@ -1,13 +1,19 @@
 """A scrollable block of rich Text drawn with the Line API: replacing its text redraws this widget only,
-without a layout pass over the whole screen (the stack panel changes on every gap jump)."""
+without a layout pass over the whole screen (the stack panel changes on every gap jump).
+
+Replacing the text repaints only the screen lines whose content changed (the stack panels of two gaps share
+most of their frames), and a line's strip is kept by its content, so a line seen before is not rendered again.
+"""
 
 from __future__ import annotations
+
+from collections import OrderedDict
 
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -15,9 +21,33 @@ from textual.strip import Strip
 #: the style of unstyled runs: Textual's NO_COLOR (monochrome) filter needs a Style on every segment, never None
 _PLAIN = Style()
 
+#: strips kept by line content (the lines of the last few hundred texts shown)
+STRIP_CACHE = 2048
+
 
 def _styled(segments) -> list[Segment]:
     return [sg if sg.style is not None else Segment(sg.text, _PLAIN, sg.control) for sg in segments]
+
+
+def _line_key(line: Text) -> tuple:
+    """Everything that decides how a wrapped line is drawn."""
+    return (line.plain, line.style, tuple(line.spans))
+
+
+def wrap_lines(text: Text, console, width: int) -> list[Text]:
+    """``text.wrap(console, width, overflow="fold")`` as a list, without the word-splitting pass for the
+    lines that already fit (most of a stack panel's)."""
+    if not text:
+        return []
+    if "\t" in text.plain or text.justify not in (None, "default"):
+        return list(text.wrap(console, width, overflow="fold"))
+    out: list[Text] = []
+    for line in text.split(allow_blank=True):
+        if line.cell_len <= width:
+            out.append(line)
+        else:
+            out.extend(line.wrap(console, width, overflow="fold"))
+    return out
 
 
 class TextView(ScrollView, can_focus=True):
@@ -32,15 +62,29 @@ class TextView(ScrollView, can_focus=True):
         super().__init__(**kw)
         self._text = Text()
         self._lines: list = []  # the wrapped lines (rich Text), turned into strips when first drawn
-        self._strips: dict[int, Strip] = {}
+        self._keys: list = []  # _line_key of every wrapped line
+        self._strips: OrderedDict = OrderedDict()  # (line key, width) -> Strip, across texts
         self._wrapped_at = -1
 
     def set_text(self, text: Text) -> None:
+        width = self._content_width()
+        old = self._keys if self._wrapped_at == width and int(self.scroll_offset.y) == 0 else None
         self._text = text
         self._wrapped_at = -1
         self.scroll_to(y=0, animate=False)
         self._wrap()
-        self.refresh()
+        if old is None:
+            self.refresh()
+            return
+        # same width, same scroll: repaint only the lines on screen whose content changed (a different
+        # number of lines changes the virtual size, which repaints the whole panel anyway)
+        new = self._keys
+        h = max(self.scrollable_content_region.height, 0)
+        full = self.size.width
+        changed = [Region(0, y, full, 1) for y in range(h)
+                   if (old[y] if y < len(old) else None) != (new[y] if y < len(new) else None)]
+        if changed:
+            self.refresh(*changed)
 
     @property
     def plain(self) -> str:
@@ -54,25 +98,34 @@ class TextView(ScrollView, can_focus=True):
         width = self._content_width()
         if width == self._wrapped_at:
             return
-        console = self.app.console
-        opts = console.options.update_width(width)
-        self._lines = list(self._text.wrap(console, width, overflow="fold")) if self._text else []
-        self._strips = {}  # only the lines on screen are rendered (a long stack is mostly off screen)
-        del opts
+        self._lines = wrap_lines(self._text, self.app.console, width)
+        self._keys = [_line_key(ln) for ln in self._lines]
         self._wrapped_at = width
         self.virtual_size = Size(width, len(self._lines))
 
     def on_resize(self, event) -> None:
         self._wrap()
 
-    def render_line(self, y: int) -> Strip:
+    def render_lines(self, crop):
         self._wrap()
-        width = self.scrollable_content_region.width or self.size.width
+        return super().render_lines(crop)
+
+    def render_line(self, y: int) -> Strip:
+        if self._wrapped_at < 0:
+            self._wrap()
+        width = self._wrapped_at
         y += int(self.scroll_offset.y)
         if 0 <= y < len(self._lines):
-            st = self._strips.get(y)
+            key = (self._keys[y], width)
+            cache = self._strips
+            st = cache.get(key)
             if st is None:
                 line = self._lines[y]
-                st = self._strips[y] = Strip(_styled(line.render(self.app.console, end="")), line.cell_len)
-            return st.crop_extend(0, width, _PLAIN)
+                st = Strip(_styled(line.render(self.app.console, end="")), line.cell_len)
+                st = cache[key] = st.crop_extend(0, width, _PLAIN)
+                if len(cache) > STRIP_CACHE:
+                    cache.popitem(last=False)
+            else:
+                cache.move_to_end(key)
+            return st
         return Strip([Segment(" " * width, _PLAIN)], width)

@@ -1,0 +1,196 @@
+"""The gap list (a DataTable whose drawn rows are cached per row) and the stack panel (TextView: only changed
+lines repainted, strips kept by content) draw exactly what a plain DataTable / a full repaint draws."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from rich.text import Text
+from textual.widgets import DataTable
+
+from tui.app import glyphs as G
+from tui.app.app import GapscopeApp
+from tui.app.panels import RowCachedTable, stack_text
+from tui.app.screens import DetailScreen
+from tui.app.textdump import screen_text
+from tui.app.textview import wrap_lines
+
+TRACE = Path(__file__).resolve().parent.parent / "traces" / "demo-eager-sync.decode.json.gz"
+
+
+@contextlib.asynccontextmanager
+async def opened(size, ascii=False):
+    app = GapscopeApp([str(TRACE)], load_opts={"no_cache": True}, ascii=ascii)
+    async with app.run_test(size=size) as pilot:
+        for _ in range(3):
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+        yield app, pilot
+
+
+def same_as_datatable(gl: RowCachedTable) -> None:
+    """Every visible line of the gap list is what DataTable itself draws for the same state."""
+    assert isinstance(gl, DataTable)
+    gl._frame_style = None
+    gl._pseudo_class_state = gl.get_pseudo_class_state()
+    for y in range(gl.size.height):
+        mine = gl.render_line(y)
+        theirs = DataTable._render_line(gl, *_line_args(gl, y))
+        assert list(mine) == list(theirs), f"line {y}"
+
+
+def _line_args(gl, y):
+    sx, sy = gl.scroll_offset
+    if y >= (gl.header_height if gl.show_header else 0):
+        y += sy
+    return y, sx, sx + gl.size.width, gl.rich_style
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.mark.parametrize("size,ascii", [((100, 30), False), ((80, 24), False), ((80, 24), True)])
+def test_gap_list_cursor_keys_scroll_and_select(size, ascii):
+    async def go():
+        async with opened(size, ascii) as (app, pilot):
+            sc = app.scene
+            gl = app.query_one("#gaplist", DataTable)
+            assert isinstance(gl, RowCachedTable)
+            assert sc.order.size > 60
+            # n / N from the lanes move the list's cursor with the selection
+            for key, want in (("n", 1), ("n", 2), ("N", 1)):
+                await pilot.press(key)
+                await pilot.pause()
+                assert sc.selected == want and gl.cursor_row == want
+            same_as_datatable(gl)
+            # in the list: Down past the last visible row scrolls; the lanes follow every row
+            await pilot.press("tab")
+            await pilot.pause()
+            assert app.focused is gl
+            rows = gl.size.height
+            for i in range(rows + 5):
+                await pilot.press("down")
+                await pilot.pause()
+                assert sc.selected == gl.cursor_row == 2 + i
+                s, e, _ = sc.gap_span(sc.selected_gap)
+                assert sc.view.t0 < s < e < sc.view.t1
+            assert gl.scroll_offset.y > 0
+            same_as_datatable(gl)
+            for _ in range(3):
+                await pilot.press("up")
+                await pilot.pause()
+            assert sc.selected == gl.cursor_row == rows + 3
+            same_as_datatable(gl)
+            # the focus changes the cursor's style: still what DataTable draws
+            await pilot.press("tab")
+            await pilot.pause()
+            assert app.focused is not gl
+            same_as_datatable(gl)
+            # Enter in the list: the selected gap's full detail
+            gl.focus()
+            await pilot.pause()
+            await pilot.press("enter")
+            await pilot.pause()
+            assert isinstance(app.screen, DetailScreen)
+            txt = screen_text(app)
+            assert f"gap {sc.selected + 1}/{sc.order.size}" in txt
+            if ascii:
+                assert all(ord(ch) < 128 for ch in txt)
+
+    run(go())
+
+
+def test_stack_panel_repaints_every_changed_line():
+    """Each gap jump repaints only the lines that changed; the screen is the one a full repaint gives."""
+
+    async def go():
+        async with opened((100, 30)) as (app, pilot):
+            panel = app.query_one("#stack")
+            for key in ("n",) * 6 + ("N",) * 3 + ("tab", "tab", "pagedown", "n"):
+                await pilot.press(key)
+                await pilot.pause()
+                got = screen_text(app)
+                panel.refresh()
+                await pilot.pause()
+                assert screen_text(app) == got, key
+                assert panel.plain == stack_text(app.scene, app.glyphs).plain
+
+    run(go())
+
+
+def test_wrap_lines_is_rich_wrap():
+    console = Console(width=80, file=None, force_terminal=True, color_system=None)
+    t = Text(no_wrap=False, overflow="fold")
+    t.append("gap 1/723 ", style="bold").append("347 µs", style="bold yellow").append(" idle\n")
+    t.append("a fairly long explanation that will have to be wrapped over several lines of the panel\n")
+    t.append("\n")
+    t.append("  py  " + "x" * 130 + "  capture/demo.py:282", style="green").append("\n")
+    t.append("wide 漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字 end   \n")
+    t.append("trailing spaces      ")
+    for width in (1, 7, 20, 33, 80, 200):
+        want = list(t.wrap(console, width, overflow="fold"))
+        got = wrap_lines(t, console, width)
+        assert [(ln.plain, ln.spans, ln.style) for ln in got] == [(ln.plain, ln.spans, ln.style) for ln in want]
+    assert wrap_lines(Text(), console, 10) == []
+
+
+def test_wrap_lines_on_every_gap_of_a_trace():
+    async def go():
+        async with opened((100, 30)) as (app, pilot):
+            sc = app.scene
+            console = app.console
+            for pos in range(0, sc.order.size, 7):
+                sc.select(pos)
+                t = stack_text(sc, G.UNICODE)
+                for width in (30, 45):
+                    want = [(ln.plain, ln.spans) for ln in t.wrap(console, width, overflow="fold")]
+                    assert [(ln.plain, ln.spans) for ln in wrap_lines(t, console, width)] == want
+
+    run(go())
+
+
+def test_text_view_repaints_only_changed_lines_and_shows_the_new_text():
+    from textual.app import App
+
+    from tui.app.textview import TextView
+
+    class One(App):
+        def compose(self):
+            yield TextView(id="tv")
+
+    def text(tag: str, n: int = 12) -> Text:
+        t = Text()
+        for i in range(n):
+            t.append(f"line {i} {tag if i % 3 == 0 else 'same'}", style="bold" if i % 2 else None)
+            t.append("\n")
+        return t
+
+    async def go():
+        app = One()
+        async with app.run_test(size=(40, 8)) as pilot:
+            tv = app.query_one(TextView)
+            tv.set_text(text("a"))
+            await pilot.pause()
+            painted = []
+            orig = tv.render_line
+            tv.render_line = lambda y: painted.append(y) or orig(y)
+            for tag in ("b", "c", "b"):
+                painted.clear()
+                tv.set_text(text(tag))
+                await pilot.pause()
+                shown = screen_text(app).splitlines()
+                assert shown == [f"line {i} {tag if i % 3 == 0 else 'same'}" for i in range(len(shown))]
+                assert sorted(set(painted)) == [y for y in range(len(shown)) if y % 3 == 0]
+            # scrolled: the next text starts at the top, all of it repainted
+            tv.scroll_to(y=3, animate=False)
+            await pilot.pause()
+            tv.set_text(text("d", 10))
+            await pilot.pause()
+            assert screen_text(app).splitlines()[0] == "line 0 d"
+
+    run(go())
