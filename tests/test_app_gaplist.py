@@ -35,12 +35,17 @@ async def opened(size, ascii=False):
 def same_as_datatable(gl: RowCachedTable) -> None:
     """Every visible line of the gap list is what DataTable itself draws for the same state."""
     assert isinstance(gl, DataTable)
-    gl._frame_style = None
-    gl._pseudo_class_state = gl.get_pseudo_class_state()
-    for y in range(gl.size.height):
-        mine = gl.render_line(y)
-        theirs = DataTable._render_line(gl, *_line_args(gl, y))
-        assert list(mine) == list(theirs), f"line {y}"
+    for frame in (True, False):  # as the compositor asks (render_lines), and line by line
+        if frame:
+            gl._begin_frame()
+        else:
+            gl._frame = None
+            gl._pseudo_class_state = gl.get_pseudo_class_state()
+        for y in range(gl.size.height + 2):
+            mine = gl.render_line(y)
+            theirs = DataTable._render_line(gl, *_line_args(gl, y))
+            assert list(mine) == list(theirs), f"line {y}"
+    gl._frame = None
 
 
 def _line_args(gl, y):

@@ -55,12 +55,12 @@ class RowCachedTable(DataTable):
     reuses the strips of every other row. What is drawn is DataTable's own rendering, unchanged."""
 
     #: cached strips at most (a few screens of rows, in both cursor states)
-    ROW_CACHE = 512
+    ROW_CACHE = 256
 
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
         self._row_strips: OrderedDict = OrderedDict()
-        self._frame_style: Style | None = None
+        self._frame: tuple | None = None  # what every line of the frame being drawn shares (render_lines)
 
     def _clear_caches(self) -> None:
         super()._clear_caches()
@@ -70,22 +70,47 @@ class RowCachedTable(DataTable):
         self._row_strips.clear()
         super().notify_style_update()
 
+    def _begin_frame(self) -> None:
+        """Read once what DataTable reads on every line (reactives, the widget's rich_style: a walk up the DOM)."""
+        self._pseudo_class_state = self.get_pseudo_class_state()
+        if self.cursor_type != "row" or self.fixed_rows or self.fixed_columns:
+            self._frame = None
+            return
+        sx, sy = self.scroll_offset
+        hover = self.hover_coordinate.row if self._show_hover_cursor else None
+        state = (self.show_cursor, self._show_hover_cursor, self._update_count, self._pseudo_class_state)
+        self._frame = (self.rich_style, int(sx), int(sy), self.size.width,
+                       self.header_height if self.show_header else 0, self._y_offsets, self.cursor_coordinate.row,
+                       hover, state)
+
     def render_lines(self, crop):
-        # DataTable.render_line asks for the widget's rich_style (a walk up the DOM) on every line: once a frame
-        self._frame_style = self.rich_style
+        self._begin_frame()
         try:
             return super().render_lines(crop)
         finally:
-            self._frame_style = None
+            self._frame = None
 
     def render_line(self, y: int) -> Strip:
-        base = getattr(self, "_frame_style", None)
-        if self.fixed_rows or base is None:
+        f = self._frame
+        if f is None:
             return super().render_line(y)
-        sx, sy = self.scroll_offset
-        if y >= (self.header_height if self.show_header else 0):
+        base, sx, sy, width, top, offsets, cur, hover, state = f
+        # DataTable.render_line + _get_offsets, with the frame's values
+        if y >= top:
             y += sy
-        return self._render_line(y, sx, sx + self.size.width, base)
+            i = y - top
+            if not 0 <= i < len(offsets):
+                return Strip.blank(width, base)
+            row_key, line_no = offsets[i]
+        else:
+            row_key, line_no = self._header_row_key, y
+        loc = self._row_locations
+        row = loc.get(row_key) if row_key in loc else -1
+        key = (row_key, line_no, row, sx, width, base, row == cur, row == hover, state)
+        strip = self._row_strips.get(key)
+        if strip is None:
+            strip = self._render_row_line(key, y, sx, sx + width, base)
+        return strip
 
     def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
         if self.cursor_type != "row" or self.fixed_rows or self.fixed_columns:
@@ -96,16 +121,24 @@ class RowCachedTable(DataTable):
             return super()._render_line(y, x1, x2, base_style)
         loc = self._row_locations
         row = loc.get(row_key) if row_key in loc else -1
-        hover = self._show_hover_cursor and self.hover_coordinate.row == row
-        key = (row_key, line_no, row, x1, x2, self.size.width, base_style, self.show_cursor,
-               row == self.cursor_coordinate.row, hover, self._show_hover_cursor, self._update_count,
-               self._pseudo_class_state)
-        cache = self._row_strips
-        strip = cache.get(key)
+        hover = self.hover_coordinate.row if self._show_hover_cursor else None
+        state = (self.show_cursor, self._show_hover_cursor, self._update_count, self._pseudo_class_state)
+        key = (row_key, line_no, row, x1, self.size.width, base_style, row == self.cursor_coordinate.row,
+               row == hover, state)
+        strip = self._row_strips.get(key)
         if strip is None:
-            strip = cache[key] = super()._render_line(y, x1, x2, base_style)
-            if len(cache) > self.ROW_CACHE:
-                cache.popitem(last=False)
+            strip = self._render_row_line(key, y, x1, x2, base_style)
+        return strip
+
+    def _render_row_line(self, key: tuple, y: int, x1: int, x2: int, base_style: Style) -> Strip:
+        """DataTable's rendering of the line, cached under ``key``."""
+        strip = self._row_strips[key] = super()._render_line(y, x1, x2, base_style)
+        # DataTable's own caches of this line and row are keyed by the cursor position: never asked for again
+        # here, they would only keep ~2,000 strips and segment lists alive for the garbage collector
+        self._line_cache.clear()
+        self._row_render_cache.clear()
+        if len(self._row_strips) > self.ROW_CACHE:
+            self._row_strips.popitem(last=False)
         return strip
 
 
