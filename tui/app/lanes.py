@@ -479,10 +479,9 @@ def segment_text(refs: np.ndarray, label_of, *, bar: str = "─", open_: str = "
             continue
         name = label_of(r)
         body = (open_ + name)[:run]
-        for k, ch in enumerate(body):
-            chars[a + k] = ch
-        codes[a:a + len(body)] = C_LABEL
-        for k in range(a + len(body), b):
-            chars[k] = bar
-        codes[a + len(body):b] = C_BAR
+        nb = len(body)
+        chars[a:a + nb] = body
+        codes[a:a + nb] = C_LABEL
+        chars[a + nb:b] = [bar] * (b - a - nb)
+        codes[a + nb:b] = C_BAR
     return "".join(chars), codes

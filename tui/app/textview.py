@@ -21,8 +21,9 @@ from textual.strip import Strip
 #: the style of unstyled runs: Textual's NO_COLOR (monochrome) filter needs a Style on every segment, never None
 _PLAIN = Style()
 
-#: strips kept by line content (the lines of the last few hundred texts shown)
-STRIP_CACHE = 2048
+#: strips kept by line content (the lines of the last few texts shown; every cached Strip is ~10 objects the
+#: garbage collector walks)
+STRIP_CACHE = 512
 
 
 def _styled(segments) -> list[Segment]:

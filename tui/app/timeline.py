@@ -34,22 +34,13 @@ from .scene import Row, Scene
 from .timefmt import fmt_dur, fmt_tick, nice_step
 
 
+#: drawn rows kept (panning back and forth redraws nothing; each strip is ~50 objects the garbage collector
+#: walks in a full collection, so not more than a few windows' worth)
+ROW_CACHE = 256
+
+
 def label_width(total: int) -> int:
     return max(4, min(20, total // 5))
-
-
-def _runs(chars: str, styles: list[Style]) -> list[Segment]:
-    segs: list[Segment] = []
-    n = len(chars)
-    a = 0
-    while a < n:
-        st = styles[a]
-        b = a + 1
-        while b < n and styles[b] is st:
-            b += 1
-        segs.append(Segment(chars[a:b], st))
-        a = b
-    return segs
 
 
 class _Base:
@@ -160,11 +151,13 @@ class LanesView(ScrollView, _Base, can_focus=True):
         strip = self._draw(row, y == sc.lane_cursor, lw, cw, ccol, sel)
         self.renders += 1
         self._cache[key] = strip
-        if len(self._cache) > 1024:
+        if len(self._cache) > ROW_CACHE:
             self._cache.popitem(last=False)
         return strip
 
     def _draw(self, row: Row, is_cursor: bool, lw: int, cw: int, ccol: int, sel: int) -> Strip:
+        """One row: the label, then per cell a glyph and a style. Styles are kept as small integer codes into
+        ``table`` (numpy per cell, no Python loop over the cells); runs of one style become one Segment."""
         sc = self.scene
         g = self.glyphs
         ln = row.lane
@@ -183,28 +176,30 @@ class LanesView(ScrollView, _Base, can_focus=True):
         plain = Style()
         if ln.kind == "cpu":
             cats = cpu_cells(ln, edges)
-            chars = "".join(g.cpu[int(c)] for c in cats)
-            styles = [G.CPU_STYLES[int(c)] for c in cats]
+            chars = "".join(_glyph_array(g.cpu)[cats].tolist())
+            codes = cats.astype(np.intp)
+            table = _CPU_TABLE
         elif ln.kind in ("stream", "copy"):
             lvl = density_cells(ln, edges)
-            chars_l = [g.density[int(x)] for x in lvl]
-            base = G.KERNEL_STYLE if ln.kind == "stream" else G.COPY_STYLE
-            styles = [base if x else plain for x in lvl]
+            chars_a = _glyph_array(tuple(g.density))[lvl]
+            codes = (lvl > 0).astype(np.intp)  # 0 plain, 1 busy, 2 idle in a gap, 3 the selected gap
+            table = [plain, G.KERNEL_STYLE if ln.kind == "stream" else G.COPY_STYLE, G.GAP_STYLE,
+                     G.SELECTED_GAP_STYLE]
             cover = sc.gap_cover_for(ln) if ln.kind == "stream" else None
             if cover is not None:
                 gc = cover.covered(edges) * 2 >= np.maximum(np.diff(edges), 1)
-                for k in np.flatnonzero(gc & (lvl == 0)).tolist():
-                    chars_l[k] = g.gap
-                    styles[k] = G.GAP_STYLE
+                idle = gc & (lvl == 0)
+                chars_a[idle] = g.gap
+                codes[idle] = 2
                 if sel >= 0 and int(sc.g_part[sel]) == ln.part and int(sc.g_device[sel]) == ln.device:
                     # the selected gap stands out on its device's streams too
                     a, b, _ = sc.gap_span(sel)
                     ca = max(time_to_col(a, v.t0, v.t1, cw), 0)
                     cb = min(time_to_col(max(b - 1, a), v.t0, v.t1, cw), cw - 1)
-                    for k in range(ca, cb + 1):
-                        if lvl[k] == 0:
-                            styles[k] = G.SELECTED_GAP_STYLE
-            chars = "".join(chars_l)
+                    if cb >= ca:
+                        part = codes[ca:cb + 1]
+                        part[lvl[ca:cb + 1] == 0] = 3
+            chars = "".join(chars_a.tolist())
         elif ln.kind == "gaps":
             refs = ln.segs.cells(edges)
             causes = _cause_names()
@@ -214,33 +209,97 @@ class LanesView(ScrollView, _Base, can_focus=True):
                 cn = causes[int(sc.g_cause[gid])] if causes else "?"
                 return f"{G.CAUSE_LETTERS.get(cn, '?')} {cn} {fmt_dur(int(sc.g_dur[gid]), ascii=g.ascii)}"
 
-            chars, codes = segment_text(refs, lab, bar=g.bar, open_=g.open)
-            styles = []
-            for k in range(cw):
-                r = int(refs[k])
-                if r < 0:
-                    styles.append(plain)
-                    continue
-                gid = int(ln.segs.ref[r])
-                cn = causes[int(sc.g_cause[gid])] if causes else ""
-                st = _cause_style(cn)
-                styles.append(G.SELECTED_STYLE + st if gid == sel else st)
+            chars, _ = segment_text(refs, lab, bar=g.bar, open_=g.open)
+            # codes: 0 plain, 1 + cause, 1 + len(causes) + cause for the selected gap
+            names = causes or ("",)
+            nc = len(names)
+            if len(ln.segs.ref) and (refs >= 0).any():
+                gids = np.asarray(ln.segs.ref)[np.maximum(refs, 0)]
+                cause = np.clip(sc.g_cause[gids], 0, nc - 1) if causes else np.zeros(refs.size, np.int64)
+                codes = np.where(refs < 0, 0, 1 + cause + np.where(gids == sel, nc, 0)).astype(np.intp)
+            else:
+                codes = np.zeros(refs.size, np.intp)
+            table = _gap_table(names)
         else:  # ranges, depth rows: named pieces
             refs = ln.segs.cells(edges)
             m = sc.parts[ln.part].model
-            chars, codes = segment_text(refs, lambda r: self._text(m.name(int(ln.segs.ref[r]))), bar=g.bar,
-                                        open_=g.open)
+            chars, scodes = segment_text(refs, lambda r: self._text(m.name(int(ln.segs.ref[r]))), bar=g.bar,
+                                         open_=g.open)
             if ln.kind == "depth":
                 cats = cpu_categories(m, ln.segs.ref[np.maximum(refs, 0)])
-                styles = [G.CPU_STYLES[int(c)] if refs[k] >= 0 else plain for k, c in enumerate(cats)]
+                codes = np.where(refs >= 0, cats.astype(np.intp) + 1, 0)
+                table = [plain] + _CPU_TABLE
             else:
-                styles = [G.RANGE_STYLE if c in (C_LABEL, C_BAR, C_MARK) else plain for c in codes]
+                codes = np.isin(scodes, (C_LABEL, C_BAR, C_MARK)).astype(np.intp)
+                table = [plain, G.RANGE_STYLE]
         if 0 <= ccol < cw:
             chars = chars[:ccol] + (chars[ccol] if chars[ccol] != " " else g.sep) + chars[ccol + 1:]
-            styles = list(styles)
-            styles[ccol] = styles[ccol] + G.CURSOR_STYLE
-        segs = [Segment(label, lstyle), Segment(" ", plain)] + _runs(chars, styles)
+            table = list(table) + [table[int(codes[ccol])] + G.CURSOR_STYLE]
+            codes = codes.copy()
+            codes[ccol] = len(table) - 1
+        segs = [Segment(label, lstyle), Segment(" ", plain)] + _runs(chars, codes, table)
         return Strip(segs, lw + 1 + cw)
+
+
+def _runs(chars: str, codes: np.ndarray, table: list[Style]) -> list[Segment]:
+    """Segments of ``chars`` where cell k has style ``table[codes[k]]``; neighbouring cells whose styles are
+    the same object share a segment."""
+    n = len(chars)
+    if not n:
+        return []
+    # codes of one style object are made equal first (a table may hold one Style twice)
+    canon = np.array([next(i for i, t in enumerate(table) if t is st) for st in table], dtype=np.intp)
+    c = canon[np.asarray(codes, dtype=np.intp)]
+    starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]]).tolist()
+    ends = starts[1:] + [n]
+    return [Segment(chars[a:b], table[int(c[a])]) for a, b in zip(starts, ends)]
+
+
+def _style_runs(chars: str, styles: list[Style]) -> list[Segment]:
+    """``_runs`` for a per-cell list of styles (the axis)."""
+    segs: list[Segment] = []
+    n = len(chars)
+    a = 0
+    while a < n:
+        st = styles[a]
+        b = a + 1
+        while b < n and styles[b] is st:
+            b += 1
+        segs.append(Segment(chars[a:b], st))
+        a = b
+    return segs
+
+
+_CPU_TABLE = [G.CPU_STYLES[c] for c in range(max(G.CPU_STYLES) + 1)]
+
+_GLYPHS: dict = {}
+
+
+def _glyph_array(glyphs) -> np.ndarray:
+    """A glyph table (a string, tuple or {code: glyph}) as an object array indexable by code arrays."""
+    key = tuple(sorted(glyphs.items())) if isinstance(glyphs, dict) else tuple(glyphs)
+    arr = _GLYPHS.get(key)
+    if arr is None:
+        if isinstance(glyphs, dict):
+            arr = np.empty(max(glyphs) + 1, dtype=object)
+            arr[:] = " "
+            for k, ch in glyphs.items():
+                arr[k] = ch
+        else:
+            arr = np.array(list(glyphs), dtype=object)
+        _GLYPHS[key] = arr
+    return arr  # indexed with an array of codes, which copies
+
+
+_GAP_TABLES: dict = {}
+
+
+def _gap_table(names: tuple) -> list[Style]:
+    t = _GAP_TABLES.get(names)
+    if t is None:
+        base = [_cause_style(cn) for cn in names]
+        t = _GAP_TABLES[names] = [Style()] + base + [G.SELECTED_STYLE + st for st in base]
+    return t
 
 
 _CAUSES_CACHE: list = []
@@ -277,6 +336,7 @@ class Axis(Widget, _Base):
         self.glyphs = glyphs
         self.lanes = lanes
         self.scene = None
+        self._cache: OrderedDict = OrderedDict()  # the two lines by everything that changes them (pan repeats)
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
@@ -290,6 +350,20 @@ class Axis(Widget, _Base):
             full = width
         lw = label_width(full)
         cw = max(full - lw - 1, 1)
+        v = sc.view
+        gid = sc.selected_gap
+        key = (y, id(sc), v.lo, v.t0, v.t1, v.cursor, width, cw, sc.gap_span(gid) if gid >= 0 else None, g.ascii)
+        strip = self._cache.get(key)
+        if strip is None:
+            strip = self._cache[key] = self._draw(y, sc, width, lw, cw)
+            if len(self._cache) > 64:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(key)
+        return strip
+
+    def _draw(self, y: int, sc: Scene, width: int, lw: int, cw: int) -> Strip:
+        g = self.glyphs
         v = sc.view
         step = nice_step(v.span, cw)
         first = ((v.t0 - sc.view.lo) // step + 1) * step + sc.view.lo
@@ -329,4 +403,4 @@ class Axis(Widget, _Base):
         else:
             buf[-1] = g.right
         cur = self._text("@" + fmt_dur(v.cursor - sc.view.lo, ascii=g.ascii))[:lw].ljust(lw) + " "
-        return Strip([Segment(cur, dim)] + _runs("".join(buf), styles), width).crop(0, width)
+        return Strip([Segment(cur, dim)] + _style_runs("".join(buf), styles), width).crop(0, width)
