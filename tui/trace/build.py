@@ -1,13 +1,16 @@
-"""Turn parsed trace events (dicts) into the columnar TraceModel.
+"""Turn trace events into the columnar TraceModel.
 
-``ColumnBuilder.add(events)`` is called once per chunk of events, so the reader can hand over bounded
-chunks and free them; ``finish()`` sorts, links and returns the model.
+``ColumnBuilder.add_bytes(text)`` is called once per piece of the events array (``add(events)`` takes parsed
+dicts), so the reader can hand over bounded pieces and free them; ``finish()`` sorts, links and returns the
+model.
 
-Speed: a chunk is turned into columns by C-level passes (``map(dict.get, ...)``, ``itemgetter``,
-``compress``, ``np.array``); the one Python loop per event is the args interning, and it runs only
-for the kinds whose args someone reads (args are kept without their per-event ids, deduplicated): kernels, copies, memsets, cpu_ops (shapes,
-collectives), instants ([memory]), syncs and unknown categories. A chunk with anything unusual (a
-string timestamp, an unhashable id, non-dict args) is sanitised event by event and retried.
+Speed: a piece is decoded by msgspec into typed records holding only the fields the columns need (see
+``_Ev``), and turned into columns by C-level passes (``map(attrgetter)``, ``compress``, ``np.array``). A piece
+the typed records do not fit (a string id, a float pid) goes through the dict path: orjson dicts, read with
+``map(dict.get, ...)`` / ``itemgetter``, and a chunk with anything unusual even there (a string timestamp, an
+unhashable id, non-dict args) is sanitised event by event and retried. Args are kept for the kinds someone reads
+them for: kernels, copies, memsets, instants ([memory]), syncs and unknown categories interned without their
+per-event ids; CPU ops (shapes, collectives) one entry each, as written.
 """
 
 from __future__ import annotations
@@ -15,17 +18,21 @@ from __future__ import annotations
 import re
 from collections import Counter
 from itertools import compress, repeat
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 
 import numpy as np
 
-from .model import CPU_NEST_KINDS, GPU_WORK_KINDS, NO_ID, Kind, TraceModel, Track, TrackKind
+from .model import ARGS_DROP, CPU_NEST_KINDS, GPU_WORK_KINDS, NO_ID, BlobList, Kind, TraceModel, Track, TrackKind
 
 try:
     import orjson as _orjson
 except ImportError:  # pragma: no cover
     _orjson = None
 import json as _json
+from collections import deque
+
+_dumps = _orjson.dumps if _orjson is not None else (lambda o: _json.dumps(o).encode())
+_drain = deque(maxlen=0).extend
 
 # Category spellings, old and new (kineto-format.md). Lower-cased before lookup.
 CATEGORY_KIND = {
@@ -54,24 +61,7 @@ GPU_SIDE_KINDS = frozenset(
 # flow phases (linking is done by correlation, not by flows); counted, not stored
 FLOW_PHASES = frozenset({"s", "f", "t"})
 # args keys already held in columns (or per-event noise that would defeat interning)
-_ARGS_DROP = frozenset(
-    {
-        "correlation",
-        "External id",
-        "external id",
-        "Python id",
-        "Python parent id",
-        "Ev Idx",
-        "Addr",
-        "device",
-        "stream",
-        "context",
-        "Record function id",
-        "Fwd thread id",
-        "Sequence number",
-        "external ts",
-    }
-)
+_ARGS_DROP = ARGS_DROP
 _STREAM_RE = re.compile(r"^\s*stream\s+(\d+)", re.I)
 
 
@@ -158,6 +148,7 @@ def _sanitize(e: dict) -> dict:
 
 _ID_KEYS = ("correlation", "External id", "external id", "Python id", "Python parent id", "device", "stream")
 _EMPTY: dict = {}
+_NO_ARGS = frozenset({b"{}", b"null", b"{ }"})  # args that hold nothing, as written
 _NONE_TYPE = type(None)
 # every spelling the fast path may meet directly; anything else is lower-cased in the slow lane
 _KIND_LOOKUP = {}
@@ -165,16 +156,99 @@ for _k, _v in CATEGORY_KIND.items():
     for _s in {_k, _k.upper(), _k.title(), _k.capitalize()}:
         _KIND_LOOKUP[_s] = int(_v)
 _KIND_LOOKUP["Kernel"] = int(Kind.KERNEL)
-#: kinds whose args are kept (interned). The others' args are ids already held in columns, plus
-#: per-call noise (cbid, Ev Idx); skipping them is a large part of the load time on big traces.
+#: kinds whose args are kept, interned (deduplicated without their ids: the kernel table groups kernels by
+#: launch configuration, the allocator by [memory] args). CPU ops keep their args too, but as written, one
+#: entry each: they are a third of a trace's events and are only ever read one at a time, and encoding them
+#: again to deduplicate them was the biggest single cost of a load. The other kinds' args are ids already
+#: held in columns, plus per-call noise (cbid, Ev Idx).
 _ARGS_KINDS = np.array(
-    [int(k) for k in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.CPU_OP, Kind.INSTANT, Kind.SYNC, Kind.OTHER)],
+    [int(k) for k in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.INSTANT, Kind.SYNC, Kind.OTHER)],
     dtype=np.uint8,
 )
+_RAW_ARGS_KIND = int(Kind.CPU_OP)
 _BYTES_KINDS = np.array([int(Kind.MEMCPY), int(Kind.MEMSET), int(Kind.INSTANT)], dtype=np.uint8)
 _GPU_SIDE_ARR = np.array([int(k) for k in GPU_SIDE_KINDS], dtype=np.uint8)
 _GPU_SIDE_INT = frozenset(int(k) for k in GPU_SIDE_KINDS)
 _MAX_US = 2**62 // 1000
+
+# ----------------------------------------------------------------------------- typed decoding
+# msgspec decodes a piece of the events array straight into small typed records holding only the fields the
+# columns need (everything else is skipped without building a Python object), plus each event's args as the
+# bytes it was written with. That is ~3x less work than building a dict per event (and per args object) and
+# reading the fields back out. Any event that does not fit these types (a string timestamp, a float pid, a
+# null id, a huge integer) makes msgspec refuse the piece, which then goes through the dict path below,
+# unchanged.
+try:
+    import msgspec as _msgspec
+except ImportError:  # pragma: no cover - a dependency; the dict path alone still loads every trace
+    _msgspec = None
+
+if _msgspec is not None:
+    from typing import Optional, Union
+
+    class _Ids(_msgspec.Struct, frozen=True, gc=False):
+        """The args fields held in columns (or needed to place an event on its track)."""
+
+        correlation: int = NO_ID
+        ext: Optional[int] = _msgspec.field(default=None, name="External id")
+        ext_lc: int = _msgspec.field(default=NO_ID, name="external id")
+        pyid: int = _msgspec.field(default=NO_ID, name="Python id")
+        pypar: Optional[int] = _msgspec.field(default=NO_ID, name="Python parent id")
+        device: Optional[int] = None
+        stream: Optional[int] = None
+        nb: Optional[int] = _msgspec.field(default=None, name="bytes")
+        nb2: Optional[int] = _msgspec.field(default=None, name="Bytes")
+        finished: Optional[bool] = None
+
+    _NO_IDS = _Ids()
+
+    class _Ev(_msgspec.Struct, gc=False):
+        ph: Optional[str] = None
+        cat: Optional[str] = None
+        name: Optional[str] = None
+        pid: Union[int, str, None] = None
+        tid: Union[int, str, None] = None
+        ts: Union[int, float, None] = None
+        dur: Union[int, float, None] = None
+        args: Optional[_Ids] = _NO_IDS
+
+    class _EvArgs(_msgspec.Struct, gc=False):
+        args: _msgspec.Raw = _msgspec.Raw(b"{}")
+
+    _DEC_EV = _msgspec.json.Decoder(list[_Ev])
+    _DEC_ARGS = _msgspec.json.Decoder(list[_EvArgs])
+    _DEC_ANY = _msgspec.json.Decoder()
+    _FAST_ERRORS: tuple = (_msgspec.DecodeError,)
+else:  # pragma: no cover
+    _DEC_EV = _DEC_ARGS = _DEC_ANY = None
+    _FAST_ERRORS = ()
+
+#: the typed path can be turned off (GAPSCOPE_DECODER=dicts), e.g. to compare both paths
+import os as _os
+
+FAST_DECODE = _DEC_EV is not None and _os.environ.get("GAPSCOPE_DECODER", "") != "dicts"
+_G_PH, _G_CAT, _G_ARGS = attrgetter("ph"), attrgetter("cat"), attrgetter("args")
+_G_COMMON = attrgetter("name", "pid", "tid", "ts")
+_G_DUR = attrgetter("dur")
+_G_CORR, _G_EXT, _G_EXTLC = attrgetter("correlation"), attrgetter("ext"), attrgetter("ext_lc")
+_G_PYID, _G_PYPAR, _G_FIN = attrgetter("pyid"), attrgetter("pypar"), attrgetter("finished")
+
+
+_dict_loads = _orjson.loads if _orjson is not None else _json.loads
+
+
+def _encode_each(dicts: list) -> list:
+    """Each dict encoded as JSON bytes (None for one that cannot be encoded)."""
+    try:
+        return list(map(_dumps, dicts))
+    except (TypeError, ValueError, RecursionError, OverflowError):
+        out = []
+        for a in dicts:
+            try:
+                out.append(_dumps(a))
+            except (TypeError, ValueError, RecursionError, OverflowError):
+                out.append(None)
+        return out
 
 
 class _SlowLane(Exception):
@@ -230,6 +304,7 @@ class ColumnBuilder:
         self._name_ix: dict = {}
         self.args: list[bytes] = []
         self._args_ix: dict[bytes, int] = {}
+        self.rargs: list[bytes] = []  # CPU ops' args as written, one entry each (ids -2 - k until finish)
         self._track_ix: dict[tuple, int] = {}
         self._raw_track: dict[tuple, int] = {}
         self.tracks: list[Track] = []
@@ -254,18 +329,22 @@ class ColumnBuilder:
         return i
 
     def _intern_args_list(self, arg_dicts: list) -> np.ndarray:
-        drop = _ARGS_DROP
-        dumps = _orjson.dumps if _orjson is not None else (lambda o: _json.dumps(o).encode())
-        raws = []
-        for a in arg_dicts:
-            if not a:
-                raws.append(None)
-                continue
-            try:
-                raws.append(dumps({k: v for k, v in a.items() if k not in drop}))
-            except (TypeError, ValueError, RecursionError, OverflowError):
-                self._bad["args_enc"] += 1
-                raws.append(None)
+        """Interned ids of ``arg_dicts`` (the dicts of one parsed chunk, owned by the builder and freed after:
+        the id keys are popped from them in place, one C-level pass per key, then each is encoded once)."""
+        pop = dict.pop
+        for k in _ARGS_DROP:
+            # a deque of length 0 drains the map without building a list of the popped values
+            _drain(map(pop, arg_dicts, repeat(k), repeat(None)))
+        try:
+            raws = list(map(_dumps, arg_dicts))
+        except (TypeError, ValueError, RecursionError, OverflowError):
+            raws = []
+            for a in arg_dicts:
+                try:
+                    raws.append(_dumps(a))
+                except (TypeError, ValueError, RecursionError, OverflowError):
+                    self._bad["args_enc"] += 1
+                    raws.append(None)
         ix = self._args_ix
         ids = list(map(ix.get, raws))
         if None in ids:
@@ -448,9 +527,155 @@ class ColumnBuilder:
         amask = np.isin(kind, _ARGS_KINDS)
         aix = np.flatnonzero(amask)
         args_sub = _take(al, aix, amask)
+        rmask = kind == _RAW_ARGS_KIND
+        rix = np.flatnonzero(rmask)
+        raws = _encode_each(_take(al, rix, rmask)) if rix.size else []
         n_no_ts = int(np.count_nonzero(~ts_ok))
         return counts, meta, (ts, dur, kind, names, nl, tkeys, tl, al, corr, ext, pyid, pypar, nbytes, aix, args_sub,
-                              ts_ok, n_no_ts, no_dur, n_neg, n_open)
+                              rix, raws, ts_ok, n_no_ts, no_dur, n_neg, n_open)
+
+    # ------------------------------------------------------------ typed path
+    def add_bytes(self, text, loads=None) -> None:
+        """Add the events of one piece of JSON text holding an array of event objects. When the typed path
+        cannot take it, ``loads`` (default ``orjson.loads``) parses it into dicts for ``add``, so a text that is
+        not JSON raises what ``loads`` raises (the reader's recovery relies on its message)."""
+        if FAST_DECODE:
+            staged = None
+            try:
+                evs = _DEC_EV.decode(text)
+            except _FAST_ERRORS:
+                evs = None
+            if evs is not None:
+                try:
+                    staged = self._stage_fast(evs, text)
+                except (_SlowLane, TypeError, ValueError, AttributeError, OverflowError, KeyError, *_FAST_ERRORS):
+                    staged = None
+                del evs
+            if staged is not None:
+                self._commit(*staged)
+                return
+        ColumnBuilder.add(self, (loads or _dict_loads)(text))
+
+    def _stage_fast(self, evs: list, text):
+        """``_stage`` for typed records (see ``_Ev``): the same staged values, from attribute reads."""
+        n_all = len(evs)
+        if n_all == 0:
+            return Counter(), [], None
+        cats = list(map(_G_CAT, evs))
+        counts = Counter(cats)
+        phs = list(map(_G_PH, evs))
+        phc = set(phs)
+        raws = None
+        meta = []
+        if "M" in phc:
+            raws = list(map(_G_ARGS, _DEC_ARGS.decode(text)))
+            for i in np.flatnonzero(np.fromiter(map(_PH_M.__contains__, phs), bool, n_all)).tolist():
+                e = evs[i]
+                a = _DEC_ANY.decode(raws[i])
+                meta.append({"ph": "M", "name": e.name, "pid": e.pid, "tid": e.tid,
+                             "args": a if isinstance(a, dict) else {}})
+        if phc <= _TIMED_FAST:
+            timed, tcats, tphs, mask = evs, cats, phs, None
+        else:
+            mask = (~np.fromiter(map(_NOT_TIMED.__contains__, phs), bool, len(phs))).tolist()
+            timed = list(compress(evs, mask))
+            tcats = list(compress(cats, mask))
+            tphs = list(compress(phs, mask))
+        n = len(timed)
+        if n == 0:
+            return counts, meta, None
+        names, pids, tids, tsl = zip(*map(_G_COMMON, timed))
+        kc = self._kind_of_cat
+        kl = list(map(kc.get, tcats))
+        if None in kl:
+            for c in set(tcats) - kc.keys():
+                k = CATEGORY_KIND.get(c.lower()) if isinstance(c, str) else None
+                kc[c] = int(Kind.OTHER) if k is None else int(k)
+            kl = list(map(kc.get, tcats))
+        kind = np.array(kl, dtype=np.uint8)
+        inst = None
+        if "i" in phc or "I" in phc:
+            inst = np.fromiter(map(_PH_I.__contains__, tphs), bool, n)
+            kind[inst & (kind == Kind.OTHER)] = Kind.INSTANT
+        if None in tsl:
+            ts_ok0 = np.fromiter(map(_IS_NONE, tsl), bool, n)
+            ts, ts_ok = _us_to_ns([0 if v is None else v for v in tsl])
+            ts_ok &= ~ts_ok0
+        else:
+            ts, ts_ok = _us_to_ns(tsl)
+        durl = list(map(_G_DUR, timed))
+        no_dur = 0
+        if None in durl:
+            miss = np.fromiter(map(_IS_NONE, durl), bool, n)
+            miss &= np.fromiter(map(_PH_X.__contains__, tphs), bool, n) & ts_ok
+            if inst is not None:
+                miss &= ~inst
+            no_dur = int(np.count_nonzero(miss))
+            durl = np.array(durl, dtype=np.float64)
+        dur, dur_ok = _us_to_ns(durl)
+        dur[~dur_ok] = 0
+        if inst is not None:
+            dur[inst] = 0
+        neg = dur < 0
+        n_neg = int(np.count_nonzero(neg))
+        if n_neg:
+            dur[neg] = 0
+        ids = list(map(_G_ARGS, timed))
+        if None in ids:  # "args": null
+            ids = [a if a is not None else _NO_IDS for a in ids]
+        fin = list(map(_G_FIN, ids))
+        n_open = 0
+        if False in fin:
+            n_open = sum(1 for i, v in enumerate(fin) if v is False and tphs[i] == "X")
+        gside = np.isin(kind, _GPU_SIDE_ARR)
+        tkeys = list(zip(gside.tolist(), pids, tids))
+        nl = list(map(self._name_ix.get, names))
+        tl = list(map(self._raw_track.get, tkeys))
+        is_py = kind == Kind.PYTHON
+        corr = np.array(list(map(_G_CORR, ids)), dtype=np.int64)
+        ev = list(map(_G_EXT, ids))
+        if None in ev:
+            lc = list(map(_G_EXTLC, ids))
+            ev = [lc[i] if v is None else v for i, v in enumerate(ev)]
+        ext = np.array(ev, dtype=np.int64)
+        corr[is_py] = NO_ID
+        ext[is_py] = NO_ID
+        pyid = np.full(n, NO_ID, dtype=np.int64)
+        pypar = np.full(n, NO_ID, dtype=np.int64)
+        pyix = np.flatnonzero(is_py)
+        if pyix.size:
+            sub = _take(ids, pyix, is_py)
+            pyid[pyix] = np.array(list(map(_G_PYID, sub)), dtype=np.int64)
+            pv = list(map(_G_PYPAR, sub))
+            if None in pv:
+                pv = [NO_ID if v is None else v for v in pv]
+            pypar[pyix] = np.array(pv, dtype=np.int64)
+        nbytes = np.zeros(n, dtype=np.int64)
+        bmask = np.isin(kind, _BYTES_KINDS)
+        bix = np.flatnonzero(bmask)
+        if bix.size:
+            sub = _take(ids, bix, bmask)
+            nbytes[bix] = np.array([a.nb if a.nb is not None else (a.nb2 if a.nb2 is not None else 0) for a in sub],
+                                   dtype=np.int64)
+        amask = np.isin(kind, _ARGS_KINDS)
+        aix = np.flatnonzero(amask)
+        rmask = kind == _RAW_ARGS_KIND
+        rix = np.flatnonzero(rmask)
+        args_sub: list = []
+        rlist: list = []
+        if aix.size or rix.size:
+            if raws is None:
+                raws = list(map(_G_ARGS, _DEC_ARGS.decode(text)))
+            traws = raws if mask is None else list(compress(raws, mask))
+            if aix.size:
+                args_sub = list(map(_DEC_ANY.decode, _take(traws, aix, amask)))
+                if set(map(type, args_sub)) != {dict}:
+                    args_sub = [a if type(a) is dict else _EMPTY for a in args_sub]
+            if rix.size:
+                rlist = list(map(bytes, _take(traws, rix, rmask)))
+        n_no_ts = int(np.count_nonzero(~ts_ok))
+        return counts, meta, (ts, dur, kind, names, nl, tkeys, tl, ids, corr, ext, pyid, pypar, nbytes, aix,
+                              args_sub, rix, rlist, ts_ok, n_no_ts, no_dur, n_neg, n_open)
 
     def _commit(self, counts, meta, staged) -> None:
         cc = self.category_counts
@@ -462,30 +687,43 @@ class ColumnBuilder:
         if staged is None:
             return
         (ts, dur, kind, names, nl, tkeys, tl, al, corr, ext, pyid, pypar, nbytes, aix, args_sub,
-         ts_ok, n_no_ts, no_dur, n_neg, n_open) = staged
+         rix, raws, ts_ok, n_no_ts, no_dur, n_neg, n_open) = staged
         self._bad["open"] += n_open
         n = ts.shape[0]
-        # names
+        # names: each new one interned once, in order of first appearance, then one lookup pass
         if None in nl:
-            for i, v in enumerate(nl):
-                if v is None:
-                    nl[i] = self._intern_name(names[i])
+            for nm in dict.fromkeys(compress(names, map(_IS_NONE, nl))):
+                self._intern_name(nm)
+            nl = list(map(self._name_ix.get, names))
+            if None in nl:  # a name that is not a str (interned by its text)
+                nl = [self._intern_name(names[i]) if v is None else v for i, v in enumerate(nl)]
         name_id = np.array(nl, dtype=np.int32)
-        # tracks
+        # tracks: the same, each new key placed once
         rt = self._raw_track
         if None in tl:
-            for i, v in enumerate(tl):
-                if v is None:
-                    key = tkeys[i]
-                    t = rt.get(key)
-                    if t is None:
-                        t = self._track_for(int(kind[i]), _as_id(key[1]), _as_id(key[2]), al[i])
-                        rt[key] = t
-                    tl[i] = t
+            first = {}
+            for i in np.flatnonzero(np.fromiter(map(_IS_NONE, tl), bool, len(tl))).tolist():
+                first.setdefault(tkeys[i], i)
+            for key, i in first.items():
+                if key not in rt:
+                    a = al[i]
+                    if not isinstance(a, dict):  # typed path: the ids record
+                        a = {"device": a.device, "stream": a.stream}
+                    rt[key] = self._track_for(int(kind[i]), _as_id(key[1]), _as_id(key[2]), a)
+            tl = list(map(rt.get, tkeys))
         track = np.array(tl, dtype=np.int32)
         args_id = np.full(n, -1, dtype=np.int32)
         if aix.size:
             args_id[aix] = self._intern_args_list(args_sub)
+        if rix.size:
+            # one entry each, numbered -2, -3, ... until finish() appends them after the interned table
+            keep = [r is not None and r not in _NO_ARGS for r in raws]
+            if not all(keep):
+                rix = rix[np.array(keep, dtype=bool)]
+                raws = list(compress(raws, keep))
+            base = len(self.rargs)
+            self.rargs.extend(raws)
+            args_id[rix] = -2 - (base + np.arange(len(raws), dtype=np.int64))
         self._bad["no_ts"] += n_no_ts
         self._bad["no_dur"] += no_dur
         self._bad["neg_dur"] += n_neg
@@ -550,10 +788,18 @@ class ColumnBuilder:
         args_id = self._column("args_id", np.int32)[order]
         nbytes = self._column("nbytes", np.int64)[order]
         del order
+        # the args table: the interned entries, then the CPU ops' own (ids -2 - k until now)
+        n_int = len(self.args)
+        raw = args_id <= -2
+        if raw.any():
+            args_id[raw] = n_int + (-2 - args_id[raw])
+        args = BlobList.of(self.args + self.rargs) if self.rargs else BlobList.of(self.args)
+        self.rargs = []
         # Exact duplicates (a trace concatenated with itself, an event written twice) would double every
         # count and total: keep the first copy and say so.
         if ts.size > 1:
-            dup = _exact_duplicates(track, ts, dur, (name_id, kind, corr, ext, pyid, args_id))
+            dup = _exact_duplicates(track, ts, dur, (name_id, kind, corr, ext, pyid, args_id), args_col=5,
+                                    args=args)
             n_dup = int(dup.size)
             if n_dup:
                 keep = np.ones(ts.size, dtype=bool)
@@ -597,7 +843,7 @@ class ColumnBuilder:
             op=op,
             track_offsets=offsets,
             names=self.names,
-            args=self.args,
+            args=args,
             tracks=self.tracks,
             devices=list(devices) if isinstance(devices, list) else [],
             metadata={k: v for k, v in metadata.items() if k != "traceEvents"},
@@ -844,8 +1090,17 @@ class PieceBuilder(ColumnBuilder):
         c0 = len(self._cols["ts"])
         self._u_counts, self._u_meta = {}, []
         super().add(events)
+        self._unit(c0)
+
+    def add_bytes(self, text, loads=None) -> None:
+        c0 = len(self._cols["ts"])
+        self._u_counts, self._u_meta = {}, []
+        super().add_bytes(text, loads)
+        self._unit(c0)
+
+    def _unit(self, c0: int) -> None:
         self.units.append((c0, len(self._cols["ts"]), len(self.names), len(self.args), len(self.tracks),
-                           self._u_counts, self._u_meta))
+                           self._u_counts, self._u_meta, len(self.rargs)))
 
     def _commit(self, counts, meta, staged) -> None:
         self._u_counts = dict(counts)
@@ -858,7 +1113,8 @@ class PieceBuilder(ColumnBuilder):
         for k, t in self._track_ix.items():
             keys[t] = k
         return {"cols": self._cols, "units": self.units, "names": self.names, "args": self.args,
-                "tracks": self.tracks, "track_keys": keys, "bad": self._bad, "n_added": self.n_added}
+                "rargs": self.rargs, "tracks": self.tracks, "track_keys": keys, "bad": self._bad,
+                "n_added": self.n_added}
 
 
 class _Remap:
@@ -868,6 +1124,7 @@ class _Remap:
         self.names: list[int] = []
         self.args: list[int] = []
         self.tracks: list[int] = []
+        self.rargs = 0  # the part's raw args entries taken so far
         self._arr: dict[str, np.ndarray] = {}
 
     def arr(self, key: str) -> np.ndarray:
@@ -879,11 +1136,21 @@ class _Remap:
         return a
 
 
-def _exact_duplicates(track, ts, dur, others) -> np.ndarray:
+def _canonical(raw: bytes) -> bytes:
+    """The same args written with other spacing (the typed path keeps them as written) compare equal."""
+    try:
+        return _dumps(_dict_loads(raw))
+    except (TypeError, ValueError, RecursionError, OverflowError):
+        return raw
+
+
+def _exact_duplicates(track, ts, dur, others, args_col: int | None = None, args=None) -> np.ndarray:
     """Rows (of arrays sorted by track, ts, -dur) that repeat an earlier row in every column.
 
     Only rows sharing (track, ts, dur) with a neighbour can repeat one; those few are sorted by the other
-    columns so copies sit side by side, which keeps the full sort of every event to three keys."""
+    columns so copies sit side by side, which keeps the full sort of every event to three keys. ``others[args_col]``
+    holds args ids: entries are compared by their bytes (CPU ops' args are not interned, so two copies of one
+    event have different ids)."""
     tie = (track[1:] == track[:-1]) & (ts[1:] == ts[:-1]) & (dur[1:] == dur[:-1])
     if not tie.any():
         return np.zeros(0, dtype=np.int64)
@@ -893,10 +1160,21 @@ def _exact_duplicates(track, ts, dur, others) -> np.ndarray:
     in_tie[:-1] |= tie
     rows = np.flatnonzero(in_tie)
     keys = [c[rows] for c in others] + [group[rows]]
-    r = rows[np.lexsort(keys)]  # the last key (the group) sorts first
+    if args_col is not None and args is not None:
+        seen: dict = {}
+        ids = keys[args_col].tolist()
+        canon = [-1 if a < 0 else seen.setdefault(_canonical(args[a]), len(seen)) for a in ids]
+        keys[args_col] = np.array(canon, dtype=np.int64)
+        others = tuple(others[:args_col]) + (None,) + tuple(others[args_col + 1 :])
+    o = np.lexsort(keys)  # the last key (the group) sorts first
+    r = rows[o]
     same = group[r[1:]] == group[r[:-1]]
-    for c in others:
-        same &= c[r[1:]] == c[r[:-1]]
+    for j, c in enumerate(others):
+        if c is None:
+            k = keys[j][o]
+            same &= k[1:] == k[:-1]
+        else:
+            same &= c[r[1:]] == c[r[:-1]]
     return r[1:][same]
 
 
@@ -927,9 +1205,13 @@ def merge_parts(path: str, runs: list[tuple[dict, int, int]]) -> ColumnBuilder:
                 g._bad[k] += v
             g.n_added += part["n_added"]
         cols = part["cols"]
-        for c0, c1, nn, na, nt, counts, meta in part["units"][u0:u1]:
+        for c0, c1, nn, na, nt, counts, meta, nr in part["units"][u0:u1]:
             _intern_into(part["names"][len(rm.names) : nn], name_ix, g.names, rm.names)
             _intern_into(part["args"][len(rm.args) : na], args_ix, g.args, rm.args)
+            # raw entries: appended in unit order; local -2 - k becomes global -2 - (k + shift)
+            shift = len(g.rargs) - rm.rargs
+            g.rargs.extend(part["rargs"][rm.rargs : nr])
+            rm.rargs = nr
             lt = len(rm.tracks)
             for key, tr in zip(part["track_keys"][lt:nt], part["tracks"][lt:nt]):
                 i = track_ix.get(key)
@@ -951,6 +1233,7 @@ def merge_parts(path: str, runs: list[tuple[dict, int, int]]) -> ColumnBuilder:
                         col = rm.arr("tracks")[col]
                     elif k == "args_id":
                         a = rm.arr("args")
-                        col = np.where(col >= 0, a[np.maximum(col, 0)] if a.size else -1, -1).astype(np.int32)
+                        col = np.where(col >= 0, a[np.maximum(col, 0)] if a.size else -1,
+                                       np.where(col <= -2, col - shift, -1)).astype(np.int32)
                     g._cols[k].append(col)
     return g

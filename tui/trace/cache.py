@@ -21,7 +21,7 @@ import zipfile
 import numpy as np
 
 from ..errors import GapscopeError
-from .model import TraceModel, Track, TrackKind
+from .model import BlobList, TraceModel, Track, TrackKind
 
 try:
     import orjson as _orjson
@@ -29,7 +29,7 @@ except ImportError:  # pragma: no cover
     _orjson = None
 
 #: bump when the model's columns or their meaning change: older entries are then rebuilt
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _EDGE = 64 << 10
 _ARRAYS = ("ts_ns", "dur_ns", "kind", "track", "name_id", "corr", "ext_id", "py_id", "py_parent", "depth",
            "parent", "args_id", "nbytes", "launch", "op", "track_offsets")
@@ -105,7 +105,10 @@ def _entry_arrays(model: TraceModel, key: dict) -> dict:
     arrays = {k: getattr(model, k) for k in _ARRAYS}
     names = [s.encode("utf-8", "surrogatepass") for s in model.names]
     arrays["names_data"], arrays["names_offs"] = _blob(names)
-    arrays["args_data"], arrays["args_offs"] = _blob(list(model.args))
+    if isinstance(model.args, BlobList):
+        arrays["args_data"], arrays["args_offs"] = np.frombuffer(model.args.data, dtype=np.uint8), model.args.offs
+    else:
+        arrays["args_data"], arrays["args_offs"] = _blob(list(model.args))
     side = {
         "key": key,
         "tracks": [_track_dict(t) for t in model.tracks],
@@ -132,7 +135,11 @@ def decode(raw_file: str, key: dict, path: str) -> TraceModel | None:
             return None
         cols = {k: z[k] for k in _ARRAYS}
         names = [b.decode("utf-8", "surrogatepass") for b in _unblob(z["names_data"], z["names_offs"])]
-        args = _unblob(z["args_data"], z["args_offs"])
+        args = BlobList(z["args_data"].tobytes(), z["args_offs"])
+    ao = args.offs
+    if ao.ndim != 1 or ao.shape[0] < 1 or ao[0] != 0 or ao[-1] != len(args.data) or (ao.shape[0] > 1 and
+                                                                                      (np.diff(ao) < 0).any()):
+        raise ValueError("args offsets do not match their data")
     n = cols["ts_ns"].shape[0]
     if any(cols[k].shape[0] != n for k in _ARRAYS if k != "track_offsets"):
         raise ValueError("columns of different lengths")

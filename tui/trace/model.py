@@ -1,14 +1,16 @@
 """The columnar trace model: one numpy array per field, events sorted by (track, ts, -dur).
 
 Everything downstream (analysis, lanes, report) works on these arrays with vectorised queries.
-There are no per-event Python objects once a model is built; event args are interned as
-orjson-encoded bytes and decoded only when a person asks about one event.
+There are no per-event Python objects once a model is built; event args are JSON bytes in one buffer
+(``BlobList``), decoded only when someone asks about one event: interned (deduplicated, without their ids)
+for GPU work and instants, as written in the trace for CPU ops (one entry each).
 """
 
 from __future__ import annotations
 
 import enum
 import json
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +20,84 @@ try:  # orjson is a dependency of the viewer; GPU nodes that only have torch fal
     import orjson as _orjson
 except ImportError:  # pragma: no cover - exercised on GPU nodes only
     _orjson = None
+
+
+#: args keys already held in columns, or per-call noise: never part of what ``event_args`` returns
+ARGS_DROP = frozenset(
+    {
+        "correlation",
+        "External id",
+        "external id",
+        "Python id",
+        "Python parent id",
+        "Ev Idx",
+        "Addr",
+        "device",
+        "stream",
+        "context",
+        "Record function id",
+        "Fwd thread id",
+        "Sequence number",
+        "external ts",
+    }
+)
+
+
+class BlobList:
+    """A read-only sequence of bytes kept as one buffer plus int64 offsets: the args table of a trace with
+    millions of events is two objects, not millions."""
+
+    __slots__ = ("data", "offs")
+
+    def __init__(self, data: bytes = b"", offs: np.ndarray | None = None):
+        self.data = bytes(data)
+        self.offs = np.zeros(1, dtype=np.int64) if offs is None else np.asarray(offs, dtype=np.int64)
+
+    @classmethod
+    def of(cls, items) -> BlobList:
+        items = list(items)
+        offs = np.zeros(len(items) + 1, dtype=np.int64)
+        if items:
+            np.cumsum(np.fromiter(map(len, items), np.int64, len(items)), out=offs[1:])
+        return cls(b"".join(items), offs)
+
+    def __len__(self) -> int:
+        return int(self.offs.shape[0]) - 1
+
+    def __getitem__(self, i):
+        n = len(self)
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(n))]
+        i = operator.index(i)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("args index out of range")
+        return self.data[int(self.offs[i]) : int(self.offs[i + 1])]
+
+    def __iter__(self):
+        d = self.data
+        o = self.offs.tolist()
+        for a, b in zip(o, o[1:]):
+            yield d[a:b]
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, BlobList):
+            return self.data == other.data and np.array_equal(self.offs, other.offs)
+        if isinstance(other, (list, tuple)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"BlobList({len(self)} entries, {len(self.data)} bytes)"
+
+    def __getstate__(self):
+        return (self.data, self.offs)
+
+    def __setstate__(self, state) -> None:
+        self.data, self.offs = state
 
 
 class Kind(enum.IntEnum):
@@ -83,13 +163,13 @@ class TraceModel:
     py_parent: np.ndarray  # int64, args["Python parent id"] or NO_ID
     depth: np.ndarray  # int16, nesting depth on its track (cpu family by time, python by tree)
     parent: np.ndarray  # int64, event index of the enclosing event in the same family, or -1
-    args_id: np.ndarray  # int32, index into args (interned encoded args) or -1
+    args_id: np.ndarray  # int32, index into args (JSON bytes: interned for GPU work, per event for CPU ops) or -1
     nbytes: np.ndarray  # int64, bytes for copies/memsets/[memory] events, else 0
     launch: np.ndarray  # int64, for GPU work: index of the launching runtime/driver call, or -1
     op: np.ndarray  # int64, for GPU work and runtime calls: index of the innermost aten op, or -1
     track_offsets: np.ndarray  # int64, len(tracks)+1: events of track t are [off[t], off[t+1])
     names: list[str]
-    args: list[bytes]
+    args: BlobList  # a sequence of JSON bytes (a list also works)
     tracks: list[Track]
     devices: list[dict] = field(default_factory=list)  # deviceProperties
     metadata: dict = field(default_factory=dict)  # top-level keys other than traceEvents
@@ -117,7 +197,10 @@ class TraceModel:
         if a < 0:
             return {}
         raw = self.args[a]
-        return _orjson.loads(raw) if _orjson is not None else json.loads(raw)
+        d = _orjson.loads(raw) if _orjson is not None else json.loads(raw)
+        if not isinstance(d, dict):
+            return {}
+        return {k: v for k, v in d.items() if k not in ARGS_DROP}
 
     def window_ns(self) -> tuple[int, int]:
         """(first start, last end) over every timed event; (0, 0) for an empty trace."""

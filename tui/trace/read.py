@@ -442,18 +442,17 @@ class _Reader:
             widened = 0
             while True:
                 text = b"[" + data[pos:end] + b"]"
+                added = False
                 try:
-                    evs = _loads(text)
+                    self.b.add_bytes(text, _loads)
+                    added = True
+                    exc = None
                 except RecursionError:
-                    evs = None
                     exc = None
                 except JSONDecodeError as e:
-                    evs = None
                     exc = e
-                if evs is not None:
+                if added:
                     del text
-                    self.b.add(evs)
-                    del evs
                     pos = nxt
                     if end == n:  # the array never closed: the file ended exactly after an event
                         self.stats.truncated = True
@@ -642,7 +641,7 @@ PARALLEL_MIN: int | None = 64 << 20
 BACKGROUND_CACHE_MIN = 100_000
 #: where the worker's part starts, as a fraction of the file (the parent also reads the whole file,
 #: merges and sorts, so it takes a little less than half of the events)
-SPLIT_AT = 0.5
+SPLIT_AT = 0.44
 
 
 class _Unclean(Exception):
@@ -662,7 +661,7 @@ def _clean_region(data, a: int, b: int, builder: ColumnBuilder) -> None:
         widened = 0
         while True:
             try:
-                evs = _loads(b"[" + data[pos:end] + b"]")
+                builder.add_bytes(b"[" + data[pos:end] + b"]", _loads)
                 break
             except (JSONDecodeError, RecursionError):
                 if end >= b or widened >= _MAX_WIDEN:
@@ -670,8 +669,6 @@ def _clean_region(data, a: int, b: int, builder: ColumnBuilder) -> None:
                 widened += 1  # the cut fell inside a nested value: take the next boundary
                 m = _BOUNDARY.search(data, end + 1, b)
                 end, nxt = (m.start() + 1, m.end() - 1) if m is not None else (b, b)
-        builder.add(evs)
-        del evs
         pos = nxt
 
 
@@ -714,11 +711,9 @@ def _stream_part(f, split: int, path: str):
                 return None if last_end is None else (start, last_end, b.export())
             end, nxt = lb
         try:
-            evs = _loads(b"[" + buf[:end] + b"]")
+            b.add_bytes(b"[" + buf[:end] + b"]", _loads)
         except (JSONDecodeError, RecursionError):
             return None
-        b.add(evs)
-        del evs
         last_end = base + end
         if eof:
             return start, last_end, b.export()
