@@ -34,6 +34,10 @@ MAX_LIST = 500
 FREEZE_EVENTS = 100_000
 
 
+#: on the two-process load of a big trace, the share of the file this process parses (it also starts and
+#: draws the explorer meanwhile, so it takes less than the loader's default)
+LOAD_PARENT_SHARE = 0.38
+
 #: the load thread waits at most this long for the first frame before it starts the analysis
 FIRST_PAINT_WAIT_S = 1.0
 
@@ -256,7 +260,7 @@ class GapscopeApp(App):
             self.post_message(_Progress(f"loading {os.path.basename(p)} ({size / 1e6:.1f} MB)"
                                         f" [{i + 1}/{len(self.paths)}] ... Esc cancels"))
             try:
-                model = _load(load, p, self.load_opts)
+                model = _load(load, p, {"parent_share": LOAD_PARENT_SHARE, **self.load_opts})
             except (GapscopeError, MemoryError) as exc:
                 self.call_from_thread(self._fail, self._load_error(p, exc))
                 return None

@@ -304,7 +304,11 @@ class ColumnBuilder:
         self._name_ix: dict = {}
         self.args: list[bytes] = []
         self._args_ix: dict[bytes, int] = {}
-        self.rargs: list[bytes] = []  # CPU ops' args as written, one entry each (ids -2 - k until finish)
+        # CPU ops' args as written, one entry each (ids -2 - k until finish): one growing buffer plus lengths,
+        # so millions of entries are never millions of objects, and finish() needs no second copy
+        self._rbuf = bytearray()
+        self._rlens: list[np.ndarray] = []
+        self.n_rargs = 0
         self._track_ix: dict[tuple, int] = {}
         self._raw_track: dict[tuple, int] = {}
         self.tracks: list[Track] = []
@@ -721,8 +725,10 @@ class ColumnBuilder:
             if not all(keep):
                 rix = rix[np.array(keep, dtype=bool)]
                 raws = list(compress(raws, keep))
-            base = len(self.rargs)
-            self.rargs.extend(raws)
+            base = self.n_rargs
+            self._rbuf += b"".join(raws)
+            self._rlens.append(np.fromiter(map(len, raws), np.int64, len(raws)))
+            self.n_rargs += len(raws)
             args_id[rix] = -2 - (base + np.arange(len(raws), dtype=np.int64))
         self._bad["no_ts"] += n_no_ts
         self._bad["no_dur"] += no_dur
@@ -788,13 +794,19 @@ class ColumnBuilder:
         args_id = self._column("args_id", np.int32)[order]
         nbytes = self._column("nbytes", np.int64)[order]
         del order
-        # the args table: the interned entries, then the CPU ops' own (ids -2 - k until now)
-        n_int = len(self.args)
+        # the args table: the CPU ops' own entries (ids -2 - k until now), then the interned ones, in one buffer
+        n_raw = self.n_rargs
         raw = args_id <= -2
-        if raw.any():
-            args_id[raw] = n_int + (-2 - args_id[raw])
-        args = BlobList.of(self.args + self.rargs) if self.rargs else BlobList.of(self.args)
-        self.rargs = []
+        interned = args_id >= 0
+        args_id[raw] = -2 - args_id[raw]
+        args_id[interned] += n_raw
+        lens = self._rlens + [np.fromiter(map(len, self.args), np.int64, len(self.args))]
+        buf = self._rbuf
+        buf += b"".join(self.args)
+        offs = np.zeros(n_raw + len(self.args) + 1, dtype=np.int64)
+        np.cumsum(np.concatenate(lens), out=offs[1:])
+        args = BlobList(buf, offs)
+        self._rbuf, self._rlens, self.n_rargs = bytearray(), [], 0
         # Exact duplicates (a trace concatenated with itself, an event written twice) would double every
         # count and total: keep the first copy and say so.
         if ts.size > 1:
@@ -1100,7 +1112,7 @@ class PieceBuilder(ColumnBuilder):
 
     def _unit(self, c0: int) -> None:
         self.units.append((c0, len(self._cols["ts"]), len(self.names), len(self.args), len(self.tracks),
-                           self._u_counts, self._u_meta, len(self.rargs)))
+                           self._u_counts, self._u_meta, self.n_rargs, len(self._rbuf)))
 
     def _commit(self, counts, meta, staged) -> None:
         self._u_counts = dict(counts)
@@ -1113,7 +1125,8 @@ class PieceBuilder(ColumnBuilder):
         for k, t in self._track_ix.items():
             keys[t] = k
         return {"cols": self._cols, "units": self.units, "names": self.names, "args": self.args,
-                "rargs": self.rargs, "tracks": self.tracks, "track_keys": keys, "bad": self._bad,
+                "rbuf": self._rbuf, "rlens": np.concatenate(self._rlens) if self._rlens else np.zeros(0, np.int64),
+                "tracks": self.tracks, "track_keys": keys, "bad": self._bad,
                 "n_added": self.n_added}
 
 
@@ -1125,6 +1138,7 @@ class _Remap:
         self.args: list[int] = []
         self.tracks: list[int] = []
         self.rargs = 0  # the part's raw args entries taken so far
+        self.rbytes = 0  # and their bytes
         self._arr: dict[str, np.ndarray] = {}
 
     def arr(self, key: str) -> np.ndarray:
@@ -1205,13 +1219,16 @@ def merge_parts(path: str, runs: list[tuple[dict, int, int]]) -> ColumnBuilder:
                 g._bad[k] += v
             g.n_added += part["n_added"]
         cols = part["cols"]
-        for c0, c1, nn, na, nt, counts, meta, nr in part["units"][u0:u1]:
+        for c0, c1, nn, na, nt, counts, meta, nr, nb in part["units"][u0:u1]:
             _intern_into(part["names"][len(rm.names) : nn], name_ix, g.names, rm.names)
             _intern_into(part["args"][len(rm.args) : na], args_ix, g.args, rm.args)
             # raw entries: appended in unit order; local -2 - k becomes global -2 - (k + shift)
-            shift = len(g.rargs) - rm.rargs
-            g.rargs.extend(part["rargs"][rm.rargs : nr])
-            rm.rargs = nr
+            shift = g.n_rargs - rm.rargs
+            if nr > rm.rargs:
+                g._rbuf += memoryview(part["rbuf"])[rm.rbytes : nb]
+                g._rlens.append(part["rlens"][rm.rargs : nr])
+                g.n_rargs += nr - rm.rargs
+            rm.rargs, rm.rbytes = nr, nb
             lt = len(rm.tracks)
             for key, tr in zip(part["track_keys"][lt:nt], part["tracks"][lt:nt]):
                 i = track_ix.get(key)

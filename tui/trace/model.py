@@ -50,7 +50,7 @@ class BlobList:
     __slots__ = ("data", "offs")
 
     def __init__(self, data: bytes = b"", offs: np.ndarray | None = None):
-        self.data = bytes(data)
+        self.data = data if isinstance(data, (bytes, bytearray)) else bytes(data)
         self.offs = np.zeros(1, dtype=np.int64) if offs is None else np.asarray(offs, dtype=np.int64)
 
     @classmethod

@@ -807,8 +807,9 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _start_job(path: str, st: os.stat_result, limit: int) -> _Job | None:
-    """A worker for the second half of ``path`` when it is big, plain JSON, and there is a second core."""
+def _start_job(path: str, st: os.stat_result, limit: int, parent_share: float | None = None) -> _Job | None:
+    """A worker for the second part of ``path`` when it is big, plain JSON, and there is a second core. The
+    calling process parses the first ``parent_share`` of the file (default ``SPLIT_AT``)."""
     if PARALLEL_MIN is None or _orjson is None or st.st_size < PARALLEL_MIN or st.st_size > limit:
         return None
     if os.environ.get("GAPSCOPE_LOAD_PARALLEL", "1") == "0" or _cpus() < 2:
@@ -817,16 +818,19 @@ def _start_job(path: str, st: os.stat_result, limit: int) -> _Job | None:
         with open(path, "rb") as f:
             if f.read(2) == b"\x1f\x8b":
                 return None
-        return _Job(path, st, int(st.st_size * SPLIT_AT))
+        share = SPLIT_AT if parent_share is None else min(max(float(parent_share), 0.05), 0.95)
+        return _Job(path, st, int(st.st_size * share))
     except (OSError, ValueError, AssertionError, ImportError):  # no fork here, a daemonic process, ...
         return None
 
 
-def load_uncached(path: str, max_size=None) -> TraceModel:
+def load_uncached(path: str, max_size=None, parent_share: float | None = None) -> TraceModel:
+    """Read and parse ``path`` (no cache). ``parent_share``: on the two-process path, the fraction of the file
+    this process parses itself (less when it has other work meanwhile, e.g. drawing the explorer)."""
     p = os.fspath(path)
     limit = parse_size(max_size)
     st = check_file(p)
-    job = _start_job(p, st, limit)
+    job = _start_job(p, st, limit, parent_share)
     mapped = None
     try:
         if job is not None:
@@ -854,19 +858,19 @@ def load_uncached(path: str, max_size=None) -> TraceModel:
     return model
 
 
-def load(path, *, no_cache: bool = False, max_size=None) -> TraceModel:
+def load(path, *, no_cache: bool = False, max_size=None, parent_share: float | None = None) -> TraceModel:
     """Load a trace, from the columnar cache when a valid one exists (unless ``no_cache``)."""
     p = os.fspath(path)
     limit = parse_size(max_size)
     st = check_file(p)
     if no_cache:
-        return load_uncached(p, limit)
+        return load_uncached(p, limit, parent_share)
     from . import cache
 
     model = cache.get(p, st)
     if model is not None:
         return model
-    model = load_uncached(p, limit)
+    model = load_uncached(p, limit, parent_share)
     # a big entry is written by a thread: the explorer draws its first frame meanwhile
     cache.put(p, st, model, background=model.n >= BACKGROUND_CACHE_MIN)
     return model
