@@ -199,3 +199,40 @@ def test_text_view_repaints_only_changed_lines_and_shows_the_new_text():
             assert screen_text(app).splitlines()[0] == "line 0 d"
 
     run(go())
+
+
+def test_text_view_length_changes_update_its_scrollbar_without_a_screen_layout():
+    from textual.app import App
+
+    from tui.app.textview import TextView
+
+    class One(App):
+        def compose(self):
+            yield TextView(id="tv")
+
+    def text(n: int) -> Text:
+        return Text("\n".join(f"line {i} " + "w" * (i % 50) for i in range(n)))
+
+    async def go():
+        app = One()
+        async with app.run_test(size=(40, 10)) as pilot:
+            tv = app.query_one(TextView)
+            layouts = []
+            orig = app.screen._refresh_layout
+            app.screen._refresh_layout = lambda *a, **k: layouts.append(1) or orig(*a, **k)
+            for n, bar in ((5, False), (30, True), (45, True), (12, True), (3, False)):
+                layouts.clear()
+                tv.set_text(text(n))
+                await pilot.pause()
+                await pilot.pause()
+                assert tv.show_vertical_scrollbar is bar and not tv.show_horizontal_scrollbar
+                assert tv.virtual_size.height == len(tv._lines)
+                if n in (45, 12):  # same scrollbar as before: no layout of the screen
+                    assert not layouts
+                tv.scroll_end(animate=False)
+                await pilot.pause()
+                assert tv.scroll_offset.y == max(len(tv._lines) - tv.scrollable_content_region.height, 0)
+                shown = screen_text(app).splitlines()
+                assert shown[min(len(tv._lines), 10) - 1].startswith(tv._lines[-1].plain.rstrip()[:30])
+
+    run(go())

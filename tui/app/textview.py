@@ -52,6 +52,10 @@ def wrap_lines(text: Text, console, width: int) -> list[Text]:
 
 
 class TextView(ScrollView, can_focus=True):
+    # the text is wrapped to the width: never a horizontal scrollbar (with overflow-x auto, the vertical one
+    # appearing made the old wrap 1 cell too wide for a frame, and a horizontal one came and went: two layouts)
+    DEFAULT_CSS = "TextView { overflow-x: hidden; }"
+
     BINDINGS = [
         Binding("up,k", "scroll_up", "scroll up", show=False),
         Binding("down,j", "scroll_down", "scroll down", show=False),
@@ -102,7 +106,22 @@ class TextView(ScrollView, can_focus=True):
         self._lines = wrap_lines(self._text, self.app.console, width)
         self._keys = [_line_key(ln) for ln in self._lines]
         self._wrapped_at = width
-        self.virtual_size = Size(width, len(self._lines))
+        self._set_virtual_size(Size(width, len(self._lines)))
+
+    def _set_virtual_size(self, size: Size) -> None:
+        """``virtual_size`` is a layout reactive: setting it lays out the whole screen, which repainted every
+        widget on most gap jumps of a real trace (the stack's length changes), 20-140 ms. This panel's own size
+        does not depend on its text (unless its height is auto), so only its scrollbars and itself are updated
+        here; a scrollbar that appears or goes still lays the screen out (the text gets narrower)."""
+        if size == self.virtual_size:
+            return
+        h = self.styles.height
+        if not self.is_mounted or not self.container_size or (h is not None and h.is_auto):
+            self.virtual_size = size
+            return
+        self.set_reactive(TextView.virtual_size, size)
+        self._scroll_update(size)
+        self.refresh()
 
     def on_resize(self, event) -> None:
         self._wrap()
