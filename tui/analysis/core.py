@@ -103,6 +103,8 @@ class Analysis:
                              res["thread"], res["t_launch"], res["breakdown"])
         self.stacks = StackIndex(model, self.flags)
         self._details: dict[int, GapDetail] = {}
+        #: gap row -> (time, event) of ``_holder_points``, for the Python-held gaps whose frame was taken
+        self._holders: dict[int, tuple[int, int]] = {}
         self._max_dur: dict[int, int] = {}
         self.distortion = self._distortion()
         if not self.devices:
@@ -244,7 +246,8 @@ class Analysis:
         if cause == "sync":
             stack = st.stack_at(thr, self._sync_anchor(thr, t0, tl))
         elif cause == "python":
-            stack, extra["python_frame"] = self._python_holder(thr, t0, tl)
+            at, ev = self._holder(i, thr, t0, tl)
+            stack, extra["python_frame"] = st.stack_at(thr, int(at)), (m.name(int(ev)) if ev >= 0 else None)
         elif cause in ("launch", "allocator"):
             stack = launch_stack if cause == "launch" else self._alloc_stack(thr, t0, tl) or launch_stack
             extra["issued_ops"] = self._ops_in(thr, t0, tl)
@@ -261,6 +264,33 @@ class Analysis:
                         sig.name if sig else None, extra)
         det.explanation = self._explain(det, tl)
         return det
+
+    def gap_signatures(self, rows) -> list[str | None]:
+        """``gap_detail(r).signature`` for each row, without building the details: the stacks of the
+        Python-held and collective gaps are taken all at once (``_holder_points``, ``signature_events``);
+        other causes, and rows already detailed, go through ``gap_detail``."""
+        m, g = self.model, self.gaps
+        rows = np.asarray(rows, np.int64)
+        out: list[str | None] = [None] * rows.size
+        cause = g.cause[rows]
+        py_c, coll_c = CAUSES.index("python"), CAUSES.index("collective")
+        fast = np.array([(c == py_c or c == coll_c) and r not in self._details
+                         for r, c in zip(rows.tolist(), cause.tolist())], dtype=bool)
+        for k in np.flatnonzero(~fast).tolist():
+            out[k] = self.gap_detail(int(rows[k])).signature
+        k = np.flatnonzero(fast)
+        if k.size:
+            r = rows[k]
+            thr, t = g.thread[r], g.start_ns[r].copy()
+            py = cause[k] == py_c
+            if py.any():
+                at, ev = self._holder_points(thr[py], g.start_ns[r[py]], g.t_launch_ns[r[py]])
+                t[py] = at
+                self._holders.update(zip(r[py].tolist(), zip(at.tolist(), ev.tolist())))
+            sig = self.stacks.signature_events(thr, t)
+            for j, e in zip(k.tolist(), sig.tolist()):
+                out[j] = m.name(e) if e >= 0 else None
+        return out
 
     def _sync_anchor(self, thr: int, t0: int, tl: int) -> int:
         """A time inside the synchronising call that makes the gap: the one open at t0 (or ending just
@@ -281,35 +311,62 @@ class Analysis:
         best = int(inner[np.argmax(m.depth[inner])]) if inner.size else top
         return int(m.ts_ns[best]) + int(m.dur_ns[best]) // 2
 
-    def _python_holder(self, thr: int, t0: int, tl: int):
-        """The Python frame holding the CPU in [t0, tl]: the most common innermost Python frame among
-        sample points where no op or runtime call runs."""
-        if thr < 0 or tl <= t0:
-            return self.stacks.stack_at(thr, t0), None
-        pts = np.linspace(t0, tl - 1, 33).astype(np.int64)
-        th = np.full(pts.shape, thr, np.int64)
-        cpu_in = self.stacks.innermost("cpu", th, pts)
-        py_in = self.stacks.innermost("py", th, pts)
+    def _holder(self, row: int, thr: int, t0: int, tl: int) -> tuple[int, int]:
+        """``_holder_points`` of one gap (kept from the findings' pass when it took it)."""
+        h = self._holders.get(row)
+        if h is None:
+            at, ev = self._holder_points(np.array([thr], np.int64), np.array([t0], np.int64),
+                                         np.array([tl], np.int64))
+            h = self._holders[row] = (int(at[0]), int(ev[0]))
+        return h
+
+    def _holder_points(self, thr: np.ndarray, t0: np.ndarray, tl: np.ndarray):
+        """For each gap (thread, t0, t_launch): the Python frame holding the CPU in [t0, tl], the most common
+        innermost Python frame among 33 sample points where no op or runtime call runs (ties: the lowest
+        event index), and the first sample point inside it. Without such frames, the most common annotation
+        holding the CPU there; the capture's own step loop is not a frame to name. Returns (time to take the
+        stack at, event or -1 when no frame is named: then the time is t0). Vectorised over all gaps."""
         m = self.model
+        n = t0.shape[0]
+        at = t0.astype(np.int64).copy()
+        ev = np.full(n, -1, np.int64)
+        ok = np.flatnonzero((thr >= 0) & (tl > t0))
+        if ok.size == 0:
+            return at, ev
+        pts = np.linspace(t0[ok], tl[ok] - 1, 33, axis=1).astype(np.int64)  # == np.linspace per gap
+        th = np.repeat(thr[ok], 33).reshape(pts.shape)
+        cpu_in = self.stacks.innermost("cpu", th.ravel(), pts.ravel()).reshape(pts.shape)
+        py_in = self.stacks.innermost("py", th.ravel(), pts.ravel()).reshape(pts.shape)
         free = (cpu_in < 0) | (m.kind[np.maximum(cpu_in, 0)] == _ANNOTATION)
-        cand = py_in[free & (py_in >= 0)]
-        if cand.size:  # the capture's own step loop is not the frame to name
-            scaffold = self.flags["capture_frame"][m.name_id[cand]]
-            if scaffold.all():
-                return self.stacks.stack_at(thr, t0), None
-            cand = cand[~scaffold]
-        if cand.size == 0:  # no Python frames recorded: the annotation (or nothing) holding the CPU
-            ann = cpu_in[free & (cpu_in >= 0)]
-            if ann.size:
-                ev = int(np.bincount(np.searchsorted(np.unique(ann), ann)).argmax())
-                ev = int(np.unique(ann)[ev])
-                at = int(pts[np.flatnonzero(cpu_in == ev)[0]])
-                return self.stacks.stack_at(thr, at), m.name(ev)
-            return self.stacks.stack_at(thr, t0), None
-        best = np.bincount(np.searchsorted(np.unique(cand), cand)).argmax()
-        ev = int(np.unique(cand)[best])
-        at = int(pts[np.flatnonzero(py_in == ev)[0]])
-        return self.stacks.stack_at(thr, at), m.name(ev)
+        cand = free & (py_in >= 0)
+        scaffold = self.flags["capture_frame"][m.name_id[np.maximum(py_in, 0)]]
+        has_cand = cand.any(axis=1)
+        named = cand & ~scaffold
+        only_scaffold = has_cand & ~named.any(axis=1)  # the capture's loop only: no frame, the stack at t0
+        ann = free & (cpu_in >= 0) & ~has_cand[:, None]  # no Python frames: the annotation holding the CPU
+        for mask, col in ((named, py_in), (ann, cpu_in)):
+            r, c = np.nonzero(mask)
+            if r.size == 0:
+                continue
+            e = col[r, c]
+            o = np.lexsort((e, r))
+            r, e = r[o], e[o]
+            new = np.r_[True, (r[1:] != r[:-1]) | (e[1:] != e[:-1])]
+            first = np.flatnonzero(new)
+            cnt = np.diff(np.r_[first, r.size])
+            ur, ue = r[first], e[first]
+            # per row: the highest count, then the lowest event
+            o = np.lexsort((ue, -cnt, ur))
+            ur, ue = ur[o], ue[o]
+            top = np.r_[True, ur[1:] != ur[:-1]]
+            ur, ue = ur[top], ue[top]
+            hit = col[ur] == ue[:, None]
+            gi = ok[ur]
+            at[gi] = pts[ur, hit.argmax(axis=1)]
+            ev[gi] = ue
+        keep = ok[only_scaffold]
+        at[keep], ev[keep] = t0[keep], -1
+        return at, ev
 
     def _thread_events(self, thr: int, t0: int, t1: int) -> np.ndarray:
         """Events of thread ``thr`` overlapping [t0, t1): those starting inside (a searchsorted range)

@@ -67,19 +67,24 @@ def build_findings(a) -> list:
     detailed = set(rows[: cfg.max_detailed_gaps].tolist())
     li = g.launch_idx
     queued = (li >= 0) & (a.model.ts_ns[np.where(li >= 0, li, 0)] < g.start_ns)
-    for r in rows.tolist():
-        cause = CAUSES[int(g.cause[r])]
+    # the frame of every detailed gap of a BY_FRAME cause, taken at once (it is all the grouping needs of them)
+    by_frame = np.isin(g.cause[rows[: cfg.max_detailed_gaps]], [CAUSES.index(c) for c in sorted(BY_FRAME)])
+    by_frame_rows = rows[: cfg.max_detailed_gaps][by_frame]
+    sigs = dict(zip(by_frame_rows.tolist(), a.gap_signatures(by_frame_rows)))
+    for r, c, q in zip(rows.tolist(), g.cause[rows].tolist(), queued[rows].tolist()):
+        cause = CAUSES[c]
         key: tuple = (cause,)
-        if cause == "launch" and queued[r]:
+        if cause == "launch" and q:
             key = ("launch", None, "queued")
         elif cause in BY_FRAME and r in detailed:
-            key = (cause, a.gap_detail(r).signature)
+            key = (cause, sigs[r])
         elif cause == "copy" and r in detailed:
             d = a.gap_detail(r)
             c = d.extra.get("copy") or {}
             key = (cause, d.signature, c.get("kind"))
         groups[key].append(r)
     out = []
+    window_start = a.window_start_ns
     for key, rs in groups.items():
         cause = key[0]
         rs_a = np.array(rs, dtype=np.int64)
@@ -109,7 +114,7 @@ def build_findings(a) -> list:
         }
         for r in top.tolist():
             d = a.gap_detail(r)
-            ex = {"row": int(r), "start_us": (int(g.start_ns[r]) - a.window_start_ns) / 1e3,
+            ex = {"row": int(r), "start_us": (int(g.start_ns[r]) - window_start) / 1e3,
                   "dur_us": int(g.dur_ns[r]) / 1e3, "next_kernel": d.next_kernel, "next_op": d.next_op,
                   "explanation": d.explanation}
             ev["examples"].append(ex)

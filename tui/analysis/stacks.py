@@ -31,6 +31,7 @@ class StackIndex:
     def __init__(self, model: TraceModel, flags: dict[str, np.ndarray]):
         self.m = model
         self._frames: dict[int, Frame] = {}
+        self._step_ann: dict[int, bool] = {}
         self.flags = flags
         kind = model.kind
         cpu_track = np.array([t.kind is TrackKind.CPU for t in model.tracks] + [False], dtype=bool)
@@ -140,6 +141,73 @@ class StackIndex:
         kd = m.kind[evs].tolist() if evs else []
         order = sorted(range(len(evs)), key=lambda k: (ts[k], -en[k], 0 if kd[k] == _PY else 1))
         return [self.frame(evs[k]) for k in order]
+
+    def signature_events(self, thread, t) -> np.ndarray:
+        """``signature_frame(stack_at(thread, t)).event`` (-1 for None), vectorised over arrays of (thread, t):
+        the same frames (the ``_chain`` of the innermost 'cpu' and 'py' events, zero-length ancestors
+        included), in the same order (``stack_at``'s sort, ties in chain order) and the same choice (innermost
+        user Python frame, else innermost annotation that is not a step range, else innermost op or sync
+        call), without building Frame lists. For the findings, which group ~2,000 gaps by this frame."""
+        m = self.m
+        thread = np.atleast_1d(np.asarray(thread, np.int64))
+        t = np.atleast_1d(np.asarray(t, np.int64))
+        n = t.shape[0]
+        out = np.full(n, -1, np.int64)
+        if n == 0:
+            return out
+        pt_l, ev_l, pos_l = [], [], []
+        stuck = np.zeros(0, np.int64)
+        for fam_no, fam in enumerate(("cpu", "py")):
+            cur = self.innermost(fam, thread, t)
+            pts = np.flatnonzero(cur >= 0)
+            cur = cur[pts]
+            level = 0
+            while pts.size:
+                if level >= 10_000:  # a parent cycle (never in a loaded trace): the scalar path for these
+                    stuck = np.union1d(stuck, pts)
+                    break
+                tp = t[pts]
+                keep = ((m.ts_ns[cur] <= tp) & (tp < self.end[cur])) | (m.dur_ns[cur] == 0)
+                pt_l.append(pts[keep])
+                ev_l.append(cur[keep])
+                pos_l.append(np.full(int(keep.sum()), fam_no * 100_000 + level, np.int64))
+                cur = m.parent[cur].astype(np.int64)
+                live = cur >= 0
+                pts, cur = pts[live], cur[live]
+                level += 1
+        pt = np.concatenate(pt_l) if pt_l else np.zeros(0, np.int64)
+        if pt.size:
+            ev = np.concatenate(ev_l)
+            pos = np.concatenate(pos_l)
+            k = m.kind[ev]
+            nid = m.name_id[ev]
+            f = self.flags
+            is_py, is_ann = k == _PY, k == _ANN
+            user = is_py & f["user_frame"][nid]
+            ann = is_ann & ~self._step_annotation(nid)
+            opish = ~is_py & ~is_ann & (f["sync_rt"][nid] | f["blocking_copy"][nid] | f["sync_op"][nid] | (k == _OP))
+            rank = np.where(user, 3, np.where(ann, 2, np.where(opish, 1, 0)))
+            # stack_at's order is (ts, -end, Python first), stable (chain order); the signature is the last
+            # frame in that order among those of the best rank present
+            o = np.lexsort((pos, np.where(is_py, 0, 1), -self.end[ev], m.ts_ns[ev], rank, pt))
+            pt_o = pt[o]
+            sel = o[np.flatnonzero(np.r_[pt_o[1:] != pt_o[:-1], True])]
+            out[pt[sel]] = np.where(rank[sel] > 0, ev[sel], -1)
+        for p in stuck.tolist():
+            s = signature_frame(self.stack_at(int(thread[p]), int(t[p])))
+            out[p] = s.event if s is not None else -1
+        return out
+
+    def _step_annotation(self, nid: np.ndarray) -> np.ndarray:
+        """Whether each name id is a step range (``STEP_ANNOTATION_RE``); names tested once, on demand."""
+        from .names import STEP_ANNOTATION_RE
+
+        cache = self._step_ann
+        u, inv = np.unique(nid, return_inverse=True)
+        for i in u.tolist():
+            if i not in cache:
+                cache[i] = bool(STEP_ANNOTATION_RE.match(self.m.names[i]))
+        return np.array([cache[i] for i in u.tolist()], dtype=bool)[inv.reshape(-1)]
 
     def frame(self, i: int) -> Frame:
         f = self._frames.get(i)
