@@ -22,7 +22,7 @@ from .lanes import col_to_time, time_to_col
 from .panels import RowCachedTable, event_text, header_text, stack_text
 from .safe import ascii_safe, safe, short_kernel
 from .scene import Scene
-from .screens import DetailScreen, ErrorScreen, HelpScreen, LoadingScreen
+from .screens import DetailScreen, ErrorScreen, HelpScreen
 from .timefmt import fmt_dur
 from .textview import TextView
 from .timeline import Axis, LanesView
@@ -132,7 +132,9 @@ class GapscopeApp(App):
         self.current = 0
         self.error: str | None = None
         self.last_export: list[str] = []
-        self._loading: LoadingScreen | None = None
+        # while loading, the explorer's own screen is up (drawn once, meanwhile) with this message in its header:
+        # the first frame of the trace then only fills it in, without a switch of screens
+        self._loading: str | None = None
         self._status_msg = ""
         self.cancelled = False
         self._ov = "crop" if ascii else "ellipsis"  # no "…" on terminals that are not UTF-8
@@ -176,8 +178,8 @@ class GapscopeApp(App):
         gl.add_column(Text("cause"), key="cause", width=10)
         gl.add_column(Text("at", justify="right"), key="at", width=7)
         gl.add_column(Text("next op"), key="next")
-        self._loading = LoadingScreen(self._text(f"loading {os.path.basename(self.paths[0])} ... (Esc cancels)"))
-        self.push_screen(self._loading)
+        self._progress(f"loading {os.path.basename(self.paths[0])} ... (Esc cancels)")
+        self.lanes.focus()
         self.load_traces()
 
     def on_unmount(self) -> None:
@@ -373,28 +375,30 @@ class GapscopeApp(App):
         self._progress(ev.text)
 
     def _progress(self, msg: str) -> None:
-        if self._loading is not None and self._loading.is_attached:
-            self._loading.set_message(self._text(msg))
+        if self.scenes or self.error is not None:
+            return
+        self._loading = msg
+        self.query_one("#header", Static).update(Text(self._text(msg), style="bold"))
 
     def _fail(self, msg: str) -> None:
         self.error = msg
-        if self._loading is not None and self._loading.is_attached:
-            self.pop_screen()
-            self._loading = None
+        self._loading = None
         self.push_screen(ErrorScreen(self._text(msg)))
 
     def _add_scene(self, scene: Scene) -> None:
         self.scenes.append(scene)
         self._freeze_heap(scene)
         if len(self.scenes) == 1:
-            if self._loading is not None and self._loading.is_attached:
-                self.pop_screen()
             self._loading = None
             self.show_scene(0)
             self.lanes.focus()
-            self.call_after_refresh(self._painted.set)
+            self.call_after_refresh(self._first_frame_drawn)
         else:
             self.refresh_header()
+
+    def _first_frame_drawn(self) -> None:
+        self._painted.set()  # the analysis may start
+        self.refresh_bindings()  # the keys that need a trace are on now
 
     def _analysis_failed(self, sc: Scene, pi: int, msg: str) -> None:
         sc.parts[pi].analysis_error = msg
@@ -1022,6 +1026,8 @@ class GapscopeApp(App):
         self.notify(self._text("wrote\n" + "\n".join(paths)), title="export", timeout=8)
 
     def action_escape(self) -> None:
+        if self._loading is not None:
+            return self.action_cancel_load()
         sc = self.scene
         inp = self.query_one("#search", Input)
         if inp.has_class("-on") or (sc is not None and sc.search_query):

@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import LoadingIndicator, Static
+from textual.widgets import Static
 
 from . import glyphs as G
 
@@ -108,26 +108,6 @@ class DetailScreen(ModalScreen):
     def compose(self) -> ComposeResult:
         with VerticalScroll():
             yield Static(self.text)
-
-
-class LoadingScreen(Screen):
-    BINDINGS = [Binding("escape", "app.cancel_load", "cancel")]
-    DEFAULT_CSS = """
-    LoadingScreen { align: center middle; }
-    LoadingScreen > Static { width: auto; height: auto; }
-    LoadingScreen > LoadingIndicator { height: 1; }
-    """
-
-    def __init__(self, message: str):
-        super().__init__()
-        self.message = message
-
-    def compose(self) -> ComposeResult:
-        yield LoadingIndicator()
-        yield Static(Text(self.message), id="loadmsg")
-
-    def set_message(self, msg: str) -> None:
-        self.query_one("#loadmsg", Static).update(Text(msg))
 
 
 class ErrorScreen(Screen):

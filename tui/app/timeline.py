@@ -15,6 +15,9 @@ from textual.binding import Binding
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+
+#: blank lines carry a style (Textual's NO_COLOR filter cannot take a segment without one)
+_NO_STYLE = Style()
 from textual.widget import Widget
 
 from . import glyphs as G
@@ -131,11 +134,11 @@ class LanesView(ScrollView, _Base, can_focus=True):
         sc = self.scene
         width = self.size.width - (self.styles.scrollbar_size_vertical if self.show_vertical_scrollbar else 0)
         if sc is None or width <= 0:
-            return Strip.blank(max(width, 0))
+            return Strip.blank(max(width, 0), _NO_STYLE)
         y += int(self.scroll_offset.y)
         rows = sc.rows()
         if y >= len(rows):
-            return Strip.blank(width)
+            return Strip.blank(width, _NO_STYLE)
         row = rows[y]
         v = sc.view
         lw = label_width(width)
@@ -342,7 +345,7 @@ class Axis(Widget, _Base):
         width = self.size.width
         sc = self.scene
         if sc is None or width <= 0:
-            return Strip.blank(max(width, 0))
+            return Strip.blank(max(width, 0), _NO_STYLE)
         g = self.glyphs
         lv = self.lanes
         full = lv.size.width - (lv.styles.scrollbar_size_vertical if lv.show_vertical_scrollbar else 0)
