@@ -63,49 +63,65 @@ def build_findings(a) -> list:
     cfg = a.config
     window = sum(d.window_ns for d in a.devices) or 1
     rows = a.listed_rows()
-    groups: dict[tuple, list[int]] = defaultdict(list)
-    detailed = set(rows[: cfg.max_detailed_gaps].tolist())
+    nd = cfg.max_detailed_gaps
     li = g.launch_idx
     queued = (li >= 0) & (a.model.ts_ns[np.where(li >= 0, li, 0)] < g.start_ns)
+    # a group key per listed row: (cause,), or ("launch", None, "queued"), or for the detailed rows (the first
+    # max_detailed_gaps) of a BY_FRAME cause (cause, frame), of a copy (cause, frame, copy kind). Plain keys are
+    # codes 0..len(CAUSES)-1, the queued one len(CAUSES), the detailed ones the codes after it
+    c = g.cause[rows].astype(np.int64)
+    code = np.where((c == CAUSES.index("launch")) & queued[rows], len(CAUSES), c)
+    keys: list[tuple] = [(cause,) for cause in CAUSES] + [("launch", None, "queued")]
+    key_code: dict[tuple, int] = {}
+    det = np.zeros(rows.size, bool)
+    det[:nd] = True
     # the frame of every detailed gap of a BY_FRAME cause, taken at once (it is all the grouping needs of them)
-    by_frame = np.isin(g.cause[rows[: cfg.max_detailed_gaps]], [CAUSES.index(c) for c in sorted(BY_FRAME)])
-    by_frame_rows = rows[: cfg.max_detailed_gaps][by_frame]
-    sigs = dict(zip(by_frame_rows.tolist(), a.gap_signatures(by_frame_rows)))
-    for r, c, q in zip(rows.tolist(), g.cause[rows].tolist(), queued[rows].tolist()):
-        cause = CAUSES[c]
-        key: tuple = (cause,)
-        if cause == "launch" and q:
-            key = ("launch", None, "queued")
-        elif cause in BY_FRAME and r in detailed:
-            key = (cause, sigs[r])
-        elif cause == "copy" and r in detailed:
-            d = a.gap_detail(r)
-            c = d.extra.get("copy") or {}
-            key = (cause, d.signature, c.get("kind"))
-        groups[key].append(r)
+    by_frame = np.flatnonzero(det & np.isin(c, [CAUSES.index(x) for x in sorted(BY_FRAME)]))
+    copies = np.flatnonzero(det & (c == CAUSES.index("copy")))
+    special = dict(zip(by_frame.tolist(), ((CAUSES[k], sig) for k, sig in
+                                           zip(c[by_frame].tolist(), a.gap_signatures(rows[by_frame])))))
+    for k in copies.tolist():
+        d = a.gap_detail(int(rows[k]))
+        cp = d.extra.get("copy") or {}
+        special[k] = ("copy", d.signature, cp.get("kind"))
+    for k in sorted(special):
+        key = special[k]
+        kc = key_code.get(key)
+        if kc is None:
+            kc = key_code[key] = len(keys)
+            keys.append(key)
+        code[k] = kc
+    # groups in the order of their first row, rows in order within each
+    o = np.argsort(code, kind="stable")
+    cs = code[o]
+    starts = np.flatnonzero(np.r_[True, cs[1:] != cs[:-1]]) if cs.size else np.zeros(0, np.int64)
+    bounds = np.r_[starts, cs.size]
+    firsts = o[starts]
+    groups: dict[tuple, np.ndarray] = {}
+    for j in np.argsort(firsts, kind="stable").tolist():
+        groups[keys[int(cs[starts[j]])]] = rows[o[bounds[j]:bounds[j + 1]]]
     out = []
     window_start = a.window_start_ns
-    for key, rs in groups.items():
+    for key, rs_a in groups.items():
         cause = key[0]
-        rs_a = np.array(rs, dtype=np.int64)
         idle = int(g.dur_ns[rs_a].sum())
         sig = key[1] if len(key) > 1 else None
         what = key[2] if len(key) > 2 and key[2] else "memory"
         where = f" from `{sig}`" if sig else ""
-        title = TITLES[cause].format(n=len(rs), t=_fmt(idle), where=where, what=what)
+        title = TITLES[cause].format(n=len(rs_a), t=_fmt(idle), where=where, what=what)
         suggestion = SUGGESTIONS[cause]
         if key == ("launch", None, "queued"):
-            title = (f"{len(rs)} gaps where the next kernel was already queued (GPU-side latency) cost "
+            title = (f"{len(rs_a)} gaps where the next kernel was already queued (GPU-side latency) cost "
                      f"{_fmt(idle)} of GPU idle")
             suggestion = ("The CPU was ahead here: the GPU waited on its own dispatch between dependent kernels, a "
                           "CUDA graph's node scheduling, or a cross-stream event. Fuse small kernels (torch.compile) "
                           "and check stream dependencies (cudaStreamWaitEvent).")
-        if len(rs) == 1:
+        if len(rs_a) == 1:
             title = title.replace("1 gaps", "1 gap").replace("1 syncs", "1 sync")
         top = rs_a[:5]
         ev = {
             "cause": cause,
-            "gaps": len(rs),
+            "gaps": len(rs_a),
             "idle_us": idle / 1e3,
             "share_of_window_pct": 100.0 * idle / window,
             "largest_gap_us": float(g.dur_ns[rs_a].max()) / 1e3,

@@ -13,6 +13,7 @@ idle included, so their sum is the stream's idle time (window - stream busy).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -20,6 +21,9 @@ from ..trace.model import Kind, TraceModel, TrackKind
 from .intervals import Coverage, GroupedCoverage
 from .names import name_flags
 from .thresholds import Thresholds
+
+#: Kind as plain ints: numpy compares a column with an IntEnum member ~10x slower than with an int
+KI = SimpleNamespace(**{k.name: int(k) for k in Kind})
 
 CAUSES = ("copy", "collective", "sync", "profiler", "allocator", "python", "launch", "host-idle")
 C = {c: i for i, c in enumerate(CAUSES)}
@@ -97,14 +101,14 @@ def device_stats_and_gaps(model: TraceModel, window: dict[int, tuple[int, int]] 
             sl = model.track_slice(t.id)
             k = kind[sl]
             idx = np.arange(sl.start, sl.stop, dtype=np.int64)
-            work = (k == Kind.KERNEL) | (k == Kind.MEMCPY) | (k == Kind.MEMSET)
+            work = (k == KI.KERNEL) | (k == KI.MEMCPY) | (k == KI.MEMSET)
             if lo is not None:
                 work &= (ts[sl] < hi) & ((end[sl] > lo) | ((end[sl] == ts[sl]) & (ts[sl] >= lo)))
             if not work.any():
                 continue
             w_s.append(int(ts[sl][work].min()))
             w_e.append(int(end[sl][work].max()))
-            isk = work & (k == Kind.KERNEL) & (model.dur_ns[sl] > 0)
+            isk = work & (k == KI.KERNEL) & (model.dur_ns[sl] > 0)
             ki = idx[isk]
             s_, e_ = ts[ki], end[ki]
             if lo is not None:
@@ -115,7 +119,7 @@ def device_stats_and_gaps(model: TraceModel, window: dict[int, tuple[int, int]] 
             ps = per_stream.setdefault(t.stream, ([], []))
             ps[0].append(s_)
             ps[1].append(e_)
-            ci = idx[work & ((k == Kind.MEMCPY) | (k == Kind.MEMSET))]
+            ci = idx[work & ((k == KI.MEMCPY) | (k == KI.MEMSET))]
             s_, e_ = ts[ci], end[ci]
             if lo is not None:
                 s_, e_ = np.maximum(s_, lo), np.minimum(e_, hi)
@@ -162,7 +166,7 @@ def stream_gaps(model: TraceModel, track_id: int, window: tuple[int, int] | None
     (only kernels that overlap ``window``, when given, count)."""
     sl = model.track_slice(track_id)
     k = model.kind[sl]
-    sel = (k == Kind.KERNEL) & (model.dur_ns[sl] > 0)
+    sel = (k == KI.KERNEL) & (model.dur_ns[sl] > 0)
     if window is not None:
         sel &= (model.ts_ns[sl] < window[1]) & (model.ts_ns[sl] + model.dur_ns[sl] > window[0])
     idx = np.arange(sl.start, sl.stop, dtype=np.int64)[sel]
@@ -189,10 +193,10 @@ class CpuSets:
         nid = model.name_id
         ts = model.ts_ns
         end = ts + model.dur_ns
-        rt = ((kind == Kind.RUNTIME) | (kind == Kind.DRIVER)) & on_cpu
-        op = (kind == Kind.CPU_OP) & on_cpu
-        py = (kind == Kind.PYTHON) & on_cpu
-        ann = (kind == Kind.ANNOTATION) & on_cpu
+        rt = ((kind == KI.RUNTIME) | (kind == KI.DRIVER)) & on_cpu
+        op = (kind == KI.CPU_OP) & on_cpu
+        py = (kind == KI.PYTHON) & on_cpu
+        ann = (kind == KI.ANNOTATION) & on_cpu
         if ann.any():
             # step ranges (torch's and the capture's) wrap the whole step: not activity of their own
             step = np.array([n.startswith(("ProfilerStep#", "gapscope.step#")) for n in model.names], dtype=bool)
@@ -248,14 +252,22 @@ class CpuSets:
 
 def _ancestor_mark(parent: np.ndarray, start: np.ndarray, allowed: np.ndarray) -> np.ndarray:
     """Mask of the events in ``allowed`` that are ancestors of some event in ``start``."""
-    seen = np.zeros(parent.shape[0], dtype=bool)
-    cur = parent[start] if start.size else np.zeros(0, np.int64)
+    n = parent.shape[0]
+    seen = np.zeros(n, dtype=bool)
+    if start.size == 0:
+        return seen & allowed
+    cur = parent[start]
+    # each ancestor walked once: the ones not seen yet, each kept once per level (the last write of its
+    # position into ``owner`` wins): no sort, unlike np.unique
+    owner = np.empty(n, np.int64)
+    ar = np.arange(cur.size, dtype=np.int64)
     for _ in range(10_000):
         cur = cur[cur >= 0]
+        cur = cur[~seen[cur]]
         if cur.size == 0:
             break
-        cur = np.unique(cur)
-        cur = cur[~seen[cur]]  # each ancestor walked once
+        owner[cur] = ar[: cur.size]
+        cur = cur[owner[cur] == ar[: cur.size]]
         seen[cur] = True
         cur = parent[cur]
     return seen & allowed
@@ -264,7 +276,7 @@ def _ancestor_mark(parent: np.ndarray, start: np.ndarray, allowed: np.ndarray) -
 def default_threads(model: TraceModel) -> dict[int, int]:
     """Per device: the CPU track that launched most of its GPU work (stand-in for unlinked kernels)."""
     out: dict[int, int] = {}
-    gpu = np.flatnonzero(((model.kind == Kind.KERNEL) | (model.kind == Kind.MEMCPY) | (model.kind == Kind.MEMSET))
+    gpu = np.flatnonzero(((model.kind == KI.KERNEL) | (model.kind == KI.MEMCPY) | (model.kind == KI.MEMSET))
                          & (model.launch >= 0))
     if gpu.size == 0:
         cpu = [t for t in model.tracks if t.kind is TrackKind.CPU]
@@ -316,11 +328,11 @@ def classify(model: TraceModel, cols: dict, cfg: Thresholds, flags=None, cpu: Cp
     span = (int(end.max()) - base + 2) if model.n else 2
     ndev = int(max(ev_dev.max(initial=-1), dev.max(initial=-1))) + 2
     span = min(span, (2**62) // ndev)
-    cp = np.flatnonzero(((kind == Kind.MEMCPY) | (kind == Kind.MEMSET)) & (ev_dev >= 0))
+    cp = np.flatnonzero(((kind == KI.MEMCPY) | (kind == KI.MEMSET)) & (ev_dev >= 0))
     copy_cov = GroupedCoverage(ev_dev[cp], ts[cp], end[cp], base, span)
-    nk = np.flatnonzero((kind == Kind.KERNEL) & (ev_dev >= 0) & flags["coll_kernel"][model.name_id])
+    nk = np.flatnonzero((kind == KI.KERNEL) & (ev_dev >= 0) & flags["coll_kernel"][model.name_id])
     coll_cov = GroupedCoverage(ev_dev[nk], ts[nk], end[nk], base, span)
-    ov = np.flatnonzero(kind == Kind.OVERHEAD)
+    ov = np.flatnonzero(kind == KI.OVERHEAD)
     ov_cov = Coverage(ts[ov], end[ov])
 
     most = cfg.most

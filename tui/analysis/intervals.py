@@ -16,11 +16,13 @@ def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     s = np.asarray(starts, dtype=np.int64)
     e = np.asarray(ends, dtype=np.int64)
     keep = e > s
-    s, e = s[keep], e[keep]
+    if not keep.all():
+        s, e = s[keep], e[keep]
     if s.size == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    o = np.argsort(s, kind="stable")
-    s, e = s[o], e[o]
+    if not (s[1:] >= s[:-1]).all():  # callers often pass sorted starts (model order): no sort, no copy then
+        o = np.argsort(s, kind="stable")
+        s, e = s[o], e[o]
     run = np.maximum.accumulate(e)
     new = np.empty(s.size, dtype=bool)
     new[0] = True
