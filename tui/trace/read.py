@@ -744,7 +744,11 @@ def _worker(conn, path: str, split: int, size: int, mtime_ns: int) -> None:
     except BaseException:  # noqa: BLE001 - any failure here only means: parse serially
         out = None
     try:
+        # the CPU ops' args buffer goes as raw bytes after the pickled rest (no pickled copy of it on either side)
+        rbuf = out[2].pop("rbuf") if out is not None else None
         conn.send(out)
+        if out is not None:
+            conn.send_bytes(rbuf)
     except BaseException:  # noqa: BLE001
         pass
     conn.close()
@@ -773,7 +777,13 @@ class _Job:
             msg = self.recv.recv()
         except (EOFError, OSError):
             raise _Unclean() from None
-        if msg is None or msg[0] != start or msg[1] != end:
+        if msg is None:
+            raise _Unclean()
+        try:
+            msg[2]["rbuf"] = self.recv.recv_bytes()
+        except (EOFError, OSError):
+            raise _Unclean() from None
+        if msg[0] != start or msg[1] != end:
             raise _Unclean()
         return msg[2]
 
