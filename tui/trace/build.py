@@ -190,7 +190,7 @@ if _msgspec is not None:
         """The args fields held in columns (or needed to place an event on its track)."""
 
         correlation: int = NO_ID
-        ext: Optional[int] = _msgspec.field(default=None, name="External id")
+        ext: Optional[int] = _msgspec.field(default=NO_ID, name="External id")
         ext_lc: int = _msgspec.field(default=NO_ID, name="external id")
         pyid: int = _msgspec.field(default=NO_ID, name="Python id")
         pypar: Optional[int] = _msgspec.field(default=NO_ID, name="Python parent id")
@@ -228,7 +228,9 @@ import os as _os
 
 FAST_DECODE = _DEC_EV is not None and _os.environ.get("GAPSCOPE_DECODER", "") != "dicts"
 _G_PH, _G_CAT, _G_ARGS = attrgetter("ph"), attrgetter("cat"), attrgetter("args")
-_G_COMMON = attrgetter("name", "pid", "tid", "ts")
+_G_NAME, _G_PID, _G_TID, _G_TS = attrgetter("name"), attrgetter("pid"), attrgetter("tid"), attrgetter("ts")
+#: ``map(_NONE_AS_NO_ID, xs, xs)``: each x, or NO_ID where x is None (dict.get with the value as its default)
+_NONE_AS_NO_ID = {None: NO_ID}.get
 _G_DUR = attrgetter("dur")
 _G_CORR, _G_EXT, _G_EXTLC = attrgetter("correlation"), attrgetter("ext"), attrgetter("ext_lc")
 _G_PYID, _G_PYPAR, _G_FIN = attrgetter("pyid"), attrgetter("pypar"), attrgetter("finished")
@@ -588,7 +590,11 @@ class ColumnBuilder:
         n = len(timed)
         if n == 0:
             return counts, meta, None
-        names, pids, tids, tsl = zip(*map(_G_COMMON, timed))
+        # one pass per field (cheaper than building a tuple per event and transposing)
+        names = list(map(_G_NAME, timed))
+        pids = list(map(_G_PID, timed))
+        tids = list(map(_G_TID, timed))
+        tsl = list(map(_G_TS, timed))
         kc = self._kind_of_cat
         kl = list(map(kc.get, tcats))
         if None in kl:
@@ -638,10 +644,12 @@ class ColumnBuilder:
         is_py = kind == Kind.PYTHON
         corr = np.array(list(map(_G_CORR, ids)), dtype=np.int64)
         ev = list(map(_G_EXT, ids))
-        if None in ev:
-            lc = list(map(_G_EXTLC, ids))
-            ev = [lc[i] if v is None else v for i, v in enumerate(ev)]
+        if None in ev:  # "External id": null
+            ev = list(map(_NONE_AS_NO_ID, ev, ev))
         ext = np.array(ev, dtype=np.int64)
+        # old traces spell it "external id"
+        lc = np.array(list(map(_G_EXTLC, ids)), dtype=np.int64)
+        np.copyto(ext, lc, where=(ext == NO_ID) & (lc != NO_ID))
         corr[is_py] = NO_ID
         ext[is_py] = NO_ID
         pyid = np.full(n, NO_ID, dtype=np.int64)
@@ -651,8 +659,8 @@ class ColumnBuilder:
             sub = _take(ids, pyix, is_py)
             pyid[pyix] = np.array(list(map(_G_PYID, sub)), dtype=np.int64)
             pv = list(map(_G_PYPAR, sub))
-            if None in pv:
-                pv = [NO_ID if v is None else v for v in pv]
+            if None in pv:  # a root frame: "Python parent id": null
+                pv = list(map(_NONE_AS_NO_ID, pv, pv))
             pypar[pyix] = np.array(pv, dtype=np.int64)
         nbytes = np.zeros(n, dtype=np.int64)
         bmask = np.isin(kind, _BYTES_KINDS)
