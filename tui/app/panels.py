@@ -61,6 +61,7 @@ class RowCachedTable(DataTable):
         super().__init__(*a, **kw)
         self._row_strips: OrderedDict = OrderedDict()
         self._frame: tuple | None = None  # what every line of the frame being drawn shares (render_lines)
+        self._widths_seen: tuple = ()
 
     def _clear_caches(self) -> None:
         super()._clear_caches()
@@ -73,15 +74,28 @@ class RowCachedTable(DataTable):
     def _begin_frame(self) -> None:
         """Read once what DataTable reads on every line (reactives, the widget's rich_style: a walk up the DOM)."""
         self._pseudo_class_state = self.get_pseudo_class_state()
+        widths = self._column_widths()
+        if widths != self._widths_seen:
+            # DataTable widens columns when idle, after the rows were added, without bumping its update count,
+            # and its cell cache is not keyed by width: a row (the header) drawn in between stayed narrow
+            self._widths_seen = widths
+            self._clear_caches()
         if self.cursor_type != "row" or self.fixed_rows or self.fixed_columns:
             self._frame = None
             return
         sx, sy = self.scroll_offset
         hover = self.hover_coordinate.row if self._show_hover_cursor else None
-        state = (self.show_cursor, self._show_hover_cursor, self._update_count, self._pseudo_class_state)
+        state = (self.show_cursor, self._show_hover_cursor, self._update_count, self._pseudo_class_state,
+                 self._column_widths())
         self._frame = (self.rich_style, int(sx), int(sy), self.size.width,
                        self.header_height if self.show_header else 0, self._y_offsets, self.cursor_coordinate.row,
                        hover, state)
+
+    def _column_widths(self) -> tuple:
+        """Column widths as drawn: DataTable measures new rows when idle and widens columns without bumping
+        its update count, so a row drawn before that (the header, right after the rows are added) must not be
+        reused after it."""
+        return (self._row_label_column_width, *(c.get_render_width(self) for c in self.ordered_columns))
 
     def render_lines(self, crop):
         self._begin_frame()
@@ -122,7 +136,8 @@ class RowCachedTable(DataTable):
         loc = self._row_locations
         row = loc.get(row_key) if row_key in loc else -1
         hover = self.hover_coordinate.row if self._show_hover_cursor else None
-        state = (self.show_cursor, self._show_hover_cursor, self._update_count, self._pseudo_class_state)
+        state = (self.show_cursor, self._show_hover_cursor, self._update_count, self._pseudo_class_state,
+                 self._column_widths())
         key = (row_key, line_no, row, x1, self.size.width, base_style, row == self.cursor_coordinate.row,
                row == hover, state)
         strip = self._row_strips.get(key)

@@ -355,7 +355,7 @@ class Axis(Widget, _Base):
         cw = max(full - lw - 1, 1)
         v = sc.view
         gid = sc.selected_gap
-        key = (y, id(sc), v.lo, v.t0, v.t1, v.cursor, width, cw, sc.gap_span(gid) if gid >= 0 else None, g.ascii)
+        key = (y, id(sc), v.lo, v.t0, v.t1, v.cursor, width, full, sc.gap_span(gid) if gid >= 0 else None, g.ascii)
         strip = self._cache.get(key)
         if strip is None:
             strip = self._cache[key] = self._draw(y, sc, width, lw, cw)
