@@ -235,9 +235,24 @@ class Lane:
     busy_all: UnionIndex | None = None  # cpu: any activity
     not_python: UnionIndex | None = None  # cpu: any activity other than python frames
     segs: Segments | None = None  # ranges, depth rows
-    depth_rows: list["Lane"] = field(default_factory=list)  # cpu: expandable stack depth rows
     expanded: bool = False
     part: int = 0  # which loaded trace (rank) of the scene the lane belongs to
+    # cpu: the expandable stack depth rows are built on first use (most threads are never expanded, and they
+    # were a third of the time to build the lanes of a big trace); has_depth says whether there are any
+    has_depth: bool = False
+    depth_fn: object = field(default=None, repr=False, compare=False)  # () -> list[Lane]
+    _depth: list | None = field(default=None, repr=False, compare=False)
+    _offset: int = field(default=0, repr=False, compare=False)
+
+    @property
+    def depth_rows(self) -> list["Lane"]:
+        if self._depth is None:
+            rows = self.depth_fn() if self.depth_fn is not None else []
+            for d in rows:
+                d.part = self.part
+                d.shift(self._offset)
+            self._depth, self.depth_fn = rows, None
+        return self._depth
 
     @property
     def key(self) -> str:
@@ -251,7 +266,10 @@ class Lane:
             if obj is not None:
                 obj.starts = obj.starts + offset
                 obj.ends = obj.ends + offset
-        for d in self.depth_rows:
+        if self._depth is None:  # not built yet: shifted when they are
+            self._offset += offset
+            return
+        for d in self._depth:
             if d.iv is not None and d.segs is not None and d.segs.starts is d.iv.starts:
                 d.iv.starts = d.iv.starts + offset
                 d.iv.ends = d.iv.ends + offset
@@ -313,7 +331,14 @@ def _cpu_lane(model: TraceModel, tr, rank) -> Lane | None:
     lane.busy_all = UnionIndex(s, e)
     npy = cat != C_PYTHON
     lane.not_python = UnionIndex(s[npy], e[npy])
-    # expandable depth rows: python frames by their tree depth, then ranges/ops/runtime by time nesting
+    lane.has_depth = bool(act.size)
+    lane.depth_fn = lambda: _depth_rows(model, tr, rank, act, akind)
+    return lane
+
+
+def _depth_rows(model: TraceModel, tr, rank, act: np.ndarray, akind: np.ndarray) -> list[Lane]:
+    """The expandable depth rows of a thread: python frames by their tree depth, then ranges/ops/runtime by time
+    nesting."""
     d = model.depth[act].astype(np.int64)
     rows = []
     is_py = akind == Kind.PYTHON
@@ -328,8 +353,7 @@ def _cpu_lane(model: TraceModel, tr, rank) -> Lane | None:
             iv = Intervals.of(model, sub)
             rows.append(Lane("depth", f"  {label} {lvl}", rank=rank, track=tr.id, iv=iv,
                              segs=Segments(iv.starts, iv.ends, iv.idx)))
-    lane.depth_rows = rows
-    return lane
+    return rows
 
 
 def build_lanes(model: TraceModel, rank: int | None = None, *, part: int = 0, offset: int = 0) -> list[Lane]:
@@ -340,9 +364,7 @@ def build_lanes(model: TraceModel, rank: int | None = None, *, part: int = 0, of
     """
     lanes = _build_lanes(model, rank)
     for ln in lanes:
-        ln.part = part
-        for d in ln.depth_rows:
-            d.part = part
+        ln.part = part  # depth rows take it (and the offset) when they are built
         ln.shift(offset)
     return lanes
 

@@ -170,7 +170,7 @@ class LanesView(ScrollView, _Base, can_focus=True):
             return Strip([Segment(text, Style(bold=True, color="bright_white"))])
         label = ln.label
         if ln.kind == "cpu":
-            label = (g.collapse if ln.expanded else g.expand) + label if ln.depth_rows else " " + label
+            label = (g.collapse if ln.expanded else g.expand) + label if ln.has_depth else " " + label
         label = self._text(label)[:lw].ljust(lw)
         lstyle = G.CURSOR_STYLE if is_cursor and self.has_focus else (
             Style(bold=True, underline=True) if is_cursor else G.LABEL_STYLE)
