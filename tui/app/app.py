@@ -82,6 +82,7 @@ class GapscopeApp(App):
     #stack { width: 9fr; border-left: vkey $primary; }
     .-ascii #stack { border-left: ascii $primary; }
     #status { height: 1; background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
+    #keybar { height: 1; }
     #kernels, #findings { height: 1fr; scrollbar-size-vertical: 1; }
     .infobox { height: 40%; border-top: hkey $primary; }
     .-ascii .infobox { border-top: ascii $primary; }
@@ -169,7 +170,9 @@ class GapscopeApp(App):
         yield SearchInput(placeholder="find a kernel or op by name (Enter: next, Shift+Enter: previous, Esc: done)",
                     id="search")
         yield Static(id="status")
-        yield Footer()
+        # the key bar is mounted once the first frame of the trace is drawn: Textual's Footer styles a widget per
+        # key, which made the screen's construction ~0.1 s longer while the trace was being read
+        yield Static(id="keybar")
 
     def on_mount(self) -> None:
         if self.glyphs.ascii:
@@ -409,7 +412,16 @@ class GapscopeApp(App):
 
     def _first_frame_drawn(self) -> None:
         self._painted.set()  # the analysis may start
+        self._mount_footer()
         self.refresh_bindings()  # the keys that need a trace are on now
+
+    def _mount_footer(self) -> None:
+        try:
+            slot = self.query_one("#keybar", Static)
+        except NoMatches:
+            return
+        self.mount(Footer(), before=slot)
+        slot.remove()
 
     def _analysis_failed(self, sc: Scene, pi: int, msg: str) -> None:
         sc.parts[pi].analysis_error = msg
