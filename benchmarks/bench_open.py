@@ -107,7 +107,13 @@ elif mode in ("open", "keys"):
                 await keys(app, pilot)
             out["rss"], out["rss_children"] = rss()
             print(json.dumps(out), flush=True)
-            os._exit(0)  # do not wait for the analysis thread
+            # the cache entry of a big trace is written by a thread after the load: let it finish (untimed), so
+            # the next open finds it; then leave without waiting for the analysis thread
+            import threading
+            for th in threading.enumerate():
+                if th.name == "gapscope-cache-write":
+                    th.join()
+            os._exit(0)
 
     async def keys(app, pilot):
         while not app.scene.any_analysis:
