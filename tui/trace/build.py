@@ -257,6 +257,22 @@ class _SlowLane(Exception):
     """The fast path met something unusual in a chunk; the chunk is sanitised and retried."""
 
 
+def _timed_only(evs: list, cats: list, phs: list, phc: set):
+    """(events, cats, phs, mask) of a chunk without its metadata and flow events (mask None: nothing left out)."""
+    if phc <= _TIMED_FAST:
+        return evs, cats, phs, None
+    mask = (~np.fromiter(map(_NOT_TIMED.__contains__, phs), bool, len(phs))).tolist()
+    return list(compress(evs, mask)), list(compress(cats, mask)), list(compress(phs, mask)), mask
+
+
+def _open_ranges(fin: list, tphs: list) -> int:
+    """Ranges still open at the window end: "finished": false on an X event (some [memory] instants carry it
+    too; they are not ranges and are not counted)."""
+    if False not in fin:
+        return 0
+    return sum(1 for v, ph in zip(fin, tphs) if v is False and ph == "X")
+
+
 def _take(lst: list, idx: np.ndarray, mask: np.ndarray) -> list:
     """lst[idx] for a list, where ``idx`` is ``flatnonzero(mask)``."""
     if idx.size == 0:
@@ -416,32 +432,10 @@ class ColumnBuilder:
             staged = self._stage([_sanitize(e) for e in evs])
         self._commit(*staged)
 
-    def _stage(self, evs: list):
-        """Everything derived from one chunk, computed without touching the builder's state."""
-        cats = list(map(_dget, evs, repeat("cat")))
-        counts = Counter(cats)
-        phs = list(map(_dget, evs, repeat("ph")))
-        phc = set(phs)
-        meta = list(compress(evs, map(_PH_M.__contains__, phs))) if "M" in phc else []
-        if phc <= _TIMED_FAST:
-            timed, tcats, tphs = evs, cats, phs
-        else:
-            mask = (~np.fromiter(map(_NOT_TIMED.__contains__, phs), bool, len(phs))).tolist()
-            timed = list(compress(evs, mask))
-            tcats = list(compress(cats, mask))
-            tphs = list(compress(phs, mask))
-        n = len(timed)
-        if n == 0:
-            return counts, meta, None
-        try:
-            # one C-level pass for the fields every Kineto event has; transposed into columns
-            names, pids, tids, tsl = zip(*map(_COMMON, timed))
-        except KeyError:
-            names = list(map(_dget, timed, repeat("name")))
-            pids = list(map(_dget, timed, repeat("pid")))
-            tids = list(map(_dget, timed, repeat("tid")))
-            tsl = list(map(_dget, timed, repeat("ts")))
-        # kinds
+    def _kinds_and_times(self, tcats: list, tphs: list, phc: set, tsl, durl: list):
+        """(kind, ts, ts_ok, dur, no_dur, n_neg) of the timed events of a chunk, from their cat / ph / ts / dur
+        values (both decoding paths)."""
+        n = len(tcats)
         kc = self._kind_of_cat
         kl = list(map(kc.get, tcats))
         if None in kl:
@@ -453,17 +447,14 @@ class ColumnBuilder:
         inst = None
         if "i" in phc or "I" in phc:
             inst = np.fromiter(map(_PH_I.__contains__, tphs), bool, n)
-            fix = inst & (kind == Kind.OTHER)
-            kind[fix] = Kind.INSTANT
+            kind[inst & (kind == Kind.OTHER)] = Kind.INSTANT
             # an instant of a range category (e.g. a cpu_op 'i') stays of its category, with no duration
-        # times
         if None in tsl:
-            tsl = [0 if v is None else v for v in tsl]
-            ts, ts_ok = _us_to_ns(tsl)
-            ts_ok &= np.array([e.get("ts") is not None for e in timed], dtype=bool)
+            no_ts = np.fromiter(map(_IS_NONE, tsl), bool, n)
+            ts, ts_ok = _us_to_ns([0 if v is None else v for v in tsl])
+            ts_ok &= ~no_ts
         else:
             ts, ts_ok = _us_to_ns(tsl)
-        durl = list(map(_dget, timed, repeat("dur")))
         no_dur = 0
         if None in durl:
             # complete events without a duration (instants have none by design; events without a
@@ -482,6 +473,36 @@ class ColumnBuilder:
         n_neg = int(np.count_nonzero(neg))
         if n_neg:
             dur[neg] = 0
+        return kind, ts, ts_ok, dur, no_dur, n_neg
+
+    def _lookups(self, kind: np.ndarray, names, pids, tids):
+        """Track keys, and the name and track ids known so far (None where new: interned at commit). Lookups
+        only: they raise TypeError here, inside the fast path, for unhashable values."""
+        gside = np.isin(kind, _GPU_SIDE_ARR)
+        tkeys = list(zip(gside.tolist(), pids, tids))
+        return tkeys, list(map(self._name_ix.get, names)), list(map(self._raw_track.get, tkeys))
+
+    def _stage(self, evs: list):
+        """Everything derived from one chunk, computed without touching the builder's state."""
+        cats = list(map(_dget, evs, repeat("cat")))
+        counts = Counter(cats)
+        phs = list(map(_dget, evs, repeat("ph")))
+        phc = set(phs)
+        meta = list(compress(evs, map(_PH_M.__contains__, phs))) if "M" in phc else []
+        timed, tcats, tphs, _mask = _timed_only(evs, cats, phs, phc)
+        n = len(timed)
+        if n == 0:
+            return counts, meta, None
+        try:
+            # one C-level pass for the fields every Kineto event has; transposed into columns
+            names, pids, tids, tsl = zip(*map(_COMMON, timed))
+        except KeyError:
+            names = list(map(_dget, timed, repeat("name")))
+            pids = list(map(_dget, timed, repeat("pid")))
+            tids = list(map(_dget, timed, repeat("tid")))
+            tsl = list(map(_dget, timed, repeat("ts")))
+        kind, ts, ts_ok, dur, no_dur, n_neg = self._kinds_and_times(tcats, tphs, phc, tsl,
+                                                                    list(map(_dget, timed, repeat("dur"))))
         # args
         al = list(map(_dget, timed, repeat("args"), repeat(_EMPTY)))
         at = set(map(type, al))
@@ -489,18 +510,8 @@ class ColumnBuilder:
             raise _SlowLane()
         if _NONE_TYPE in at:  # "args": null
             al = [a if a is not None else _EMPTY for a in al]
-        # ranges still open at the window end carry "finished": false (so do some [memory] instants,
-        # which are not ranges and are not counted)
-        n_open = 0
-        fin = list(map(_dget, al, repeat("finished")))
-        if False in fin:
-            n_open = sum(1 for i, v in enumerate(fin) if v is False and tphs[i] == "X")
-        # names and tracks need the builder's tables; look them up now, intern misses at commit
-        gside = np.isin(kind, _GPU_SIDE_ARR)
-        tkeys = list(zip(gside.tolist(), pids, tids))
-        # lookups only (they raise TypeError here, inside the fast path, for unhashable values)
-        nl = list(map(self._name_ix.get, names))
-        tl = list(map(self._raw_track.get, tkeys))
+        n_open = _open_ranges(list(map(_dget, al, repeat("finished"))), tphs)
+        tkeys, nl, tl = self._lookups(kind, names, pids, tids)
         # ids from args, only for the kinds that carry them
         corr = np.full(n, NO_ID, dtype=np.int64)
         ext = np.full(n, NO_ID, dtype=np.int64)
@@ -580,13 +591,7 @@ class ColumnBuilder:
                 a = _DEC_ANY.decode(raws[i])
                 meta.append({"ph": "M", "name": e.name, "pid": e.pid, "tid": e.tid,
                              "args": a if isinstance(a, dict) else {}})
-        if phc <= _TIMED_FAST:
-            timed, tcats, tphs, mask = evs, cats, phs, None
-        else:
-            mask = (~np.fromiter(map(_NOT_TIMED.__contains__, phs), bool, len(phs))).tolist()
-            timed = list(compress(evs, mask))
-            tcats = list(compress(cats, mask))
-            tphs = list(compress(phs, mask))
+        timed, tcats, tphs, mask = _timed_only(evs, cats, phs, phc)
         n = len(timed)
         if n == 0:
             return counts, meta, None
@@ -594,53 +599,13 @@ class ColumnBuilder:
         names = list(map(_G_NAME, timed))
         pids = list(map(_G_PID, timed))
         tids = list(map(_G_TID, timed))
-        tsl = list(map(_G_TS, timed))
-        kc = self._kind_of_cat
-        kl = list(map(kc.get, tcats))
-        if None in kl:
-            for c in set(tcats) - kc.keys():
-                k = CATEGORY_KIND.get(c.lower()) if isinstance(c, str) else None
-                kc[c] = int(Kind.OTHER) if k is None else int(k)
-            kl = list(map(kc.get, tcats))
-        kind = np.array(kl, dtype=np.uint8)
-        inst = None
-        if "i" in phc or "I" in phc:
-            inst = np.fromiter(map(_PH_I.__contains__, tphs), bool, n)
-            kind[inst & (kind == Kind.OTHER)] = Kind.INSTANT
-        if None in tsl:
-            ts_ok0 = np.fromiter(map(_IS_NONE, tsl), bool, n)
-            ts, ts_ok = _us_to_ns([0 if v is None else v for v in tsl])
-            ts_ok &= ~ts_ok0
-        else:
-            ts, ts_ok = _us_to_ns(tsl)
-        durl = list(map(_G_DUR, timed))
-        no_dur = 0
-        if None in durl:
-            miss = np.fromiter(map(_IS_NONE, durl), bool, n)
-            miss &= np.fromiter(map(_PH_X.__contains__, tphs), bool, n) & ts_ok
-            if inst is not None:
-                miss &= ~inst
-            no_dur = int(np.count_nonzero(miss))
-            durl = np.array(durl, dtype=np.float64)
-        dur, dur_ok = _us_to_ns(durl)
-        dur[~dur_ok] = 0
-        if inst is not None:
-            dur[inst] = 0
-        neg = dur < 0
-        n_neg = int(np.count_nonzero(neg))
-        if n_neg:
-            dur[neg] = 0
+        kind, ts, ts_ok, dur, no_dur, n_neg = self._kinds_and_times(tcats, tphs, phc, list(map(_G_TS, timed)),
+                                                                    list(map(_G_DUR, timed)))
         ids = list(map(_G_ARGS, timed))
         if None in ids:  # "args": null
             ids = [a if a is not None else _NO_IDS for a in ids]
-        fin = list(map(_G_FIN, ids))
-        n_open = 0
-        if False in fin:
-            n_open = sum(1 for i, v in enumerate(fin) if v is False and tphs[i] == "X")
-        gside = np.isin(kind, _GPU_SIDE_ARR)
-        tkeys = list(zip(gside.tolist(), pids, tids))
-        nl = list(map(self._name_ix.get, names))
-        tl = list(map(self._raw_track.get, tkeys))
+        n_open = _open_ranges(list(map(_G_FIN, ids)), tphs)
+        tkeys, nl, tl = self._lookups(kind, names, pids, tids)
         is_py = kind == Kind.PYTHON
         corr = np.array(list(map(_G_CORR, ids)), dtype=np.int64)
         ev = list(map(_G_EXT, ids))
