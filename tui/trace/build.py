@@ -29,10 +29,9 @@ try:
 except ImportError:  # pragma: no cover
     _orjson = None
 import json as _json
-from collections import deque
+import os as _os
 
 _dumps = _orjson.dumps if _orjson is not None else (lambda o: _json.dumps(o).encode())
-_drain = deque(maxlen=0).extend
 
 # Category spellings, old and new (kineto-format.md). Lower-cased before lookup.
 CATEGORY_KIND = {
@@ -224,8 +223,6 @@ else:  # pragma: no cover
     _FAST_ERRORS = ()
 
 #: the typed path can be turned off (GAPSCOPE_DECODER=dicts), e.g. to compare both paths
-import os as _os
-
 FAST_DECODE = _DEC_EV is not None and _os.environ.get("GAPSCOPE_DECODER", "") != "dicts"
 _G_PH, _G_CAT, _G_ARGS = attrgetter("ph"), attrgetter("cat"), attrgetter("args")
 _G_NAME, _G_PID, _G_TID, _G_TS = attrgetter("name"), attrgetter("pid"), attrgetter("tid"), attrgetter("ts")
@@ -351,22 +348,18 @@ class ColumnBuilder:
         return i
 
     def _intern_args_list(self, arg_dicts: list) -> np.ndarray:
-        """Interned ids of ``arg_dicts`` (the dicts of one parsed chunk, owned by the builder and freed after:
-        the id keys are popped from them in place, one C-level pass per key, then each is encoded once)."""
-        pop = dict.pop
-        for k in _ARGS_DROP:
-            # a deque of length 0 drains the map without building a list of the popped values
-            _drain(map(pop, arg_dicts, repeat(k), repeat(None)))
-        try:
-            raws = list(map(_dumps, arg_dicts))
-        except (TypeError, ValueError, RecursionError, OverflowError):
-            raws = []
-            for a in arg_dicts:
-                try:
-                    raws.append(_dumps(a))
-                except (TypeError, ValueError, RecursionError, OverflowError):
-                    self._bad["args_enc"] += 1
-                    raws.append(None)
+        """Interned ids of ``arg_dicts``, each encoded without its id keys."""
+        drop = _ARGS_DROP
+        raws = []
+        for a in arg_dicts:
+            if not a:
+                raws.append(None)
+                continue
+            try:
+                raws.append(_dumps({k: v for k, v in a.items() if k not in drop}))
+            except (TypeError, ValueError, RecursionError, OverflowError):
+                self._bad["args_enc"] += 1
+                raws.append(None)
         ix = self._args_ix
         ids = list(map(ix.get, raws))
         if None in ids:
