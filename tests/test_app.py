@@ -608,3 +608,38 @@ def test_large_trace_freezes_the_heap_until_exit(tmp_path, monkeypatch):
     run(go(False))
     monkeypatch.setattr(appmod, "FREEZE_EVENTS", 1)
     run(go(True))
+
+
+def test_a_trace_read_before_the_screen_is_mounted_still_opens(tmp_path, monkeypatch):
+    """The load starts on the app's Load event, so a small trace (here: one already in memory) is ready before
+    the widgets it fills exist; its scene is added only once the screen is mounted (it failed with
+    NoMatches('#lanes') in a clean-clone CI run)."""
+    import tui.app.app as appmod
+    import tui.trace
+
+    p = three_gaps(tmp_path)
+    model = tui.trace.load(str(p), no_cache=True)
+    monkeypatch.setattr(tui.trace, "load", lambda path, **kw: model)
+    order = []
+    orig_mount, orig_add = appmod.GapscopeApp.on_mount, appmod.GapscopeApp._add_scene
+
+    def on_mount(self):
+        orig_mount(self)
+        order.append("mounted")
+
+    def add_scene(self, sc):
+        order.append("scene")
+        orig_add(self, sc)
+
+    monkeypatch.setattr(appmod.GapscopeApp, "on_mount", on_mount)
+    monkeypatch.setattr(appmod.GapscopeApp, "_add_scene", add_scene)
+
+    async def go():
+        async with opened(p) as (app, pilot):
+            assert app.error is None and app.scene is not None
+            assert "idle gaps" in screen_text(app)
+
+    for _ in range(5):
+        order.clear()
+        run(go())
+        assert order == ["mounted", "scene"]

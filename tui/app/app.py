@@ -146,6 +146,9 @@ class GapscopeApp(App):
         # set once the first trace's lanes are on screen: the analysis thread starts after that, so it does not
         # hold the GIL while the first frame is drawn
         self._painted = threading.Event()
+        # set once the screen is mounted: the load starts before that (on_load), and a small trace can be read
+        # before the widgets it fills exist
+        self._mounted = threading.Event()
 
     # ================================================================ layout
     def compose(self) -> ComposeResult:
@@ -186,13 +189,20 @@ class GapscopeApp(App):
         if not self.scenes and self.error is None:
             self._progress(self._loading or f"loading {os.path.basename(self.paths[0])} ... (Esc cancels)")
         self.lanes.focus()
+        self._mounted.set()
 
     def on_load(self) -> None:
         # the trace is read while the screen is built (before compose and mount): the first frame of a trace
         # in the cache comes ~50 ms sooner
         self.load_traces()
 
+    def _call_ui(self, fn, *args) -> None:
+        """From the load thread: run ``fn`` on the app's thread once the screen is mounted."""
+        self._mounted.wait()
+        self.call_from_thread(fn, *args)
+
     def on_unmount(self) -> None:
+        self._mounted.set()  # a load thread still waiting for the screen goes on (and finds the app gone)
         if self._frozen:
             self._frozen = False
             gc.unfreeze()
@@ -235,10 +245,10 @@ class GapscopeApp(App):
         except Exception as exc:  # noqa: BLE001
             if os.environ.get("GAPSCOPE_DEBUG"):
                 raise
-            self.call_from_thread(self._fail, f"internal error while building lanes ({type(exc).__name__}: {exc})")
+            self._call_ui(self._fail, f"internal error while building lanes ({type(exc).__name__}: {exc})")
             return
         for sc in scenes:
-            self.call_from_thread(self._add_scene, sc)
+            self._call_ui(self._add_scene, sc)
         if self.run_analysis:
             self._painted.wait(FIRST_PAINT_WAIT_S)
             for sc in scenes:
@@ -274,12 +284,12 @@ class GapscopeApp(App):
             try:
                 model = _load(load, p, {"parent_share": LOAD_PARENT_SHARE, **self.load_opts})
             except (GapscopeError, MemoryError) as exc:
-                self.call_from_thread(self._fail, self._load_error(p, exc))
+                self._call_ui(self._fail, self._load_error(p, exc))
                 return None
             except Exception as exc:  # noqa: BLE001 - a reader bug: still one line, never a traceback
                 if os.environ.get("GAPSCOPE_DEBUG"):
                     raise
-                self.call_from_thread(self._fail, self._load_error(p, exc))
+                self._call_ui(self._fail, self._load_error(p, exc))
                 return None
             if worker.is_cancelled:
                 return None
@@ -306,22 +316,22 @@ class GapscopeApp(App):
         try:
             loaded = load_many(list(self.paths), **opts)
         except GapscopeError as exc:
-            self.call_from_thread(self._fail, str(exc))
+            self._call_ui(self._fail, str(exc))
             return None
         except MemoryError:
-            self.call_from_thread(self._fail, f"out of memory while loading {len(self.paths)} traces "
+            self._call_ui(self._fail, f"out of memory while loading {len(self.paths)} traces "
                                   "(try --max-size or fewer traces)")
             return None
         except Exception as exc:  # noqa: BLE001 - a reader or pool failure: still one line
             if os.environ.get("GAPSCOPE_DEBUG"):
                 raise
-            self.call_from_thread(self._fail, f"{len(self.paths)} traces: internal error while loading "
+            self._call_ui(self._fail, f"{len(self.paths)} traces: internal error while loading "
                                   f"({type(exc).__name__}: {' '.join(str(exc).split())[:200]})")
             return None
         if worker.is_cancelled:
             return None
         if len(loaded) != len(self.paths):  # load_many expands folders and patterns; the app's paths are files
-            self.call_from_thread(self._fail, f"internal error while loading: {len(self.paths)} traces named, "
+            self._call_ui(self._fail, f"internal error while loading: {len(self.paths)} traces named, "
                                   f"{len(loaded)} read")
             return None
         return list(zip(self.paths, loaded))
@@ -355,7 +365,7 @@ class GapscopeApp(App):
             return
         if worker.is_cancelled:
             return
-        self.call_from_thread(self._analyses_ready, sc, items)
+        self._call_ui(self._analyses_ready, sc, items)
 
     def _analyse(self, sc: Scene, pi: int = 0) -> None:
         model = sc.parts[pi].model
@@ -363,22 +373,22 @@ class GapscopeApp(App):
             from ..analysis import analyze
             from ..analysis.thresholds import DEFAULT
         except Exception as exc:  # noqa: BLE001 - the lanes stay usable without the analysis
-            self.call_from_thread(self._analysis_failed, sc, pi,
+            self._call_ui(self._analysis_failed, sc, pi,
                                   f"analysis unavailable ({type(exc).__name__}: {exc})")
             return
         try:
             a = analyze(model)
         except GapscopeError as exc:
-            self.call_from_thread(self._analysis_failed, sc, pi, f"analysis failed: {exc}")
+            self._call_ui(self._analysis_failed, sc, pi, f"analysis failed: {exc}")
             return
         except Exception as exc:  # noqa: BLE001
             if os.environ.get("GAPSCOPE_DEBUG"):
                 raise
-            self.call_from_thread(self._analysis_failed, sc, pi,
+            self._call_ui(self._analysis_failed, sc, pi,
                                   f"analysis failed (internal error {type(exc).__name__}: {exc})")
             return
         cfg = getattr(a, "config", None) or DEFAULT
-        self.call_from_thread(self._analysis_ready, sc, a, int(getattr(cfg, "min_listed_gap_ns", 2000)), pi)
+        self._call_ui(self._analysis_ready, sc, a, int(getattr(cfg, "min_listed_gap_ns", 2000)), pi)
 
     @on(_Progress)
     def _progress_posted(self, ev: _Progress) -> None:
