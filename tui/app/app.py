@@ -320,19 +320,19 @@ class GapscopeApp(App):
             return None
         except MemoryError:
             self._call_ui(self._fail, f"out of memory while loading {len(self.paths)} traces "
-                                  "(try --max-size or fewer traces)")
+                          "(try --max-size or fewer traces)")
             return None
         except Exception as exc:  # noqa: BLE001 - a reader or pool failure: still one line
             if os.environ.get("GAPSCOPE_DEBUG"):
                 raise
             self._call_ui(self._fail, f"{len(self.paths)} traces: internal error while loading "
-                                  f"({type(exc).__name__}: {' '.join(str(exc).split())[:200]})")
+                          f"({type(exc).__name__}: {' '.join(str(exc).split())[:200]})")
             return None
         if worker.is_cancelled:
             return None
         if len(loaded) != len(self.paths):  # load_many expands folders and patterns; the app's paths are files
             self._call_ui(self._fail, f"internal error while loading: {len(self.paths)} traces named, "
-                                  f"{len(loaded)} read")
+                          f"{len(loaded)} read")
             return None
         return list(zip(self.paths, loaded))
 
@@ -374,7 +374,7 @@ class GapscopeApp(App):
             from ..analysis.thresholds import DEFAULT
         except Exception as exc:  # noqa: BLE001 - the lanes stay usable without the analysis
             self._call_ui(self._analysis_failed, sc, pi,
-                                  f"analysis unavailable ({type(exc).__name__}: {exc})")
+                          f"analysis unavailable ({type(exc).__name__}: {exc})")
             return
         try:
             a = analyze(model)
@@ -385,7 +385,7 @@ class GapscopeApp(App):
             if os.environ.get("GAPSCOPE_DEBUG"):
                 raise
             self._call_ui(self._analysis_failed, sc, pi,
-                                  f"analysis failed (internal error {type(exc).__name__}: {exc})")
+                          f"analysis failed (internal error {type(exc).__name__}: {exc})")
             return
         cfg = getattr(a, "config", None) or DEFAULT
         self._call_ui(self._analysis_ready, sc, a, int(getattr(cfg, "min_listed_gap_ns", 2000)), pi)
