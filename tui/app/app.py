@@ -35,11 +35,6 @@ MAX_LIST = 500
 FREEZE_EVENTS = 100_000
 
 
-#: on the two-process load of a big trace, the share of the file this process parses while it also starts the
-#: explorer. Measured at 100 MB in the app (0.38 / 0.5 / 0.55 / 0.6): 0.38 left this process waiting for the
-#: worker (the worker reads the file in pieces and sends its columns back), 0.5-0.6 were best within the noise
-LOAD_PARENT_SHARE = 0.5
-
 #: the load thread waits at most this long for the first frame before it starts the analysis
 FIRST_PAINT_WAIT_S = 1.0
 
@@ -282,7 +277,7 @@ class GapscopeApp(App):
             self.post_message(_Progress(f"loading {os.path.basename(p)} ({size / 1e6:.1f} MB)"
                                         f" [{i + 1}/{len(self.paths)}] ... Esc cancels"))
             try:
-                model = _load(load, p, {"parent_share": LOAD_PARENT_SHARE, **self.load_opts})
+                model = _load(load, p, self.load_opts)
             except (GapscopeError, MemoryError) as exc:
                 self._call_ui(self._fail, self._load_error(p, exc))
                 return None

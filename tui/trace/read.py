@@ -640,8 +640,9 @@ PARALLEL_MIN: int | None = 64 << 20
 #: models with at least this many events have their cache entry written by a thread
 BACKGROUND_CACHE_MIN = 100_000
 #: where the worker's part starts, as a fraction of the file. The parent also merges and sorts, but the worker
-#: reads its part from the file in pieces and sends its columns back; measured at 100 MB, 0.44-0.6 gave the
-#: same time within the noise of this machine, and 0.38 left the parent waiting
+#: reads its part from the file in pieces and sends its columns back: measured at 100 MB, alone and in the
+#: explorer (which draws meanwhile), 0.5-0.6 gave the same time within the noise of this machine, and 0.44 or
+#: 0.38 left the parent waiting for the worker
 SPLIT_AT = 0.5
 
 
@@ -818,9 +819,9 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _start_job(path: str, st: os.stat_result, limit: int, parent_share: float | None = None) -> _Job | None:
-    """A worker for the second part of ``path`` when it is big, plain JSON, and there is a second core. The
-    calling process parses the first ``parent_share`` of the file (default ``SPLIT_AT``)."""
+def _start_job(path: str, st: os.stat_result, limit: int) -> _Job | None:
+    """A worker for the second part of ``path`` when it is big, plain JSON, and there is a second core (the
+    calling process parses the first ``SPLIT_AT`` of the file)."""
     if PARALLEL_MIN is None or _orjson is None or st.st_size < PARALLEL_MIN or st.st_size > limit:
         return None
     if os.environ.get("GAPSCOPE_LOAD_PARALLEL", "1") == "0" or _cpus() < 2:
@@ -829,19 +830,16 @@ def _start_job(path: str, st: os.stat_result, limit: int, parent_share: float | 
         with open(path, "rb") as f:
             if f.read(2) == b"\x1f\x8b":
                 return None
-        share = SPLIT_AT if parent_share is None else min(max(float(parent_share), 0.05), 0.95)
-        return _Job(path, st, int(st.st_size * share))
+        return _Job(path, st, int(st.st_size * SPLIT_AT))
     except (OSError, ValueError, AssertionError, ImportError):  # no fork here, a daemonic process, ...
         return None
 
 
-def load_uncached(path: str, max_size=None, parent_share: float | None = None) -> TraceModel:
-    """Read and parse ``path`` (no cache). ``parent_share``: on the two-process path, the fraction of the file
-    this process parses itself (less when it has other work meanwhile, e.g. drawing the explorer)."""
+def load_uncached(path: str, max_size=None) -> TraceModel:
     p = os.fspath(path)
     limit = parse_size(max_size)
     st = check_file(p)
-    job = _start_job(p, st, limit, parent_share)
+    job = _start_job(p, st, limit)
     mapped = None
     try:
         if job is not None:
@@ -869,19 +867,19 @@ def load_uncached(path: str, max_size=None, parent_share: float | None = None) -
     return model
 
 
-def load(path, *, no_cache: bool = False, max_size=None, parent_share: float | None = None) -> TraceModel:
+def load(path, *, no_cache: bool = False, max_size=None) -> TraceModel:
     """Load a trace, from the columnar cache when a valid one exists (unless ``no_cache``)."""
     p = os.fspath(path)
     limit = parse_size(max_size)
     st = check_file(p)
     if no_cache:
-        return load_uncached(p, limit, parent_share)
+        return load_uncached(p, limit)
     from . import cache
 
     model = cache.get(p, st)
     if model is not None:
         return model
-    model = load_uncached(p, limit, parent_share)
+    model = load_uncached(p, limit)
     # a big entry is written by a thread: the explorer draws its first frame meanwhile
     cache.put(p, st, model, background=model.n >= BACKGROUND_CACHE_MIN)
     return model
