@@ -138,3 +138,21 @@ class Synth:
             gz = path.suffix == ".gz"
         path.write_bytes(gzip.compress(data) if gz else data)
         return path
+
+
+def damage_bytes(data: bytes, damage) -> bytes:
+    """``data`` damaged by each (what, where) in turn: where is a fraction of the length; what is cut, flip, or
+    one of quote / inf / nan / bracket / brace / comma inserted there."""
+    b = bytearray(data)
+    for what, where in damage:
+        if not b:
+            break
+        i = min(int(where * len(b)), len(b) - 1)
+        if what == "cut":
+            del b[i:]
+        elif what == "flip":
+            b[i] ^= 0x55
+        else:
+            b[i:i] = {"quote": b'"', "inf": b"inf", "nan": b"NaN", "bracket": b"[", "brace": b"{",
+                      "comma": b","}[what]
+    return bytes(b)

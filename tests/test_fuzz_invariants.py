@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.synth import Synth
+from tests.synth import Synth, damage_bytes
 from tui.analysis import CAUSES, analyze
 from tui.errors import GapscopeError
 from tui.trace import TraceError, load
@@ -124,22 +124,6 @@ def damage_events(events: list, damage, seed: int) -> list:
         elif what == "drop_event":
             del evs[i]
     return evs
-
-
-def damage_bytes(data: bytes, damage) -> bytes:
-    b = bytearray(data)
-    for what, where in damage:
-        if not b:
-            break
-        i = min(int(where * len(b)), len(b) - 1)
-        if what == "cut":
-            del b[i:]
-        elif what == "flip":
-            b[i] ^= 0x55
-        else:
-            b[i:i] = {"quote": b'"', "inf": b"inf", "nan": b"NaN", "bracket": b"[", "brace": b"{",
-                      "comma": b","}[what]
-    return bytes(b)
 
 
 traces = st.fixed_dictionaries({

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.synth import Synth
+from tests.synth import Synth, damage_bytes
 from tui.trace import Kind, TraceError, load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -262,21 +262,10 @@ _event = st.fixed_dictionaries(
     st.tuples(st.floats(0, 1), st.sampled_from(["cut", "flip", "quote", "insert"])), max_size=3))
 def test_random_traces_and_damage_load_or_trace_error(tmp_path, events, top_array, damage):
     doc = events if top_array else {"schemaVersion": 1, "traceEvents": events}
-    data = bytearray(json.dumps(doc).encode())
-    for where, how in damage:
-        if not data:
-            break
-        i = min(int(where * len(data)), len(data) - 1)
-        if how == "cut":
-            del data[i:]
-        elif how == "flip":
-            data[i] ^= 0x55
-        elif how == "quote":
-            data[i:i] = b'"'
-        else:
-            data[i:i] = b"inf"
+    # "insert" puts a bare inf at the spot
+    data = damage_bytes(json.dumps(doc).encode(), [("inf" if how == "insert" else how, where) for where, how in damage])
     p = tmp_path / "h.json"
-    p.write_bytes(bytes(data))
+    p.write_bytes(data)
     try:
         m = load(p, no_cache=True)
     except TraceError as exc:
