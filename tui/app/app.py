@@ -33,6 +33,8 @@ MAX_LIST = 500
 
 #: models of this many events and more have their objects moved out of the collector's reach once loaded
 FREEZE_EVENTS = 100_000
+#: with a large trace frozen, a full collection comes after this many young ones (Python's default: 10)
+GC_FULL_EVERY = 300
 
 
 #: the load thread waits at most this long for the first frame before it starts the analysis
@@ -48,7 +50,70 @@ class _Progress(Message):
 
 
 class GapList(RowCachedTable):
+    """The gap list. When the cursor leaves the visible rows it pages (the cursor lands a quarter of the way in
+    from the edge it crossed) instead of creeping one row at a time: stepping through the gaps with `n` scrolled
+    the list, and redrew all its rows and its scroll bar, on two presses in three; now on one in ~25."""
+
     BINDINGS = [Binding("enter", "app.detail", "detail", show=False)]
+
+    def _scroll_cursor_into_view(self, animate: bool = False) -> None:
+        if self.cursor_type != "row" or self.fixed_rows:
+            super()._scroll_cursor_into_view(animate)
+            return
+        _, y, _, h = self._get_row_region(self.cursor_row)
+        top = self.header_height if self.show_header else 0
+        height = self.scrollable_content_region.height
+        lead = (height - top) // 4
+        if h <= 0 or height - top < 2 * h + lead:
+            super()._scroll_cursor_into_view(animate)
+            return
+        sy = round(self.scroll_y)
+        if y < sy + top:  # above the rows shown: moving up, keep the room above the cursor
+            self.scroll_to(y=max(0, y - (height - h - lead)), animate=False, force=True, immediate=True)
+        elif y + h > sy + height:  # below: moving down
+            self.scroll_to(y=y - top - lead, animate=False, force=True, immediate=True)
+        # a page turn draws ~27 rows not drawn before (~1 ms each): draw the next page's rows a few at a time,
+        # after the frame of each cursor move, so the turn finds them in the row cache
+        down = self.cursor_row >= self._last_row
+        self._last_row = self.cursor_row
+        self.call_after_refresh(self._draw_ahead, down)
+
+    _last_row = 0
+    #: rows of the next page drawn ahead after each cursor move
+    AHEAD = 2
+
+    def _draw_ahead(self, down: bool) -> None:
+        if self.cursor_type != "row" or self.fixed_rows or not self.row_count:
+            return
+        top = self.header_height if self.show_header else 0
+        height = self.scrollable_content_region.height
+        if height - top <= 0:
+            return
+        self._begin_frame()
+        try:
+            f = self._frame
+            if f is None:
+                return
+            base, sx, sy, width, top, offsets, cur, hover, state = f
+            loc = self._row_locations
+            # screen lines just past the edge the cursor moves to (render_line takes screen lines)
+            ys = range(height, 2 * height - top) if down else range(top - 1, top - 1 - (height - top), -1)
+            done = 0
+            for yy in ys:
+                i = yy + sy - top
+                if not 0 <= i < len(offsets):
+                    break
+                row_key, line_no = offsets[i]
+                row = loc.get(row_key) if row_key in loc else -1
+                key = (row_key, line_no, row, sx, width, base, row == cur, row == hover, state)
+                if key in self._row_strips:
+                    continue
+                self.render_line(yy)
+                done += 1
+                if done >= self.AHEAD:
+                    break
+        finally:
+            self._frame = None
 
 
 class StackPanel(TextView):
@@ -138,6 +203,8 @@ class GapscopeApp(App):
         self._ov = "crop" if ascii else "ellipsis"  # no "…" on terminals that are not UTF-8
         self._user_picked = False  # until the person picks a gap, the largest one stays selected
         self._frozen = False  # gc.freeze() done for a large trace (undone on exit)
+        self._tables_mounted = False  # the kernels and findings views (mounted when first shown)
+        self._gc_threshold = gc.get_threshold()
         # set once the first trace's lanes are on screen: the analysis thread starts after that, so it does not
         # hold the GIL while the first frame is drawn
         self._painted = threading.Event()
@@ -157,16 +224,8 @@ class GapscopeApp(App):
                 with Horizontal(id="bottom"):
                     yield GapList(id="gaplist", cursor_type="row", zebra_stripes=False, cell_padding=1)
                     yield StackPanel(id="stack")
-            with Vertical(id="kernelsview"):
-                yield DataTable(id="kernels", cursor_type="row")
-                with VerticalScroll(classes="infobox"):
-                    yield Static(id="kernelinfo")
-            with Vertical(id="findingsview"):
-                yield DataTable(id="findings", cursor_type="row")
-                with VerticalScroll(classes="infobox"):
-                    yield Static(id="findinginfo")
-        yield SearchInput(placeholder="find a kernel or op by name (Enter: next, Shift+Enter: previous, Esc: done)",
-                    id="search")
+            # the kernels and findings views (2, 3) and the search box (/) are mounted when first asked for:
+            # their widgets and styles made the screen's construction ~25 ms longer on the way to the first frame
         yield Static(id="status")
         # the key bar is mounted once the first frame of the trace is drawn: Textual's Footer styles a widget per
         # key, which made the screen's construction ~0.1 s longer while the trace was being read
@@ -201,15 +260,25 @@ class GapscopeApp(App):
         if self._frozen:
             self._frozen = False
             gc.unfreeze()
+            gc.set_threshold(*self._gc_threshold)
 
     def _freeze_heap(self, sc: Scene) -> None:
         """Once a large trace's model, lanes or analysis is in place, move every object alive now to the
         collector's permanent generation (`gc.freeze`): they live as long as the app, and a full collection
         that walks them all took 45-105 ms at 100 MB (more at 1 GB) in the middle of a key press, every few
-        presses of `n`. Small traces keep the default; the app's exit unfreezes."""
+        presses of `n`. Small traces keep the default; the app's exit unfreezes.
+
+        The screen's own caches (strips, rows) still fill the oldest generation again, ~50k objects, and its
+        full collection took 8-21 ms inside one `n` press in thirty at 1 GB: full collections are made ~30x
+        rarer too (the garbage of a screen update has no cycles and is freed without them); exit restores
+        the thresholds."""
         if max((int(pt.model.n) for pt in sc.parts), default=0) < FREEZE_EVENTS:
             return
         gc.freeze()
+        if not self._frozen:
+            self._gc_threshold = gc.get_threshold()
+            t0, t1, _ = self._gc_threshold
+            gc.set_threshold(t0, t1, GC_FULL_EVERY)
         self._frozen = True
 
     # ================================================================ helpers
@@ -491,6 +560,9 @@ class GapscopeApp(App):
             if sc.selected >= 0 and not moved:
                 self.goto_gap(sc.selected)
             self.refresh_all()
+            # again: the gap list's and tables' rows were made after the freeze above, and a full collection
+            # walked them every ~30 presses of `n` (13-21 ms at 1 GB)
+            self._freeze_heap(sc)
 
     def action_cancel_load(self) -> None:
         self.cancelled = True
@@ -602,7 +674,22 @@ class GapscopeApp(App):
         if 0 <= sc.selected < min(sc.order.size, MAX_LIST):
             gl.move_cursor(row=sc.selected, animate=False)
 
+    async def _mount_tables(self) -> None:
+        """The kernels and findings views, mounted (hidden) the first time one of them is shown."""
+        if self._tables_mounted:
+            return
+        self._tables_mounted = True
+        views = []
+        for name in ("kernels", "findings"):
+            v = Vertical(DataTable(id=name, cursor_type="row"),
+                         VerticalScroll(Static(id=name[:-1] + "info"), classes="infobox"), id=name + "view")
+            v.display = False
+            views.append(v)
+        await self.query_one("#views", ContentSwitcher).mount_all(views)
+
     def fill_tables(self) -> None:
+        if not self._tables_mounted:
+            return  # filled when first shown (action_view)
         sc = self.scene
         kt = self.query_one("#kernels", DataTable)
         ft = self.query_one("#findings", DataTable)
@@ -712,7 +799,7 @@ class GapscopeApp(App):
         if sc is None or sc.analysis is None or ev.row_key is None or not str(ev.row_key.value).isdigit():
             return
         k = sc.analysis.kernels[int(ev.row_key.value)]
-        self.action_view("lanes")
+        self._switch_view("lanes")
         if sc.search(k.name):
             self._show_match(sc.current_match())
         self.refresh_bindings()
@@ -822,7 +909,7 @@ class GapscopeApp(App):
             gid = np.flatnonzero((sc.g_part == k[0]) & np.isin(sc.g_row, rows))
             gid = gid[np.argsort(-sc.g_dur[gid], kind="stable")][:1]
             where = np.flatnonzero(sc.order == int(gid[0])) if gid.size else gid
-            self.action_view("lanes")
+            self._switch_view("lanes")
             self.fill_gap_list()
             if where.size:
                 self.goto_gap(int(where[0]))
@@ -942,9 +1029,13 @@ class GapscopeApp(App):
         self.lanes.refresh()
         self.query_one("#axis", Axis).refresh()
 
-    def action_view(self, name: str) -> None:
+    async def action_view(self, name: str) -> None:
         if name != "lanes":
+            await self._mount_tables()
             self.fill_tables()  # the tables follow the active rank
+        self._switch_view(name)
+
+    def _switch_view(self, name: str) -> None:
         self.query_one("#views", ContentSwitcher).current = "lanesview" if name == "lanes" else name + "view"
         if name == "lanes":
             self.lanes.focus()
@@ -957,10 +1048,21 @@ class GapscopeApp(App):
             self.show_scene((self.current + 1) % len(self.scenes))
 
     # ================================================================ search
-    def action_search(self) -> None:
-        inp = self.query_one("#search", Input)
+    async def action_search(self) -> None:
+        inp = self._search_box()
+        if inp is None:
+            inp = SearchInput(placeholder="find a kernel or op by name (Enter: next, Shift+Enter: previous, "
+                                          "Esc: done)", id="search")
+            await self.mount(inp, before=self.query_one("#status"))
         inp.add_class("-on")
         inp.focus()
+
+    def _search_box(self) -> Input | None:
+        """The search box, once mounted (the first /)."""
+        try:
+            return self.query_one("#search", Input)
+        except NoMatches:
+            return None
 
     @on(Input.Submitted, "#search")
     def _search_submit(self, ev: Input.Submitted) -> None:
@@ -1057,10 +1159,11 @@ class GapscopeApp(App):
         if self._loading is not None:
             return self.action_cancel_load()
         sc = self.scene
-        inp = self.query_one("#search", Input)
-        if inp.has_class("-on") or (sc is not None and sc.search_query):
-            inp.remove_class("-on")
-            inp.value = ""
+        inp = self._search_box()
+        if (inp is not None and inp.has_class("-on")) or (sc is not None and sc.search_query):
+            if inp is not None:
+                inp.remove_class("-on")
+                inp.value = ""
             if sc is not None:
                 sc.search("")
             self.lanes.focus()
@@ -1068,7 +1171,7 @@ class GapscopeApp(App):
             return
         sw = self.query_one("#views", ContentSwitcher)
         if sw.current != "lanesview":
-            self.action_view("lanes")
+            self._switch_view("lanes")
 
     # ================================================================ enabling keys
     def check_action(self, action: str, parameters: tuple) -> bool | None:

@@ -291,7 +291,7 @@ def cpu_categories(model: TraceModel, idx: np.ndarray) -> np.ndarray:
     nid = model.name_id[idx]
     sel = rt | (kinds == Kind.CPU_OP)
     if sel.any():
-        uniq = np.unique(nid[sel])
+        uniq = _distinct_ids(nid[sel])
         sync_ids = [u for u in uniq.tolist() if model.names[u] in _SYNC_OPS or _SYNC_RUNTIME.search(model.names[u])]
         alloc_ids = [u for u in uniq.tolist() if _ALLOC_RUNTIME.search(model.names[u])]
         if sync_ids:
@@ -299,6 +299,12 @@ def cpu_categories(model: TraceModel, idx: np.ndarray) -> np.ndarray:
         if alloc_ids:
             cat[sel & np.isin(nid, alloc_ids)] = C_ALLOC
     return cat
+
+
+def _distinct_ids(ids: np.ndarray) -> np.ndarray:
+    """The distinct interned ids (names: non-negative, dense), sorted. Not `np.unique`: its first call in a
+    process imports numpy.ma (~8 ms), and the lanes are on the way to the first frame."""
+    return np.flatnonzero(np.bincount(ids)) if ids.size else ids[:0]
 
 
 def _cpu_lane(model: TraceModel, tr, rank) -> Lane | None:
@@ -309,7 +315,7 @@ def _cpu_lane(model: TraceModel, tr, rank) -> Lane | None:
     # record_function ranges other than ProfilerStep#N are user code: counted as Python on the thread row
     # (the analysis does the same); the profiler's step ranges cover everything and are left out
     if ann.size:
-        step_ids = [i for i in np.unique(model.name_id[ann]).tolist() if model.names[i].startswith("ProfilerStep#")]
+        step_ids = [i for i in _distinct_ids(model.name_id[ann]).tolist() if model.names[i].startswith("ProfilerStep#")]
         user_ann = ann[~np.isin(model.name_id[ann], step_ids)] if step_ids else ann
     else:
         user_ann = ann
