@@ -236,3 +236,92 @@ def test_text_view_length_changes_update_its_scrollbar_without_a_screen_layout()
                 assert shown[min(len(tv._lines), 10) - 1].startswith(tv._lines[-1].plain.rstrip()[:30])
 
     run(go())
+
+
+def test_gap_list_pages_and_draws_the_next_page_ahead():
+    """Stepping with n: the list scrolls once per page (the cursor lands a quarter of the way down), not on
+    every step past the edge, and the rows of the next page are in the row cache before the page turns."""
+
+    async def go():
+        async with opened((100, 30)) as (app, pilot):
+            sc = app.scene
+            gl = app.query_one("#gaplist", DataTable)
+            top = gl.header_height
+            shown = gl.scrollable_content_region.height - top
+            lead = shown // 4
+            assert shown >= 6 and sc.order.size > 3 * shown
+            scrolls = []
+            for _ in range(2 * shown + 2):
+                before = round(gl.scroll_y)
+                if gl.cursor_row == round(gl.scroll_y) + shown - 1:
+                    # the last visible row: the rows below it were drawn ahead (not on screen yet)
+                    key0 = gl._row_strips.keys()
+                    below = {k[2] for k in key0}
+                    assert gl.cursor_row + 1 in below and gl.cursor_row + 2 in below
+                await pilot.press("n")
+                await pilot.pause()
+                if round(gl.scroll_y) != before:
+                    scrolls.append(round(gl.scroll_y))
+                    assert gl.cursor_row - round(gl.scroll_y) == lead  # a quarter of the way down
+                assert round(gl.scroll_y) <= gl.cursor_row < round(gl.scroll_y) + shown
+            assert len(scrolls) == 2, scrolls  # two page turns in two pages of steps, not one per step
+            same_as_datatable(gl)
+            # back up: the list pages up the same way, the cursor a quarter of the way from the bottom
+            for _ in range(shown):
+                await pilot.press("N")
+                await pilot.pause()
+                assert round(gl.scroll_y) <= gl.cursor_row < round(gl.scroll_y) + shown
+            same_as_datatable(gl)
+
+    run(go())
+
+
+def test_tables_and_search_box_are_mounted_when_first_asked_for():
+    async def go():
+        async with opened((100, 30)) as (app, pilot):
+            assert not app.query("#kernels") and not app.query("#findings") and not app.query("#search")
+            await pilot.press("2")
+            await pilot.pause()
+            kt = app.query_one("#kernels", DataTable)
+            assert app.focused is kt and kt.row_count > 0
+            assert "kernel" in screen_text(app)
+            await pilot.press("3")
+            await pilot.pause()
+            ft = app.query_one("#findings", DataTable)
+            assert app.focused is ft and ft.row_count > 0
+            await pilot.press("1")
+            await pilot.pause()
+            assert app.focused is app.lanes
+            await pilot.press("slash")
+            await pilot.pause()
+            box = app.query_one("#search")
+            assert app.focused is box and box.has_class("-on")
+            await pilot.press("escape")
+            await pilot.pause()
+            assert not box.has_class("-on") and app.focused is app.lanes
+            # mounted once: a second visit reuses them
+            await pilot.press("2")
+            await pilot.pause()
+            assert len(app.query("#kernels")) == 1 and app.query_one("#kernels", DataTable) is kt
+
+    run(go())
+
+
+def test_large_trace_freezes_the_heap_and_makes_full_collections_rare(monkeypatch):
+    import gc
+
+    import tui.app.app as A
+
+    monkeypatch.setattr(A, "FREEZE_EVENTS", 1)  # the sample counts as large
+    before = gc.get_threshold()
+    assert before[2] != A.GC_FULL_EVERY
+
+    async def go():
+        async with opened((100, 30)) as (app, pilot):
+            assert app._frozen and gc.get_freeze_count() > 0
+            assert gc.get_threshold() == (before[0], before[1], A.GC_FULL_EVERY)
+            await pilot.press("n")
+            await pilot.pause()
+
+    run(go())
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0

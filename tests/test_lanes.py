@@ -239,3 +239,12 @@ def test_locale_decides_unicode_or_ascii(env, utf8):
     assert locale_is_utf8(env) is utf8
     assert pick(False, env) is (UNICODE if utf8 else ASCII)
     assert pick(True, env) is ASCII
+
+
+def test_distinct_ids_are_np_unique():
+    from tui.app.lanes import _distinct_ids
+
+    rng = np.random.default_rng(7)
+    for n, hi in ((0, 1), (1, 1), (50, 5), (10_000, 3_000)):
+        a = rng.integers(0, hi, n).astype(np.int32)
+        assert np.array_equal(_distinct_ids(a), np.unique(a))

@@ -100,6 +100,8 @@ class GapList(RowCachedTable):
             ys = range(height, 2 * height - top) if down else range(top - 1, top - 1 - (height - top), -1)
             done = 0
             for yy in ys:
+                if done >= self.AHEAD:
+                    break
                 i = yy + sy - top
                 if not 0 <= i < len(offsets):
                     break
@@ -110,8 +112,6 @@ class GapList(RowCachedTable):
                     continue
                 self.render_line(yy)
                 done += 1
-                if done >= self.AHEAD:
-                    break
         finally:
             self._frame = None
 
