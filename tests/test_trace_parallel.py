@@ -94,14 +94,14 @@ def test_parallel_falls_back_on_damage(tmp_path, monkeypatch, doc):
     assert any("unescaped" in w for w in par.warnings)
 
 
-def test_bare_array_and_gzip_stay_serial_or_equal(tmp_path, monkeypatch, doc):
+def test_bare_array_and_gzip_split_equal_serial(tmp_path, monkeypatch, doc):
     p = tmp_path / "bare.json"
     p.write_bytes(json.dumps(doc["traceEvents"]).encode())
     par, ser = _load_both(p, monkeypatch)
     _same(par, ser)
     g = tmp_path / "t.json.gz"
     g.write_bytes(gzip.compress(json.dumps(doc).encode(), 1))
-    par, ser = _load_both(g, monkeypatch, expect_split=False)  # gzip: one process
+    par, ser = _load_both(g, monkeypatch)  # gzip: split once decompressed
     _same(par, ser)
 
 
@@ -122,3 +122,23 @@ def test_background_cache_write_then_warm_equals_cold(tmp_path, monkeypatch, doc
     assert not [f for f in os.listdir(tmp_path / "cache") if f.endswith(".tmp")]
     monkeypatch.setattr(read, "load_uncached", None)  # a warm load must not parse
     _same(cold, load(str(p)))
+
+
+def test_gzip_trace_is_split_after_decompression_and_equals_serial(tmp_path, monkeypatch, doc):
+    # the worker gets the decompressed bytes by the fork (shared pages), and parses the second half of them
+    par, ser = _load_both(SAMPLE, monkeypatch)
+    assert par.n > 10_000
+    _same(par, ser)
+    # a gzip stream cut off mid-way: the same warning and the same events either way
+    raw = gzip.compress(json.dumps(doc).encode())
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(raw[: len(raw) * 2 // 3])
+    par, ser = _load_both(cut, monkeypatch)
+    _same(par, ser)
+    assert any("ends early" in w for w in par.warnings)
+
+
+def test_gzip_trace_stays_in_one_process_when_parallel_is_off(tmp_path, monkeypatch):
+    monkeypatch.setenv("GAPSCOPE_LOAD_PARALLEL", "0")
+    par, ser = _load_both(SAMPLE, monkeypatch, expect_split=False)
+    _same(par, ser)
