@@ -78,9 +78,10 @@ def test_combined_summary_written_by_rank_0_names_the_late_rank(gloo_run):
     assert doc["job"]["lines"][0].startswith("decode: rank 1 arrived last")
     assert LATE in doc["job"]["lines"][0]
     # same host, same clock: the time bases are right and the collectives' ends agree with them (within the
-    # scheduling noise of a small machine, far below the 20 ms of straggler work)
+    # scheduling noise of a small machine, half the 20 ms of straggler work: a wrong time base is off by far more;
+    # 5 ms failed once on this 2-core machine at load average ~3 with two ranks and the test run sharing it)
     c1 = ph["clock"][1]
-    assert c1["matched"] == 8 and abs(c1["residual_us"]) < 5000 and c1["status"] in ("ok", "corrected")
+    assert c1["matched"] == 8 and abs(c1["residual_us"]) < 10_000 and c1["status"] in ("ok", "corrected")
     per = {e["rank"]: e for e in ph["ranks"]}
     assert per[0]["wait_us"] > per[1]["wait_us"] and per[0]["idle_pct"] is None  # no GPU on gloo
 
