@@ -267,10 +267,17 @@ def test_gap_list_pages_and_draws_the_next_page_ahead():
             assert len(scrolls) == 2, scrolls  # two page turns in two pages of steps, not one per step
             same_as_datatable(gl)
             # back up: the list pages up the same way, the cursor a quarter of the way from the bottom
+            ahead_up = 0
+            gl._row_strips.clear()  # only what is drawn from here on (rows shown before stay cached otherwise)
             for _ in range(shown):
+                if gl.cursor_row == round(gl.scroll_y) and gl.cursor_row >= 2:
+                    rows = {k[2] for k in gl._row_strips.keys()}
+                    assert gl.cursor_row - 1 in rows and gl.cursor_row - 2 in rows  # drawn ahead, upwards
+                    ahead_up += 1
                 await pilot.press("N")
                 await pilot.pause()
                 assert round(gl.scroll_y) <= gl.cursor_row < round(gl.scroll_y) + shown
+            assert ahead_up == 1
             same_as_datatable(gl)
 
     run(go())
@@ -325,3 +332,23 @@ def test_large_trace_freezes_the_heap_and_makes_full_collections_rare(monkeypatc
 
     run(go())
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+def test_gap_list_page_keys_home_end_keep_the_cursor_shown():
+    async def go():
+        async with opened((100, 30)) as (app, pilot):
+            sc = app.scene
+            gl = app.query_one("#gaplist", DataTable)
+            gl.focus()
+            await pilot.pause()
+            shown = gl.scrollable_content_region.height - gl.header_height
+            for key in ("pagedown", "pagedown", "down", "end", "up", "pageup", "home", "pagedown", "up"):
+                await pilot.press(key)
+                await pilot.pause()
+                y = round(gl.scroll_y)
+                assert y <= gl.cursor_row < y + shown, key
+                assert sc.selected == gl.cursor_row, key
+                same_as_datatable(gl)
+            assert gl.cursor_row > 0
+
+    run(go())

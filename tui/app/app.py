@@ -96,13 +96,13 @@ class GapList(RowCachedTable):
                 return
             base, sx, sy, width, top, offsets, cur, hover, state = f
             loc = self._row_locations
-            # screen lines just past the edge the cursor moves to (render_line takes screen lines)
-            ys = range(height, 2 * height - top) if down else range(top - 1, top - 1 - (height - top), -1)
+            # rows (indexes into the row lines) just past the edge the cursor moves to
+            shown = height - top
+            ids = range(sy + shown, sy + 2 * shown) if down else range(sy - 1, sy - 1 - shown, -1)
             done = 0
-            for yy in ys:
+            for i in ids:
                 if done >= self.AHEAD:
                     break
-                i = yy + sy - top
                 if not 0 <= i < len(offsets):
                     break
                 row_key, line_no = offsets[i]
@@ -110,7 +110,8 @@ class GapList(RowCachedTable):
                 key = (row_key, line_no, row, sx, width, base, row == cur, row == hover, state)
                 if key in self._row_strips:
                     continue
-                self.render_line(yy)
+                # as render_line draws it when shown: virtual y = row line + the header's lines
+                self._render_row_line(key, i + top, sx, sx + width, base)
                 done += 1
         finally:
             self._frame = None
