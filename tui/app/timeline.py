@@ -73,7 +73,14 @@ class LanesView(ScrollView, _Base, can_focus=True):
         self.scene: Scene | None = None
         self.glyphs = glyphs
         self._cache: OrderedDict = OrderedDict()
+        self.axis: Axis | None = None  # set by the axis drawn above these lanes
         self.renders = 0  # rows drawn without the cache (tests and benchmarks read it)
+
+    def watch_show_vertical_scrollbar(self, shown: bool) -> None:
+        # the axis is drawn to the lanes' width less their scroll bar: when the bar comes or goes (rows added by
+        # the analysis), a layout pass changes that width, and nothing else would redraw the axis
+        if getattr(self, "axis", None) is not None:
+            self.axis.refresh()
 
     # ------------------------------------------------------------- plumbing
     def set_scene(self, scene: Scene | None) -> None:
@@ -338,6 +345,7 @@ class Axis(Widget, _Base):
         super().__init__(**kw)
         self.glyphs = glyphs
         self.lanes = lanes
+        lanes.axis = self
         self.scene = None
         self._cache: OrderedDict = OrderedDict()  # the two lines by everything that changes them (pan repeats)
 
