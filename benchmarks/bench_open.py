@@ -38,6 +38,7 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH = os.path.dirname(os.path.abspath(__file__))
 SAMPLE = os.path.join(REPO, "traces", "demo-eager.decode.json.gz")
 
 _CHILD = r"""
@@ -81,17 +82,10 @@ elif mode == "analysis":
     out["gaps"] = len(a.gaps)
 elif mode in ("open", "keys"):
     from tui.app.app import GapscopeApp
-    from tui.app.timeline import LanesView
+    sys.path.insert(0, {bench!r})
+    from _first_frame import watch_first_frame
 
-    first = {{}}
-    orig = LanesView.render_line
-
-    def render_line(self, y):
-        if "t" not in first and self.app.scene is not None:
-            first["t"] = time.perf_counter()
-        return orig(self, y)
-
-    LanesView.render_line = render_line
+    first = watch_first_frame()
 
     async def run():
         app = GapscopeApp([path], load_opts={{}})
@@ -158,7 +152,8 @@ print(json.dumps(out))
 
 
 def _child(mode: str, path: str, env: dict, repo: str = REPO) -> dict:
-    r = subprocess.run([sys.executable, "-c", _CHILD.format(repo=repo), mode, path], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-c", _CHILD.format(repo=repo, bench=BENCH), mode, path], capture_output=True,
+                       text=True,
                        env=env, timeout=1800)
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
     if r.returncode != 0 or not lines:

@@ -10,11 +10,12 @@ Linux only (/proc/PID/smaps_rollup). Each trace in a fresh process.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import subprocess
 import sys
+
+from bench_open import _json_size  # noqa: E402 - this folder is on sys.path when run as a script
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -68,18 +69,6 @@ done.set()
 th.join()
 print(json.dumps({"s": dt, "pss": peak[0], "n": int(m.n)}))
 """
-
-
-def _json_size(path: str) -> int:
-    with open(path, "rb") as f:
-        gz = f.read(2) == b"\x1f\x8b"
-    if not gz:
-        return os.path.getsize(path)
-    n = 0
-    with gzip.open(path, "rb") as f:
-        while b := f.read(1 << 24):
-            n += len(b)
-    return n
 
 
 def main(argv=None) -> int:

@@ -28,19 +28,10 @@ sys.path.insert(0, {repo!r})
 import numpy, orjson
 from tui.trace import load
 from tui.app.app import GapscopeApp
-from tui.app.timeline import LanesView
+sys.path.insert(0, {bench!r})
+from _first_frame import watch_first_frame
 
-first = {{}}
-orig = LanesView.render_line
-
-
-def render_line(self, y):
-    if "t" not in first and self.app.scene is not None:
-        first["t"] = time.perf_counter()
-    return orig(self, y)
-
-
-LanesView.render_line = render_line
+first = watch_first_frame()
 print("ready", flush=True)
 sys.stdin.readline()
 
@@ -97,7 +88,7 @@ def _classify(frames: list[str], phases, outer_first: bool = False) -> str:
 def profile(path: str, env: dict, rate: int = 1000) -> tuple[str, collections.Counter]:
     # the script from a file: py-spy names each process by its command line, newlines included
     with tempfile.NamedTemporaryFile("w", suffix="_gapscope_open.py", delete=False) as f:
-        f.write(_CHILD.format(repo=REPO))
+        f.write(_CHILD.format(repo=REPO, bench=os.path.dirname(os.path.abspath(__file__))))
         script = f.name
     child = subprocess.Popen([sys.executable, script, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              text=True, env=env)
