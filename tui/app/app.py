@@ -55,6 +55,9 @@ class GapList(RowCachedTable):
     the list, and redrew all its rows and its scroll bar, on two presses in three; now on one in ~25."""
 
     BINDINGS = [Binding("enter", "app.detail", "detail", show=False)]
+    #: rows of the next page drawn ahead after each cursor move
+    AHEAD = 2
+    _last_row = 0  # the cursor's row at the last move (which way it goes)
 
     def _scroll_cursor_into_view(self, animate: bool = False) -> None:
         if self.cursor_type != "row" or self.fixed_rows:
@@ -78,16 +81,8 @@ class GapList(RowCachedTable):
         self._last_row = self.cursor_row
         self.call_after_refresh(self._draw_ahead, down)
 
-    _last_row = 0
-    #: rows of the next page drawn ahead after each cursor move
-    AHEAD = 2
-
     def _draw_ahead(self, down: bool) -> None:
         if self.cursor_type != "row" or self.fixed_rows or not self.row_count:
-            return
-        top = self.header_height if self.show_header else 0
-        height = self.scrollable_content_region.height
-        if height - top <= 0:
             return
         self._begin_frame()
         try:
@@ -97,7 +92,7 @@ class GapList(RowCachedTable):
             base, sx, sy, width, top, offsets, cur, hover, state = f
             loc = self._row_locations
             # rows (indexes into the row lines) just past the edge the cursor moves to
-            shown = height - top
+            shown = self.scrollable_content_region.height - top
             ids = range(sy + shown, sy + 2 * shown) if down else range(sy - 1, sy - 1 - shown, -1)
             done = 0
             for i in ids:
