@@ -258,26 +258,12 @@ def _runs(chars: str, codes: np.ndarray, table: list[Style]) -> list[Segment]:
     if not n:
         return []
     # codes of one style object are made equal first (a table may hold one Style twice)
-    canon = np.array([next(i for i, t in enumerate(table) if t is st) for st in table], dtype=np.intp)
+    first: dict = {}
+    canon = np.array([first.setdefault(id(st), i) for i, st in enumerate(table)], dtype=np.intp)
     c = canon[np.asarray(codes, dtype=np.intp)]
     starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]]).tolist()
     ends = starts[1:] + [n]
     return [Segment(chars[a:b], table[int(c[a])]) for a, b in zip(starts, ends)]
-
-
-def _style_runs(chars: str, styles: list[Style]) -> list[Segment]:
-    """``_runs`` for a per-cell list of styles (the axis)."""
-    segs: list[Segment] = []
-    n = len(chars)
-    a = 0
-    while a < n:
-        st = styles[a]
-        b = a + 1
-        while b < n and styles[b] is st:
-            b += 1
-        segs.append(Segment(chars[a:b], st))
-        a = b
-    return segs
 
 
 _CPU_TABLE = [G.CPU_STYLES[c] for c in range(max(G.CPU_STYLES) + 1)]
@@ -414,4 +400,4 @@ class Axis(Widget, _Base):
         else:
             buf[-1] = g.right
         cur = self._text("@" + fmt_dur(v.cursor - sc.view.lo, ascii=g.ascii))[:lw].ljust(lw) + " "
-        return Strip([Segment(cur, dim)] + _style_runs("".join(buf), styles), width).crop(0, width)
+        return Strip([Segment(cur, dim)] + _runs("".join(buf), np.arange(len(styles)), styles), width).crop(0, width)
