@@ -59,8 +59,6 @@ GPU_SIDE_KINDS = frozenset(
 )
 # flow phases (linking is done by correlation, not by flows); counted, not stored
 FLOW_PHASES = frozenset({"s", "f", "t"})
-# args keys already held in columns (or per-event noise that would defeat interning)
-_ARGS_DROP = ARGS_DROP
 _STREAM_RE = re.compile(r"^\s*stream\s+(\d+)", re.I)
 
 
@@ -349,7 +347,7 @@ class ColumnBuilder:
 
     def _intern_args_list(self, arg_dicts: list) -> np.ndarray:
         """Interned ids of ``arg_dicts``, each encoded without its id keys."""
-        drop = _ARGS_DROP
+        drop = ARGS_DROP
         raws = []
         for a in arg_dicts:
             if not a:
@@ -744,7 +742,7 @@ class ColumnBuilder:
         dur = self._column("dur", np.int64)
         track = self._column("track", np.int32)
         if ts.size:
-            # one stable argsort on a combined key when it fits, else lexsort
+            # by track, then time, then longest first
             order = np.lexsort((-dur, ts, track))
         else:
             order = np.zeros(0, np.int64)
