@@ -71,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_rep = sub.add_parser("report", help="write the findings report (Markdown, or JSON with --json)")
     _trace_args(p_rep)
     p_rep.add_argument("--json", action="store_true", help="JSON following findings.schema.json")
+    p_rep.add_argument("--schema", action="store_true",
+                       help="print the JSON report's schema (the contract shipped in the package) and exit")
     p_rep.add_argument(
         "--top", type=int, default=None, metavar="N",
         help="gaps, kernels and findings to list (default 10; 50 gaps with --json)",
@@ -145,6 +147,11 @@ def _main(argv: list[str]) -> int:
         from capture.cli import main as capture_main
 
         return capture_main(argv[1:])
+    if argv[:1] == ["report"] and "--schema" in argv:
+        from .report import schema_text
+
+        sys.stdout.write(schema_text())
+        return 0
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

@@ -9,6 +9,13 @@ from .jsonout import SCHEMA, build_json
 from .markdown import render_markdown
 
 
+def schema_text() -> str:
+    """The JSON report's schema: the copy shipped in this package (``findings.schema.json``), the contract."""
+    from importlib.resources import files
+
+    return files(__package__).joinpath("findings.schema.json").read_text(encoding="utf-8")
+
+
 def to_json_text(analyses, top: int = 50) -> str:
     import orjson
 
@@ -38,4 +45,4 @@ def write_reports(analyses, folder, stem: str, top: int = 10) -> list[str]:
     raise GapscopeError(f"{folder}: no free name for {stem}.md")
 
 
-__all__ = ["SCHEMA", "build_json", "render_markdown", "write_reports", "to_json_text"]
+__all__ = ["SCHEMA", "schema_text", "build_json", "render_markdown", "write_reports", "to_json_text"]

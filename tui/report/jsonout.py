@@ -1,4 +1,4 @@
-"""``build_json(analyses) -> dict`` following ../shared/design/findings.schema.json (gapscope.findings/1).
+"""``build_json(analyses) -> dict`` following findings.schema.json (shipped beside this module) (gapscope.findings/1).
 
 Times are µs floats relative to the start of each trace's analysis window (the measured steps when the
 trace has ``gapscope.step#k`` ranges, see tui/analysis/window.py); durations are µs. Entries carry
