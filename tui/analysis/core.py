@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from types import SimpleNamespace
 
 import numpy as np
 
 from ..trace.model import Kind, TraceModel
-from . import activity
+
+from . import activity, causes
 from .gaps import CAUSES, DeviceStats, classify, device_stats_and_gaps, stream_gaps
-from .names import RECORD_FUNCTION_BUILTINS, builtin_name, name_flags
+from .names import name_flags
 from .stacks import Frame, StackIndex, signature_frame
 from .thresholds import DEFAULT, Thresholds
 from .window import AnalysisWindow, compute_window
@@ -19,20 +21,38 @@ from .units import fmt_ns as _us
 
 _ANNOTATION = int(Kind.ANNOTATION)
 
-CAUSE_EXPLANATIONS = {
-    "copy": "a memory copy on the device, or a blocking copy call on the launching thread, covered most of the gap",
-    "collective": "a collective (NCCL) operation covered most of the gap",
-    "sync": "the launching thread was waiting in a synchronising call when the GPU ran dry; the gap is the "
-            "time it took the CPU to submit new work",
-    "profiler": "the profiler's own overhead covered most of the gap",
-    "allocator": "allocator calls (cudaMalloc/cudaFree/empty_cache) took a large share of the CPU time before "
-                 "the next launch",
-    "python": "Python code with no PyTorch op below it held the launching thread for most of the gap",
-    "launch": "the launching thread was busy dispatching ops and launches: the GPU drains work faster than "
-              "the CPU issues it",
-    "host-idle": "the launching thread recorded nothing for most of the gap (blocked, sleeping, another "
-                 "thread, or not traced)",
-}
+class _Explanations(dict):
+    """cause -> one sentence (each cause's ``summary`` in the registry), always current."""
+
+    def _all(self):
+        return {c.name: c.summary for c in causes.all_causes()}
+
+    def __getitem__(self, k):
+        return self._all()[k]
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __len__(self):
+        return len(self._all())
+
+    def __contains__(self, k):
+        return k in self._all()
+
+    def items(self):
+        return self._all().items()
+
+    def keys(self):
+        return self._all().keys()
+
+    def values(self):
+        return self._all().values()
+
+    def get(self, k, default=None):
+        return self._all().get(k, default)
+
+
+CAUSE_EXPLANATIONS = _Explanations()
 
 
 class GapTable:
@@ -123,6 +143,20 @@ class Analysis:
         g = self.model.gapscope_meta or {}
         p = g.get("phase")
         return p if isinstance(p, str) else None
+
+    @cached_property
+    def step_count(self) -> int | None:
+        """Measured steps in the window: the capture's ``gapscope.step#k`` ranges, else torch's
+        ``ProfilerStep#N`` ranges; None when the trace marks no steps."""
+        if self.window.steps:
+            return len(set(self.window.steps))
+        m = self.model
+        ids = [i for i, n in enumerate(m.names) if n.startswith("ProfilerStep#")]
+        if not ids:
+            return None
+        hit = np.isin(m.name_id, np.array(ids, np.int32)) & (m.kind == _ANNOTATION)
+        names = {int(x) for x in m.name_id[hit].tolist()}
+        return len(names) or None
 
     @property
     def window_start_ns(self) -> int:
@@ -241,24 +275,13 @@ class Analysis:
         next_op = m.name(op_i) if op_i >= 0 else None
         launch_stack = st.stack_at(thr, int(m.ts_ns[L])) if L >= 0 and thr >= 0 else []
         dur = t1 - t0
-        extra: dict = {}
-        anchor = t0
-        if cause == "sync":
-            stack = st.stack_at(thr, self._sync_anchor(thr, t0, tl))
-        elif cause == "python":
-            at, ev = self._holder(i, thr, t0, tl)
-            stack, extra["python_frame"] = st.stack_at(thr, int(at)), (m.name(int(ev)) if ev >= 0 else None)
-        elif cause in ("launch", "allocator"):
-            stack = launch_stack if cause == "launch" else self._alloc_stack(thr, t0, tl) or launch_stack
-            extra["issued_ops"] = self._ops_in(thr, t0, tl)
-        elif cause == "copy":
-            stack, extra["copy"] = self._copy_stack(int(g.device[i]), t0, t1)
-            if not stack:
-                stack = st.stack_at(thr, t0)
+        c = causes.get(cause)
+        x = SimpleNamespace(i=i, t0=t0, t1=t1, tl=tl, thr=thr, L=L, nxt=nxt, dev=int(g.device[i]),
+                            launch_stack=launch_stack, bd=bd)
+        if c.gather is not None:
+            stack, extra = c.gather(self, x)
         else:
-            stack = st.stack_at(thr, t0)
-            if cause == "host-idle":
-                extra["last_activity"] = self._last_before(thr, tl)
+            stack, extra = st.stack_at(thr, t0), {}
         sig = signature_frame(stack)
         det = GapDetail(i, cause, "", stack, bd, nk, launch, next_op, launch_stack, thr, t0, dur, int(g.device[i]),
                         sig.name if sig else None, extra)
@@ -441,6 +464,7 @@ class Analysis:
         if L < 0:
             return [], info
         info["launch"] = m.name(L)
+        info["issued_ns"] = int(m.ts_ns[L])
         return self.stacks.stack_at(int(m.track[L]), int(m.ts_ns[L])), info
 
     def _last_before(self, thr: int, t: int) -> str | None:
@@ -457,59 +481,10 @@ class Analysis:
         return None
 
     def _explain(self, d: GapDetail, tl: int) -> str:
-        w = max(tl - d.start_ns, 0)
-        nk = f"`{d.next_op or d.next_kernel}`"
-        sig = f" in `{d.signature}`" if d.signature else ""
-        if d.cause == "copy":
-            c = d.extra.get("copy") or {}
-            if c:
-                rate = f" at {c['gbps']:.1f} GB/s" if c.get("gbps") else ""
-                return (f"GPU idle {_us(d.dur_ns)} while {c['kind']} copy of {c['bytes']} bytes ran for "
-                        f"{_us(c['dur_ns'])}{rate}{sig}.")
-            return f"GPU idle {_us(d.dur_ns)} while the launching thread sat in a blocking copy{sig}."
-        if d.cause == "collective":
-            note = getattr(self, "late_rank_note", None)  # several ranks: set by ranks.analyze_ranks
-            return f"GPU compute idle {_us(d.dur_ns)} during a collective{sig}." + (f" {note}" if note else "")
-        if d.cause == "sync":
-            s = next((f"`{f.name}`" for f in reversed(d.stack) if f.kind == "sync"), "a synchronising call")
-            sb = d.breakdown.get("sync", 0)
-            part = f" ({_us(sb)} of it in synchronising calls)" if sb else ""
-            return (f"The launching thread synchronised with the GPU in {s}{sig} and launched {nk} {_us(w)} after "
-                    f"the GPU ran dry{part}; GPU idle {_us(d.dur_ns)}.")
-        if d.cause == "profiler":
-            return f"GPU idle {_us(d.dur_ns)} inside the profiler's own overhead; not a property of the model."
-        if d.cause == "allocator":
-            return (f"Allocator calls took {_us(d.breakdown.get('allocator', 0))} of the {_us(w)} before "
-                    f"{nk} was launched{sig}; GPU idle {_us(d.dur_ns)}.")
-        if d.cause == "python":
-            pf = d.extra.get("python_frame") or d.signature
-            held = f"held the CPU for {_us(d.breakdown.get('python', 0))} of the {_us(w)} before {nk} was launched"
-            b = builtin_name(pf) if pf else None
-            if b is not None:
-                # a built-in says little on its own: name the user frame that called it
-                caller = f" called from `{d.signature}`" if d.signature and d.signature != pf else ""
-                what = f"`{b}` (a built-in{caller})"
-                if b in RECORD_FUNCTION_BUILTINS:
-                    return (f"Entering and leaving record_function ranges{caller} {held}; GPU idle "
-                            f"{_us(d.dur_ns)}. These ranges are cheap un-profiled: much of this is the profiler's "
-                            f"own cost.")
-                return f"Python {what} {held}; GPU idle {_us(d.dur_ns)}."
-            pf = f"`{pf}`" if pf else "code"
-            return f"Python {pf} {held}; GPU idle {_us(d.dur_ns)}."
-        if d.cause == "launch":
-            if w < self.config.late_launch_share * d.dur_ns and d.launch is not None:
-                if w == 0:
-                    return (f"{nk} was already queued when the GPU went idle; it started {_us(d.dur_ns)} later "
-                            f"(GPU-side launch latency, CUDA graph node dispatch, or a cross-stream dependency).")
-                return (f"{nk} was launched {_us(w)} into the gap but started {_us(d.dur_ns - w)} after its "
-                        f"launch; GPU idle {_us(d.dur_ns)} (launch latency or a cross-stream dependency).")
-            busy = sum(d.breakdown.get(k, 0) for k in ("op", "runtime", "sync", "allocator"))
-            return (f"The CPU spent {_us(busy)} of {_us(w)} dispatching ops before launching {nk}; "
-                    f"GPU idle {_us(d.dur_ns)}.")
-        last = d.extra.get("last_activity")
-        tail = f"; last activity: {last}" if last else ""
-        return (f"The launching thread recorded nothing for {_us(d.breakdown.get('idle', w))} of the {_us(w)} "
-                f"before {nk}; GPU idle {_us(d.dur_ns)}{tail}.")
+        c = causes.get(d.cause)
+        if c.explain is not None:
+            return c.explain(self, d, tl)
+        return f"{c.summary}; GPU idle {_us(d.dur_ns)}."
 
 
 def analyze(model: TraceModel, config: Thresholds | None = None, window: str = "steps") -> Analysis:

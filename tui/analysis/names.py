@@ -60,6 +60,17 @@ CAPTURE_FRAME_RE = re.compile(r"(^|/)capture/(recorder|cli|__main__|__init__)\.p
 STEP_ANNOTATION_RE = re.compile(r"^(ProfilerStep#|gapscope\.step#)")
 
 
+#: the profiler's own frames and ops: record_function enter/exit (torch's profiler.py context manager, the
+#: built-ins and the ``profiler::`` ops it calls) and the profiler's step/record machinery
+PROFILER_FRAME_RE = re.compile(
+    r"((^|/)torch/autograd/profiler\.py\(|(^|/)torch/profiler/profiler\.py\(|^profiler::_record_function"
+    r"|^<built-in method _record_function_(enter|exit))"
+)
+#: graph replays: every kernel of the graph is linked to this one call
+GRAPH_LAUNCH_RE = re.compile(r"^(cudaGraphLaunch|cuGraphLaunch|hipGraphLaunch)")
+#: a stream waits for an event recorded elsewhere (another stream, another process)
+STREAM_WAIT_RE = re.compile(r"^(cudaStreamWaitEvent|cuStreamWaitEvent|hipStreamWaitEvent)")
+
 _BUILTIN_FRAME_RE = re.compile(r"^<built-in (?:method|function) ?(?P<name>[\w.]*)")
 #: built-ins behind ``torch.profiler.record_function`` ranges: cheap normally, costly while profiling
 RECORD_FUNCTION_BUILTINS = frozenset(
@@ -92,7 +103,8 @@ def name_flags(names: list[str]) -> dict[str, np.ndarray]:
     n = len(names)
     f = {k: np.zeros(n, dtype=bool) for k in ("sync_rt", "blocking_copy", "sync_op", "alloc", "launch", "coll_op",
                                                    "coll_kernel", "user_frame", "empty_cache", "launcher_frame",
-                                                   "capture_frame")}
+                                                   "capture_frame", "profiler_frame", "graph_launch",
+                                                   "stream_wait")}
     for i, nm in enumerate(names):
         if nm in SYNC_RUNTIME:
             f["sync_rt"][i] = True
@@ -112,6 +124,12 @@ def name_flags(names: list[str]) -> dict[str, np.ndarray]:
             f["coll_kernel"][i] = True
         if LAUNCHER_FRAME_RE.search(nm):
             f["launcher_frame"][i] = True
+        if PROFILER_FRAME_RE.search(nm):
+            f["profiler_frame"][i] = True
+        if GRAPH_LAUNCH_RE.match(nm):
+            f["graph_launch"][i] = True
+        if STREAM_WAIT_RE.match(nm):
+            f["stream_wait"][i] = True
         if CAPTURE_FRAME_RE.search(nm):
             f["capture_frame"][i] = True
         elif PY_FRAME_RE.match(nm) and not _LIB_PATH_RE.search(nm):

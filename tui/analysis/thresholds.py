@@ -39,6 +39,11 @@ Cause rules (see ../shared/design/gap-causes.md; the first rule that holds wins)
 ``large_distortion`` (1.3)
     A capture whose profiled step took more than 1.3x its un-profiled reference gets a warning:
     CPU-side causes are then inflated by the profiler itself.
+``wait_latency_factor`` (4), ``wait_min_ns`` (20000)
+    ``gpu-wait``: the next kernel was queued before the gap began, or launched early in it (see
+    ``late_launch_share``) and then waited longer than max(20 µs, 4x the trace's median launch-to-start
+    latency of kernels launched one by one) to start. The CPU had already issued it: the GPU waited on
+    something else (an event from another stream or process, its own graph dispatch, work not traced).
 ``late_launch_share`` (0.5)
     When the launch call was issued so early that less than this share of the gap lies in
     [t0, t_launch], the CPU was not the bottleneck: the gap is launch-to-start latency ("launch").
@@ -59,6 +64,8 @@ class Thresholds:
     min_listed_gap_ns: int = 2_000
     large_distortion: float = 1.3
     late_launch_share: float = 0.5
+    wait_latency_factor: int = 4
+    wait_min_ns: int = 20_000
     #: findings: at most this many gaps get a full stack to build a signature (largest first)
     max_detailed_gaps: int = 2_000
 
