@@ -358,3 +358,11 @@ def test_broken_json_is_skipped_with_a_note(tmp_path):
                          capture_output=True, text=True)
     assert "skipped: not strict JSON" in out.stdout
     assert out.returncode == 0
+
+
+def test_a_report_that_fails_is_a_mismatch(tmp_path):
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps({"traceEvents": trace_events()}))
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "audit.py"), "--report-cmd", "false", str(p)],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert ": report: reported no JSON" in out.stdout and out.returncode == 1
