@@ -523,7 +523,6 @@ def audit_report(path: str, tr: Trace, rep: dict, label: str, whole: bool = Fals
     rep_gaps = rep.get("gaps", [])
     A.ok(len(rep_gaps) == n_mine, "number of gaps listed (with --top 100000)", len(rep_gaps), n_mine)
     seen = set()
-    gap_of = {}  # (dev, rel start ns) -> my gap, for the findings
     for i, g in enumerate(rep_gaps):
         key = (g.get("device"), to_ns(g.get("start_us", 0)))
         hit = None
@@ -538,7 +537,6 @@ def audit_report(path: str, tr: Trace, rep: dict, label: str, whole: bool = Fals
             continue
         seen.add(key)
         g0, g1, D = hit
-        gap_of[key] = hit
         A.eq_us(f"{p} dur_us", g.get("dur_us"), g1 - g0)
         check_next(A, tr, p, g0, g1, D, g.get("next_op") or {})
         if "explanation" in g:
@@ -645,8 +643,8 @@ def check_explanation(A, tr, p, g0, g1, D, nx, text):
         w, wt = parse_dur(m.group(3), m.group(4))
         A.ok(x <= w + xt + wt, f"{p} explanation 'X of W'", m.group(0), "X must not exceed W")
         if tl is not None:
-            A.ok(abs(w - (tl - g0)) <= wt, f"{p} explanation W (launch - gap start)", m.group(0)[m.start(3) - m.start():],
-                 us(tl - g0))
+            A.ok(abs(w - (tl - g0)) <= wt, f"{p} explanation W (launch - gap start)",
+                 m.group(0)[m.start(3) - m.start():], us(tl - g0))
         else:
             A.na("explanation W (no launch)")
     m2 = re.search(r"launched `[^`]*` (-?\d+(?:\.\d+)?) (s|ms|µs|ns) after the GPU ran dry", text)
@@ -669,7 +667,8 @@ def check_explanation(A, tr, p, g0, g1, D, nx, text):
             A.na("explanation host time (no launch inside the gap)")
         return
     # "Python `F` held the CPU for X" / "Python `b` (a built-in called from `S`) held the CPU for X"
-    m = re.search(r"Python `([^`]+)`(?: \(a built-in(?: called from `[^`]*`)?\))? held the CPU for (-?\d+(?:\.\d+)?) (s|ms|µs|ns)\b", text)
+    m = re.search(r"Python `([^`]+)`(?: \(a built-in(?: called from `[^`]*`)?\))? held the CPU for "
+                  r"(-?\d+(?:\.\d+)?) (s|ms|µs|ns)\b", text)
     if m:
         x, xt = parse_dur(m.group(2), m.group(3))
         own = tr.self_times(key, g0, tl)
@@ -813,7 +812,8 @@ def check_tables(A, tr, rep, devs, mode):
         A.eq_us(f"{p} total_us", r.get("total_us"), tot)
         if mine and r.get("avg_us") is not None:
             A.eq_us(f"{p} avg_us", r.get("avg_us"), tot / len(mine), tol=1)
-        A.ok(abs(r.get("pct", 0) - 100.0 * tot / grand) <= 0.0011, f"{p} pct", r.get("pct"), f"{100.0 * tot / grand:.3f}")
+        pct = 100.0 * tot / grand
+        A.ok(abs(r.get("pct", 0) - pct) <= 0.0011, f"{p} pct", r.get("pct"), f"{pct:.3f}")
         f = r.get("floor_us")
         if f is not None and mine:
             avg = tot / len(mine) / 1e3
@@ -936,8 +936,9 @@ def check_findings(A, tr, rep, devs, mine, origin):
         if isinstance(ev, dict) and "idle_us" in ev:
             A.ok(abs(f.get("idle_us", 0) - ev["idle_us"]) <= 0.0015, f"{p} idle_us vs evidence", f.get("idle_us"),
                  ev["idle_us"])
-            A.ok(abs(ev.get("share_of_window_pct", 0) - 100.0 * ev["idle_us"] * 1000 / window) <= 0.01,
-                 f"{p} share_of_window_pct", ev.get("share_of_window_pct"), f"{100.0 * ev['idle_us'] * 1000 / window:.3f}")
+            share = 100.0 * ev["idle_us"] * 1000 / window
+            A.ok(abs(ev.get("share_of_window_pct", 0) - share) <= 0.01, f"{p} share_of_window_pct",
+                 ev.get("share_of_window_pct"), f"{share:.3f}")
         m = _TITLE_N.match(title)
         if m and "gaps" in ev:
             A.ok(int(m.group(1)) == ev["gaps"], f"{p} title count", m.group(0), f"evidence.gaps {ev['gaps']}")
