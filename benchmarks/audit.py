@@ -35,6 +35,9 @@ What is checked (one line per mismatch, ``trace: claim: reported X, events say Y
   smaller than the listed ones), syncs, copies (count, bytes, total, GB/s), allocator (count, total);
   synchronising and allocator calls of the trace missing from their table (HIP twins included); a sync
   nested inside another listed sync (one synchronisation counted twice).
+* collectives (NCCL/RCCL kernels by name: count, time, the part no compute kernel overlaps) and launches
+  (kernels linked to a launch call, distinct calls, their cost, kernels shorter than their launch, the
+  median launch-to-start delay, calls by name).
 * findings: the title's count and time, gaps, idle, largest gap vs the examples, share of the window,
   each example is a real gap (start, duration, next kernel, op), the per-cause sums of findings vs the
   listed gaps, the short-gap finding, "already queued" examples, the pageable-copy findings.
@@ -77,6 +80,7 @@ OP_CATS = {"cpu_op", "Operator"}
 PY_CATS = {"python_function"}
 ANN_CATS = {"user_annotation"}
 STEP_RE = re.compile(r"^gapscope\.step#\d+$")
+COLL_KERNEL = re.compile(r"^(ncclDevKernel|ncclKernel|rccl|nccl\w*Kernel)")
 GRAPH_LAUNCH = re.compile(r"^(cudaGraphLaunch|cuGraphLaunch|hipGraphLaunch)")
 
 # my own lists (written from the CUDA / HIP API docs, not copied from tui/analysis/names.py)
@@ -569,6 +573,8 @@ def audit_report(path: str, tr: Trace, rep: dict, label: str, whole: bool = Fals
             A.eq_us(f"causes.{c}.total_us", v.get("total_us"), by_cause[c][1])
 
     check_tables(A, tr, rep, devs, mode)
+    check_collectives(A, tr, rep, devs)
+    check_launches(A, tr, rep, devs)
     check_findings(A, tr, rep, devs, mine, origin)
     return A
 
@@ -907,6 +913,67 @@ def check_tables(A, tr, rep, devs, mode):
     for n, vs in named.items():
         if n not in arow and n in ALLOC_NAMES:
             A.ok(False, f"allocator table row `{n}`", "absent", f"{len(vs)} calls, {us(sum(v.dur for v in vs))}")
+
+
+def check_collectives(A, tr, rep, devs):
+    """Collective kernels by name: count, time, and the part no compute kernel of the device overlaps."""
+    rows = [r for r in rep.get("collectives", []) if isinstance(r, dict) and "name" in r]
+    mine = defaultdict(list)
+    comp = {}
+    for dev, D in devs.items():
+        comp[dev] = _union([(k.s, k.e) for k in D.kernels if not COLL_KERNEL.match(k.name)])
+        for k in D.kernels:
+            if COLL_KERNEL.match(k.name):
+                mine[k.name].append((dev, k))
+    for r in rows:
+        n = r.get("name")
+        p = f"collectives `{_short(n, 50)}`"
+        if r.get("cpu_side") or (n not in mine and not COLL_KERNEL.match(str(n))):
+            A.na("collectives (CPU-side rows)")
+            continue
+        ks = mine.get(n, [])
+        A.ok(r.get("count") == len(ks), f"{p} count", r.get("count"), len(ks))
+        A.eq_us(f"{p} total_us", r.get("total_us"), sum(k.dur for _, k in ks))
+        if r.get("exposed_us") is not None:
+            exp = sum(k.dur - _overlap(comp[d], k.s, k.e) for d, k in ks)
+            A.eq_us(f"{p} exposed_us", r.get("exposed_us"), exp)
+    listed = {r.get("name") for r in rows}
+    for n, ks in mine.items():
+        if n not in listed:
+            A.ok(False, f"collectives row `{_short(n, 50)}`", "absent", f"{len(ks)} collective kernels")
+
+
+def _overlap(iv, s, e) -> int:
+    return sum(max(0, min(e, b) - max(s, a)) for a, b in iv if a < e and b > s)
+
+
+def check_launches(A, tr, rep, devs):
+    """Kernels with a launch call, the distinct launch calls, their CPU cost, the kernels shorter than theirs."""
+    ent = [x for x in rep.get("launches", []) or [] if isinstance(x, dict)]
+    if not ent:
+        A.na("launches (absent)")
+        return
+    r = ent[0]
+    pairs = [(k, tr.launch(k)) for D in devs.values() for k in D.kernels]
+    pairs = [(k, L) for k, L in pairs if L is not None]
+    uniq = {id(L): L for _, L in pairs}
+    A.ok(r.get("kernels") == len(pairs), "launches.kernels (kernels linked to a launch call)", r.get("kernels"),
+         len(pairs))
+    A.ok(r.get("count") == len(uniq), "launches.count (distinct launch calls)", r.get("count"), len(uniq))
+    if "cost_total_ns" in r:
+        tot = sum(L.dur for L in uniq.values())
+        A.ok(abs(r["cost_total_ns"] - tot) <= 1, "launches.cost_total_ns", r["cost_total_ns"], tot)
+    if "kernels_shorter_than_launch" in r:
+        n = sum(1 for k, L in pairs if k.dur < L.dur)
+        A.ok(r["kernels_shorter_than_launch"] == n, "launches.kernels_shorter_than_launch",
+             r["kernels_shorter_than_launch"], n)
+    if "delay_median_ns" in r and pairs:
+        d = sorted(k.s - L.s for k, L in pairs)
+        med = (d[(len(d) - 1) // 2] + d[len(d) // 2]) / 2
+        A.ok(abs(r["delay_median_ns"] - med) <= 1, "launches.delay_median_ns", r["delay_median_ns"], med)
+    calls = Counter(L.name for L in uniq.values())
+    for name, c in (r.get("calls") or {}).items():
+        A.ok(calls.get(name) == c, f"launches.calls `{name}`", c, calls.get(name, 0))
 
 
 # ---------------------------------------------------------------------------------------- findings

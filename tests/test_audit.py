@@ -131,6 +131,11 @@ def right_report(path="t.json"):
         "copies": [{"kind": "DtoH Pageable", "count": 1, "bytes": 4000, "total_us": 2.0, "gbps": 2.0, "pageable": True}],
         "allocator": {"cudaMalloc": {"count": 1, "total_us": 4.0}},
         "collectives": [],
+        # kernels with a launch: all 6 (g1 and g2 share the cudaGraphLaunch): 5 distinct calls costing
+        # 5 + 4 + 4 + 4 + 4 = 21 µs; every kernel but gemm is shorter than its launch call; delays 10, 14, 5,
+        # 8, 5, 8 µs: median 8 µs
+        "launches": [{"trace": 0, "count": 5, "kernels": 6, "delay_median_ns": 8000.0, "cost_total_ns": 21000,
+                      "kernels_shorter_than_launch": 5, "calls": {"cudaLaunchKernel": 4, "cudaGraphLaunch": 1}}],
         "findings": [
             {"id": "python-1", "severity": "high", "cause": "python", "idle_us": 50.0, "suggestion": "",
              "title": "1 gap while host work from `main.py(30): post` held the CPU cost 50.0 µs of GPU idle",
@@ -286,6 +291,13 @@ WRONG = [
     ("verdict graph kernels", ("devices", 0, "verdict", "graph_replays", "kernels"), 3, "verdict graph_replays.kernels"),
     ("verdict graph launches", ("devices", 0, "verdict", "graph_replays", "launches"), 2,
      "verdict graph_replays.launches"),
+    ("launch count", ("launches", 0, "count"), 6, "launches.count"),
+    ("launched kernels", ("launches", 0, "kernels"), 5, "launches.kernels"),
+    ("launch cost", ("launches", 0, "cost_total_ns"), 25000, "launches.cost_total_ns"),
+    ("kernels shorter than their launch", ("launches", 0, "kernels_shorter_than_launch"), 6,
+     "launches.kernels_shorter_than_launch"),
+    ("launch delay", ("launches", 0, "delay_median_ns"), 9000.0, "launches.delay_median_ns"),
+    ("launch calls by name", ("launches", 0, "calls", "cudaLaunchKernel"), 5, "launches.calls `cudaLaunchKernel`"),
     ("verdict silent on graph replays", ("devices", 0, "verdict"), {"kind": "mixed"}, "verdict graph replays"),
     ("a gap left out of the list", ("gaps",), lambda r: r["gaps"][:3], "gaps missing from the list"),
     ("a gap's cause vs the cause counts", ("gaps", 2, "cause"), "python", "causes.launch.count vs the gaps listed"),
@@ -329,6 +341,22 @@ def test_steps_window_uses_the_launches_inside_the_step_ranges():
     bad = audit.audit_report("t.json", t, rep, "t").mismatches
     assert not any("window mode" in line for line in bad)
     assert any(line.startswith("t: device 0 window_us: reported 141.000 µs, events say 56.000 µs") for line in bad)
+
+
+def test_collectives_count_time_and_exposed_part():
+    # compute [0, 10); all-reduce [5, 20): 15 µs, of which [10, 20) = 10 µs no compute kernel overlaps
+    t = audit.Trace({"traceEvents": [K("gemm", 0, 10, 1), K("ncclDevKernel_AllReduce_Sum_f32", 5, 20, 2)]})
+    devs, _ = audit.build_devices(t, "all")
+    right = {"name": "ncclDevKernel_AllReduce_Sum_f32", "count": 1, "total_us": 15.0, "exposed_us": 10.0,
+             "wait_us": 0.0, "late_rank": None}
+    for row, needle in ((right, None), ({**right, "count": 2}, "count"), ({**right, "total_us": 14.0}, "total_us"),
+                        ({**right, "exposed_us": 15.0}, "exposed_us"), ({**right, "name": "x"}, "row")):
+        A = audit.Audit("t")
+        audit.check_collectives(A, t, {"collectives": [row]}, devs)
+        if needle is None:
+            assert A.mismatches == [] and A.checked == 3
+        else:
+            assert any(needle in line for line in A.mismatches), (needle, A.mismatches)
 
 
 def test_integer_epoch_microseconds_are_exact():
