@@ -58,6 +58,9 @@ def trace_entry(a) -> dict:
         "warnings": list(a.warnings),
         "idle_pct": round(a.idle_pct, 3),
         "window": window_entry(a),
+        # the origin of every *_us time of this trace's gaps and findings: the analysed window's start, in the
+        # trace's own clock (µs, as the events' ``ts``)
+        "origin_us": a.window_start_ns / 1e3,
     }
 
 
