@@ -292,8 +292,13 @@ class Trace:
         """Own (exclusive) time of each name in [a, b) on thread ``key``: an event's time in the interval
         minus the part its direct children (python_function / cpu_op / runtime events nested in it by time)
         cover. record_function ranges are transparent."""
+        # record_function ranges cross Python frames (a range opens inside __enter__ and closes inside
+        # __exit__), so they are no part of the Python call tree: transparent there. Only where the thread
+        # recorded no Python frame at all (no stacks) are the ranges the tree's outer nodes.
         evs = self.overlapping(key, a, b, ("py", "op", "runtime"))
-        rank = {"py": 0, "op": 1, "runtime": 2}
+        if not any(v.kind == "py" for v in evs):
+            evs = self.overlapping(key, a, b, ("ann", "op", "runtime"))
+        rank = {"py": 0, "ann": 1, "op": 2, "runtime": 3}
         evs.sort(key=lambda v: (v.s, -v.e, rank[v.kind]))
         own = Counter()
         stack = []  # [event, clipped start, clipped end, children cover]
@@ -301,7 +306,10 @@ class Trace:
 
         def close(fr):
             ev, cs, ce, ch = fr
-            own[ev.name] += max(ce - cs - ch, 0)
+            t = max(ce - cs - ch, 0)
+            if ev.kind == "ann" and _STEP.match(ev.name):
+                return  # a step range wraps a whole step: never named
+            own[ev.name] += t
             first.setdefault(ev.name, ev)
 
         for v in evs:
@@ -744,12 +752,23 @@ def check_host(A, tr, p, host, origin):
     if not cr:
         A.na("host credited frame (absent)")
         return
-    py = Counter({n: t for n, t in own.items() if _is_py_name(tr, key, n)}) or own
-    best = py.most_common(1)[0] if py else (None, 0)
+    # the frames a finding may name: Python frames, not the profiler's record_function enter/exit (a bucket of
+    # its own) nor gapscope's capture loop (the harness, not the workload)
+    py = Counter({n: t for n, t in own.items()
+                  if (_is_py_name(tr, key, n) or n in tr.ann_names(key)) and not _NOT_WORKLOAD.search(n)})
+    if not py:
+        A.na("host credited frame (no Python frame or range in the interval)")
+        return
+    best = py.most_common(1)[0]
     A.eq_us(f"{p} host credited `{_short(cr.get('name'), 50)}` self_us", cr.get("self_us"), own.get(cr.get("name"), 0),
             tol=1000)
     A.ok(own.get(cr.get("name"), 0) >= best[1] - 1000, f"{p} host credited frame has the most own time",
          f"`{_short(cr.get('name'), 50)}`", f"`{_short(best[0], 50)}` ({us(best[1])})")
+
+
+_STEP = re.compile(r"^(ProfilerStep#|gapscope\.step#)")
+_NOT_WORKLOAD = re.compile(r"_record_function_(enter|exit)|(^|/)torch/(autograd|profiler)/profiler\.py\("
+                           r"|(^|/)capture/(recorder|cli|__main__|__init__)\.py\(")
 
 
 def _is_py_name(tr, key, name):
@@ -1016,8 +1035,17 @@ def check_findings(A, tr, rep, devs, mine, origin):
         exs = ev.get("examples") if isinstance(ev, dict) else None
         if exs is not None:
             cause = ev.get("cause")
-            per_cause[cause][0] += ev.get("gaps", 0)
-            per_cause[cause][1] += ev.get("idle_us", 0)
+            gc = ev.get("gap_causes")
+            if isinstance(gc, dict):
+                # a finding can hold gaps of several causes (a host round trip): it says how many of each
+                A.ok(sum(v[0] for v in gc.values()) == ev.get("gaps"), f"{p} gap_causes add up to its gaps",
+                     sum(v[0] for v in gc.values()), ev.get("gaps"))
+                for c, (n, t) in gc.items():
+                    per_cause[c][0] += n
+                    per_cause[c][1] += t
+            else:
+                per_cause[cause][0] += ev.get("gaps", 0)
+                per_cause[cause][1] += ev.get("idle_us", 0)
             durs = []
             for j, ex in enumerate(exs):
                 rel = to_ns(ex.get("start_us", 0))

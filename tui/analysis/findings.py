@@ -175,9 +175,15 @@ def build_findings(a) -> list:
             "share_of_window_pct": 100.0 * idle / window,
             "largest_gap_us": float(g.dur_ns[rs_a].max()) / 1e3,
             "frame": sig,
+            # the causes of this finding's gaps (a round trip spans sync and python gaps): count, idle µs
+            "gap_causes": {CAUSES[k]: [int(n), float(t) / 1e3] for k, (n, t) in enumerate(zip(
+                np.bincount(g.cause[rs_a], minlength=len(CAUSES)).tolist(),
+                np.bincount(g.cause[rs_a], weights=g.dur_ns[rs_a], minlength=len(CAUSES)).tolist())) if n},
             "examples": [],
         }
         if part == "round-trip":
+            cause = CAUSES[int(np.bincount(g.cause[rs_a], weights=g.dur_ns[rs_a]).argmax())]
+            ev["cause"] = cause
             n_steps = steps or 1
             title = (f"host round trip{where}: GPU → host → GPU {len(rs_a)} times"
                      + (f" ({len(rs_a) / n_steps:g} per step)" if steps else "")

@@ -8,7 +8,8 @@ The rule, per instant t (``ts <= t < end``):
    dispatch, a launch, a synchronising call, host computation inside an op;
 2. else the innermost Python frame (``python_function`` events, built-ins such as ``time.sleep`` or numpy
    functions included): the code that was running;
-3. else the innermost annotation (``record_function`` range) when no Python frame was recorded;
+3. else the innermost annotation (``record_function`` range) when no Python frame was recorded, unless it is
+   a step range (``ProfilerStep#N``, ``gapscope.step#k``: those wrap a whole step);
 4. else nothing: idle (blocked, sleeping in C code, or not traced).
 
 Annotations never take time from a Python frame inside or around them: a ``record_function`` range is a
@@ -75,7 +76,9 @@ def host_time(stacks, model, thread: int, a: int, b: int) -> HostTime:
     py = stacks.innermost("py", th, lo_t)
     kind = model.kind
     cpu_ann = (cpu >= 0) & (kind[np.maximum(cpu, 0)] == _ANN)
-    who = np.where((cpu >= 0) & ~cpu_ann, cpu, np.where(py >= 0, py, np.where(cpu_ann, cpu, -1)))
+    # a step range (ProfilerStep#N, gapscope.step#k) wraps a whole step: never the thing that ran
+    step = cpu_ann & stacks.flags["step_range"][model.name_id[np.maximum(cpu, 0)]]
+    who = np.where((cpu >= 0) & ~cpu_ann, cpu, np.where(py >= 0, py, np.where(cpu_ann & ~step, cpu, -1)))
     idle = int(length[who < 0].sum())
     k = who >= 0
     if not k.any():

@@ -104,7 +104,7 @@ def name_flags(names: list[str]) -> dict[str, np.ndarray]:
     f = {k: np.zeros(n, dtype=bool) for k in ("sync_rt", "blocking_copy", "sync_op", "alloc", "launch", "coll_op",
                                                    "coll_kernel", "user_frame", "empty_cache", "launcher_frame",
                                                    "capture_frame", "profiler_frame", "graph_launch",
-                                                   "stream_wait")}
+                                                   "stream_wait", "step_range")}
     for i, nm in enumerate(names):
         if nm in SYNC_RUNTIME:
             f["sync_rt"][i] = True
@@ -124,6 +124,8 @@ def name_flags(names: list[str]) -> dict[str, np.ndarray]:
             f["coll_kernel"][i] = True
         if LAUNCHER_FRAME_RE.search(nm):
             f["launcher_frame"][i] = True
+        if STEP_ANNOTATION_RE.match(nm):
+            f["step_range"][i] = True
         if PROFILER_FRAME_RE.search(nm):
             f["profiler_frame"][i] = True
         if GRAPH_LAUNCH_RE.match(nm):

@@ -60,6 +60,7 @@ class Cause:
 _BUILTIN: list[Cause] = []
 _EXTRA: list[Cause] = []
 _ORDERED: list[Cause] = []
+_VERSION = [0]  # bumped whenever the registry changes (caches of derived tables key on it)
 
 
 def _discover() -> None:
@@ -82,6 +83,11 @@ def _reorder() -> None:
     if len(set(letters)) != len(letters):
         raise ValueError(f"two causes share a letter: {letters}")
     _ORDERED[:] = allc
+    _VERSION[0] += 1
+
+
+def version() -> int:
+    return _VERSION[0]
 
 
 class _Names(Sequence):

@@ -15,6 +15,10 @@ from ..units import fmt_ns
 from . import Cause
 
 
+#: what the launching thread did meanwhile is said only when it is at least this long
+MEANWHILE_MIN_NS = 20_000
+
+
 def rule(c):
     return (c.queued | c.long_wait) & ~c.in_launch
 
@@ -122,11 +126,12 @@ def explain(a, d, tl):
         s += "or launch latency)"
     s += f"; GPU idle {fmt_ns(d.dur_ns)}."
     mw = d.extra.get("meanwhile")
-    if mw and mw["ns"] >= 0.5 * mw["of_ns"] and mw["of_ns"] > 0:
+    if mw and mw["ns"] >= 0.5 * mw["of_ns"] and mw["ns"] >= MEANWHILE_MIN_NS:
         what = "a blocking copy" if mw["blocking_copy"] else ("a synchronising call" if mw["sync"] else "")
-        sig = f" from `{d.signature}`" if d.signature else ""
-        s += (f" Meanwhile the launching thread spent {fmt_ns(mw['ns'])} of the {fmt_ns(mw['of_ns'])} until the "
-              f"kernel started in `{display_frame(mw['name'])}`{sig}" + (f" ({what} queued behind the wait)" if what else "") + ".")
+        sig = f" from `{d.signature}`" if d.signature and d.signature != mw["name"] else ""
+        s += (f" Meanwhile, in the {fmt_ns(mw['of_ns'])} until the kernel started, the launching thread spent "
+              f"{fmt_ns(mw['ns'])} in `{display_frame(mw['name'])}`{sig}"
+              + (f" ({what} queued behind the wait)" if what else "") + ".")
     return s
 
 
@@ -156,7 +161,7 @@ CAUSE = Cause(
     name="gpu-wait", order=35, letter="W", colour="blue",
     summary="the next kernel was already queued: the GPU waited on a dependency (an event from another stream or "
             "process, its graph's dispatch, work not in the trace), not on the CPU",
-    title="{n} gaps where queued work waited on the GPU side{where} cost {t} of GPU idle",
+    title="{n} gaps where the GPU waited on a dependency, not on the CPU,{where} cost {t} of GPU idle",
     suggestion="The CPU had already issued the next kernel: look at what the GPU waited for (stream/event "
                "dependencies, other processes), not at host code.",
     rule=rule, gather=gather, explain=explain, group=group, advise=advise,
