@@ -104,23 +104,74 @@ def launch_stats(model: TraceModel, window=None) -> dict:
     }
 
 
+def _outermost(parent: np.ndarray, member: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """For each event of ``idx`` (all members): its outermost enclosing member, itself when none encloses it.
+    One vectorised step per nesting level."""
+    root = idx.copy()
+    cur = parent[idx]
+    live = np.arange(idx.size)
+    for _ in range(10_000):
+        keep = cur >= 0
+        live, cur = live[keep], cur[keep]
+        if live.size == 0:
+            break
+        hit = member[cur]
+        root[live[hit]] = cur[hit]
+        cur = parent[cur]
+    return root
+
+
 def sync_stats(model: TraceModel, flags, stacks: StackIndex, max_stack_samples: int = 200, window=None) -> list[dict]:
+    """One row per synchronisation, named by its outermost synchronising call: ``aten::is_nonzero`` ->
+    ``aten::item`` -> ``aten::_local_scalar_dense`` -> ``cudaStreamSynchronize`` is one ``aten::is_nonzero``
+    with that ``chain``. Synchronising calls are the sync/blocking-copy runtime calls, the sync ops by name
+    (``aten::item``, ...) and the aten ops holding a sync runtime call (``.cpu()`` is ``aten::to`` -> ... ->
+    ``cudaStreamSynchronize``). count and total_ns are those of the outermost calls; ``wait_ns`` is the time
+    inside the runtime calls that block (the wait itself)."""
     nid = model.name_id
     cpu_track = np.array([t.kind is TrackKind.CPU for t in model.tracks] + [False], dtype=bool)
     on_cpu = cpu_track[model.track] if model.n else np.zeros(0, bool)
-    rt = (model.kind == KI.RUNTIME) | (model.kind == KI.DRIVER)
-    mask = on_cpu & ((rt & (flags["sync_rt"][nid] | flags["blocking_copy"][nid]))
-                     | ((model.kind == KI.CPU_OP) & flags["sync_op"][nid]))
-    idx = np.flatnonzero(mask)
-    if window is not None:
-        idx = idx[window.cpu_in(model, idx)]
+    rt = on_cpu & ((model.kind == KI.RUNTIME) | (model.kind == KI.DRIVER))
+    op = on_cpu & (model.kind == KI.CPU_OP)
+    sync_rt = rt & (flags["sync_rt"][nid] | flags["blocking_copy"][nid])
+    member = sync_rt | (op & flags["sync_op"][nid])
+    rt_idx = np.flatnonzero(sync_rt)
+    if rt_idx.size:  # aten ops above a sync runtime call synchronise too
+        is_aten = np.array([n.startswith("aten::") for n in model.names], dtype=bool)[nid]
+        cur = model.parent[rt_idx]
+        for _ in range(10_000):
+            cur = np.unique(cur[cur >= 0])
+            if cur.size == 0:
+                break
+            member[cur[op[cur] & is_aten[cur]]] = True
+            cur = model.parent[cur]
+    idx = np.flatnonzero(member)
     if idx.size == 0:
         return []
+    root = _outermost(model.parent, member, idx)
+    keep = np.ones(idx.size, bool) if window is None else window.cpu_in(model, root)
+    idx, root = idx[keep], root[keep]
+    if idx.size == 0:
+        return []
+    roots = np.unique(root)
+    # each root's chain: the distinct member names of its subtree in pre-order (events sort by ts, -dur)
+    o = np.lexsort((-model.dur_ns[idx], model.ts_ns[idx], root))
+    chains: dict[int, list[str]] = {}
+    for r, e in zip(root[o].tolist(), idx[o].tolist()):
+        c = chains.setdefault(r, [])
+        nm = model.names[nid[e]]
+        if nm not in c:
+            c.append(nm)
+    wait = np.bincount(np.searchsorted(roots, root[sync_rt[idx]]), weights=model.dur_ns[idx[sync_rt[idx]]],
+                       minlength=roots.size)
+    rn = nid[roots]
+    tot = np.bincount(rn, weights=model.dur_ns[roots], minlength=len(model.names))
+    cnt = np.bincount(rn, minlength=len(model.names))
+    wt = np.bincount(rn, weights=wait, minlength=len(model.names))
     out = []
-    tot = np.bincount(nid[idx], weights=model.dur_ns[idx], minlength=len(model.names))
-    cnt = np.bincount(nid[idx], minlength=len(model.names))
-    for n in np.flatnonzero(cnt)[np.argsort(-tot[np.flatnonzero(cnt)], kind="stable")]:
-        ev = idx[nid[idx] == n]
+    present = np.flatnonzero(cnt)
+    for n in present[np.argsort(-tot[present], kind="stable")]:
+        ev = roots[rn == n]
         sample = ev[:max_stack_samples]
         uf = stacks.user_frame(model.track[sample].astype(np.int64), model.ts_ns[sample])
         c = Counter()
@@ -130,8 +181,9 @@ def sync_stats(model: TraceModel, flags, stacks: StackIndex, max_stack_samples: 
             else:
                 fr = signature_frame(stacks.stack_at(int(model.track[e]), int(model.ts_ns[e])))
                 c[fr.name if fr is not None and fr.event != e else "(no stack)"] += 1
-        out.append({"name": model.names[n], "count": int(cnt[n]), "total_ns": int(tot[n]),
-                    "stacks": [{"frame": f, "count": k} for f, k in c.most_common(3)]})
+        ch = Counter(tuple(chains[e]) for e in ev.tolist()).most_common(1)[0][0]
+        out.append({"name": model.names[n], "count": int(cnt[n]), "total_ns": int(tot[n]), "wait_ns": int(wt[n]),
+                    "chain": list(ch), "stacks": [{"frame": f, "count": k} for f, k in c.most_common(3)]})
     return out
 
 

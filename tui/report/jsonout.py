@@ -140,7 +140,8 @@ def build_json(analyses, top: int = 50) -> dict:
                 e["trace"] = ti
             doc["kernels"].append(e)
         for s in a.syncs:
-            e = {"name": s["name"], "count": s["count"], "total_us": _us(s["total_ns"]), "stacks": s["stacks"]}
+            e = {"name": s["name"], "count": s["count"], "total_us": _us(s["total_ns"]), "stacks": s["stacks"],
+                 "chain": s.get("chain") or [s["name"]], "wait_us": _us(s.get("wait_ns", 0))}
             if multi:
                 e["trace"] = ti
             doc["syncs"].append(e)

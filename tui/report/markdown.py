@@ -233,7 +233,9 @@ def single(a, top: int, title: bool = True) -> list[str]:
         L.append("|---|---:|---:|---|")
         for s in a.syncs[:top]:
             where = ", ".join(f"{code(x['frame'], limit=60)} ×{x['count']}" for x in s["stacks"][:2]) or "–"
-            L.append(f"| {code(s['name'])} | {s['count']} | {t(s['total_ns'])} | {where} |")
+            inner = " → ".join(code(x, False, 40) for x in (s.get("chain") or [])[1:])
+            call = code(s["name"]) + (f" → {inner}" if inner else "")
+            L.append(f"| {call} | {s['count']} | {t(s['total_ns'])} | {where} |")
         L.append("")
     if a.copies:
         L.append("## Copies")
