@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..trace.model import Kind, TraceModel, TrackKind
-from .floors import floor_ns
+from .floors import floor_ns, peaks_for
 from .intervals import Coverage
 from .stacks import StackIndex, signature_frame
 
@@ -21,19 +21,126 @@ KI = SimpleNamespace(**{k.name: int(k) for k in Kind})
 
 @dataclass
 class KernelStat:
+    """One kernel name. Floors are per op call, from that call's own shapes (floors.py), summed over the calls
+    whose op launched this kernel alone; the calls whose op launched several kernels share one floor, kept on
+    the op's row (``OpFloorStat``) and counted here in ``op_floor_calls``."""
+
     name: str
     count: int
     total_ns: int
     pct: float  # share of all kernel time
-    op: str | None = None
-    shapes: list | None = None
-    floor_ns: float | None = None  # per call, for the most common shapes of the launching op
-    bound: str | None = None  # "compute" | "memory"
+    op: str | None = None  # the most common launching op
+    shapes: list | None = None  # its most common input shapes
+    floor_ns: float | None = None  # per floored call: floor_total_ns / floored_count
+    bound: str | None = None  # "compute" | "memory": the larger part of the floor total
     avg_ns: float = 0.0
     device: int | None = None
+    floor_total_ns: float | None = None  # sum of the per-call floors
+    floored_count: int = 0  # calls with a floor of their own
+    floored_total_ns: int = 0  # kernel time of those calls (never below floor_total_ns)
+    op_floor_calls: int = 0  # calls whose floor is on their op's row
 
 
-def kernel_stats(model: TraceModel, top: int = 30, window=None) -> list[KernelStat]:
+@dataclass
+class OpFloorStat:
+    """Calls of one op that launched several kernels each (a GEMM and its split-K reduction, attention and its
+    reduction): one floor per call, against the time of all its kernels."""
+
+    op: str
+    kernels: list[str]  # the kernel names of one call, in launch order
+    count: int  # op calls
+    total_ns: int  # time of their kernels
+    floor_total_ns: float
+    bound: str | None
+    shapes: list | None = None
+    device: int | None = None
+
+    @property
+    def floor_ns(self) -> float:
+        return self.floor_total_ns / self.count if self.count else 0.0
+
+    @property
+    def avg_ns(self) -> float:
+        return self.total_ns / self.count if self.count else 0.0
+
+
+@dataclass
+class _CallFloors:
+    """Per kernel of the window: the op call it belongs to and that call's floor."""
+
+    k: np.ndarray  # kernel indices
+    call: np.ndarray  # launching op event, or -1
+    single: np.ndarray  # bool: the op call launched this kernel alone (its floor is this kernel's)
+    multi: np.ndarray  # bool: the op call launched several kernels, all in the window (its floor is the op's)
+    floor: dict[int, tuple[float, str, list]]  # op call -> (floor ns, bound, input dims)
+
+
+def _call_floors(model: TraceModel, k: np.ndarray, window, flags) -> _CallFloors:
+    kind = model.kind
+    call = model.op[k].astype(np.int64).copy()
+    L = model.launch[k]
+    if flags is not None:  # a graph replay's kernels were not launched by the op around the replay
+        gl = (L >= 0) & flags["graph_launch"][model.name_id[np.maximum(L, 0)]]
+        call[gl] = -1
+    work = np.flatnonzero((kind == KI.KERNEL) | (kind == KI.MEMCPY) | (kind == KI.MEMSET))
+    wop = model.op[work]
+    has = wop >= 0
+    work, wop = work[has], wop[has]
+    ops, inv = np.unique(wop, return_inverse=True)
+    n_kern = np.bincount(inv, weights=(kind[work] == KI.KERNEL), minlength=ops.size).astype(np.int64)
+    # a copy may move data the floor counts; a memset (zeroing a workspace) takes no work off the kernels
+    n_other = np.bincount(inv, weights=(kind[work] == KI.MEMCPY), minlength=ops.size).astype(np.int64)
+    in_win = np.ones(work.size, bool) if window is None else window.gpu_in(model, work)
+    n_out = np.bincount(inv, weights=~in_win, minlength=ops.size).astype(np.int64)
+    pos = np.searchsorted(ops, np.maximum(call, 0))
+    pos = np.minimum(pos, max(ops.size - 1, 0))
+    ok = (call >= 0) & (ops.size > 0)
+    if ops.size:
+        ok &= ops[pos] == call
+        clean = ok & (n_other[pos] == 0)
+        single = clean & (n_kern[pos] == 1)
+        multi = clean & (n_kern[pos] > 1) & (n_out[pos] == 0)
+    else:
+        single = multi = np.zeros(k.size, bool)
+    floor: dict[int, tuple[float, str, list]] = {}
+    from .floors import FLOOR_OPS
+
+    known = np.array([n in FLOOR_OPS for n in model.names], dtype=bool)
+    want = np.unique(call[(single | multi)])
+    want = want[known[model.name_id[want]]]
+    dev_of = {t.id: t.device for t in model.tracks if t.kind is TrackKind.GPU}
+    if not any(peaks_for(model.device_name(d)) for d in set(dev_of.values())):
+        want = want[:0]  # no GPU with known peaks: no call can have a floor
+    first_k = {}
+    for kk, c in zip(k[single | multi].tolist(), call[single | multi].tolist()):
+        first_k.setdefault(c, kk)
+    cache: dict[tuple, tuple] = {}
+    for c in want.tolist():
+        args = model.event_args(c)
+        dims = args.get("Input Dims")
+        dev = dev_of.get(int(model.track[first_k[c]]))
+        key = (int(model.name_id[c]), repr(dims), repr(args.get("Input type")), repr(args.get("Concrete Inputs")), dev)
+        r = cache.get(key)
+        if r is None:
+            try:
+                f, b = floor_ns(model.names[model.name_id[c]], args, model.device_name(dev) if dev is not None else None)
+            except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError):
+                f, b = None, None
+            r = cache[key] = (f, b)
+        if r[0] is not None:
+            floor[c] = (float(r[0]), r[1], dims)
+    return _CallFloors(k, call, single, multi, floor)
+
+
+def _top(values) -> object:
+    c = Counter(repr(v) for v in values)
+    if not c:
+        return None
+    best = c.most_common(1)[0][0]
+    return next(v for v in values if repr(v) == best)
+
+
+def kernel_stats(model: TraceModel, top: int = 30, window=None, flags=None) -> list[KernelStat]:
     k = np.flatnonzero(model.kind == KI.KERNEL)
     if window is not None:
         k = k[window.gpu_in(model, k)]
@@ -46,32 +153,72 @@ def kernel_stats(model: TraceModel, top: int = 30, window=None) -> list[KernelSt
     grand = float(dur.sum()) or 1.0
     order = np.argsort(-tot, kind="stable")
     gtr = {t.id: t.device for t in model.tracks if t.kind is TrackKind.GPU}
+    cf = _call_floors(model, k, window, flags)
     out = []
     for name_id in order[:top]:
         if cnt[name_id] == 0:
             break
-        ks = k[nid == name_id]
-        st = KernelStat(model.names[name_id], int(cnt[name_id]), int(dur[nid == name_id].sum()),
+        sel = nid == name_id
+        ks = k[sel]
+        st = KernelStat(model.names[name_id], int(cnt[name_id]), int(dur[sel].sum()),
                         100.0 * float(tot[name_id]) / grand, avg_ns=float(tot[name_id]) / cnt[name_id])
+        st.device = gtr.get(int(model.track[ks[0]]))
+        calls = cf.call[sel]
         ops = model.op[ks]
         ops = ops[ops >= 0]
-        dev = gtr.get(int(model.track[ks[0]]))
-        st.device = dev
+        on = -1
         if ops.size:
             on = Counter(model.name_id[ops].tolist()).most_common(1)[0][0]
             st.op = model.names[on]
-            same = ops[model.name_id[ops] == on]
-            aid = Counter(model.args_id[same].tolist()).most_common(1)[0][0]
-            sample = int(same[model.args_id[same] == aid][0])
-            args = model.event_args(sample)
-            if args.get("Input Dims") is not None:
-                st.shapes = args.get("Input Dims")
-            try:
-                f, b = floor_ns(st.op, args, model.device_name(dev) if dev is not None else None)
-            except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError):
-                f, b = None, None
-            st.floor_ns, st.bound = f, b
+        mine = [(c, d) for c, d, s1 in zip(calls.tolist(), dur[sel].tolist(), cf.single[sel].tolist())
+                if s1 and c in cf.floor]
+        st.op_floor_calls = int(np.count_nonzero(cf.multi[sel] & np.isin(calls, list(cf.floor))))
+        if mine:
+            fl = [cf.floor[c] for c, _ in mine]
+            st.floor_total_ns = float(sum(f for f, _, _ in fl))
+            st.floored_count = len(mine)
+            st.floored_total_ns = int(sum(d for _, d in mine))
+            st.floor_ns = st.floor_total_ns / st.floored_count
+            comp = sum(f for f, b, _ in fl if b == "compute")
+            st.bound = "compute" if comp >= st.floor_total_ns - comp else "memory"
+            st.shapes = _top([dm for _, _, dm in fl])
+        elif on >= 0:
+            st.shapes = model.event_args(int(ops[model.name_id[ops] == on][0])).get("Input Dims")
         out.append(st)
+    return out
+
+
+def op_floor_stats(model: TraceModel, window=None, flags=None) -> list[OpFloorStat]:
+    """The op calls that launched several kernels, grouped by (op, kernel names), with one floor per call."""
+    k = np.flatnonzero(model.kind == KI.KERNEL)
+    if window is not None:
+        k = k[window.gpu_in(model, k)]
+    if k.size == 0:
+        return []
+    cf = _call_floors(model, k, window, flags)
+    sel = cf.multi & np.isin(cf.call, list(cf.floor))
+    if not sel.any():
+        return []
+    ks, calls = k[sel], cf.call[sel]
+    o = np.lexsort((model.ts_ns[ks], calls))
+    ks, calls = ks[o], calls[o]
+    starts = np.flatnonzero(np.r_[True, calls[1:] != calls[:-1]])
+    ends = np.r_[starts[1:], calls.size]
+    gtr = {t.id: t.device for t in model.tracks if t.kind is TrackKind.GPU}
+    groups: dict[tuple, list] = {}
+    for a, b in zip(starts.tolist(), ends.tolist()):
+        c = int(calls[a])
+        key = (int(model.name_id[c]), tuple(model.name_id[ks[a:b]].tolist()))
+        groups.setdefault(key, []).append((c, int(model.dur_ns[ks[a:b]].sum()), int(ks[a])))
+    out = []
+    for (on, kn), rows in groups.items():
+        fl = [cf.floor[c] for c, _, _ in rows]
+        ft = float(sum(f for f, _, _ in fl))
+        comp = sum(f for f, b, _ in fl if b == "compute")
+        out.append(OpFloorStat(model.names[on], [model.names[x] for x in kn], len(rows), sum(d for _, d, _ in rows),
+                               ft, "compute" if comp >= ft - comp else "memory", _top([dm for _, _, dm in fl]),
+                               gtr.get(int(model.track[rows[0][2]]))))
+    out.sort(key=lambda r: -r.total_ns)
     return out
 
 

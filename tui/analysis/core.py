@@ -168,7 +168,12 @@ class Analysis:
 
     @cached_property
     def kernels(self) -> list:
-        return activity.kernel_stats(self.model, window=self.window)
+        return activity.kernel_stats(self.model, window=self.window, flags=self.flags)
+
+    @cached_property
+    def op_floors(self) -> list:
+        """Ops whose calls launched several kernels: one floor per call, against all its kernels."""
+        return activity.op_floor_stats(self.model, window=self.window, flags=self.flags)
 
     @cached_property
     def launches(self) -> dict:

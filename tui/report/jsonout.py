@@ -135,10 +135,19 @@ def build_json(analyses, top: int = 50) -> dict:
         for k in a.kernels[:top]:
             e = {"name": k.name, "count": k.count, "total_us": _us(k.total_ns), "pct": round(k.pct, 3),
                  "avg_us": _us(k.avg_ns), "op": k.op, "shapes": k.shapes,
-                 "floor_us": None if k.floor_ns is None else _us(k.floor_ns), "bound": k.bound}
+                 "floor_us": None if k.floor_ns is None else _us(k.floor_ns), "bound": k.bound,
+                 "floor_total_us": None if k.floor_total_ns is None else _us(k.floor_total_ns),
+                 "floored_calls": k.floored_count, "op_floor_calls": k.op_floor_calls}
             if multi:
                 e["trace"] = ti
             doc["kernels"].append(e)
+        for o in getattr(a, "op_floors", [])[:top]:
+            e = {"op": o.op, "kernels": o.kernels, "count": o.count, "total_us": _us(o.total_ns),
+                 "avg_us": _us(o.avg_ns), "floor_us": _us(o.floor_ns), "floor_total_us": _us(o.floor_total_ns),
+                 "bound": o.bound, "shapes": o.shapes}
+            if multi:
+                e["trace"] = ti
+            doc.setdefault("op_floors", []).append(e)
         for s in a.syncs:
             e = {"name": s["name"], "count": s["count"], "total_us": _us(s["total_ns"]), "stacks": s["stacks"],
                  "chain": s.get("chain") or [s["name"]], "wait_us": _us(s.get("wait_ns", 0))}

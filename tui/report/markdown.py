@@ -217,9 +217,24 @@ def single(a, top: int, title: bool = True) -> list[str]:
             op = k.op or ""
             if op and k.shapes:
                 op += " " + ", ".join(str(x).replace(" ", "") for x in k.shapes if x)
+            if k.floor_ns is None and k.op_floor_calls:
+                fl = "on its op ↓"
             L.append(f"| {code(k.name, limit=60)} | {k.count} | {t(k.total_ns)} | {k.pct:.1f}% | "
                      f"{code(op, limit=60) if op else '–'} | {fl} | {t(k.avg_ns)} | {k.bound or '–'} |")
         L.append("")
+        L.append("Floors are lower bounds per op call from its own shapes (peak compute, and HBM bandwidth for the "
+                 "bytes beyond what the L2 can hold), averaged over the calls that have one.")
+        L.append("")
+        ofl = getattr(a, "op_floors", [])
+        if ofl:
+            L.append("Ops that launch several kernels per call own one floor per call:")
+            L.append("")
+            L.append("| op | kernels per call | calls | floor/call | avg/call | bound |")
+            L.append("|---|---|---:|---:|---:|---|")
+            for o in ofl[:top]:
+                ks = " + ".join(code(x, False, 40) for x in o.kernels[:4]) + (" + …" if len(o.kernels) > 4 else "")
+                L.append(f"| {code(o.op)} | {ks} | {o.count} | {t(o.floor_ns)} | {t(o.avg_ns)} | {o.bound or '–'} |")
+            L.append("")
     ls = a.launches
     if ls.get("count"):
         L.append(f"Launches: {ls['count']} calls, {ls['rate_per_ms']:.1f}/ms, median CPU cost "
