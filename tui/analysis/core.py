@@ -176,6 +176,13 @@ class Analysis:
         return activity.op_floor_stats(self.model, window=self.window, flags=self.flags)
 
     @cached_property
+    def verdicts(self) -> list:
+        """Per device: gpu-bound, host-bound or mixed, with the launch-queue evidence (verdict.py)."""
+        from .verdict import device_verdicts
+
+        return device_verdicts(self.model, self.devices, self.flags, self.window)
+
+    @cached_property
     def launches(self) -> dict:
         return activity.launch_stats(self.model, window=self.window)
 

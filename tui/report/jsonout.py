@@ -118,12 +118,16 @@ def build_json(analyses, top: int = 50) -> dict:
     for ti, a in enumerate(analyses):
         tix = ti if multi else None
         doc["traces"].append(trace_entry(a))
+        verdicts = {(v.rank, v.device): v for v in getattr(a, "verdicts", [])}
         for d in a.devices:
             e = {"rank": d.rank, "device": d.device, "name": d.name, "window_us": _us(d.window_ns),
                  "kernel_busy_us": _us(d.kernel_busy_ns), "copy_busy_us": _us(d.copy_busy_ns),
                  "compute_idle_us": _us(d.idle_ns), "compute_idle_pct": round(d.idle_pct, 3),
                  "stream_busy_us": {str(s): _us(v) for s, v in d.stream_busy_ns.items()},
                  "collective_wait_us": _us(d.collective_wait_ns), "collective_late_rank": d.collective_late_rank}
+            v = verdicts.get((d.rank, d.device))
+            if v is not None:
+                e["verdict"] = {"kind": v.kind, "summary": v.summary(), "evidence": v.evidence()}
             if multi:
                 e["trace"] = ti
             doc["devices"].append(e)

@@ -119,12 +119,17 @@ def headline(a) -> list[str]:
             out.append(wl)
         return out
     c, ns = _biggest_cause(a)
+    verdicts = {(v.rank, v.device): v for v in getattr(a, "verdicts", [])}
     for d in a.devices:
         nm = f" ({esc(d.name)})" if d.name else ""
         wt = _wait_text(a, d)
         wt = f"; **{esc(wt)}**" if wt else ""
         out.append(f"- **cuda:{d.device}**{nm}: GPU idle **{d.idle_pct:.1f}%** of a {t(d.window_ns)} window "
                    f"({t(d.idle_ns)} idle, kernels busy {t(d.kernel_busy_ns)}, copies {t(d.copy_busy_ns)}){wt}.")
+        v = verdicts.get((d.rank, d.device))
+        if v is not None:
+            out.append(f"  - Verdict: **{v.kind}**: {esc(v.reason)}" + (f"; {esc(v.graph_text())}" if v.graph_text() else "")
+                       + ".")
     wl = window_line(a)
     if wl:
         out.append(wl)
