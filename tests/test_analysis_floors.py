@@ -181,3 +181,25 @@ def test_no_row_is_below_its_floor(path):
         assert k.floor_ns * n <= took, (k.name, k.op, k.shapes)
     for o in getattr(a, "op_floors", []):
         assert o.floor_total_ns <= o.total_ns, (o.op, o.kernels)
+
+
+def test_json_carries_op_floors_and_the_floored_calls():
+    import json
+    from pathlib import Path
+
+    import jsonschema
+
+    from tui.report import build_json
+
+    s = Synth()
+    _mm(s, 0, 64, 4096, 4096, ["gemm_splitK", "splitKreduce"], 20, [12, 2])
+    _mm(s, 100, 64, 4096, 4096, ["gemm"], 120, [11])
+    doc = build_json(analyze(model_of(s)))
+    schema = json.loads((Path(__file__).resolve().parent.parent / "tui" / "report" / "findings.schema.json").read_text())
+    jsonschema.validate(doc, schema)
+    ks = {k["name"]: k for k in doc["kernels"]}
+    assert (ks["gemm"]["floored_calls"], ks["gemm"]["floored_total_us"], ks["gemm"]["op_floor_calls"]) == (1, 11.0, 0)
+    assert ks["splitKreduce"]["floor_us"] is None and ks["splitKreduce"]["op_floor_calls"] == 1
+    (o,) = doc["op_floors"]
+    assert (o["op"], o["kernels"], o["count"], o["total_us"]) == ("aten::mm", ["gemm_splitK", "splitKreduce"], 1, 14.0)
+    assert o["floor_us"] == round(_fl(64, 4096, 4096) / 1e3, 3)

@@ -141,7 +141,8 @@ def build_json(analyses, top: int = 50) -> dict:
                  "avg_us": _us(k.avg_ns), "op": k.op, "shapes": k.shapes,
                  "floor_us": None if k.floor_ns is None else _us(k.floor_ns), "bound": k.bound,
                  "floor_total_us": None if k.floor_total_ns is None else _us(k.floor_total_ns),
-                 "floored_calls": k.floored_count, "op_floor_calls": k.op_floor_calls}
+                 "floored_calls": k.floored_count, "floored_total_us": _us(k.floored_total_ns),
+                 "op_floor_calls": k.op_floor_calls}
             if multi:
                 e["trace"] = ti
             doc["kernels"].append(e)

@@ -224,6 +224,8 @@ def single(a, top: int, title: bool = True) -> list[str]:
                 op += " " + ", ".join(str(x).replace(" ", "") for x in k.shapes if x)
             if k.floor_ns is None and k.op_floor_calls:
                 fl = "on its op ↓"
+            elif k.floor_ns is not None and k.floored_count < k.count:
+                fl += f" ({k.floored_count} of {k.count} calls)"
             L.append(f"| {code(k.name, limit=60)} | {k.count} | {t(k.total_ns)} | {k.pct:.1f}% | "
                      f"{code(op, limit=60) if op else '–'} | {fl} | {t(k.avg_ns)} | {k.bound or '–'} |")
         L.append("")
