@@ -35,6 +35,7 @@ def test_host_bound_kernels_start_as_launched():
         310_000, 40_000, 9_000, 261_000, 301_000)
     assert v.queue_depth_mean == pytest.approx(9 / 310) and v.queue_depth_max == 1
     assert v.latency_ns["median"] == 3_000 and v.issue_lead_ns == 313_000 - 302_000
+    assert v.depth_ns == {"0": 301_000, "1": 9_000, "2-7": 0, "8+": 0}
     assert (v.graph_kernels, v.graph_replays, v.graph_text()) == (0, 0, None)
 
 
@@ -50,6 +51,8 @@ def test_gpu_bound_host_runs_ahead():
         290_000, 250_000, 40_000, 0, 50_000)
     assert v.queue_depth_mean == pytest.approx((60 + 120 + 180 + 240) / 290) and v.queue_depth_max == 4
     assert v.latency_ns["median"] == 136_000  # of 20, 78, 136, 194, 252 µs
+    # depth 4 on [20, 80), 3 to 140, 2 to 200, 1 to 260, 0 to 310
+    assert v.depth_ns == {"0": 50_000, "1": 60_000, "2-7": 180_000, "8+": 0}
 
 
 def test_queued_but_waiting_is_mixed_not_host_bound():
@@ -171,3 +174,21 @@ def test_explorer_header_shows_the_verdict(tmp_path):
 
     head = "\n".join(run(go()).splitlines()[:3])
     assert "host-bound" in head
+
+
+def _traces():
+    from tests.test_analysis_floors import _all_traces
+
+    return _all_traces()
+
+
+@pytest.mark.parametrize("path", _traces(), ids=lambda p: p.name)
+def test_verdict_shares_add_up_on_every_trace(path):
+    """busy + starved + stalled is the window, the depth histogram covers it, and every kernel counted as a
+    graph kernel is linked."""
+    a = analyze(load(path))
+    for v in a.verdicts:
+        assert v.kind in ("gpu-bound", "host-bound", "mixed", "unknown")
+        assert v.busy_ns + v.starved_ns + v.stalled_ns == v.window_ns
+        assert sum(v.depth_ns.values()) == v.window_ns and v.depth_ns["0"] == v.queue_empty_ns
+        assert v.graph_kernels <= v.linked_kernels <= v.kernels

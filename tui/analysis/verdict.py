@@ -34,6 +34,8 @@ GPU_EMPTY_SHARE = 0.3
 GPU_BUSY_SHARE = 0.5
 #: a device busy this share of its window is gpu-bound whatever the queue says
 GPU_SATURATED_SHARE = 0.95
+#: queue depth histogram over time: (lowest depth, label)
+DEPTH_BINS = ((0, "0"), (1, "1"), (2, "2-7"), (8, "8+"))
 
 
 @dataclass
@@ -56,6 +58,7 @@ class Verdict:
     graph_replays: int = 0  # graph launch calls that launched them
     issue_lead_ns: int | None = None  # last kernel end minus the end of the last launch call (linked kernels)
     collective_ns: int = 0  # time only collective kernels ran (not busy: they wait for other ranks)
+    depth_ns: dict = field(default_factory=dict)  # queue depth over time: "0", "1", "2-7", "8+" -> ns held
 
     def share(self, ns: int) -> float:
         return ns / self.window_ns if self.window_ns > 0 else 0.0
@@ -73,6 +76,7 @@ class Verdict:
             "busy_pct": pct(self.busy_ns), "starved_pct": pct(self.starved_ns), "stalled_pct": pct(self.stalled_ns),
             "collective_pct": pct(self.collective_ns), "queue_empty_pct": pct(self.queue_empty_ns),
             "queue_depth_mean": round(self.queue_depth_mean, 3), "queue_depth_max": self.queue_depth_max,
+            "queue_depth_pct": {k: pct(v) for k, v in self.depth_ns.items()},
             "launch_to_start_us": {k: us(v) for k, v in self.latency_ns.items()},
             "kernels": self.kernels, "linked_kernels": self.linked_kernels,
             "graph_kernels": self.graph_kernels, "graph_replays": self.graph_replays,
@@ -142,11 +146,21 @@ def _one(model: TraceModel, d, kk: np.ndarray, flags) -> Verdict:
     empty = W - queued
     depth_mean = float(np.maximum(qe - qs, 0).sum()) / W if W else 0.0
     depth_max = 0
-    if qs.size:
-        t = np.concatenate((qs, qe))
-        step = np.concatenate((np.ones(qs.size, np.int64), -np.ones(qe.size, np.int64)))
+    depth_time = np.zeros(len(DEPTH_BINS), np.int64)
+    depth_time[0] = W
+    live = qe > qs  # kernels queued for no time inside the window change no depth
+    if live.any():
+        t = np.concatenate((qs[live], qe[live]))
+        n = int(live.sum())
+        step = np.concatenate((np.ones(n, np.int64), -np.ones(n, np.int64)))
         o = np.lexsort((step, t))  # at equal times a start leaves before the next arrives
-        depth_max = int(np.cumsum(step[o]).max())
+        t, depth = t[o], np.cumsum(step[o])
+        depth_max = int(depth.max())
+        # the depth after each change holds until the next change (the last until the window's end)
+        held = np.diff(np.append(t, w1))
+        b = np.searchsorted(np.array([lo for lo, _ in DEPTH_BINS]), depth, side="right") - 1
+        depth_time = np.bincount(b, weights=held, minlength=len(DEPTH_BINS)).astype(np.int64)
+        depth_time[0] += int(t[0]) - w0
     latency = {}
     if lat.size:
         latency = {"p10": float(np.percentile(lat, 10)), "median": float(np.median(lat)),
@@ -158,7 +172,8 @@ def _one(model: TraceModel, d, kk: np.ndarray, flags) -> Verdict:
     if Ll.size:  # how long the GPU kept running the linked kernels after the host's last launch returned
         lead = int((model.ts_ns[kl] + model.dur_ns[kl]).max() - (model.ts_ns[Ll] + model.dur_ns[Ll]).max())
     v = Verdict(d.device, d.rank, "unknown", "", W, busy, starved, stalled, empty, depth_mean, depth_max,
-                int(kk.size), int(kl.size), latency, graph_kernels, graph_replays, lead, coll_only)
+                int(kk.size), int(kl.size), latency, graph_kernels, graph_replays, lead, coll_only,
+                {label: int(x) for (_, label), x in zip(DEPTH_BINS, depth_time.tolist())})
     v.kind, v.reason = _decide(v)
     return v
 
