@@ -47,7 +47,7 @@ class OpFloorStat:
     reduction): one floor per call, against the time of all its kernels."""
 
     op: str
-    kernels: list[str]  # the kernel names of one call, in launch order
+    kernels: list[str]  # the kernel names of one call, in the order they started
     count: int  # op calls
     total_ns: int  # time of their kernels
     floor_total_ns: float
