@@ -202,7 +202,19 @@ class Analysis:
 
     @cached_property
     def kernels(self) -> list:
-        return activity.kernel_stats(self.model, window=self.window)
+        return activity.kernel_stats(self.model, window=self.window, flags=self.flags)
+
+    @cached_property
+    def op_floors(self) -> list:
+        """Ops whose calls launched several kernels: one floor per call, against all its kernels."""
+        return activity.op_floor_stats(self.model, window=self.window, flags=self.flags)
+
+    @cached_property
+    def verdicts(self) -> list:
+        """Per device: gpu-bound, host-bound or mixed, with the launch-queue evidence (verdict.py)."""
+        from .verdict import device_verdicts
+
+        return device_verdicts(self.model, self.devices, self.flags, self.window)
 
     @cached_property
     def launches(self) -> dict:

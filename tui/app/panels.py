@@ -193,9 +193,14 @@ def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs, width: i
         t.add(f"window {t.d(ds.window_ns)}")
         pct = int(ds.idle_ns) * 100 / max(int(ds.window_ns), 1)
         t.add(sep).add("GPU idle ").add(f"{pct:.1f}%", "bold yellow" if pct >= 20 else "bold")
+        v = verdict_of(scene)
+        if v is not None:
+            t.add(sep).add(v.kind, _VERDICT_STYLE.get(v.kind, "bold"))
         top = biggest_cause(scene)
         if top:
             t.add(sep).add("biggest cause: ").add(top, "bold red")
+        if v is not None and v.graph_text():
+            t.add(sep).add(v.graph_text())
     else:
         t.add(f"window {t.d(scene.view.hi - scene.view.lo)}")
         if a is not None:
@@ -212,6 +217,16 @@ def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs, width: i
     for w in warns:
         t.nl().add(f"{glyphs.warn} {w}", "bold black on yellow")
     return t.text
+
+
+_VERDICT_STYLE = {"gpu-bound": "bold green", "host-bound": "bold yellow", "mixed": "bold"}
+
+
+def verdict_of(scene: Scene):
+    """The first device's verdict (gpu-bound, host-bound, mixed), or None before the analysis."""
+    a = scene.analysis
+    vs = getattr(a, "verdicts", None) if a is not None and getattr(a, "devices", None) else None
+    return vs[0] if vs else None
 
 
 def biggest_cause(scene: Scene) -> str | None:

@@ -121,12 +121,16 @@ def build_json(analyses, top: int = 50) -> dict:
     for ti, a in enumerate(analyses):
         tix = ti if multi else None
         doc["traces"].append(trace_entry(a))
+        verdicts = {(v.rank, v.device): v for v in getattr(a, "verdicts", [])}
         for d in a.devices:
             e = {"rank": d.rank, "device": d.device, "name": d.name, "window_us": _us(d.window_ns),
                  "kernel_busy_us": _us(d.kernel_busy_ns), "copy_busy_us": _us(d.copy_busy_ns),
                  "compute_idle_us": _us(d.idle_ns), "compute_idle_pct": round(d.idle_pct, 3),
                  "stream_busy_us": {str(s): _us(v) for s, v in d.stream_busy_ns.items()},
                  "collective_wait_us": _us(d.collective_wait_ns), "collective_late_rank": d.collective_late_rank}
+            v = verdicts.get((d.rank, d.device))
+            if v is not None:
+                e["verdict"] = {"kind": v.kind, "summary": v.summary(), "evidence": v.evidence()}
             if multi:
                 e["trace"] = ti
             doc["devices"].append(e)
@@ -138,12 +142,23 @@ def build_json(analyses, top: int = 50) -> dict:
         for k in a.kernels[:top]:
             e = {"name": k.name, "count": k.count, "total_us": _us(k.total_ns), "pct": round(k.pct, 3),
                  "avg_us": _us(k.avg_ns), "op": k.op, "shapes": k.shapes,
-                 "floor_us": None if k.floor_ns is None else _us(k.floor_ns), "bound": k.bound}
+                 "floor_us": None if k.floor_ns is None else _us(k.floor_ns), "bound": k.bound,
+                 "floor_total_us": None if k.floor_total_ns is None else _us(k.floor_total_ns),
+                 "floored_calls": k.floored_count, "floored_total_us": _us(k.floored_total_ns),
+                 "op_floor_calls": k.op_floor_calls}
             if multi:
                 e["trace"] = ti
             doc["kernels"].append(e)
+        for o in getattr(a, "op_floors", [])[:top]:
+            e = {"op": o.op, "kernels": o.kernels, "count": o.count, "total_us": _us(o.total_ns),
+                 "avg_us": _us(o.avg_ns), "floor_us": _us(o.floor_ns), "floor_total_us": _us(o.floor_total_ns),
+                 "bound": o.bound, "shapes": o.shapes}
+            if multi:
+                e["trace"] = ti
+            doc.setdefault("op_floors", []).append(e)
         for s in a.syncs:
-            e = {"name": s["name"], "count": s["count"], "total_us": _us(s["total_ns"]), "stacks": s["stacks"]}
+            e = {"name": s["name"], "count": s["count"], "total_us": _us(s["total_ns"]), "stacks": s["stacks"],
+                 "chain": s.get("chain") or [s["name"]], "wait_us": _us(s.get("wait_ns", 0))}
             if multi:
                 e["trace"] = ti
             doc["syncs"].append(e)

@@ -119,12 +119,17 @@ def headline(a) -> list[str]:
             out.append(wl)
         return out
     c, ns = _biggest_cause(a)
+    verdicts = {(v.rank, v.device): v for v in getattr(a, "verdicts", [])}
     for d in a.devices:
         nm = f" ({esc(d.name)})" if d.name else ""
         wt = _wait_text(a, d)
         wt = f"; **{esc(wt)}**" if wt else ""
         out.append(f"- **cuda:{d.device}**{nm}: GPU idle **{d.idle_pct:.1f}%** of a {t(d.window_ns)} window "
                    f"({t(d.idle_ns)} idle, kernels busy {t(d.kernel_busy_ns)}, copies {t(d.copy_busy_ns)}){wt}.")
+        v = verdicts.get((d.rank, d.device))
+        if v is not None:
+            out.append(f"  - Verdict: **{v.kind}**: {esc(v.reason)}" + (f"; {esc(v.graph_text())}" if v.graph_text() else "")
+                       + ".")
     wl = window_line(a)
     if wl:
         out.append(wl)
@@ -217,9 +222,26 @@ def single(a, top: int, title: bool = True) -> list[str]:
             op = k.op or ""
             if op and k.shapes:
                 op += " " + ", ".join(str(x).replace(" ", "") for x in k.shapes if x)
+            if k.floor_ns is None and k.op_floor_calls:
+                fl = "on its op ↓"
+            elif k.floor_ns is not None and k.floored_count < k.count:
+                fl += f" ({k.floored_count} of {k.count} calls)"
             L.append(f"| {code(k.name, limit=60)} | {k.count} | {t(k.total_ns)} | {k.pct:.1f}% | "
                      f"{code(op, limit=60) if op else '–'} | {fl} | {t(k.avg_ns)} | {k.bound or '–'} |")
         L.append("")
+        L.append("Floors are lower bounds per op call from its own shapes (peak compute, and HBM bandwidth for the "
+                 "bytes beyond what the L2 can hold), averaged over the calls that have one.")
+        L.append("")
+        ofl = getattr(a, "op_floors", [])
+        if ofl:
+            L.append("Ops that launch several kernels per call own one floor per call:")
+            L.append("")
+            L.append("| op | kernels per call | calls | floor/call | avg/call | bound |")
+            L.append("|---|---|---:|---:|---:|---|")
+            for o in ofl[:top]:
+                ks = " + ".join(code(x, False, 40) for x in o.kernels[:4]) + (" + …" if len(o.kernels) > 4 else "")
+                L.append(f"| {code(o.op)} | {ks} | {o.count} | {t(o.floor_ns)} | {t(o.avg_ns)} | {o.bound or '–'} |")
+            L.append("")
     ls = a.launches
     if ls.get("count"):
         L.append(f"Launches: {ls['count']} calls, {ls['rate_per_ms']:.1f}/ms, median CPU cost "
@@ -233,7 +255,9 @@ def single(a, top: int, title: bool = True) -> list[str]:
         L.append("|---|---:|---:|---|")
         for s in a.syncs[:top]:
             where = ", ".join(f"{code(x['frame'], limit=60)} ×{x['count']}" for x in s["stacks"][:2]) or "–"
-            L.append(f"| {code(s['name'])} | {s['count']} | {t(s['total_ns'])} | {where} |")
+            inner = " → ".join(code(x, False, 40) for x in (s.get("chain") or [])[1:])
+            call = code(s["name"]) + (f" → {inner}" if inner else "")
+            L.append(f"| {call} | {s['count']} | {t(s['total_ns'])} | {where} |")
         L.append("")
     if a.copies:
         L.append("## Copies")
