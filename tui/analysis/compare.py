@@ -436,6 +436,21 @@ def _kernel_deltas(a, b, sa: Steps, sb: Steps) -> list[KernelDelta]:
                 e = acc[key] = [0, 0, 0, 0]
             e[side] += 1
             e[2 + side] += int(d)
+    # a kernel whose shapes one trace does not record (a CUDA graph replay has no launching op) is matched by
+    # its name alone: all its shapes of the other trace become one entry
+    by_name: dict[str, list[tuple]] = {}
+    for key in acc:
+        by_name.setdefault(key[0], []).append(key)
+    for name, keys in by_name.items():
+        sides = [{k[1] for k in keys if acc[k][s]} for s in (0, 1)]
+        if any(sd == {None} for sd in sides) and not (None in sides[0] and None in sides[1]) and all(sides):
+            shaped = sorted(x for x in sides[0] | sides[1] if x is not None)
+            merged = [sum(acc[k][i] for k in keys) for i in range(4)]
+            op = next((ops[k] for k in keys if ops.get(k)), None)
+            for k in keys:
+                del acc[k]
+            key = (name, shaped[0] if len(shaped) == 1 else None)
+            acc[key], ops[key] = merged, op
     na, nb = sa.n, sb.n
     out = []
     for (name, shapes), (ac, bc, at, bt) in acc.items():
