@@ -10,6 +10,7 @@ from tests.conftest import SAMPLE_TRACES
 from tests.synth import Synth
 from tests.test_analysis import model_of
 from tui.analysis import analyze
+from tui.trace.model import Kind
 from tui.analysis.compare import align_names, compare, find_steps, lcs_pairs, match_gaps
 
 KD = 5.0  # µs, every kernel unless told
@@ -89,7 +90,7 @@ def test_kernels_matched_by_shape_too():
     b = analyze(model_of(stepped([[("mm", 10, "launch", 5.0, [[4, 8], [8, 16]])]] * 2)))
     c = compare(a, b)
     got = sorted((d.name, d.shapes, d.op, d.status) for d in c.kernels)
-    assert got == [("mm", "[[4, 8], [8, 16]]", "aten::mm", "new"), ("mm", "[[4, 8], [8, 8]]", "aten::mm", "gone")]
+    assert got == [("mm", "[[4,8],[8,16]]", "aten::mm", "new"), ("mm", "[[4,8],[8,8]]", "aten::mm", "gone")]
 
 
 def test_findings_new_gone_changed():
@@ -214,3 +215,33 @@ def test_sample_prefill_vs_decode_is_per_step():
     ta, tb = a.cause_totals()["launch"]["total_ns"], b.cause_totals()["launch"]["total_ns"]
     assert la.per_step_delta_us == pytest.approx((tb / 4 - ta) / 1e3)
     assert abs(la.per_step_delta_us) < (tb - ta) / 1e3 / 2  # not the 4-step total against 1 step
+
+
+def test_compare_on_shared_traces_against_a_sample(shared_traces):
+    """Third-party traces (ProfilerStep ranges, no steps, no kernels, CPU only) against a sample, both ways: the
+    steps come from where they should, and the two-trace JSON report validates."""
+    import json
+
+    import jsonschema
+
+    from tests.test_report import SCHEMA_PATH
+    from tui.report import build_json
+    from tui.trace import load
+
+    schema = json.loads(SCHEMA_PATH.read_text())
+    ref = _sample("demo-graph.decode.json.gz")
+    seen = set()
+    for p in sorted(shared_traces.glob("*/*")):
+        if p.suffix == ".md":
+            continue
+        a = analyze(load(str(p), no_cache=True))
+        c = compare(a, ref)
+        m = a.model
+        has_pstep = any(n.startswith("ProfilerStep#") for n in m.names)
+        assert c.a.source == ("ProfilerStep" if has_pstep else "window"), p.name
+        seen.add(c.a.source)
+        if a.window.mode == "all":  # every kernel of the trace is in one of its steps
+            assert sum(c.a.kernels_by_step) == int((m.kind == Kind.KERNEL).sum()), p.name
+        compare(ref, a)
+        jsonschema.validate(json.loads(json.dumps(build_json([a, ref]))), schema)
+    assert seen == {"ProfilerStep", "window"}

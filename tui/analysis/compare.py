@@ -25,10 +25,16 @@ steps against 5), so every number is **per step**: a total divided by the trace'
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 
 import numpy as np
+
+try:  # as in the trace model: orjson where the viewer runs, json on GPU nodes that only have torch
+    import orjson as _orjson
+except ImportError:  # pragma: no cover
+    _orjson = None
 
 from ..trace.model import Kind, TraceModel
 from .gaps import CAUSES
@@ -87,7 +93,9 @@ def find_steps(a) -> Steps:
         is_p = np.array([bool(PROFILER_STEP_RE.match(n)) for n in m.names], dtype=bool)
         idx = np.zeros(0, np.int64)
         if is_p.any():
-            idx = _dedupe(m, np.flatnonzero((m.kind == Kind.ANNOTATION) & is_p[m.name_id]))
+            # a user_annotation since torch 1.9; a cpu_op in older traces
+            cpu = (m.kind == Kind.ANNOTATION) | (m.kind == Kind.CPU_OP)
+            idx = _dedupe(m, np.flatnonzero(cpu & is_p[m.name_id]))
     if idx.size:
         names = [m.name(i) for i in idx.tolist()]
         s = m.ts_ns[idx].astype(np.int64)
@@ -148,7 +156,7 @@ class CauseDelta:
 @dataclass
 class KernelDelta:
     name: str
-    shapes: str | None  # the launching op's input shapes, as recorded ("[[4, 1, 2048], [2048, 2048]]")
+    shapes: str | None  # the launching op's input shapes, as recorded, compact JSON ("[[4,1,2048],[2048,2048]]")
     op: str | None
     status: str  # "new" (only in B), "gone" (only in A), "both"
     a_count: int
@@ -403,39 +411,70 @@ def _cause_deltas(a, b, sa: Steps, sb: Steps) -> list[CauseDelta]:
     return out
 
 
-def _kernel_keys(model: TraceModel, k: np.ndarray) -> tuple[list[tuple], dict]:
-    """(name, shapes) of each kernel, and the op name of each key's first kernel."""
-    names = model.names
-    op = model.op[k]
-    shapes_of: dict[int, str | None] = {}
-    import json
+_DIMS = b'"Input Dims"'
 
-    for o in np.unique(op[op >= 0]).tolist():
-        dims = model.event_args(o).get("Input Dims")
-        shapes_of[o] = json.dumps(dims, separators=(", ", ": ")) if dims is not None else None
-    keys, opname = [], {}
-    for nid, o in zip(model.name_id[k].tolist(), op.tolist()):
-        key = (names[nid], shapes_of.get(o) if o >= 0 else None)
-        keys.append(key)
-        if key not in opname:
-            opname[key] = model.name(o) if o >= 0 else None
-    return keys, opname
+
+def _shapes_text(raw: bytes) -> str | None:
+    """The "Input Dims" of one op's args (JSON bytes) as compact JSON, or None."""
+    if _DIMS not in raw:
+        return None
+    if _orjson is not None:
+        dims = _orjson.loads(raw).get("Input Dims")
+        return _orjson.dumps(dims).decode() if dims is not None else None
+    dims = json.loads(raw).get("Input Dims")  # pragma: no cover - GPU nodes without orjson
+    return json.dumps(dims, separators=(",", ":")) if dims is not None else None
+
+
+def _kernel_groups(model: TraceModel, k: np.ndarray) -> dict[tuple, list]:
+    """Kernels ``k`` grouped by (name, shapes of the launching op): [count, total ns, op name]. The args of each
+    distinct op are decoded once; the grouping itself is a numpy unique over (name id, shapes id)."""
+    op = model.op[k]
+    uop, inv = np.unique(op, return_inverse=True)
+    sid_of: dict[str | None, int] = {None: 0}
+    texts: list[str | None] = [None]
+    usid = np.zeros(uop.size, np.int64)
+    args = model.args
+    ai = np.where(uop >= 0, model.args_id[np.maximum(uop, 0)], -1).astype(np.int64)
+    offs = getattr(args, "offs", None)
+    if offs is not None:  # a BlobList: slice its buffer directly (its __getitem__ per op was half the time)
+        data = args.data
+        s0, s1 = offs[np.maximum(ai, 0)].tolist(), offs[np.maximum(ai, 0) + 1].tolist()
+        raw = lambda i: data[s0[i]:s1[i]]  # noqa: E731
+    else:
+        raw = lambda i: args[int(ai[i])]  # noqa: E731
+    for i, a_i in enumerate(ai.tolist()):
+        if a_i < 0:
+            continue
+        t = _shapes_text(raw(i))
+        sid = sid_of.get(t)
+        if sid is None:
+            sid = sid_of[t] = len(texts)
+            texts.append(t)
+        usid[i] = sid
+    sid = usid[inv.reshape(-1)]
+    key = model.name_id[k].astype(np.int64) * len(texts) + sid
+    ukey, first, kinv, cnt = np.unique(key, return_index=True, return_inverse=True, return_counts=True)
+    tot = np.zeros(ukey.size, np.int64)
+    np.add.at(tot, kinv.reshape(-1), model.dur_ns[k].astype(np.int64))
+    out: dict[tuple, list] = {}
+    for u, f, c, t in zip(ukey.tolist(), first.tolist(), cnt.tolist(), tot.tolist()):
+        o = int(op[f])
+        out[(model.names[u // len(texts)], texts[u % len(texts)])] = [c, t, model.name(o) if o >= 0 else None]
+    return out
 
 
 def _kernel_deltas(a, b, sa: Steps, sb: Steps) -> list[KernelDelta]:
     acc: dict[tuple, list] = {}
     ops: dict[tuple, str | None] = {}
     for side, an, st in ((0, a, sa), (1, b, sb)):
-        keys, opname = _kernel_keys(an.model, st.kernels)
-        for k, v in opname.items():
-            ops.setdefault(k, v)
-        dur = an.model.dur_ns[st.kernels].tolist()
-        for key, d in zip(keys, dur):
+        for key, (c, t, opname) in _kernel_groups(an.model, st.kernels).items():
+            if opname is not None:
+                ops.setdefault(key, opname)
             e = acc.get(key)
             if e is None:
                 e = acc[key] = [0, 0, 0, 0]
-            e[side] += 1
-            e[2 + side] += int(d)
+            e[side] += c
+            e[2 + side] += t
     # a kernel whose shapes one trace does not record (a CUDA graph replay has no launching op) is matched by
     # its name alone: all its shapes of the other trace become one entry
     by_name: dict[str, list[tuple]] = {}
