@@ -139,7 +139,11 @@ async def _test_explorer_D_opens_the_diff_of_two_tabs(pair):
             if len(app.scenes) == 2 and all(s.analysis is not None for s in app.scenes):
                 break
         await pilot.press("D")
-        await pilot.pause()
+        for _ in range(20):
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            if isinstance(app.screen, DiffScreen):
+                break
         assert isinstance(app.screen, DiffScreen)
         text = screen_text(app)
         assert "A before: demo-eager.decode.json.gz" in text and "B after: demo-eager-python.decode.json.gz" in text
@@ -160,6 +164,7 @@ async def _test_explorer_D_is_off_with_one_trace(pair):
         await app.workers.wait_for_complete()
         await pilot.pause()
         await pilot.press("D")
+        await app.workers.wait_for_complete()
         await pilot.pause()
         assert not isinstance(app.screen, DiffScreen)
 

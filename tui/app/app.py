@@ -1046,10 +1046,22 @@ class GapscopeApp(App):
         if pair is None:
             self.refresh_status("D compares two analysed single-trace tabs: open two traces")
             return
+        self.refresh_status("comparing the two traces step by step ...")
+        self._build_diff(*pair)
+
+    @work(thread=True, exclusive=True, group="diff")
+    def _build_diff(self, a, b) -> None:
+        """The diff's own lanes and comparison are built off the event loop (seconds on a large trace)."""
         from .diffview import DiffScene, DiffScreen
 
-        a, b = pair
-        self.push_screen(DiffScreen(DiffScene(a.path, a.model, a.analysis, b.path, b.model, b.analysis), self.glyphs))
+        try:
+            sc = DiffScene(a.path, a.model, a.analysis, b.path, b.model, b.analysis)
+        except Exception as exc:  # noqa: BLE001 - one line in the status bar, the explorer stays
+            if os.environ.get("GAPSCOPE_DEBUG"):
+                raise
+            self.call_from_thread(self.refresh_status, f"before/after failed ({type(exc).__name__}: {exc})")
+            return
+        self.call_from_thread(self.push_screen, DiffScreen(sc, self.glyphs))
 
     def _diff_pair(self):
         if len(self.scenes) < 2:

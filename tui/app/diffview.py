@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import work
@@ -21,15 +22,13 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.strip import Strip
 from textual.widgets import DataTable, Footer, Static
-from rich.segment import Segment
 
 from . import glyphs as G
 from .lanes import Lane, Segments, cell_edges, segment_text
 from .safe import ascii_safe, safe, short_kernel
 from .scene import Row, Scene
 from .timefmt import fmt_dur
-from .timeline import Axis, LanesView, _runs
-from .view import View
+from .timeline import Axis, LanesView, _runs, label_width
 
 NEW_STYLE = Style(color="bright_red", bold=True)
 MATCH_STYLE = Style(color="bright_cyan", bold=True)
@@ -249,8 +248,6 @@ class DiffLanes(LanesView):
             if 0 <= yy < len(rows) and rows[yy].lane is not None and rows[yy].lane.kind in ("marks", "match"):
                 width = self.size.width - (self.styles.scrollbar_size_vertical if self.show_vertical_scrollbar
                                            else 0)
-                from .timeline import label_width
-
                 lw = label_width(width)
                 return self._mark_row(rows[yy].lane, yy == sc.lane_cursor, lw, max(width - lw - 1, 1))
         return super().render_line(y)
