@@ -245,3 +245,16 @@ def test_compare_on_shared_traces_against_a_sample(shared_traces):
         compare(ref, a)
         jsonschema.validate(json.loads(json.dumps(build_json([a, ref]))), schema)
     assert seen == {"ProfilerStep", "window"}
+
+
+def test_report_says_which_gaps_of_b_are_new():
+    from tui.report import build_json, render_markdown
+
+    a, b = pair()
+    g = build_json([a, b])["comparison"]["gaps"]
+    assert (g["b_listed"], g["new_in_b"], g["matched"]) == (7, 4, 3)
+    assert [(e["dur_us"], e["cause"], e["next_kernel"]) for e in g["new"]] == [(30.0, "python", "k23")] * 4
+    assert [e["step"] for e in g["new"]] == [f"gapscope.step#{k}" for k in range(4)]
+    md = render_markdown([a, b])
+    assert ("- gaps of B: 7 listed, 4 new (no listed gap of A at the same place in the aligned kernel sequence); "
+            "the largest new one: 30.0 µs python before `k23`.") in md

@@ -118,8 +118,9 @@ def is_pair(analyses) -> bool:
     return not (all(r is not None for r in ranks) and len(set(ranks)) == 2)
 
 
-def comparison_entry(cmp, top: int = 50) -> dict:
-    """The ``comparison`` section: A = traces[0] (before), B = traces[1] (after); per step, B - A."""
+def comparison_entry(cmp, top: int = 50, gm=None, b=None) -> dict:
+    """The ``comparison`` section: A = traces[0] (before), B = traces[1] (after); per step, B - A. With B's
+    analysis and ``match_gaps``' answer, also ``gaps``: B's listed gaps that are new."""
     def summary(s):
         return {"steps": s.steps, "source": s.source, "names": list(s.names),
                 "idle_us_per_step": round(s.idle_us_per_step, 3), "gaps_per_step": round(s.gaps_per_step, 3),
@@ -165,10 +166,31 @@ def comparison_entry(cmp, top: int = 50) -> dict:
               "note": x.note,
               "hunks": [{"kind": h.kind, "a": [h.a0, h.a1], "b": [h.b0, h.b1], "a_kernels": h.a_names[:20],
                          "b_kernels": h.b_names[:20]} for h in x.hunks[:top]]}
-    return {"a": 0, "b": 1, "per": "step", "notes": list(cmp.notes), "steps": {"a": summary(cmp.a),
-                                                                            "b": summary(cmp.b)},
-            "idle_delta_us_per_step": round(cmp.idle_delta_us_per_step, 3), "causes": causes,
-            "kernels": kernels, "findings": findings, "alignment": al}
+    out = {"a": 0, "b": 1, "per": "step", "notes": list(cmp.notes), "steps": {"a": summary(cmp.a),
+                                                                           "b": summary(cmp.b)},
+           "idle_delta_us_per_step": round(cmp.idle_delta_us_per_step, 3), "causes": causes,
+           "kernels": kernels, "findings": findings, "alignment": al}
+    if gm is not None and b is not None:
+        out["gaps"] = new_gaps_entry(b, cmp, gm, top)
+    return out
+
+
+def new_gaps_entry(b, cmp, gm, top: int = 10) -> dict:
+    """B's listed gaps against A's (``match_gaps``): how many are new, and the largest new ones."""
+    from ..analysis import CAUSES
+
+    g = b.gaps
+    rows = gm.b_rows[gm.new]
+    rows = rows[np.argsort(-g.dur_ns[rows], kind="stable")][:top]
+    w0 = b.window_start_ns
+    new = []
+    for r in rows.tolist():
+        nxt = int(g.next_idx[r])
+        new.append({"start_us": _us(int(g.start_ns[r]) - w0), "dur_us": _us(g.dur_ns[r]),
+                    "cause": CAUSES[int(g.cause[r])], "step": cmp.steps_b.names[int(cmp.steps_b.gap_step[r])],
+                    "next_kernel": b.model.name(nxt) if nxt >= 0 else None})
+    return {"b_listed": int(gm.b_rows.size), "new_in_b": int(gm.new.sum()), "matched": int((gm.a_rows >= 0).sum()),
+            "new": new}
 
 
 def build_json(analyses, top: int = 50) -> dict:
@@ -246,9 +268,11 @@ def build_json(analyses, top: int = 50) -> dict:
         doc["gaps"] = doc["gaps"][:top]
         doc["findings"].sort(key=lambda e: -e["idle_us"])
     if is_pair(analyses):
-        from ..analysis.compare import compare
+        from ..analysis.compare import compare, match_gaps
 
-        doc["comparison"] = comparison_entry(compare(analyses[0], analyses[1]), top=top)
+        a, b = analyses
+        cmp = compare(a, b)
+        doc["comparison"] = comparison_entry(cmp, top=top, gm=match_gaps(a, b, cmp), b=b)
     ranks = getattr(analyses[0], "rank_collectives", None)
     if ranks is not None:
         doc["collectives"] = _jsonable(ranks)

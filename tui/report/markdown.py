@@ -351,10 +351,11 @@ def _steps_text(s) -> str:
 def before_after(analyses, top: int) -> list[str]:
     """Two traces: A (before) against B (after), every number per step (tui/analysis/compare.py), biggest
     change first; then each trace's own report."""
-    from ..analysis.compare import compare as compare_steps
+    from ..analysis.compare import compare as compare_steps, match_gaps
 
     a, b = analyses
     c = compare_steps(a, b)
+    gm = match_gaps(a, b, c)
     us = lambda x: t(int(round(x * 1e3)))  # noqa: E731 - µs float -> text
     L = ["# gapscope report: " + esc(" vs ".join(_label(x) for x in analyses)), ""]
     L.append(f"- **A** (before): {code(os.path.basename(a.model.path), False)}, {esc(_steps_text(c.a))}.")
@@ -375,6 +376,17 @@ def before_after(analyses, top: int) -> list[str]:
         title = d.title_b if d.status == "new" else d.title_a
         L.append(f"- {'new in B' if d.status == 'new' else 'gone in B'}: {inline(title)} "
                  f"({_signed(d.per_step_delta_us)} per step).")
+    if gm.b_rows.size:
+        rows = gm.b_rows[gm.new]
+        top_new = int(rows[b.gaps.dur_ns[rows].argmax()]) if rows.size else -1
+        big_new = ""
+        if top_new >= 0:
+            nxt = int(b.gaps.next_idx[top_new])
+            nk = f" before {code(b.model.name(nxt), False, 60)}" if nxt >= 0 else ""
+            big_new = (f"; the largest new one: {t(int(b.gaps.dur_ns[top_new]))} "
+                       f"{CAUSES[int(b.gaps.cause[top_new])]}{nk}")
+        L.append(f"- gaps of B: {gm.b_rows.size} listed, {int(gm.new.sum())} new (no listed gap of A at the same "
+                 f"place in the aligned kernel sequence){big_new}.")
     big = [k for k in c.kernels if k.per_step_delta_us][:2]
     for k in big:
         L.append(f"- kernel {code(k.name, False, 60)}: {us(k.a_us_per_step)} → {us(k.b_us_per_step)} per step "
