@@ -382,7 +382,9 @@ class DiffScreen(Screen):
                     f.per_step_delta_us, "bright_red" if f.status == "new" else "green")
         for k in [k for k in c.kernels if k.per_step_delta_us][:30]:
             tag = {"new": " (new)", "gone": " (gone)"}.get(k.status, "")
-            row(f"kernel {short_kernel(k.name)}{tag}", k.a_us_per_step, k.b_us_per_step, k.per_step_delta_us)
+            via = " ".join(x for x in (k.op, k.shapes) if x)  # the same short name often covers several kernels
+            row(f"kernel {short_kernel(k.name)}{tag}" + (f"  {via}" if via else ""), k.a_us_per_step, k.b_us_per_step,
+                k.per_step_delta_us)
         al = c.alignment
         if al is not None and not al.note:
             n = al.counts()
