@@ -194,3 +194,24 @@ def test_readme_lists_the_diff_keys():
         for k in b.key.split(","):
             shown = names.get(k, k)
             assert re.search(r"`" + re.escape(shown) + r"`", sec), (k, shown)
+
+
+def test_trace_strings_are_never_markup(tmp_path):
+    """Kernel names and frames like ``[bold]`` or ``[/foo]`` are shown as written (never parsed as markup)."""
+    from tests.test_compare import stepped
+
+    a = stepped([[("[bold]k1", 10, "launch"), ("[/foo]k2", 20, "python")]] * 2).write(tmp_path / "a.json")
+    b = stepped([[("[bold]k1", 10, "launch"), ("[0]fused", 30, "python", 8.0)]] * 2,
+                frame="app.py(9): [red]other").write(tmp_path / "b.json")
+
+    async def go():
+        app = DiffApp(str(a), str(b), load_opts={"no_cache": True})
+        async with app.run_test(size=(160, 40)) as pilot:
+            await _ready(pilot)
+            await pilot.press("m")
+            await pilot.pause()
+            return screen_text(app)
+
+    text = asyncio.run(go())
+    assert "kernel [0]fused (new)" in text and "kernel [/foo]k2 (gone)" in text
+    assert "new: 2 gaps while host work from app.py(9): [red]other" in text
