@@ -173,6 +173,7 @@ class GapscopeApp(App):
         Binding("2", "view('kernels')", "kernels", show=False),
         Binding("3", "view('findings')", "findings", show=False),
         Binding("t", "next_trace", "trace", show=False),
+        Binding("D", "diff", "diff", key_display="D", show=False),
         Binding("e", "export", "export"),
         Binding("g", "legend", "legend", show=False),
         Binding("question_mark,f1", "help", "help"),
@@ -1039,6 +1040,37 @@ class GapscopeApp(App):
             self.query_one(f"#{name}", DataTable).focus()
         self.refresh_bindings()
 
+    def action_diff(self) -> None:
+        """Before/after (tui/app/diffview.py): this tab (A) against the next one (B)."""
+        pair = self._diff_pair()
+        if pair is None:
+            self.refresh_status("D compares two analysed single-trace tabs: open two traces")
+            return
+        self.refresh_status("comparing the two traces step by step ...")
+        self._build_diff(*pair)
+
+    @work(thread=True, exclusive=True, group="diff")
+    def _build_diff(self, a, b) -> None:
+        """The diff's own lanes and comparison are built off the event loop (seconds on a large trace)."""
+        from .diffview import DiffScene, DiffScreen
+
+        try:
+            sc = DiffScene(a.path, a.model, a.analysis, b.path, b.model, b.analysis)
+        except Exception as exc:  # noqa: BLE001 - one line in the status bar, the explorer stays
+            if os.environ.get("GAPSCOPE_DEBUG"):
+                raise
+            self.call_from_thread(self.refresh_status, f"before/after failed ({type(exc).__name__}: {exc})")
+            return
+        self.call_from_thread(self.push_screen, DiffScreen(sc, self.glyphs))
+
+    def _diff_pair(self):
+        if len(self.scenes) < 2:
+            return None
+        a, b = self.scene, self.scenes[(self.current + 1) % len(self.scenes)]
+        if a is None or a.multi or b.multi or a.analysis is None or b.analysis is None:
+            return None
+        return a.part, b.part
+
     def action_next_trace(self) -> None:
         if len(self.scenes) > 1:
             self.show_scene((self.current + 1) % len(self.scenes))
@@ -1184,6 +1216,8 @@ class GapscopeApp(App):
             return True
         if action == "next_trace":
             return True if len(self.scenes) > 1 else None
+        if action == "diff":
+            return True if self._diff_pair() is not None else None
         if action in ("pan", "zoom", "fit", "cursor", "event", "expand", "search", "detail", "export"):
             if sc is None:
                 return None

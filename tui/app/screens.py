@@ -27,6 +27,7 @@ KEYS = [
     ("Tab", "next pane: lanes, gap list, stack panel"),
     ("1 2 3", "views: lanes, kernels, findings"),
     ("t", "next loaded trace (prefill / decode ...)"),
+    ("D", "before/after: this trace against the next one, step by step (gapscope diff A B)"),
     ("e", "export: findings (Markdown + JSON) and an SVG of the screen"),
     ("g", "legend"),
     ("?", "this help"),

@@ -12,6 +12,10 @@ busy, idle and gaps within the device window) and, for the ranks of one job, a t
 ranks and what their CPU did before the launches they were late for), ``clock`` (each rank's offset,
 checked against the collectives' end times) and ``warnings``; ``collectives[]`` then also carry
 ``process_group``, ``late_counts`` and per rank waits, times and offsets.
+
+Every ``traces[]`` entry carries its own ``causes`` (count and idle per cause); the top-level ``causes`` add
+up every trace of the report. Two traces that are not the ranks of one job are a before/after pair: the
+report adds ``comparison`` (``comparison_entry``, from tui/analysis/compare.py), every number per step.
 """
 
 from __future__ import annotations
@@ -109,6 +113,89 @@ def gap_entries(a, top: int, ti: int | None = None) -> list[dict]:
     return out
 
 
+def is_pair(analyses) -> bool:
+    """Two traces to compare (before, after): not the ranks of one job (those get a ranks section)."""
+    if len(analyses) != 2:
+        return False
+    ranks = [a.rank for a in analyses]
+    return not (all(r is not None for r in ranks) and len(set(ranks)) == 2)
+
+
+def comparison_entry(cmp, top: int = 50, gm=None, b=None) -> dict:
+    """The ``comparison`` section: A = traces[0] (before), B = traces[1] (after); per step, B - A. With B's
+    analysis and ``match_gaps``' answer, also ``gaps``: B's listed gaps that are new."""
+    def summary(s):
+        return {"steps": s.steps, "source": s.source, "names": list(s.names),
+                "idle_us_per_step": round(s.idle_us_per_step, 3), "gaps_per_step": round(s.gaps_per_step, 3),
+                "kernels_per_step": round(s.kernels_per_step, 3),
+                "kernel_us_per_step": round(s.kernel_us_per_step, 3),
+                "gpu_span_us_per_step": round(s.gpu_span_us_per_step, 3),
+                "idle_by_step_us": [round(x, 3) for x in s.idle_by_step_us],
+                "kernels_by_step": list(s.kernels_by_step)}
+
+    causes = []
+    for d in cmp.causes:
+        causes.append({"cause": d.cause,
+                       "a": {"idle_us": _us(d.a_idle_ns), "count": d.a_count,
+                             "idle_us_per_step": round(d.a_idle_us_per_step, 3),
+                             "count_per_step": round(d.a_count_per_step, 3),
+                             "by_step_us": [round(x, 3) for x in d.a_by_step_us]},
+                       "b": {"idle_us": _us(d.b_idle_ns), "count": d.b_count,
+                             "idle_us_per_step": round(d.b_idle_us_per_step, 3),
+                             "count_per_step": round(d.b_count_per_step, 3),
+                             "by_step_us": [round(x, 3) for x in d.b_by_step_us]},
+                       "per_step_delta_us": round(d.per_step_delta_us, 3),
+                       "count_delta_per_step": round(d.count_delta_per_step, 3)})
+    kernels = []
+    for d in cmp.kernels[:top]:
+        kernels.append({"name": d.name, "shapes": d.shapes, "op": d.op, "status": d.status,
+                        "a": {"count": d.a_count, "total_us": _us(d.a_ns), "us_per_step": round(d.a_us_per_step, 3),
+                              "count_per_step": round(d.a_count_per_step, 3)},
+                        "b": {"count": d.b_count, "total_us": _us(d.b_ns), "us_per_step": round(d.b_us_per_step, 3),
+                              "count_per_step": round(d.b_count_per_step, 3)},
+                        "per_step_delta_us": round(d.per_step_delta_us, 3),
+                        "count_delta_per_step": round(d.count_delta_per_step, 3)})
+    findings = [{"status": d.status, "cause": d.cause, "frame": d.frame, "kind": d.kind or None,
+                 "title_a": d.title_a, "title_b": d.title_b,
+                 "a_idle_us_per_step": round(d.a_idle_us_per_step, 3),
+                 "b_idle_us_per_step": round(d.b_idle_us_per_step, 3),
+                 "per_step_delta_us": round(d.per_step_delta_us, 3), "a_gaps": d.a_gaps, "b_gaps": d.b_gaps}
+                for d in cmp.findings]
+    al = None
+    if cmp.alignment is not None:
+        x = cmp.alignment
+        al = {"step_a": cmp.steps_a.names[x.step_a], "step_b": cmp.steps_b.names[x.step_b],
+              "a_kernels": x.a_kernels, "b_kernels": x.b_kernels, "matched": x.matched, "counts": x.counts(),
+              "note": x.note,
+              "hunks": [{"kind": h.kind, "a": [h.a0, h.a1], "b": [h.b0, h.b1], "a_kernels": h.a_names[:20],
+                         "b_kernels": h.b_names[:20]} for h in x.hunks[:top]]}
+    out = {"a": 0, "b": 1, "per": "step", "notes": list(cmp.notes), "steps": {"a": summary(cmp.a),
+                                                                           "b": summary(cmp.b)},
+           "idle_delta_us_per_step": round(cmp.idle_delta_us_per_step, 3), "causes": causes,
+           "kernels": kernels, "findings": findings, "alignment": al}
+    if gm is not None and b is not None:
+        out["gaps"] = new_gaps_entry(b, cmp, gm, top)
+    return out
+
+
+def new_gaps_entry(b, cmp, gm, top: int = 10) -> dict:
+    """B's listed gaps against A's (``match_gaps``): how many are new, and the largest new ones."""
+    from ..analysis import CAUSES
+
+    g = b.gaps
+    rows = gm.b_rows[gm.new]
+    rows = rows[np.argsort(-g.dur_ns[rows], kind="stable")][:top]
+    w0 = b.window_start_ns
+    new = []
+    for r in rows.tolist():
+        nxt = int(g.next_idx[r])
+        new.append({"start_us": _us(int(g.start_ns[r]) - w0), "dur_us": _us(g.dur_ns[r]),
+                    "cause": CAUSES[int(g.cause[r])], "step": cmp.steps_b.names[int(cmp.steps_b.gap_step[r])],
+                    "next_kernel": b.model.name(nxt) if nxt >= 0 else None})
+    return {"b_listed": int(gm.b_rows.size), "new_in_b": int(gm.new.sum()), "matched": int((gm.a_rows >= 0).sum()),
+            "new": new}
+
+
 def build_json(analyses, top: int = 50) -> dict:
     if not isinstance(analyses, (list, tuple)):
         analyses = [analyses]
@@ -122,6 +209,8 @@ def build_json(analyses, top: int = 50) -> dict:
         tix = ti if multi else None
         doc["traces"].append(trace_entry(a))
         verdicts = {(v.rank, v.device): v for v in getattr(a, "verdicts", [])}
+        doc["traces"][-1]["causes"] = {c: {"count": v["count"], "total_us": _us(v["total_ns"])}
+                                       for c, v in a.cause_totals().items()}
         for d in a.devices:
             e = {"rank": d.rank, "device": d.device, "name": d.name, "window_us": _us(d.window_ns),
                  "kernel_busy_us": _us(d.kernel_busy_ns), "copy_busy_us": _us(d.copy_busy_ns),
@@ -196,6 +285,12 @@ def build_json(analyses, top: int = 50) -> dict:
         doc["gaps"].sort(key=lambda e: -e["dur_us"])
         doc["gaps"] = doc["gaps"][:top]
         doc["findings"].sort(key=lambda e: -e["idle_us"])
+    if is_pair(analyses):
+        from ..analysis.compare import compare, match_gaps
+
+        a, b = analyses
+        cmp = compare(a, b)
+        doc["comparison"] = comparison_entry(cmp, top=top, gm=match_gaps(a, b, cmp), b=b)
     ranks = getattr(analyses[0], "rank_collectives", None)
     if ranks is not None:
         doc["collectives"] = _jsonable(ranks)
