@@ -21,9 +21,8 @@ TITLES = {c.name: c.title for c in causes.all_causes()}
 #: causes whose findings are split by the frame a person would fix
 BY_FRAME = {c.name for c in causes.all_causes() if c.by_frame}
 
-#: a pageable copy is worth a finding only from this size (smaller ones are latency-bound: pinning buys nothing)
-PAGEABLE_MIN_BYTES = 1 << 20
-#: ... or when pageable copies take this share of the window
+#: pageable copies are worth a finding of their own only when they take this share of the window (pinning
+#: speeds the copy up; a copy that takes no time buys nothing from it)
 PAGEABLE_MIN_SHARE = 0.005
 
 ROUND_TRIP_ADVICE = (
@@ -138,6 +137,11 @@ def build_findings(a) -> list:
     pos = {int(r): k for k, r in enumerate(rows.tolist())}
     for r, site in rt.items():
         special[pos[r]] = ("sync", site, "round-trip")
+    # the other gaps of a round trip's call site (the launches inside it before the copy to the host) join it
+    sites = {site for site in rt.values() if site}
+    for k, key in list(special.items()):
+        if len(key) == 2 and key[1] in sites:
+            special[k] = ("sync", key[1], "round-trip")
     for k in sorted(special):
         key = special[k]
         kc = key_code.get(key)
@@ -243,8 +247,7 @@ def build_findings(a) -> list:
                 gap_rows=short, cause="launch"))
     out.sort(key=lambda f: (-f.idle_ns, f.title))
     for cp in a.copies if a.devices else []:
-        if cp.get("pageable") and cp["count"] and (cp["bytes"] >= PAGEABLE_MIN_BYTES
-                                                   or cp["total_ns"] >= PAGEABLE_MIN_SHARE * window):
+        if cp.get("pageable") and cp["count"] and cp["total_ns"] >= PAGEABLE_MIN_SHARE * window:
             out.append(Finding(
                 id="", severity="low",
                 title=f"{cp['count']} {cp['kind']} copies ({cp['bytes']} bytes, {_fmt(cp['total_ns'])}) use pageable memory",

@@ -26,7 +26,8 @@ def explain(a, d, tl):
         inside = min(le, d.start_ns + d.dur_ns) - max(ls, d.start_ns)
         if inside > a.config.most * d.dur_ns:
             return (f"The launch call `{d.launch}` itself ran on the CPU for {fmt_ns(inside)} of the gap before "
-                    f"{nk} could start; GPU idle {fmt_ns(d.dur_ns)}.")
+                    f"{nk} could start (a slow launch: a first launch loading its module, a graph upload, or a full "
+                    f"launch queue); GPU idle {fmt_ns(d.dur_ns)}.")
     if w < a.config.late_launch_share * d.dur_ns and d.launch is not None:
         return (f"{nk} was launched {fmt_ns(w)} into the gap and started {fmt_ns(d.dur_ns - w)} later, the usual "
                 f"launch-to-start latency of this trace; GPU idle {fmt_ns(d.dur_ns)}.")

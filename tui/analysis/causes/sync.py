@@ -25,8 +25,8 @@ def sync_chain(a, stack) -> list[str]:
 def explain(a, d, tl):
     w = max(tl - d.start_ns, 0)
     nk = f"`{d.next_op or d.next_kernel}`"
-    sig = f" in `{d.signature}`" if d.signature else ""
     chain = sync_chain(a, d.stack)
+    sig = f" in `{d.signature}`" if d.signature and d.signature not in chain else ""
     s = f"`{chain[0]}`" if chain else "a synchronising call"
     if len(chain) > 1:
         s += f" (→ {' → '.join(f'`{c}`' for c in chain[1:])})"
@@ -39,6 +39,20 @@ def explain(a, d, tl):
             f"the GPU ran dry{part}; GPU idle {fmt_ns(d.dur_ns)}.")
 
 
+def advise(a, details, ev):
+    m = a.model
+    blocking_copy = any(a.cpu.blocking_copy[f.event] for d in details for f in d.stack if 0 <= f.event < m.n)
+    item = any(n in ("aten::item", "aten::_local_scalar_dense", "aten::tolist", "aten::is_nonzero")
+               for d in details for n in sync_chain(a, d.stack))
+    parts = []
+    if blocking_copy:
+        parts.append("A blocking copy made the host wait for the GPU (tensor.to()/.cpu()/torch.tensor(..., device=)): "
+                     "copy from pinned memory with non_blocking=True, or keep the data where it is used.")
+    if item or not blocking_copy:
+        parts.append(CAUSE.suggestion)
+    return " ".join(parts)
+
+
 CAUSE = Cause(
     name="sync", order=30, letter="S", colour="red",
     summary="the launching thread was waiting in a synchronising call when the GPU ran dry; the gap is the time it "
@@ -46,5 +60,5 @@ CAUSE = Cause(
     title="{n} syncs{where} cost {t} of GPU idle",
     suggestion="Remove the host synchronisation: avoid .item()/.cpu()/.tolist()/printing GPU values in the loop, keep "
                "the decision on the GPU (torch.where, sampling on device), or read the value one step later.",
-    rule=rule, gather=gather, explain=explain, by_frame=True,
+    rule=rule, gather=gather, explain=explain, advise=advise, by_frame=True,
 )
