@@ -107,6 +107,10 @@ class Analysis:
         self._holders: dict[int, tuple[int, int]] = {}
         self._max_dur: dict[int, int] = {}
         self.distortion = self._distortion()
+        #: several ranks of one job (set by ranks.analyze_ranks): the cross-rank match, shared by every rank
+        self.cross_rank = None  # ranks.RankMatch | None
+        #: several ranks: a sentence on the late rank, added to the explanation of collective gaps
+        self.late_rank_note: str | None = None
         if not self.devices:
             self.warnings.append("no GPU activity in this trace: nothing to analyse for idle time")
         from .findings import build_findings
@@ -468,7 +472,7 @@ class Analysis:
                         f"{_us(c['dur_ns'])}{rate}{sig}.")
             return f"GPU idle {_us(d.dur_ns)} while the launching thread sat in a blocking copy{sig}."
         if d.cause == "collective":
-            note = getattr(self, "late_rank_note", None)  # several ranks: set by ranks.analyze_ranks
+            note = self.late_rank_note
             return f"GPU compute idle {_us(d.dur_ns)} during a collective{sig}." + (f" {note}" if note else "")
         if d.cause == "sync":
             s = next((f"`{f.name}`" for f in reversed(d.stack) if f.kind == "sync"), "a synchronising call")
