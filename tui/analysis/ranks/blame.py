@@ -3,8 +3,8 @@
 For every steady-state call a rank arrived last at, take on each rank the issuing thread's own time per frame
 (owntime.py) from the previous collective launch on that thread to this launch (``Timeline.own``). Per frame,
 the late rank's own time minus the median of the other ranks' own time in their same interval is the frame's
-excess; summed over the calls. A frame is **blamed** when its excess is at least ``late_blame_share`` of the
-waits the late rank caused in the compared calls and its own time is at least ``late_blame_ratio`` times the
+excess; summed over the calls. A frame is **blamed** when its excess is at least ``late_blame_share`` of how
+late the rank was in the compared calls (per call the longest wait of another rank) and its own time is at least ``late_blame_ratio`` times the
 others' (a frame that differs, not a host that is evenly slower), and it is not itself a collective (time
 blocked in another collective is waiting, not work); at most ``late_blame_top`` are named. When
 none qualifies the late rank's extra time is spread over many frames and none is blamed (``top_excess`` still
@@ -30,14 +30,15 @@ def _blamed(key: str, late: int, others: int, calls: int) -> Blamed:
 
 def compare(tls: list[Timeline], late_pos: int, calls: list[tuple[int, dict[int, int], int]],
             config: Thresholds) -> dict:
-    """``calls``: (call index on the late rank, {other rank position: its call index}, waits caused ns).
+    """``calls``: (call index on the late rank, {other rank position: its call index}, waits caused ns, by how
+    much it was late ns).
     Returns ``compared``, ``interval_ns``, ``others_interval_ns``, ``blamed``, ``top_excess``."""
     late_own = tls[late_pos].own()
     late_tot: dict[str, int] = {}
     oth_tot: dict[str, int] = {}
     ran: dict[str, int] = {}
     n = interval = others_interval = caused = 0
-    for i, partners, w in calls:
+    for i, partners, _, w in calls:
         mine = late_own[i]
         theirs = [tls[r].own()[j] for r, j in partners.items()]
         theirs = [d for d in theirs if d is not None]
@@ -59,5 +60,5 @@ def compare(tls: list[Timeline], late_pos: int, calls: list[tuple[int, dict[int,
     top = [_blamed(k, late_tot[k], oth_tot[k], ran[k]) for _, k in ex[:5]]
     blamed = [b for b in top if b.excess_ns >= config.late_blame_share * caused
               and b.late_ns >= config.late_blame_ratio * b.others_ns][:config.late_blame_top]
-    return {"compared": n, "interval_ns": interval, "others_interval_ns": others_interval, "caused_ns": caused,
+    return {"compared": n, "interval_ns": interval, "others_interval_ns": others_interval, "late_by_ns": caused,
             "blamed": blamed, "top_excess": top}

@@ -4,7 +4,8 @@
 **Findings** (ranked by their effect, at the top of the rank's findings):
 
 - ``late-rank-R`` on a rank that arrived last at half or more of its steady-state collectives: how often, the
-  waits it caused the others and the frames that made it late (blame.py). Its effect is the waits caused.
+  waits it caused the others and the frames that made it late (blame.py). Always the rank's first finding:
+  whatever else it shows, its lateness is what the other ranks pay for.
 - ``collective-wait-R`` on a rank that waited (steady state): collective wait is time inside the collective,
   not GPU idle, so the finding explains no idle time (``idle_ns`` 0); its effect is the wait.
 - ``startup-skew-R`` ([info], after the others): the wait in the first collective(s) after the profilers
@@ -132,9 +133,12 @@ def analyze_ranks(models: list[TraceModel], config: Thresholds | None = None, wi
                 a.warnings.append(w)
         first, last = _cross_findings(a, res)
         rest = sorted(a.findings, key=lambda f: (-f.idle_ns, f.title))
-        # one order by effect: a cross-rank finding's effect is the wait, another finding's its idle time
-        merged = sorted([(e, 0, f) for e, f in first] + [(f.idle_ns, 1, f) for f in rest], key=lambda x: (-x[0], x[1]))
-        a.findings = [f for _, _, f in merged] + last
+        # the late rank's own finding first; then one order by effect: a collective wait's effect is the wait,
+        # another finding's its idle time
+        lead = [f for _, f in first if f.id.startswith("late-rank-")]
+        merged = sorted([(e, 0, f) for e, f in first if f not in lead] + [(f.idle_ns, 1, f) for f in rest],
+                        key=lambda x: (-x[0], x[1]))
+        a.findings = lead + [f for _, _, f in merged] + last
         _device_wait(a, res)
         by_name = {(r.name, r.process_group): r for r in res.rows}
         by_label: dict = defaultdict(list)

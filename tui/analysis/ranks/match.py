@@ -151,7 +151,8 @@ def match_timelines(tls: list[Timeline], config: Thresholds | None = None) -> Ra
     startup = _startup(tls, groups, starts, shift, cfg)
     # ---- waits, late ranks
     agg: dict = {}
-    late_calls: dict[int, list] = defaultdict(list)  # rank position -> [(call index, {pos: call index}, caused)]
+    # rank position -> [(call index, {pos: call index}, waits caused, by how much it was late)]
+    late_calls: dict[int, list] = defaultdict(list)
     per = {r: {"wait": 0, "startup": 0, "late": 0, "matched": 0, "for": Counter()} for r in range(R)}
     st_wait: Counter = Counter()
     st_late: Counter = Counter()
@@ -173,7 +174,7 @@ def match_timelines(tls: list[Timeline], config: Thresholds | None = None) -> Ra
             per[r]["late"] += int(lj.size)
             for c in lj.tolist():
                 partners = {mem[k]: int(idx[k][c]) for k in range(len(mem)) if k != j}
-                late_calls[r].append((int(idx[j][c]), partners, int(wait[:, c].sum())))
+                late_calls[r].append((int(idx[j][c]), partners, int(wait[:, c].sum()), int(wait[:, c].max())))
                 for k in range(len(mem)):
                     if k != j and wait[k, c] > 0:
                         per[mem[k]]["for"][ranks[r]] += int(wait[k, c])
@@ -217,8 +218,9 @@ def match_timelines(tls: list[Timeline], config: Thresholds | None = None) -> Ra
             continue
         cmp = compare(tls, r, calls, cfg)
         late_rows.append(LateRank(rank=ranks[r], count=len(calls), of=p["matched"],
-                                  collectives=dict(Counter(t.coll[c] for c, _, _ in calls)),
-                                  waits_caused_ns=sum(w for _, _, w in calls), compared=cmp["compared"],
+                                  collectives=dict(Counter(t.coll[c] for c, _, _, _ in calls)),
+                                  waits_caused_ns=sum(w for _, _, w, _ in calls),
+                                  late_by_ns=sum(x for _, _, _, x in calls), compared=cmp["compared"],
                                   interval_ns=cmp["interval_ns"], others_interval_ns=cmp["others_interval_ns"],
                                   blamed=cmp["blamed"], top_excess=cmp["top_excess"]))
     late_rows.sort(key=lambda e: (-e.waits_caused_ns, -e.count))

@@ -109,7 +109,8 @@ class LateRank:
     count: int  # steady-state calls it arrived last at
     of: int  # its steady-state matched calls
     collectives: dict[str, int]
-    waits_caused_ns: int
+    waits_caused_ns: int  # summed over the other ranks
+    late_by_ns: int  # per call the longest wait of another rank (how late it was), summed
     compared: int  # calls whose interval since the previous launch could be compared with the other ranks'
     interval_ns: int  # the late rank's time between launches, over the compared calls
     others_interval_ns: int  # the others' (median per call), summed
@@ -122,7 +123,7 @@ class LateRank:
 
     def to_json(self) -> dict:
         return {"rank": self.rank, "count": self.count, "of": self.of, "collectives": dict(self.collectives),
-                "waits_caused_us": _us(self.waits_caused_ns), "compared": self.compared,
+                "waits_caused_us": _us(self.waits_caused_ns), "late_by_us": _us(self.late_by_ns), "compared": self.compared,
                 "interval_us": _us(self.interval_ns), "others_interval_us": _us(self.others_interval_ns),
                 "blamed": [b.to_json() for b in self.blamed], "top_excess": [b.to_json() for b in self.top_excess]}
 
