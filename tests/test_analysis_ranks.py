@@ -372,11 +372,12 @@ def test_shared_nccl_pair_start_up_skew_is_counted_apart(shared_traces):
 
 # ------------------------------------------------------------- the late rank's own time against the others'
 def sleeper(rank: int, late_rank: int = 1, *, n: int = 4, sleep_us: float = 2000.0, profiler_at: float = 0.0,
-            barrier: bool = False) -> Synth:
+            barrier: bool = False, prep_us: float = 0.0) -> Synth:
     """One step per 1000 µs + sleep: the step function, then on the late rank `time.sleep` (a built-in) inside
     it, then a short `typing.py inner` frame right before the all-reduce launch (the last Python frame before
     it). Each all-reduce ends at the same true time on both ranks. ``profiler_at``: this rank's first event
-    (its profiler started then); ``barrier``: a barrier right after it, before the steps."""
+    (its profiler started then); ``barrier``: a barrier right after it, before the steps; ``prep_us``: a
+    `app.py(30): prep` frame of that length at the start of each step."""
     s = Synth(meta={"distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2}})
     s.annotation("profiler start", profiler_at, 1)
     step = 1000.0 + sleep_us
@@ -389,9 +390,11 @@ def sleeper(rank: int, late_rank: int = 1, *, n: int = 4, sleep_us: float = 2000
         late = rank == late_rank
         with s.frame("app.py(10): step", t, step - 50):
             s.launch(ts=t + 1, dur=2, kernel="gemm", k_ts=t + 10, k_dur=50)
+            if prep_us:
+                s.python("app.py(30): prep", t + 4, prep_us)
             if late:
-                s.python("<built-in function sleep>", t + 20, sleep_us)
-            a = t + 20 + (sleep_us if late else 0.0)
+                s.python("<built-in function sleep>", t + prep_us + 20, sleep_us)
+            a = t + prep_us + 20 + (sleep_us if late else 0.0)
             s.python("typing.py(300): inner", a + 5, 12)
             _, k = s.launch(ts=a + 20, dur=3, kernel=AR, k_ts=a + 30, k_dur=t + step - 100 - (a + 30))
             k["args"]["Process Group Name"] = "0"
@@ -399,15 +402,19 @@ def sleeper(rank: int, late_rank: int = 1, *, n: int = 4, sleep_us: float = 2000
 
 
 def test_the_late_rank_is_blamed_on_its_sleep_not_on_the_last_frame_before_the_launch():
-    aa = analyze_ranks([model_of(sleeper(0)), model_of(sleeper(1))])
+    # both ranks run `prep` each step, rank 1's 50 µs longer: more than rank 0's, yet 50 of the 2050 µs it was
+    # late per step, below the 20% share: listed, not blamed
+    aa = analyze_ranks([model_of(sleeper(0, prep_us=100)), model_of(sleeper(1, prep_us=150))])
     rm = aa[0].cross_rank
     (le,) = rm.late
     assert (le.rank, le.count, le.compared) == (1, 4, 3)
-    # rank 0's arrivals are 2000 µs earlier each time: 4 x 2000 µs waited
-    assert le.waits_caused_ns == 8_000_000 and rm.stats(0).wait_ns == 8_000_000
+    # rank 0's arrivals are 2050 µs earlier each time: 4 x 2050 µs waited
+    assert le.waits_caused_ns == 8_200_000 and rm.stats(0).wait_ns == 8_200_000
     (b,) = le.blamed
     assert b.frame == "built-in sleep" and b.calls == 3
     assert (b.late_ns, b.others_ns, b.excess_ns) == (6_000_000, 0, 6_000_000)
+    prep = [x for x in le.top_excess if x.frame == "app.py(30): prep"]
+    assert prep and (prep[0].late_ns, prep[0].others_ns) == (450_000, 300_000)
     assert all(x.frame != "typing.py(300): inner" for x in le.blamed)
     assert "`built-in sleep`: 6.00 ms own time vs 0 ns on the other ranks (median), +6.00 ms" in aa[1].findings[0].title
     assert aa[1].findings[0].id == "late-rank-1"

@@ -57,10 +57,9 @@ Several ranks (see ranks/):
     ``clock_tolerance_ns``. Only the first collectives (until one does not qualify) can be start-up skew.
 ``late_blame_share`` (0.2)
     A frame is blamed for a late rank when its excess own time (the late rank's minus the other ranks'
-    median, in the intervals between collective launches) is at least this share of the waits it caused...
-``late_blame_ratio`` (1.5)
-    ...and its own time on the late rank is at least this many times the others' median: a frame that
-    differs, not a host that is evenly slower.
+    median, in the intervals between collective launches) is at least this share of how late the rank was
+    in those calls (per call the longest wait of another rank). A host that is evenly slower spreads its
+    excess over many frames, none of which reaches it.
 ``late_blame_top`` (3)
     At most this many blamed frames are named.
 """
@@ -86,7 +85,6 @@ class Thresholds:
     clock_min_matches: int = 3
     startup_skew_share: float = 0.5
     late_blame_share: float = 0.2
-    late_blame_ratio: float = 1.5
     late_blame_top: int = 3
 
 

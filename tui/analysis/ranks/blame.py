@@ -4,11 +4,10 @@ For every steady-state call a rank arrived last at, take on each rank the issuin
 (owntime.py) from the previous collective launch on that thread to this launch (``Timeline.own``). Per frame,
 the late rank's own time minus the median of the other ranks' own time in their same interval is the frame's
 excess; summed over the calls. A frame is **blamed** when its excess is at least ``late_blame_share`` of how
-late the rank was in the compared calls (per call the longest wait of another rank) and its own time is at least ``late_blame_ratio`` times the
-others' (a frame that differs, not a host that is evenly slower), and it is not itself a collective (time
-blocked in another collective is waiting, not work); at most ``late_blame_top`` are named. When
-none qualifies the late rank's extra time is spread over many frames and none is blamed (``top_excess`` still
-lists the largest). Every number is a sum of event durations clipped to the intervals: recomputable from the
+late the rank was in the compared calls (per call the longest wait of another rank) and it is not itself a
+collective (time blocked in another collective is waiting, not work); at most ``late_blame_top`` are named,
+largest excess first. When none qualifies the late rank's extra time is spread over many frames and none is
+blamed (``top_excess`` still lists the largest). Every number is a sum of event durations clipped to the intervals: recomputable from the
 raw events.
 """
 
@@ -58,7 +57,6 @@ def compare(tls: list[Timeline], late_pos: int, calls: list[tuple[int, dict[int,
     ex = sorted(((late_tot[k] - oth_tot[k], k) for k in late_tot
                  if late_tot[k] > oth_tot[k] and not COLLECTIVE_OP_RE.match(k)), key=lambda e: (-e[0], e[1]))
     top = [_blamed(k, late_tot[k], oth_tot[k], ran[k]) for _, k in ex[:5]]
-    blamed = [b for b in top if b.excess_ns >= config.late_blame_share * caused
-              and b.late_ns >= config.late_blame_ratio * b.others_ns][:config.late_blame_top]
+    blamed = [b for b in top if b.excess_ns >= config.late_blame_share * caused][:config.late_blame_top]
     return {"compared": n, "interval_ns": interval, "others_interval_ns": others_interval, "late_by_ns": caused,
             "blamed": blamed, "top_excess": top}
