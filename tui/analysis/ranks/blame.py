@@ -13,12 +13,17 @@ raw events.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..names import COLLECTIVE_OP_RE, parse_frame
 from ..thresholds import Thresholds
 from .records import Blamed
 from .timeline import Timeline
+
+
+def _median(v: list[int]) -> int:
+    """The median (the mean of the two middle values for an even count, as numpy), in integer ns."""
+    v = sorted(v)
+    h = len(v) // 2
+    return v[h] if len(v) % 2 else (v[h - 1] + v[h]) // 2
 
 
 def _blamed(key: str, late: int, others: int, calls: int) -> Blamed:
@@ -46,10 +51,10 @@ def compare(tls: list[Timeline], late_pos: int, calls: list[tuple[int, dict[int,
         n += 1
         caused += w
         interval += sum(mine.values())
-        others_interval += int(np.median([sum(d.values()) for d in theirs]))
+        others_interval += _median([sum(d.values()) for d in theirs])
         for k in set(mine) | {k for d in theirs for k in d}:
             a = mine.get(k, 0)
-            b = int(np.median([d.get(k, 0) for d in theirs]))
+            b = _median([d.get(k, 0) for d in theirs])
             late_tot[k] = late_tot.get(k, 0) + a
             oth_tot[k] = oth_tot.get(k, 0) + b
             ran[k] = ran.get(k, 0) + (a > 0)

@@ -35,19 +35,26 @@ def segments(model: TraceModel, thread: int, t0: int, t1: int) -> tuple[np.ndarr
     idx, ts, te = idx[keep], np.maximum(ts[keep], t0), np.minimum(te[keep], t1)
     o = np.lexsort((-(te - ts), ts))  # by start, the longer (outer) first
     idx, ts, te = idx[o].tolist(), ts[o].tolist(), te[o].tolist()
-    pts = sorted(set(ts) | set(te) | {t0, t1})
     s_out, e_out, own = [], [], []
     stack: list[int] = []  # positions in idx, by start; ended ones are dropped lazily when they reach the top
-    j, n = 0, len(idx)
-    for a, b in zip(pts[:-1], pts[1:]):
-        while j < n and ts[j] <= a:
-            stack.append(j)
-            j += 1
-        while stack and te[stack[-1]] <= a:
-            stack.pop()
-        s_out.append(a)
-        e_out.append(b)
-        own.append(idx[stack[-1]] if stack else -1)
+    cur = t0  # the time up to which segments were written
+
+    def close_until(t: int) -> None:  # write the segments of the innermost open events up to t
+        nonlocal cur
+        while cur < t:
+            while stack and te[stack[-1]] <= cur:
+                stack.pop()
+            top = stack[-1] if stack else -1
+            end = min(te[top], t) if top >= 0 else t
+            s_out.append(cur)
+            e_out.append(end)
+            own.append(idx[top] if top >= 0 else -1)
+            cur = end
+
+    for j in range(len(idx)):
+        close_until(ts[j])
+        stack.append(j)
+    close_until(t1)
     return np.asarray(s_out, np.int64), np.asarray(e_out, np.int64), np.asarray(own, np.int64)
 
 
@@ -60,10 +67,13 @@ def own_times(model: TraceModel, thread: int, intervals: list[tuple[int, int]]) 
     if hi <= lo:
         return [{} for _ in intervals]
     s, e, own = segments(model, thread, lo, hi)
-    keys = [NOTHING if o < 0 else display_frame(model.name(int(o))) for o in own.tolist()]
+    # key per name (not per segment): -1 (nothing) and the owners' name ids
+    nid = np.where(own >= 0, model.name_id[np.maximum(own, 0)].astype(np.int64), -1)
+    names, inv = np.unique(nid, return_inverse=True)
+    keys = [NOTHING if n < 0 else display_frame(model.names[int(n)]) for n in names.tolist()]
     uniq = sorted(set(keys))
     pos = {k: i for i, k in enumerate(uniq)}
-    code = np.array([pos[k] for k in keys], np.int64)
+    code = np.array([pos[k] for k in keys], np.int64)[inv.reshape(-1)]
     out = []
     for a, b in intervals:
         i0 = int(np.searchsorted(e, a, "right"))
