@@ -372,12 +372,13 @@ def test_shared_nccl_pair_start_up_skew_is_counted_apart(shared_traces):
 
 # ------------------------------------------------------------- the late rank's own time against the others'
 def sleeper(rank: int, late_rank: int = 1, *, n: int = 4, sleep_us: float = 2000.0, profiler_at: float = 0.0,
-            barrier: bool = False, prep_us: float = 0.0) -> Synth:
+            barrier: bool = False, prep_us: float = 0.0, steps: bool = False) -> Synth:
     """One step per 1000 µs + sleep: the step function, then on the late rank `time.sleep` (a built-in) inside
     it, then a short `typing.py inner` frame right before the all-reduce launch (the last Python frame before
     it). Each all-reduce ends at the same true time on both ranks. ``profiler_at``: this rank's first event
     (its profiler started then); ``barrier``: a barrier right after it, before the steps; ``prep_us``: a
-    `app.py(30): prep` frame of that length at the start of each step."""
+    `app.py(30): prep` frame of that length at the start of each step; ``steps``: each step in a
+    ``gapscope.step#k`` range, as the capture writes them."""
     s = Synth(meta={"distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2}})
     s.annotation("profiler start", profiler_at, 1)
     step = 1000.0 + sleep_us
@@ -388,6 +389,8 @@ def sleeper(rank: int, late_rank: int = 1, *, n: int = 4, sleep_us: float = 2000
     for i in range(n):
         t = t0 + i * step
         late = rank == late_rank
+        if steps:
+            s.annotation(f"gapscope.step#{i}", t, step - 40)
         with s.frame("app.py(10): step", t, step - 50):
             s.launch(ts=t + 1, dur=2, kernel="gemm", k_ts=t + 10, k_dur=50)
             if prep_us:
@@ -469,3 +472,20 @@ def test_a_late_barrier_without_matching_profiler_skew_is_a_straggler():
     rm = aa[0].cross_rank
     assert rm.startup is None and rm.stats(0).startup_wait_ns == 0
     assert rm.stats(0).wait_ns == 48_000_000 and rm.late[0].count == 5
+
+
+@pytest.mark.parametrize("steps", [False, True])
+def test_skew_equal_to_the_steady_lateness_is_only_the_first_call(steps):
+    """The profilers start 2 ms apart and rank 1 is 2 ms late at every step: each call's arrivals, measured from
+    the ranks' own first events, coincide. Only the barrier can be start-up skew (after it the ranks left
+    together); inside the capture's measured steps (after its own barrier) none is."""
+    s0 = sleeper(0, profiler_at=0.0, barrier=True, steps=steps)
+    s1 = sleeper(1, profiler_at=2_000.0, barrier=True, steps=steps)
+    aa = analyze_ranks([model_of(s0), model_of(s1)], window="steps" if steps else "all")
+    rm = aa[0].cross_rank
+    le = rm.late[0]
+    assert le.rank == 1 and le.count == 4 and le.of == 4 and rm.stats(0).wait_ns == 8_000_000
+    if steps:
+        assert rm.startup is None
+    else:
+        assert rm.startup is not None and rm.startup.calls == 1 and rm.stats(0).startup_wait_ns == 2_000_000

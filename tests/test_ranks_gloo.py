@@ -91,7 +91,7 @@ def test_gapscope_report_on_the_two_files_names_the_late_rank(gloo_run):
     md = _report(*files).stdout
     assert "## Ranks" in md and "### Late ranks" in md
     assert "rank 1 arrived last" in md and LATE in md
-    assert "| 1 | " in md.split("### Late ranks")[1].split("\n\n")[1].splitlines()[2]  # first row: rank 1
+    assert "| 1 | " in md.split("### Late ranks")[1].split("\n\n")[2].splitlines()[2]  # first row: rank 1
     doc = json.loads(_report("--json", *files).stdout)
     assert doc["ranks"]["late"][0]["rank"] == 1
     assert doc["collectives"][0]["late_rank"] == 1 and doc["collectives"][0]["name"] == "c10d::allreduce_"

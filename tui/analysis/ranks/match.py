@@ -24,7 +24,10 @@ collective right after the start (a barrier) makes the early ranks wait for the 
 that does not exist. The matched calls are walked in time order; while a call's arrivals, measured from
 each rank's own first event, spread by at most ``startup_skew_share`` of their spread on the common clock
 (and that spread is above ``clock_tolerance_ns``), the call is start-up skew: its waits are counted apart
-(``startup_wait``) and it names no late rank. The first call that does not qualify ends the start-up.
+(``startup_wait``) and it names no late rank. The first call that does not qualify ends the start-up, and so
+does a call between two ranks that already completed a collective together (they left it together: any
+lateness since is their own). Calls of the capture's measured steps (``Timeline.in_steps`` on every rank)
+are never start-up skew: the capture starts every profiler and synchronises the ranks before the steps.
 
 **What made the late rank late**: blame.py, over the steady-state calls it arrived last at.
 """
@@ -124,11 +127,17 @@ def _clocks(tls, groups, cfg: Thresholds, warnings: list[str]) -> tuple[list[int
 
 def _startup(tls, groups, starts, shift, cfg: Thresholds) -> dict[tuple[int, int], bool]:
     """{(group, column): True} for the leading calls that are profiler start-up skew."""
+    if all(t.in_steps for t in tls):
+        return {}
     cols = sorted(((int(starts[g].min(axis=0)[c]), g, c) for g in range(len(groups))
                    for c in range(starts[g].shape[1])))
     out = {}
+    synced: set[tuple[int, int]] = set()  # pairs of ranks that completed a collective together
     for _, g, c in cols:
         mem = groups[g][1]
+        if any((a, b) in synced for a in mem for b in mem if a < b):
+            break  # after a collective the two ranks left together: lateness since then is their own
+        synced.update((a, b) for a in mem for b in mem if a < b)
         s = starts[g][:, c]
         spread = int(s.max() - s.min())
         rel = np.array([int(s[j]) - (tls[r].first_ns + shift[r]) for j, r in enumerate(mem)], np.int64)

@@ -74,6 +74,9 @@ class Timeline:
     thread: np.ndarray  # track of the CPU call that issued it (-1 unknown)
     t_issue: np.ndarray  # start of that CPU call
     first_ns: int = 0  # the trace's first event (the profiler's start, as the trace shows it)
+    #: the calls are those of the capture's measured steps (``gapscope.step#k``), which begin after the capture
+    #: started every profiler and synchronised the ranks: no start-up skew among them
+    in_steps: bool = False
     model: TraceModel | None = field(default=None, repr=False)
     warnings: list[str] = field(default_factory=list)
     #: per call: {frame: own ns} on the issuing thread since its previous launch (None: first call, or unknown);
@@ -116,7 +119,8 @@ class Timeline:
                 "pg": [pgs.index(p) for p in self.pg], "coll": [names.index(c) for c in self.coll],
                 "label": [names.index(c) for c in self.label],
                 "start_ns": self.start.tolist(), "end_ns": self.end.tolist(), "exposed_ns": self.exposed.tolist(),
-                "first_ns": self.first_ns, "issue_ns": self.t_issue.tolist(), "own": self.own()}
+                "first_ns": self.first_ns, "in_steps": self.in_steps, "issue_ns": self.t_issue.tolist(),
+                "own": self.own()}
 
     @classmethod
     def from_json(cls, d: dict) -> Timeline:
@@ -127,7 +131,8 @@ class Timeline:
                    label=[names[i] for i in d["label"]], start=np.asarray(d["start_ns"], np.int64),
                    end=np.asarray(d["end_ns"], np.int64), exposed=np.asarray(d["exposed_ns"], np.int64),
                    thread=np.zeros(n, np.int64), t_issue=np.asarray(d.get("issue_ns") or d["start_ns"], np.int64),
-                   first_ns=int(d.get("first_ns") or 0), _own=list(d.get("own") or [None] * n))
+                   first_ns=int(d.get("first_ns") or 0), in_steps=bool(d.get("in_steps")),
+                   _own=list(d.get("own") or [None] * n))
 
 
 def _coll_name(label: str, args: dict) -> str:
@@ -171,9 +176,14 @@ def timeline(model: TraceModel, window=None, rank: int | None = None, mode: str 
         k = k[window.gpu_in(model, k)]
     if k.size:
         k = k[np.argsort(model.ts_ns[k], kind="stable")]
-        return _gpu_timeline(model, k, flags, rk, dflt)
-    return _cpu_timeline(model, window if window is not None else None, flags, rk, dflt,
-                         steps_only=mode == "steps")
+        tl = _gpu_timeline(model, k, flags, rk, dflt)
+    else:
+        tl = _cpu_timeline(model, window if window is not None else None, flags, rk, dflt,
+                           steps_only=mode == "steps")
+    from ..window import step_ranges
+
+    tl.in_steps = bool(window.clipped) if window is not None else (mode == "steps" and step_ranges(model).size > 0)
+    return tl
 
 
 def _gpu_timeline(model, k, flags, rk, dflt) -> Timeline:
