@@ -8,7 +8,9 @@ correlation id), each rank's wait per collective (last rank's start minus its st
 on the common clock of ``baseTimeNanoseconds``), and for a frame named on the command line its own time
 (duration minus the union of the events strictly inside it on the same thread) in the intervals between
 consecutive in-step collective launches of that thread (the first launch has no interval). The numbers in
-tests/test_analysis_ranks.py were read from this script's output.
+tests/test_analysis_ranks.py were read from this script's output. Traces without NCCL kernels (gloo): the calls
+are the c10d:: ops on the main thread (arrival at their start); it prints the first call's arrival gap and the
+first events' gap (start-up skew), and the named frame's durations on rank 1.
 """
 
 import gzip
@@ -66,9 +68,37 @@ def rank_data(d, frame):
     return out
 
 
+def cpu_main(p0, p1, frame):
+    """gloo traces (no NCCL kernels): each outermost c10d:: op on the main thread is a call, arriving at its start."""
+    out = []
+    for p in (p0, p1):
+        d = load(p)
+        ev = [e for e in d["traceEvents"] if e.get("ph") == "X"]
+        base_us = (d.get("baseTimeNanoseconds") or 0) / 1e3
+        ops = sorted((e for e in ev if e.get("cat") == "cpu_op" and e["name"].startswith("c10d::")),
+                     key=lambda e: e["ts"])
+        first = min(e["ts"] for e in ev) + base_us
+        fr = [e for e in ev if e.get("cat") == "python_function" and frame and frame in e["name"]]
+        out.append((ops, base_us, first, fr))
+    (o0, b0, f0, _), (o1, b1, f1, fr1) = out
+    print("calls:", len(o0), len(o1), "first:", o0[0]["name"], o1[0]["name"])
+    print(f"first events: rank 1's is {f1 - f0:.3f} us after rank 0's")
+    arr = [(a["ts"] + b0, b["ts"] + b1) for a, b in zip(o0, o1)]
+    print(f"first call: rank 0 arrived {arr[0][1] - arr[0][0]:.3f} us before rank 1")
+    late1 = [i for i, (x, y) in enumerate(arr) if y > x]
+    print(f"after the first call: rank 1 last at {sum(1 for i in late1 if i > 0)} of {len(arr) - 1}; rank 0 waited "
+          f"{sum(y - x for i, (x, y) in enumerate(arr) if i > 0 and y > x):.3f} us (arrival differences)")
+    if frame:
+        durs = sorted(e["dur"] for e in fr1)
+        print(f"rank 1: {len(fr1)} frames {frame!r}, {sum(durs):.3f} us in total, each {durs[0]:.3f}..{durs[-1]:.3f} us")
+
+
 def main(argv):
     p0, p1 = argv[:2]
     frame = argv[2] if len(argv) > 2 else None
+    r = [rank_data(load(p), None) for p in (p0, p1)]
+    if not r[0]["kernels"]:
+        return cpu_main(p0, p1, frame)
     r = [rank_data(load(p), frame) for p in (p0, p1)]
     k0, k1 = r[0]["kernels"], r[1]["kernels"]
     print("in-step collectives:", len(k0), len(k1))

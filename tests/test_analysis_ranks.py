@@ -489,3 +489,36 @@ def test_skew_equal_to_the_steady_lateness_is_only_the_first_call(steps):
         assert rm.startup is None
     else:
         assert rm.startup is not None and rm.startup.calls == 1 and rm.stats(0).startup_wait_ns == 2_000_000
+
+
+def test_recorded_sleep_is_blamed_and_the_start_up_barrier_counted_apart():
+    """tests/data/sleep2ms-gloo (real gloo capture, benchmarks/record_sleep_ranks.py): rank 1 sleeps 2 ms at the
+    start of each of 5 steps; its profiler started 1.15 s after rank 0's and a barrier followed. Expected numbers
+    from benchmarks/raw_late_rank.py on the raw JSON (no tui code): the first events are 1150121.5 µs apart, rank
+    0 reached the barrier 1150095.75 µs before rank 1; after it rank 1 arrived last at 11 of 20 all-reduces and
+    rank 0 waited 8593.0 µs (arrival differences; the end times do not line up on this busy host, so the time
+    bases are used as they are); the 5 sleeps last 10408.290 µs, 8323.173 µs without the one in the step where
+    rank 0 arrived 1332 µs after rank 1 anyway (it is not a call rank 1 was late for)."""
+    from tui.trace import load
+
+    data = Path(__file__).resolve().parent / "data"
+    aa = analyze_ranks([load(str(data / f"sleep2ms-gloo.rank{r}.json.gz"), no_cache=True) for r in (0, 1)])
+    rm = aa[0].cross_rank
+    assert rm.clock[1].status == "inconsistent" and rm.clock[1].offset_ns == 0
+    su = rm.startup
+    assert su is not None and su.calls == 1 and su.late_rank == 1
+    assert su.profiler_skew_ns == pytest.approx(1_150_121_500, abs=1_000)
+    assert su.wait_by_rank[0] == pytest.approx(1_150_095_750, abs=1_000)
+    le = rm.late_rank(1)
+    assert (le.count, le.of) == (11, 20) and le.waits_caused_ns == pytest.approx(8_593_000, abs=1_000)
+    (b,) = le.blamed
+    assert b.frame == "built-in sleep" and b.calls == 4 and b.others_ns == 0
+    assert b.late_ns == pytest.approx(8_323_173, abs=10)
+    # rank 0, last at 9 of 20 by host noise, waited in gloo's work.wait() of the previous call: no frame blamed
+    assert rm.late_rank(0).blamed == []
+    md = render_markdown(aa)
+    head = md.split("## Ranks")[0]
+    assert "**rank 1 arrived last 11 times (of 20), the others waited 8.59 ms for it" in head
+    assert "`built-in sleep`: 8.32 ms own time vs 0 ns" in head and "typing" not in head
+    assert "profilers started 1.15 s apart (rank 1's profiler started last): profiler start-up skew" in head
+    assert aa[0].findings[0].id == "collective-wait-0" and aa[1].findings[0].id == "late-rank-1"

@@ -355,10 +355,11 @@ def compare(analyses, top: int) -> list[str]:
 def ranks_headline(rm) -> list[str]:
     """What the job lost to the late rank, and the start-up skew apart: the first lines of the report."""
     L = []
-    for e in rm.late[:1]:
+    for e in rm.late:  # the one that cost the others most among those last at half their calls or more
         if 2 * e.count >= max(e.of, 1):
             L.append("**" + inline(late_sentence(e)) + ".**")
             L.append("")
+            break
     if rm.startup is not None:
         L.append(inline(startup_sentence(rm.startup)[0].upper() + startup_sentence(rm.startup)[1:]) + "; counted apart "
                  "from the waits above.")

@@ -5,7 +5,7 @@ For every steady-state call a rank arrived last at, take on each rank the issuin
 the late rank's own time minus the median of the other ranks' own time in their same interval is the frame's
 excess; summed over the calls. A frame is **blamed** when its excess is at least ``late_blame_share`` of how
 late the rank was in the compared calls (per call the longest wait of another rank) and it is not itself a
-collective (time blocked in another collective is waiting, not work); at most ``late_blame_top`` are named,
+collective (time inside the collective API is communication and waiting, not work: owntime.COMM); at most ``late_blame_top`` are named,
 largest excess first. When none qualifies the late rank's extra time is spread over many frames and none is
 blamed (``top_excess`` still lists the largest). Every number is a sum of event durations clipped to the intervals: recomputable from the
 raw events.
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ..names import COLLECTIVE_OP_RE, parse_frame
 from ..thresholds import Thresholds
+from .owntime import COMM
 from .records import Blamed
 from .timeline import Timeline
 
@@ -60,7 +61,8 @@ def compare(tls: list[Timeline], late_pos: int, calls: list[tuple[int, dict[int,
             ran[k] = ran.get(k, 0) + (a > 0)
     # time inside another collective is waiting on the other ranks, not work that made this one late
     ex = sorted(((late_tot[k] - oth_tot[k], k) for k in late_tot
-                 if late_tot[k] > oth_tot[k] and not COLLECTIVE_OP_RE.match(k)), key=lambda e: (-e[0], e[1]))
+                 if late_tot[k] > oth_tot[k] and k != COMM and not COLLECTIVE_OP_RE.match(k)),
+                key=lambda e: (-e[0], e[1]))
     top = [_blamed(k, late_tot[k], oth_tot[k], ran[k]) for _, k in ex[:5]]
     blamed = [b for b in top if b.excess_ns >= config.late_blame_share * caused][:config.late_blame_top]
     return {"compared": n, "interval_ns": interval, "others_interval_ns": others_interval, "late_by_ns": caused,

@@ -57,8 +57,7 @@ def wait_sentence(st: RankStats, late: LateRank | None) -> str:
     """'rank 0 waited 222.10 ms inside its collectives for late rank 1 (not GPU idle: ...); rank 1 spent
     +155.90 ms in `_straggler_work` (capture/demo.py:112) between launches'."""
     who = f"late rank {st.wait_for}" if st.wait_for is not None else "the other ranks"
-    s = (f"rank {st.rank} waited {fmt_ns(st.wait_ns)} inside its collectives for {who} (collective wait, not GPU "
-         f"idle: the collective kernels ran)")
+    s = f"rank {st.rank} waited {fmt_ns(st.wait_ns)} inside its collectives for {who} (collective wait, not GPU idle)"
     if late is not None and late.blamed:
         s += (f"; rank {late.rank} spent " + ", ".join(f"+{fmt_ns(b.excess_ns)} in {frame_text(b)}" for b in late.blamed)
               + " between launches, against the others")

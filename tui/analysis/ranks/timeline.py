@@ -13,7 +13,8 @@ Only calls inside the rank's analysis window (by default the measured steps, see
 the capture's own barrier before the first step is not counted.
 
 **Between launches** (``Timeline.own``): for each call, the own time per frame (owntime.py) on the issuing
-thread from the previous call's launch on that thread to this one's; None for the first call of a thread.
+thread from the previous call on that thread (its launch; on the CPU side its completion) to this one's
+launch; None for the first call of a thread.
 """
 
 from __future__ import annotations
@@ -97,15 +98,22 @@ class Timeline:
         prev = np.flatnonzero((self.thread == th) & (self.t_issue < t1))
         return int(prev[np.argmax(self.t_issue[prev])]) if prev.size else None
 
+    def since(self, p: int, i: int) -> int:
+        """Where the interval before call i starts, p being the previous call on its thread: p's launch for
+        GPU collectives (the thread goes on once the kernel is queued); p's completion for CPU collectives
+        (gloo: the thread waits in the previous collective until then, which is waiting, not its own work)."""
+        t = int(self.t_issue[p]) if self.side == "gpu" else max(int(self.t_issue[p]), int(self.end[p]))
+        return min(t, int(self.t_issue[i]))
+
     def own(self) -> list:
-        """Per call, {frame: own time ns} on the issuing thread in [previous launch, this launch)."""
+        """Per call, {frame: own time ns} on the issuing thread in [since(previous), this launch)."""
         if self._own is None:
             out: list = [None] * self.n
             if self.model is not None:
                 for th in sorted(set(self.thread.tolist()) - {-1}):
                     calls = [i for i in range(self.n) if int(self.thread[i]) == th]
                     iv = [(p, i) for i in calls if (p := self.previous(i)) is not None]
-                    res = own_times(self.model, th, [(int(self.t_issue[p]), int(self.t_issue[i])) for p, i in iv])
+                    res = own_times(self.model, th, [(self.since(p, i), int(self.t_issue[i])) for p, i in iv])
                     for (_, i), d in zip(iv, res):
                         out[i] = d
             self._own = out
