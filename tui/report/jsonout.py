@@ -185,7 +185,8 @@ def build_json(analyses, top: int = 50) -> dict:
     if multi:
         doc["gaps"].sort(key=lambda e: -e["dur_us"])
         doc["gaps"] = doc["gaps"][:top]
-        doc["findings"].sort(key=lambda e: -_effect_us(e))
+        # by effect; on a tie (the late rank's finding and the wait it caused) the late rank first
+        doc["findings"].sort(key=lambda e: (-_effect_us(e), "late-rank-" not in e["id"]))
     rm = analyses[0].cross_rank
     if rm is not None:
         doc["collectives"] = [r.to_json() for r in rm.rows]
