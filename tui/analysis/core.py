@@ -127,6 +127,10 @@ class Analysis:
         self._holders: dict[int, tuple[int, int]] = {}
         self._max_dur: dict[int, int] = {}
         self.distortion = self._distortion()
+        #: several ranks of one job (set by ranks.analyze_ranks): the cross-rank match, shared by every rank
+        self.cross_rank = None  # ranks.RankMatch | None
+        #: several ranks: a sentence on the late rank, added to the explanation of collective gaps
+        self.late_rank_note: str | None = None
         if not self.devices:
             self.warnings.append("no GPU activity in this trace: nothing to analyse for idle time")
         from .findings import build_findings

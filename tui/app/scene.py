@@ -265,26 +265,18 @@ class Scene:
                 continue
             if getattr(a, "devices", None):
                 e["idle_pct"] = float(a.idle_pct)
-            rm = getattr(a, "rank_match", None)
-            if not isinstance(rm, dict):
+            rm = getattr(a, "cross_rank", None)  # ranks.RankMatch
+            if rm is None:
                 continue
-            rk = str(rank)
-            by: dict = {}
-            for r in getattr(a, "rank_collectives", None) or []:
-                w = float((r.get("wait_by_rank_us") or {}).get(rk, 0.0))
-                lr = r.get("late_rank")
-                if w > 0 and lr is not None and str(lr) != rk:
-                    by[lr] = by.get(lr, 0.0) + w
-            if by:
-                e["wait_ns"] = int(round(sum(by.values()) * 1e3))
-                e["wait_for"] = max(by, key=lambda k: by[k])
-            for f in getattr(a, "findings", None) or []:
-                if getattr(f, "id", None) == f"collective-wait-{rk}":
-                    e["skew"] = bool((f.evidence or {}).get("startup_skew"))
-            for le in rm.get("late") or []:
-                if str(le.get("rank")) == rk and le.get("count") and 2 * le["count"] >= max(le.get("of") or 0, 1):
-                    b = (le.get("before") or [None])[0] or {}
-                    e["late"] = (int(le["count"]), int(le.get("of") or 0), b.get("func") or b.get("frame"))
+            st = rm.stats(rank)
+            if st is not None and (st.wait_ns or st.startup_wait_ns):
+                e["wait_ns"] = int(st.wait_ns or st.startup_wait_ns)
+                e["wait_for"] = st.wait_for if st.wait_ns else (rm.startup.late_rank if rm.startup else None)
+                e["skew"] = not st.wait_ns  # all of it profiler start-up skew
+            le = rm.late_rank(rank)
+            if le is not None and le.count and 2 * le.count >= max(le.of, 1):
+                b = (le.blamed or [None])[0]
+                e["late"] = (int(le.count), int(le.of), b.func if b else None)
         return out
 
     def _merge_gaps(self) -> None:

@@ -8,10 +8,11 @@ Extra keys beyond the schema's minimum: ``traces[].window`` (what the window cov
 out), ``devices[].collective_wait_us`` / ``collective_late_rank`` (multi-rank: time in collective
 kernels before the last rank arrived), a top-level ``streams`` list (per stream of each device:
 busy, idle and gaps within the device window) and, for the ranks of one job, a top-level ``ranks`` object:
-``per_rank`` (idle %, collective time, exposed communication, wait, times arrived last), ``late`` (late
-ranks and what their CPU did before the launches they were late for), ``clock`` (each rank's offset,
-checked against the collectives' end times) and ``warnings``; ``collectives[]`` then also carry
-``process_group``, ``late_counts`` and per rank waits, times and offsets.
+``per_rank`` (idle %, collective time, exposed communication, wait and start-up wait, times arrived last),
+``late`` (late ranks, the waits they caused and the frames that made them late: own time against the other
+ranks'), ``startup`` (profiler start-up skew: the first collectives' waits, counted apart), ``clock`` (each
+rank's offset, checked against the collectives' end times) and ``warnings`` (ranks.RankMatch.to_json);
+``collectives[]`` then also carry ``process_group``, ``late_counts`` and per rank waits, times and offsets.
 
 Every ``traces[]`` entry carries its own ``causes`` (count and idle per cause); the top-level ``causes`` add
 up every trace of the report. Two traces that are not the ranks of one job are a before/after pair: the
@@ -29,6 +30,13 @@ SCHEMA = "gapscope.findings/1"
 
 def _us(ns) -> float:
     return round(float(ns) / 1e3, 3)
+
+
+def _effect_us(e: dict) -> float:
+    """What a finding is ranked by: its idle time, or for a cross-rank finding (late rank, collective wait: time
+    inside collectives, not idle) the wait in ``evidence.effect_us``."""
+    ev = e.get("evidence")
+    return max(e["idle_us"], float(ev.get("effect_us") or 0.0) if isinstance(ev, dict) else 0.0)
 
 
 def _jsonable(v):
@@ -284,20 +292,16 @@ def build_json(analyses, top: int = 50) -> dict:
     if multi:
         doc["gaps"].sort(key=lambda e: -e["dur_us"])
         doc["gaps"] = doc["gaps"][:top]
-        doc["findings"].sort(key=lambda e: -e["idle_us"])
+        # by effect; on a tie (the late rank's finding and the wait it caused) the late rank first
+        doc["findings"].sort(key=lambda e: (-_effect_us(e), "late-rank-" not in e["id"]))
     if is_pair(analyses):
         from ..analysis.compare import compare, match_gaps
 
         a, b = analyses
         cmp = compare(a, b)
         doc["comparison"] = comparison_entry(cmp, top=top, gm=match_gaps(a, b, cmp), b=b)
-    ranks = getattr(analyses[0], "rank_collectives", None)
-    if ranks is not None:
-        doc["collectives"] = _jsonable(ranks)
-    rm = getattr(analyses[0], "rank_match", None)
-    if rm:
-        idle = {a.rank: round(a.idle_pct, 3) if a.devices else None for a in analyses}
-        doc["ranks"] = {
-            "per_rank": [{**e, "idle_pct": idle.get(e["rank"])} for e in rm.get("ranks", [])],
-            "late": rm.get("late", []), "clock": rm.get("clock", []), "warnings": rm.get("warnings", [])}
+    rm = analyses[0].cross_rank
+    if rm is not None:
+        doc["collectives"] = [r.to_json() for r in rm.rows]
+        doc["ranks"] = rm.to_json()
     return _jsonable(doc)

@@ -10,7 +10,7 @@ import os
 import re
 
 from ..analysis import CAUSES
-from ..analysis.ranks import late_sentence
+from ..analysis.ranks import late_sentence, startup_sentence
 from ..analysis.names import display_frame
 from ..analysis.units import fmt_ns as t
 
@@ -94,15 +94,26 @@ def _coll_label(name: str) -> str:
 
 
 def _wait_text(a, d) -> str:
-    """'222.10 ms waiting for rank 1 in AllReduce' (empty when the device did not wait)."""
+    """'222.10 ms waiting for rank 1 in AllReduce' (empty when the device did not wait); the start-up skew part
+    apart: '19.80 ms waiting for rank 1 in AllReduce, and 38.70 ms in the first collective (profiler start-up
+    skew)'."""
     if not getattr(d, "collective_wait_ns", 0):
         return ""
-    rk = str(a.rank)
-    rows = [r for r in (getattr(a, "rank_collectives", None) or []) if r["wait_by_rank_us"].get(rk, 0) > 0]
-    names = sorted({_coll_label(r["name"]) for r in rows})
-    who = f"rank {d.collective_late_rank}" if d.collective_late_rank is not None else "the other ranks"
+    rm = a.cross_rank
+    rows = [r for r in (rm.rows if rm else []) if r.wait_by_rank.get(a.rank, 0) > 0]
+    st = rm.stats(a.rank) if rm else None
+    steady = st.wait_ns if st else d.collective_wait_ns
+    startup = st.startup_wait_ns if st else 0
+    names = sorted({_coll_label(r.name) for r in rows if r.wait_by_rank[a.rank] > r.startup_wait_by_rank.get(a.rank, 0)})
+    who = f"rank {st.wait_for}" if st and st.wait_for is not None else (
+        f"rank {d.collective_late_rank}" if d.collective_late_rank is not None else "the other ranks")
     where = f" in {', '.join(names)}" if names else " in collectives"
-    return f"{t(d.collective_wait_ns)} waiting for {who}{where}"
+    s = f"{t(steady)} waiting for {who}{where}" if steady else ""
+    if startup:
+        n = rm.startup.calls if rm and rm.startup else 1
+        first = "the first collective" if n == 1 else f"the first {n} collectives"
+        s += (", and " if s else "") + f"{t(startup)} in {first} (profiler start-up skew)"
+    return s
 
 
 def window_line(a) -> str | None:
@@ -504,25 +515,43 @@ def before_after(analyses, top: int) -> list[str]:
     return L + _sections(analyses, top)
 
 
+def ranks_headline(rm) -> list[str]:
+    """What the job lost to the late rank, and the start-up skew apart: the first lines of the report."""
+    L = []
+    for e in rm.late:  # the one that cost the others most among those last at half their calls or more
+        if 2 * e.count >= max(e.of, 1):
+            L.append("**" + inline(late_sentence(e)) + ".**")
+            L.append("")
+            break
+    if rm.startup is not None:
+        L.append(inline(startup_sentence(rm.startup)[0].upper() + startup_sentence(rm.startup)[1:]) + "; counted apart "
+                 "from the waits above.")
+        L.append("")
+    return L
+
+
 def ranks_table(analyses) -> list[str]:
-    """The job at a glance: per rank idle %, collective time, exposed communication, wait and how often it
-    arrived last; clock warnings; the late ranks and what their CPU did before those launches; collectives."""
-    rm = getattr(analyses[0], "rank_match", None) or {}
-    per = {e["rank"]: e for e in rm.get("ranks", [])}
-    L = ["## Ranks", "",
-         "| rank | device | GPU idle | idle | collective time | exposed comm | collective wait | arrived last | "
-         "kernel busy | biggest cause |",
-         "|---:|---:|---:|---:|---:|---:|---|---:|---:|---|"]
+    """The job at a glance: the late rank and what made it late, then per rank idle %, collective time, exposed
+    communication, wait and how often it arrived last; clock warnings; the late ranks; collectives."""
+    rm = analyses[0].cross_rank
+    if rm is None:
+        return []
+    per = {e.rank: e for e in rm.ranks}
+    L = ranks_headline(rm)
+    L += ["## Ranks", "",
+          "| rank | device | GPU idle | idle | collective time | exposed comm | collective wait | arrived last | "
+          "kernel busy | biggest cause |",
+          "|---:|---:|---:|---:|---:|---:|---|---:|---:|---|"]
     for a in analyses:
         c, ns = _biggest_cause(a)
-        pr = per.get(a.rank) or {}
-        ct = t(pr["collective_us"] * 1e3) if pr else "–"
-        ex = t(pr["exposed_us"] * 1e3) if pr else "–"
-        last = f"{pr['arrived_last']} of {pr['matched']}" if pr else "–"
+        pr = per.get(a.rank)
+        ct = t(pr.collective_ns) if pr else "–"
+        ex = t(pr.exposed_ns) if pr else "–"
+        last = f"{pr.arrived_last} of {pr.matched}" if pr else "–"
         rk = a.rank if a.rank is not None else "–"
         cause = f"{c} {t(ns)}" if c else "–"
         if not a.devices:  # collectives on the CPU (gloo): no GPU to be idle
-            wt = t(pr["wait_us"] * 1e3) if pr and pr.get("wait_us") else "–"
+            wt = t(pr.wait_ns) if pr and pr.wait_ns else "–"
             L.append(f"| {rk} | cpu | – | – | {ct} | {ex} | {wt} | {last} | – | {cause} |")
         for d in a.devices:
             wt = _wait_text(a, d)
@@ -532,47 +561,50 @@ def ranks_table(analyses) -> list[str]:
     if per:
         L.append("Collective time: the rank's collective calls (NCCL kernels; on the CPU, as with gloo: op start to "
                  "completion); exposed comm: the part not overlapped by compute; collective wait: the part before "
-                 "the last rank arrived.")
+                 "the last rank arrived (time inside the collective, not GPU idle); arrived last: of the calls after "
+                 "the start-up skew.")
         L.append("")
     notes = {a.window_note.split(";")[0] for a in analyses if a.window_note}
     if len(notes) == 1 and all(a.window.clipped for a in analyses):
         L.append(f"Each rank's {esc(notes.pop())}; capture set-up outside them excluded (see each rank below).")
         L.append("")
-    for w in rm.get("warnings", []):
+    for w in rm.warnings:
         L.append(f"- ⚠ {esc(w)}")
-    if rm.get("warnings"):
+    if rm.warnings:
         L.append("")
-    clock = [e for e in rm.get("clock", []) if e.get("status") not in ("reference", None)]
+    clock = [e for e in rm.clock if e.status != "reference"]
     if clock:
         L.append("Clocks (trace time bases checked against collective end times): " + "; ".join(
-            f"rank {e['rank']} {e['status']}"
-            + (f" (offset {e['offset_us']:+.1f} µs, ends {e['residual_us']:+.1f} µs off, spread "
-               f"{e['spread_us']:.1f} µs, {e['matched']} calls)" if e.get("residual_us") is not None else "")
+            f"rank {e.rank} {e.status}"
+            + (f" (offset {e.offset_ns / 1e3:+.1f} µs, ends {e.residual_ns / 1e3:+.1f} µs off, spread "
+               f"{e.spread_ns / 1e3:.1f} µs, {e.matched} calls)" if e.residual_ns is not None else "")
             for e in clock) + ".")
         L.append("")
-    late = rm.get("late") or []
-    if late:
+    if rm.late:
         L.append("### Late ranks")
         L.append("")
-        L.append("| rank | arrived last | others waited | before its launch it was in | times | avg |")
-        L.append("|---:|---:|---:|---|---:|---:|")
-        for e in late[:10]:
-            b = (e.get("before") or [None])[0]
-            where = (f"{b['func']} ({b['file']}:{b['line']})" if b.get("file") else b["frame"]) if b else None
-            fr = code(where, limit=80) if where else "–"
-            L.append(f"| {e['rank']} | {e['count']} of {e['of']} | {t(e['waits_caused_us'] * 1e3)} | {fr} | "
-                     f"{b['count'] if b else '–'} | {t(b['avg_us'] * 1e3) if b else '–'} |")
+        L.append("What made a rank late: per frame, its thread's own time between collective launches minus the "
+                 "other ranks' (median) in the same intervals.")
         L.append("")
-        L.append(inline(late_sentence(late[0])) + ".")
+        L.append("| rank | arrived last | others waited | frame | own time | others (median) | excess |")
+        L.append("|---:|---:|---:|---|---:|---:|---:|")
+        for e in rm.late[:10]:
+            fr = e.blamed or e.top_excess[:1]
+            if not fr:
+                L.append(f"| {e.rank} | {e.count} of {e.of} | {t(e.waits_caused_ns)} | – | – | – | – |")
+            for i, b in enumerate(fr):
+                head = (f"| {e.rank} | {e.count} of {e.of} | {t(e.waits_caused_ns)} |" if i == 0 else "| | | |")
+                name = b.frame if not b.file else f"{b.func} ({b.file}:{b.line})"
+                tag = "" if e.blamed else " (not blamed)"
+                L.append(f"{head} {code(name, limit=80)}{tag} | {t(b.late_ns)} | {t(b.others_ns)} | "
+                         f"+{t(b.excess_ns)} |")
         L.append("")
-    rc = getattr(analyses[0], "rank_collectives", None)
-    if rc:
+    if rm.rows:
         L.append("| collective | group | count | time (all ranks) | wait | late rank |")
         L.append("|---|---|---:|---:|---:|---:|")
-        for c in rc[:10]:
-            L.append(f"| {code(c['name'], limit=60)} | {code(c.get('process_group') or '–')} | {c['count']} | "
-                     f"{t(c['total_us'] * 1e3)} | {t(c['wait_us'] * 1e3)} | "
-                     f"{c['late_rank'] if c['late_rank'] is not None else '–'} |")
+        for c in rm.rows[:10]:
+            L.append(f"| {code(c.name, limit=60)} | {code(c.process_group or '–')} | {c.count} | "
+                     f"{t(c.total_ns)} | {t(c.wait_ns)} | {c.late_rank if c.late_rank is not None else '–'} |")
         L.append("")
     return L
 
