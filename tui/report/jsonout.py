@@ -106,6 +106,28 @@ def gap_entries(a, top: int, ti: int | None = None) -> list[dict]:
     return out
 
 
+def projection_entry(a, device: int) -> dict | None:
+    """``devices[].projection``: the replay of this device's chain (tui/analysis/replay.py), per step."""
+    pj = a.projection
+    for d in pj.devices:
+        if d.device == device:
+            return {"baseline_us": _us(d.per_step(d.baseline_ns)), "floor_us": _us(d.per_step(d.floor_ns)),
+                    "graph_us": _us(d.per_step(d.graph_ns)), "calibrated": d.calibrated,
+                    "residual_pct": round(d.residual_pct, 3), "steps": d.steps,
+                    "recorded_us": _us(d.per_step(d.recorded_ns)),
+                    "overhead_per_event_us": round(d.overhead_ns / 1e3, 4)}
+    return None
+
+
+def saving_entry(a, f) -> dict:
+    """``findings[].saving_us`` (per step; null: not projected), ``saving_pct`` and the fix replayed."""
+    pj = a.projection
+    s = pj.saving_ns.get(f.id)
+    pct = pj.saving_pct(f.id)
+    return {"saving_us": None if s is None else _us(s), "saving_pct": None if pct is None else round(pct, 2),
+            "fix": pj.what.get(f.id)}
+
+
 def build_json(analyses, top: int = 50) -> dict:
     if not isinstance(analyses, (list, tuple)):
         analyses = [analyses]
@@ -124,6 +146,9 @@ def build_json(analyses, top: int = 50) -> dict:
                  "compute_idle_us": _us(d.idle_ns), "compute_idle_pct": round(d.idle_pct, 3),
                  "stream_busy_us": {str(s): _us(v) for s, v in d.stream_busy_ns.items()},
                  "collective_wait_us": _us(d.collective_wait_ns), "collective_late_rank": d.collective_late_rank}
+            pj = projection_entry(a, d.device)
+            if pj is not None:
+                e["projection"] = pj
             if multi:
                 e["trace"] = ti
             doc["devices"].append(e)
@@ -166,7 +191,7 @@ def build_json(analyses, top: int = 50) -> dict:
         for f in a.findings:
             e = {"id": f"t{ti}:{f.id}" if multi else f.id, "severity": f.severity, "title": f.title,
                  "idle_us": _us(f.idle_ns), "evidence": _jsonable(f.evidence), "suggestion": f.suggestion,
-                 "cause": f.cause}
+                 "cause": f.cause, **saving_entry(a, f)}
             if multi:
                 e["trace"] = ti
             doc["findings"].append(e)
