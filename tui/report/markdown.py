@@ -123,7 +123,7 @@ def saving_line(a, f) -> str | None:
     if s is None or pct is None:
         return None
     how = "un-profiled, calibrated" if pj.calibrated else "profiled time"
-    return f"fix → **−{t(s)} per step (−{pct:.1f}%)**, {how}: {esc(pj.what.get(f.id, ''))}"
+    return f"fix → **−{t(s)} per step (−{pct:.1f}%)**, {how}: {inline(pj.what.get(f.id, ''))}"
 
 
 def projection_line(a) -> str | None:
