@@ -171,3 +171,25 @@ def test_report_json_carries_savings():
     assert sync["saving_us"] > 0 and sync["fix"].startswith("remove the 32 synchronising calls")
     assert all("saving_us" in f for f in doc["findings"])
     assert np.isclose(pj["baseline_us"], 27861.21 / 4, rtol=0.01)
+
+
+def test_explorer_finding_info_shows_the_saving(tmp_path):
+    from textual.widgets import Static
+
+    from tests.test_app import opened, run
+
+    p = _pipelined_with_sync().write(tmp_path / "sync.json")
+
+    async def go():
+        async with opened(p, size=(140, 40)) as (app, pilot):
+            await pilot.press("3")
+            await pilot.pause()
+            fs = app.scene.analysis.findings
+            sync = next(k for k, f in enumerate(fs) if f.cause == "sync")
+            app._show_finding_info(sync)
+            await pilot.pause()
+            w = app.query_one("#findinginfo", Static)
+            txt = str(getattr(w, "renderable", None) or getattr(w, "content", ""))
+            assert "fix → −108 µs per step" in txt and "profiled time" in txt, txt
+
+    run(go())
