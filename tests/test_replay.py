@@ -71,7 +71,7 @@ def test_gpu_bound_removing_python_saves_nothing():
     assert _span(r) - _span(r, r.removal(*iv)) == 0  # ...and the GPU chain does not get shorter
 
 
-def _pipelined_with_sync():
+def _pipelined_with_sync(extra_us: float = 0):
     """Host 102 µs per iteration, kernels 300 µs: the GPU runs ahead-queued. After iteration 2 a
     ``cudaStreamSynchronize`` (inside ``user.py(30): check``) drains the queue; it returns 3 µs after the
     kernel ends, and the next kernel comes 100 + 5 µs later: a 108 µs bubble (drain and refill)."""
@@ -80,6 +80,9 @@ def _pipelined_with_sync():
     for i in range(6):
         s.python("user.py(10): prep", t, 100)
         t += 100
+        if i == 1 and extra_us:
+            s.python("user.py(20): bookkeeping", t, extra_us)
+            t += extra_us
         k = max(t + 5, end)
         s.launch("cudaLaunchKernel", t, 2, kernel=f"k{i}", k_ts=k, k_dur=300)
         end = k + 300
@@ -103,6 +106,17 @@ def test_sync_in_a_pipelined_loop_saves_its_drain_and_refill():
     rem = r.removal(a.model.ts_ns[idx], a.model.ts_ns[idx] + a.model.dur_ns[idx], a.model.track[idx])
     # without it k3 queues behind k2 (1015..1315) and the chain ends at 1915: the 108 µs bubble is saved
     assert _span(r) - _span(r, rem) == 108 * US
+
+
+def test_host_work_before_a_sync_in_a_gpu_bound_loop_saves_nothing():
+    # 50 µs more Python in iteration 1: the GPU is still the bottleneck up to the sync, which waits for k2
+    # (ends 1015) either way; a replay that kept the sync's recorded length would move k3 50 µs earlier
+    a = analyze(model_of(_pipelined_with_sync(extra_us=50)))
+    r = Replay(a.model, a.window, a.flags)
+    assert _span(r) == 2023 * US
+    iv = _python_own(r, "user.py(20): bookkeeping")
+    assert int((iv[1] - iv[0]).sum()) == 50 * US
+    assert _span(r) - _span(r, r.removal(*iv)) == 0
 
 
 def test_sync_finding_projects_its_bubble():
