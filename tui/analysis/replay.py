@@ -52,7 +52,8 @@ trace is replayed, and the saving is baseline - projection (per step, of the slo
   run-ahead the host loses in them, come back through the replay;
 * ``allocator``: the allocator calls and ``empty_cache`` under the frame, and the implicit syncs in them;
 * ``copy``: a pageable copy's blocking: its launch call beyond the median launch-call cost, and the sync
-  calls inside the op that issued it; the copy itself stays on the GPU;
+  calls inside the op that issued it; on the GPU the copy takes what a pinned one of the same bytes takes
+  (the trace's pinned bandwidth for that direction, else ``PINNED_GBPS``);
 * ``launch`` (the launch-bound finding; else the short-gaps one): "the step as one graph replay": the
   window's GPU items back to back, each after the observed graph dispatch gap (the median gap between
   nodes of one ``cudaGraphLaunch``, or ``DEFAULT_GRAPH_GAP_NS`` when the trace has no graph launch).
@@ -76,6 +77,9 @@ DEFAULT_LAUNCH_NS = 5_000
 #: GPU-side gap between two nodes of a CUDA graph when the trace has no graph launch: the median measured in
 #: traces/demo-graph.decode.json.gz (H200, torch 2.11, CUDA 13.0), 417 ns
 DEFAULT_GRAPH_GAP_NS = 417
+#: host-to-device / device-to-host bandwidth of a pinned copy when the trace has none to measure (GB/s = bytes/ns):
+#: a conservative PCIe Gen4 x16 figure (an H200's Gen5 link does about twice that)
+PINNED_GBPS = 25.0
 #: calls that may wait for the GPU: they wait in the replay only where the trace shows they waited
 _MAYBE_WAIT = ("cudaMemcpyAsync", "cudaMemsetAsync", "hipMemcpyAsync", "hipMemsetAsync", "cuMemcpyAsync",
                "cuMemcpyDtoHAsync", "cuMemcpyDtoHAsync_v2")
@@ -220,6 +224,7 @@ class Replay:
         # stream order: by track then start (the model's order already)
         gw = gw[np.lexsort((m.ts_ns[gw], m.track[gw]))]
         self.items = gw
+        self.item_sort = np.argsort(gw, kind="stable")
         s = m.ts_ns[gw]
         d = m.dur_ns[gw]
         e = s + d
@@ -343,9 +348,10 @@ class Replay:
             self.host_ev[int(thr)] = np.sort(m.ts_ns[ev[np.isin(m.kind[ev], hk)]])
 
     # ------------------------------------------------------------------ running
-    def run(self, removed: dict[int, _Removed] | None = None, c: float = 0.0) -> np.ndarray:
+    def run(self, removed: dict[int, _Removed] | None = None, c: float = 0.0, dur=None) -> np.ndarray:
         """Replayed end of every item (``self.items`` order), with ``removed`` host time squeezed out of the
-        threads and ``c`` ns of profiler overhead taken off every host event the thread recorded."""
+        threads and ``c`` ns of profiler overhead taken off every host event the thread recorded; ``dur``
+        replaces the items' durations (``self.items`` order)."""
         removed = removed or {}
         o = self.origin
         na = self.anchors.size
@@ -379,7 +385,8 @@ class Replay:
             fe[sel] = o + b
         # the launch latency includes the launch call's recorded overhead: it loses c too
         lat = np.maximum(self.lat - c, 0).tolist() if c > 0 else self.lat.tolist()
-        qg, dur, start = self.qgap.tolist(), self.dur.tolist(), self.start.tolist()
+        qg, start = self.qgap.tolist(), self.start.tolist()
+        dur = (self.dur if dur is None else np.asarray(dur, np.int64)).tolist()
         trk, dev, has, ia = self.trk.tolist(), self.dev.tolist(), self.has_launch.tolist(), self.item_anchor.tolist()
         end = [0.0] * len(lat)
         stream_end: dict[int, float] = {}
@@ -591,6 +598,14 @@ def _copy_removal(r: Replay, kind: str | None, pageable_only: bool, frame):
         ok, L = ok[inn], L[inn]
     if L.size == 0:
         return None
+    # on the GPU, a pinned copy of the same bytes: at the trace's pinned bandwidth for this direction
+    pos = np.searchsorted(r.items, ok, sorter=r.item_sort)
+    pos = r.item_sort[pos]
+    dur = r.dur.copy()
+    page = np.array(["Pageable" in m.name(i) for i in ok.tolist()], bool)
+    bw = _pinned_gbps(r, kind)
+    nb = m.nbytes[ok]
+    dur[pos[page]] = np.minimum(dur[pos[page]], np.ceil(nb[page] / bw).astype(np.int64))
     # median launch-call cost of kernel launches
     lk = m.launch[r.items[(m.kind[r.items] == int(Kind.KERNEL)) & r.has_launch]]
     cost = int(np.median(m.dur_ns[lk])) if lk.size else 0
@@ -606,43 +621,59 @@ def _copy_removal(r: Replay, kind: str | None, pageable_only: bool, frame):
             os_, oe = int(m.ts_ns[o]), int(m.ts_ns[o] + m.dur_ns[o])
             inn = syn[(m.track[syn] == m.track[o]) & (m.ts_ns[syn] >= os_) & (m.ts_ns[syn] < oe)]
             S.append(m.ts_ns[inn]), E.append(m.ts_ns[inn] + m.dur_ns[inn]), T.append(m.track[inn].astype(np.int64))
-    return np.concatenate(S), np.concatenate(E), np.concatenate(T)
+    return (np.concatenate(S), np.concatenate(E), np.concatenate(T)), dur, bw
+
+
+def _pinned_gbps(r: Replay, kind: str | None) -> float:
+    """Median bandwidth (GB/s = bytes/ns) of the trace's pinned copies of ``kind`` of 1 MiB or more, else
+    ``PINNED_GBPS``."""
+    from .activity import copy_kind
+
+    m = r.model
+    it = r.items[m.kind[r.items] == int(Kind.MEMCPY)]
+    bws = [m.nbytes[i] / m.dur_ns[i] for i in it.tolist() if "Pinned" in m.name(i) and m.nbytes[i] >= 1 << 20
+           and m.dur_ns[i] > 0 and (not kind or copy_kind(m.name(i)) == kind)]
+    return float(np.median(bws)) if bws else PINNED_GBPS
 
 
 def fix_for(a, r: Replay, f):
-    """What removing finding ``f`` means: ("remove", (s, e, thread), what) or ("graph", None, what) or None."""
+    """What fixing finding ``f`` means: ("remove", (s, e, thread), what, item durations or None), or
+    ("graph", None, what, None), or None."""
     m = r.model
     ev = f.evidence or {}
     cause = f.cause
     frame = ev.get("frame")
     where = f" in `{frame}`" if frame else ""
     if cause == "launch":
-        return ("graph", None, "the step as one CUDA graph replay")
+        return ("graph", None, "the step as one CUDA graph replay", None)
     if cause == "python" and frame:
         iv = _python_own(r, frame)
-        return ("remove", iv, f"remove `{frame}`'s own host time") if iv is not None else None
+        return ("remove", iv, f"remove `{frame}`'s own host time", None) if iv is not None else None
     if cause == "sync":
         mask = r.flags["sync_op"] | r.flags["sync_rt"] | r.flags["blocking_copy"]
         idx = _calls_under(r, mask, frame)
         if idx.size == 0:
             return None
         return ("remove", (m.ts_ns[idx], m.ts_ns[idx] + m.dur_ns[idx], m.track[idx].astype(np.int64)),
-                f"remove the {idx.size} synchronising calls{where}")
+                f"remove the {idx.size} synchronising calls{where}", None)
     if cause == "allocator":
         mask = r.flags["alloc"] | r.flags["empty_cache"]
         idx = _calls_under(r, mask, frame)
         if idx.size == 0:
             return None
         return ("remove", (m.ts_ns[idx], m.ts_ns[idx] + m.dur_ns[idx], m.track[idx].astype(np.int64)),
-                f"remove the {idx.size} allocator calls{where} and their implicit syncs")
+                f"remove the {idx.size} allocator calls{where} and their implicit syncs", None)
     if cause == "copy":
         kind = ev.get("kind")
         pageable = bool(ev.get("pageable"))
         if not kind and f.gap_rows.size:
             kind = (a.gap_detail(int(f.gap_rows[0])).extra.get("copy") or {}).get("kind")
-        iv = _copy_removal(r, kind, pageable, frame)
-        return ("remove", iv, "pinned memory and non_blocking=True: the copies stop blocking the host") \
-            if iv is not None else None
+        got = _copy_removal(r, kind, pageable, frame)
+        if got is None:
+            return None
+        iv, dur, bw = got
+        return ("remove", iv, f"pinned memory and non_blocking=True: the copies stop blocking the host and run at "
+                              f"{bw:.0f} GB/s", dur)
     return None
 
 
@@ -735,13 +766,13 @@ def project(a) -> Projection:
         if fx is None:
             p.saving_ns[f.id] = None
             continue
-        kind, iv, what = fx
+        kind, iv, what, dur = fx
         if kind == "graph":
             proj_step = max(graph.values()) / steps
             graph_done = True
         else:
             s, e, t = iv
-            end = r.run(r.removal(s, e, t), c)
+            end = r.run(r.removal(s, e, t), c, dur)
             proj_step = max(r.span(end).values()) / steps
         p.saving_ns[f.id] = int(round(max(base_step - proj_step, 0.0)))
         p.what[f.id] = what
