@@ -348,10 +348,11 @@ class Replay:
             self.host_ev[int(thr)] = np.sort(m.ts_ns[ev[np.isin(m.kind[ev], hk)]])
 
     # ------------------------------------------------------------------ running
-    def run(self, removed: dict[int, _Removed] | None = None, c: float = 0.0, dur=None) -> np.ndarray:
+    def run(self, removed: dict[int, _Removed] | None = None, c: float = 0.0, dur=None, nowait=None) -> np.ndarray:
         """Replayed end of every item (``self.items`` order), with ``removed`` host time squeezed out of the
         threads and ``c`` ns of profiler overhead taken off every host event the thread recorded; ``dur``
-        replaces the items' durations (``self.items`` order)."""
+        replaces the items' durations (``self.items`` order); the calls in ``nowait`` (event indices) no longer
+        wait for the GPU."""
         removed = removed or {}
         o = self.origin
         na = self.anchors.size
@@ -409,6 +410,8 @@ class Replay:
             item(j)
         order, ptr = self._order.tolist(), self._ptr.tolist()
         thr_l, fsl, fel = self.a_thr.tolist(), fs.tolist(), fe.tolist()
+        if nowait is not None and len(nowait):
+            skip |= np.isin(self.anchors, np.asarray(nowait, np.int64))
         waits, tail, skl = self.waits.tolist(), self.tail.tolist(), skip.tolist()
         tdevs, alld = self.thr_devs, self.devices
         for p in range(na):
@@ -621,7 +624,7 @@ def _copy_removal(r: Replay, kind: str | None, pageable_only: bool, frame):
             os_, oe = int(m.ts_ns[o]), int(m.ts_ns[o] + m.dur_ns[o])
             inn = syn[(m.track[syn] == m.track[o]) & (m.ts_ns[syn] >= os_) & (m.ts_ns[syn] < oe)]
             S.append(m.ts_ns[inn]), E.append(m.ts_ns[inn] + m.dur_ns[inn]), T.append(m.track[inn].astype(np.int64))
-    return (np.concatenate(S), np.concatenate(E), np.concatenate(T)), dur, bw
+    return (np.concatenate(S), np.concatenate(E), np.concatenate(T)), dur, bw, L
 
 
 def _pinned_gbps(r: Replay, kind: str | None) -> float:
@@ -637,8 +640,8 @@ def _pinned_gbps(r: Replay, kind: str | None) -> float:
 
 
 def fix_for(a, r: Replay, f):
-    """What fixing finding ``f`` means: ("remove", (s, e, thread), what, item durations or None), or
-    ("graph", None, what, None), or None."""
+    """What fixing finding ``f`` means: ("remove", (s, e, thread), what, None or (item durations, calls that
+    no longer wait)), or ("graph", None, what, None), or None."""
     m = r.model
     ev = f.evidence or {}
     cause = f.cause
@@ -671,9 +674,9 @@ def fix_for(a, r: Replay, f):
         got = _copy_removal(r, kind, pageable, frame)
         if got is None:
             return None
-        iv, dur, bw = got
+        iv, dur, bw, calls = got
         return ("remove", iv, f"pinned memory and non_blocking=True: the copies stop blocking the host and run at "
-                              f"{bw:.0f} GB/s", dur)
+                              f"{bw:.0f} GB/s", (dur, calls))
     return None
 
 
@@ -772,7 +775,8 @@ def project(a) -> Projection:
             graph_done = True
         else:
             s, e, t = iv
-            end = r.run(r.removal(s, e, t), c, dur)
+            d, nw = dur if dur is not None else (None, None)
+            end = r.run(r.removal(s, e, t), c, d, nw)
             proj_step = max(r.span(end).values()) / steps
         p.saving_ns[f.id] = int(round(max(base_step - proj_step, 0.0)))
         p.what[f.id] = what
