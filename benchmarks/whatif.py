@@ -5,9 +5,12 @@ eager vs graph, the launch-bound finding) gives the projected relative saving (`
 step), and the measured relative saving is 1 - fixed / bad of the un-profiled step times.
 
 Measured times come from ``--measured FILE``, a JSON ``{"variant": {"min_us": .., "median_us": .., "n": ..}}``
-(the GPU engineer's interleaved un-profiled timings; ``--stat min|median`` picks which), else from each
-trace's own metadata (``gapscope.unprofiled_us``, the median of its capture's repeats; those of
-traces/ were not interleaved and come from different sessions, so read that table as a smoke test).
+(``--stat min|median`` picks which). A variant is looked up by its trace name (``demo-eager-sync.decode``)
+or by the short key ``benchmarks/whatif_pairs.py`` writes (``sync.decode``, ``eager.decode``,
+``graph.decode``); where that file gives a ``saving_pct`` paired by round against the twin, its median
+(p25..p75) is the measured saving, else 1 - fixed / bad of the chosen statistic. Without ``--measured``,
+each trace's own metadata is used (``gapscope.unprofiled_us``, the median of its capture's repeats; those
+of traces/ were not interleaved and come from different sessions, so read that table as a smoke test).
 
     python3 benchmarks/whatif.py                      # the pairs in traces/, metadata times
     python3 benchmarks/whatif.py --measured m.json --traces DIR
@@ -37,6 +40,11 @@ PAIRS = [
     ("demo-eager-sampling.decode", "demo-eager.decode", "python", "_inject_host_sampling"),
     ("demo-eager.decode", "demo-graph.decode", "launch", None),
     ("demo-eager.prefill", "demo-graph.prefill", "launch", None),
+    # prefill twins, when their traces exist (benchmarks/whatif_pairs.py times them)
+    ("demo-eager-sync.prefill", "demo-eager.prefill", "sync", "_inject_sync_check"),
+    ("demo-eager-alloc.prefill", "demo-eager.prefill", "allocator", "_inject_allocator_churn"),
+    ("demo-eager-python.prefill", "demo-eager.prefill", "python", "_host_bookkeeping"),
+    ("demo-eager-copy.prefill", "demo-eager.prefill", "copy", "_inject_pageable_copy"),
 ]
 
 
@@ -51,9 +59,32 @@ def _finding(a, cause, frame):
     return None
 
 
+def _key(name: str) -> str:
+    """``demo-eager-sync.decode`` -> ``sync.decode``; ``demo-eager.decode`` -> ``eager.decode``."""
+    n = name[5:] if name.startswith("demo-") else name
+    return n[6:] if n.startswith("eager-") else n
+
+
+def _entry(table: dict, name: str):
+    v = table.get(name)
+    if not isinstance(v, dict):
+        v = table.get(_key(name))
+    return v if isinstance(v, dict) else None
+
+
+def _paired(table: dict, bad: str, fixed: str):
+    """whatif_pairs.py's round-paired saving of this pair (median, p25, p75), if it has one."""
+    for who, vs in ((bad, fixed), (fixed, bad)):
+        e = _entry(table, who)
+        sp = e.get("saving_pct") if e else None
+        if isinstance(sp, dict) and sp.get("vs") in (vs, _key(vs)) and isinstance(sp.get("median"), (int, float)):
+            return float(sp["median"]), sp.get("p25"), sp.get("p75")
+    return None
+
+
 def _measured(name, path: Path, table: dict | None, stat: str):
     if table is not None:
-        v = table.get(name)
+        v = _entry(table, name)
         if not isinstance(v, dict):
             return None, 0
         x = v.get(f"{stat}_us", v.get("median_us"))
@@ -87,7 +118,7 @@ def main(argv=None) -> int:
     print("|---|---|---|---:|---:|---:|---|---|")
     for bad, fixed, cause, frame in PAIRS:
         pb, pf = tdir / f"{bad}.json.gz", tdir / f"{fixed}.json.gz"
-        if not pb.exists() or (table is None and not pf.exists()):
+        if not pb.exists() or (table is None and not pf.exists()):  # the twin's trace is needed only for its time
             continue
         a = analyze(load(str(pb), no_cache=True))
         f = _finding(a, cause, frame)
@@ -95,6 +126,12 @@ def main(argv=None) -> int:
         mf, nf = _measured(fixed, pf, table, args.stat)
         proj = a.projection.saving_pct(f.id) if f else None
         meas = 100.0 * (1 - mf / mb) if mb and mf else None
+        paired = _paired(table, bad, fixed) if table is not None else None
+        spread = ""
+        if paired is not None:
+            meas = paired[0]
+            if isinstance(paired[1], (int, float)) and isinstance(paired[2], (int, float)):
+                spread = f" ({paired[1]:.1f}–{paired[2]:.1f})"
         if proj is None or meas is None:
             verdict = "n/a"
         else:
@@ -106,7 +143,7 @@ def main(argv=None) -> int:
                "calibrated": a.projection.calibrated, "verdict": verdict}
         rows.append(row)
         fmt = (lambda x: "–" if x is None else f"{x:.1f}%")
-        print(f"| {bad} | {fixed} | {row['finding'] or '–'} | {fmt(proj)} | {fmt(meas)} | "
+        print(f"| {bad} | {fixed} | {row['finding'] or '–'} | {fmt(proj)} | {fmt(meas)}{spread} | "
               f"{(mb or 0) / 1e3:.2f} / {(mf or 0) / 1e3:.2f} ({nb}, {nf}) | "
               f"{'yes' if a.projection.calibrated else 'no'} | {verdict} |")
     if args.json:
