@@ -230,3 +230,33 @@ def test_explorer_finding_info_shows_the_saving(tmp_path):
             assert "fix → −108 µs per step" in txt and "profiled time" in txt, txt
 
     run(go())
+
+
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "traces"
+
+
+def _shared():
+    if not SHARED.is_dir():
+        return []
+    return sorted(p for p in SHARED.glob("*/*") if p.name.endswith((".json", ".json.gz")))
+
+
+@pytest.mark.skipif(not _shared(), reason="shared traces absent")
+def test_shared_traces_replay_within_2pct_and_project_without_error():
+    from tui.errors import GapscopeError
+    from tui.trace import load
+
+    seen = 0
+    for path in _shared():
+        try:
+            a = analyze(load(str(path), no_cache=True))
+        except GapscopeError:
+            continue
+        p = project(a)
+        for d in p.devices:
+            seen += 1
+            assert d.residual_pct <= 2.0, (path.name, d)
+        assert all(v is None or v >= 0 for v in p.saving_ns.values()), path.name
+        for f in a.findings:  # every finding is either projected or says why not
+            assert f.id in p.saving_ns or not p.devices, (path.name, f.id)
+    assert seen >= 10

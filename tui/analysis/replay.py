@@ -686,9 +686,14 @@ def _steps(a) -> int:
     n = len(set(w.steps)) if getattr(w, "clipped", False) else 0
     if n:
         return n
-    g = a.model.gapscope_meta or {}
-    act = g.get("active")
-    return int(act) if isinstance(act, int) and act > 0 and w.steps else 1
+    # other traces: torch.profiler's ProfilerStep#N ranges, when the schedule recorded some
+    m = a.model
+    ps = [i for i, nm in enumerate(m.names) if nm.startswith("ProfilerStep#")]
+    if ps:
+        idx = np.flatnonzero(np.isin(m.name_id, np.array(ps, np.int32)) & (m.kind == int(Kind.ANNOTATION)))
+        if idx.size:
+            return int(np.unique(m.name_id[idx]).size)
+    return 1
 
 
 def _calibrate(r: Replay, target: float, dev: int) -> float:
@@ -754,10 +759,10 @@ def project(a) -> Projection:
         p.notes.append("the un-profiled time is below what the replay gives with all profiler overhead removed: "
                        "the projection starts from a longer step than measured")
     base_step = max(base.values()) / steps
-    graph_done = False
     launch_order = sorted([f for f in a.findings if f.cause == "launch"],
                           key=lambda f: (0 if "launch-bound" in f.title else 1 if "shorter than" in f.title else 2))
     graph_owner = launch_order[0].id if launch_order and "queued" not in launch_order[0].title else None
+    seen: dict[tuple, str] = {}
     for f in a.findings:
         if f.cause == "launch" and f.id != graph_owner:
             p.saving_ns[f.id] = None
@@ -772,13 +777,19 @@ def project(a) -> Projection:
         kind, iv, what, dur = fx
         if kind == "graph":
             proj_step = max(graph.values()) / steps
-            graph_done = True
         else:
             s, e, t = iv
             d, nw = dur if dur is not None else (None, None)
             end = r.run(r.removal(s, e, t), c, d, nw)
             proj_step = max(r.span(end).values()) / steps
-        p.saving_ns[f.id] = int(round(max(base_step - proj_step, 0.0)))
+        sv = int(round(max(base_step - proj_step, 0.0)))
+        # two findings with the same fix (a copy's gaps and its pageable memory) are one saving, not two
+        first = seen.get((what, sv))
+        if first is not None:
+            p.saving_ns[f.id] = None
+            p.what[f.id] = f"the same fix as {first}"
+            continue
+        seen[(what, sv)] = f.id
+        p.saving_ns[f.id] = sv
         p.what[f.id] = what
-    del graph_done
     return p

@@ -121,7 +121,7 @@ def saving_line(a, f) -> str | None:
     pj = a.projection
     s, pct = pj.saving_ns.get(f.id), pj.saving_pct(f.id)
     if s is None or pct is None:
-        return None
+        return f"fix: {inline(pj.what[f.id])}" if pj.what.get(f.id) else None
     how = "un-profiled, calibrated" if pj.calibrated else "profiled time"
     return f"fix → **−{t(s)} per step (−{pct:.1f}%)**, {how}: {inline(pj.what.get(f.id, ''))}"
 
