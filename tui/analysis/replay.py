@@ -77,6 +77,8 @@ DEFAULT_LAUNCH_NS = 5_000
 #: GPU-side gap between two nodes of a CUDA graph when the trace has no graph launch: the median measured in
 #: traces/demo-graph.decode.json.gz (H200, torch 2.11, CUDA 13.0), 417 ns
 DEFAULT_GRAPH_GAP_NS = 417
+#: a per-event overhead that takes all recorded host time off (calibration's upper end)
+NO_HOST = 1e12
 #: host-to-device / device-to-host bandwidth of a pinned copy when the trace has none to measure (GB/s = bytes/ns):
 #: a conservative PCIe Gen4 x16 figure (an H200's Gen5 link does about twice that)
 PINNED_GBPS = 25.0
@@ -376,9 +378,10 @@ class Replay:
                 ev = self.host_ev.get(int(thr), np.zeros(0, np.int64))
                 if R is not None:
                     ev = ev[~_inside(R.s, R.e, ev)]
+                # only the events since the origin lose their overhead, and no time goes before the origin
                 n_o = np.searchsorted(ev, o)
-                a = a - c * (np.searchsorted(ev, ts) - n_o)
-                b = b - c * (np.searchsorted(ev, te) - n_o)
+                a = np.where(ts >= o, np.maximum(a - c * np.clip(np.searchsorted(ev, ts) - n_o, 0, None), 0), a)
+                b = np.where(te >= o, np.maximum(b - c * np.clip(np.searchsorted(ev, te) - n_o, 0, None), 0), b)
                 # overhead never makes time run backwards: each anchor's start and end keep their order
                 seq = np.maximum.accumulate(np.column_stack((a, b)).ravel()).reshape(-1, 2)
                 a, b = seq[:, 0], seq[:, 1]
@@ -696,20 +699,29 @@ def _steps(a) -> int:
     return 1
 
 
-def _calibrate(r: Replay, target: float, dev: int) -> float:
-    """The per-event overhead c (ns) that makes the replayed span of ``dev`` equal ``target``."""
+def _calibrate(r: Replay, target: float, dev: int, rtol: float = 5e-4) -> float:
+    """The per-event overhead c (ns) that makes the replayed span of ``dev`` equal ``target`` (within rtol)."""
 
     def span(c):
         return r.span(r.run(None, c)).get(dev, 0)
 
-    if span(0.0) <= target:
+    s0 = span(0.0)
+    if s0 <= target:
         return 0.0
-    lo, hi = 0.0, 1_000.0
-    while span(hi) > target and hi < 1e7:
+    if span(NO_HOST) >= target:  # even without any host time the replay is longer: take it all off
+        return NO_HOST
+    # taking c off each of n host events shortens the span by at most c * n: c is at least (s0 - target) / n
+    n = sum(int(v.size) for v in r.host_ev.values()) or 1
+    lo = (s0 - target) / n
+    hi = 2 * lo + 1.0
+    while span(hi) > target and hi < 1e9:
         lo, hi = hi, hi * 2
-    for _ in range(30):
+    for _ in range(40):
         mid = (lo + hi) / 2
-        if span(mid) > target:
+        sm = span(mid)
+        if abs(sm - target) <= rtol * target:
+            return mid
+        if sm > target:
             lo = mid
         else:
             hi = mid
