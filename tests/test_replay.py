@@ -232,6 +232,15 @@ def test_explorer_finding_info_shows_the_saving(tmp_path):
     run(go())
 
 
+def test_two_rank_sample_says_how_collectives_are_treated():
+    from tui.trace import load
+
+    a = analyze(load(str(TRACES / "demo-eager-tp.decode.rank0.json.gz"), no_cache=True))
+    p = a.projection
+    assert any("replayed alone" in n and "collective" in n for n in p.notes)
+    assert all(p.saving_ns[f.id] is None for f in a.findings if f.cause == "collective")
+
+
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "traces"
 
 

@@ -770,6 +770,9 @@ def project(a) -> Projection:
     if p.calibrated and p.devices and max(base.values()) > 1.02 * float(dist["unprofiled_us"]) * 1e3:
         p.notes.append("the un-profiled time is below what the replay gives with all profiler overhead removed: "
                        "the projection starts from a longer step than measured")
+    if r.items.size and a.flags["coll_kernel"][m.name_id[r.items[r.in_window]]].any():
+        p.notes.append("each rank is replayed alone: collective kernels keep their recorded duration, their wait "
+                       "for the other ranks included")
     base_step = max(base.values()) / steps
     launch_order = sorted([f for f in a.findings if f.cause == "launch"],
                           key=lambda f: (0 if "launch-bound" in f.title else 1 if "shorter than" in f.title else 2))
