@@ -164,6 +164,20 @@ def test_pageable_copy_fix_unblocks_the_host_and_copies_at_pinned_speed():
     assert p.saving_ns[f.id] == (10133 - 4125) * US
 
 
+def test_device_to_device_copy_is_not_projected_as_a_pinned_copy():
+    s = Synth()
+    s.python("user.py(10): prep", 10, 100)
+    with s.frame("user.py(40): shuffle", 110, 10008):
+        rt = s.runtime("cudaMemcpyAsync", 110, 10008)
+        s.memcpy("DtoD", 115, 10000, nbytes=100_000_000, corr=rt["args"]["correlation"], src="Device")
+    s.launch("cudaLaunchKernel", 10118, 2, kernel="k", k_ts=10123, k_dur=10)
+    s.annotation("gapscope.step#0", 0, 10134)
+    a = analyze(model_of(s))
+    p = project(a)
+    copies = [f for f in a.findings if f.cause == "copy"]
+    assert copies and all(p.saving_ns[f.id] is None for f in copies)
+
+
 def _samples():
     return sorted(TRACES.glob("*.json.gz"))
 

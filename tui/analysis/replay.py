@@ -589,7 +589,10 @@ def _copy_removal(r: Replay, kind: str | None, pageable_only: bool, frame):
     ok = []
     for i in cand.tolist():
         nm = m.name(i)
-        if kind and copy_kind(nm) != kind:
+        ck = copy_kind(nm)
+        if not ck.startswith(("HtoD", "DtoH")):  # pinned memory and non_blocking are about host copies
+            continue
+        if kind and ck != kind:
             continue
         if pageable_only and "Pageable" not in nm:
             continue
