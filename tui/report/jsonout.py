@@ -108,6 +108,8 @@ def gap_entries(a, top: int, ti: int | None = None) -> list[dict]:
 
 def projection_entry(a, device: int) -> dict | None:
     """``devices[].projection``: the replay of this device's chain (tui/analysis/replay.py), per step."""
+    from ..analysis.replay import NO_HOST
+
     pj = a.projection
     for d in pj.devices:
         if d.device == device:
@@ -115,7 +117,8 @@ def projection_entry(a, device: int) -> dict | None:
                     "graph_us": _us(d.per_step(d.graph_ns)), "calibrated": d.calibrated,
                     "residual_pct": round(d.residual_pct, 3), "steps": d.steps,
                     "recorded_us": _us(d.per_step(d.recorded_ns)),
-                    "overhead_per_event_us": round(d.overhead_ns / 1e3, 4)}
+                    "overhead_per_event_us": None if d.overhead_ns >= NO_HOST else round(d.overhead_ns / 1e3, 4), "headline": pj.headline(),
+                    "notes": list(pj.notes)}
     return None
 
 
