@@ -129,6 +129,24 @@ def test_sync_finding_projects_its_bubble():
     assert p.devices[0].residual_pct == 0.0
 
 
+def test_markdown_says_the_fix_and_ranks_findings_by_saving():
+    import re
+
+    from tui.report.markdown import render_markdown
+    from tui.trace import load
+
+    md = render_markdown([analyze(model_of(_pipelined_with_sync()))])
+    assert "fix → **−108.0 µs per step (−5.3%)**, profiled time: remove the 1 synchronising call in" in md
+    assert "- Projection: step 2.02 ms profiled; GPU floor 1.80 ms" in md  # 2023 µs; six 300 µs kernels
+    md = render_markdown([analyze(load(str(TRACES / "demo-eager-sync.decode.json.gz"), no_cache=True))])
+    findings = md[md.index("## Findings"):md.index("## Idle time by cause")]
+    got = []
+    for num, unit in re.findall(r"fix → \*\*−([0-9.]+) (ms|µs) per step", findings):
+        got.append(float(num) * (1000 if unit == "ms" else 1))
+    assert len(got) >= 5 and got == sorted(got, reverse=True)
+    assert "un-profiled, calibrated" in findings
+
+
 def test_launch_finding_is_the_graph_replay():
     s, end = _loop(10, n=6, prep="op")
     a = analyze(model_of(s))

@@ -645,6 +645,10 @@ def _pinned_gbps(r: Replay, kind: str | None) -> float:
     return float(np.median(bws)) if bws else PINNED_GBPS
 
 
+def _n(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
 def fix_for(a, r: Replay, f):
     """What fixing finding ``f`` means: ("remove", (s, e, thread), what, None or (item durations, calls that
     no longer wait)), or ("graph", None, what, None), or None."""
@@ -664,14 +668,14 @@ def fix_for(a, r: Replay, f):
         if idx.size == 0:
             return None
         return ("remove", (m.ts_ns[idx], m.ts_ns[idx] + m.dur_ns[idx], m.track[idx].astype(np.int64)),
-                f"remove the {idx.size} synchronising calls{where}", None)
+                f"remove the {_n(idx.size, 'synchronising call')}{where}", None)
     if cause == "allocator":
         mask = r.flags["alloc"] | r.flags["empty_cache"]
         idx = _calls_under(r, mask, frame)
         if idx.size == 0:
             return None
         return ("remove", (m.ts_ns[idx], m.ts_ns[idx] + m.dur_ns[idx], m.track[idx].astype(np.int64)),
-                f"remove the {idx.size} allocator calls{where} and their implicit syncs", None)
+                f"remove the {_n(idx.size, 'allocator call')}{where} and their implicit syncs", None)
     if cause == "copy":
         kind = ev.get("kind")
         pageable = bool(ev.get("pageable"))
