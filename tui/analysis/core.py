@@ -205,6 +205,13 @@ class Analysis:
         return stream_gaps(self.model, track_id, w)
 
     @cached_property
+    def projection(self):
+        """What fixing each finding saves per step, from a replay of the trace (replay.py; on demand)."""
+        from .replay import project
+
+        return project(self)
+
+    @cached_property
     def kernels(self) -> list:
         return activity.kernel_stats(self.model, window=self.window, flags=self.flags)
 

@@ -771,6 +771,15 @@ class GapscopeApp(App):
             t.append(self._text(f.title) + "\n", style="bold")
             t.append(self._text(f"{f.severity}, {self.d(f.idle_ns)} of GPU idle explained, "
                                 f"{np.asarray(getattr(f, 'gap_rows', ())).size} gaps") + "\n")
+            pa = pt.analysis if isinstance(i, tuple) and pt is not None else getattr(sc, "analysis", None)
+            # the projected saving (analysis/replay.py); computed here only for traces small enough to replay at once
+            if pa is not None and ("projection" in vars(pa) or pa.model.n < 200_000):
+                pj = pa.projection
+                s = pj.saving_ns.get(f.id)
+                if s is not None:
+                    how = "un-profiled, calibrated" if pj.calibrated else "profiled time"
+                    t.append(self._text(f"fix → −{self.d(s)} per step (−{pj.saving_pct(f.id):.1f}%), {how}: "
+                                        f"{pj.what.get(f.id, '')}") + "\n", style="bold")
             if f.suggestion:
                 t.append("suggestion: ", style="bold green")
                 t.append(self._text(str(f.suggestion)) + "\n")

@@ -202,6 +202,29 @@ def new_gaps_entry(b, cmp, gm, top: int = 10) -> dict:
                     "next_kernel": b.model.name(nxt) if nxt >= 0 else None})
     return {"b_listed": int(gm.b_rows.size), "new_in_b": int(gm.new.sum()), "matched": int((gm.a_rows >= 0).sum()),
             "new": new}
+def projection_entry(a, device: int) -> dict | None:
+    """``devices[].projection``: the replay of this device's chain (tui/analysis/replay.py), per step."""
+    from ..analysis.replay import NO_HOST
+
+    pj = a.projection
+    for d in pj.devices:
+        if d.device == device:
+            return {"baseline_us": _us(d.per_step(d.baseline_ns)), "floor_us": _us(d.per_step(d.floor_ns)),
+                    "graph_us": _us(d.per_step(d.graph_ns)), "calibrated": d.calibrated,
+                    "residual_pct": round(d.residual_pct, 3), "steps": d.steps,
+                    "recorded_us": _us(d.per_step(d.recorded_ns)),
+                    "overhead_per_event_us": None if d.overhead_ns >= NO_HOST else round(d.overhead_ns / 1e3, 4), "headline": pj.headline(),
+                    "notes": list(pj.notes)}
+    return None
+
+
+def saving_entry(a, f) -> dict:
+    """``findings[].saving_us`` (per step; null: not projected), ``saving_pct`` and the fix replayed."""
+    pj = a.projection
+    s = pj.saving_ns.get(f.id)
+    pct = pj.saving_pct(f.id)
+    return {"saving_us": None if s is None else _us(s), "saving_pct": None if pct is None else round(pct, 2),
+            "fix": pj.what.get(f.id)}
 
 
 def build_json(analyses, top: int = 50) -> dict:
@@ -228,6 +251,9 @@ def build_json(analyses, top: int = 50) -> dict:
             v = verdicts.get((d.rank, d.device))
             if v is not None:
                 e["verdict"] = {"kind": v.kind, "summary": v.summary(), "evidence": v.evidence()}
+            pj = projection_entry(a, d.device)
+            if pj is not None:
+                e["projection"] = pj
             if multi:
                 e["trace"] = ti
             doc["devices"].append(e)
@@ -281,7 +307,7 @@ def build_json(analyses, top: int = 50) -> dict:
         for f in a.findings:
             e = {"id": f"t{ti}:{f.id}" if multi else f.id, "severity": f.severity, "title": f.title,
                  "idle_us": _us(f.idle_ns), "evidence": _jsonable(f.evidence), "suggestion": f.suggestion,
-                 "cause": f.cause}
+                 "cause": f.cause, **saving_entry(a, f)}
             if multi:
                 e["trace"] = ti
             doc["findings"].append(e)
