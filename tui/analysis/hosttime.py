@@ -48,6 +48,25 @@ class HostTime:
             ev, ns = ev[keep], ns[keep]
         return list(zip(ev[:k].tolist(), ns[:k].tolist()))
 
+    def by_name(self, model, mask: np.ndarray | None = None, k: int = 5) -> list[tuple[int, int]]:
+        """(first event, ns) per name, most time first: a function called twice in the interval is one frame
+        with both calls' time. With ``mask`` (over events), only names of which some credited event is in it."""
+        ev, ns = self.events, self.ns
+        if ev.size == 0:
+            return []
+        nid = model.name_id[ev]
+        if mask is not None:
+            keep = mask[ev]
+            if not keep.any():
+                return []
+            sel = np.isin(nid, nid[keep])
+            ev, ns, nid = ev[sel], ns[sel], nid[sel]
+        u, first, inv = np.unique(nid, return_index=True, return_inverse=True)
+        tot = np.zeros(u.size, np.int64)
+        np.add.at(tot, inv, ns)
+        o = np.lexsort((u, -tot))
+        return list(zip(ev[first[o]][:k].tolist(), tot[o][:k].tolist()))
+
     def of(self, event: int) -> int:
         hit = np.flatnonzero(self.events == event)
         return int(self.ns[hit[0]]) if hit.size else 0

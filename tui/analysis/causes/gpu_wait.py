@@ -81,7 +81,7 @@ def gather(a, x):
     if x.thr >= 0:
         start = max(x.tl, x.t0)
         ht = host_time(a.stacks, a.model, x.thr, start, x.t1)
-        top = ht.top(1)
+        top = ht.by_name(a.model, k=1)
         if top:
             j, ns = top[0]
             extra["meanwhile"] = {"name": a.model.name(j), "ns": int(ns), "of_ns": int(x.t1 - start), "event": int(j),

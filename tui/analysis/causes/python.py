@@ -35,23 +35,10 @@ def host_frames(a, thr: int, t0: int, tl: int, k: int = 5) -> dict:
         hostish = ((kind[ev] == Kind.PYTHON) | (kind[ev] == Kind.ANNOTATION) | a.cpu.host_op[ev]) & ~prof
     else:
         hostish = ev
-    keep = np.flatnonzero(hostish) if ev.size else np.zeros(0, np.int64)
-    host_ns = int(ht.ns[keep].sum())
-    # one row per frame name: a function called twice in the interval is one frame with both calls' own time
-    # (all its calls there, also the short dispatch-only ones of an op that is host work elsewhere)
-    if keep.size:
-        named = np.isin(m.name_id[ev], m.name_id[ev[keep]])
-        ev, ns = ev[named], ht.ns[named]
-    else:
-        ev, ns = ev[keep], ht.ns[keep]
-    frames: list[tuple[int, int]] = []
-    if ev.size:
-        nid = m.name_id[ev]
-        u, first, inv = np.unique(nid, return_index=True, return_inverse=True)
-        tot = np.zeros(u.size, np.int64)
-        np.add.at(tot, inv, ns)
-        o = np.lexsort((u, -tot))
-        frames = list(zip(ev[first[o]][:k].tolist(), tot[o][:k].tolist()))
+    mask = np.zeros(m.n, bool)
+    mask[ev[hostish]] = True
+    host_ns = int(ht.ns[hostish].sum()) if ev.size else 0
+    frames = ht.by_name(m, mask, k)
     return {"from_ns": int(t0), "to_ns": int(tl), "frames": frames, "host_ns": host_ns}
 
 
