@@ -555,11 +555,11 @@ def record(
     if use_cuda:
         activities.append(ProfilerActivity.CUDA)
     kw = dict(activities=activities, record_shapes=shapes, with_stack=stacks, profile_memory=memory)
-    try:
-        # one cycle only, so accumulating changes nothing; it silences a per-start warning on torch >= 2.4
-        prof = profile(**kw, acc_events=True)
-    except TypeError:  # older torch
-        prof = profile(**kw)
+    # No acc_events=True (it silenced a per-start warning): with it, stop() also parses every event into
+    # Python FunctionEvents, which only the export's caller could need, costs time after the window, and
+    # raised UnicodeDecodeError on a transformers generate() with stacks (torch 2.13, an event name cut
+    # inside a UTF-8 character), losing the whole trace. The export reads Kineto's results directly.
+    prof = profile(**kw)
     prof.start()
     _PROFILER_SESSIONS[0] += 1
     try:
