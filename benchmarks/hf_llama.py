@@ -2,6 +2,8 @@
 
     python3 -m capture run benchmarks.hf_llama:steps --name hf-llama --out traces
     HF_LLAMA_SIZE=tiny python3 -m capture run benchmarks.hf_llama:steps --cpu ...   # a check on the CPU
+    HF_LLAMA_PHASES=decode python3 -m capture run benchmarks.hf_llama:steps --name hf-llama-warm --warmup 70
+        # decode alone, warmed up over every cache length it will see (see traces/README.md)
 
 Nothing is downloaded: the model is ``LlamaForCausalLM(LlamaConfig(...))`` (8 layers, hidden 1024, 16 heads,
 8 KV heads, MLP 2816, vocab 32000; bf16 on CUDA, sdpa attention), batch 4, prompt 256 tokens.
@@ -79,4 +81,6 @@ def steps():
         state["n"] += 1
         return out.logits
 
-    return {"generate": generate, "prefill": prefill, "decode": decode}
+    steps = {"generate": generate, "prefill": prefill, "decode": decode}
+    only = [p for p in os.environ.get("HF_LLAMA_PHASES", "").split(",") if p]
+    return {p: steps[p] for p in only} if only else steps
