@@ -105,13 +105,13 @@ def test_one_sync_is_one_row_named_by_its_outermost_call():
 
 
 def test_demo_sync_trace_has_one_sync_row():
-    """traces/demo-eager-sync: 32 aten::item calls in the 8 measured steps, each holding
-    _local_scalar_dense and one cudaStreamSynchronize (counted from the raw JSON: items 1219.702 µs,
-    syncs 287.576 µs). Before: three rows of 32."""
+    """traces/demo-eager-sync (2026-12-01 recording): 32 aten::item calls in the 4 measured steps, each
+    holding _local_scalar_dense and one cudaStreamSynchronize (counted from the raw JSON, events inside the
+    gapscope.step#k ranges: items 918.039 µs, syncs 229.738 µs). Before: three rows of 32."""
     from tests.conftest import SAMPLE_TRACES
     from tui.trace import load
 
     a = analyze(load(SAMPLE_TRACES / "demo-eager-sync.decode.json.gz"))
     (sy,) = a.syncs
-    assert (sy["name"], sy["count"], sy["total_ns"], sy["wait_ns"]) == ("aten::item", 32, 1_219_702, 287_576)
+    assert (sy["name"], sy["count"], sy["total_ns"], sy["wait_ns"]) == ("aten::item", 32, 918_039, 229_738)
     assert sy["chain"] == ["aten::item", "aten::_local_scalar_dense", "cudaStreamSynchronize"]

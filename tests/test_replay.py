@@ -218,8 +218,9 @@ def test_calibrated_sample_says_so_and_ranks_the_injected_frame():
     a = analyze(load(str(TRACES / "demo-eager-python.decode.json.gz"), no_cache=True))
     p = a.projection
     assert p.calibrated and p.steps == 4
-    # calibrated to the capture's un-profiled time (25012.341 µs for the 4 steps)
-    assert abs(p.devices[0].baseline_ns - 25_012_341) <= 0.005 * 25_012_341
+    # calibrated to the capture's un-profiled time for the 4 steps (its metadata's median)
+    target = a.model.gapscope_meta["unprofiled_us"] * 1e3
+    assert abs(p.devices[0].baseline_ns - target) <= 0.005 * target
     f = next(f for f in a.findings if f.evidence.get("frame") == "capture/demo.py(101): _host_bookkeeping")
     own = _python_own(Replay(a.model, a.window, a.flags), "capture/demo.py(101): _host_bookkeeping")
     removed_per_step = int((own[1] - own[0]).sum()) / 4
@@ -239,7 +240,7 @@ def test_report_json_carries_savings():
     sync = next(f for f in doc["findings"] if f["cause"] == "sync")
     assert sync["saving_us"] > 0 and sync["fix"].startswith("remove the 32 synchronising calls")
     assert all("saving_us" in f for f in doc["findings"])
-    assert np.isclose(pj["baseline_us"], 27861.21 / 4, rtol=0.01)
+    assert np.isclose(pj["baseline_us"], a.model.gapscope_meta["unprofiled_us"] / 4, rtol=0.01)
 
 
 def test_explorer_finding_info_shows_the_saving(tmp_path):

@@ -55,6 +55,11 @@ class _Explanations(dict):
 CAUSE_EXPLANATIONS = _Explanations()
 
 
+
+# The un-profiled timing of our capture is "noisy" beyond these (the same limits as capture.recorder's).
+_NOISY_IQR = 1.15
+_NOISY_RANGE = 1.5
+
 class GapTable:
     """One row per compute gap of every device, sorted by duration (largest first)."""
 
@@ -270,12 +275,42 @@ class Analysis:
         if prof is None or unprof is None or ratio is None:
             return None
         d = {"profiled_us": prof, "unprofiled_us": unprof, "ratio": ratio}
+        d.update(self._timing_spread(g, prof))
         if ratio > self.config.large_distortion:
             self.warnings.append(
                 f"the profiler slowed the captured step {ratio:.2f}x ({prof:.0f} µs vs {unprof:.0f} µs without it): "
                 "CPU-side gaps are inflated"
             )
         return d
+
+    def _timing_spread(self, g: dict, prof: float) -> dict:
+        """The un-profiled timing's spread from our capture's ``unprofiled`` metadata (absent in older traces):
+        min/p25/p75/max and n, the distortion against p75 and p25 (``ratio_low``, ``ratio_high``), and, when
+        the spread passes p75/p25 > 1.15 or max/min > 1.5, the warning "times on this node vary Nx; distortion uncertain"."""
+        u = g.get("unprofiled")
+        if not isinstance(u, dict):
+            return {}
+
+        def num(k):
+            v = u.get(k)
+            return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else None
+
+        lo, p25, p75, hi, n = num("min_us"), num("p25_us"), num("p75_us"), num("max_us"), u.get("n")
+        if None in (lo, p25, p75, hi) or not (0 < lo <= p25 <= p75 <= hi):
+            return {}
+        # judged here from the numbers (capture's own rule, capture.recorder.NOISY_IQR / NOISY_RANGE), not from
+        # the trace's flag, so that traces recorded under an earlier rule read the same
+        noisy = p75 / p25 > _NOISY_IQR or hi / lo > _NOISY_RANGE
+        out: dict = {"unprofiled_min_us": lo, "unprofiled_p25_us": p25, "unprofiled_p75_us": p75,
+                     "unprofiled_max_us": hi, "unprofiled_n": int(n) if isinstance(n, int) else None,
+                     "ratio_low": prof / p75, "ratio_high": prof / p25, "timing_noisy": bool(noisy)}
+        if out["timing_noisy"]:
+            self.warnings.append(
+                f"times on this node vary {hi / lo:.1f}x; distortion uncertain: un-profiled {p25:.0f}–{p75:.0f} µs "
+                f"(p25–p75, min {lo:.0f}, max {hi:.0f}, n={out['unprofiled_n']}) gives "
+                f"{out['ratio_low']:.2f}x–{out['ratio_high']:.2f}x"
+            )
+        return out
 
     # --------------------------------------------------------------- detail
     def gap_detail(self, i: int) -> GapDetail:

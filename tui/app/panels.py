@@ -337,6 +337,8 @@ def header_warnings(scene: Scene) -> list[str]:
         if dist["ratio"] > lim:
             out.append(f"capture distortion {dist['ratio']:.2f}x (profiled / unprofiled time): "
                        "CPU-side causes look bigger than they are")
+        if dist.get("timing_noisy"):  # the capture's un-profiled times spread widely (tui.analysis.core)
+            out += [w for w in (getattr(a, "warnings", None) or []) if w.startswith("times on this node vary")][:1]
     # what the loader found odd (cut off, repaired, skipped): the first, and how many more `gapscope info` lists
     loaded = [w for part in (getattr(scene, "parts", None) or [scene]) for w in (part.model.warnings or [])]
     if loaded:

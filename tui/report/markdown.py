@@ -177,8 +177,12 @@ def headline(a) -> list[str]:
     if a.distortion:
         dd = a.distortion
         warn = " — CPU-side gaps are inflated by the profiler" if dd["ratio"] > a.config.large_distortion else ""
+        spread = ""
+        if isinstance(dd.get("ratio_low"), (int, float)) and isinstance(dd.get("ratio_high"), (int, float)):
+            spread = (f"; {dd['ratio_low']:.2f}x–{dd['ratio_high']:.2f}x against the p75–p25 of "
+                      f"{dd.get('unprofiled_n') or '?'} un-profiled runs")
         out.append(f"- Profiler distortion: the profiled step took {dd['ratio']:.2f}x its un-profiled time "
-                   f"({dd['profiled_us']:.0f} µs vs {dd['unprofiled_us']:.0f} µs){warn}.")
+                   f"({dd['profiled_us']:.0f} µs vs {dd['unprofiled_us']:.0f} µs median{spread}){warn}.")
     return out
 
 
