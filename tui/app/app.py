@@ -24,12 +24,15 @@ from .panels import RowCachedTable, event_text, header_text, stack_text
 from .safe import ascii_safe, safe, short_kernel
 from .scene import Scene
 from .screens import DetailScreen, ErrorScreen, HelpScreen
-from .timefmt import fmt_dur
+from .timefmt import fmt_at, fmt_dur
 from .textview import TextView
 from .timeline import Axis, LanesView
 
 #: gap list rows shown at most (the list is sorted by size; the rest are one `n` away in the lanes)
 MAX_LIST = 500
+
+#: cause names in the gap list of a narrow terminal
+SHORT_CAUSE = {"collective": "coll", "profiler": "prof", "allocator": "alloc", "host-idle": "host"}
 
 #: models of this many events and more have their objects moved out of the collector's reach once loaded
 FREEZE_EVENTS = 100_000
@@ -54,7 +57,9 @@ class GapList(RowCachedTable):
     from the edge it crossed) instead of creeping one row at a time: stepping through the gaps with `n` scrolled
     the list, and redrew all its rows and its scroll bar, on two presses in three; now on one in ~25."""
 
-    BINDINGS = [Binding("enter", "app.detail", "detail", show=False)]
+    BINDINGS = [Binding("enter", "app.detail", "detail", show=False),
+                Binding("j", "cursor_down", "next gap", show=False),
+                Binding("k", "cursor_up", "previous gap", show=False)]
     #: rows of the next page drawn ahead after each cursor move
     AHEAD = 2
     _last_row = 0  # the cursor's row at the last move (which way it goes)
@@ -130,8 +135,8 @@ class GapscopeApp(App):
     #header { height: auto; max-height: 5; background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
     #views { height: 1fr; }
     #lanesview { height: 1fr; }
-    #timeline { height: auto; max-height: 65%; min-height: 3; }
-    #lanes { height: auto; max-height: 100%; }
+    #timeline { height: auto; min-height: 3; }
+    #lanes { height: auto; }
     #bottom { height: 1fr; min-height: 4; }
     #gaplist { width: 11fr; scrollbar-size-horizontal: 0; scrollbar-size-vertical: 1; }
     #stack { scrollbar-size-vertical: 1; }
@@ -201,6 +206,8 @@ class GapscopeApp(App):
         self._frozen = False  # gc.freeze() done for a large trace (undone on exit)
         self._tables_mounted = False  # the kernels and findings views (mounted when first shown)
         self._gc_threshold = gc.get_threshold()
+        self._header_lines = 2
+        self._narrow = False  # the gap list was filled for a terminal under 120 columns
         # set once the first trace's lanes are on screen: the analysis thread starts after that, so it does not
         # hold the GIL while the first frame is drawn
         self._painted = threading.Event()
@@ -232,9 +239,9 @@ class GapscopeApp(App):
             self.screen.add_class("-ascii")
         gl = self.query_one("#gaplist", DataTable)
         gl.add_column(Text("#"), key="n", width=3)
-        gl.add_column(Text("idle", justify="right"), key="dur", width=7)
+        gl.add_column(Text("idle", justify="right"), key="dur", width=8)
         gl.add_column(Text("cause"), key="cause", width=10)
-        gl.add_column(Text("at", justify="right"), key="at", width=7)
+        gl.add_column(Text("at", justify="right"), key="at", width=9)
         gl.add_column(Text("next op"), key="next")
         if not self.scenes and self.error is None:
             self._progress(self._loading or f"loading {os.path.basename(self.paths[0])} ... (Esc cancels)")
@@ -582,7 +589,25 @@ class GapscopeApp(App):
             return
         hd = self.query_one("#header", Static)
         width = hd.size.width or self.size.width
-        hd.update(header_text(sc, self.current, len(self.scenes), self.glyphs, width=width))
+        text = header_text(sc, self.current, len(self.scenes), self.glyphs, width=width)
+        hd.update(text)
+        self._fit_lanes(min(len(text.plain.split("\n")), 5))
+
+    def _fit_lanes(self, header_lines: int | None = None) -> None:
+        """The lanes' height cap, as rows: what the screen has left after the header, the axis, the status and
+        key lines, shared with the gap list (half each on a short terminal, 60% to the lanes on a tall one).
+        The lanes' own height is the cap (not a percentage of a parent that clips them), so scrolling a lane
+        into view scrolls it into what is shown."""
+        if header_lines is None:
+            header_lines = self._header_lines
+        self._header_lines = header_lines
+        h = self.size.height
+        avail = max(h - header_lines - 2 - 2, 0)
+        cap = max(int(avail * (0.5 if h < 36 else 0.6)), 1)
+        lv = self.lanes
+        if lv.styles.max_height is None or int(lv.styles.max_height.value) != cap:
+            lv.styles.max_height = cap
+            self.call_after_refresh(lv.ensure_cursor_visible)
 
     def refresh_all(self) -> None:
         self.refresh_header()
@@ -625,7 +650,7 @@ class GapscopeApp(App):
             if ev >= 0:
                 m = sc.model
                 parts.append(f"{m.name(ev)} {self.d(m.dur_ns[ev])}")
-        parts.append(f"cursor {self.d(v.cursor - v.lo)}")
+        parts.append(f"cursor {self.d(v.cursor - sc.origin)}" + (" (trace time)" if sc.time_mode == "trace" else ""))
         # fixed height: no layout pass, only this line is redrawn
         self.query_one("#status", Static).update(Text(self._text("  " + " | ".join(parts)), no_wrap=True,
                                                       overflow=self._ov), layout=False)
@@ -644,6 +669,12 @@ class GapscopeApp(App):
         sc = self.scene
         if sc is None or not sc.any_analysis:
             return
+        origin = sc.origin
+        narrow = self._narrow = self.size.width < 120
+        col = gl.columns.get("cause")  # narrow terminals: short cause names leave room for the next op
+        if col is not None and col.width != (6 if narrow else 10):
+            col.width = 6 if narrow else 10
+            gl.refresh(layout=True)
         for pos, gid in enumerate(sc.order[:MAX_LIST].tolist()):
             pt = sc.parts[int(sc.g_part[gid])]
             row = int(sc.g_row[gid])
@@ -659,14 +690,20 @@ class GapscopeApp(App):
             gl.add_row(
                 Text(str(pos + 1)),
                 Text(self.d(sc.g_dur[gid]), justify="right"),
-                Text(cause, style=G.CAUSE_COLOURS.get(cause, "")),
-                Text(self.d(int(sc.g_start[gid]) - sc.view.lo), justify="right"),
+                Text(SHORT_CAUSE.get(cause, cause) if narrow else cause, style=G.CAUSE_COLOURS.get(cause, "")),
+                Text(fmt_at(int(sc.g_start[gid]) - origin, ascii=self.glyphs.ascii), justify="right"),
                 Text(self._text(name), no_wrap=True, overflow=self._ov),
                 key=str(pos),
             )
         if sc.order.size > MAX_LIST:
             gl.add_row(Text("..."), Text(""), Text(f"{sc.order.size - MAX_LIST} more", style="dim"), Text(""),
                        Text("n walks all of them", style="dim"), key="more")
+        listed, total, lim = sc.listed_counts()
+        if total > listed and sc.cause_filter is None:
+            # the report counts every gap; the list holds those the report lists (Analysis.listed_rows)
+            gl.add_row(Text("+", style="dim"), Text(str(total - listed), justify="right", style="dim"),
+                       Text("gaps", style="dim"), Text(f"< {self.d(lim)}", justify="right", style="dim"),
+                       Text("not listed (in every total)", style="dim"), key="short")
         if 0 <= sc.selected < min(sc.order.size, MAX_LIST):
             gl.move_cursor(row=sc.selected, animate=False)
 
@@ -1149,7 +1186,8 @@ class GapscopeApp(App):
             return
         self.last_export = paths
         self.refresh_status("wrote " + ", ".join(paths))
-        self.notify(self._text("wrote\n" + "\n".join(paths)), title="export", timeout=8)
+        # one line each: the text is made safe line by line (safe() shows a newline inside a name as "\n")
+        self.notify("\n".join(self._text(s) for s in ["wrote", *paths]), title="export", timeout=8)
 
     def action_escape(self) -> None:
         if self._loading is not None:
@@ -1194,10 +1232,13 @@ class GapscopeApp(App):
         return True
 
     def on_resize(self, event) -> None:
+        self._fit_lanes()
         if self.scene is not None:
             self.lanes.sync_rows()
             if self.scene.multi:
                 self.refresh_header()  # the ranks line is fitted to the width
+            if (self.size.width < 120) != self._narrow:
+                self.fill_gap_list()  # the cause column's width and names follow the width
 
 
 def group_scenes(models: list) -> list[Scene]:

@@ -42,6 +42,16 @@ class Row:
         return self.lane.key if self.lane is not None else f"group:{self.title}"
 
 
+def device_label(model, dev: int) -> str:
+    """``cuda:N`` and the GPU's name: its deviceProperties entry, else the one name every entry shares (a GPU
+    track numbered unlike its deviceProperties, as on some ROCm traces)."""
+    nm = model.device_name(dev)
+    if not nm:
+        names = {str(p.get("name")) for p in model.devices if isinstance(p, dict) and p.get("name")}
+        nm = names.pop() if len(names) == 1 else None
+    return f"cuda:{dev}" + (f" {nm}" if nm else "")
+
+
 def _base_ns(model: TraceModel) -> int | None:
     b = model.metadata.get("baseTimeNanoseconds")
     return int(b) if isinstance(b, (int, float)) and not isinstance(b, bool) else None
@@ -92,6 +102,38 @@ class Scene:
         self.match_parts = np.zeros(0, dtype=np.int64)
         self.match_pos = -1
         self._rows: list[Row] | None = None
+        #: what times are counted from: "window" (the analysed window's start, as the report) or "trace"
+        #: (the trace's own timestamps)
+        self.time_mode = "window"
+        self.visited = False  # shown once on screen (a tab opens on its largest gap the first time)
+
+    @property
+    def origin(self) -> int:
+        """Aligned time shown as 0: the analysed window's start (``Analysis.window_start_ns``, the report's
+        origin; the earliest rank's in a multi-rank tab), the trace's start until the analysis is in, or in
+        "trace" mode the active trace's own time 0."""
+        if self.time_mode == "trace":
+            return self.offset
+        starts = [int(pt.analysis.window_start_ns) + pt.offset for pt in self.parts if pt.analysis is not None]
+        return min(starts) if starts else self.view.lo
+
+    @property
+    def origin_label(self) -> str:
+        return "trace time" if self.time_mode == "trace" else "from window start"
+
+    def listed_counts(self) -> tuple[int, int, int]:
+        """(listed, all, shortest listed ns) over the analysed parts: listed gaps are those
+        ``Analysis.listed_rows()`` lists (at least ``min_listed_gap_ns``); all of them are counted in totals."""
+        listed = total = 0
+        lim = 0
+        for pt in self.parts:
+            if pt.analysis is None:
+                continue
+            total += len(pt.analysis.gaps)
+            listed += int(np.count_nonzero(np.asarray(pt.analysis.gaps.dur_ns[:len(pt.analysis.gaps)])
+                                           >= pt.min_listed_ns))
+            lim = max(lim, pt.min_listed_ns)
+        return listed, total, lim
 
     def _align_ranks(self, models: list[TraceModel], offsets: list[int]) -> list[int]:
         """Time bases checked against the collectives' end times (tui.analysis.ranks.align_clocks): a rank
@@ -180,8 +222,7 @@ class Scene:
         self._rows = None
 
     def _device_title(self, model: TraceModel, dev: int, rank) -> str:
-        nm = model.device_name(dev)
-        t = f"cuda:{dev}" + (f" {nm}" if nm else "")
+        t = device_label(model, dev)
         return (f"rank {rank} · " if rank is not None else "") + t
 
     def _build_rows(self) -> list[Row]:

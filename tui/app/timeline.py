@@ -349,7 +349,7 @@ class Axis(Widget, _Base):
         cw = max(full - lw - 1, 1)
         v = sc.view
         gid = sc.selected_gap
-        key = (y, id(sc), v.lo, v.t0, v.t1, v.cursor, width, full, sc.gap_span(gid) if gid >= 0 else None, g.ascii)
+        key = (y, id(sc), sc.origin, v.t0, v.t1, v.cursor, width, full, sc.gap_span(gid) if gid >= 0 else None, g.ascii)
         strip = self._cache.get(key)
         if strip is None:
             strip = self._cache[key] = self._draw(y, sc, width, lw, cw)
@@ -363,20 +363,21 @@ class Axis(Widget, _Base):
         g = self.glyphs
         v = sc.view
         step = nice_step(v.span, cw)
-        first = ((v.t0 - sc.view.lo) // step + 1) * step + sc.view.lo
+        o = sc.origin
+        first = ((v.t0 - o) // step + 1) * step + o
         ticks = list(range(first, v.t1, step))[:400]
         dim = Style(color="bright_black")
         if y == 0:
-            ref = max((abs(t - sc.view.lo) for t in ticks), default=step)
+            ref = max((abs(t - o) for t in ticks), default=step)
             head = self._text(fmt_dur(v.span, ascii=g.ascii) + " span")[:lw].ljust(lw) + " "
             buf = [" "] * cw
             for t in ticks:
                 c = time_to_col(t, v.t0, v.t1, cw)
-                lab = fmt_tick(t - sc.view.lo, step, ascii=g.ascii, ref=ref)
+                lab = fmt_tick(t - o, step, ascii=g.ascii, ref=ref)
                 if c + len(lab) > cw or any(ch != " " for ch in buf[max(c - 1, 0):c + len(lab) + 1]):
                     continue
                 buf[c:c + len(lab)] = list(lab)
-            return Strip([Segment(head, dim), Segment("".join(buf), dim)], width).crop(0, width)
+            return Strip([Segment(head, dim), Segment("".join(buf), dim)]).adjust_cell_length(width, _NO_STYLE)
         buf = [g.rule] * cw
         styles = [dim] * cw
         for t in ticks:
@@ -399,5 +400,7 @@ class Axis(Widget, _Base):
             buf[0] = g.left
         else:
             buf[-1] = g.right
-        cur = self._text("@" + fmt_dur(v.cursor - sc.view.lo, ascii=g.ascii))[:lw].ljust(lw) + " "
-        return Strip([Segment(cur, dim)] + _runs("".join(buf), np.arange(len(styles)), styles), width).crop(0, width)
+        cur = self._text("@" + fmt_dur(v.cursor - o, ascii=g.ascii))[:lw].ljust(lw) + " "
+        # to the axis' full width: a lanes scroll bar leaves its column to the axis, which must draw (blank) it
+        return Strip([Segment(cur, dim)] + _runs("".join(buf), np.arange(len(styles)), styles)).adjust_cell_length(
+            width, _NO_STYLE)
