@@ -17,6 +17,7 @@ from textual.message import Message
 from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
+from ..analysis.names import display_frame
 from ..errors import GapscopeError
 from . import glyphs as G
 from .lanes import col_to_time, time_to_col
@@ -178,6 +179,7 @@ class GapscopeApp(App):
         Binding("2", "view('kernels')", "kernels", show=False),
         Binding("3", "view('findings')", "findings", show=False),
         Binding("t", "next_trace", "trace", show=False),
+        Binding("o", "origin", "time origin", show=False),
         Binding("e", "export", "export"),
         Binding("g", "legend", "legend", show=False),
         Binding("question_mark,f1", "help", "help"),
@@ -208,6 +210,7 @@ class GapscopeApp(App):
         self._gc_threshold = gc.get_threshold()
         self._header_lines = 2
         self._narrow = False  # the gap list was filled for a terminal under 120 columns
+        self._tables_width = 0  # the terminal width the kernels table was filled for
         # set once the first trace's lanes are on screen: the analysis thread starts after that, so it does not
         # hold the GIL while the first frame is drawn
         self._painted = threading.Event()
@@ -561,6 +564,7 @@ class GapscopeApp(App):
             self.fill_gap_list()
             self.fill_tables()
             if sc.selected >= 0 and not moved:
+                sc.visited = True
                 self.goto_gap(sc.selected)
             self.refresh_all()
             # again: the gap list's and tables' rows were made after the freeze above, and a full collection
@@ -581,6 +585,9 @@ class GapscopeApp(App):
         self.query_one("#axis", Axis).scene = sc
         self.fill_gap_list()
         self.fill_tables()
+        if not sc.visited and sc.order.size and sc.selected >= 0:
+            sc.visited = True  # a tab opens on its largest gap, as the first one does
+            self.goto_gap(sc.selected)
         self.refresh_all()
 
     def refresh_header(self) -> None:
@@ -649,7 +656,7 @@ class GapscopeApp(App):
             ev = self.event_under_cursor()
             if ev >= 0:
                 m = sc.model
-                parts.append(f"{m.name(ev)} {self.d(m.dur_ns[ev])}")
+                parts.append(f"{display_frame(m.name(ev))} {self.d(m.dur_ns[ev])}")
         parts.append(f"cursor {self.d(v.cursor - sc.origin)}" + (" (trace time)" if sc.time_mode == "trace" else ""))
         # fixed height: no layout pass, only this line is redrawn
         self.query_one("#status", Static).update(Text(self._text("  " + " | ".join(parts)), no_wrap=True,
@@ -728,20 +735,36 @@ class GapscopeApp(App):
         ft = self.query_one("#findings", DataTable)
         kt.clear(columns=True)
         ft.clear(columns=True)
+        self._tables_width = self.size.width
         if sc is None or sc.analysis is None:
             kt.add_column(Text("kernels appear once the analysis is done"))
             ft.add_column(Text("findings appear once the analysis is done"))
             return
-        a = sc.analysis
-        for c in ("kernel", "calls", "total", "%", "floor", "bound", "op", "shapes"):
-            kt.add_column(Text(c), key=c)
-        for i, k in enumerate((getattr(a, "kernels", None) or [])[:200]):
-            kt.add_row(Text(self._text(short_kernel(k.name))[:60], no_wrap=True, overflow=self._ov),
-                       Text(str(k.count)),
-                       Text(self.d(k.total_ns)), Text(f"{float(k.pct):.1f}"),
-                       Text(self.d(k.floor_ns) if getattr(k, "floor_ns", None) else "-"),
-                       Text(str(k.bound or "-")), Text(self._text(str(k.op or "-"))),
-                       Text(self._text(str(k.shapes or "-"))[:40], no_wrap=True, overflow=self._ov), key=str(i))
+        # the columns that fit the width (the info box below the table shows every field of the kernel); the
+        # kernel's name gets what is left. A multi-rank tab lists every rank's kernels with a rank column.
+        width = self.size.width
+        cols = [("calls", 6), ("total", 9), ("%", 5), ("floor", 9), ("bound", 7)]
+        if self._tables_multi(sc):
+            cols.insert(0, ("rank", 4))
+        if width >= 110:
+            cols.append(("op", 16))
+        if width >= 150:
+            cols.append(("shapes", 24))
+        name_w = max(width - 1 - sum(w + 2 for _, w in cols) - 2, 12)
+        kt.add_column(Text("kernel"), key="kernel", width=name_w)
+        for c, w in cols:
+            kt.add_column(Text(c, justify="left" if c in ("bound", "op", "shapes") else "right"), key=c, width=w)
+        for pi, i, k in self._kernels(sc):
+            cells = {"rank": Text(str(self._rank_of(sc, pi)), justify="right"),
+                     "calls": Text(str(k.count), justify="right"),
+                     "total": Text(self.d(k.total_ns), justify="right"),
+                     "%": Text(f"{float(k.pct):.1f}", justify="right"),
+                     "floor": Text(self.d(k.floor_ns) if getattr(k, "floor_ns", None) else "-", justify="right"),
+                     "bound": Text(str(k.bound or "-")),
+                     "op": Text(self._text(str(k.op or "-")), no_wrap=True, overflow=self._ov),
+                     "shapes": Text(self._text(str(k.shapes or "-")), no_wrap=True, overflow=self._ov)}
+            kt.add_row(Text(self._text(short_kernel(k.name)), no_wrap=True, overflow=self._ov),
+                       *(cells[c] for c, _ in cols), key=f"{pi}:{i}")
         cols = ("#", "rank", "severity", "idle", "finding") if sc.multi else ("#", "severity", "idle", "finding")
         for c in cols:
             ft.add_column(Text(c), key=c)
@@ -753,6 +776,22 @@ class GapscopeApp(App):
             ft.add_row(*cells, key=f"{pi}:{i}")
         self._show_kernel_info(0)
         self._show_finding_info(0)
+
+    @staticmethod
+    def _tables_multi(sc: Scene) -> bool:
+        return sc.multi and sum(pt.analysis is not None for pt in sc.parts) > 1
+
+    def _kernels(self, sc: Scene | None) -> list:
+        """(part, index, kernel) of the kernels view: the active trace's; in a multi-rank tab every rank's,
+        largest total first (a rank column says whose), 200 at most."""
+        if sc is None:
+            return []
+        parts = range(len(sc.parts)) if self._tables_multi(sc) else [sc.active]
+        out = [(pi, i, k) for pi in parts for i, k in enumerate(getattr(sc.parts[pi].analysis, "kernels", None)
+                                                                  or [])]
+        if self._tables_multi(sc):
+            out.sort(key=lambda e: (-int(e[2].total_ns), e[0], e[1]))
+        return out[:200]
 
     @staticmethod
     def _rank_of(sc: Scene, pi: int):
@@ -776,12 +815,20 @@ class GapscopeApp(App):
         a, _, b = str(key).partition(":")
         return (int(a), int(b)) if a.isdigit() and b.isdigit() else None
 
-    def _show_kernel_info(self, i: int) -> None:
+    def _show_kernel_info(self, i: int | tuple[int, int]) -> None:
         sc = self.scene
-        ks = (getattr(sc.analysis, "kernels", None) or []) if sc and sc.analysis else []
+        k = None
+        if isinstance(i, tuple):
+            pt = sc.parts[i[0]] if sc is not None and i[0] < len(sc.parts) else None
+            ks = (getattr(pt.analysis, "kernels", None) or []) if pt is not None else []
+            k = ks[i[1]] if 0 <= i[1] < len(ks) else None
+        else:
+            ks = self._kernels(sc)
+            k = ks[i][2] if 0 <= i < len(ks) else None
         t = Text()
-        if 0 <= i < len(ks):
-            k = ks[i]
+        if k is not None:
+            if sc.multi:
+                t.append(f"rank {self._rank_of(sc, i[0] if isinstance(i, tuple) else ks[i][0])}: ", style="bold")
             t.append(self._text(k.name) + "\n", style="bold bright_cyan")
             t.append(self._text(f"{k.count} calls, {self.d(k.total_ns)} total ({float(k.pct):.1f}% of kernel time)"))
             if getattr(k, "floor_ns", None):
@@ -817,8 +864,9 @@ class GapscopeApp(App):
 
     @on(DataTable.RowHighlighted, "#kernels")
     def _kernel_highlighted(self, ev: DataTable.RowHighlighted) -> None:
-        if ev.row_key is not None and str(ev.row_key.value).isdigit():
-            self._show_kernel_info(int(ev.row_key.value))
+        k = self._finding_key(ev.row_key.value) if ev.row_key is not None else None
+        if k is not None:
+            self._show_kernel_info(k)
 
     @on(DataTable.RowHighlighted, "#findings")
     def _finding_highlighted(self, ev: DataTable.RowHighlighted) -> None:
@@ -829,9 +877,10 @@ class GapscopeApp(App):
     @on(DataTable.RowSelected, "#kernels")
     def _kernel_selected(self, ev: DataTable.RowSelected) -> None:
         sc = self.scene
-        if sc is None or sc.analysis is None or ev.row_key is None or not str(ev.row_key.value).isdigit():
+        key = self._finding_key(ev.row_key.value) if ev.row_key is not None else None
+        if sc is None or key is None or sc.parts[key[0]].analysis is None:
             return
-        k = sc.analysis.kernels[int(ev.row_key.value)]
+        k = sc.parts[key[0]].analysis.kernels[key[1]]
         self._switch_view("lanes")
         if sc.search(k.name):
             self._show_match(sc.current_match())
@@ -1079,15 +1128,31 @@ class GapscopeApp(App):
     def action_next_trace(self) -> None:
         if len(self.scenes) > 1:
             self.show_scene((self.current + 1) % len(self.scenes))
+        else:
+            self.refresh_status("t: one trace loaded, no other tab")
+
+    def action_origin(self) -> None:
+        """Times from the analysed window's start (the report's) or in the trace's own time."""
+        sc = self.scene
+        if sc is None:
+            return
+        sc.time_mode = "trace" if sc.time_mode == "window" else "window"
+        self.fill_gap_list()
+        self.refresh_all()
+        self.refresh_status("times: " + ("the trace's own timestamps" if sc.time_mode == "trace"
+                                         else "from the analysed window's start, as the report"))
 
     # ================================================================ search
     async def action_search(self) -> None:
         inp = self._search_box()
         if inp is None:
-            inp = SearchInput(placeholder="find a kernel or op by name (Enter: next, Shift+Enter: previous, "
-                                          "Esc: done)", id="search")
+            inp = SearchInput(placeholder="find a kernel or op by name (Enter: find, then n / N: next / previous "
+                                          "match, Esc: done)", id="search")
             await self.mount(inp, before=self.query_one("#status"))
         inp.add_class("-on")
+        sc = self.scene
+        if sc is not None and sc.search_query and not inp.value:
+            inp.value = sc.search_query
         inp.focus()
 
     def _search_box(self) -> Input | None:
@@ -1110,6 +1175,12 @@ class GapscopeApp(App):
                 self.refresh_status()
         else:
             self._step_match(1)
+        if sc.matches.size:
+            # the box closes and the keys go back to the lanes: n / N step through the matches (the status
+            # line says so), Esc ends the search; / opens the box again on the query
+            ev.input.remove_class("-on")
+            self.lanes.focus()
+            self.refresh_bindings()
 
     def _step_match(self, d: int) -> None:
         sc = self.scene
@@ -1221,7 +1292,9 @@ class GapscopeApp(App):
                 return None
             return True
         if action == "next_trace":
-            return True if len(self.scenes) > 1 else None
+            return True if self.scenes else None
+        if action == "origin":
+            return True if sc is not None else None
         if action in ("pan", "zoom", "fit", "cursor", "event", "expand", "search", "detail", "export"):
             if sc is None:
                 return None
@@ -1239,6 +1312,8 @@ class GapscopeApp(App):
                 self.refresh_header()  # the ranks line is fitted to the width
             if (self.size.width < 120) != self._narrow:
                 self.fill_gap_list()  # the cause column's width and names follow the width
+            if self._tables_mounted and self.size.width != self._tables_width:
+                self.fill_tables()  # the kernels' columns follow the width
 
 
 def group_scenes(models: list) -> list[Scene]:

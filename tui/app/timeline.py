@@ -20,6 +20,7 @@ from textual.strip import Strip
 _NO_STYLE = Style()
 from textual.widget import Widget
 
+from ..analysis.names import display_frame
 from . import glyphs as G
 from .lanes import (
     C_BAR,
@@ -233,7 +234,8 @@ class LanesView(ScrollView, _Base, can_focus=True):
         else:  # ranges, depth rows: named pieces
             refs = ln.segs.cells(edges)
             m = sc.parts[ln.part].model
-            chars, scodes = segment_text(refs, lambda r: self._text(m.name(int(ln.segs.ref[r]))), bar=g.bar,
+            chars, scodes = segment_text(refs, lambda r: self._text(display_frame(m.name(int(ln.segs.ref[r])))),
+                                         bar=g.bar,
                                          open_=g.open)
             if ln.kind == "depth":
                 cats = cpu_categories(m, ln.segs.ref[np.maximum(refs, 0)])
