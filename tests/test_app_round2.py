@@ -95,7 +95,7 @@ def test_hidden_short_gaps_are_counted_at_the_end_of_the_list(tmp_path):
     txt, total, listed = run(go())
     assert (total, listed) == (2, 1)
     assert "gap 1/1 (1 under 2.0 µs not listed, 2 in all)" in _panel(txt)
-    assert re.search(r"\+\s+1\s+gaps\s+< 2.0 µs\s+not listed", txt), txt
+    assert re.search(r"\+1\s+gaps\s+< 2.0 µs\s+not listed", txt), txt
 
 
 # ------------------------------------------------------------------------------- defect 3: j / k

@@ -32,6 +32,8 @@ from .timeline import Axis, LanesView
 #: gap list rows shown at most (the list is sorted by size; the rest are one `n` away in the lanes)
 MAX_LIST = 500
 
+#: terminals narrower than this get the short gap list (no row number, short cause names)
+NARROW = 120
 #: cause names in the gap list of a narrow terminal
 SHORT_CAUSE = {"collective": "coll", "profiler": "prof", "allocator": "alloc", "host-idle": "host"}
 
@@ -209,7 +211,7 @@ class GapscopeApp(App):
         self._tables_mounted = False  # the kernels and findings views (mounted when first shown)
         self._gc_threshold = gc.get_threshold()
         self._header_lines = 2
-        self._narrow = False  # the gap list was filled for a terminal under 120 columns
+        self._narrow: bool | None = None  # the gap list's columns are those of a terminal under NARROW columns
         self._tables_width = 0  # the terminal width the kernels table was filled for
         # set once the first trace's lanes are on screen: the analysis thread starts after that, so it does not
         # hold the GIL while the first frame is drawn
@@ -241,11 +243,7 @@ class GapscopeApp(App):
         if self.glyphs.ascii:
             self.screen.add_class("-ascii")
         gl = self.query_one("#gaplist", DataTable)
-        gl.add_column(Text("#"), key="n", width=3)
-        gl.add_column(Text("idle", justify="right"), key="dur", width=8)
-        gl.add_column(Text("cause"), key="cause", width=10)
-        gl.add_column(Text("at", justify="right"), key="at", width=9)
-        gl.add_column(Text("next op"), key="next")
+        self._gap_columns(gl, self.size.width < NARROW)
         if not self.scenes and self.error is None:
             self._progress(self._loading or f"loading {os.path.basename(self.paths[0])} ... (Esc cancels)")
         self.lanes.focus()
@@ -624,6 +622,11 @@ class GapscopeApp(App):
 
     def refresh_view(self) -> None:
         self._status_msg = ""  # messages last until the next move
+        sc = self.scene
+        if sc is not None and len(sc.rows()) != self.lanes.virtual_size.height:
+            # lanes folded or unfolded by the move (nothing in view)
+            self.lanes.sync_rows()
+            self.lanes.ensure_cursor_visible()
         self.lanes.refresh()
         self.query_one("#axis", Axis).refresh()
         self.refresh_status()
@@ -670,18 +673,30 @@ class GapscopeApp(App):
         except Exception:  # noqa: BLE001
             return str(i)
 
+    def _gap_columns(self, gl: DataTable, narrow: bool) -> None:
+        """The gap list's columns. A narrow terminal drops the row number (the stack panel says "gap 3/723")
+        and shortens the cause names, so the next op keeps some room."""
+        self._narrow = narrow
+        if not narrow:
+            gl.add_column(Text("#"), key="n", width=3)
+        gl.add_column(Text("idle", justify="right"), key="dur", width=8)
+        gl.add_column(Text("cause"), key="cause", width=6 if narrow else 10)
+        gl.add_column(Text("at", justify="right"), key="at", width=9)
+        gl.add_column(Text("next op"), key="next")
+
     def fill_gap_list(self) -> None:
         gl = self.query_one("#gaplist", DataTable)
-        gl.clear()
+        narrow = self.size.width < NARROW
+        if narrow != self._narrow:
+            gl.clear(columns=True)
+            self._gap_columns(gl, narrow)
+        else:
+            gl.clear()
         sc = self.scene
         if sc is None or not sc.any_analysis:
             return
         origin = sc.origin
-        narrow = self._narrow = self.size.width < 120
-        col = gl.columns.get("cause")  # narrow terminals: short cause names leave room for the next op
-        if col is not None and col.width != (6 if narrow else 10):
-            col.width = 6 if narrow else 10
-            gl.refresh(layout=True)
+        first = [] if narrow else [Text("")]  # the "#" cell when there is a "#" column
         for pos, gid in enumerate(sc.order[:MAX_LIST].tolist()):
             pt = sc.parts[int(sc.g_part[gid])]
             row = int(sc.g_row[gid])
@@ -695,7 +710,7 @@ class GapscopeApp(App):
                 r = pt.model.rank
                 name = f"r{r if r is not None else int(sc.g_part[gid])} {name}"
             gl.add_row(
-                Text(str(pos + 1)),
+                *([] if narrow else [Text(str(pos + 1))]),
                 Text(self.d(sc.g_dur[gid]), justify="right"),
                 Text(SHORT_CAUSE.get(cause, cause) if narrow else cause, style=G.CAUSE_COLOURS.get(cause, "")),
                 Text(fmt_at(int(sc.g_start[gid]) - origin, ascii=self.glyphs.ascii), justify="right"),
@@ -703,12 +718,12 @@ class GapscopeApp(App):
                 key=str(pos),
             )
         if sc.order.size > MAX_LIST:
-            gl.add_row(Text("..."), Text(""), Text(f"{sc.order.size - MAX_LIST} more", style="dim"), Text(""),
-                       Text("n walks all of them", style="dim"), key="more")
+            gl.add_row(*first, Text("...", justify="right"), Text(f"{sc.order.size - MAX_LIST} more", style="dim"),
+                       Text(""), Text("n walks all of them", style="dim"), key="more")
         listed, total, lim = sc.listed_counts()
         if total > listed and sc.cause_filter is None:
             # the report counts every gap; the list holds those the report lists (Analysis.listed_rows)
-            gl.add_row(Text("+", style="dim"), Text(str(total - listed), justify="right", style="dim"),
+            gl.add_row(*first, Text(f"+{total - listed}", justify="right", style="dim"),
                        Text("gaps", style="dim"), Text(f"< {self.d(lim)}", justify="right", style="dim"),
                        Text("not listed (in every total)", style="dim"), key="short")
         if 0 <= sc.selected < min(sc.order.size, MAX_LIST):
@@ -1310,7 +1325,7 @@ class GapscopeApp(App):
             self.lanes.sync_rows()
             if self.scene.multi:
                 self.refresh_header()  # the ranks line is fitted to the width
-            if (self.size.width < 120) != self._narrow:
+            if (self.size.width < NARROW) != self._narrow:
                 self.fill_gap_list()  # the cause column's width and names follow the width
             if self._tables_mounted and self.size.width != self._tables_width:
                 self.fill_tables()  # the kernels' columns follow the width

@@ -173,20 +173,26 @@ def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs, width: i
     t.text = Text(no_wrap=True, overflow="crop" if glyphs.ascii else "ellipsis")
     m = scene.model
     sep = f" {glyphs.sep} "
-    t.add("gapscope", "bold")
-    t.add(sep).add(scene.title(), "bold")
+    # a narrow terminal: no program name, the GPU without its vendor, torch without its build suffix
+    narrow = width is not None and width < 100
+    if not narrow:
+        t.add("gapscope", "bold").add(sep)
+    t.add(scene.title(), "bold")
     if count > 1:
         t.add(f" [{index + 1}/{count}]")
     a = scene.analysis
     devs = m.gpu_devices()
     if devs:
         d = devs[0]
-        t.add(sep).add(device_label(m, d) + (f" +{len(devs) - 1}" if len(devs) > 1 else ""))
+        lab = device_label(m, d)
+        if narrow:
+            lab = lab.replace(" NVIDIA ", " ").replace(" AMD ", " ")
+        t.add(sep).add(lab + (f" +{len(devs) - 1}" if len(devs) > 1 else ""))
     if m.rank is not None:
         t.add(sep).add(f"rank {m.rank}")
     tv = torch_version(m)
     if tv:  # nothing when the trace does not say (no "torch ?")
-        t.add(sep).add(f"torch {tv}")
+        t.add(sep).add(f"torch {tv.split('+')[0] if narrow else tv}")
     t.nl()
     sep0 = ""
     if a is not None and getattr(a, "devices", None):
@@ -209,7 +215,7 @@ def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs, width: i
             t.nl()
             for seg, style in line:
                 t.add(seg, style)
-    warns = header_warnings(scene)
+    warns = header_warnings(scene, narrow=narrow)
     for w in warns:
         t.nl().add(f"{glyphs.warn} {w}", "bold black on yellow")
     return t.text
@@ -297,7 +303,7 @@ def ranks_line(scene: Scene, glyphs: G.Glyphs, width: int | None = None) -> list
     return build([ents[j] for j in keep], True, len(ents) - len(keep))
 
 
-def header_warnings(scene: Scene) -> list[str]:
+def header_warnings(scene: Scene, narrow: bool = False) -> list[str]:
     out = []
     # ranks of one job: what the clock check said, and a cross-rank analysis that failed
     cw = list(getattr(scene, "clock_warnings", None) or [])
@@ -321,7 +327,8 @@ def header_warnings(scene: Scene) -> list[str]:
         except Exception:
             lim = 1.3
         if dist["ratio"] > lim:
-            out.append(f"capture distortion {dist['ratio']:.2f}x (profiled / unprofiled time): "
+            out.append(f"profiler distortion {dist['ratio']:.2f}x: CPU-side causes look bigger" if narrow else
+                       f"capture distortion {dist['ratio']:.2f}x (profiled / unprofiled time): "
                        "CPU-side causes look bigger than they are")
     # what the loader found odd (cut off, repaired, skipped): the first, and how many more `gapscope info` lists
     loaded = [w for part in (getattr(scene, "parts", None) or [scene]) for w in (part.model.warnings or [])]

@@ -36,10 +36,31 @@ class Row:
 
     lane: Lane | None
     title: str = ""
+    folded: tuple = ()  # lanes with nothing in view, folded into this one row
 
     @property
     def key(self) -> str:
-        return self.lane.key if self.lane is not None else f"group:{self.title}"
+        if self.lane is not None:
+            return self.lane.key
+        return f"fold:{self.title}" if self.folded else f"group:{self.title}"
+
+
+def lane_empty(ln: Lane, t0: int, t1: int) -> bool:
+    """Nothing of lane ``ln`` in [t0, t1) (gap rows are never empty: they are where gaps are walked)."""
+    if ln.kind == "gaps":
+        return False
+    edges = np.array([t0, t1], dtype=np.int64)
+    for u in (ln.union, ln.busy_all):
+        if u is not None:
+            return int(u.covered(edges)[0]) <= 0
+    if ln.segs is not None:  # disjoint pieces: starts and ends both sorted
+        i = int(np.searchsorted(ln.segs.starts, t1, side="left"))
+        j = int(np.searchsorted(ln.segs.ends, t0, side="right"))
+        return i <= j
+    if ln.iv is not None and len(ln.iv):
+        i = int(np.searchsorted(ln.iv.starts, t1, side="left"))
+        return i == 0 or int(ln.iv.ends[:i].max()) <= t0
+    return True
 
 
 def device_label(model, dev: int) -> str:
@@ -102,6 +123,9 @@ class Scene:
         self.match_parts = np.zeros(0, dtype=np.int64)
         self.match_pos = -1
         self._rows: list[Row] | None = None
+        self._full: list[Row] | None = None  # every row, before the lanes with nothing in view are folded
+        self._rows_key: tuple | None = None  # the view (t0, t1) the rows were folded for
+        self.fold_empty = True
         #: what times are counted from: "window" (the analysed window's start, as the report) or "trace"
         #: (the trace's own timestamps)
         self.time_mode = "window"
@@ -213,13 +237,62 @@ class Scene:
 
     # ------------------------------------------------------------------ rows
     def rows(self) -> list[Row]:
-        if self._rows is None:
-            self._rows = self._build_rows()
-            self.lane_cursor = min(self.lane_cursor, max(len(self._rows) - 1, 0))
+        """The display rows for the current view: lanes with nothing in view are folded, two or more of one
+        group into one line (never the lane under the cursor, an expanded thread, or a gap row). The lane
+        cursor stays on its lane when rows come and go."""
+        if self._full is None:
+            self._full = self._build_rows()
+        key = (self.view.t0, self.view.t1)
+        if self._rows is None or key != self._rows_key:
+            old = self._rows
+            cur = old[self.lane_cursor].key if old and 0 <= self.lane_cursor < len(old) else None
+            new = self._fold(self._full, cur) if self.fold_empty else self._full
+            self._rows_key = key
+            if old is None or len(new) != len(old) or any(a.key != b.key for a, b in zip(new, old)):
+                self._rows = new
+                if cur is not None:
+                    for i, r in enumerate(new):
+                        if r.key == cur:
+                            self.lane_cursor = i
+                            break
+                self.lane_cursor = min(self.lane_cursor, max(len(new) - 1, 0))
         return self._rows
+
+    def _fold(self, full: list[Row], cur: str | None) -> list[Row]:
+        t0, t1 = self.view.t0, self.view.t1
+        out: list[Row] = []
+        group: list[Row] = []
+
+        def flush():
+            empty = [r for r in group if r.lane is not None and r.key != cur
+                     and not (r.lane.kind == "cpu" and r.lane.expanded) and lane_empty(r.lane, t0, t1)]
+            if len(empty) < 2:
+                out.extend(group)
+            else:
+                gone = {id(r) for r in empty}
+                names = ", ".join(r.lane.label for r in empty)
+                title = f"{len(empty)} lanes with nothing in view: {names}"
+                placed = False
+                for r in group:
+                    if id(r) not in gone:
+                        out.append(r)
+                    elif not placed:
+                        out.append(Row(None, title, folded=tuple(x.lane for x in empty)))
+                        placed = True
+            group.clear()
+
+        for r in full:
+            if r.lane is None:
+                flush()
+                out.append(r)
+            else:
+                group.append(r)
+        flush()
+        return out
 
     def invalidate_rows(self) -> None:
         self._rows = None
+        self._full = None
 
     def _device_title(self, model: TraceModel, dev: int, rank) -> str:
         t = device_label(model, dev)

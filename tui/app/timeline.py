@@ -172,6 +172,10 @@ class LanesView(ScrollView, _Base, can_focus=True):
         sc = self.scene
         g = self.glyphs
         ln = row.lane
+        if ln is None and row.folded:  # lanes with nothing in view, one line
+            text = self._text(f"  {g.sep} {row.title}")[: lw + 1 + cw].ljust(lw + 1 + cw)
+            st = G.CURSOR_STYLE if is_cursor and self.has_focus else Style(dim=True, italic=True)
+            return Strip([Segment(text, st)])
         if ln is None:  # group header
             title = self._text(f"{g.rule} {row.title} ")
             text = (title + g.rule * (lw + 1 + cw))[: lw + 1 + cw]
