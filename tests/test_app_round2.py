@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.conftest import SAMPLE_TRACES
@@ -305,3 +306,116 @@ def test_stack_panel_shortens_builtin_frames_and_shows_innermost_first():
     inner = det.stack[-1].name  # the innermost frame: "<built-in method _record_function_enter_new of ...>"
     assert inner.startswith("<built-in method _record_function_enter_new")
     assert "built-in _record_function_enter_new" in first
+
+
+# ------------------------------------------------------------------------- friction 1: 80x24 layout
+def test_80x24_folds_lanes_with_nothing_in_view_and_gives_the_rows_to_the_gap_list():
+    _need(SYNC)
+
+    async def go():
+        async with opened(SYNC, size=(80, 24)) as (app, pilot):
+            sc = app.scene
+            first = screen_text(app)
+            folded = [r for r in sc.rows() if r.folded]
+            labels = sorted(ln.label for r in folded for ln in r.folded)
+            # the copies in the trace, counted from the model: DtoH and DtoD run somewhere, not near gap 1
+            await pilot.press("0")  # the whole trace: every lane has something in view
+            await pilot.pause()
+            fitted = [r for r in sc.rows() if r.folded]
+            return first, labels, fitted, len(app.query_one("#gaplist").region.size), \
+                app.query_one("#gaplist").region.height
+
+    first, labels, fitted, _, gl_h = run(go())
+    assert labels == ["DtoD", "DtoH"]
+    assert "2 lanes with nothing in view: DtoH, DtoD" in first
+    assert fitted == []
+    # the gap list: at least 9 gaps at 80x24 (it had 8 rows with the copy lanes drawn empty)
+    rows = [ln for ln in first.splitlines() if re.match(r"\s*\d+(\.\d+)? [µm]?s\s+\w", ln)]
+    assert len(rows) >= 9, first
+    # the header fits: the file name, and the distortion warning whole
+    assert first.splitlines()[0].startswith("demo-eager-sync.decode.json.gz")
+    assert "⚠ profiler distortion 1.87x: CPU-side causes look bigger" in first
+
+
+def test_lane_cursor_stays_on_its_lane_when_lanes_fold():
+    _need(SYNC)
+
+    async def go():
+        async with opened(SYNC, size=(80, 24)) as (app, pilot):
+            sc = app.scene
+            await pilot.press("0")
+            await pilot.pause()
+            dtoh = next(i for i, r in enumerate(sc.rows()) if r.lane is not None and r.lane.label == "DtoH")
+            sc.lane_cursor = dtoh
+            app.action_focus_gap()  # back to gap 1 (the gap row gets the cursor)
+            sc.lane_cursor = next(i for i, r in enumerate(sc.rows()) if r.lane is not None and r.lane.label == "DtoH")
+            await pilot.press("w", "s")  # a zoom in and out about gap 1: no copy in view, DtoH has the cursor
+            await pilot.pause()
+            rows = sc.rows()
+            return rows[sc.lane_cursor].lane.label if rows[sc.lane_cursor].lane else None, \
+                [r.lane.label for r in rows if r.lane is not None and r.lane.kind == "copy"]
+
+    label, copies = run(go())
+    assert label == "DtoH" and "DtoH" in copies
+
+
+# ------------------------------------------------------------------ friction 3: Enter on a finding
+def test_enter_on_a_finding_lists_its_gaps_n_walks_them_escape_clears():
+    _need(SYNC)
+
+    async def go():
+        async with opened(SYNC, size=(120, 40)) as (app, pilot):
+            sc = app.scene
+            a = sc.analysis
+            listed = int(a.listed_rows().size)
+            lim = a.config.min_listed_gap_ns
+            await pilot.press("3")
+            await pilot.pause()
+            # the third finding (any with several gaps will do)
+            ft = app.query_one("#findings")
+            i = next(k for k, f in enumerate(a.findings)
+                     if sum(int(a.gaps.dur_ns[r]) >= lim for r in f.gap_rows) >= 3)
+            ft.move_cursor(row=i)
+            await pilot.pause()
+            await pilot.press("enter")
+            await pilot.pause()
+            f = a.findings[i]
+            mine = sorted((int(a.gaps.dur_ns[r]) for r in f.gap_rows if int(a.gaps.dur_ns[r]) >= lim), reverse=True)
+            got = [int(sc.g_dur[g]) for g in sc.order]
+            rows_ok = set(sc.g_row[sc.order].tolist()) <= set(np.asarray(f.gap_rows).tolist())
+            walked = []
+            for _ in range(2):
+                await pilot.press("n")
+                await pilot.pause()
+                walked.append(sc.selected_row)
+            status = screen_text(app)
+            await pilot.press("escape")
+            await pilot.pause()
+            return mine, got, rows_ok, walked, status, int(sc.order.size), listed, set(f.gap_rows)
+
+    mine, got, rows_ok, walked, status, after, listed, frows = run(go())
+    assert got == mine and rows_ok
+    assert all(r in frows for r in walked) and walked[0] != walked[1]
+    assert f"({len(mine)})" not in status and f": {len(mine)} (n/N walk them, Esc: all gaps)" in status
+    assert after == listed
+
+
+# --------------------------------------------------- friction 5: keys that do nothing say so
+def test_space_and_brackets_on_rows_without_them_say_so(tmp_path):
+    p = three_gaps(tmp_path)
+
+    async def go():
+        async with opened(p) as (app, pilot):
+            sc = app.scene
+            out = []
+            for kind, key in (("stream", "space"), (None, "right_square_bracket")):
+                sc.lane_cursor = next(i for i, r in enumerate(sc.rows())
+                                      if (r.lane.kind if r.lane is not None else None) == kind)
+                await pilot.press(key)
+                await pilot.pause()
+                out.append(screen_text(app).splitlines()[-2])
+            return out
+
+    space, bracket = run(go())
+    assert "space: only a CPU thread with a recorded stack expands" in space
+    assert "[ ]: no events on this row" in bracket
