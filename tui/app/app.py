@@ -654,6 +654,8 @@ class GapscopeApp(App):
                 parts.append(f"find '{sc.search_query}': no match")
         if sc.cause_filter is not None:
             parts.append(f"filter: {self._cause_name(sc.cause_filter)}")
+        if sc.finding_filter is not None:
+            parts.append(f"gaps of {sc.finding_filter}: {sc.order.size} (n/N walk them, Esc: all gaps)")
         rows = sc.rows()
         if rows and 0 <= sc.lane_cursor < len(rows):
             ev = self.event_under_cursor()
@@ -874,7 +876,7 @@ class GapscopeApp(App):
                 t.append(self._text(str(f.suggestion)) + "\n")
             for k, v in list((f.evidence or {}).items())[:12]:
                 t.append(self._text(f"  {k}: {v}")[:300] + "\n", style="dim")
-            t.append("Enter: go to its largest gap", style="dim")
+            t.append("Enter: its gaps in the gap list (n walks them, Esc: all gaps)", style="dim")
         self.query_one("#findinginfo", Static).update(t)
 
     @on(DataTable.RowHighlighted, "#kernels")
@@ -1001,17 +1003,16 @@ class GapscopeApp(App):
             return
         f = sc.parts[k[0]].analysis.findings[k[1]]
         rows = np.asarray(getattr(f, "gap_rows", []), dtype=np.int64)
-        if rows.size:
-            sc.apply_filter(None)
-            gid = np.flatnonzero((sc.g_part == k[0]) & np.isin(sc.g_row, rows))
-            gid = gid[np.argsort(-sc.g_dur[gid], kind="stable")][:1]
-            where = np.flatnonzero(sc.order == int(gid[0])) if gid.size else gid
+        n = self._findings(sc).index((k[0], k[1], f)) + 1 if (k[0], k[1], f) in self._findings(sc) else k[1] + 1
+        if rows.size and sc.apply_finding(k[0], rows, f"finding {n}"):
+            # the gap list holds this finding's gaps, largest first: n / N walk them, Esc shows all gaps again
             self._switch_view("lanes")
             self.fill_gap_list()
-            if where.size:
-                self.goto_gap(int(where[0]))
+            self.goto_gap(0)
             self.lanes.focus()
             self.refresh_bindings()
+        else:
+            self.refresh_status("this finding lists no gap")
 
     # ================================================================ view actions
     def action_pan(self, frac: float) -> None:
@@ -1057,7 +1058,8 @@ class GapscopeApp(App):
         if sc is None:
             return
         ln = sc.cursor_lane()
-        if ln is None:
+        if ln is None or (ln.iv is None and ln.segs is None):
+            self.refresh_status("[ ]: no events on this row")
             return
         v = sc.view
         if ln.iv is not None:
@@ -1102,10 +1104,29 @@ class GapscopeApp(App):
 
     def action_expand(self) -> None:
         sc = self.scene
-        if sc is not None and sc.toggle_expand():
+        if sc is None:
+            return
+        rows = sc.rows()
+        row = rows[sc.lane_cursor] if 0 <= sc.lane_cursor < len(rows) else None
+        if row is not None and row.lane is None:
+            # a folded row shows its lanes (every lane, until space on a group header folds them again)
+            if row.folded or not sc.fold_empty:
+                sc.fold_empty = not sc.fold_empty
+                sc.invalidate_rows()
+                self.lanes.sync_rows()
+                self.lanes.ensure_cursor_visible()
+                self.refresh_view()
+                self.refresh_status("every lane shown (space on a group header folds the empty ones again)"
+                                    if not sc.fold_empty else "lanes with nothing in view folded")
+            else:
+                self.refresh_status("space: nothing to expand on a group header")
+            return
+        if sc.toggle_expand():
             self.lanes.sync_rows()
             self.lanes.ensure_cursor_visible()
             self.refresh_view()
+        else:
+            self.refresh_status("space: only a CPU thread with a recorded stack expands")
 
     def action_cause(self, d: int) -> None:
         sc = self.scene
@@ -1292,6 +1313,13 @@ class GapscopeApp(App):
         sw = self.query_one("#views", ContentSwitcher)
         if sw.current != "lanesview":
             self._switch_view("lanes")
+        elif sc is not None and (sc.finding_filter is not None or sc.cause_filter is not None):
+            keep = sc.selected_gap  # every gap again, the selected one still selected
+            sc.apply_filter(None)
+            self.fill_gap_list()
+            where = np.flatnonzero(sc.order == keep)
+            self.goto_gap(int(where[0]) if where.size else 0)
+            self.refresh_status("all gaps")
 
     # ================================================================ enabling keys
     def check_action(self, action: str, parameters: tuple) -> bool | None:

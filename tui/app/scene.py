@@ -117,6 +117,7 @@ class Scene:
         self.all_listed = np.zeros(0, dtype=np.int64)
         self.selected = -1  # position in self.order
         self.cause_filter: int | None = None
+        self.finding_filter: str | None = None  # the gap list holds one finding's gaps (Enter on a finding)
         self.lane_cursor = 0
         self.search_query = ""
         self.matches = np.zeros(0, dtype=np.int64)
@@ -360,7 +361,7 @@ class Scene:
             pt.analysis = a
             pt.min_listed_ns = int(min_listed_ns)
         self._merge_gaps()
-        self.apply_filter(self.cause_filter)
+        self.apply_filter(self.cause_filter)  # (a finding's filter ends when analyses land)
         self.invalidate_rows()
 
     def rank_summary(self) -> list[dict]:
@@ -433,7 +434,20 @@ class Scene:
             self.gap_lanes[key] = ln
             self.gap_cover[key] = UnionIndex(st, en)
 
+    def apply_finding(self, part: int, rows, label: str) -> int:
+        """Only the gaps of one finding (its ``gap_rows`` in part ``part``), largest first; returns how many."""
+        rows = np.asarray(rows, dtype=np.int64)
+        ids = self.all_listed[(self.g_part[self.all_listed] == part) & np.isin(self.g_row[self.all_listed], rows)]
+        self.cause_filter = None
+        self.finding_filter = label
+        self.order = ids
+        self.selected = 0 if ids.size else -1
+        if self.selected >= 0:
+            self.active = int(self.g_part[ids[0]])
+        return int(ids.size)
+
     def apply_filter(self, cause: int | None) -> None:
+        self.finding_filter = None
         self.cause_filter = cause
         ids = self.all_listed
         if cause is not None:

@@ -18,6 +18,7 @@ from textual.strip import Strip
 
 #: blank lines carry a style (Textual's NO_COLOR filter cannot take a segment without one)
 _NO_STYLE = Style()
+_UNFOCUSED_CURSOR = Style(bold=True, underline=True, reverse=True, dim=True)
 from textual.widget import Widget
 
 from ..analysis.names import display_frame
@@ -184,8 +185,9 @@ class LanesView(ScrollView, _Base, can_focus=True):
         if ln.kind == "cpu":
             label = (g.collapse if ln.expanded else g.expand) + label if ln.has_depth else " " + label
         label = self._text(label)[:lw].ljust(lw)
+        # the lane cursor stays plain to see when the focus is elsewhere (gap list, stack panel)
         lstyle = G.CURSOR_STYLE if is_cursor and self.has_focus else (
-            Style(bold=True, underline=True) if is_cursor else G.LABEL_STYLE)
+            _UNFOCUSED_CURSOR if is_cursor else G.LABEL_STYLE)
         v = sc.view
         edges = cell_edges(v.t0, v.t1, cw)
         plain = Style()
