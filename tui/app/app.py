@@ -19,6 +19,7 @@ from textual.worker import get_current_worker
 
 from ..analysis.names import display_frame
 from ..errors import GapscopeError
+from ..trace.model import Kind
 from . import glyphs as G
 from .lanes import col_to_time, time_to_col
 from .panels import RowCachedTable, event_text, header_text, stack_text
@@ -182,6 +183,9 @@ class GapscopeApp(App):
         Binding("3", "view('findings')", "findings", show=False),
         Binding("t", "next_trace", "trace", show=False),
         Binding("o", "origin", "time origin", show=False),
+        Binding("v", "link", "launch/kernel", show=False),
+        Binding("m", "mark", "range", show=False),
+        Binding("M", "mark_range", "range of a step", show=False),
         Binding("e", "export", "export"),
         Binding("g", "legend", "legend", show=False),
         Binding("question_mark,f1", "help", "help"),
@@ -657,11 +661,18 @@ class GapscopeApp(App):
         if sc.finding_filter is not None:
             parts.append(f"gaps of {sc.finding_filter}: {sc.order.size} (n/N walk them, Esc: all gaps)")
         rows = sc.rows()
-        if rows and 0 <= sc.lane_cursor < len(rows):
-            ev = self.event_under_cursor()
-            if ev >= 0:
-                m = sc.model
-                parts.append(f"{display_frame(m.name(ev))} {self.d(m.dur_ns[ev])}")
+        ev = self.event_under_cursor() if rows and 0 <= sc.lane_cursor < len(rows) else -1
+        if ev >= 0:
+            m = sc.model
+            gpu = int(m.kind[ev]) in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
+            nm = short_kernel(m.name(ev)) if gpu else display_frame(m.name(ev))
+            parts.append(f"{nm} {self.d(m.dur_ns[ev])}")
+        if sc.set_link(sc.active, ev):
+            self.lanes.refresh()  # the mark of the other end moved
+        if sc.link is not None:
+            other = sc.parts[sc.link[0]].model
+            what = "launched by" if int(other.kind[sc.link[1]]) in (Kind.RUNTIME, Kind.DRIVER) else "launches"
+            parts.append(f"{what} {short_kernel(other.name(sc.link[1]))} (v jumps)")
         parts.append(f"cursor {self.d(v.cursor - sc.origin)}" + (" (trace time)" if sc.time_mode == "trace" else ""))
         # fixed height: no layout pass, only this line is redrawn
         self.query_one("#status", Static).update(Text(self._text("  " + " | ".join(parts)), no_wrap=True,
@@ -1167,6 +1178,64 @@ class GapscopeApp(App):
         else:
             self.refresh_status("t: one trace loaded, no other tab")
 
+    def action_mark(self) -> None:
+        """`m`: mark the cursor's time; the second `m` selects the range between the two and shows its stats."""
+        sc = self.scene
+        if sc is None:
+            return
+        t = sc.view.cursor
+        if sc.mark is None or sc.mark == t:
+            sc.mark, sc.span_sel = t, None
+            self.refresh_view()
+            self.refresh_status(f"range starts at +{self.d(t - sc.origin)}: move the cursor, m again ends it")
+            return
+        a, b = sorted((sc.mark, t))
+        sc.mark = None
+        self._show_range(a, b)
+
+    def action_mark_range(self) -> None:
+        """`M`: the range (step, record_function) or event under the cursor as the selected range."""
+        sc = self.scene
+        if sc is None:
+            return
+        ln = sc.cursor_lane()
+        ev = self.event_under_cursor()
+        if ln is not None and ln.kind == "ranges" and ln.segs is not None:
+            r = ln.segs.cells(np.array([sc.view.cursor, sc.view.cursor + 1], dtype=np.int64))[0]
+            if r >= 0:
+                self._show_range(int(ln.segs.starts[r]), int(ln.segs.ends[r]))
+                return
+        if ev >= 0:
+            m = sc.model
+            s = int(m.ts_ns[ev]) + sc.offset
+            self._show_range(s, s + max(int(m.dur_ns[ev]), 1))
+            return
+        self.refresh_status("M: put the cursor on a step, a range or an event (or use m twice)")
+
+    def _show_range(self, a: int, b: int) -> None:
+        from .rangestats import range_text
+
+        sc = self.scene
+        sc.span_sel = (a, max(b, a + 1))
+        self.refresh_view()
+        self.push_screen(DetailScreen(range_text(sc, a, max(b, a + 1), self.glyphs), self.glyphs.ascii))
+
+    def action_link(self) -> None:
+        """Jump between a kernel and its launch (the other end marked on the lanes)."""
+        sc = self.scene
+        if sc is None:
+            return
+        if sc.link is None:
+            self.refresh_status("v: put the cursor on a kernel, a copy or a launch call first")
+            return
+        part, ev, row, t = sc.link
+        sc.view.ensure_visible(t)
+        r = sc.row_of_event(ev, part)
+        if r >= 0:
+            sc.lane_cursor = r
+            self.lanes.ensure_cursor_visible()
+        self.refresh_view()
+
     def action_origin(self) -> None:
         """Times from the analysed window's start (the report's) or in the trace's own time."""
         sc = self.scene
@@ -1313,6 +1382,10 @@ class GapscopeApp(App):
         sw = self.query_one("#views", ContentSwitcher)
         if sw.current != "lanesview":
             self._switch_view("lanes")
+        elif sc is not None and (sc.mark is not None or sc.span_sel is not None):
+            sc.mark = sc.span_sel = None  # the range selection ends
+            self.refresh_view()
+            self.refresh_status("range cleared")
         elif sc is not None and (sc.finding_filter is not None or sc.cause_filter is not None):
             keep = sc.selected_gap  # every gap again, the selected one still selected
             sc.apply_filter(None)
@@ -1336,7 +1409,7 @@ class GapscopeApp(App):
             return True
         if action == "next_trace":
             return True if self.scenes else None
-        if action == "origin":
+        if action in ("origin", "link", "mark", "mark_range"):
             return True if sc is not None else None
         if action in ("pan", "zoom", "fit", "cursor", "event", "expand", "search", "detail", "export"):
             if sc is None:

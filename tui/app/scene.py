@@ -127,6 +127,11 @@ class Scene:
         self._full: list[Row] | None = None  # every row, before the lanes with nothing in view are folded
         self._rows_key: tuple | None = None  # the view (t0, t1) the rows were folded for
         self.fold_empty = True
+        #: the other end of the launch under the cursor: (part, event, display row, aligned time), or None
+        self.link: tuple | None = None
+        self.mark: int | None = None  # `m`: one end of a range, aligned ns
+        self.span_sel: tuple[int, int] | None = None  # the selected range [a, b), aligned ns
+        self._launched: dict = {}  # part -> (runtime call ids sorted, the first GPU event each launched)
         #: what times are counted from: "window" (the analysed window's start, as the report) or "trace"
         #: (the trace's own timestamps)
         self.time_mode = "window"
@@ -528,6 +533,40 @@ class Scene:
             return -1
         self.match_pos = (self.match_pos + d) % self.matches.size
         return self.current_match()
+
+    def linked(self, part: int, ev: int) -> int:
+        """The other end of a launch: a kernel's (copy's) launching runtime call, or the GPU work a runtime
+        call launched; -1 when there is none."""
+        m = self.parts[part].model
+        if int(m.kind[ev]) in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET):
+            return int(m.launch[ev])
+        if int(m.kind[ev]) not in (Kind.RUNTIME, Kind.DRIVER):
+            return -1
+        inv = self._launched.get(part)
+        if inv is None:  # runtime call -> the first GPU event it launched (built once per trace)
+            gpu = np.flatnonzero(m.launch >= 0)
+            la = m.launch[gpu]
+            o = np.lexsort((m.ts_ns[gpu], la))
+            la, gpu = la[o], gpu[o]
+            first = np.ones(la.size, dtype=bool)
+            first[1:] = la[1:] != la[:-1]
+            inv = self._launched[part] = (la[first], gpu[first])
+        i = int(np.searchsorted(inv[0], ev))
+        return int(inv[1][i]) if i < inv[0].size and int(inv[0][i]) == ev else -1
+
+    def set_link(self, part: int, ev: int) -> bool:
+        """Mark the other end of event ``ev``'s launch (``self.link``: part, event, display row, aligned
+        time), or clear the mark (ev < 0). True when the mark changed."""
+        new = None
+        if ev >= 0:
+            other = self.linked(part, ev)
+            if other >= 0:
+                row = self.row_of_event(other, part)
+                t = int(self.parts[part].model.ts_ns[other]) + self.parts[part].offset
+                new = (part, other, row, t)
+        changed = new != self.link
+        self.link = new
+        return changed
 
     def row_of_event(self, ev: int, part: int | None = None) -> int:
         """The display row holding event ``ev`` of ``part`` (its stream / copy lane / thread), or -1."""
