@@ -419,3 +419,102 @@ def test_space_and_brackets_on_rows_without_them_say_so(tmp_path):
     space, bracket = run(go())
     assert "space: only a CPU thread with a recorded stack expands" in space
     assert "[ ]: no events on this row" in bracket
+
+
+# ---------------------------------------------------------- what experts missed: names, link, range
+def _row_text(txt: str, label: str) -> str:
+    return next(ln for ln in txt.splitlines() if ln.startswith(label))
+
+
+def test_kernel_names_inside_their_bars_when_zoomed_in(tmp_path):
+    p = three_gaps(tmp_path, names=("k0", "k1", "my_gemm_kernel", "ampere_sgemm_128x64"))
+
+    async def go():
+        async with opened(p, size=(120, 40)) as (app, pilot):
+            v = app.scene.view
+            out = []
+            for t0, t1 in ((0, 1_000_000), (815_000, 845_000)):  # the whole step; 30 µs around the 10 µs kernel
+                v.t0, v.t1, v.cursor = t0, t1, t0
+                app.refresh_view()
+                await pilot.pause()
+                out.append(_row_text(screen_text(app), "stream 7"))
+            return out
+
+    whole, zoomed = run(go())
+    assert "my_gemm_kernel" not in whole  # 10 µs of a 1 ms view: one cell, no room for a name
+    assert "my_gemm_kernel" in zoomed
+
+
+def test_a_kernel_marks_its_launch_and_v_jumps_between_them(tmp_path):
+    p = three_gaps(tmp_path, names=("k0", "k1", "my_gemm_kernel", "ampere_sgemm_128x64"))
+
+    async def go():
+        async with opened(p, size=(120, 40)) as (app, pilot):
+            sc = app.scene
+            v = sc.view
+            v.t0, v.t1, v.cursor = 800_000, 840_000, 830_000  # on my_gemm_kernel (825-835 µs)
+            sc.lane_cursor = next(i for i, r in enumerate(sc.rows()) if r.lane is not None and r.lane.kind == "stream")
+            app.refresh_view()
+            await pilot.pause()
+            on_kernel = screen_text(app)
+            await pilot.press("v")
+            await pilot.pause()
+            lane = sc.rows()[sc.lane_cursor].lane
+            return on_kernel, screen_text(app), lane.kind, v.cursor
+
+    on_kernel, on_launch, kind, cursor = run(go())
+    assert "launched by cudaLaunchKernel (v jumps)" in on_kernel
+    thread = _row_text(on_kernel, "▸thread") if "▸thread" in on_kernel else _row_text(on_kernel, " thread")
+    assert "◆" in thread  # the launch (821 µs) marked on the thread's lane
+    # v: to the launch call, on the thread's lane, the kernel now marked on the stream
+    assert kind == "cpu" and cursor == 821_000
+    assert "launches my_gemm_kernel (v jumps)" in on_launch
+    assert "◆" in _row_text(on_launch, "stream 7")
+
+
+def test_range_of_a_step_gives_busy_idle_causes_and_kernels(tmp_path):
+    p = three_gaps(tmp_path, names=("k0", "k1", "my_gemm_kernel", "ampere_sgemm_128x64"))
+
+    async def go():
+        async with opened(p, size=(120, 40)) as (app, pilot):
+            sc = app.scene
+            sc.lane_cursor = next(i for i, r in enumerate(sc.rows()) if r.lane is not None and r.lane.kind == "ranges")
+            sc.view.cursor = 500_000  # inside decode_step (0-1000 µs)
+            app.refresh_view()
+            await pilot.press("M")
+            await pilot.pause()
+            txt = screen_text(app)
+            await pilot.press("escape", "escape")
+            await pilot.pause()
+            return txt, sc.span_sel
+
+    txt, after = run(go())
+    flat = " ".join(txt.split())
+    # by hand: four 10 µs kernels in the 1 ms step, the GPU idle 300 + 500 + 100 µs between them
+    assert "range +" in flat and "(1.00 ms)" in flat
+    assert "stream 7 40.0 µs busy 960.0 µs idle 4.0% busy" in flat
+    assert re.search(r"python 3 gaps 900.0 µs", flat), flat
+    for k in ("k0", "k1", "my_gemm_kernel", "ampere_sgemm_128x64"):
+        assert re.search(rf"10.0 µs 1x {k}", flat), k
+    assert after is None  # Esc closes the box, then clears the range
+
+
+def test_m_twice_selects_the_range_between_the_marks(tmp_path):
+    p = three_gaps(tmp_path)
+
+    async def go():
+        async with opened(p, size=(120, 40)) as (app, pilot):
+            sc = app.scene
+            sc.view.cursor = 320_000
+            await pilot.press("m")
+            await pilot.pause()
+            mark = sc.mark
+            sc.view.cursor = 830_000
+            await pilot.press("m")
+            await pilot.pause()
+            return mark, sc.span_sel, screen_text(app)
+
+    mark, sel, txt = run(go())
+    assert mark == 320_000 and sel == (320_000, 830_000)
+    # 320-830 µs: k1's last 5 µs (315-325) and k2's first 5 µs (825-835)
+    assert "stream 7 10.0 µs busy 500.0 µs idle" in " ".join(txt.split())
