@@ -518,3 +518,40 @@ def test_m_twice_selects_the_range_between_the_marks(tmp_path):
     assert mark == 320_000 and sel == (320_000, 830_000)
     # 320-830 µs: k1's last 5 µs (315-325) and k2's first 5 µs (825-835)
     assert "stream 7 10.0 µs busy 500.0 µs idle" in " ".join(txt.split())
+
+
+# ------------------------------------------------------------------ the README's key table is the code's
+_KEY_NAMES = {"←": "left", "→": "right", "↑": "up", "↓": "down", "Shift+←": "shift+left", "Shift+→": "shift+right",
+              "Home": "home", "F1": "f1", "Enter": "enter", "Esc": "escape", "Tab": "tab", "/": "slash",
+              "?": "question_mark", "[": "left_square_bracket", "]": "right_square_bracket", "+": "plus",
+              "-": "minus", "space": "space"}
+
+
+def _readme_keys() -> set[str]:
+    text = (ROOT / "README.md").read_text()
+    table = text.split("## Keys", 1)[1].split("\n## ", 1)[0]
+    keys = set()
+    for line in table.splitlines():
+        if not line.startswith("| `"):
+            continue
+        cell = line.split("|")[1]
+        for k in re.findall(r"`([^`]+)`", cell):
+            if k == "→" and "Shift+←" in cell:  # "`Shift+←` `→`": shift+right
+                k = "Shift+→"
+            keys.add(_KEY_NAMES.get(k, k))
+    return keys
+
+
+def test_readme_key_table_matches_the_bindings():
+    from tui.app.app import GapList
+    from tui.app.timeline import LanesView
+
+    bound = set()
+    for cls in (GapscopeApp, LanesView, GapList):
+        for b in cls.BINDINGS:
+            bound |= {k.strip() for k in b.key.split(",")}
+    readme = _readme_keys()
+    bound_shown = {k for k in bound if k not in ("equals_sign", "pageup", "pagedown")}  # aliases the table omits
+    # every key of the table does something (Tab is Textual's focus key), every bound key is in the table
+    assert readme - bound - {"tab"} == set()
+    assert bound_shown - readme == set()
