@@ -521,7 +521,8 @@ def test_m_twice_selects_the_range_between_the_marks(tmp_path):
 
 
 # ------------------------------------------------------------------ the README's key table is the code's
-_KEY_NAMES = {"←": "left", "→": "right", "↑": "up", "↓": "down", "Shift+←": "shift+left", "Shift+→": "shift+right",
+_KEY_NAMES = {"←": "left", "→": "right", "↑": "up", "↓": "down", "Shift+←": "shift+left",
+              "Shift+→": "shift+right",
               "Home": "home", "F1": "f1", "Enter": "enter", "Esc": "escape", "Tab": "tab", "/": "slash",
               "?": "question_mark", "[": "left_square_bracket", "]": "right_square_bracket", "+": "plus",
               "-": "minus", "space": "space"}

@@ -52,7 +52,8 @@ def _wait_for_panel(session: str, needle: str, timeout: float = 30.0) -> str:
         if top is not None:
             col = lines[top].index("gap 1/")
             # (less the panel's scroll bar, drawn in its last column)
-            text = " ".join(" ".join(ln[col:].rstrip(" ▁▂▃▄▅▆▇█").split()) for ln in lines[top:] if len(ln) > col)
+            text = " ".join(" ".join(ln[col:].rstrip(" ▁▂▃▄▅▆▇█").split())
+                            for ln in lines[top:] if len(ln) > col)
             if needle in text:
                 return text
         time.sleep(0.2)

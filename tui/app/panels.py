@@ -468,7 +468,8 @@ def event_text(scene: Scene, ev: int, glyphs: G.Glyphs) -> Text:
     dur = int(m.dur_ns[ev])
     tr = m.tracks[int(m.track[ev])]
     t.add(f"{kl}: ", "bold").add(display_frame(m.name(ev)), "bold bright_cyan").nl()
-    t.add(f"  start {_at(t, int(m.ts_ns[ev]) + scene.offset - scene.origin, scene)}  duration {t.d(dur)}  on {tr.name}").nl()
+    start = _at(t, int(m.ts_ns[ev]) + scene.offset - scene.origin, scene)
+    t.add(f"  start {start}  duration {t.d(dur)}  on {tr.name}").nl()
     args = m.event_args(ev)
     if k == Kind.KERNEL:
         _args_line(t, args, ("grid", "block", "registers per thread", "shared memory", "blocks per SM",
