@@ -327,7 +327,7 @@ def test_80x24_folds_lanes_with_nothing_in_view_and_gives_the_rows_to_the_gap_li
 
     first, labels, fitted, _, gl_h = run(go())
     assert labels == ["DtoD", "DtoH"]
-    assert "2 lanes with nothing in view: DtoH, DtoD" in first
+    assert "2 lanes empty here: DtoH, DtoD" in first
     assert fitted == []
     # the gap list: at least 9 gaps at 80x24 (it had 8 rows with the copy lanes drawn empty)
     rows = [ln for ln in first.splitlines() if re.match(r"\s*\d+(\.\d+)? [µm]?s\s+\w", ln)]

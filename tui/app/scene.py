@@ -131,7 +131,7 @@ class Scene:
         self.match_pos = -1
         self._rows: list[Row] | None = None
         self._full: list[Row] | None = None  # every row, before the lanes with nothing in view are folded
-        self._rows_key: tuple | None = None  # the view (t0, t1) the rows were folded for
+        self._rows_key: int | None = None  # the view span the rows were folded for
         self.fold_empty = True
         #: the other end of the launch under the cursor: (part, event, display row, aligned time), or None
         self.link: tuple | None = None
@@ -141,6 +141,7 @@ class Scene:
         #: what times are counted from: "window" (the analysed window's start, as the report) or "trace"
         #: (the trace's own timestamps)
         self.time_mode = "window"
+        self._win0: int | None = None  # the analysed window's start (aligned), set when analyses land
         self.visited = False  # shown once on screen (a tab opens on its largest gap the first time)
 
     @property
@@ -150,8 +151,8 @@ class Scene:
         "trace" mode the active trace's own time 0."""
         if self.time_mode == "trace":
             return self.offset
-        starts = [int(pt.analysis.window_start_ns) + pt.offset for pt in self.parts if pt.analysis is not None]
-        return min(starts) if starts else self.view.lo
+        # (Analysis.window_start_ns walks the devices: ~0.8 ms on a 100 MB trace, and the axis asks per frame)
+        return self._win0 if self._win0 is not None else self.view.lo
 
     @property
     def origin_label(self) -> str:
@@ -249,17 +250,22 @@ class Scene:
 
     # ------------------------------------------------------------------ rows
     def rows(self) -> list[Row]:
-        """The display rows for the current view: lanes with nothing in view are folded, two or more of one
-        group into one line (never the lane under the cursor, an expanded thread, or a gap row). The lane
-        cursor stays on its lane when rows come and go."""
+        """The display rows: lanes with nothing in view are folded, two or more of one group into one line
+        (never the lane under the cursor, an expanded thread, or a gap row). The lane cursor stays on its lane
+        when rows come and go.
+
+        The fold is decided again when the zoom changes by 2x or more, not on every move: a change in the
+        number of rows is a layout of the whole screen (~45 ms at 200x50 on a 100 MB trace), and pans that
+        folded and unfolded a lane each time made every pan that slow (bench_open --keys-only)."""
         if self._full is None:
             self._full = self._build_rows()
-        key = (self.view.t0, self.view.t1)
-        if self._rows is None or key != self._rows_key:
+        span = self.view.t1 - self.view.t0
+        key = self._rows_key
+        if self._rows is None or key is None or not key // 2 < span < key * 2:
             old = self._rows
             cur = old[self.lane_cursor].key if old and 0 <= self.lane_cursor < len(old) else None
             new = self._fold(self._full, cur) if self.fold_empty else self._full
-            self._rows_key = key
+            self._rows_key = span
             if old is None or len(new) != len(old) or any(a.key != b.key for a, b in zip(new, old)):
                 self._rows = new
                 if cur is not None:
@@ -283,7 +289,7 @@ class Scene:
             else:
                 gone = {id(r) for r in empty}
                 names = ", ".join(r.lane.label for r in empty)
-                title = f"{len(empty)} lanes with nothing in view: {names}"
+                title = f"{len(empty)} lanes empty here: {names}"
                 placed = False
                 for r in group:
                     if id(r) not in gone:
@@ -305,6 +311,7 @@ class Scene:
     def invalidate_rows(self) -> None:
         self._rows = None
         self._full = None
+        self._rows_key = None
 
     def _device_title(self, model: TraceModel, dev: int, rank) -> str:
         t = device_label(model, dev)
@@ -414,6 +421,8 @@ class Scene:
         return out
 
     def _merge_gaps(self) -> None:
+        starts = [int(pt.analysis.window_start_ns) + pt.offset for pt in self.parts if pt.analysis is not None]
+        self._win0 = min(starts) if starts else None
         cols = {k: [] for k in ("part", "row", "start", "end", "dur", "cause", "device")}
         for pi, pt in enumerate(self.parts):
             a = pt.analysis
