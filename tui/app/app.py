@@ -47,6 +47,10 @@ GC_FULL_EVERY = 300
 #: the load thread waits at most this long for the first frame before it starts the analysis
 FIRST_PAINT_WAIT_S = 1.0
 
+#: the options of tui.trace.load (one trace) and of tui.trace.multi.load_many (several: also "jobs")
+READER_OPTS = ("no_cache", "max_size")
+LOAD_OPTS = (*READER_OPTS, "jobs")
+
 
 class _Progress(Message):
     """A loading message from the load thread (posted, not waited for: the load must not wait on the screen)."""
@@ -200,6 +204,9 @@ class GapscopeApp(App):
         self.paths = list(paths)
         self.glyphs = G.ASCII if ascii else G.UNICODE
         self.load_opts = dict(load_opts or {})
+        unknown = sorted(set(self.load_opts) - set(LOAD_OPTS))
+        if unknown:  # an option nobody reads would be dropped without a word
+            raise ValueError(f"unknown load options: {', '.join(unknown)}")
         self.run_analysis = analyze
         self.scenes: list[Scene] = []
         self.current = 0
@@ -385,9 +392,8 @@ class GapscopeApp(App):
                 pass
         self.post_message(_Progress(f"loading {len(self.paths)} traces in parallel ({total / 1e6:.1f} MB,"
                                     f" {os.path.basename(self.paths[0])} ...) ... Esc cancels"))
-        opts = {k: v for k, v in self.load_opts.items() if k in ("no_cache", "max_size", "jobs")}
         try:
-            loaded = load_many(list(self.paths), **opts)
+            loaded = load_many(list(self.paths), **self.load_opts)
         except GapscopeError as exc:
             self._call_ui(self._fail, str(exc))
             return None
@@ -1486,10 +1492,7 @@ def group_scenes(models: list) -> list[Scene]:
 
 
 def _load(load, path: str, opts: dict):
-    """Call the trace reader with the options it accepts (the reader grows options over time)."""
-    try:
-        return load(path, **opts)
-    except TypeError as exc:
-        if "unexpected keyword" in str(exc):
-            return load(path)
-        raise
+    """Call the trace reader with the app's options. No retry without them: a reader that does not take an
+    option (or a TypeError from inside the reader) is an error, never a load that silently ignored
+    --max-size or --no-cache."""
+    return load(path, **{k: v for k, v in opts.items() if k in READER_OPTS})
