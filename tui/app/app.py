@@ -13,15 +13,14 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.css.query import NoMatches
-from textual.message import Message
 from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Static
-from textual.worker import get_current_worker
 
 from ..analysis.names import display_frame
-from ..errors import GapscopeError
 from ..trace.model import Kind
 from . import glyphs as G
 from .lanes import col_to_time, time_to_col
+from .loading import (LOAD_OPTS, AnalysisFailed, AnalysisReady, Loader, LoadFailed, Progress, SceneLoaded,
+                      debugging, failure)
 from .panels import RowCachedTable, event_text, header_text, stack_text
 from .safe import ascii_safe, safe, short_kernel
 from .scene import Scene
@@ -43,21 +42,6 @@ FREEZE_EVENTS = 100_000
 #: with a large trace frozen, a full collection comes after this many young ones (Python's default: 10)
 GC_FULL_EVERY = 300
 
-
-#: the load thread waits at most this long for the first frame before it starts the analysis
-FIRST_PAINT_WAIT_S = 1.0
-
-#: the options of tui.trace.load (one trace) and of tui.trace.multi.load_many (several: also "jobs")
-READER_OPTS = ("no_cache", "max_size")
-LOAD_OPTS = (*READER_OPTS, "jobs")
-
-
-class _Progress(Message):
-    """A loading message from the load thread (posted, not waited for: the load must not wait on the screen)."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
 
 
 class GapList(RowCachedTable):
@@ -266,11 +250,6 @@ class GapscopeApp(App):
         # in the cache comes ~50 ms sooner
         self.load_traces()
 
-    def _call_ui(self, fn, *args) -> None:
-        """From the load thread: run ``fn`` on the app's thread once the screen is mounted."""
-        self._mounted.wait()
-        self.call_from_thread(fn, *args)
-
     def on_unmount(self) -> None:
         self._mounted.set()  # a load thread still waiting for the screen goes on (and finds the app gone)
         if self._frozen:
@@ -313,165 +292,34 @@ class GapscopeApp(App):
     def d(self, ns) -> str:
         return fmt_dur(int(ns), ascii=self.glyphs.ascii)
 
-    # ================================================================ loading
-    @work(thread=True, exclusive=True, group="load")
+    # ================================================================ loading (tui/app/loading.py)
     def load_traces(self) -> None:
-        worker = get_current_worker()
-        models = self._load_parallel(worker) if len(self.paths) > 1 else self._load_one_by_one(worker)
-        if models is None or worker.is_cancelled:
-            return
-        try:
-            scenes = group_scenes(models)
-        except Exception as exc:  # noqa: BLE001
-            if os.environ.get("GAPSCOPE_DEBUG"):
-                raise
-            self._call_ui(self._fail, f"internal error while building lanes ({type(exc).__name__}: {exc})")
-            return
-        for sc in scenes:
-            self._call_ui(self._add_scene, sc)
-        if self.run_analysis:
-            self._painted.wait(FIRST_PAINT_WAIT_S)
-            for sc in scenes:
-                if worker.is_cancelled:
-                    return
-                if sc.multi:
-                    self._analyse_ranks(sc, worker)
-                else:
-                    self._analyse(sc, 0)
+        """Read and analyse the traces in a thread worker (tui/app/loading.py); its results come as messages."""
+        loader = Loader(self, self.paths, self.load_opts, self.run_analysis, self._mounted, self._painted)
+        self.run_worker(loader.run, thread=True, exclusive=True, group="load")
 
-    def _load_error(self, p: str, exc: BaseException) -> str:
-        if isinstance(exc, GapscopeError):
-            return str(exc)
-        if isinstance(exc, MemoryError):
-            return f"{p}: out of memory (try --max-size or a smaller trace)"
-        return (f"{p}: internal error while loading ({type(exc).__name__}: "
-                f"{' '.join(str(exc).split())[:200]})")
-
-    def _load_one_by_one(self, worker) -> list | None:
-        """[(path, model)] read one after another in this thread (one trace), or None (failed or cancelled)."""
-        from ..trace import load
-
-        models: list = []
-        for i, p in enumerate(self.paths):
-            if worker.is_cancelled:
-                return None
-            try:
-                size = os.path.getsize(p)
-            except OSError:
-                size = 0
-            self.post_message(_Progress(f"loading {os.path.basename(p)} ({size / 1e6:.1f} MB)"
-                                        f" [{i + 1}/{len(self.paths)}] ... Esc cancels"))
-            try:
-                model = _load(load, p, self.load_opts)
-            except (GapscopeError, MemoryError) as exc:
-                self._call_ui(self._fail, self._load_error(p, exc))
-                return None
-            except Exception as exc:  # noqa: BLE001 - a reader bug: still one line, never a traceback
-                if os.environ.get("GAPSCOPE_DEBUG"):
-                    raise
-                self._call_ui(self._fail, self._load_error(p, exc))
-                return None
-            if worker.is_cancelled:
-                return None
-            models.append((p, model))
-        return models
-
-    def _load_parallel(self, worker) -> list | None:
-        """[(path, model)] for several traces (the ranks of one job, or tabs), read in parallel processes by
-        tui.trace.multi.load_many; or None (failed or cancelled). Escape still leaves at once: the command
-        exits without waiting for the readers."""
-        try:
-            from ..trace.multi import load_many
-        except ImportError:  # pragma: no cover - the multi-trace loader is optional
-            return self._load_one_by_one(worker)
-        total = 0
-        for p in self.paths:
-            try:
-                total += os.path.getsize(p)
-            except OSError:
-                pass
-        self.post_message(_Progress(f"loading {len(self.paths)} traces in parallel ({total / 1e6:.1f} MB,"
-                                    f" {os.path.basename(self.paths[0])} ...) ... Esc cancels"))
-        try:
-            loaded = load_many(list(self.paths), **self.load_opts)
-        except GapscopeError as exc:
-            self._call_ui(self._fail, str(exc))
-            return None
-        except MemoryError:
-            self._call_ui(self._fail, f"out of memory while loading {len(self.paths)} traces "
-                          "(try --max-size or fewer traces)")
-            return None
-        except Exception as exc:  # noqa: BLE001 - a reader or pool failure: still one line
-            if os.environ.get("GAPSCOPE_DEBUG"):
-                raise
-            self._call_ui(self._fail, f"{len(self.paths)} traces: internal error while loading "
-                          f"({type(exc).__name__}: {' '.join(str(exc).split())[:200]})")
-            return None
-        if worker.is_cancelled:
-            return None
-        if len(loaded) != len(self.paths):  # load_many expands folders and patterns; the app's paths are files
-            self._call_ui(self._fail, f"internal error while loading: {len(self.paths)} traces named, "
-                          f"{len(loaded)} read")
-            return None
-        return list(zip(self.paths, loaded))
-
-    def _analyse_ranks(self, sc: Scene, worker) -> None:
-        """The ranks of one job: tui.analysis.ranks.analyze_ranks (collectives matched across ranks, waits, the
-        late rank), installed together. When that fails, each rank is analysed on its own and the header
-        says why."""
-        models = [pt.model for pt in sc.parts]
-        try:
-            from ..analysis.ranks import analyze_ranks
-            from ..analysis.thresholds import DEFAULT
-
-            out = analyze_ranks(models)
-            part_of = {id(pt.model): i for i, pt in enumerate(sc.parts)}
-            items = []
-            for a in out:
-                cfg = getattr(a, "config", None) or DEFAULT
-                items.append((part_of[id(a.model)], a, int(getattr(cfg, "min_listed_gap_ns", 2000))))
-            if sorted(i for i, _, _ in items) != list(range(len(sc.parts))):
-                raise ValueError("analyses do not match the ranks")
-        except Exception as exc:  # noqa: BLE001 - fall back to one analysis per rank
-            if os.environ.get("GAPSCOPE_DEBUG"):
-                raise
-            msg = exc if isinstance(exc, GapscopeError) else f"internal error {type(exc).__name__}: {exc}"
-            sc.rank_error = " ".join(f"ranks analysed one by one: cross-rank analysis failed ({msg})".split())[:300]
-            for pi in range(len(sc.parts)):
-                if worker.is_cancelled:
-                    return
-                self._analyse(sc, pi)
-            return
-        if worker.is_cancelled:
-            return
-        self._call_ui(self._analyses_ready, sc, items)
-
-    def _analyse(self, sc: Scene, pi: int = 0) -> None:
-        model = sc.parts[pi].model
-        try:
-            from ..analysis import analyze
-            from ..analysis.thresholds import DEFAULT
-        except Exception as exc:  # noqa: BLE001 - the lanes stay usable without the analysis
-            self._call_ui(self._analysis_failed, sc, pi,
-                          f"analysis unavailable ({type(exc).__name__}: {exc})")
-            return
-        try:
-            a = analyze(model)
-        except GapscopeError as exc:
-            self._call_ui(self._analysis_failed, sc, pi, f"analysis failed: {exc}")
-            return
-        except Exception as exc:  # noqa: BLE001
-            if os.environ.get("GAPSCOPE_DEBUG"):
-                raise
-            self._call_ui(self._analysis_failed, sc, pi,
-                          f"analysis failed (internal error {type(exc).__name__}: {exc})")
-            return
-        cfg = getattr(a, "config", None) or DEFAULT
-        self._call_ui(self._analysis_ready, sc, a, int(getattr(cfg, "min_listed_gap_ns", 2000)), pi)
-
-    @on(_Progress)
-    def _progress_posted(self, ev: _Progress) -> None:
+    @on(Progress)
+    def _progress_posted(self, ev: Progress) -> None:
         self._progress(ev.text)
+
+    @on(LoadFailed)
+    def _load_failed(self, ev: LoadFailed) -> None:
+        self._fail(ev.text)
+
+    @on(SceneLoaded)
+    def _scene_loaded(self, ev: SceneLoaded) -> None:
+        self._add_scene(ev.scene)
+
+    @on(AnalysisFailed)
+    def _analysis_failed_posted(self, ev: AnalysisFailed) -> None:
+        self._analysis_failed(ev.scene, ev.part, ev.text)
+
+    @on(AnalysisReady)
+    def _analysis_posted(self, ev: AnalysisReady) -> None:
+        if ev.items is not None:
+            self._analyses_ready(ev.scene, ev.items)
+        else:
+            self._analysis_ready(ev.scene, ev.analysis, ev.min_listed, ev.part)
 
     def _progress(self, msg: str) -> None:
         if self.scenes or self.error is not None:
@@ -522,13 +370,13 @@ class GapscopeApp(App):
         try:
             self._install_analysis(sc, a, min_listed, pi)
         except Exception as exc:  # noqa: BLE001 - keep the lanes; say what went wrong in one line
-            if os.environ.get("GAPSCOPE_DEBUG"):
+            if debugging(exc):
                 raise
             sc.parts[pi].analysis = None
             sc._merge_gaps()
             sc.apply_filter(None)
             sc.invalidate_rows()
-            sc.parts[pi].analysis_error = f"analysis could not be shown (internal error {type(exc).__name__}: {exc})"
+            sc.parts[pi].analysis_error = failure("showing the analysis", exc)
             if sc is self.scene:
                 self.lanes.sync_rows()
                 self.refresh_all()
@@ -538,11 +386,11 @@ class GapscopeApp(App):
         try:
             self._install_analysis(sc, None, 0, 0, items=items)
         except Exception as exc:  # noqa: BLE001 - keep the lanes; say what went wrong in one line
-            if os.environ.get("GAPSCOPE_DEBUG"):
+            if debugging(exc):
                 raise
             for pt in sc.parts:
                 pt.analysis = None
-                pt.analysis_error = f"analysis could not be shown (internal error {type(exc).__name__}: {exc})"
+                pt.analysis_error = failure("showing the analysis", exc)
             sc._merge_gaps()
             sc.apply_filter(None)
             sc.invalidate_rows()
@@ -1205,9 +1053,9 @@ class GapscopeApp(App):
         try:
             sc = DiffScene(a.path, a.model, a.analysis, b.path, b.model, b.analysis)
         except Exception as exc:  # noqa: BLE001 - one line in the status bar, the explorer stays
-            if os.environ.get("GAPSCOPE_DEBUG"):
+            if debugging(exc):
                 raise
-            self.call_from_thread(self.refresh_status, f"before/after failed ({type(exc).__name__}: {exc})")
+            self.call_from_thread(self.refresh_status, failure("before/after", exc))
             return
         self.call_from_thread(self.push_screen, DiffScreen(sc, self.glyphs))
 
@@ -1401,11 +1249,8 @@ class GapscopeApp(App):
         try:
             svg = self.export_screenshot()
             paths = export_all(analyses, sc.parts[0].path, svg)
-        except GapscopeError as exc:
-            self.refresh_status(f"export failed: {exc}")
-            return
-        except Exception as exc:  # noqa: BLE001 - the report writer may not be there yet
-            self.refresh_status(f"export failed: {type(exc).__name__}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - a full disk, a folder we cannot write: one line
+            self.refresh_status(failure("export", exc))
             return
         self.last_export = paths
         self.refresh_status("wrote " + ", ".join(paths))
@@ -1480,19 +1325,3 @@ class GapscopeApp(App):
             if self._tables_mounted and self.size.width != self._tables_width:
                 self.fill_tables()  # the kernels' columns follow the width
 
-
-def group_scenes(models: list) -> list[Scene]:
-    """One tab per trace, except that the ranks of one job (distinct rank numbers, two or more) share a tab
-    with their lanes grouped by rank."""
-    ranks = [m.rank for _, m in models]
-    if len(models) > 1 and all(r is not None for r in ranks) and len(set(ranks)) == len(ranks):
-        order = sorted(range(len(models)), key=lambda i: ranks[i])
-        return [Scene([models[i][0] for i in order], [models[i][1] for i in order])]
-    return [Scene(p, m) for p, m in models]
-
-
-def _load(load, path: str, opts: dict):
-    """Call the trace reader with the app's options. No retry without them: a reader that does not take an
-    option (or a TypeError from inside the reader) is an error, never a load that silently ignored
-    --max-size or --no-cache."""
-    return load(path, **{k: v for k, v in opts.items() if k in READER_OPTS})
