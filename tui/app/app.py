@@ -122,31 +122,7 @@ class SearchInput(Input):
 class GapscopeApp(App):
     TITLE = "gapscope"
     ENABLE_COMMAND_PALETTE = False  # every action has a key; the footer stays plain ASCII-friendly
-    CSS = """
-    Screen { layout: vertical; }
-    #header { height: auto; max-height: 5; background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
-    #views { height: 1fr; }
-    #lanesview { height: 1fr; }
-    #timeline { height: auto; min-height: 3; }
-    #lanes { height: auto; }
-    #bottom { height: 1fr; min-height: 4; }
-    #gaplist { width: 11fr; scrollbar-size-horizontal: 0; scrollbar-size-vertical: 1; }
-    #stack { scrollbar-size-vertical: 1; }
-    #stack { width: 9fr; border-left: vkey $primary; }
-    .-ascii #stack { border-left: ascii $primary; }
-    #status { height: 1; background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
-    #keybar { height: 1; }
-    #kernels, #findings { height: 1fr; scrollbar-size-vertical: 1; }
-    .infobox { height: 40%; border-top: hkey $primary; }
-    .-ascii .infobox { border-top: ascii $primary; }
-    Screen.-ascii DataTable, Screen.-ascii VerticalScroll, Screen.-ascii LanesView { scrollbar-size: 0 0; }
-    Screen.-ascii { scrollbar-size: 0 0; }
-    Screen.-ascii #gaplist, Screen.-ascii #stack, Screen.-ascii #kernels, Screen.-ascii #findings,
-    Screen.-ascii #lanes { scrollbar-size: 0 0; }
-    Screen.-ascii #header, Screen.-ascii #status { text-overflow: clip; }
-    #search { dock: bottom; display: none; }
-    #search.-on { display: block; }
-    """
+    CSS_PATH = "gapscope.tcss"
 
     BINDINGS = [
         Binding("n", "next_gap", "next gap"),
