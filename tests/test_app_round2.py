@@ -563,3 +563,42 @@ def test_readme_key_table_matches_the_bindings():
     # every key of the table does something (Tab is Textual's focus key), every bound key is in the table
     assert readme - bound - {"tab"} == set()
     assert bound_shown - readme == set()
+
+
+def test_help_key_table_is_made_from_the_bindings():
+    """One list (tui/app/keys.py) holds each key, its help text and its bindings: the explorer's bindings are
+    that list's, each help row shows exactly its bindings' keys (or keys its widget binds), and the help
+    screen shows every row."""
+    from textual.binding import Binding
+    from textual.screen import Screen
+
+    from tui.app import keys
+    from tui.app.app import GapList
+    from tui.app.screens import HelpScreen
+    from tui.app.timeline import LanesView
+
+    assert list(GapscopeApp.BINDINGS) == keys.BINDINGS
+    widgets = {"LanesView": LanesView, "GapList": GapList, "Screen": Screen}
+    for k in keys.KEYS:
+        if k.bindings:
+            bound = {x.strip() for b in k.bindings for x in b.key.split(",")}
+        else:  # keys a widget binds: each named widget binds all of them (Tab: Textual's focus key)
+            assert k.bound_by, k
+            for name in k.bound_by.split(", "):  # its own bindings and those it inherits (DataTable's up/down)
+                bound = {x.strip() for c in widgets[name].__mro__ for b in c.__dict__.get("BINDINGS", [])
+                         for x in (b.key if isinstance(b, Binding) else b[0]).split(",")}
+                assert keys.shown_keys(k.shown) <= bound, (k.shown, name)
+            continue
+        assert keys.shown_keys(k.shown) == bound, k.shown
+
+    async def go():
+        app = GapscopeApp([str(SAMPLE_TRACES / "demo-eager-sync.decode.json.gz")], load_opts={"no_cache": True})
+        async with app.run_test(size=(200, 80)) as pilot:
+            await pilot.press("question_mark")
+            await pilot.pause()
+            assert isinstance(app.screen, HelpScreen)
+            return screen_text(app)
+
+    text = run(go())
+    for shown, what in keys.HELP:
+        assert f"{shown} " in text and what in text, shown

@@ -18,6 +18,7 @@ from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Static
 from ..analysis.names import display_frame
 from ..trace.model import Kind
 from . import glyphs as G
+from . import keys
 from .lanes import col_to_time, time_to_col
 from .loading import (LOAD_OPTS, AnalysisFailed, AnalysisReady, Loader, LoadFailed, Progress, SceneLoaded,
                       debugging, failure)
@@ -124,39 +125,7 @@ class GapscopeApp(App):
     ENABLE_COMMAND_PALETTE = False  # every action has a key; the footer stays plain ASCII-friendly
     CSS_PATH = "gapscope.tcss"
 
-    BINDINGS = [
-        Binding("n", "next_gap", "next gap"),
-        Binding("N", "prev_gap", "prev gap", key_display="N"),
-        Binding("left,h,a", "pan(-0.25)", "pan", show=False),
-        Binding("right,l,d", "pan(0.25)", "pan", show=False),
-        Binding("w,plus,equals_sign", "zoom(2.0)", "zoom", key_display="w/s"),
-        Binding("s,minus", "zoom(0.5)", "zoom out", show=False),
-        Binding("shift+left,H", "cursor(-1)", "cursor", show=False),
-        Binding("shift+right,L", "cursor(1)", "cursor", show=False),
-        Binding("left_square_bracket", "event(-1)", "prev event", show=False),
-        Binding("right_square_bracket", "event(1)", "next event", show=False),
-        Binding("0,home", "fit", "fit", show=False),
-        Binding("f,z", "focus_gap", "zoom gap", show=False),
-        Binding("c", "cause(1)", "cause"),
-        Binding("C", "cause(-1)", "cause", show=False),
-        Binding("slash", "search", "find"),
-        Binding("enter", "detail", "detail", show=False),
-        Binding("space,x", "expand", "expand", show=False),
-        Binding("1", "view('lanes')", "lanes", show=False),
-        Binding("2", "view('kernels')", "kernels", show=False),
-        Binding("3", "view('findings')", "findings", show=False),
-        Binding("t", "next_trace", "trace", show=False),
-        Binding("D", "diff", "diff", key_display="D", show=False),
-        Binding("o", "origin", "time origin", show=False),
-        Binding("v", "link", "launch/kernel", show=False),
-        Binding("m", "mark", "range", show=False),
-        Binding("M", "mark_range", "range of a step", show=False),
-        Binding("e", "export", "export"),
-        Binding("g", "legend", "legend", show=False),
-        Binding("question_mark,f1", "help", "help"),
-        Binding("escape", "escape", "back", show=False),
-        Binding("q", "quit", "quit"),
-    ]
+    BINDINGS = keys.BINDINGS  # tui/app/keys.py: each key with its help text
 
     def __init__(self, paths: list[str], *, ascii: bool = False, load_opts: dict | None = None,
                  analyze: bool = True):
