@@ -66,7 +66,7 @@ KEYS: list[Key] = [
     Key("e", "export: findings (Markdown + JSON) and an SVG of the screen", (Binding("e", "export", "export"),)),
     Key("g", "legend", (Binding("g", "legend", "legend", show=False),)),
     Key("? / F1", "this help", (Binding("question_mark,f1", "help", "help"),)),
-    Key("q", "quit", (Binding("q", "quit", "quit"),)),
+    Key("q", "quit", (Binding("q", "app.quit", "quit"),)),
 ]
 
 #: the explorer's bindings, in the order of the help (the footer shows those with show=True in this order)
