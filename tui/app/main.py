@@ -10,37 +10,24 @@ import numpy as np
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Static
 
-from ..analysis.names import display_frame
-from ..trace.model import Kind
 from . import glyphs as G
 from . import keys
 from .gaplist import MAX_LIST, NARROW, GapList, cause_name
-from .lanes import col_to_time, time_to_col
 from .loading import debugging, failure
-from .navigate import event_under_cursor, gap_under_cursor
-from .panels import event_text, header_text, stack_text
-from .safe import short_kernel
+from .navigate import (event_under_cursor, gap_under_cursor, move_cursor, next_event_start, range_at_cursor,
+                       show_event, status_parts)
+from .panels import StackPanel, event_text, header_text, stack_text
 from .scene import Scene
+from .search import SearchInput
 from .screens import DetailScreen, HelpScreen
-from .tables import FindingsView, Fmt, KernelsView
-from .textview import TextView
+from .diffview import diff_pair
+from .tables import Fmt, TableView, table_views
 from .timeline import Axis, LanesView
-
-
-class StackPanel(TextView):
-    """The stack of the selected gap (Line API: a gap jump redraws this panel, no screen layout)."""
-
-
-class SearchInput(Input):
-    """The / box: Enter steps to the next match, Shift+Enter to the previous one."""
-
-    BINDINGS = [Binding("shift+enter", "screen.prev_match", "previous match", show=False)]
 
 
 class MainScreen(Screen):
@@ -52,7 +39,6 @@ class MainScreen(Screen):
         self.fmt = Fmt(glyphs)
         self._status_msg = ""
         self._header_lines = 2
-        self._tables_mounted = False  # the kernels and findings views (mounted when first shown)
         self._tables_width = 0  # the terminal width the kernels table was filled for
 
     # ================================================================ layout
@@ -172,33 +158,11 @@ class MainScreen(Screen):
             self._status_msg = msg
         if sc is None:
             return
-        v = sc.view
-        parts = []
-        if self._status_msg:
-            parts.append(self._status_msg)
-        if sc.search_query:
-            if sc.matches.size:
-                parts.append(f"find '{sc.search_query}': {sc.match_pos + 1}/{sc.matches.size} (n/N, Esc ends)")
-            else:
-                parts.append(f"find '{sc.search_query}': no match")
-        if sc.cause_filter is not None:
-            parts.append(f"filter: {cause_name(sc.cause_filter)}")
-        if sc.finding_filter is not None:
-            parts.append(f"gaps of {sc.finding_filter}: {sc.order.size} (n/N walk them, Esc: all gaps)")
         rows = sc.rows()
-        ev = event_under_cursor(self.scene, self.lanes.cells_width()) if rows and 0 <= sc.lane_cursor < len(rows) else -1
-        if ev >= 0:
-            m = sc.model
-            gpu = int(m.kind[ev]) in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
-            nm = short_kernel(m.name(ev)) if gpu else display_frame(m.name(ev))
-            parts.append(f"{nm} {self.fmt.d(m.dur_ns[ev])}")
+        ev = event_under_cursor(sc, self.lanes.cells_width()) if rows and 0 <= sc.lane_cursor < len(rows) else -1
         if sc.set_link(sc.active, ev):
             self.lanes.refresh()  # the mark of the other end moved
-        if sc.link is not None:
-            other = sc.parts[sc.link[0]].model
-            what = "launched by" if int(other.kind[sc.link[1]]) in (Kind.RUNTIME, Kind.DRIVER) else "launches"
-            parts.append(f"{what} {short_kernel(other.name(sc.link[1]))} (v jumps)")
-        parts.append(f"cursor {self.fmt.d(v.cursor - sc.origin)}" + (" (trace time)" if sc.time_mode == "trace" else ""))
+        parts = ([self._status_msg] if self._status_msg else []) + status_parts(sc, ev, self.fmt.d)
         # fixed height: no layout pass, only this line is redrawn
         self.query_one("#status", Static).update(Text(self.fmt.text("  " + " | ".join(parts)), no_wrap=True,
                                                       overflow=self.fmt.ov), layout=False)
@@ -228,7 +192,7 @@ class MainScreen(Screen):
         self.app.user_picked = True
         sc = self.scene
         if sc is not None and sc.search_query and sc.matches.size:
-            return self._step_match(1)
+            return self.step_match(1)
         if sc is not None and sc.order.size:
             self.goto_gap(min(sc.selected + 1, sc.order.size - 1) if sc.selected >= 0 else 0)
 
@@ -236,7 +200,7 @@ class MainScreen(Screen):
         self.app.user_picked = True
         sc = self.scene
         if sc is not None and sc.search_query and sc.matches.size:
-            return self._step_match(-1)
+            return self.step_match(-1)
         if sc is not None and sc.order.size:
             self.goto_gap(max(sc.selected - 1, 0))
 
@@ -278,45 +242,19 @@ class MainScreen(Screen):
         self.refresh_view()
 
     def action_cursor(self, d: int) -> None:
-        sc = self.scene
-        if sc is None:
-            return
-        v = sc.view
-        cw = self.lanes.cells_width()
-        col = time_to_col(v.cursor, v.t0, v.t1, cw) if v.t0 <= v.cursor < v.t1 else (0 if d > 0 else cw - 1) - d
-        col += int(d)
-        if col < 0:
-            v.pan(-0.25)
-            col = time_to_col(v.cursor, v.t0, v.t1, cw) - 1
-        elif col >= cw:
-            v.pan(0.25)
-            col = time_to_col(v.cursor, v.t0, v.t1, cw) + 1
-        v.cursor = col_to_time(min(max(col, 0), cw - 1), v.t0, v.t1, cw)
-        self.refresh_view()
+        if self.scene is not None:
+            move_cursor(self.scene, int(d), self.lanes.cells_width())
+            self.refresh_view()
 
     def action_event(self, d: int) -> None:
         sc = self.scene
         if sc is None:
             return
-        ln = sc.cursor_lane()
-        if ln is None or (ln.iv is None and ln.segs is None):
-            self.refresh_status("[ ]: no events on this row")
+        t = next_event_start(sc, d)
+        if isinstance(t, str):  # why there is none
+            self.refresh_status(t)
             return
-        v = sc.view
-        if ln.iv is not None:
-            s = ln.iv.starts
-            i = int(np.searchsorted(s, v.cursor, side="right")) if int(d) > 0 else \
-                int(np.searchsorted(s, v.cursor, side="left")) - 1
-            t = int(s[i]) if 0 <= i < s.size else None
-        else:
-            s = ln.segs.starts
-            i = int(np.searchsorted(s, v.cursor, side="right")) if int(d) > 0 else \
-                int(np.searchsorted(s, v.cursor, side="left")) - 1
-            t = int(s[i]) if 0 <= i < s.size else None
-        if t is None:
-            self.refresh_status("no more events on this lane")
-            return
-        v.ensure_visible(t)
+        sc.view.ensure_visible(t)
         self.refresh_status("")
         self.refresh_view()
 
@@ -351,23 +289,23 @@ class MainScreen(Screen):
         row = rows[sc.lane_cursor] if 0 <= sc.lane_cursor < len(rows) else None
         if row is not None and row.lane is None:
             # a folded row shows its lanes (every lane, until space on a group header folds them again)
-            if row.folded or not sc.fold_empty:
-                sc.fold_empty = not sc.fold_empty
-                sc.invalidate_rows()
-                self.lanes.sync_rows()
-                self.lanes.ensure_cursor_visible()
-                self.refresh_view()
-                self.refresh_status("every lane shown (space on a group header folds the empty ones again)"
-                                    if not sc.fold_empty else "lanes with nothing in view folded")
-            else:
-                self.refresh_status("space: nothing to expand on a group header")
-            return
-        if sc.toggle_expand():
-            self.lanes.sync_rows()
-            self.lanes.ensure_cursor_visible()
-            self.refresh_view()
+            if not (row.folded or not sc.fold_empty):
+                return self.refresh_status("space: nothing to expand on a group header")
+            sc.fold_empty = not sc.fold_empty
+            sc.invalidate_rows()
+            self._relayout()
+            self.refresh_status("every lane shown (space on a group header folds the empty ones again)"
+                                if not sc.fold_empty else "lanes with nothing in view folded")
+        elif sc.toggle_expand():
+            self._relayout()
         else:
             self.refresh_status("space: only a CPU thread with a recorded stack expands")
+
+    def _relayout(self) -> None:
+        """The lanes' rows changed (folded, expanded): their number, the cursor's row in view, the screen."""
+        self.lanes.sync_rows()
+        self.lanes.ensure_cursor_visible()
+        self.refresh_view()
 
     def action_cause(self, d: int) -> None:
         sc = self.scene
@@ -390,7 +328,8 @@ class MainScreen(Screen):
 
     async def action_view(self, name: str) -> None:
         if name != "lanes":
-            await self._mount_tables()
+            if not self.query(TableView):  # mounted (hidden) the first time one of them is shown
+                await self.query_one("#views", ContentSwitcher).mount_all(table_views(self.glyphs))
             self.fill_tables()  # the tables follow the active rank
         self._switch_view(name)
 
@@ -404,7 +343,7 @@ class MainScreen(Screen):
 
     def action_diff(self) -> None:
         """Before/after (tui/app/diffview.py): this tab (A) against the next one (B)."""
-        pair = self._diff_pair()
+        pair = diff_pair(self.app.scenes, self.app.current)
         if pair is None:
             self.refresh_status("D compares two analysed single-trace tabs: open two traces")
             return
@@ -424,14 +363,6 @@ class MainScreen(Screen):
             self.app.call_from_thread(self.refresh_status, failure("before/after", exc))
             return
         self.app.call_from_thread(self.app.push_screen, DiffScreen(sc, self.glyphs))
-
-    def _diff_pair(self):
-        if len(self.app.scenes) < 2:
-            return None
-        a, b = self.scene, self.app.scenes[(self.app.current + 1) % len(self.app.scenes)]
-        if a is None or a.multi or b.multi or a.analysis is None or b.analysis is None:
-            return None
-        return a.part, b.part
 
     def action_next_trace(self) -> None:
         if len(self.app.scenes) > 1:
@@ -459,19 +390,11 @@ class MainScreen(Screen):
         sc = self.scene
         if sc is None:
             return
-        ln = sc.cursor_lane()
-        ev = event_under_cursor(self.scene, self.lanes.cells_width())
-        if ln is not None and ln.kind == "ranges" and ln.segs is not None:
-            r = ln.segs.cells(np.array([sc.view.cursor, sc.view.cursor + 1], dtype=np.int64))[0]
-            if r >= 0:
-                self._show_range(int(ln.segs.starts[r]), int(ln.segs.ends[r]))
-                return
-        if ev >= 0:
-            m = sc.model
-            s = int(m.ts_ns[ev]) + sc.offset
-            self._show_range(s, s + max(int(m.dur_ns[ev]), 1))
-            return
-        self.refresh_status("M: put the cursor on a step, a range or an event (or use m twice)")
+        span = range_at_cursor(sc, event_under_cursor(sc, self.lanes.cells_width()))
+        if span is not None:
+            self._show_range(*span)
+        else:
+            self.refresh_status("M: put the cursor on a step, a range or an event (or use m twice)")
 
     def _show_range(self, a: int, b: int) -> None:
         from .rangestats import range_text
@@ -511,14 +434,9 @@ class MainScreen(Screen):
     async def action_search(self) -> None:
         inp = self._search_box()
         if inp is None:
-            inp = SearchInput(placeholder="find a kernel or op by name (Enter: find, then n / N: next / previous "
-                                          "match, Esc: done)", id="search")
+            inp = SearchInput()
             await self.mount(inp, before=self.query_one("#status"))
-        inp.add_class("-on")
-        sc = self.scene
-        if sc is not None and sc.search_query and not inp.value:
-            inp.value = sc.search_query
-        inp.focus()
+        inp.open(self.scene.search_query if self.scene is not None else "")
 
     def _search_box(self) -> Input | None:
         """The search box, once mounted (the first /)."""
@@ -527,54 +445,21 @@ class MainScreen(Screen):
         except NoMatches:
             return None
 
-    @on(Input.Submitted, "#search")
-    def _search_submit(self, ev: Input.Submitted) -> None:
-        sc = self.scene
-        if sc is None:
-            return
-        if ev.value != sc.search_query:
-            n = sc.search(ev.value)
-            if n:
-                self._show_match(sc.current_match())
-            else:
-                self.refresh_status()
-        else:
-            self._step_match(1)
-        if sc.matches.size:
-            # the box closes and the keys go back to the lanes: n / N step through the matches (the status
-            # line says so), Esc ends the search; / opens the box again on the query
-            ev.input.remove_class("-on")
-            self.lanes.focus()
-            self.refresh_bindings()
-
-    def _step_match(self, d: int) -> None:
+    def step_match(self, d: int) -> None:
         sc = self.scene
         ev = sc.step_match(d)
         if ev >= 0:
-            self._show_match(ev)
+            self.show_match(ev)
 
-    def _show_match(self, ev: int) -> None:
-        sc = self.scene
-        m = sc.model
-        t = int(m.ts_ns[ev]) + sc.offset
-        dur = int(m.dur_ns[ev])
-        v = sc.view
-        cw = self.lanes.cells_width()
-        if dur > v.span // 3 or dur * cw < v.span // 4:
-            v.focus(t, t + max(dur, 1), cw, context=2.0)
-        else:
-            v.centre_on(t)
-        v.cursor = t
-        r = sc.row_of_event(ev)
-        if r >= 0:
-            sc.lane_cursor = r
+    def show_match(self, ev: int) -> None:
+        if show_event(self.scene, ev, self.lanes.cells_width()):
             self.lanes.ensure_cursor_visible()
         self.refresh_view()
 
     def action_prev_match(self) -> None:
         sc = self.scene
         if sc is not None and sc.matches.size:
-            self._step_match(-1)
+            self.step_match(-1)
 
     def action_detail(self) -> None:
         sc = self.scene
@@ -667,7 +552,7 @@ class MainScreen(Screen):
         if action in ("origin", "link", "mark", "mark_range"):
             return True if sc is not None else None
         if action == "diff":
-            return True if self._diff_pair() is not None else None
+            return True if diff_pair(self.app.scenes, self.app.current) is not None else None
         if action in ("pan", "zoom", "fit", "cursor", "event", "expand", "search", "detail", "export"):
             if sc is None:
                 return None
@@ -685,36 +570,25 @@ class MainScreen(Screen):
                 self.refresh_header()  # the ranks line is fitted to the width
             if (self.size.width < NARROW) != self.query_one(GapList).narrow:
                 self.fill_gap_list()  # the cause column's width and names follow the width
-            if self._tables_mounted and self.size.width != self._tables_width:
+            if self.query(TableView) and self.size.width != self._tables_width:
                 self.fill_tables()  # the kernels' columns follow the width
 
     # ================================================================ the gap list and the tables
     def fill_gap_list(self) -> None:
         self.query_one(GapList).fill(self.scene, self.glyphs, self.size.width)
 
-    async def _mount_tables(self) -> None:
-        """The kernels and findings views, mounted (hidden) the first time one of them is shown."""
-        if self._tables_mounted:
-            return
-        self._tables_mounted = True
-        views = [KernelsView(self.glyphs), FindingsView(self.glyphs)]
-        for v in views:
-            v.display = False
-        await self.query_one("#views", ContentSwitcher).mount_all(views)
-
     def fill_tables(self) -> None:
-        if not self._tables_mounted:
-            return  # filled when first shown (action_view)
-        self._tables_width = self.size.width
-        for view in (self.query_one(KernelsView), self.query_one(FindingsView)):
-            view.fill(self.scene, self.size.width)
+        if self.query(TableView):  # else filled when first shown (action_view)
+            self._tables_width = self.size.width
+            for view in self.query(TableView):
+                view.fill(self.scene, self.size.width)
 
     def find_in_lanes(self, name: str) -> None:
         """Enter on a kernel (view 2): the lanes, on its first call."""
         sc = self.scene
         self._switch_view("lanes")
         if sc.search(name):
-            self._show_match(sc.current_match())
+            self.show_match(sc.current_match())
         self.refresh_bindings()
 
     def show_finding_gaps(self, part: int, rows, label: str) -> None:

@@ -235,3 +235,11 @@ class FindingsView(TableView):
         listed = findings_of(sc)
         n = listed.index((k[0], k[1], f)) + 1 if (k[0], k[1], f) in listed else k[1] + 1
         self.screen.show_finding_gaps(k[0], rows, f"finding {n}")
+
+
+def table_views(glyphs: G.Glyphs) -> list[TableView]:
+    """The kernels and findings views, hidden (the screen's views switcher shows one on 2 or 3)."""
+    views = [KernelsView(glyphs), FindingsView(glyphs)]
+    for v in views:
+        v.display = False
+    return views
