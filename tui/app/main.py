@@ -17,15 +17,15 @@ from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Static
 
 from . import glyphs as G
 from . import keys
-from .gaplist import MAX_LIST, NARROW, GapList, cause_name
+from .diffview import diff_pair
+from .gaplist import MAX_LIST, NARROW, GapList
 from .loading import debugging, failure
-from .navigate import (event_under_cursor, gap_under_cursor, move_cursor, next_event_start, range_at_cursor,
-                       show_event, status_parts)
+from .navigate import (event_under_cursor, focus_gap, gap_under_cursor, move_cursor, next_event_start,
+                       range_at_cursor, show_event, status_parts)
 from .panels import StackPanel, event_text, header_text, stack_text
 from .scene import Scene
-from .search import SearchInput
 from .screens import DetailScreen, HelpScreen
-from .diffview import diff_pair
+from .search import SearchInput
 from .tables import Fmt, TableView, table_views
 from .timeline import Axis, LanesView
 
@@ -173,13 +173,7 @@ class MainScreen(Screen):
             return
         gid = sc.select(pos)
         pos = sc.selected
-        a, b, dev = sc.gap_span(gid)
-        part = int(sc.g_part[gid])
-        sc.view.focus(a, b, self.lanes.cells_width())
-        # put the lane cursor on the device's gap row so Enter explains it
-        for i, r in enumerate(sc.rows()):
-            if r.lane is not None and r.lane.kind == "gaps" and r.lane.device == dev and r.lane.part == part:
-                sc.lane_cursor = i
+        focus_gap(sc, gid, self.lanes.cells_width())
         self.lanes.ensure_cursor_visible()
         if list_cursor and pos < MAX_LIST:
             gl = self.query_one(GapList)
@@ -221,25 +215,19 @@ class MainScreen(Screen):
             self.goto_gap(pos, list_cursor=False)
 
     def action_pan(self, frac: float) -> None:
-        sc = self.scene
-        if sc is None:
-            return
-        sc.view.pan(float(frac))
-        self.refresh_view()
+        if self.scene is not None:
+            self.scene.view.pan(float(frac))
+            self.refresh_view()
 
     def action_zoom(self, factor: float) -> None:
-        sc = self.scene
-        if sc is None:
-            return
-        sc.view.zoom(float(factor), self.lanes.cells_width())
-        self.refresh_view()
+        if self.scene is not None:
+            self.scene.view.zoom(float(factor), self.lanes.cells_width())
+            self.refresh_view()
 
     def action_fit(self) -> None:
-        sc = self.scene
-        if sc is None:
-            return
-        sc.view.fit()
-        self.refresh_view()
+        if self.scene is not None:
+            self.scene.view.fit()
+            self.refresh_view()
 
     def action_cursor(self, d: int) -> None:
         if self.scene is not None:

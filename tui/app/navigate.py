@@ -46,6 +46,16 @@ def gap_under_cursor(sc: Scene | None, cw: int) -> int:
     return int(ln.segs.ref[r]) if r >= 0 else -1
 
 
+def focus_gap(sc: Scene, gid: int, cw: int) -> None:
+    """The view on gap ``gid`` (with context), the lane cursor on its device's gap row so Enter explains it."""
+    a, b, dev = sc.gap_span(gid)
+    part = int(sc.g_part[gid])
+    sc.view.focus(a, b, cw)
+    for i, r in enumerate(sc.rows()):
+        if r.lane is not None and r.lane.kind == "gaps" and r.lane.device == dev and r.lane.part == part:
+            sc.lane_cursor = i
+
+
 def move_cursor(sc: Scene, d: int, cw: int) -> None:
     """The time cursor ``d`` cells on; past an edge of the window, the window pans a quarter."""
     v = sc.view
