@@ -14,8 +14,12 @@ of traces/ were not interleaved and come from different sessions, so read that t
 
     python3 benchmarks/whatif.py                      # the pairs in traces/, metadata times
     python3 benchmarks/whatif.py --measured m.json --traces DIR
-    python3 benchmarks/whatif.py --measured benchmarks/whatif_isolate.json --traces traces --traces benchmarks/whatif_traces
+    python3 benchmarks/whatif.py --measured benchmarks/whatif_isolate.json \
+        --traces traces --traces benchmarks/whatif_traces
 
+A sync finding whose frame is a check (replay.py: ``with_ops_ns``) is compared with its clean twin through the
+whole check's projection (the read and the ops computing its value: what the clean twin removes), marked
+"(whole check)", and with its isolating twin through the read's alone.
 Rows whose fixed twin is an isolating variant (``sync-noitem``, ``alloc-keep``: the bad variant less exactly
 what the finding's fix removes) are shown when the measured table has that variant; their measured saving is
 whatif_pairs.py's ``saving_pct_fix_only``.
@@ -152,6 +156,10 @@ def main(argv=None) -> int:
         mb, nb = _measured(bad, pb, table, args.stat)
         mf, nf = _measured(fixed, pf, table, args.stat)
         proj = a.projection.saving_pct(f.id) if f else None
+        # a sync finding's whole check (its ops too) is what the clean twin removes; the isolating twin keeps them
+        wo = a.projection.with_ops_ns.get(f.id) if f and not any(k in fixed for k in ISOLATING) else None
+        if wo is not None and a.projection.baseline_ns > 0:
+            proj = 100.0 * wo / a.projection.baseline_ns
         meas = 100.0 * (1 - mf / mb) if mb and mf else None
         paired = _paired(table, bad, fixed) if table is not None else None
         spread = ""
@@ -166,11 +174,13 @@ def main(argv=None) -> int:
             over = meas > 0 and proj > 2 * meas
             verdict = "ok" if ok and not over else ("over 2x" if over else "miss")
         row = {"bad": bad, "fixed": fixed, "finding": f.id if f else None, "projected_pct": proj,
+               "figure": "whole check" if wo is not None else "fix",
                "measured_pct": meas, "bad_ms": mb and mb / 1e3, "fixed_ms": mf and mf / 1e3, "n": [nb, nf],
                "calibrated": a.projection.calibrated, "verdict": verdict}
         rows.append(row)
         fmt = (lambda x: "–" if x is None else f"{x:.1f}%")
-        print(f"| {bad} | {fixed} | {row['finding'] or '–'} | {fmt(proj)} | {fmt(meas)}{spread} | "
+        print(f"| {bad} | {fixed} | {row['finding'] or '–'}{' (whole check)' if wo is not None else ''} | "
+              f"{fmt(proj)} | {fmt(meas)}{spread} | "
               f"{(mb or 0) / 1e3:.2f} / {(mf or 0) / 1e3:.2f} ({nb}, {nf}) | "
               f"{'yes' if a.projection.calibrated else 'no'} | {verdict} |")
     if args.json:

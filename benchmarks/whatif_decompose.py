@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import statistics
 import sys
 from pathlib import Path
 

@@ -30,7 +30,8 @@ for ``graph``, ``100 * (eager - graph) / eager`` (what graph replay buys over ea
 over the rounds. ``saving_pct_fix_only`` (``sync``, ``alloc``): ``100 * (variant - isolating) / variant``.
 ``--frame-times N`` adds, per injected variant and phase, ``frame_us``: N more samples with the injected
 function wrapped in a host clock (its wall time per step, waits included, and the step's; ``sampling``
-split into ``d2h``, ``softmax``, ``multinomial``, ``h2d``), taken after the rounds. ``sampling`` has no prefill (it samples after decode steps only).
+split into ``d2h``, ``softmax``, ``multinomial``, ``h2d``), taken after the rounds. ``sampling`` has no
+prefill (it samples after decode steps only).
 """
 
 from __future__ import annotations

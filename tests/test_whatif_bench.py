@@ -85,7 +85,9 @@ def test_whatif_rows_against_the_isolating_twin_and_a_later_traces_folder(tmp_pa
     assert [(r["bad"], r["fixed"]) for r in rows] == [("demo-eager-sync.decode", "demo-eager.decode"),
                                                     ("demo-eager-sync.decode", "demo-eager-sync-noitem.decode")]
     assert [r["measured_pct"] for r in rows] == [13.0, 7.0]
-    assert rows[0]["projected_pct"] == rows[1]["projected_pct"]  # one finding, one projection
+    # one finding: against the clean twin its whole check (the .item() and abs/amax), against the isolating one the read
+    assert [r["figure"] for r in rows] == ["whole check", "fix"]
+    assert rows[0]["projected_pct"] > rows[1]["projected_pct"] > 0
     # without the isolating variant in the table, its row is left out
     del measured["sync-noitem.decode"]
     mj.write_text(json.dumps(measured))
