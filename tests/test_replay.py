@@ -239,6 +239,9 @@ def test_report_json_carries_savings():
     assert pj["calibrated"] is True and pj["steps"] == 4 and pj["floor_us"] < pj["baseline_us"]
     sync = next(f for f in doc["findings"] if f["cause"] == "sync")
     assert sync["saving_us"] > 0 and sync["fix"].startswith("remove the 32 synchronising calls")
+    # the check's abs/amax and their kernels too: more than the reads alone
+    assert sync["saving_whole_check_us"] > sync["saving_us"] and "with the 64 ops computing" in sync["fix"]
+    assert all(f["saving_whole_check_us"] is None for f in doc["findings"] if f["cause"] != "sync")
     assert all("saving_us" in f for f in doc["findings"])
     assert np.isclose(pj["baseline_us"], a.model.gapscope_meta["unprofiled_us"] / 4, rtol=0.01)
 
