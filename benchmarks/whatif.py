@@ -14,6 +14,15 @@ of traces/ were not interleaved and come from different sessions, so read that t
 
     python3 benchmarks/whatif.py                      # the pairs in traces/, metadata times
     python3 benchmarks/whatif.py --measured m.json --traces DIR
+    python3 benchmarks/whatif.py --measured benchmarks/whatif_isolate.json \
+        --traces traces --traces benchmarks/whatif_traces
+
+A sync finding whose frame is a check (replay.py: ``with_ops_ns``) is compared with its clean twin through the
+whole check's projection (the read and the ops computing its value: what the clean twin removes), marked
+"(whole check)", and with its isolating twin through the read's alone.
+Rows whose fixed twin is an isolating variant (``sync-noitem``, ``alloc-keep``: the bad variant less exactly
+what the finding's fix removes) are shown when the measured table has that variant; their measured saving is
+whatif_pairs.py's ``saving_pct_fix_only``.
 
 A pair passes when the projection is within ±35% (relative) or ±5 points of the measured saving, and
 no finding projects more than 2x its fix's measured saving.
@@ -45,7 +54,15 @@ PAIRS = [
     ("demo-eager-alloc.prefill", "demo-eager.prefill", "allocator", "_inject_allocator_churn"),
     ("demo-eager-python.prefill", "demo-eager.prefill", "python", "_host_bookkeeping"),
     ("demo-eager-copy.prefill", "demo-eager.prefill", "copy", "_inject_pageable_copy"),
+    # isolating twins (capture/demo.py's sync-noitem, alloc-keep): the bad variant less exactly what the finding's
+    # fix removes (the .item(); the allocator calls), shown when the measured table has them
+    ("demo-eager-sync.decode", "demo-eager-sync-noitem.decode", "sync", "_inject_sync_check"),
+    ("demo-eager-sync.prefill", "demo-eager-sync-noitem.prefill", "sync", "_inject_sync_check"),
+    ("demo-eager-alloc.decode", "demo-eager-alloc-keep.decode", "allocator", "_inject_allocator_churn"),
+    ("demo-eager-alloc.prefill", "demo-eager-alloc-keep.prefill", "allocator", "_inject_allocator_churn"),
 ]
+#: fixed twins that are isolating variants: their rows need the measured table's entry
+ISOLATING = ("-sync-noitem.", "-alloc-keep.")
 
 
 def _finding(a, cause, frame):
@@ -76,9 +93,10 @@ def _paired(table: dict, bad: str, fixed: str):
     """whatif_pairs.py's round-paired saving of this pair (median, p25, p75), if it has one."""
     for who, vs in ((bad, fixed), (fixed, bad)):
         e = _entry(table, who)
-        sp = e.get("saving_pct") if e else None
-        if isinstance(sp, dict) and sp.get("vs") in (vs, _key(vs)) and isinstance(sp.get("median"), (int, float)):
-            return float(sp["median"]), sp.get("p25"), sp.get("p75")
+        for field in ("saving_pct", "saving_pct_fix_only"):
+            sp = e.get(field) if e else None
+            if isinstance(sp, dict) and sp.get("vs") in (vs, _key(vs)) and isinstance(sp.get("median"), (int, float)):
+                return float(sp["median"]), sp.get("p25"), sp.get("p75")
     return None
 
 
@@ -99,7 +117,8 @@ def _measured(name, path: Path, table: dict | None, stat: str):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--traces", default=str(Path(__file__).resolve().parent.parent / "traces"))
+    ap.add_argument("--traces", action="append", help="a folder of traces (default traces/); given again, a trace "
+                    "in a later folder replaces the same name in an earlier one")
     ap.add_argument("--measured", help="JSON of measured un-profiled step times per variant")
     ap.add_argument("--stat", choices=("min", "median"), default="median")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON too")
@@ -111,20 +130,36 @@ def main(argv=None) -> int:
         except (OSError, ValueError) as e:
             print(f"whatif: error: {args.measured}: {e}", file=sys.stderr)
             return 2
-    tdir = Path(args.traces)
+    tdirs = [Path(t) for t in (args.traces or [Path(__file__).resolve().parent.parent / "traces"])]
+
+    def tpath(name: str) -> Path:
+        for d in reversed(tdirs):
+            if (d / f"{name}.json.gz").exists():
+                return d / f"{name}.json.gz"
+        return tdirs[0] / f"{name}.json.gz"
+
     rows = []
+    seen: dict = {}
     print("| bad variant | fixed twin | finding | projected saving | measured saving | bad / fixed (ms, n) | "
           "calibrated | verdict |")
     print("|---|---|---|---:|---:|---:|---|---|")
     for bad, fixed, cause, frame in PAIRS:
-        pb, pf = tdir / f"{bad}.json.gz", tdir / f"{fixed}.json.gz"
+        pb, pf = tpath(bad), tpath(fixed)
         if not pb.exists() or (table is None and not pf.exists()):  # the twin's trace is needed only for its time
             continue
-        a = analyze(load(str(pb), no_cache=True))
+        if any(k in fixed for k in ISOLATING) and (table is None or _entry(table, fixed) is None):
+            continue
+        a = seen.get(pb)
+        if a is None:
+            a = seen[pb] = analyze(load(str(pb), no_cache=True))
         f = _finding(a, cause, frame)
         mb, nb = _measured(bad, pb, table, args.stat)
         mf, nf = _measured(fixed, pf, table, args.stat)
         proj = a.projection.saving_pct(f.id) if f else None
+        # a sync finding's whole check (its ops too) is what the clean twin removes; the isolating twin keeps them
+        wo = a.projection.with_ops_ns.get(f.id) if f and not any(k in fixed for k in ISOLATING) else None
+        if wo is not None and a.projection.baseline_ns > 0:
+            proj = 100.0 * wo / a.projection.baseline_ns
         meas = 100.0 * (1 - mf / mb) if mb and mf else None
         paired = _paired(table, bad, fixed) if table is not None else None
         spread = ""
@@ -139,11 +174,13 @@ def main(argv=None) -> int:
             over = meas > 0 and proj > 2 * meas
             verdict = "ok" if ok and not over else ("over 2x" if over else "miss")
         row = {"bad": bad, "fixed": fixed, "finding": f.id if f else None, "projected_pct": proj,
+               "figure": "whole check" if wo is not None else "fix",
                "measured_pct": meas, "bad_ms": mb and mb / 1e3, "fixed_ms": mf and mf / 1e3, "n": [nb, nf],
                "calibrated": a.projection.calibrated, "verdict": verdict}
         rows.append(row)
         fmt = (lambda x: "–" if x is None else f"{x:.1f}%")
-        print(f"| {bad} | {fixed} | {row['finding'] or '–'} | {fmt(proj)} | {fmt(meas)}{spread} | "
+        print(f"| {bad} | {fixed} | {row['finding'] or '–'}{' (whole check)' if wo is not None else ''} | "
+              f"{fmt(proj)} | {fmt(meas)}{spread} | "
               f"{(mb or 0) / 1e3:.2f} / {(mf or 0) / 1e3:.2f} ({nb}, {nf}) | "
               f"{'yes' if a.projection.calibrated else 'no'} | {verdict} |")
     if args.json:

@@ -10,6 +10,12 @@ named function so that it shows up by name in the trace's CPU stacks:
     alloc     _inject_allocator_churn  ``empty_cache()`` and a fresh large allocation per layer
     python    _host_bookkeeping        ~100 us of pure-Python work between layers
 
+Two isolating variants split a pair's measured saving (``benchmarks/whatif_pairs.py``, issue #14):
+
+    sync-noitem  _inject_sync_ops      ``h.abs().amax()`` in every layer, its value never read (no sync)
+    alloc-keep   _inject_fresh_buffer  the same fresh buffer and fill per layer, no ``empty_cache()`` (the
+                                       caching allocator reuses the block: no cudaFree / cudaMalloc)
+
 With ``tp_size > 1`` (under torch.distributed) attention and MLP are tensor-parallel (column-parallel
 QKV / up projections, row-parallel output / down projections followed by an all-reduce), and
 ``late_rank`` makes one rank do extra host work (``_straggler_work``) before each all-reduce.
@@ -21,8 +27,8 @@ import math
 import time
 from dataclasses import asdict, dataclass
 
-INJECT = ("sync", "sampling", "copy", "alloc", "python")
-LAYER_INJECT = ("sync", "alloc", "python")  # applied inside every layer
+INJECT = ("sync", "sampling", "copy", "alloc", "python", "sync-noitem", "alloc-keep")
+LAYER_INJECT = ("sync", "alloc", "python", "sync-noitem", "alloc-keep")  # applied inside every layer
 MODES = ("eager", "graph", "compile")
 
 
@@ -55,6 +61,12 @@ def _inject_sync_check(h):
     return h
 
 
+def _inject_sync_ops(h):
+    """The sync check's ops without the sync: ``h.abs().amax()`` is computed and never read on the host."""
+    h.abs().amax()
+    return h
+
+
 def _inject_host_sampling(logits, out_ids):
     """Sample the next token on the host: device-to-host copy, softmax and multinomial on the CPU, copy back."""
     import torch
@@ -76,6 +88,15 @@ def _inject_allocator_churn(nbytes: int, device):
 
     if device.type == "cuda":
         torch.cuda.empty_cache()
+    buf = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    buf.fill_(1)
+    del buf
+
+
+def _inject_fresh_buffer(nbytes: int, device):
+    """The allocator churn's buffer and fill without ``empty_cache()``: the cached block is reused every time."""
+    import torch
+
     buf = torch.empty(nbytes, dtype=torch.uint8, device=device)
     buf.fill_(1)
     del buf
@@ -190,6 +211,10 @@ def build_model(cfg: Config, device, dtype, *, inject: str | None = None, tp_ran
                     _host_bookkeeping()
                 elif inject == "alloc":
                     _inject_allocator_churn(cfg.alloc_mb << 20, x.device)
+                elif inject == "sync-noitem":
+                    x = _inject_sync_ops(x)
+                elif inject == "alloc-keep":
+                    _inject_fresh_buffer(cfg.alloc_mb << 20, x.device)
                 with torch.profiler.record_function("mlp"):
                     x = x + self.mlp(self.norm2(x))
             return x

@@ -239,6 +239,9 @@ def test_report_json_carries_savings():
     assert pj["calibrated"] is True and pj["steps"] == 4 and pj["floor_us"] < pj["baseline_us"]
     sync = next(f for f in doc["findings"] if f["cause"] == "sync")
     assert sync["saving_us"] > 0 and sync["fix"].startswith("remove the 32 synchronising calls")
+    # the check's abs/amax and their kernels too: more than the reads alone
+    assert sync["saving_whole_check_us"] > sync["saving_us"] and "with the 64 ops computing" in sync["fix"]
+    assert all(f["saving_whole_check_us"] is None for f in doc["findings"] if f["cause"] != "sync")
     assert all("saving_us" in f for f in doc["findings"])
     assert np.isclose(pj["baseline_us"], a.model.gapscope_meta["unprofiled_us"] / 4, rtol=0.01)
 
@@ -304,3 +307,74 @@ def test_shared_traces_replay_within_2pct_and_project_without_error():
         for f in a.findings:  # every finding is either projected or says why not
             assert f.id in p.saving_ns or not p.devices, (path.name, f.id)
     assert seen >= 10
+
+
+def _pipelined_with_check(after_read: bool = False):
+    """``_pipelined_with_sync`` with the sync inside a check, ``user.py(40): check``: ``aten::amax`` (20 µs, launching
+    a 50 µs kernel) and then ``aten::item`` waiting for it (the cudaStreamSynchronize inside returns 3 µs after the
+    kernel ends). ``after_read``: the check also launches a 30 µs kernel (``aten::clamp``) after the read."""
+    s = Synth()
+    t, end = 10.0, 0.0
+    for i in range(6):
+        s.python("user.py(10): prep", t, 100)
+        t += 100
+        k = max(t + 5, end)
+        s.launch("cudaLaunchKernel", t, 2, kernel=f"k{i}", k_ts=k, k_dur=300)
+        end = k + 300
+        t += 2
+        if i == 2:
+            t0 = t
+            ka = max(t + 10, end)  # amax's kernel queues behind k2
+            end = ka + 50
+            ret = end + 3
+            tail = 20 if after_read else 0
+            with s.frame("user.py(40): check", t0, ret + tail - t0):
+                s.cpu_op("aten::amax", t0, 20)
+                s.launch("cudaLaunchKernel", t0 + 5, 2, kernel="amax", k_ts=ka, k_dur=50)
+                s.cpu_op("aten::item", t0 + 20, ret - t0 - 20)
+                s.runtime("cudaStreamSynchronize", t0 + 25, ret - t0 - 25)
+                if after_read:
+                    s.cpu_op("aten::clamp", ret, 20)
+                    kc = ret + 5
+                    s.launch("cudaLaunchKernel", ret + 2, 2, kernel="clamp", k_ts=kc, k_dur=30)
+                    end = kc + 30
+            t = ret + tail
+    s.annotation("gapscope.step#0", 0, end + 1)
+    return s, end
+
+
+def test_dropped_items_take_no_time_and_hold_up_nothing():
+    s, end = _pipelined_with_check()
+    a = analyze(model_of(s))
+    r = Replay(a.model, a.window, a.flags)
+    assert _span(r) == end * US == 2073 * US
+    amax = np.array([a.model.name(int(i)) == "amax" for i in r.items])
+    # the GPU-bound chain loses the 50 µs kernel; the sync still waits for what is left (k2), so its bubble stays
+    assert _span(r) - r.span(r.run(drop=amax))[0] == 50 * US
+
+
+def test_sync_in_a_check_projects_the_read_and_the_whole_check():
+    s, end = _pipelined_with_check()
+    a = analyze(model_of(s))
+    p = project(a)
+    f = next(f for f in a.findings if f.cause == "sync")
+    assert (f.evidence or {}).get("frame") == "user.py(40): check"
+    # the read alone: k3 queues behind amax's kernel (ends 1065) instead of 1068 + 100 + 5: the 108 µs bubble
+    assert p.saving_ns[f.id] == 108 * US
+    # the whole check (its amax and the kernel it launched, too): k3 queues behind k2 (1015): 108 + 50 µs
+    assert p.with_ops_ns[f.id] == 158 * US
+    assert p.what[f.id] == ("remove the 1 synchronising call in `user.py(40): check`; with the 1 op computing the "
+                            "values read, if nothing else uses them: −158.0 µs per step")
+
+
+def test_no_whole_check_when_work_follows_the_read_or_the_sync_reads_nothing():
+    s, _ = _pipelined_with_check(after_read=True)
+    a = analyze(model_of(s))
+    p = project(a)
+    f = next(f for f in a.findings if f.cause == "sync")
+    assert p.saving_ns[f.id] > 0 and f.id not in p.with_ops_ns and "with the" not in p.what[f.id]
+    # a bare cudaStreamSynchronize in the frame (no scalar read): the sync alone
+    a = analyze(model_of(_pipelined_with_sync()))
+    p = project(a)
+    f = next(f for f in a.findings if f.cause == "sync")
+    assert f.id not in p.with_ops_ns and p.what[f.id].startswith("remove the 1 synchronising call")

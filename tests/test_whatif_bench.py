@@ -55,3 +55,42 @@ def test_whatif_bad_measured_file_is_one_line_exit_2(tmp_path, capsys):
     assert whatif.main(["--measured", str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("whatif: error: ") and err.count("\n") == 1
+
+
+@pytest.mark.skipif(not SYNC.exists(), reason="sample trace absent")
+def test_whatif_rows_against_the_isolating_twin_and_a_later_traces_folder(tmp_path, capsys):
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import whatif
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    first, later = tmp_path / "a", tmp_path / "b"
+    first.mkdir(), later.mkdir()
+    (first / SYNC.name).write_bytes(b"not a trace")  # replaced by the later folder's copy
+    shutil.copy(SYNC, later / SYNC.name)
+    measured = {
+        "eager.decode": {"median_us": 3000.0, "n": 60},
+        "sync-noitem.decode": {"median_us": 3200.0, "n": 60},
+        "sync.decode": {"median_us": 3500.0, "n": 60,
+                        "saving_pct": {"vs": "eager.decode", "median": 13.0, "p25": 12.0, "p75": 14.0},
+                        "saving_pct_fix_only": {"vs": "sync-noitem.decode", "median": 7.0, "p25": 5.0, "p75": 8.0}},
+    }
+    mj = tmp_path / "m.json"
+    mj.write_text(json.dumps(measured))
+    assert whatif.main(["--traces", str(first), "--traces", str(later), "--measured", str(mj), "--json"]) == 0
+    out = capsys.readouterr().out
+    rows = json.loads(out[out.index("\n[") + 1:])
+    assert [(r["bad"], r["fixed"]) for r in rows] == [("demo-eager-sync.decode", "demo-eager.decode"),
+                                                    ("demo-eager-sync.decode", "demo-eager-sync-noitem.decode")]
+    assert [r["measured_pct"] for r in rows] == [13.0, 7.0]
+    # one finding: against the clean twin its whole check (the .item() and abs/amax), against the isolating one the read
+    assert [r["figure"] for r in rows] == ["whole check", "fix"]
+    assert rows[0]["projected_pct"] > rows[1]["projected_pct"] > 0
+    # without the isolating variant in the table, its row is left out
+    del measured["sync-noitem.decode"]
+    mj.write_text(json.dumps(measured))
+    assert whatif.main(["--traces", str(later), "--measured", str(mj), "--json"]) == 0
+    out = capsys.readouterr().out
+    assert [r["fixed"] for r in json.loads(out[out.index("\n[") + 1:])] == ["demo-eager.decode"]

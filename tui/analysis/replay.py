@@ -49,7 +49,12 @@ trace is replayed, and the saving is baseline - projection (per step, of the slo
 * ``python``: the frame's own time: its intervals minus the ops, runtime calls and other user frames
   inside them (library and built-in Python called from it counts as its own);
 * ``sync``: the synchronising ops (``aten::item`` ...) and calls under the frame: their wait, and the
-  run-ahead the host loses in them, come back through the replay;
+  run-ahead the host loses in them, come back through the replay. When the frame is a check (every
+  synchronising op under it is a scalar read, every call of the frame holds one, and no GPU work is
+  launched in a call after its last read), a second figure removes the whole check (``with_ops_ns``): the
+  frame's host time (other user frames inside it excepted) and the GPU work launched from it, i.e. the ops
+  computing the value read as well. The trace cannot show that nothing else uses those ops' results
+  (Kineto records no tensor identities), so the fix text says "if nothing else uses them";
 * ``allocator``: the allocator calls and ``empty_cache`` under the frame, and the implicit syncs in them;
 * ``copy``: a pageable copy's blocking: its launch call beyond the median launch-call cost, and the sync
   calls inside the op that issued it; on the GPU the copy takes what a pinned one of the same bytes takes
@@ -82,6 +87,8 @@ NO_HOST = 1e12
 #: host-to-device / device-to-host bandwidth of a pinned copy when the trace has none to measure (GB/s = bytes/ns):
 #: a conservative PCIe Gen4 x16 figure (an H200's Gen5 link does about twice that)
 PINNED_GBPS = 25.0
+#: synchronising ops that hand one value of a device tensor to the host (a check's read)
+SCALAR_READS = ("aten::item", "aten::_local_scalar_dense", "aten::is_nonzero")
 #: calls that may wait for the GPU: they wait in the replay only where the trace shows they waited
 _MAYBE_WAIT = ("cudaMemcpyAsync", "cudaMemsetAsync", "hipMemcpyAsync", "hipMemsetAsync", "cuMemcpyAsync",
                "cuMemcpyDtoHAsync", "cuMemcpyDtoHAsync_v2")
@@ -165,6 +172,8 @@ class Projection:
     devices: list[DeviceProjection] = field(default_factory=list)
     saving_ns: dict[str, int | None] = field(default_factory=dict)  # per step
     what: dict[str, str] = field(default_factory=dict)  # finding id -> the fix that was replayed
+    #: per step, a sync finding's whole check removed (its ops and their GPU work too), where the frame is a check
+    with_ops_ns: dict[str, int] = field(default_factory=dict)
     calibrated: bool = False
     steps: int = 1
     unprofiled_range_ns: tuple[int, int] | None = None  # per step, from the capture's samples
@@ -350,11 +359,13 @@ class Replay:
             self.host_ev[int(thr)] = np.sort(m.ts_ns[ev[np.isin(m.kind[ev], hk)]])
 
     # ------------------------------------------------------------------ running
-    def run(self, removed: dict[int, _Removed] | None = None, c: float = 0.0, dur=None, nowait=None) -> np.ndarray:
+    def run(self, removed: dict[int, _Removed] | None = None, c: float = 0.0, dur=None, nowait=None,
+            drop=None) -> np.ndarray:
         """Replayed end of every item (``self.items`` order), with ``removed`` host time squeezed out of the
         threads and ``c`` ns of profiler overhead taken off every host event the thread recorded; ``dur``
         replaces the items' durations (``self.items`` order); the calls in ``nowait`` (event indices) no longer
-        wait for the GPU."""
+        wait for the GPU; the items in ``drop`` (a mask, ``self.items`` order) do not run: they take no time,
+        hold up nothing, and their end is -1e30."""
         removed = removed or {}
         o = self.origin
         na = self.anchors.size
@@ -392,6 +403,7 @@ class Replay:
         qg, start = self.qgap.tolist(), self.start.tolist()
         dur = (self.dur if dur is None else np.asarray(dur, np.int64)).tolist()
         trk, dev, has, ia = self.trk.tolist(), self.dev.tolist(), self.has_launch.tolist(), self.item_anchor.tolist()
+        dropped = np.asarray(drop, bool).tolist() if drop is not None else None
         end = [0.0] * len(lat)
         stream_end: dict[int, float] = {}
         dev_end: dict[int, float] = {}
@@ -400,6 +412,9 @@ class Replay:
         NEG = -1e30
 
         def item(j):
+            if dropped is not None and dropped[j]:
+                end[j] = NEG
+                return
             a = lprime[ia[j]] + lat[j] if has[j] else float(start[j])
             b = stream_end.get(trk[j], NEG) + qg[j]
             st = a if a > b else b
@@ -551,6 +566,53 @@ def _python_own(r: Replay, name: str):
         s, e = _subtract(a_s, a_e, m.ts_ns[ev], m.ts_ns[ev] + m.dur_ns[ev])
         S.append(s), E.append(e), T.append(np.full(s.size, t, np.int64))
     return np.concatenate(S), np.concatenate(E), np.concatenate(T)
+
+
+def _check_ops(r: Replay, frame: str | None, reads):
+    """The whole check of a sync finding: ((s, e, thread) to remove, items to drop, number of ops), or None when the
+    frame is not a check (see ``project``'s sync entry in the module docstring)."""
+    m = r.model
+    if not frame or reads.size == 0:
+        return None
+    names = np.array([m.names[i] for i in m.name_id[reads].tolist()])
+    if not np.isin(names, SCALAR_READS).all() or (m.kind[reads] != int(Kind.CPU_OP)).any():
+        return None
+    fr = _frame_intervals(m, frame)
+    if fr is None:
+        return None
+    fs, fe, ft = fr
+    nid = m.names.index(frame)
+    py = np.flatnonzero((m.kind == int(Kind.PYTHON)) & (m.name_id != nid) & r.flags["user_frame"][m.name_id])
+    L = m.launch[r.items]
+    S, E, T = [], [], []
+    drop = np.zeros(r.items.size, bool)
+    n_ops = 0
+    ops = np.flatnonzero(m.kind == int(Kind.CPU_OP))
+    for t in np.unique(ft).tolist():
+        us, ue = union(fs[ft == t], fe[ft == t])
+        rd = reads[m.track[reads] == t]
+        rs, re_ = m.ts_ns[rd], m.ts_ns[rd] + m.dur_ns[rd]
+        lt = L[(L >= 0)]
+        lt = lt[m.track[lt] == t]
+        for a, b in zip(us.tolist(), ue.tolist()):
+            inn = (rs >= a) & (rs < b)
+            if not inn.any():
+                return None  # a call of the frame without a read: the frame does more than check
+            last = int(re_[inn].max())
+            if ((m.ts_ns[lt] >= last) & (m.ts_ns[lt] < b)).any():
+                return None  # GPU work after the read: it may use what was computed
+        # the frame's own time: nested user frames excepted (they may do other work)
+        pt = py[m.track[py] == t]
+        ps, pe = m.ts_ns[pt], m.ts_ns[pt] + m.dur_ns[pt]
+        j = np.clip(np.searchsorted(us, ps, side="right") - 1, 0, None)
+        nested = (us.size > 0) & (ps >= us[j]) & (pe <= ue[j]) & ~((ps == us[j]) & (pe == ue[j]))
+        s_, e_ = _subtract(us, ue, ps[nested], pe[nested])
+        S.append(s_), E.append(e_), T.append(np.full(s_.size, t, np.int64))
+        own = _outermost(m, ops[(m.track[ops] == t) & _inside(s_, e_, m.ts_ns[ops])])
+        n_ops += int((~np.isin(own, rd)).sum())
+        sel = (L >= 0) & (m.track[np.where(L >= 0, L, 0)] == t)
+        drop[sel] = _inside(s_, e_, m.ts_ns[L[sel]])
+    return (np.concatenate(S), np.concatenate(E), np.concatenate(T)), drop, n_ops
 
 
 def _outermost(m, idx):
@@ -824,6 +886,22 @@ def project(a) -> Projection:
             end = r.run(r.removal(s, e, t), c, d, nw)
             proj_step = max(r.span(end).values()) / steps
         sv = int(round(max(base_step - proj_step, 0.0)))
+        if f.cause == "sync" and kind == "remove":
+            frame = (f.evidence or {}).get("frame")
+            try:
+                reads = _calls_under(r, r.flags["sync_op"] | r.flags["sync_rt"] | r.flags["blocking_copy"], frame)
+                chk = _check_ops(r, frame, reads)
+            except (ValueError, IndexError, KeyError):
+                chk = None
+            if chk is not None:
+                (cs, ce, ct), drop, n_ops = chk
+                end = r.run(r.removal(cs, ce, ct), c, drop=drop)
+                sv2 = int(round(max(base_step - max(r.span(end).values()) / steps, sv)))
+                p.with_ops_ns[f.id] = sv2
+                from .units import fmt_ns
+
+                what = (f"{what}; with the {_n(n_ops, 'op')} computing the values read, if nothing else uses "
+                        f"them: −{fmt_ns(sv2)} per step")
         # two findings with the same fix (a copy's gaps and its pageable memory) are one saving, not two
         first = seen.get((what, sv))
         if first is not None:

@@ -219,12 +219,14 @@ def projection_entry(a, device: int) -> dict | None:
 
 
 def saving_entry(a, f) -> dict:
-    """``findings[].saving_us`` (per step; null: not projected), ``saving_pct`` and the fix replayed."""
+    """``findings[].saving_us`` (per step; null: not projected), ``saving_pct``, the fix replayed and, for a sync
+    finding whose frame is a check, ``saving_whole_check_us`` (its ops removed too; else null)."""
     pj = a.projection
     s = pj.saving_ns.get(f.id)
     pct = pj.saving_pct(f.id)
+    w = getattr(pj, "with_ops_ns", {}).get(f.id)
     return {"saving_us": None if s is None else _us(s), "saving_pct": None if pct is None else round(pct, 2),
-            "fix": pj.what.get(f.id)}
+            "fix": pj.what.get(f.id), "saving_whole_check_us": None if w is None else _us(w)}
 
 
 def build_json(analyses, top: int = 50) -> dict:
