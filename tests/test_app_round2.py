@@ -16,6 +16,7 @@ from tests.synth import Synth
 from tests.test_app import opened, run, settle, three_gaps
 from tui.app.app import GapscopeApp
 from tui.app.textdump import screen_text
+from tui.app.timefmt import fmt_dur
 
 ROOT = Path(__file__).resolve().parent.parent
 SYNC = SAMPLE_TRACES / "demo-eager-sync.decode.json.gz"
@@ -382,7 +383,9 @@ def test_enter_on_a_finding_lists_its_gaps_n_walks_them_escape_clears():
             ft = app.query_one("#findings")
             i = next(k for k, f in enumerate(a.findings)
                      if sum(int(a.gaps.dur_ns[r]) >= lim for r in f.gap_rows) >= 3)
-            ft.move_cursor(row=i)
+            from tui.app.tables import findings_of
+
+            ft.move_cursor(row=next(n for n, (_, j, _f) in enumerate(findings_of(sc)) if j == i))
             await pilot.pause()
             await pilot.press("enter")
             await pilot.pause()
@@ -405,6 +408,42 @@ def test_enter_on_a_finding_lists_its_gaps_n_walks_them_escape_clears():
     assert all(r in frows for r in walked) and walked[0] != walked[1]
     assert f"({len(mine)})" not in status and f": {len(mine)} (n/N walk them, Esc: all gaps)" in status
     assert after == listed
+
+
+def test_findings_view_ranks_like_the_report_with_the_saving_and_the_place_first():
+    """The findings view (3) lists the findings in the report's order (by the projected saving of the fix),
+    with that saving per step, and each title led by the frame it names (an 80-column table cuts the end)."""
+    _need(SYNC)
+    from tui.analysis import analyze
+    from tui.report.markdown import render_markdown
+    from tui.trace import load
+
+    md = render_markdown([analyze(load(SYNC))])
+    # the report's numbered findings: "1. **\[high\] TITLE**"
+    titles = [re.sub(r"\\(.)", r"\1", m) for m in re.findall(r"^\d+\. \*\*\\\[\w+\\\] (.*)\*\*", md, re.M)]
+    assert len(titles) >= 5
+
+    async def go():
+        async with opened(SYNC, size=(200, 40)) as (app, pilot):
+            await pilot.press("3")
+            await pilot.pause()
+            ft = app.query_one("#findings")
+            cols = [str(c.label) for c in ft.columns.values()]
+            rows = [[str(x) for x in ft.get_row_at(r)] for r in range(ft.row_count)]
+            return cols, rows, app.scene.analysis
+
+    cols, rows, a = run(go())
+    assert cols == ["#", "severity", "idle", "saves/step", "finding"]
+    shown = [r[4] for r in rows]
+    for t, cell in zip(titles, shown):
+        assert cell.endswith(t), (cell, t)
+        f = next(f for f in a.findings if f.title == t)
+        fr = f.evidence.get("frame")
+        if fr:  # the place first: "demo.py(51): _inject_sync_check · 32 syncs from ..."
+            assert cell.startswith(fr.rsplit("/", 1)[-1] + " · "), cell
+        sv = a.projection.saving_ns.get(f.id)
+        saves = rows[shown.index(cell)][3]
+        assert saves == ("–" if sv is None else "0 ns" if sv == 0 else "−" + fmt_dur(sv)), (saves, sv)
 
 
 # --------------------------------------------------- friction 5: keys that do nothing say so

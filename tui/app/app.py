@@ -11,7 +11,8 @@ from textual import on
 from textual.app import App
 
 from . import glyphs as G
-from .loading import (LOAD_OPTS, AnalysisFailed, AnalysisReady, Loader, LoadFailed, Progress, SceneLoaded,
+from .loading import (LOAD_OPTS, AnalysisFailed, AnalysisReady, Loader, LoadFailed, Progress, ProjectionReady,
+                      SceneLoaded,
                       debugging, failure)
 from .main import MainScreen
 from .safe import ascii_safe, safe
@@ -157,6 +158,13 @@ class GapscopeApp(App):
         sc.parts[ev.part].analysis_error = ev.text
         self._freeze_heap(sc)
         if sc is self.scene:
+            self.main.refresh_all()
+
+    @on(ProjectionReady)
+    def _projection_ready(self, ev: ProjectionReady) -> None:
+        """The findings' projected savings arrived (a large trace): the header and the findings view show them."""
+        if ev.scene is self.scene:
+            self.main.fill_tables()
             self.main.refresh_all()
 
     @on(AnalysisReady)

@@ -173,6 +173,20 @@ def torch_version(model) -> str | None:
     return v if isinstance(v, str) else None
 
 
+def _finding_fix(a, row: int) -> str | None:
+    """"finding 3: fix → −184.5 µs per step (−5.0%), un-profiled, calibrated" for the finding that holds gap
+    ``row``, in the report's numbering (ranked by saving), once the loader computed the projection."""
+    pj = vars(a).get("projection")
+    if pj is None:
+        return None
+    sv = pj.saving_ns
+    for n, f in enumerate(pj.ranked(a.findings), 1):
+        if row in getattr(f, "gap_rows", ()) and sv.get(f.id) is not None:
+            how = "un-profiled, calibrated" if pj.calibrated else "profiled time"
+            return f"finding {n}: fix → −{fmt_dur(sv[f.id])} per step (−{pj.saving_pct(f.id):.1f}%), {how}"
+    return None
+
+
 def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs, width: int | None = None) -> Text:
     t = T(glyphs.ascii)
     t.text = Text(no_wrap=True, overflow="crop" if glyphs.ascii else "ellipsis")
@@ -213,6 +227,10 @@ def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs, width: i
             t.add(sep).add("biggest cause: ").add(top, "bold " + G.CAUSE_COLOURS.get(top.split(" ")[0], "red"))
         if v is not None and v.graph_text():
             t.add(sep).add(v.graph_text())
+        pj = vars(a).get("projection")  # the loader computes it (app/loading.py); a line of its own where wide
+        if not narrow and pj is not None and pj.headline():
+            t.nl()
+            t.add("projection: " + pj.headline(), "bold" if pj.calibrated else "")
     else:
         t.add(f"window {t.d(scene.view.hi - scene.view.lo)}")
         if a is not None:
@@ -443,6 +461,9 @@ def stack_text(scene: Scene, glyphs: G.Glyphs, *, full: bool = False) -> Text:
     t.add(t.d(g.dur_ns[row]), "bold yellow").add(f" idle on {where} at {_at(t, s - scene.origin, scene)}  ")
     t.add("cause: ").add(det.cause, "bold " + G.CAUSE_COLOURS.get(det.cause, "red")).nl()
     t.add(det.explanation).nl()
+    fix = _finding_fix(a, row)
+    if fix:
+        t.add(fix, "bold").nl()
     if det.stack:
         t.add("CPU stack at gap start (innermost first):", "bold").nl()
         frames_block(t, det.stack, full)

@@ -31,7 +31,7 @@ def ascii_safe(s: str) -> str:
     if s.isascii():
         return s
     s = s.replace("µ", "u").replace("μ", "u").replace("…", "...").replace("—", "-").replace("–", "-")
-    s = s.replace("→", "->").replace("×", "x").replace("≥", ">=").replace("≤", "<=").replace("·", ".")
+    s = s.replace("→", "->").replace("×", "x").replace("≥", ">=").replace("≤", "<=").replace("·", ".").replace("−", "-")
     return s.encode("ascii", "replace").decode("ascii")
 
 

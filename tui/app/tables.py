@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
+from ..analysis.names import display_frame
 from . import glyphs as G
 from .safe import ascii_safe, safe, short_kernel
 from .scene import Scene
@@ -59,9 +60,26 @@ def kernels_of(sc: Scene | None) -> list:
         out.sort(key=lambda e: (-int(e[2].total_ns), e[0], e[1]))
     return out[:200]
 
+def _located(f) -> str:
+    """A finding's title with its place first (``demo.py(51): check · 32 syncs from ...``), so that a narrow
+    table cuts the sentence, not where to look."""
+    fr = (f.evidence or {}).get("frame") if isinstance(getattr(f, "evidence", None), dict) else None
+    if not isinstance(fr, str) or not fr:
+        return f.title
+    return f"{display_frame(fr).rsplit('/', 1)[-1]} · {f.title}"
+
+
+def projection_of(a):
+    """The analysis' projection (analysis/replay.py) once the loader computed it (app/loading.py); else None."""
+    if a is None or not hasattr(a, "findings"):
+        return None
+    return vars(a).get("projection")
+
+
 def findings_of(sc: Scene | None) -> list:
-    """(part, index, finding) listed in the findings view: the active trace's; in a multi-rank tab every
-    rank's (the waiting rank's finding names the late one), largest idle first."""
+    """(part, index, finding) listed in the findings view: the active trace's in the report's order (ranked by
+    the projected saving of their fix, as ``gapscope report``; by idle time where there is no projection); in
+    a multi-rank tab every rank's (the waiting rank's finding names the late one), largest idle first."""
     if sc is None:
         return []
     parts = range(len(sc.parts)) if sc.multi else [sc.active]
@@ -69,6 +87,11 @@ def findings_of(sc: Scene | None) -> list:
                                                                or [])]
     if sc.multi:
         out.sort(key=lambda e: (-int(e[2].idle_ns), e[0], e[1]))
+    elif out:
+        pj = projection_of(sc.parts[sc.active].analysis)
+        if pj is not None:  # the report's order (Projection.ranked; sorted() is stable)
+            at = {id(f): k for k, f in enumerate(pj.ranked([e[2] for e in out]))}
+            out.sort(key=lambda e: at[id(e[2])])
     return out
 
 
@@ -174,21 +197,27 @@ class FindingsView(TableView):
     NAME = "findings"
 
     def fill(self, sc: Scene | None, width: int) -> None:
-        """The findings of ``sc``, largest idle first."""
+        """The findings of ``sc``, in the report's order, with the projected saving per step of each fix."""
         self.scene = sc
         fm, ft = self.fmt, self.table
         ft.clear(columns=True)
         if sc is None or sc.analysis is None:
             ft.add_column(Text("findings appear once the analysis is done"))
             return
-        cols = ("#", "rank", "severity", "idle", "finding") if sc.multi else ("#", "severity", "idle", "finding")
+        pj = None if sc.multi else projection_of(sc.analysis)
+        cols = ("#", "rank", "severity", "idle", "finding") if sc.multi else \
+            ("#", "severity", "idle", "saves/step", "finding") if pj is not None else ("#", "severity", "idle", "finding")
         for c in cols:
             ft.add_column(Text(c), key=c)
         for n, (pi, i, f) in enumerate(findings_of(sc)):
             cells = [Text(str(n + 1)), Text(str(f.severity)), Text(fm.d(f.idle_ns)),
-                     Text(fm.text(f.title), no_wrap=True, overflow=fm.ov)]
+                     Text(fm.text(_located(f)), no_wrap=True, overflow=fm.ov)]
             if sc.multi:
                 cells.insert(1, Text(str(rank_of(sc, pi))))
+            elif pj is not None:
+                s = pj.saving_ns.get(f.id)
+                cells.insert(3, Text("–" if s is None else fm.text(f"−{fm.d(s)}" if s > 0 else fm.d(0)),
+                                     justify="right"))
             ft.add_row(*cells, key=f"{pi}:{i}")
         self.show_info(0)
 
@@ -208,9 +237,8 @@ class FindingsView(TableView):
             t.append(fm.text(f"{f.severity}, {fm.d(f.idle_ns)} of GPU idle explained, "
                                 f"{np.asarray(getattr(f, 'gap_rows', ())).size} gaps") + "\n")
             pa = pt.analysis if isinstance(i, tuple) and pt is not None else getattr(sc, "analysis", None)
-            # the projected saving (analysis/replay.py); computed here only for traces small enough to replay at once
-            if pa is not None and ("projection" in vars(pa) or pa.model.n < 200_000):
-                pj = pa.projection
+            pj = projection_of(pa)
+            if pj is not None:
                 s = pj.saving_ns.get(f.id)
                 if s is not None:
                     how = "un-profiled, calibrated" if pj.calibrated else "profiled time"

@@ -123,8 +123,7 @@ def window_line(a) -> str | None:
 
 def by_saving(a) -> list:
     """Findings ranked by the projected saving of their fix; those not projected follow, by idle time."""
-    sv = a.projection.saving_ns
-    return sorted(a.findings, key=lambda f: (sv.get(f.id) is None, -(sv.get(f.id) or 0)))
+    return a.projection.ranked(a.findings)
 
 
 def saving_line(a, f) -> str | None:
