@@ -643,3 +643,31 @@ def test_help_key_table_is_made_from_the_bindings():
     text = run(go())
     for shown, what in keys.HELP:
         assert f"{shown} " in text and what in text, shown
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["before-analysis", "after-analysis"])
+def test_projection_in_the_header_and_the_gap_detail(monkeypatch, first):
+    """The projection reaches the header (wide) and the gap detail names the gap's finding and its saving,
+    whether the loader computed it before showing the analysis (small traces) or after (ProjectionReady)."""
+    _need(SYNC)
+    from tui.app import loading
+
+    monkeypatch.setattr(loading, "PROJECT_FIRST_EVENTS", 10**9 if first else 0)
+
+    async def go():
+        async with opened(SYNC, size=(180, 48)) as (app, pilot):
+            for _ in range(50):  # the projection may come after the analysis
+                if "projection" in vars(app.scene.analysis):
+                    break
+                await pilot.pause(0.1)
+            await pilot.pause()
+            return screen_text(app), app.scene
+
+    txt, sc = run(go())
+    a = sc.analysis
+    pj = a.projection
+    assert "projection: " + pj.headline() in txt
+    # the selected gap (the largest) belongs to the report's finding n; its saving as the report prints it
+    row = sc.selected_row
+    n, f = next((n, f) for n, f in enumerate(pj.ranked(a.findings), 1) if row in f.gap_rows)
+    assert f"finding {n}: fix → −{fmt_dur(pj.saving_ns[f.id])} per step (−{pj.saving_pct(f.id):.1f}%)" in txt

@@ -262,7 +262,7 @@ class Loader:
         if small:
             self.project(a)
         self.post(AnalysisReady(sc, a, min_listed, pi))
-        if not small and not self.cancelled():
+        if not small and not self.cancelled:
             self.project(a)
             self.post(ProjectionReady(sc, pi))
 
