@@ -46,7 +46,7 @@ CASES = {
     "corr_collide": ("corr_collide.json", lambda p: H.colliding_correlations(p, 200_000)),
     "same_ts": ("same_ts.json", lambda p: H.same_timestamp(p, 500_000)),
     "gaps_1ns": ("gaps_1ns.json", lambda p: H.one_ns_gaps(p, 200_000)),
-    "deep_python": ("deep_python.json", lambda p: H.deep_python(p, 20_000)),
+    "deep_python": ("deep_python.json", lambda p: H.deep_python(p, 20_000, 2_000)),
     "big_name": ("big_name.json", lambda p: H.big_name(p, 50 * MiB)),
     "quotes": ("quotes.json", lambda p: H.unescaped_quotes(p, 500_000)),
     "damaged_nested": ("damaged_nested.json", lambda p: H.damaged_nested(p, 2560, 25_000)),

@@ -168,22 +168,19 @@ def one_ns_gaps(path, n: int) -> Path:
     return _write(path, [_doc(evs)])
 
 
-def deep_python(path, depth: int) -> Path:
-    """Python frames nested ``depth`` deep (by their Python id tree and by time), with a kernel launched from
-    the innermost one and GPU idle time around it."""
+def deep_python(path, depth: int, launches: int = 1) -> Path:
+    """Python frames nested ``depth`` deep (by their Python id tree and by time); ``launches`` ops launched from
+    the innermost one, each a kernel with GPU idle time before it."""
     evs = []
-    span = 2.0 * depth + 100.0
+    width = 10.0 * launches + 10.0
     for i in range(depth):
-        evs.append({"ph": "X", "cat": "python_function", "name": f"f{i % 97}", "pid": 1, "tid": 1,
-                    "ts": float(i), "dur": span - 2.0 * i,
+        evs.append({"ph": "X", "cat": "python_function", "name": f"user.py({i % 97 + 1}): f{i % 97}", "pid": 1,
+                    "tid": 1, "ts": float(i), "dur": 2.0 * (depth - i) + width,
                     "args": {"Python id": i + 1, "Python parent id": i if i else None}})
-    mid = float(depth) + 10.0
-    evs.append(_op("aten::mm", ts=mid, dur=20.0, **{"External id": 1}))
-    _launch(evs, 0, "gemm", mid + 5.0, corr=1, kdur=5.0)
-    evs.append({"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 0.0, "dur": 1.0,
-                "args": {"device": 0, "stream": 7, "correlation": -1}})
-    evs.append({"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": span, "dur": 1.0,
-                "args": {"device": 0, "stream": 7, "correlation": -1}})
+    for k in range(launches):
+        t = depth + 10.0 * k + 1.0
+        evs.append(_op("aten::mm", ts=t, dur=4.0, **{"External id": k + 1}))
+        _launch(evs, k, "gemm", t + 1.0, corr=k + 1, kdur=3.0)
     return _write(path, [_doc(evs)])
 
 

@@ -19,6 +19,7 @@ The GC is paused while parsing: the parsed dicts are acyclic and short-lived.
 
 from __future__ import annotations
 
+import bisect
 import gc
 import os
 import re
@@ -327,6 +328,11 @@ class _Stats:
         self.truncated = False
         self.kept_events = 0
 
+    def absorb(self, other: "_Stats") -> None:
+        """Add the repair counts of ``other`` (one event's)."""
+        for k in ("quotes", "nonfinite", "control", "utf8", "deep"):
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+
 
 def _repair_one(text: bytes, stats: _Stats, limit: int = _MAX_REPAIRS):
     """Parse one JSON value (an event, a metadata object), repairing known damage.
@@ -622,16 +628,7 @@ class _Reader:
         last = len(starts) - 1
         while i < last:
             s = starts[i]
-            j = i + 1
-            while True:
-                seg = bytes(data[s : starts[j]]).strip()
-                if j < last:
-                    seg = seg.removesuffix(b",").rstrip()  # the boundary's own comma
-                status, val, tail = _repair_one(seg, self.stats)
-                if status == "eof" and j < last and j - i < _MAX_MERGE_SEGMENTS and starts[j] - s < _MAX_MERGE:
-                    j += 1  # a boundary inside a nested value: take the next segment too
-                    continue
-                break
+            j, seg, status, val, tail = self._merge(starts, i, last)
             if status == "ok" and isinstance(val, dict):
                 events.append(val)
             elif status == "trail" and isinstance(val, dict) and _CLOSE.match(tail):
@@ -649,6 +646,54 @@ class _Reader:
         if events:
             self.b.add(events)
         return self.array_end is not None
+
+    def _merge(self, starts: list, i: int, last: int):
+        """The event that starts at ``starts[i]``: the segments up to the first ``starts[j]`` at which the text no
+        longer ends inside a value (a boundary inside a nested value cut it), within _MAX_MERGE_SEGMENTS segments
+        and _MAX_MERGE bytes. Returns (j, text, status, value, tail) of ``_repair_one``.
+
+        Taking one more segment at a time re-parsed the growing text each time (up to 256 times a piece: quadratic
+        in the merge); the first such j is found by doubling the number of segments and then halving the interval,
+        so each byte is parsed O(log 256) times. Repairs are counted for the text kept only."""
+        data = self.data
+        s = starts[i]
+        cap = min(last, i + _MAX_MERGE_SEGMENTS, bisect.bisect_left(starts, s + _MAX_MERGE, i + 1, last + 1))
+        cap = max(cap, i + 1)
+        tried: dict = {}
+
+        def probe(j: int):
+            r = tried.get(j)
+            if r is None:
+                seg = bytes(data[s : starts[j]]).strip()
+                if j < last:
+                    seg = seg.removesuffix(b",").rstrip()  # the boundary's own comma
+                st = _Stats()
+                r = tried[j] = (seg, *_repair_one(seg, st), st)
+            return r
+
+        j = i + 1
+        if probe(j)[1] == "eof" and j < cap:
+            lo, hi, step = j, None, 1
+            while hi is None and lo < cap:
+                step *= 2
+                j = min(cap, i + step)
+                if probe(j)[1] == "eof":
+                    lo = j
+                else:
+                    hi = j
+            if hi is None:
+                j = cap
+            else:
+                while hi - lo > 1:  # the first j in (lo, hi] whose text does not end inside a value
+                    mid = (lo + hi) // 2
+                    if probe(mid)[1] == "eof":
+                        lo = mid
+                    else:
+                        hi = mid
+                j = hi
+        seg, status, val, tail, st = probe(j)
+        self.stats.absorb(st)
+        return j, seg, status, val, tail
 
     # --------------------------------------------------------------- results
     def report(self) -> list[str]:
