@@ -45,8 +45,9 @@ out["match_s"] = time.perf_counter() - t
 t = time.perf_counter(); md = render_markdown(aa); doc = build_json(aa); out["report_s"] = time.perf_counter() - t
 out["events"] = sum(m.n for m in models)
 out["calls"] = sum(tl.n for tl in tls)
-out["late"] = [(e["rank"], e["count"], e["of"]) for e in res["late"][:3]]
-out["late_line"] = [ln for ln in md.splitlines() if "arrived last" in ln and ln.startswith("rank")][:1]
+out["late"] = [(e.rank, e.count, e.of) for e in res.late[:3]]
+out["blamed"] = [b.func for b in (res.late[0].blamed if res.late else [])]
+out["late_line"] = [ln for ln in md.splitlines() if "arrived last" in ln and ln.startswith("**rank")][:1]
 out["rss_self_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 out["rss_worker_mib"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 print(json.dumps(out))

@@ -8,6 +8,6 @@ so that the package stays importable on machines without torch.
     s = capture.Session(name="llama"); s.phase("prefill", f); s.phase("decode", g, active=8)
 """
 
-from .recorder import STEP_RANGE, CaptureError, CaptureResult, Session, Timing, measure, record
+from .recorder import STEP_RANGE, CaptureError, CaptureResult, Session, Timing, measure, measure_all, record
 
-__all__ = ["record", "measure", "Session", "Timing", "CaptureResult", "CaptureError", "STEP_RANGE"]
+__all__ = ["record", "measure", "measure_all", "Session", "Timing", "CaptureResult", "CaptureError", "STEP_RANGE"]

@@ -35,6 +35,12 @@ traces are written as DIR/NAME[.PHASE][.rankR].json.gz; an existing file is neve
 # Seconds a rank waits for the others in a collective (barrier, file-name agreement) before it fails.
 # torch's defaults (10 min for NCCL, 30 min for gloo) make a rank whose peer failed look hung.
 DEFAULT_DIST_TIMEOUT = 300.0
+# Un-profiled timing: at least DEFAULT_ROUNDS interleaved rounds, more while DEFAULT_BUDGET_S lasts. On a
+# shared GPU node the host drifts (an eager decode step ranged 7.7-15.1 ms within 40 rounds on our H200),
+# so a median of 3 timings of one phase said little.
+DEFAULT_ROUNDS = 5
+DEFAULT_BUDGET_S = 5.0
+DEFAULT_MAX_ROUNDS = 50
 
 
 class _Parser(argparse.ArgumentParser):
@@ -48,7 +54,14 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=int, default=3, metavar="N", help="un-profiled warm-up calls per phase (default 3)")
     p.add_argument("--active", type=int, default=None, metavar="N",
                    help="profiled calls per phase (default: 1 for prefill, 4 for decode, 1 otherwise)")
-    p.add_argument("--repeats", type=int, default=3, metavar="N", help="un-profiled timing repeats, median kept (default 3)")
+    p.add_argument("--repeats", type=int, default=DEFAULT_ROUNDS, metavar="N",
+                   help="at least N rounds of un-profiled timing, every phase once per round, interleaved "
+                        f"(default {DEFAULT_ROUNDS}); min, p25, median, p75, max and n go into the metadata")
+    p.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, metavar="S",
+                   help="more rounds while the rounds so far took less than S seconds, up to --max-rounds "
+                        f"(default {DEFAULT_BUDGET_S:g}; 0: exactly --repeats rounds)")
+    p.add_argument("--max-rounds", type=int, default=DEFAULT_MAX_ROUNDS, metavar="N",
+                   help=f"at most N rounds of un-profiled timing (default {DEFAULT_MAX_ROUNDS})")
     p.add_argument("--no-stacks", action="store_true", help="record without Python stacks (less CPU distortion)")
     p.add_argument("--no-shapes", action="store_true", help="record without input shapes")
     p.add_argument("--memory", action="store_true", help="also record allocator events (profile_memory)")
@@ -128,6 +141,8 @@ def _main(argv: list[str]) -> int:
         raise CaptureError("--active must be at least 1")
     if args.warmup < 0 or args.repeats < 1:
         raise CaptureError("--warmup must be >= 0 and --repeats >= 1")
+    if not args.budget >= 0 or args.max_rounds < 1:
+        raise CaptureError("--budget must be >= 0 seconds and --max-rounds >= 1")
     if not args.dist_timeout > 0:
         raise CaptureError("--dist-timeout must be more than 0 seconds")
     if args.what == "demo":
@@ -300,14 +315,15 @@ def _demo(args) -> int:
     if args.ranks:
         extra.update({"tensor_parallel": tp_size, "late_rank": args.late_rank,
                       "late_us": args.late_us if args.late_rank is not None else None})
-    s = Session(name=name, out_dir=args.out, warmup=args.warmup, repeats=args.repeats, stacks=not args.no_stacks,
-                shapes=not args.no_shapes, memory=args.memory, overwrite=args.overwrite, cuda=use_cuda, extra=extra)
+    s = Session(name=name, out_dir=args.out, warmup=args.warmup, stacks=not args.no_stacks,
+                shapes=not args.no_shapes, memory=args.memory, overwrite=args.overwrite, cuda=use_cuda, extra=extra,
+                **_timing_options(args))
     phases = ("prefill", "decode") if args.phase == "both" else (args.phase,)
     actives = {phase: args.active or (4 if phase == "decode" else 1) for phase in phases}
-    # every phase is warmed up and timed before the first profiler session of this process (see Session.measure)
-    for phase in phases:
-        demo.fill_cache()
-        s.measure(phase, demo.step_fn(phase), active=actives[phase])
+    # every phase is warmed up and timed, in interleaved rounds, before the first profiler session of this
+    # process (see Session.measure_all); the prefill step refills the cache, so one fill_cache suffices
+    demo.fill_cache()
+    s.measure_all({phase: demo.step_fn(phase) for phase in phases}, actives=actives, before=demo.fill_cache)
     for phase in phases:
         demo.fill_cache()
         r = s.phase(phase, demo.step_fn(phase), active=actives[phase])
@@ -318,6 +334,10 @@ def _demo(args) -> int:
             print(f"combined summary: {p}", flush=True)
     _finish_distributed()
     return 0
+
+
+def _timing_options(args) -> dict:
+    return {"repeats": args.repeats, "budget_s": args.budget or None, "max_rounds": args.max_rounds}
 
 
 def _demo_name(args) -> str:
@@ -384,18 +404,20 @@ def _run(args) -> int:
     steps = load_target(args.target)
     name = args.name or args.target.partition(":")[0].rsplit(".", 1)[-1]
     use_cuda = torch.cuda.is_available() and not args.cpu
-    s = Session(name=name, out_dir=args.out, warmup=args.warmup, repeats=args.repeats, stacks=not args.no_stacks,
+    s = Session(name=name, out_dir=args.out, warmup=args.warmup, stacks=not args.no_stacks,
                 shapes=not args.no_shapes, memory=args.memory, overwrite=args.overwrite, cuda=use_cuda,
-                extra={"target": args.target})
+                extra={"target": args.target}, **_timing_options(args))
     def what(phase):
         return f"the {phase + ' ' if phase else ''}step of {args.target}"
 
     def active(phase):
         return args.active or (4 if phase == "decode" else 1)
 
-    # every phase is warmed up and timed before the first profiler session of this process (see Session.measure)
-    for phase, step in steps.items():
-        _user_code(what(phase), lambda: s.measure(phase, step, active=active(phase)))  # noqa: B023 - called at once
+    # every phase is warmed up and timed, in interleaved rounds, before the first profiler session of this process
+    def named(phase, step):  # a step that raises while timed is named by its phase, as in the window
+        return lambda: _user_code(what(phase), step)
+
+    s.measure_all({p: named(p, st) for p, st in steps.items()}, actives={p: active(p) for p in steps})
     for phase, step in steps.items():
         r = _user_code(what(phase), lambda: s.phase(phase, step, active=active(phase)))  # noqa: B023 - called at once
         print(r.line(), flush=True)

@@ -5,11 +5,16 @@ The recipe (what an expert does by hand):
 1. call ``step()`` ``warmup`` times without the profiler (compilation, allocator, cuDNN/cuBLAS autotuning,
    CUDA graph capture all happen here);
 2. time ``active`` calls without the profiler: synchronise, host clock, ``active`` steps, synchronise,
-   host clock; repeat a few times and keep the median (every sample is kept in the metadata). This
-   timing must not follow a profiler session in the same process: Kineto may leave CUPTI attached
-   after ``stop()`` (it calls ``cuptiFinalize`` only where ``TEARDOWN_CUPTI`` says so), which slows
-   every later kernel launch. ``Session.measure`` therefore times every phase before the first window,
-   and the metadata says ``timed_after_profiler`` when a timing did follow one;
+   host clock. The phases of one workload are timed in interleaved rounds (prefill, decode, decode,
+   prefill, prefill, ...: the order alternates), at least ``repeats`` rounds and more while a time
+   budget lasts (``budget_s``, up to ``max_rounds``), because the host of a shared GPU node drifts: two
+   timings minutes apart can differ 2x, and interleaving gives every phase the same drift. The metadata
+   keeps every sample and their min, p25, median, p75, max and n (``unprofiled``), the distortion
+   against each of them (``distortion_spread``) and a flag, ``timing_noisy``, when p75/p25 or max/min
+   passes ``NOISY_IQR`` or max/min ``NOISY_RANGE``. This timing must not follow a profiler session in the same process: Kineto
+   may leave CUPTI attached after ``stop()`` (it calls ``cuptiFinalize`` only where ``TEARDOWN_CUPTI``
+   says so), which slows every later kernel launch. ``Session.measure_all`` therefore times every phase
+   before the first window, and the metadata says ``timed_after_profiler`` when a timing did follow one;
 3. start the profiler, (several ranks: barrier + synchronise *after* the profiler started on every rank),
    synchronise, run exactly ``active`` steps each inside a ``gapscope.step#k`` range with no synchronise
    between them, synchronise once at the end, (several ranks: barrier), stop;
@@ -30,11 +35,17 @@ import statistics
 import sys
 import tempfile
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 STEP_RANGE = "gapscope.step#{}"  # record_function name of each profiled step
-DEFAULT_REPEATS = 3
+DEFAULT_REPEATS = 3  # API default: rounds of un-profiled timing (the CLI asks for more, see cli.py)
+# The un-profiled timing is flagged noisy when p75/p25 passes NOISY_IQR or max/min passes NOISY_RANGE. A
+# single outlier in 50 rounds is common even on a quiet node (one H200 run: max/min 1.19-1.38 with p75/p25
+# at most 1.04 on stable eager phases), so max/min needs a wider limit than the quartiles to mean anything.
+NOISY_IQR = 1.15
+NOISY_RANGE = 1.5
 
 
 class CaptureError(Exception):
@@ -44,17 +55,48 @@ class CaptureError(Exception):
         super().__init__(" ".join(str(message).split()))
 
 
+def _quartiles(xs: list) -> tuple[float, float, float]:
+    """p25, median, p75 with linear interpolation between order statistics (numpy's default)."""
+    v = sorted(float(x) for x in xs)
+    if len(v) == 1:
+        return v[0], v[0], v[0]
+
+    def q(f: float) -> float:
+        pos = f * (len(v) - 1)
+        lo = int(pos)
+        hi = min(lo + 1, len(v) - 1)
+        return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
+    return q(0.25), q(0.5), q(0.75)
+
+
 @dataclass
 class Timing:
-    """Un-profiled host time of ``active`` steps: the median and every sample, in nanoseconds."""
+    """Un-profiled host time of ``active`` steps: every sample (in nanoseconds) and their statistics."""
 
     active: int
     samples_ns: list
     after_profiler: bool  # a profiler session of this module ran earlier in this process
+    interleaved: tuple = ()  # phases timed in the same rounds as this one (itself included)
+    budget_s: float | None = None  # the time budget the rounds ran under (None: exactly ``repeats`` rounds)
 
     @property
     def median_ns(self) -> float:
         return float(statistics.median(self.samples_ns))
+
+    def stats(self) -> dict:
+        """min, p25, median, p75, max (µs), n, the two spread ratios and the noisy flag."""
+        p25, med, p75 = _quartiles(self.samples_ns)
+        lo, hi = float(min(self.samples_ns)), float(max(self.samples_ns))
+        iqr = p75 / p25 if p25 > 0 else None
+        rng = hi / lo if lo > 0 else None
+        return {
+            "min_us": lo / 1000.0, "p25_us": p25 / 1000.0, "median_us": med / 1000.0, "p75_us": p75 / 1000.0,
+            "max_us": hi / 1000.0, "n": len(self.samples_ns),
+            "p75_over_p25": iqr, "max_over_min": rng,
+            "noisy": bool((iqr is not None and iqr > NOISY_IQR) or (rng is not None and rng > NOISY_RANGE)),
+            "interleaved": list(self.interleaved), "budget_s": self.budget_s,
+        }
 
 
 _PROFILER_SESSIONS = [0]  # profiler sessions started by record() in this process
@@ -80,12 +122,34 @@ class CaptureResult:
         return asdict(self)
 
     def line(self) -> str:
+        """What was written, the distortion and the un-profiled spread; a second line when the timing is noisy."""
         who = f"[rank {self.rank}] " if self.rank is not None else ""
-        return (
+        u = self.metadata.get("unprofiled") if isinstance(self.metadata.get("unprofiled"), dict) else None
+        spread = ""
+        if u and u.get("n", 0) > 1:
+            spread = f", p25-p75 {u['p25_us'] / 1000:.3f}-{u['p75_us'] / 1000:.3f} ms, n={u['n']}"
+        text = (
             f"{who}wrote {self.path}  distortion {self.distortion:.2f}x "
             f"(profiled {self.profiled_us / 1000:.3f} ms vs {self.unprofiled_us / 1000:.3f} ms "
-            f"un-profiled, {self.active} step{'s' if self.active != 1 else ''})"
+            f"un-profiled median{spread}, {self.active} step{'s' if self.active != 1 else ''})"
         )
+        note = noisy_note(self.metadata)
+        return text + (f"\n{who}  {note}" if note else "")
+
+
+def noisy_note(meta: dict) -> str | None:
+    """"times on this node vary Nx; distortion uncertain (a-b x)" when the metadata's timing is noisy."""
+    u = meta.get("unprofiled") if isinstance(meta, dict) else None
+    if not isinstance(u, dict) or not u.get("noisy"):
+        return None
+    ds = meta.get("distortion_spread") or {}
+    vary = u.get("max_over_min") or 0.0
+    iqr = u.get("p75_over_p25") or 0.0
+    rng = ""
+    if isinstance(ds.get("vs_p75"), (int, float)) and isinstance(ds.get("vs_p25"), (int, float)):
+        rng = f" ({ds['vs_p75']:.2f}x-{ds['vs_p25']:.2f}x against the p75 and p25)"
+    return (f"un-profiled times on this node vary {vary:.2f}x (max/min; p75/p25 {iqr:.2f}x, n={u.get('n')}); "
+            f"distortion uncertain{rng}")
 
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -289,19 +353,34 @@ def _umask() -> int:
     return m
 
 
+def _time_once(step: Callable[[], Any], active: int, use_cuda: bool, dist) -> int:
+    """Host time in ns of ``active`` un-profiled steps (synchronise at each end only)."""
+    _barrier(dist, use_cuda)
+    _synchronize(use_cuda)
+    t0 = time.perf_counter_ns()
+    for _k in range(active):
+        step()
+    _synchronize(use_cuda)
+    return time.perf_counter_ns() - t0
+
+
 def _time_steps(step: Callable[[], Any], active: int, use_cuda: bool, dist, repeats: int) -> list:
     """Host times in ns of ``repeats`` runs of ``active`` un-profiled steps (synchronise at each end only)."""
-    samples = []
-    for _ in range(max(1, repeats)):
-        _barrier(dist, use_cuda)
-        _synchronize(use_cuda)
-        t0 = time.perf_counter_ns()
-        for _k in range(active):
-            step()
-        _synchronize(use_cuda)
-        samples.append(time.perf_counter_ns() - t0)
+    samples = [_time_once(step, active, use_cuda, dist) for _ in range(max(1, repeats))]
     _barrier(dist, use_cuda)
     return samples
+
+
+def _agree_stop(dist, stop: bool) -> bool:
+    """Several ranks: rank 0's decision to stop the rounds, so that every rank times the same rounds."""
+    if dist is None or dist.get_world_size() == 1:
+        return stop
+    box = [bool(stop)]
+    try:
+        dist.broadcast_object_list(box, src=0)
+    except RuntimeError as exc:
+        raise _collective_failed(dist, "agreeing on the timing rounds", exc) from exc
+    return bool(box[0])
 
 
 def _use_cuda(cuda: bool | None) -> bool:
@@ -326,21 +405,81 @@ def measure(
     active: int = 1,
     repeats: int = DEFAULT_REPEATS,
     cuda: bool | None = None,
+    budget_s: float | None = None,
+    max_rounds: int | None = None,
 ) -> Timing:
-    """Warm up and time ``active`` un-profiled calls of ``step`` ``repeats`` times (steps 1 and 2).
+    """Warm up and time ``active`` un-profiled calls of ``step``: ``repeats`` rounds, more within ``budget_s``.
 
-    Call it for every phase before recording any of them (``Session.measure`` does), so that no
-    timing follows a profiler session of this process; pass the result to ``record(timing=...)``.
+    Call it (or ``measure_all`` for several phases) before recording any window (``Session.measure``
+    does), so that no timing follows a profiler session of this process; pass the result to
+    ``record(timing=...)``.
     """
-    if not callable(step):
-        raise CaptureError(f"step is not callable (got {type(step).__name__})")
-    active, warmup = _check_counts(active, warmup)
+    return measure_all({None: step}, warmup=warmup, actives={None: active}, repeats=repeats, cuda=cuda,
+                       budget_s=budget_s, max_rounds=max_rounds)[None]
+
+
+def measure_all(
+    steps: dict,
+    *,
+    warmup: int = 3,
+    actives: dict | None = None,
+    repeats: int = DEFAULT_REPEATS,
+    cuda: bool | None = None,
+    budget_s: float | None = None,
+    max_rounds: int | None = None,
+    before: Callable[[], Any] | None = None,
+) -> dict:
+    """Time several phases of one workload in interleaved rounds; returns {phase: Timing}.
+
+    ``steps`` is {phase: step}; ``actives`` {phase: steps per sample} (default 1). Each phase is warmed up
+    (``warmup`` calls), then every round times each phase once, the order reversed every other round
+    (a, b, b, a, a, b, ...) so that neither phase always follows the other. At least ``repeats`` rounds
+    run; with ``budget_s`` more follow until that many seconds of rounds have passed or ``max_rounds``
+    (default 10 x ``repeats``, at least 50) is reached. ``before()`` runs once after the warm-ups (the
+    demo fills its KV cache there). Several ranks time the same rounds (rank 0 decides when to stop).
+    """
+    if not steps:
+        raise CaptureError("nothing to time: no steps given")
+    for ph, st in steps.items():
+        if not callable(st):
+            raise CaptureError(f"step{' for ' + repr(ph) if ph is not None else ''} is not callable "
+                               f"(got {type(st).__name__})")
+    actives = {ph: _check_counts((actives or {}).get(ph, 1), warmup)[0] for ph in steps}
+    warmup = _check_counts(1, warmup)[1]
+    repeats = max(1, int(repeats))
+    if budget_s is not None and budget_s <= 0:
+        budget_s = None
+    if max_rounds is None:
+        max_rounds = max(50, 10 * repeats) if budget_s is not None else repeats
+    max_rounds = max(repeats, int(max_rounds))
     use_cuda = _use_cuda(cuda)
-    for _ in range(warmup):
-        step()
+    dist = _dist()
+    for st in steps.values():
+        for _ in range(warmup):
+            st()
+    if before is not None:
+        before()
     _synchronize(use_cuda)
-    samples = _time_steps(step, active, use_cuda, _dist(), repeats)
-    return Timing(active=active, samples_ns=samples, after_profiler=_PROFILER_SESSIONS[0] > 0)
+    order = list(steps)
+    samples: dict[Any, list] = {ph: [] for ph in order}
+    t_start = time.monotonic()
+    rounds = 0
+    while True:
+        seq = order if rounds % 2 == 0 else order[::-1]
+        for ph in seq:
+            samples[ph].append(_time_once(steps[ph], actives[ph], use_cuda, dist))
+        rounds += 1
+        if rounds >= max_rounds:
+            break
+        if rounds >= repeats:
+            stop = budget_s is None or time.monotonic() - t_start >= budget_s
+            if _agree_stop(dist, stop):
+                break
+    _barrier(dist, use_cuda)
+    after = _PROFILER_SESSIONS[0] > 0
+    phases = tuple(str(p) for p in order if p is not None) if len(order) > 1 else ()
+    return {ph: Timing(active=actives[ph], samples_ns=samples[ph], after_profiler=after, interleaved=phases,
+                       budget_s=budget_s) for ph in order}
 
 
 def _stop_quietly(prof) -> None:
@@ -368,6 +507,8 @@ def record(
     extra: dict | None = None,
     quiet: bool = False,
     timing: Timing | None = None,
+    budget_s: float | None = None,
+    max_rounds: int | None = None,
 ) -> CaptureResult:
     """Warm up, time, and record exactly ``active`` calls of ``step`` into one gzip'd trace.
 
@@ -404,7 +545,8 @@ def record(
 
     # 1. warm-up, 2. un-profiled timing (done earlier by measure() when given)
     if timing is None:
-        timing = measure(step, warmup=warmup, active=active, repeats=repeats, cuda=use_cuda)
+        timing = measure(step, warmup=warmup, active=active, repeats=repeats, cuda=use_cuda, budget_s=budget_s,
+                         max_rounds=max_rounds)
     else:
         for _ in range(warmup):
             step()
@@ -418,12 +560,14 @@ def record(
     if use_cuda:
         activities.append(ProfilerActivity.CUDA)
     kw = dict(activities=activities, record_shapes=shapes, with_stack=stacks, profile_memory=memory)
-    try:
-        # one cycle only, so accumulating changes nothing; it silences a per-start warning on torch >= 2.4
-        prof = profile(**kw, acc_events=True)
-    except TypeError:  # older torch
-        prof = profile(**kw)
-    prof.start()
+    # No acc_events=True (it silenced a per-start warning): with it, stop() also parses every event into
+    # Python FunctionEvents, which only the export's caller could need, costs time after the window, and
+    # raised UnicodeDecodeError on a transformers generate() with stacks (torch 2.13, an event name cut
+    # inside a UTF-8 character), losing the whole trace. The export reads Kineto's results directly.
+    prof = profile(**kw)
+    with warnings.catch_warnings():  # "Profiler clears events at the end of each cycle": one cycle here
+        warnings.filterwarnings("ignore", message=".*clears events at the end of each cycle.*")
+        prof.start()
     _PROFILER_SESSIONS[0] += 1
     try:
         _barrier(dist, use_cuda)  # after every rank's profiler is up: start-up time differs per process
@@ -435,6 +579,12 @@ def record(
         _synchronize(use_cuda)
         profiled_ns = time.perf_counter_ns() - t0
         _barrier(dist, use_cuda)
+        ustats = timing.stats()
+
+        def against(key: str):
+            v = ustats[key] * 1000.0
+            return profiled_ns / v if v > 0 else None
+
         meta = {
             "name": name,
             "phase": phase,
@@ -444,9 +594,14 @@ def record(
                         "repeats": len(timing.samples_ns)},
             "unprofiled_us": unprofiled_ns / 1000.0,
             "unprofiled_samples_us": [x / 1000.0 for x in timing.samples_ns],
+            "unprofiled": ustats,  # min/p25/median/p75/max in µs, n, spread ratios, noisy, interleaved phases
+            "timing_noisy": ustats["noisy"],
             "timed_after_profiler": timing.after_profiler,
             "profiled_us": profiled_ns / 1000.0,
-            "distortion": (profiled_ns / unprofiled_ns) if unprofiled_ns > 0 else None,
+            "distortion": (profiled_ns / unprofiled_ns) if unprofiled_ns > 0 else None,  # against the median
+            # against each statistic: vs_p75..vs_p25 is the distortion's spread, vs_min its upper bound
+            "distortion_spread": {k: against(f"{k[3:]}_us") for k in ("vs_min", "vs_p25", "vs_median", "vs_p75",
+                                                                      "vs_max")},
             "step_range": STEP_RANGE.format("k"),
             "argv": list(sys.argv),
             "captured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -497,7 +652,7 @@ class Session:
         self.results: list[CaptureResult] = []
         self.timings: dict[str | None, Timing] = {}
 
-    _MEASURE_KEYS = ("warmup", "active", "repeats", "cuda")
+    _MEASURE_KEYS = ("warmup", "active", "repeats", "cuda", "budget_s", "max_rounds")
 
     def measure(self, phase: str | None, step: Callable[[], Any], **options: Any) -> Timing:
         """Warm up and time ``phase`` now; its ``phase()`` call later uses this timing."""
@@ -505,6 +660,15 @@ class Session:
         t = measure(step, **{k: v for k, v in kw.items() if k in self._MEASURE_KEYS})
         self.timings[phase] = t
         return t
+
+    def measure_all(self, steps: dict, actives: dict | None = None, before: Callable[[], Any] | None = None,
+                    **options: Any) -> dict:
+        """Warm up and time every phase of ``steps`` ({phase: step}) in interleaved rounds (``measure_all``)."""
+        kw = {**self.defaults, **options}
+        kw = {k: v for k, v in kw.items() if k in self._MEASURE_KEYS and k != "active"}
+        ts = measure_all(steps, actives=actives, before=before, **kw)
+        self.timings.update(ts)
+        return ts
 
     def phase(self, phase: str | None, step: Callable[[], Any], **options: Any) -> CaptureResult:
         kw = {**self.defaults, **options}

@@ -10,7 +10,8 @@ from tui.analysis import CAUSE_EXPLANATIONS, CAUSES, Analysis, Thresholds, analy
 
 
 def test_contract():
-    assert CAUSES == ("copy", "collective", "sync", "profiler", "allocator", "python", "launch", "host-idle")
+    assert tuple(CAUSES) == ("copy", "collective", "sync", "gpu-wait", "profiler", "allocator", "python", "launch",
+                             "host-idle")
     assert set(CAUSE_EXPLANATIONS) == set(CAUSES)
     s = base()
     sync_scenario(s)
@@ -31,7 +32,7 @@ def test_contract():
     assert (g.dur_ns == g.end_ns - g.start_ns).all()
     det = a.gap_detail(0)
     assert det.cause in CAUSES and isinstance(det.explanation, str) and det.explanation
-    assert set(det.breakdown) == {"python", "op", "runtime", "sync", "allocator", "idle"}
+    assert set(det.breakdown) == {"python", "op", "runtime", "profiler", "sync", "allocator", "idle"}
     assert det.next_kernel == "next" and det.launch == "cudaLaunchKernel"
     assert det.thread_track == int(m.track[int(g.launch_idx[0])])
     for fr in det.stack + det.launch_stack:

@@ -24,42 +24,182 @@ def test_peak_table_names():
     assert peaks_for("AMD Instinct MI250X") is None and peaks_for(None) is None
 
 
+H = 1.15  # floors.CLOCK_HEADROOM, written out: compute peaks are 15% above the datasheet's
+L2 = 2 * 50e6  # twice the H200's 50 MB L2: bytes below this may never reach HBM
+
+
+def test_gh200_is_not_read_as_h200():
+    assert peaks_for("NVIDIA GH200 480GB")[3] == 4000.0
+    assert peaks_for("NVIDIA H200")[3] == 4800.0
+
+
 def test_big_matmul_is_compute_bound():
     args = {"Input Dims": [[8192, 8192], [8192, 8192]], "Input type": [BF, BF]}
     f, b = floor_ns("aten::mm", args, "NVIDIA H200")
     assert b == "compute"
-    assert f == pytest.approx(2 * 8192**3 / (989.0 * 1e3))
+    assert f == pytest.approx(2 * 8192**3 / (989.0 * H * 1e3))
 
 
-def test_decode_matmul_is_memory_bound():
-    args = {"Input Dims": [[4, 2048], [2048, 6144]], "Input type": [BF, BF]}
+def test_lm_head_matmul_is_memory_bound_beyond_the_l2():
+    # [4, 2048] @ [2048, 128000]: 524 MB of weights, read from HBM at least for what exceeds 2 x L2
+    args = {"Input Dims": [[4, 2048], [2048, 128000]], "Input type": [BF, BF]}
     f, b = floor_ns("aten::mm", args, "NVIDIA H200")
     assert b == "memory"
-    assert f == pytest.approx((4 * 2048 + 2048 * 6144 + 4 * 6144) * 2 / 4800.0)
+    assert f == pytest.approx(((4 * 2048 + 2048 * 128000 + 4 * 128000) * 2 - L2) / 4800.0)
 
 
-def test_addmm_linear_sdpa_and_unknowns():
-    fl, by, _ = op_cost("aten::addmm", {"Input Dims": [[64], [32, 128], [128, 64]], "Input type": ["float"] * 3})
-    assert fl == 2 * 32 * 128 * 64
-    fl, _, _ = op_cost("aten::linear", {"Input Dims": [[2, 3, 128], [64, 128], [64]], "Input type": [BF] * 3})
-    assert fl == 2 * 6 * 128 * 64
-    fl, _, _ = op_cost("aten::scaled_dot_product_attention",
-                       {"Input Dims": [[1, 2, 16, 8], [1, 2, 32, 8], [1, 2, 32, 8]], "Input type": [BF] * 3})
-    assert fl == 2 * 1 * 2 * 16 * 32 * 16
+def test_a_decode_matmul_that_fits_the_l2_has_only_its_compute_floor():
+    args = {"Input Dims": [[4, 2048], [2048, 6144]], "Input type": [BF, BF]}
+    f, b = floor_ns("aten::mm", args, "NVIDIA H200")
+    assert b == "compute" and f == pytest.approx(2 * 4 * 2048 * 6144 / (989.0 * H * 1e3))
+
+
+# (op, args, flops, bytes) written by hand: what one call must at least do
+COSTS = [
+    ("aten::addmm", {"Input Dims": [[64], [32, 128], [128, 64]], "Input type": ["float"] * 3},
+     2 * 32 * 128 * 64, (32 * 128 + 128 * 64 + 32 * 64) * 4),
+    ("aten::linear", {"Input Dims": [[2, 3, 128], [64, 128], [64]], "Input type": [BF] * 3},
+     2 * 6 * 128 * 64, (6 * 128 + 64 * 128 + 6 * 64) * 2),
+    # SDPA without is_causal recorded: a causal mask may skip all but a triangle of 16 * 17 / 2 pairs
+    ("aten::scaled_dot_product_attention",
+     {"Input Dims": [[1, 2, 16, 8], [1, 2, 32, 8], [1, 2, 32, 8]], "Input type": [BF] * 3},
+     2 * 2 * (16 * 17 // 2) * 16, (2 * 16 * 8 * 2 + 2 * 16 * 8 * 2) * 2),  # q + out, 16 key and value rows
+    # ... and with is_causal=False recorded, every pair and every key
+    ("aten::scaled_dot_product_attention",
+     {"Input Dims": [[1, 2, 16, 8], [1, 2, 32, 8], [1, 2, 32, 8], [], [], [], [], []], "Input type": [BF] * 3,
+      "Concrete Inputs": ["", "", "", "", "0.", "False", "", "False"]},
+     2 * 2 * 16 * 32 * 16, (2 * 16 * 8 * 2 + 2 * 32 * 8 * 2) * 2),
+    ("aten::add", {"Input Dims": [[1, 256, 5632], [1, 256, 5632], []], "Input type": [BF, BF, "Scalar"]},
+     0, 256 * 5632 * 2 * 2),  # the last tensor could be an out= argument: the output is not counted twice
+    ("aten::silu", {"Input Dims": [[1, 1, 5632]], "Input type": [BF]}, 0, 5632 * 2 * 2),
+    ("aten::fill_", {"Input Dims": [[268435456], []], "Input type": ["float", "Scalar"]}, 0, 268435456 * 4),
+    ("aten::copy_", {"Input Dims": [[4, 2048], [4, 2048], []], "Input type": [BF, "float", "Scalar"]},
+     0, 4 * 2048 * (2 + 4)),
+    ("aten::sum", {"Input Dims": [[1024, 1024], [], []], "Input type": ["float", "", "Scalar"]}, 0, 1024 * 1024 * 4),
+    ("aten::_to_copy", {"Input Dims": [[1000]], "Input type": ["float"]}, 0, 1000 * 4 + 1000 * 1),
+    ("aten::cat", {"Input Dims": [[[2, 8], [3, 8]], []], "Input type": ["GenericList[Tensor, Tensor]", "Scalar"]},
+     None, None),  # a TensorList without element types: no cost
+    ("aten::embedding", {"Input Dims": [[32000, 2048], [1, 4]], "Input type": [BF, "long int"]},
+     0, 2 * 4 * 2048 * 2 + 4 * 8),
+    ("aten::index_select", {"Input Dims": [[32000, 2048], [], [4]], "Input type": [BF, "Scalar", "long int"],
+                            "Concrete Inputs": ["", "0", ""]}, 0, 2 * 4 * 2048 * 2 + 4 * 8),
+    ("aten::index_select", {"Input Dims": [[32000, 2048], [], [4]], "Input type": [BF, "Scalar", "long int"]},
+     None, None),  # the dim is not recorded
+]
+
+
+@pytest.mark.parametrize("op,args,flops,nbytes", COSTS, ids=[f"{c[0]}-{i}" for i, c in enumerate(COSTS)])
+def test_op_cost_table(op, args, flops, nbytes):
+    c = op_cost(op, args)
+    if flops is None:
+        assert c is None
+    else:
+        assert c[0] == pytest.approx(flops) and c[1] == pytest.approx(nbytes)
+
+
+def test_unknowns():
     assert floor_ns("aten::mm", {"Input Dims": [[4, 4], [4, 4]], "Input type": [BF, BF]}, "Mystery GPU") == (None, None)
     assert op_cost("aten::some_custom_op", {"Input Dims": [[4]], "Input type": [BF]}) is None
     assert op_cost("aten::mm", {}) is None
 
 
-def test_kernel_table_uses_launching_op_shapes():
+def _mm(s, ts, m, k, n, kernels, k_ts, k_durs):
+    """An aten::mm call of [m, k] @ [k, n] launching ``kernels`` (names) at k_ts with k_durs (µs)."""
+    s.cpu_op("aten::mm", ts, 9, **{"Input Dims": [[m, k], [k, n]], "Input type": [BF, BF]})
+    t = k_ts
+    for i, (name, d) in enumerate(zip(kernels, k_durs)):
+        s.launch(ts=ts + 1 + 3 * i, dur=2, kernel=name, k_ts=t, k_dur=d)
+        t += d + 1
+
+
+def _fl(m, k, n):
+    return 2 * m * k * n / (989.0 * H * 1e3)  # these shapes fit the L2: the compute floor
+
+
+def test_floor_per_call_from_its_own_shapes():
+    """One elementwise kernel name called with a prefill shape once and a decode shape three times: the row's
+    floor is the sum of each call's floor, not four times the most common shape's."""
     s = Synth()
-    s.cpu_op("aten::mm", 0, 10, **{"Input Dims": [[4, 2048], [2048, 6144]], "Input type": [BF, BF]})
-    s.launch(ts=1, dur=2, kernel="gemm", k_ts=20, k_dur=8)
-    s.launch(ts=30, dur=2, kernel="other", k_ts=40, k_dur=1)
+    _mm(s, 0, 256, 4096, 4096, ["gemm"], 100, [50])
+    for i in range(3):
+        _mm(s, 200 + 20 * i, 1, 4096, 4096, ["gemm"], 300 + 20 * i, [10])
     a = analyze(model_of(s))
-    k = a.kernels[0]
-    assert (k.name, k.count, k.total_ns, k.op, k.bound) == ("gemm", 1, 8000, "aten::mm", "memory")
-    assert k.shapes == [[4, 2048], [2048, 6144]]
-    assert k.floor_ns == pytest.approx((4 * 2048 + 2048 * 6144 + 4 * 6144) * 2 / 4800.0)
-    assert k.pct == pytest.approx(100 * 8 / 9)
-    assert a.kernels[1].floor_ns is None
+    (k,) = a.kernels
+    assert (k.name, k.count, k.floored_count, k.total_ns) == ("gemm", 4, 4, 80_000)
+    assert k.floor_total_ns == pytest.approx(_fl(256, 4096, 4096) + 3 * _fl(1, 4096, 4096))
+    assert k.floor_ns == pytest.approx(k.floor_total_ns / 4)
+    assert k.shapes == [[1, 4096], [4096, 4096]] and k.bound == "compute"
+    assert a.op_floors == []
+
+
+def test_an_op_with_two_kernels_owns_one_floor():
+    """aten::mm launching a split-K GEMM and its reduction: the floor goes to the op's row, neither kernel's."""
+    s = Synth()
+    for i in range(2):
+        _mm(s, 100 * i, 64, 4096, 4096, ["gemm_splitK", "splitKreduce"], 100 * i + 20, [12, 2])
+    _mm(s, 300, 64, 4096, 4096, ["gemm"], 320, [11])
+    a = analyze(model_of(s))
+    ks = {k.name: k for k in a.kernels}
+    assert ks["splitKreduce"].floor_ns is None and ks["splitKreduce"].op_floor_calls == 2
+    assert ks["gemm_splitK"].floor_ns is None and ks["gemm_splitK"].op_floor_calls == 2
+    assert ks["gemm"].floor_total_ns == pytest.approx(_fl(64, 4096, 4096)) and ks["gemm"].op_floor_calls == 0
+    (o,) = a.op_floors
+    assert (o.op, o.kernels, o.count, o.total_ns) == ("aten::mm", ["gemm_splitK", "splitKreduce"], 2, 28_000)
+    assert o.floor_total_ns == pytest.approx(2 * _fl(64, 4096, 4096))
+
+
+def test_graph_replay_kernels_take_no_floor_from_the_op_around_the_replay():
+    s = Synth()
+    s.cpu_op("aten::mm", 0, 30, **{"Input Dims": [[64, 4096], [4096, 4096]], "Input type": [BF, BF]})
+    rt, _ = s.launch("cudaGraphLaunch", ts=1, dur=5, kernel="g1", k_ts=40, k_dur=3)
+    s.kernel("g2", 44, 3, corr=rt["args"]["correlation"])
+    a = analyze(model_of(s))
+    assert all(k.floor_ns is None and k.op_floor_calls == 0 for k in a.kernels) and a.op_floors == []
+
+
+def _all_traces():
+    from tests.conftest import SAMPLE_TRACES, SHARED_TRACES
+
+    out = sorted(SAMPLE_TRACES.glob("*.json.gz"))
+    if SHARED_TRACES.is_dir():
+        out += sorted(p for p in SHARED_TRACES.glob("*/*.json*") if "invalid" not in p.name)
+    return out
+
+
+@pytest.mark.parametrize("path", _all_traces(), ids=lambda p: p.name)
+def test_no_row_is_below_its_floor(path):
+    """A floor is a lower bound: on every sample and shared trace, the floored calls of each kernel row (and
+    each multi-kernel op row) took at least their summed floors."""
+    from tui.trace import load
+
+    a = analyze(load(path))
+    for k in a.kernels:
+        if k.floor_ns is None:
+            continue
+        n = getattr(k, "floored_count", k.count)
+        took = getattr(k, "floored_total_ns", k.total_ns)
+        assert k.floor_ns * n <= took, (k.name, k.op, k.shapes)
+    for o in getattr(a, "op_floors", []):
+        assert o.floor_total_ns <= o.total_ns, (o.op, o.kernels)
+
+
+def test_json_carries_op_floors_and_the_floored_calls():
+    import json
+    from pathlib import Path
+
+    import jsonschema
+
+    from tui.report import build_json
+
+    s = Synth()
+    _mm(s, 0, 64, 4096, 4096, ["gemm_splitK", "splitKreduce"], 20, [12, 2])
+    _mm(s, 100, 64, 4096, 4096, ["gemm"], 120, [11])
+    doc = build_json(analyze(model_of(s)))
+    schema = json.loads((Path(__file__).resolve().parent.parent / "tui" / "report" / "findings.schema.json").read_text())
+    jsonschema.validate(doc, schema)
+    ks = {k["name"]: k for k in doc["kernels"]}
+    assert (ks["gemm"]["floored_calls"], ks["gemm"]["floored_total_us"], ks["gemm"]["op_floor_calls"]) == (1, 11.0, 0)
+    assert ks["splitKreduce"]["floor_us"] is None and ks["splitKreduce"]["op_floor_calls"] == 1
+    (o,) = doc["op_floors"]
+    assert (o["op"], o["kernels"], o["count"], o["total_us"]) == ("aten::mm", ["gemm_splitK", "splitKreduce"], 1, 14.0)
+    assert o["floor_us"] == round(_fl(64, 4096, 4096) / 1e3, 3)

@@ -174,9 +174,9 @@ def test_collective_wait_per_rank_and_in_the_report():
     d0, d1 = aa[0].devices[0], aa[1].devices[0]
     assert d0.collective_wait_ns == 400_000 and d0.collective_late_rank == 1
     assert d1.collective_wait_ns == 0
-    rows = aa[0].rank_collectives
-    assert len(rows) == 1 and rows[0]["count"] == 2  # the barrier is not matched
-    assert rows[0]["total_us"] == pytest.approx(2 * 300 + 2 * 100)
+    rows = aa[0].cross_rank.rows
+    assert len(rows) == 1 and rows[0].count == 2  # the barrier is not matched
+    assert rows[0].total_ns == (2 * 300 + 2 * 100) * 1000
     md = render_markdown(aa)
     assert "| collective wait |" in md
     assert "400.0 µs waiting for rank 1 in AllReduce" in md

@@ -124,7 +124,11 @@ def test_stack_panel_repaints_every_changed_line():
                 panel.refresh()
                 await pilot.pause()
                 assert screen_text(app) == got, key
-                assert panel.plain == stack_text(app.scene, app.glyphs).plain
+                # and it is the selected gap's: its number, and the analysis' explanation of it
+                sc = app.scene
+                plain = " ".join(panel.plain.split())
+                assert plain.startswith(f"gap {sc.selected + 1}/{sc.order.size} "), plain[:80]
+                assert " ".join(sc.analysis.gap_detail(sc.selected_row).explanation.split())[:60] in plain
 
     run(go())
 

@@ -48,7 +48,7 @@ def test_late_rank_pair_names_rank_1_in_header_findings_and_collective_gaps():
             # one tab, both ranks' lanes, every rank analysed across ranks
             assert len(app.scenes) == 1 and len(sc.parts) == 2
             assert [pt.model.rank for pt in sc.parts] == [0, 1]
-            assert all(pt.analysis is not None and pt.analysis.rank_match for pt in sc.parts)
+            assert all(pt.analysis is not None and pt.analysis.cross_rank for pt in sc.parts)
             titles = [r.title for r in sc.rows() if r.lane is None]
             for r in (0, 1):
                 assert any(t.startswith(f"rank {r} · host") for t in titles)
@@ -145,7 +145,7 @@ def test_balanced_pair_names_no_late_rank_1_and_no_clock_warning():
             assert "clock" not in head
             # what the cross-rank analysis says of this pair (rank 0's host runs behind rank 1's, so rank 1's
             # all-reduces start first and wait): shown as it is, not hidden
-            late = {e["rank"] for e in sc.parts[0].analysis.rank_match["late"] if 2 * e["count"] >= e["of"]}
+            late = {e.rank for e in sc.parts[0].analysis.cross_rank.late if 2 * e.count >= e.of}
             assert ("late: arrived last" in head) == bool(late)
             assert 1 not in late
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -32,6 +33,33 @@ def _wait_for(session: str, needle: str, timeout: float = 30.0) -> str:
     raise AssertionError(f"{needle!r} did not appear; screen was:\n{text}")
 
 
+def _report_largest(trace) -> tuple[int, str, str]:
+    """(gaps counted, largest gap's duration, its start) from `gapscope report`."""
+    md = subprocess.run([sys.executable, "-m", "tui", "report", str(trace), "--no-cache"], cwd=ROOT, check=True,
+                        capture_output=True, text=True, timeout=120).stdout
+    total = int(re.search(r"## Largest gaps \(top \d+ of (\d+)\)", md).group(1))
+    m = re.search(r"^1\. \*\*([^*]+)\*\* at \+(\S+ \S+) on", md, re.M)
+    return total, m.group(1), m.group(2)
+
+
+def _wait_for_panel(session: str, needle: str, timeout: float = 30.0) -> str:
+    """The stack panel's text (right of the gap list, from its first line down), lines joined by spaces."""
+    deadline = time.monotonic() + timeout
+    text = ""
+    while time.monotonic() < deadline:
+        lines = _tmux("capture-pane", "-p", "-t", session).splitlines()
+        top = next((i for i, ln in enumerate(lines) if "gap 1/" in ln), None)
+        if top is not None:
+            col = lines[top].index("gap 1/")
+            # (less the panel's scroll bar, drawn in its last column)
+            text = " ".join(" ".join(ln[col:].rstrip(" ▁▂▃▄▅▆▇█").split())
+                            for ln in lines[top:] if len(ln) > col)
+            if needle in text:
+                return text
+        time.sleep(0.2)
+    raise AssertionError(f"{needle!r} did not appear in the stack panel: {text}")
+
+
 @pytest.mark.parametrize("lang", ["C.UTF-8", "C"])
 def test_real_command_in_tmux(shared_traces, tmp_path, lang):
     if TMUX is None:
@@ -44,6 +72,17 @@ def test_real_command_in_tmux(shared_traces, tmp_path, lang):
     try:
         screen = _wait_for(session, "gap 1/")
         assert "stack_memory_compile_graph" in screen
+        # the explorer agrees with `gapscope report` on the same trace: the gaps counted, the largest gap's
+        # duration and its time from the window start
+        total, dur, at = _report_largest(trace)
+        panel = _wait_for_panel(session, " at +")
+        m = re.search(r"gap 1/(\d+) (?:\((\d+) under \S+ \S+ not listed, (\d+) in all\) )?(\S+ \S+) idle on "
+                      r"cuda:\d+ at \+(\S+ \S+)", panel)
+        assert m, panel
+        listed, hidden, counted = int(m.group(1)), int(m.group(2) or 0), int(m.group(3) or m.group(1))
+        assert counted == total and listed + hidden == total
+        unit = (lambda x: x.replace("µs", "us")) if lang == "C" else (lambda x: x)
+        assert (m.group(4), m.group(5)) == (unit(dur), unit(at))
         assert "GPU idle" in screen and "cause:" in screen
         lanes = [ln for ln in screen.splitlines() if ln.startswith("stream ")]
         assert lanes, screen

@@ -243,7 +243,7 @@ def test_demo_both_phases_tiny(tmp_path, capsys, monkeypatch):
     rc, out, err = _cli(["demo", "--size", "tiny", "--cpu", "--out", str(tmp_path), "--repeats", "1", "--warmup", "1"], capsys)
     assert rc == 0, err
     assert _listing(tmp_path) == ["demo-eager.decode.json.gz", "demo-eager.prefill.json.gz"]
-    assert out.count("distortion") == 2
+    assert sum(ln.startswith("wrote ") and "distortion" in ln for ln in out.splitlines()) == 2
     dec = load(str(tmp_path / "demo-eager.decode.json.gz"), no_cache=True)
     g = dec.gapscope_meta
     assert g["phase"] == "decode" and g["active"] == 4 and g["workload"]["size"] == "tiny"
@@ -252,8 +252,12 @@ def test_demo_both_phases_tiny(tmp_path, capsys, monkeypatch):
     assert any(n.endswith(": _decode") for n in names)  # Python stacks are on by default
     pre = load(str(tmp_path / "demo-eager.prefill.json.gz"), no_cache=True)
     assert pre.gapscope_meta["active"] == 1
-    # decode was timed before the prefill window, not after it
+    # decode was timed before the prefill window, not after it, in the same interleaved rounds as prefill
     assert g["timed_after_profiler"] is False and pre.gapscope_meta["timed_after_profiler"] is False
+    u, up = g["unprofiled"], pre.gapscope_meta["unprofiled"]
+    assert u["interleaved"] == up["interleaved"] == ["prefill", "decode"]
+    assert u["n"] == up["n"] == len(g["unprofiled_samples_us"]) >= 5 and u["budget_s"] == 5.0
+    assert u["min_us"] <= u["p25_us"] <= u["median_us"] <= u["p75_us"] <= u["max_us"]
     assert any(n == "aten::scaled_dot_product_attention" for n in (pre.name(i) for i in range(pre.n)))
 
 
@@ -325,7 +329,7 @@ def test_capture_run_module_func_with_phases(tmp_path, capsys, monkeypatch):
     rc, out, err = _cli(["run", "mybench:steps", "--out", str(out_dir), "--repeats", "1", "--active", "2"], capsys)
     assert rc == 0, err
     assert _listing(out_dir) == ["mybench.decode.json.gz", "mybench.prefill.json.gz"]
-    assert out.count("distortion") == 2
+    assert sum(ln.startswith("wrote ") and "distortion" in ln for ln in out.splitlines()) == 2
     rc, out, err = _cli(["run", "mybench:one", "--name", "single", "--out", str(out_dir), "--repeats", "1"], capsys)
     assert rc == 0, err
     g = load(str(out_dir / "single.json.gz"), no_cache=True).gapscope_meta
@@ -504,3 +508,121 @@ def test_demo_decode_on_gpu(tmp_path, capsys, mode):
     names = {m.name(i) for i in range(m.n)}
     if mode == "graph":
         assert "cudaGraphLaunch" in names
+
+
+# ------------------------------------------------------------------------- un-profiled timing (#14)
+class FakeTime:
+    """recorder's clock: perf_counter_ns advances only when a Timed step says so; the rest is the real time."""
+
+    def __init__(self):
+        import time as _t
+
+        self._t = _t
+        self.ns = 0
+
+    def perf_counter_ns(self):
+        return self.ns
+
+    def __getattr__(self, name):
+        return getattr(self._t, name)
+
+
+class Timed:
+    """A step that takes the next of ``durations_us`` on the fake clock (the last one repeats) and logs its calls."""
+
+    def __init__(self, clock: FakeTime, durations_us, log: list | None = None, tag: str = ""):
+        self.clock, self.durations, self.log, self.tag, self.calls = clock, list(durations_us), log, tag, 0
+
+    def __call__(self):
+        d = self.durations[min(self.calls, len(self.durations) - 1)]
+        self.calls += 1
+        self.clock.ns += int(d * 1000)
+        if self.log is not None:
+            self.log.append(self.tag)
+        return torch.ones(2) + 1
+
+
+def test_measure_all_interleaves_the_phases_and_keeps_their_spread(monkeypatch):
+    from capture import recorder
+
+    clock = FakeTime()
+    monkeypatch.setattr(recorder, "time", clock)
+    log: list = []
+    # warm-up takes the first duration of each step; then a: 10, 10, 10, 30 µs per sample (1 step),
+    # b: 50 µs a step, 2 steps a sample -> 100 µs every time
+    a = Timed(clock, [10, 10, 10, 10, 30], log, "a")
+    b = Timed(clock, [50], log, "b")
+    ts = capture.measure_all({"a": a, "b": b}, actives={"a": 1, "b": 2}, warmup=1, repeats=4, cuda=False)
+    # warm-up of each, then rounds a b | b a | a b | b a (the order alternates)
+    assert log == ["a", "b"] + ["a", "b", "b"] + ["b", "b", "a"] + ["a", "b", "b"] + ["b", "b", "a"]
+    assert ts["a"].samples_ns == [10_000, 10_000, 10_000, 30_000] and ts["b"].samples_ns == [100_000] * 4
+    sa, sb = ts["a"].stats(), ts["b"].stats()
+    assert (sa["min_us"], sa["p25_us"], sa["median_us"], sa["p75_us"], sa["max_us"], sa["n"]) == (10, 10, 10, 15, 30, 4)
+    assert sa["p75_over_p25"] == pytest.approx(1.5) and sa["max_over_min"] == pytest.approx(3.0)
+    assert sa["noisy"] is True and sb["noisy"] is False
+    assert sa["interleaved"] == ["a", "b"] and sa["budget_s"] is None
+
+
+def test_measure_all_adds_rounds_within_the_budget(monkeypatch):
+    from capture import recorder
+
+    clock = FakeTime()
+    monkeypatch.setattr(recorder, "time", clock)
+    a, b = Timed(clock, [5]), Timed(clock, [7])
+    # budget far larger than 7 trivial rounds: max_rounds stops them; no budget: exactly `repeats`
+    ts = capture.measure_all({"a": a, "b": b}, warmup=0, repeats=2, budget_s=60, max_rounds=7, cuda=False)
+    assert [len(t.samples_ns) for t in ts.values()] == [7, 7] and ts["a"].budget_s == 60
+    ts = capture.measure_all({"a": a, "b": b}, warmup=0, repeats=2, cuda=False)
+    assert [len(t.samples_ns) for t in ts.values()] == [2, 2]
+    # a budget already spent: the minimum rounds still run
+    ts = capture.measure_all({"a": a}, warmup=0, repeats=3, budget_s=1e-9, max_rounds=50, cuda=False)
+    assert len(ts["a"].samples_ns) == 3
+
+
+def test_noisy_timing_goes_into_the_metadata_the_output_and_the_analysis(tmp_path, monkeypatch):
+    from capture import recorder
+    from tui.analysis import analyze
+    from tui.app.panels import header_warnings
+
+    clock = FakeTime()
+    monkeypatch.setattr(recorder, "time", clock)
+    # un-profiled samples 1000, 1000, 2000, 2000 µs (p25 1000, p75 2000: noisy); the window takes 3000 µs
+    noisy = capture.measure(Timed(clock, [1000, 1000, 1000, 2000, 2000]), warmup=1, repeats=4, cuda=False)
+    r = capture.record(Timed(clock, [3000]), name="noisy", out_dir=str(tmp_path), warmup=0, stacks=False,
+                       quiet=True, timing=noisy, cuda=False)
+    g = load(r.path, no_cache=True).gapscope_meta
+    u = g["unprofiled"]
+    assert (u["min_us"], u["p25_us"], u["median_us"], u["p75_us"], u["max_us"], u["n"]) == (1000, 1000, 1500, 2000, 2000, 4)
+    assert g["timing_noisy"] is True and u["noisy"] is True
+    assert g["unprofiled_us"] == 1500 and g["distortion"] == pytest.approx(2.0)
+    ds = g["distortion_spread"]
+    assert (ds["vs_min"], ds["vs_p25"], ds["vs_median"], ds["vs_p75"], ds["vs_max"]) == pytest.approx((3, 3, 2, 1.5, 1.5))
+    assert "vary 2.00x" in r.line() and "distortion uncertain (1.50x-3.00x" in r.line()
+
+    a = analyze(load(r.path, no_cache=True))
+    d = a.distortion
+    assert d["ratio_low"] == pytest.approx(1.5) and d["ratio_high"] == pytest.approx(3.0)
+    assert d["unprofiled_n"] == 4 and d["timing_noisy"] is True
+    warn = [w for w in a.warnings if w.startswith("times on this node vary 2.0x; distortion uncertain")]
+    assert len(warn) == 1 and "1.50x–3.00x" in warn[0]
+    from types import SimpleNamespace
+
+    assert warn[0] in header_warnings(SimpleNamespace(model=a.model, analysis=a))
+
+    # steady samples: no flag, no warning, no extra line
+    steady = capture.measure(Timed(clock, [1000]), warmup=1, repeats=4, cuda=False)
+    r2 = capture.record(Timed(clock, [3000]), name="steady", out_dir=str(tmp_path), warmup=0, stacks=False,
+                        quiet=True, timing=steady, cuda=False)
+    assert r2.metadata["timing_noisy"] is False and "\n" not in r2.line()
+    a2 = analyze(load(r2.path, no_cache=True))
+    assert a2.distortion["timing_noisy"] is False and a2.distortion["ratio_low"] == pytest.approx(3.0)
+    assert not any(w.startswith("times on this node vary") for w in a2.warnings)
+
+    # a trace recorded before the spread was kept reads as before
+    old = ROOT / "traces" / "demo-eager-tp.decode.rank0.json.gz"
+    if old.exists():
+        m = load(str(old), no_cache=True)
+        assert "unprofiled" not in m.gapscope_meta
+        a3 = analyze(m)
+        assert set(a3.distortion) == {"profiled_us", "unprofiled_us", "ratio"}
+        assert not any(w.startswith("times on this node vary") for w in a3.warnings)

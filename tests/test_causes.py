@@ -107,10 +107,34 @@ def test_sync_that_ended_long_before_t0_is_not_sync():
     assert cause_of(s)[0] == "host-idle"
 
 
-def test_profiler_overhead():
+def test_profiler_overhead_on_another_thread_decides_nothing():
+    """Kineto writes its overhead events on a pseudo thread (pid -1, tid 0, as in every sample in traces/):
+    they overlap the gap but the launching thread was sleeping: host-idle, not profiler (issue 13, item 6)."""
     s = base()
     s.overhead("Buffer flush", 105, 80)
+    assert cause_of(s)[0] == "host-idle"
+
+
+def test_profiler_overhead_on_the_launching_thread():
+    s = base()
+    e = s.overhead("Buffer flush", 105, 80)
+    e["pid"], e["tid"] = s.pid, s.tid
     assert cause_of(s)[0] == "profiler"
+
+
+def test_record_function_enter_exit_is_profiler_not_python():
+    """The capture's step boundary: torch/autograd/profiler.py __exit__ / __enter__ and the record_function
+    built-ins below them hold the thread before the next launch: the profiler's own work (issue 13, item 6)."""
+    s = base()
+    with s.frame("capture/recorder.py(342): record", 100, 94):
+        with s.frame("torch/autograd/profiler.py(781): __exit__", 101, 40):
+            s.python("<built-in method _record_function_exit of PyCapsule object at 0x7f>", 102, 38)
+        with s.frame("torch/autograd/profiler.py(766): __enter__", 142, 40):
+            s.python("<built-in method _record_function_enter_new of PyCapsule object at 0x7f>", 143, 38)
+    c, a, i = cause_of(s)
+    assert c == "profiler"
+    assert a.gaps.breakdown["profiler"][i] == 80_000
+    assert a.gaps.breakdown["python"][i] == 14_000
 
 
 def test_allocator_beats_python():
@@ -192,7 +216,8 @@ def test_every_cause_has_an_explanation_and_suggestion(cause):
 
 def test_cuda_graph_nodes_already_queued_are_not_sync():
     """One cudaGraphLaunch queues every kernel; the CPU then waits in cudaDeviceSynchronize. Gaps between
-    the graph's kernels are GPU-side (launch), even though the CPU sits in a sync at every t0."""
+    the graph's kernels are GPU-side (gpu-wait: the CPU had issued them all), even though the CPU sits in a sync
+    at every t0."""
     s = Synth()
     rt = s.runtime("cudaGraphLaunch", 0, 5)
     c = rt["args"]["correlation"]
@@ -201,9 +226,11 @@ def test_cuda_graph_nodes_already_queued_are_not_sync():
     s.runtime("cudaDeviceSynchronize", 6, 220)
     a = analyze(model_of(s))
     assert len(a.gaps) == 2 and set(a.gaps.dur_ns.tolist()) == {10_000}
-    assert {CAUSES[int(x)] for x in a.gaps.cause} == {"launch"}
-    assert "already queued" in a.gap_detail(0).explanation
-    assert any("already queued" in f.title for f in a.findings)
+    assert {CAUSES[int(x)] for x in a.gaps.cause} == {"gpu-wait"}
+    ex = a.gap_detail(0).explanation
+    assert "already queued" in ex and "graph replay" in ex
+    f = next(f for f in a.findings if f.cause == "gpu-wait")
+    assert f.evidence["kind"] == "graph" and "CUDA graphs will not shorten" in f.suggestion
 
 
 def test_cpu_copy_holding_a_stream_sync_is_sync():

@@ -76,8 +76,8 @@ def test_late_rank_is_named():
     from tui.trace import load
 
     aa = analyze_ranks([load(str(p), no_cache=True) for p in files[:2]])
-    rows = aa[0].rank_collectives
+    rows = aa[0].cross_rank.rows
     assert rows, "no collectives matched across ranks"
-    top = max(rows, key=lambda r: r["count"])  # the model's all-reduces, not the capture's barriers
-    assert top["late_rank"] == 1
-    assert top["wait_by_rank_us"]["0"] > top["wait_by_rank_us"]["1"]
+    top = max(rows, key=lambda r: r.count)  # the model's all-reduces, not the capture's barriers
+    assert top.late_rank == 1
+    assert top.wait_by_rank[0] > top.wait_by_rank[1]

@@ -15,7 +15,8 @@ def _modules_after_import(stmt: str) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    "module", ["tui.trace", "tui.analysis", "tui.report", "tui.cli", "tui.errors", "tui.fsutil", "tui.app"]
+    "module", ["tui.trace", "tui.analysis", "tui.analysis.compare", "tui.report", "tui.cli", "tui.errors", "tui.fsutil",
+               "tui.app"]
 )
 def test_headless_modules_import_neither_textual_nor_torch(module):
     mods = _modules_after_import(f"import {module}")

@@ -128,7 +128,7 @@ def test_write_reports_picks_free_stem(tmp_path):
     assert json.loads(Path(p2[1]).read_text())["schema"] == "gapscope.findings/1"
 
 
-def test_two_traces_side_by_side(tmp_path, schema):
+def test_two_traces_before_after(tmp_path, schema):
     from tui.trace import load
 
     a = analyze(load(str(sync_trace(tmp_path, "before.json")), no_cache=True))
@@ -137,14 +137,49 @@ def test_two_traces_side_by_side(tmp_path, schema):
     s.launch(ts=195, dur=3, kernel="next", k_ts=200, k_dur=10)
     b = analyze(model_of(s))
     md = render_markdown([a, b])
-    assert "| GPU idle |" in md and "## What changed" in md
-    assert "| sync | 100.0 µs (1) | 0 ns (0) |" in md
-    assert "| python | 0 ns (0) | 100.0 µs (1) |" in md
-    assert "- only in the second: 1 gap while host work from `serve.py(88): postprocess`" in md
-    assert "- gone in the second: 1 sync from `model.py(42): hook`" in md
+    assert "## What changed" in md and "Every number is **per step**" in md
+    # no step ranges: each window is one step, and the report says so
+    assert "- ⚠ A: no step ranges" in md
+    assert "| sync | 100.0 µs | 1 | 0 ns | 0 | **−100.0 µs** |" in md
+    assert "| python | 0 ns | 0 | 100.0 µs | 1 | **+100.0 µs** |" in md
+    assert "- new in B: 1 gap while host work from `serve.py(88): postprocess`" in md
+    assert "- gone in B: 1 sync from `model.py(42): hook`" in md
     doc = build_json([a, b])
     jsonschema.validate(doc, schema)
     assert {g["trace"] for g in doc["gaps"]} == {0, 1}
+    assert [d["trace"] for d in doc["devices"]] == [0, 1]
+    # each trace keeps its own causes; the comparison is per step
+    assert doc["traces"][0]["causes"]["sync"] == {"count": 1, "total_us": 100.0}
+    assert doc["traces"][1]["causes"]["sync"] == {"count": 0, "total_us": 0.0}
+    assert doc["traces"][1]["causes"]["python"] == {"count": 1, "total_us": 100.0}
+    cmp = doc["comparison"]
+    by = {c["cause"]: c for c in cmp["causes"]}
+    assert by["sync"]["a"]["idle_us_per_step"] == 100.0 and by["sync"]["per_step_delta_us"] == -100.0
+    assert by["python"]["b"]["count_per_step"] == 1.0
+    assert {(f["status"], f["frame"]) for f in cmp["findings"]} >= {("gone", "model.py(42): hook"),
+                                                                  ("new", "serve.py(88): postprocess")}
+    assert "comparison" not in build_json([a]) and "comparison" not in build_json([a, b, a])
+
+
+def test_json_comparison_on_sample_pair(schema):
+    from tests.conftest import SAMPLE_TRACES
+    from tui.trace import load
+
+    names = ["demo-eager.prefill.json.gz", "demo-eager.decode.json.gz"]
+    if not all((SAMPLE_TRACES / n).exists() for n in names):
+        pytest.skip("no sample traces in traces/")
+    a, b = (analyze(load(str(SAMPLE_TRACES / n), no_cache=True)) for n in names)
+    doc = json.loads(json.dumps(build_json([a, b])))
+    jsonschema.validate(doc, schema)
+    cmp = doc["comparison"]
+    assert (cmp["steps"]["a"]["steps"], cmp["steps"]["b"]["steps"]) == (1, 4)
+    la = next(c for c in cmp["causes"] if c["cause"] == "launch")
+    # per step: decode's 4-step total over 4 against prefill's single step, not the totals
+    ta, tb = (doc["traces"][i]["causes"]["launch"]["total_us"] for i in (0, 1))
+    assert la["per_step_delta_us"] == pytest.approx(tb / 4 - ta, abs=0.01)
+    md = render_markdown([a, b])
+    line = next(ln for ln in md.splitlines() if ln.startswith("| launch |"))
+    assert line.endswith(f"**+{(tb / 4 - ta) / 1e3:.2f} ms** |")
 
 
 def test_json_validates_on_sample_traces(schema):

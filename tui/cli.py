@@ -18,7 +18,7 @@ import sys
 from . import __version__
 from .errors import GapscopeError
 
-SUBCOMMANDS = ("info", "report", "capture", "open")
+SUBCOMMANDS = ("info", "report", "capture", "open", "diff")
 
 EPILOG = """\
 examples:
@@ -26,6 +26,7 @@ examples:
   gapscope traces/prefill.json.gz traces/decode.json.gz   two traces in tabs
   gapscope report traces/decode_sync.json.gz   why the GPU was idle, as Markdown
   gapscope report --json -o findings.json TRACE
+  gapscope diff before.json.gz after.json.gz   before/after, step by step (report A B: the same as text)
   gapscope info TRACE                          events, devices, streams, threads, warnings
   gapscope capture demo --phase both --out traces   record the built-in demo model (needs torch)
 """
@@ -83,6 +84,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_rep.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout (never overwrites unless --force)")
     p_rep.add_argument("--force", action="store_true", help="allow -o to replace an existing file")
+
+    p_diff = sub.add_parser("diff", help="before/after: two traces' lanes on one step-aligned axis, with the changes")
+    p_diff.add_argument("traces", nargs=2, metavar="TRACE", help="A (before) and B (after): .json or .json.gz")
+    p_diff.add_argument("--no-cache", action="store_true", help="do not read or write the columnar cache")
+    p_diff.add_argument("--max-size", metavar="BYTES", default=None,
+                        help="refuse traces larger than this once decompressed (default 8G; suffixes K, M, G)")
+    p_diff.add_argument("--ascii", action="store_true", help="plain ASCII glyphs (default when the locale is not UTF-8)")
 
     sub.add_parser("capture", help="record traces with torch.profiler (see: gapscope capture --help)", add_help=False)
     return parser
@@ -165,6 +173,10 @@ def _main(argv: list[str]) -> int:
         from .report.cli import run_report
 
         return run_report(args)
+    if args.command == "diff":
+        from .app.diffview import run_diff
+
+        return run_diff(args)
     if args.command == "open":
         from .app import run_app
 

@@ -15,7 +15,8 @@ import importlib
 _WHERE = {
     "analyze": "core", "Analysis": "core", "CAUSE_EXPLANATIONS": "core", "Finding": "core", "GapDetail": "core",
     "GapTable": "core",
-    "KernelStat": "activity",
+    "KernelStat": "activity", "OpFloorStat": "activity",
+    "Verdict": "verdict",
     "BUCKETS": "gaps", "CAUSES": "gaps", "DeviceStats": "gaps",
     "Frame": "stacks",
     "Thresholds": "thresholds",

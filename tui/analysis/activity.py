@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..trace.model import Kind, TraceModel, TrackKind
-from .floors import floor_ns
+from .floors import floor_ns, peaks_for
 from .intervals import Coverage
 from .stacks import StackIndex, signature_frame
 
@@ -21,19 +21,126 @@ KI = SimpleNamespace(**{k.name: int(k) for k in Kind})
 
 @dataclass
 class KernelStat:
+    """One kernel name. Floors are per op call, from that call's own shapes (floors.py), summed over the calls
+    whose op launched this kernel alone; the calls whose op launched several kernels share one floor, kept on
+    the op's row (``OpFloorStat``) and counted here in ``op_floor_calls``."""
+
     name: str
     count: int
     total_ns: int
     pct: float  # share of all kernel time
-    op: str | None = None
-    shapes: list | None = None
-    floor_ns: float | None = None  # per call, for the most common shapes of the launching op
-    bound: str | None = None  # "compute" | "memory"
+    op: str | None = None  # the most common launching op
+    shapes: list | None = None  # its most common input shapes
+    floor_ns: float | None = None  # per floored call: floor_total_ns / floored_count
+    bound: str | None = None  # "compute" | "memory": the larger part of the floor total
     avg_ns: float = 0.0
     device: int | None = None
+    floor_total_ns: float | None = None  # sum of the per-call floors
+    floored_count: int = 0  # calls with a floor of their own
+    floored_total_ns: int = 0  # kernel time of those calls (never below floor_total_ns)
+    op_floor_calls: int = 0  # calls whose floor is on their op's row
 
 
-def kernel_stats(model: TraceModel, top: int = 30, window=None) -> list[KernelStat]:
+@dataclass
+class OpFloorStat:
+    """Calls of one op that launched several kernels each (a GEMM and its split-K reduction, attention and its
+    reduction): one floor per call, against the time of all its kernels."""
+
+    op: str
+    kernels: list[str]  # the kernel names of one call, in the order they started
+    count: int  # op calls
+    total_ns: int  # time of their kernels
+    floor_total_ns: float
+    bound: str | None
+    shapes: list | None = None
+    device: int | None = None
+
+    @property
+    def floor_ns(self) -> float:
+        return self.floor_total_ns / self.count if self.count else 0.0
+
+    @property
+    def avg_ns(self) -> float:
+        return self.total_ns / self.count if self.count else 0.0
+
+
+@dataclass
+class _CallFloors:
+    """Per kernel of the window: the op call it belongs to and that call's floor."""
+
+    k: np.ndarray  # kernel indices
+    call: np.ndarray  # launching op event, or -1
+    single: np.ndarray  # bool: the op call launched this kernel alone (its floor is this kernel's)
+    multi: np.ndarray  # bool: the op call launched several kernels, all in the window (its floor is the op's)
+    floor: dict[int, tuple[float, str, list]]  # op call -> (floor ns, bound, input dims)
+
+
+def _call_floors(model: TraceModel, k: np.ndarray, window, flags) -> _CallFloors:
+    kind = model.kind
+    call = model.op[k].astype(np.int64).copy()
+    L = model.launch[k]
+    if flags is not None:  # a graph replay's kernels were not launched by the op around the replay
+        gl = (L >= 0) & flags["graph_launch"][model.name_id[np.maximum(L, 0)]]
+        call[gl] = -1
+    work = np.flatnonzero((kind == KI.KERNEL) | (kind == KI.MEMCPY) | (kind == KI.MEMSET))
+    wop = model.op[work]
+    has = wop >= 0
+    work, wop = work[has], wop[has]
+    ops, inv = np.unique(wop, return_inverse=True)
+    n_kern = np.bincount(inv, weights=(kind[work] == KI.KERNEL), minlength=ops.size).astype(np.int64)
+    # a copy may move data the floor counts; a memset (zeroing a workspace) takes no work off the kernels
+    n_other = np.bincount(inv, weights=(kind[work] == KI.MEMCPY), minlength=ops.size).astype(np.int64)
+    in_win = np.ones(work.size, bool) if window is None else window.gpu_in(model, work)
+    n_out = np.bincount(inv, weights=~in_win, minlength=ops.size).astype(np.int64)
+    pos = np.searchsorted(ops, np.maximum(call, 0))
+    pos = np.minimum(pos, max(ops.size - 1, 0))
+    ok = (call >= 0) & (ops.size > 0)
+    if ops.size:
+        ok &= ops[pos] == call
+        clean = ok & (n_other[pos] == 0)
+        single = clean & (n_kern[pos] == 1)
+        multi = clean & (n_kern[pos] > 1) & (n_out[pos] == 0)
+    else:
+        single = multi = np.zeros(k.size, bool)
+    floor: dict[int, tuple[float, str, list]] = {}
+    from .floors import FLOOR_OPS
+
+    known = np.array([n in FLOOR_OPS for n in model.names], dtype=bool)
+    want = np.unique(call[(single | multi)])
+    want = want[known[model.name_id[want]]]
+    dev_of = {t.id: t.device for t in model.tracks if t.kind is TrackKind.GPU}
+    if not any(peaks_for(model.device_name(d)) for d in set(dev_of.values())):
+        want = want[:0]  # no GPU with known peaks: no call can have a floor
+    first_k = {}
+    for kk, c in zip(k[single | multi].tolist(), call[single | multi].tolist()):
+        first_k.setdefault(c, kk)
+    cache: dict[tuple, tuple] = {}
+    for c in want.tolist():
+        args = model.event_args(c)
+        dims = args.get("Input Dims")
+        dev = dev_of.get(int(model.track[first_k[c]]))
+        key = (int(model.name_id[c]), repr(dims), repr(args.get("Input type")), repr(args.get("Concrete Inputs")), dev)
+        r = cache.get(key)
+        if r is None:
+            try:
+                f, b = floor_ns(model.names[model.name_id[c]], args, model.device_name(dev) if dev is not None else None)
+            except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError):
+                f, b = None, None
+            r = cache[key] = (f, b)
+        if r[0] is not None:
+            floor[c] = (float(r[0]), r[1], dims)
+    return _CallFloors(k, call, single, multi, floor)
+
+
+def _top(values) -> object:
+    c = Counter(repr(v) for v in values)
+    if not c:
+        return None
+    best = c.most_common(1)[0][0]
+    return next(v for v in values if repr(v) == best)
+
+
+def kernel_stats(model: TraceModel, top: int = 30, window=None, flags=None) -> list[KernelStat]:
     k = np.flatnonzero(model.kind == KI.KERNEL)
     if window is not None:
         k = k[window.gpu_in(model, k)]
@@ -46,32 +153,72 @@ def kernel_stats(model: TraceModel, top: int = 30, window=None) -> list[KernelSt
     grand = float(dur.sum()) or 1.0
     order = np.argsort(-tot, kind="stable")
     gtr = {t.id: t.device for t in model.tracks if t.kind is TrackKind.GPU}
+    cf = _call_floors(model, k, window, flags)
     out = []
     for name_id in order[:top]:
         if cnt[name_id] == 0:
             break
-        ks = k[nid == name_id]
-        st = KernelStat(model.names[name_id], int(cnt[name_id]), int(dur[nid == name_id].sum()),
+        sel = nid == name_id
+        ks = k[sel]
+        st = KernelStat(model.names[name_id], int(cnt[name_id]), int(dur[sel].sum()),
                         100.0 * float(tot[name_id]) / grand, avg_ns=float(tot[name_id]) / cnt[name_id])
+        st.device = gtr.get(int(model.track[ks[0]]))
+        calls = cf.call[sel]
         ops = model.op[ks]
         ops = ops[ops >= 0]
-        dev = gtr.get(int(model.track[ks[0]]))
-        st.device = dev
+        on = -1
         if ops.size:
             on = Counter(model.name_id[ops].tolist()).most_common(1)[0][0]
             st.op = model.names[on]
-            same = ops[model.name_id[ops] == on]
-            aid = Counter(model.args_id[same].tolist()).most_common(1)[0][0]
-            sample = int(same[model.args_id[same] == aid][0])
-            args = model.event_args(sample)
-            if args.get("Input Dims") is not None:
-                st.shapes = args.get("Input Dims")
-            try:
-                f, b = floor_ns(st.op, args, model.device_name(dev) if dev is not None else None)
-            except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError):
-                f, b = None, None
-            st.floor_ns, st.bound = f, b
+        mine = [(c, d) for c, d, s1 in zip(calls.tolist(), dur[sel].tolist(), cf.single[sel].tolist())
+                if s1 and c in cf.floor]
+        st.op_floor_calls = int(np.count_nonzero(cf.multi[sel] & np.isin(calls, list(cf.floor))))
+        if mine:
+            fl = [cf.floor[c] for c, _ in mine]
+            st.floor_total_ns = float(sum(f for f, _, _ in fl))
+            st.floored_count = len(mine)
+            st.floored_total_ns = int(sum(d for _, d in mine))
+            st.floor_ns = st.floor_total_ns / st.floored_count
+            comp = sum(f for f, b, _ in fl if b == "compute")
+            st.bound = "compute" if comp >= st.floor_total_ns - comp else "memory"
+            st.shapes = _top([dm for _, _, dm in fl])
+        elif on >= 0:
+            st.shapes = model.event_args(int(ops[model.name_id[ops] == on][0])).get("Input Dims")
         out.append(st)
+    return out
+
+
+def op_floor_stats(model: TraceModel, window=None, flags=None) -> list[OpFloorStat]:
+    """The op calls that launched several kernels, grouped by (op, kernel names), with one floor per call."""
+    k = np.flatnonzero(model.kind == KI.KERNEL)
+    if window is not None:
+        k = k[window.gpu_in(model, k)]
+    if k.size == 0:
+        return []
+    cf = _call_floors(model, k, window, flags)
+    sel = cf.multi & np.isin(cf.call, list(cf.floor))
+    if not sel.any():
+        return []
+    ks, calls = k[sel], cf.call[sel]
+    o = np.lexsort((model.ts_ns[ks], calls))
+    ks, calls = ks[o], calls[o]
+    starts = np.flatnonzero(np.r_[True, calls[1:] != calls[:-1]])
+    ends = np.r_[starts[1:], calls.size]
+    gtr = {t.id: t.device for t in model.tracks if t.kind is TrackKind.GPU}
+    groups: dict[tuple, list] = {}
+    for a, b in zip(starts.tolist(), ends.tolist()):
+        c = int(calls[a])
+        key = (int(model.name_id[c]), tuple(model.name_id[ks[a:b]].tolist()))
+        groups.setdefault(key, []).append((c, int(model.dur_ns[ks[a:b]].sum()), int(ks[a])))
+    out = []
+    for (on, kn), rows in groups.items():
+        fl = [cf.floor[c] for c, _, _ in rows]
+        ft = float(sum(f for f, _, _ in fl))
+        comp = sum(f for f, b, _ in fl if b == "compute")
+        out.append(OpFloorStat(model.names[on], [model.names[x] for x in kn], len(rows), sum(d for _, d, _ in rows),
+                               ft, "compute" if comp >= ft - comp else "memory", _top([dm for _, _, dm in fl]),
+                               gtr.get(int(model.track[rows[0][2]]))))
+    out.sort(key=lambda r: -r.total_ns)
     return out
 
 
@@ -104,23 +251,74 @@ def launch_stats(model: TraceModel, window=None) -> dict:
     }
 
 
+def _outermost(parent: np.ndarray, member: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """For each event of ``idx`` (all members): its outermost enclosing member, itself when none encloses it.
+    One vectorised step per nesting level."""
+    root = idx.copy()
+    cur = parent[idx]
+    live = np.arange(idx.size)
+    for _ in range(10_000):
+        keep = cur >= 0
+        live, cur = live[keep], cur[keep]
+        if live.size == 0:
+            break
+        hit = member[cur]
+        root[live[hit]] = cur[hit]
+        cur = parent[cur]
+    return root
+
+
 def sync_stats(model: TraceModel, flags, stacks: StackIndex, max_stack_samples: int = 200, window=None) -> list[dict]:
+    """One row per synchronisation, named by its outermost synchronising call: ``aten::is_nonzero`` ->
+    ``aten::item`` -> ``aten::_local_scalar_dense`` -> ``cudaStreamSynchronize`` is one ``aten::is_nonzero``
+    with that ``chain``. Synchronising calls are the sync/blocking-copy runtime calls, the sync ops by name
+    (``aten::item``, ...) and the aten ops holding a sync runtime call (``.cpu()`` is ``aten::to`` -> ... ->
+    ``cudaStreamSynchronize``). count and total_ns are those of the outermost calls; ``wait_ns`` is the time
+    inside the runtime calls that block (the wait itself)."""
     nid = model.name_id
     cpu_track = np.array([t.kind is TrackKind.CPU for t in model.tracks] + [False], dtype=bool)
     on_cpu = cpu_track[model.track] if model.n else np.zeros(0, bool)
-    rt = (model.kind == KI.RUNTIME) | (model.kind == KI.DRIVER)
-    mask = on_cpu & ((rt & (flags["sync_rt"][nid] | flags["blocking_copy"][nid]))
-                     | ((model.kind == KI.CPU_OP) & flags["sync_op"][nid]))
-    idx = np.flatnonzero(mask)
-    if window is not None:
-        idx = idx[window.cpu_in(model, idx)]
+    rt = on_cpu & ((model.kind == KI.RUNTIME) | (model.kind == KI.DRIVER))
+    op = on_cpu & (model.kind == KI.CPU_OP)
+    sync_rt = rt & (flags["sync_rt"][nid] | flags["blocking_copy"][nid])
+    member = sync_rt | (op & flags["sync_op"][nid])
+    rt_idx = np.flatnonzero(sync_rt)
+    if rt_idx.size:  # aten ops above a sync runtime call synchronise too
+        is_aten = np.array([n.startswith("aten::") for n in model.names], dtype=bool)[nid]
+        cur = model.parent[rt_idx]
+        for _ in range(10_000):
+            cur = np.unique(cur[cur >= 0])
+            if cur.size == 0:
+                break
+            member[cur[op[cur] & is_aten[cur]]] = True
+            cur = model.parent[cur]
+    idx = np.flatnonzero(member)
     if idx.size == 0:
         return []
+    root = _outermost(model.parent, member, idx)
+    keep = np.ones(idx.size, bool) if window is None else window.cpu_in(model, root)
+    idx, root = idx[keep], root[keep]
+    if idx.size == 0:
+        return []
+    roots = np.unique(root)
+    # each root's chain: the distinct member names of its subtree in pre-order (events sort by ts, -dur)
+    o = np.lexsort((-model.dur_ns[idx], model.ts_ns[idx], root))
+    chains: dict[int, list[str]] = {}
+    for r, e in zip(root[o].tolist(), idx[o].tolist()):
+        c = chains.setdefault(r, [])
+        nm = model.names[nid[e]]
+        if nm not in c:
+            c.append(nm)
+    wait = np.bincount(np.searchsorted(roots, root[sync_rt[idx]]), weights=model.dur_ns[idx[sync_rt[idx]]],
+                       minlength=roots.size)
+    rn = nid[roots]
+    tot = np.bincount(rn, weights=model.dur_ns[roots], minlength=len(model.names))
+    cnt = np.bincount(rn, minlength=len(model.names))
+    wt = np.bincount(rn, weights=wait, minlength=len(model.names))
     out = []
-    tot = np.bincount(nid[idx], weights=model.dur_ns[idx], minlength=len(model.names))
-    cnt = np.bincount(nid[idx], minlength=len(model.names))
-    for n in np.flatnonzero(cnt)[np.argsort(-tot[np.flatnonzero(cnt)], kind="stable")]:
-        ev = idx[nid[idx] == n]
+    present = np.flatnonzero(cnt)
+    for n in present[np.argsort(-tot[present], kind="stable")]:
+        ev = roots[rn == n]
         sample = ev[:max_stack_samples]
         uf = stacks.user_frame(model.track[sample].astype(np.int64), model.ts_ns[sample])
         c = Counter()
@@ -130,8 +328,9 @@ def sync_stats(model: TraceModel, flags, stacks: StackIndex, max_stack_samples: 
             else:
                 fr = signature_frame(stacks.stack_at(int(model.track[e]), int(model.ts_ns[e])))
                 c[fr.name if fr is not None and fr.event != e else "(no stack)"] += 1
-        out.append({"name": model.names[n], "count": int(cnt[n]), "total_ns": int(tot[n]),
-                    "stacks": [{"frame": f, "count": k} for f, k in c.most_common(3)]})
+        ch = Counter(tuple(chains[e]) for e in ev.tolist()).most_common(1)[0][0]
+        out.append({"name": model.names[n], "count": int(cnt[n]), "total_ns": int(tot[n]), "wait_ns": int(wt[n]),
+                    "chain": list(ch), "stacks": [{"frame": f, "count": k} for f, k in c.most_common(3)]})
     return out
 
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from types import SimpleNamespace
 
 import numpy as np
 
 from ..trace.model import Kind, TraceModel
-from . import activity
+
+from . import activity, causes
 from .gaps import CAUSES, DeviceStats, classify, device_stats_and_gaps, stream_gaps
-from .names import RECORD_FUNCTION_BUILTINS, builtin_name, name_flags
+from .names import name_flags
 from .stacks import Frame, StackIndex, signature_frame
 from .thresholds import DEFAULT, Thresholds
 from .window import AnalysisWindow, compute_window
@@ -19,21 +21,44 @@ from .units import fmt_ns as _us
 
 _ANNOTATION = int(Kind.ANNOTATION)
 
-CAUSE_EXPLANATIONS = {
-    "copy": "a memory copy on the device, or a blocking copy call on the launching thread, covered most of the gap",
-    "collective": "a collective (NCCL) operation covered most of the gap",
-    "sync": "the launching thread was waiting in a synchronising call when the GPU ran dry; the gap is the "
-            "time it took the CPU to submit new work",
-    "profiler": "the profiler's own overhead covered most of the gap",
-    "allocator": "allocator calls (cudaMalloc/cudaFree/empty_cache) took a large share of the CPU time before "
-                 "the next launch",
-    "python": "Python code with no PyTorch op below it held the launching thread for most of the gap",
-    "launch": "the launching thread was busy dispatching ops and launches: the GPU drains work faster than "
-              "the CPU issues it",
-    "host-idle": "the launching thread recorded nothing for most of the gap (blocked, sleeping, another "
-                 "thread, or not traced)",
-}
+class _Explanations(dict):
+    """cause -> one sentence (each cause's ``summary`` in the registry), always current."""
 
+    def _all(self):
+        return {c.name: c.summary for c in causes.all_causes()}
+
+    def __getitem__(self, k):
+        return self._all()[k]
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __len__(self):
+        return len(self._all())
+
+    def __contains__(self, k):
+        return k in self._all()
+
+    def items(self):
+        return self._all().items()
+
+    def keys(self):
+        return self._all().keys()
+
+    def values(self):
+        return self._all().values()
+
+    def get(self, k, default=None):
+        return self._all().get(k, default)
+
+
+CAUSE_EXPLANATIONS = _Explanations()
+
+
+
+# The un-profiled timing of our capture is "noisy" beyond these (the same limits as capture.recorder's).
+_NOISY_IQR = 1.15
+_NOISY_RANGE = 1.5
 
 class GapTable:
     """One row per compute gap of every device, sorted by duration (largest first)."""
@@ -107,6 +132,10 @@ class Analysis:
         self._holders: dict[int, tuple[int, int]] = {}
         self._max_dur: dict[int, int] = {}
         self.distortion = self._distortion()
+        #: several ranks of one job (set by ranks.analyze_ranks): the cross-rank match, shared by every rank
+        self.cross_rank = None  # ranks.RankMatch | None
+        #: several ranks: a sentence on the late rank, added to the explanation of collective gaps
+        self.late_rank_note: str | None = None
         if not self.devices:
             self.warnings.append("no GPU activity in this trace: nothing to analyse for idle time")
         from .findings import build_findings
@@ -123,6 +152,20 @@ class Analysis:
         g = self.model.gapscope_meta or {}
         p = g.get("phase")
         return p if isinstance(p, str) else None
+
+    @cached_property
+    def step_count(self) -> int | None:
+        """Measured steps in the window: the capture's ``gapscope.step#k`` ranges, else torch's
+        ``ProfilerStep#N`` ranges; None when the trace marks no steps."""
+        if self.window.steps:
+            return len(set(self.window.steps))
+        m = self.model
+        ids = [i for i, n in enumerate(m.names) if n.startswith("ProfilerStep#")]
+        if not ids:
+            return None
+        hit = np.isin(m.name_id, np.array(ids, np.int32)) & (m.kind == _ANNOTATION)
+        names = {int(x) for x in m.name_id[hit].tolist()}
+        return len(names) or None
 
     @property
     def window_start_ns(self) -> int:
@@ -167,8 +210,27 @@ class Analysis:
         return stream_gaps(self.model, track_id, w)
 
     @cached_property
+    def projection(self):
+        """What fixing each finding saves per step, from a replay of the trace (replay.py; on demand)."""
+        from .replay import project
+
+        return project(self)
+
+    @cached_property
     def kernels(self) -> list:
-        return activity.kernel_stats(self.model, window=self.window)
+        return activity.kernel_stats(self.model, window=self.window, flags=self.flags)
+
+    @cached_property
+    def op_floors(self) -> list:
+        """Ops whose calls launched several kernels: one floor per call, against all its kernels."""
+        return activity.op_floor_stats(self.model, window=self.window, flags=self.flags)
+
+    @cached_property
+    def verdicts(self) -> list:
+        """Per device: gpu-bound, host-bound or mixed, with the launch-queue evidence (verdict.py)."""
+        from .verdict import device_verdicts
+
+        return device_verdicts(self.model, self.devices, self.flags, self.window)
 
     @cached_property
     def launches(self) -> dict:
@@ -213,12 +275,42 @@ class Analysis:
         if prof is None or unprof is None or ratio is None:
             return None
         d = {"profiled_us": prof, "unprofiled_us": unprof, "ratio": ratio}
+        d.update(self._timing_spread(g, prof))
         if ratio > self.config.large_distortion:
             self.warnings.append(
                 f"the profiler slowed the captured step {ratio:.2f}x ({prof:.0f} µs vs {unprof:.0f} µs without it): "
                 "CPU-side gaps are inflated"
             )
         return d
+
+    def _timing_spread(self, g: dict, prof: float) -> dict:
+        """The un-profiled timing's spread from our capture's ``unprofiled`` metadata (absent in older traces):
+        min/p25/p75/max and n, the distortion against p75 and p25 (``ratio_low``, ``ratio_high``), and, when
+        the spread passes p75/p25 > 1.15 or max/min > 1.5, the warning "times on this node vary Nx; distortion uncertain"."""
+        u = g.get("unprofiled")
+        if not isinstance(u, dict):
+            return {}
+
+        def num(k):
+            v = u.get(k)
+            return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else None
+
+        lo, p25, p75, hi, n = num("min_us"), num("p25_us"), num("p75_us"), num("max_us"), u.get("n")
+        if None in (lo, p25, p75, hi) or not (0 < lo <= p25 <= p75 <= hi):
+            return {}
+        # judged here from the numbers (capture's own rule, capture.recorder.NOISY_IQR / NOISY_RANGE), not from
+        # the trace's flag, so that traces recorded under an earlier rule read the same
+        noisy = p75 / p25 > _NOISY_IQR or hi / lo > _NOISY_RANGE
+        out: dict = {"unprofiled_min_us": lo, "unprofiled_p25_us": p25, "unprofiled_p75_us": p75,
+                     "unprofiled_max_us": hi, "unprofiled_n": int(n) if isinstance(n, int) else None,
+                     "ratio_low": prof / p75, "ratio_high": prof / p25, "timing_noisy": bool(noisy)}
+        if out["timing_noisy"]:
+            self.warnings.append(
+                f"times on this node vary {hi / lo:.1f}x; distortion uncertain: un-profiled {p25:.0f}–{p75:.0f} µs "
+                f"(p25–p75, min {lo:.0f}, max {hi:.0f}, n={out['unprofiled_n']}) gives "
+                f"{out['ratio_low']:.2f}x–{out['ratio_high']:.2f}x"
+            )
+        return out
 
     # --------------------------------------------------------------- detail
     def gap_detail(self, i: int) -> GapDetail:
@@ -241,24 +333,13 @@ class Analysis:
         next_op = m.name(op_i) if op_i >= 0 else None
         launch_stack = st.stack_at(thr, int(m.ts_ns[L])) if L >= 0 and thr >= 0 else []
         dur = t1 - t0
-        extra: dict = {}
-        anchor = t0
-        if cause == "sync":
-            stack = st.stack_at(thr, self._sync_anchor(thr, t0, tl))
-        elif cause == "python":
-            at, ev = self._holder(i, thr, t0, tl)
-            stack, extra["python_frame"] = st.stack_at(thr, int(at)), (m.name(int(ev)) if ev >= 0 else None)
-        elif cause in ("launch", "allocator"):
-            stack = launch_stack if cause == "launch" else self._alloc_stack(thr, t0, tl) or launch_stack
-            extra["issued_ops"] = self._ops_in(thr, t0, tl)
-        elif cause == "copy":
-            stack, extra["copy"] = self._copy_stack(int(g.device[i]), t0, t1)
-            if not stack:
-                stack = st.stack_at(thr, t0)
+        c = causes.get(cause)
+        x = SimpleNamespace(i=i, t0=t0, t1=t1, tl=tl, thr=thr, L=L, nxt=nxt, dev=int(g.device[i]),
+                            launch_stack=launch_stack, bd=bd)
+        if c.gather is not None:
+            stack, extra = c.gather(self, x)
         else:
-            stack = st.stack_at(thr, t0)
-            if cause == "host-idle":
-                extra["last_activity"] = self._last_before(thr, tl)
+            stack, extra = st.stack_at(thr, t0), {}
         sig = signature_frame(stack)
         det = GapDetail(i, cause, "", stack, bd, nk, launch, next_op, launch_stack, thr, t0, dur, int(g.device[i]),
                         sig.name if sig else None, extra)
@@ -441,6 +522,7 @@ class Analysis:
         if L < 0:
             return [], info
         info["launch"] = m.name(L)
+        info["issued_ns"] = int(m.ts_ns[L])
         return self.stacks.stack_at(int(m.track[L]), int(m.ts_ns[L])), info
 
     def _last_before(self, thr: int, t: int) -> str | None:
@@ -457,59 +539,10 @@ class Analysis:
         return None
 
     def _explain(self, d: GapDetail, tl: int) -> str:
-        w = max(tl - d.start_ns, 0)
-        nk = f"`{d.next_op or d.next_kernel}`"
-        sig = f" in `{d.signature}`" if d.signature else ""
-        if d.cause == "copy":
-            c = d.extra.get("copy") or {}
-            if c:
-                rate = f" at {c['gbps']:.1f} GB/s" if c.get("gbps") else ""
-                return (f"GPU idle {_us(d.dur_ns)} while {c['kind']} copy of {c['bytes']} bytes ran for "
-                        f"{_us(c['dur_ns'])}{rate}{sig}.")
-            return f"GPU idle {_us(d.dur_ns)} while the launching thread sat in a blocking copy{sig}."
-        if d.cause == "collective":
-            note = getattr(self, "late_rank_note", None)  # several ranks: set by ranks.analyze_ranks
-            return f"GPU compute idle {_us(d.dur_ns)} during a collective{sig}." + (f" {note}" if note else "")
-        if d.cause == "sync":
-            s = next((f"`{f.name}`" for f in reversed(d.stack) if f.kind == "sync"), "a synchronising call")
-            sb = d.breakdown.get("sync", 0)
-            part = f" ({_us(sb)} of it in synchronising calls)" if sb else ""
-            return (f"The launching thread synchronised with the GPU in {s}{sig} and launched {nk} {_us(w)} after "
-                    f"the GPU ran dry{part}; GPU idle {_us(d.dur_ns)}.")
-        if d.cause == "profiler":
-            return f"GPU idle {_us(d.dur_ns)} inside the profiler's own overhead; not a property of the model."
-        if d.cause == "allocator":
-            return (f"Allocator calls took {_us(d.breakdown.get('allocator', 0))} of the {_us(w)} before "
-                    f"{nk} was launched{sig}; GPU idle {_us(d.dur_ns)}.")
-        if d.cause == "python":
-            pf = d.extra.get("python_frame") or d.signature
-            held = f"held the CPU for {_us(d.breakdown.get('python', 0))} of the {_us(w)} before {nk} was launched"
-            b = builtin_name(pf) if pf else None
-            if b is not None:
-                # a built-in says little on its own: name the user frame that called it
-                caller = f" called from `{d.signature}`" if d.signature and d.signature != pf else ""
-                what = f"`{b}` (a built-in{caller})"
-                if b in RECORD_FUNCTION_BUILTINS:
-                    return (f"Entering and leaving record_function ranges{caller} {held}; GPU idle "
-                            f"{_us(d.dur_ns)}. These ranges are cheap un-profiled: much of this is the profiler's "
-                            f"own cost.")
-                return f"Python {what} {held}; GPU idle {_us(d.dur_ns)}."
-            pf = f"`{pf}`" if pf else "code"
-            return f"Python {pf} {held}; GPU idle {_us(d.dur_ns)}."
-        if d.cause == "launch":
-            if w < self.config.late_launch_share * d.dur_ns and d.launch is not None:
-                if w == 0:
-                    return (f"{nk} was already queued when the GPU went idle; it started {_us(d.dur_ns)} later "
-                            f"(GPU-side launch latency, CUDA graph node dispatch, or a cross-stream dependency).")
-                return (f"{nk} was launched {_us(w)} into the gap but started {_us(d.dur_ns - w)} after its "
-                        f"launch; GPU idle {_us(d.dur_ns)} (launch latency or a cross-stream dependency).")
-            busy = sum(d.breakdown.get(k, 0) for k in ("op", "runtime", "sync", "allocator"))
-            return (f"The CPU spent {_us(busy)} of {_us(w)} dispatching ops before launching {nk}; "
-                    f"GPU idle {_us(d.dur_ns)}.")
-        last = d.extra.get("last_activity")
-        tail = f"; last activity: {last}" if last else ""
-        return (f"The launching thread recorded nothing for {_us(d.breakdown.get('idle', w))} of the {_us(w)} "
-                f"before {nk}; GPU idle {_us(d.dur_ns)}{tail}.")
+        c = causes.get(d.cause)
+        if c.explain is not None:
+            return c.explain(self, d, tl)
+        return f"{c.summary}; GPU idle {_us(d.dur_ns)}."
 
 
 def analyze(model: TraceModel, config: Thresholds | None = None, window: str = "steps") -> Analysis:

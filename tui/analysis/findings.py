@@ -1,5 +1,8 @@
-"""Group listed gaps into findings: same cause and same stack signature -> one finding, ranked by the
-idle time it explains. Plus a few trace-level findings (short gaps, distortion, pageable copies)."""
+"""Group listed gaps into findings: same cause and same stack signature -> one finding, ranked by the idle
+time it explains. Host round trips (GPU -> host -> GPU in one gap) are one finding per call site, whatever the
+cause of their gaps. Plus a few trace-level findings (short gaps, distortion, pageable copies).
+
+Titles, advice and group keys come from the cause registry (``causes/``)."""
 
 from __future__ import annotations
 
@@ -7,43 +10,26 @@ from collections import defaultdict
 
 import numpy as np
 
+from ..trace.model import Kind
+from . import causes
 from .gaps import CAUSES
 from .units import fmt_ns as _fmt
 
-SUGGESTIONS = {
-    "copy": "Use pinned host memory (tensor.pin_memory()) with .to(device, non_blocking=True), move the copy off "
-            "the critical path (prefetch on a side stream), or keep the data on the GPU.",
-    "collective": "Overlap the collective with compute (bucketing, async_op=True and wait later) and check for "
-                  "a straggler rank (load every rank's trace to see which one arrives last).",
-    "sync": "Remove the host synchronisation: avoid .item()/.cpu()/.tolist()/printing GPU values in the loop, "
-            "keep the decision on the GPU (torch.where, sampling on device), or read the value one step later.",
-    "profiler": "This idle time is the profiler's own overhead; profile a narrower window (schedule with "
-                "warmup/active) or without with_stack to see the model's real behaviour.",
-    "allocator": "Avoid torch.cuda.empty_cache() and per-step allocations of new sizes: preallocate buffers, "
-                 "reuse tensors (out=), or set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.",
-    "python": "Move this Python work out of the step (precompute, cache, or vectorise it on the GPU), or hide it "
-              "behind GPU work with CUDA graphs / torch.compile.",
-    "launch": "The GPU finishes kernels faster than the CPU launches them: capture the step in a CUDA graph "
-              "(torch.cuda.graphs, torch.compile(mode='reduce-overhead')), fuse small ops (torch.compile), or "
-              "batch more work per kernel.",
-    "host-idle": "The launching thread was not working: check for blocking I/O, sleeps, data loading on the "
-                 "main thread, GIL contention with other threads, or code the profiler did not trace.",
-}
-
-TITLES = {
-    "copy": "{n} gaps behind {what} copies{where} cost {t} of GPU idle",
-    "collective": "{n} gaps behind collectives{where} cost {t} of GPU idle",
-    "sync": "{n} syncs{where} cost {t} of GPU idle",
-    "profiler": "{n} gaps inside profiler overhead: {t} of GPU idle",
-    "allocator": "{n} gaps after allocator calls{where} cost {t} of GPU idle",
-    "python": "{n} gaps while host work{where} held the CPU cost {t} of GPU idle",
-    "launch": "launch-bound: {n} gaps while the CPU dispatched ops cost {t} of GPU idle",
-    "host-idle": "{n} gaps while the launching thread was idle cost {t} of GPU idle",
-}
+#: cause -> default advice / title template (read from the registry; kept for callers that index by name)
+SUGGESTIONS = {c.name: c.suggestion for c in causes.all_causes()}
+TITLES = {c.name: c.title for c in causes.all_causes()}
 #: causes whose findings are split by the frame a person would fix
-BY_FRAME = {"sync", "python", "allocator", "collective"}
+BY_FRAME = {c.name for c in causes.all_causes() if c.by_frame}
 
+#: pageable copies are worth a finding of their own only when they take this share of the window (pinning
+#: speeds the copy up; a copy that takes no time buys nothing from it)
+PAGEABLE_MIN_SHARE = 0.005
 
+ROUND_TRIP_ADVICE = (
+    "Each of these gaps copies a GPU result to the host, works on it there and sends the answer back before "
+    "the GPU can go on: a data-dependent round trip that neither CUDA graphs nor pinned memory can hide. Keep the "
+    "work on the GPU (e.g. sample with torch.argmax / torch.multinomial on the device and feed the token tensor "
+    "straight back), or overlap it a step behind (use step k's result while step k+1 already runs).")
 
 
 def _severity(share: float) -> str:
@@ -56,6 +42,67 @@ def _severity(share: float) -> str:
     return "info"
 
 
+def _host_json(a, thr: int, host: dict | None) -> dict | None:
+    """The structured host-time evidence of one example (see hosttime.py): every number recomputable."""
+    if not host or thr < 0:
+        return None
+    m, w0 = a.model, a.window_start_ns
+    t = m.tracks[thr]
+    frames = [{"name": m.name(e), "self_us": ns / 1e3} for e, ns in host.get("frames", [])]
+    out = {"pid": t.pid, "tid": t.tid, "from_us": (host["from_ns"] - w0) / 1e3, "to_us": (host["to_ns"] - w0) / 1e3,
+           "frames": frames}
+    if frames:
+        out["credited"] = frames[0]
+    return out
+
+
+def round_trip_rows(a, rows: np.ndarray) -> dict[int, str | None]:
+    """Listed gaps that are a host round trip: on the launching thread, a synchronising call open in the gap
+    (a read of a GPU value: ``.cpu()``, ``.item()``, a blocking device-to-host copy), host work, then a
+    host-to-device copy issued before the next launch (or no launch before the window's end). Row -> the
+    call site (user frame of the synchronising call)."""
+    m, g, cpu = a.model, a.gaps, a.cpu
+    if rows.size == 0:
+        return {}
+    slack = a.config.sync_slack_ns
+    thr = g.thread[rows]
+    t0 = g.start_ns[rows]
+    tl = g.t_launch_ns[rows]
+    has = (thr >= 0) & (cpu.sync.covered(thr, t0 - slack, np.maximum(tl, t0 + 1)) > 0)
+    cand = rows[has]
+    if cand.size == 0:
+        return {}
+    # host-to-device copies and the time and thread of their launch calls
+    cp = np.flatnonzero((m.kind == Kind.MEMCPY) & (m.launch >= 0))
+    names = np.array(["HtoD" in n or "Host to Device" in n for n in m.names], dtype=bool)
+    cp = cp[names[m.name_id[cp]]] if cp.size else cp
+    h_thr = m.track[m.launch[cp]].astype(np.int64) if cp.size else np.zeros(0, np.int64)
+    h_ts = m.ts_ns[m.launch[cp]] if cp.size else np.zeros(0, np.int64)
+    out: dict[int, str | None] = {}
+    has_copy_back: dict[int, bool] = {}
+    for r in cand.tolist():
+        th, a0, b0 = int(g.thread[r]), int(g.start_ns[r]), int(g.t_launch_ns[r])
+        idx = a._thread_events(th, a0 - slack, max(b0, a0 + 1))
+        idx = idx[cpu.sync_mask[idx]]
+        if idx.size == 0:
+            continue
+        top = int(idx[np.lexsort((m.ts_ns[idx], m.depth[idx].astype(np.int64)))[0]])
+        se = int(m.ts_ns[top] + m.dur_ns[top])
+        back = bool(((h_thr == th) & (h_ts >= se) & (h_ts <= b0)).any())
+        end_of_window = int(g.next_idx[r]) < 0
+        if not back and not end_of_window:
+            continue
+        st = a.stacks.stack_at(th, int(m.ts_ns[top]) + max(int(m.dur_ns[top]) // 2, 0))
+        from .stacks import signature_frame
+
+        sig = signature_frame(st)
+        out[r] = sig.name if sig else None
+        has_copy_back[r] = back
+    # a site is a round trip only when at least one of its gaps shows the copy back
+    sites = {s for r, s in out.items() if has_copy_back[r]}
+    return {r: s for r, s in out.items() if s in sites}
+
+
 def build_findings(a) -> list:
     from .core import Finding
 
@@ -64,26 +111,37 @@ def build_findings(a) -> list:
     window = sum(d.window_ns for d in a.devices) or 1
     rows = a.listed_rows()
     nd = cfg.max_detailed_gaps
-    li = g.launch_idx
-    queued = (li >= 0) & (a.model.ts_ns[np.where(li >= 0, li, 0)] < g.start_ns)
-    # a group key per listed row: (cause,), or ("launch", None, "queued"), or for the detailed rows (the first
-    # max_detailed_gaps) of a BY_FRAME cause (cause, frame), of a copy (cause, frame, copy kind). Plain keys are
-    # codes 0..len(CAUSES)-1, the queued one len(CAUSES), the detailed ones the codes after it
     c = g.cause[rows].astype(np.int64)
-    code = np.where((c == CAUSES.index("launch")) & queued[rows], len(CAUSES), c)
-    keys: list[tuple] = [(cause,) for cause in CAUSES] + [("launch", None, "queued")]
+    code = c.copy()
+    keys: list[tuple] = [(cause,) for cause in CAUSES]
     key_code: dict[tuple, int] = {}
     det = np.zeros(rows.size, bool)
     det[:nd] = True
-    # the frame of every detailed gap of a BY_FRAME cause, taken at once (it is all the grouping needs of them)
-    by_frame = np.flatnonzero(det & np.isin(c, [CAUSES.index(x) for x in sorted(BY_FRAME)]))
-    copies = np.flatnonzero(det & (c == CAUSES.index("copy")))
-    special = dict(zip(by_frame.tolist(), ((CAUSES[k], sig) for k, sig in
-                                           zip(c[by_frame].tolist(), a.gap_signatures(rows[by_frame])))))
-    for k in copies.tolist():
+    reg = causes.all_causes()
+    # python and collective frames are taken at once for every row (no frameless remainder that would look
+    # like the finding above it); other causes' frames come from their (capped) details
+    fast_codes = [causes.code("python"), causes.code("collective")]
+    by_frame_codes = [i for i, cz in enumerate(reg) if cz.by_frame]
+    grouped_codes = [i for i, cz in enumerate(reg) if cz.group is not None]
+    sel = (det & np.isin(c, by_frame_codes)) | np.isin(c, fast_codes)
+    sel &= ~np.isin(c, grouped_codes)
+    by_frame = np.flatnonzero(sel)
+    special: dict[int, tuple] = dict(zip(by_frame.tolist(), ((CAUSES[k], sig) for k, sig in
+                                                             zip(c[by_frame].tolist(), a.gap_signatures(rows[by_frame])))))
+    for k in np.flatnonzero(det & np.isin(c, grouped_codes)).tolist():
         d = a.gap_detail(int(rows[k]))
-        cp = d.extra.get("copy") or {}
-        special[k] = ("copy", d.signature, cp.get("kind"))
+        cz = reg[int(c[k])]
+        special[k] = (d.cause, d.signature if cz.by_frame else None, cz.group(a, d))
+    # host round trips: one finding per call site, whatever the cause of each gap
+    rt = round_trip_rows(a, rows[det])
+    pos = {int(r): k for k, r in enumerate(rows.tolist())}
+    for r, site in rt.items():
+        special[pos[r]] = ("sync", site, "round-trip")
+    # the other gaps of a round trip's call site (the launches inside it before the copy to the host) join it
+    sites = {site for site in rt.values() if site}
+    for k, key in list(special.items()):
+        if len(key) == 2 and key[1] in sites:
+            special[k] = ("sync", key[1], "round-trip")
     for k in sorted(special):
         key = special[k]
         kc = key_code.get(key)
@@ -102,23 +160,18 @@ def build_findings(a) -> list:
         groups[keys[int(cs[starts[j]])]] = rows[o[bounds[j]:bounds[j + 1]]]
     out = []
     window_start = a.window_start_ns
+    steps = a.step_count
+    graphed = any("GraphLaunch" in k for k in (a.launches.get("calls") or {}))
     for key, rs_a in groups.items():
         cause = key[0]
+        cz = causes.get(cause)
         idle = int(g.dur_ns[rs_a].sum())
         sig = key[1] if len(key) > 1 else None
-        what = key[2] if len(key) > 2 and key[2] else "memory"
+        part = key[2] if len(key) > 2 else None
         where = f" from `{sig}`" if sig else ""
-        title = TITLES[cause].format(n=len(rs_a), t=_fmt(idle), where=where, what=what)
-        suggestion = SUGGESTIONS[cause]
-        if key == ("launch", None, "queued"):
-            title = (f"{len(rs_a)} gaps where the next kernel was already queued (GPU-side latency) cost "
-                     f"{_fmt(idle)} of GPU idle")
-            suggestion = ("The CPU was ahead here: the GPU waited on its own dispatch between dependent kernels, a "
-                          "CUDA graph's node scheduling, or a cross-stream event. Fuse small kernels (torch.compile) "
-                          "and check stream dependencies (cudaStreamWaitEvent).")
-        if len(rs_a) == 1:
-            title = title.replace("1 gaps", "1 gap").replace("1 syncs", "1 sync")
+        title = cz.title.format(n=len(rs_a), t=_fmt(idle), where=where, what=part or "memory")
         top = rs_a[:5]
+        details = [a.gap_detail(r) for r in top.tolist()]
         ev = {
             "cause": cause,
             "gaps": len(rs_a),
@@ -126,13 +179,39 @@ def build_findings(a) -> list:
             "share_of_window_pct": 100.0 * idle / window,
             "largest_gap_us": float(g.dur_ns[rs_a].max()) / 1e3,
             "frame": sig,
+            # the causes of this finding's gaps (a round trip spans sync and python gaps): count, idle µs
+            "gap_causes": {CAUSES[k]: [int(n), float(t) / 1e3] for k, (n, t) in enumerate(zip(
+                np.bincount(g.cause[rs_a], minlength=len(CAUSES)).tolist(),
+                np.bincount(g.cause[rs_a], weights=g.dur_ns[rs_a], minlength=len(CAUSES)).tolist())) if n},
             "examples": [],
         }
-        for r in top.tolist():
-            d = a.gap_detail(r)
+        if part == "round-trip":
+            cause = CAUSES[int(np.bincount(g.cause[rs_a], weights=g.dur_ns[rs_a]).argmax())]
+            ev["cause"] = cause
+            n_steps = steps or 1
+            title = (f"host round trip{where}: GPU → host → GPU {len(rs_a)} times"
+                     + (f" ({len(rs_a) / n_steps:g} per step)" if steps else "")
+                     + f" cost {_fmt(idle)} of GPU idle" + (f", {_fmt(idle // n_steps)} per step" if steps else ""))
+            ev["pattern"] = "round-trip"
+            if steps:
+                ev["steps"] = steps
+                ev["per_step_us"] = idle / 1e3 / steps
+        elif cz.group is not None and part:
+            ev["kind"] = part
+        if len(rs_a) == 1:
+            title = title.replace("1 gaps", "1 gap").replace("1 syncs", "1 sync").replace("1 times", "1 time")
+        for r, d in zip(top.tolist(), details):
             ex = {"row": int(r), "start_us": (int(g.start_ns[r]) - window_start) / 1e3,
                   "dur_us": int(g.dur_ns[r]) / 1e3, "next_kernel": d.next_kernel, "next_op": d.next_op,
-                  "explanation": d.explanation}
+                  "cause": d.cause, "explanation": d.explanation}
+            host = d.extra.get("host")
+            if host is None and d.extra.get("meanwhile"):
+                mw = d.extra["meanwhile"]
+                host = {"from_ns": int(g.end_ns[r]) - mw["of_ns"], "to_ns": int(g.end_ns[r]),
+                        "frames": [(mw["event"], mw["ns"])]}
+            hj = _host_json(a, d.thread_track, host)
+            if hj:
+                ex["host"] = hj
             ev["examples"].append(ex)
         if cause == "launch":
             ls = a.launches
@@ -141,15 +220,17 @@ def build_findings(a) -> list:
                 ev["launch_cost_median_us"] = ls["cost_median_ns"] / 1e3
                 ev["kernels_shorter_than_launch"] = ls["kernels_shorter_than_launch"]
             ops = defaultdict(int)
-            for r in top.tolist():
-                for o in a.gap_detail(r).extra.get("issued_ops", []):
-                    ops[o] += 1
+            for d in details:
+                for op in d.extra.get("issued_ops", []):
+                    ops[op] += 1
             ev["issued_ops"] = sorted(ops, key=lambda k: -ops[k])[:8]
+            ev["data_dependent_host"] = bool(a.syncs)
+            ev["graphed"] = graphed
+        suggestion = ROUND_TRIP_ADVICE if part == "round-trip" else cz.advice(a, details, ev)
         out.append(Finding(id="", severity=_severity(idle / window), title=title, idle_ns=idle, evidence=ev,
                            suggestion=suggestion, gap_rows=rs_a, cause=cause))
     # gaps too short to list still add up
     short = np.flatnonzero(g.dur_ns < cfg.min_listed_gap_ns)
-    graphed = any("GraphLaunch" in k for k in (a.launches.get("calls") or {}))
     if short.size:
         idle = int(g.dur_ns[short].sum())
         if idle / window >= 0.01:
@@ -165,17 +246,20 @@ def build_findings(a) -> list:
                             "per-kernel dispatch; fuse kernels (torch.compile, fused ops) to remove it."),
                 gap_rows=short, cause="launch"))
     out.sort(key=lambda f: (-f.idle_ns, f.title))
-    for c in a.copies if a.devices else []:
-        if c.get("pageable") and c["count"]:
+    for cp in a.copies if a.devices else []:
+        if cp.get("pageable") and cp["count"] and cp["total_ns"] >= PAGEABLE_MIN_SHARE * window:
             out.append(Finding(
-                id="", severity="low", title=f"{c['count']} {c['kind']} copies ({c['bytes']} bytes) use pageable memory",
-                idle_ns=0, evidence={k: v for k, v in c.items()},
-                suggestion=SUGGESTIONS["copy"], gap_rows=np.zeros(0, np.int64), cause="copy"))
+                id="", severity="low",
+                title=f"{cp['count']} {cp['kind']} copies ({cp['bytes']} bytes, {_fmt(cp['total_ns'])}) use pageable memory",
+                idle_ns=0, evidence={k: v for k, v in cp.items()},
+                suggestion=("Copy from pinned host memory (tensor.pin_memory(), once) with non_blocking=True: pageable "
+                            "copies are staged through a pinned buffer by the driver and block the host."),
+                gap_rows=np.zeros(0, np.int64), cause="copy"))
     if a.distortion and a.distortion["ratio"] > cfg.large_distortion:
         out.append(Finding(
             id="", severity="info", title=f"the profiler slowed this step {a.distortion['ratio']:.2f}x",
             idle_ns=0, evidence=dict(a.distortion),
-            suggestion=SUGGESTIONS["profiler"], gap_rows=np.zeros(0, np.int64), cause="profiler"))
+            suggestion=causes.get("profiler").suggestion, gap_rows=np.zeros(0, np.int64), cause="profiler"))
     counts: dict[str, int] = defaultdict(int)
     for f in out:
         base = f.cause or "finding"

@@ -25,9 +25,10 @@ from .thresholds import Thresholds
 #: Kind as plain ints: numpy compares a column with an IntEnum member ~10x slower than with an int
 KI = SimpleNamespace(**{k.name: int(k) for k in Kind})
 
-CAUSES = ("copy", "collective", "sync", "profiler", "allocator", "python", "launch", "host-idle")
-C = {c: i for i, c in enumerate(CAUSES)}
-BUCKETS = ("sync", "allocator", "runtime", "op", "python", "idle")
+from .causes import CAUSES  # noqa: E402,F401  (re-exported: the registry's live list of cause names)
+
+#: how the launching thread spent [t0, t_launch] (priority: sync > allocator > runtime > profiler > op > python)
+BUCKETS = ("sync", "allocator", "runtime", "profiler", "op", "python", "idle")
 
 
 @dataclass
@@ -212,7 +213,12 @@ class CpuSets:
         coll = (op | ann) & flags["coll_op"][nid]
         host_op = op & ~has_rt & ~coll & ~sync & (model.dur_ns >= cfg.host_op_ns)
         alloc = ((rt | op) & flags["alloc"][nid]) | (py & flags["empty_cache"][nid])
+        # the profiler's own work on a thread: record_function enter/exit (the built-ins, torch's profiler.py
+        # frames, the profiler:: ops below them), prof.step(), and Kineto's overhead events
+        ov = (kind == KI.OVERHEAD) & on_cpu
+        prof = ((py | op) & flags["profiler_frame"][nid]) | ov
         self.blocking_copy = rt & flags["blocking_copy"][nid]
+        self.host_op = host_op
         if on_cpu.any():
             base = int(ts[on_cpu].min())
             span = int(end[on_cpu].max()) - base + 2
@@ -227,27 +233,34 @@ class CpuSets:
             return GroupedCoverage(trk[i], ts[i], end[i], base, span)
 
         self.sync_mask = sync
+        # nested unions, one per priority level of the breakdown
         self.sync = gc(sync)
-        self.u2 = gc(sync | alloc)
-        self.u3 = gc(sync | alloc | rt)
-        self.u3h = gc(sync | alloc | rt | host_op)
+        self.sync_alloc = gc(sync | alloc)
+        self.to_runtime = gc(sync | alloc | rt)
+        self.to_profiler = gc(sync | alloc | rt | prof)
+        self.to_host_op = gc(sync | alloc | rt | prof | host_op)
         launcher = py & flags["launcher_frame"][nid]
-        self.u4 = gc(sync | alloc | rt | op | launcher)
-        self.u5 = gc(sync | alloc | rt | op | py | ann)
+        self.to_op = gc(sync | alloc | rt | prof | op | launcher)
+        self.any_activity = gc(sync | alloc | rt | prof | op | py | ann)
         self.bcopy = gc(self.blocking_copy)
         self.coll = gc(coll)
+        self.overhead = gc(ov)
 
     def breakdown(self, thread, a, b) -> dict[str, np.ndarray]:
-        """ns of [a, b) per activity on each thread (python < op < runtime < allocator < sync priority)."""
-        c1 = self.sync.covered(thread, a, b)
-        c2 = self.u2.covered(thread, a, b)
-        c3 = self.u3.covered(thread, a, b)
-        c3h = self.u3h.covered(thread, a, b)
-        c4 = self.u4.covered(thread, a, b)
-        c5 = self.u5.covered(thread, a, b)
+        """ns of [a, b) per activity on each thread, each instant counted once, in the priority
+        sync > allocator > runtime > profiler > op > python (host computation in long CPU-only ops counts
+        as python) > idle."""
+        c_sync = self.sync.covered(thread, a, b)
+        c_alloc = self.sync_alloc.covered(thread, a, b)
+        c_rt = self.to_runtime.covered(thread, a, b)
+        c_prof = self.to_profiler.covered(thread, a, b)
+        c_host = self.to_host_op.covered(thread, a, b)
+        c_op = self.to_op.covered(thread, a, b)
+        c_any = self.any_activity.covered(thread, a, b)
         w = np.maximum(np.asarray(b, np.int64) - np.asarray(a, np.int64), 0)
-        return {"sync": c1, "allocator": c2 - c1, "runtime": c3 - c2, "op": c4 - c3h, "python": (c5 - c4) + (c3h - c3),
-                "idle": w - c5}
+        return {"sync": c_sync, "allocator": c_alloc - c_sync, "runtime": c_rt - c_alloc,
+                "profiler": c_prof - c_rt, "op": c_op - c_host, "python": (c_any - c_op) + (c_host - c_prof),
+                "idle": w - c_any}
 
 
 def _ancestor_mark(parent: np.ndarray, start: np.ndarray, allowed: np.ndarray) -> np.ndarray:
@@ -296,8 +309,65 @@ def default_threads(model: TraceModel) -> dict[int, int]:
     return out
 
 
+@dataclass
+class RuleContext:
+    """What the cause rules (``causes/*.py``) see: one entry per gap, all numpy arrays of the same length
+    except ``model``, ``cfg``, ``flags`` and ``cpu``. Times are integer ns."""
+
+    model: TraceModel
+    cfg: Thresholds
+    flags: dict
+    cpu: "CpuSets"
+    n: int
+    device: np.ndarray
+    t0: np.ndarray
+    t1: np.ndarray
+    g: np.ndarray  # gap duration
+    launch: np.ndarray  # launching call of the next kernel, or -1
+    has_launch: np.ndarray
+    thread: np.ndarray  # launching thread (a CPU track), or -1
+    t_launch: np.ndarray  # launch time clipped to [t0, t1]
+    w: np.ndarray  # t_launch - t0: the CPU's part of the gap
+    wpos: np.ndarray
+    #: the next kernel was launched before the gap began (a graph's nodes, kernels launched ahead)
+    queued: np.ndarray
+    #: launched so early that less than ``late_launch_share`` of the gap lies before the launch
+    late: np.ndarray
+    #: after its launch, the kernel waited far longer than this trace's usual launch-to-start latency
+    long_wait: np.ndarray
+    bd: dict  # breakdown of [t0, t_launch] on the launching thread (BUCKETS)
+    dispatch: np.ndarray  # op + runtime + sync + allocator time of the breakdown
+    copy_share: np.ndarray  # ns of the gap covered by copies/memsets on the device
+    bcopy_share: np.ndarray  # ns of the gap the launching thread spent in blocking copy calls
+    coll_dev_share: np.ndarray  # ns of the gap covered by collective kernels on the device
+    coll_thr_share: np.ndarray  # ns of the gap the launching thread spent in collective ops
+    in_sync_at_t0: np.ndarray
+    sync_in_gap: np.ndarray
+    overhead_share: np.ndarray  # ns of the gap covered by profiler overhead events on the launching thread
+    #: the launch call itself (e.g. a cudaGraphLaunch uploading its graph) ran on the CPU for most of the gap
+    in_launch: np.ndarray
+
+
+def _typical_launch_delay(model: TraceModel, flags) -> int:
+    """Median launch-to-start latency of kernels launched one by one (graph replays excluded: all their
+    kernels hang off one launch call); 10 µs when the trace has none."""
+    k = np.flatnonzero((model.kind == KI.KERNEL) & (model.launch >= 0))
+    if k.size:
+        L = model.launch[k]
+        single = ~flags["graph_launch"][model.name_id[L]]
+        d = model.ts_ns[k[single]] - model.ts_ns[L[single]]
+        d = d[d >= 0]
+        if d.size:
+            return int(np.median(d))
+    return 10_000
+
+
 def classify(model: TraceModel, cols: dict, cfg: Thresholds, flags=None, cpu: CpuSets | None = None):
-    """Cause index per gap plus the columns the details need (launch, thread, breakdown)."""
+    """Cause index per gap plus the columns the details need (launch, thread, breakdown). The rules are
+    the registry's (``causes/``), tried in order; a gap no rule claims gets the largest of python,
+    dispatch (launch) and idle (host-idle) in its breakdown."""
+    from . import causes as registry
+
     flags = flags if flags is not None else name_flags(model.names)
     cpu = cpu if cpu is not None else CpuSets(model, flags, cfg)
     dev = cols["device"].astype(np.int64)
@@ -316,9 +386,8 @@ def classify(model: TraceModel, cols: dict, cfg: Thresholds, flags=None, cpu: Cp
     # the launch call's thread must be a CPU thread
     is_cpu_track = np.array([t.kind is TrackKind.CPU for t in model.tracks] + [False], dtype=bool)
     thread = np.where(is_cpu_track[np.where(thread >= 0, thread, len(model.tracks))], thread, -1)
-    tl = np.where(has_l, model.ts_ns[np.where(has_l, launch, 0)], t1)
-    tl = np.maximum(tl, t0)
-    tl = np.minimum(tl, t1)
+    lts = np.where(has_l, model.ts_ns[np.where(has_l, launch, 0)], t1)
+    tl = np.minimum(np.maximum(lts, t0), t1)
     w = tl - t0
 
     kind, ts, end = model.kind, model.ts_ns, model.ts_ns + model.dur_ns
@@ -332,35 +401,34 @@ def classify(model: TraceModel, cols: dict, cfg: Thresholds, flags=None, cpu: Cp
     copy_cov = GroupedCoverage(ev_dev[cp], ts[cp], end[cp], base, span)
     nk = np.flatnonzero((kind == KI.KERNEL) & (ev_dev >= 0) & flags["coll_kernel"][model.name_id])
     coll_cov = GroupedCoverage(ev_dev[nk], ts[nk], end[nk], base, span)
-    ov = np.flatnonzero(kind == KI.OVERHEAD)
-    ov_cov = Coverage(ts[ov], end[ov])
 
-    most = cfg.most
-    copy_share = copy_cov.covered(dev, t0, t1)
-    bcopy_share = cpu.bcopy.covered(thread, t0, t1)
-    is_copy = (copy_share > most * g) | (bcopy_share > most * g)
-    is_coll = (coll_cov.covered(dev, t0, t1) > most * g) | (cpu.coll.covered(thread, t0, t1) > most * g)
     bd = cpu.breakdown(thread, t0, tl)
-    wpos = (tl - t0) > 0
-    in_sync_at_t0 = cpu.sync.touches(thread, t0 - cfg.sync_slack_ns, t0)
-    sync_in_gap = wpos & (bd["sync"] >= cfg.sync_share * (tl - t0)) & (bd["sync"] > 0)
-    # work already queued before the gap began (a CUDA graph's nodes, kernels launched ahead): the CPU
-    # cannot be the reason, whatever it was doing at t0
-    lts = np.where(has_l, model.ts_ns[np.where(has_l, launch, 0)], t1)
-    queued = has_l & (lts < t0)
-    is_sync = (in_sync_at_t0 | sync_in_gap) & (thread >= 0) & ~queued
-    is_prof = ov_cov.covered(t0, t1) > most * g
+    wpos = w > 0
     late = has_l & (w < cfg.late_launch_share * g)
-    is_alloc = wpos & (bd["allocator"] >= cfg.allocator_share * w) & (bd["allocator"] > 0)
-    is_py = wpos & (bd["python"] > most * w)
-    dispatch = bd["op"] + bd["runtime"] + bd["sync"] + bd["allocator"]
-    is_launch = late | (wpos & (dispatch > most * w))
-    is_hidle = (thread < 0) | (wpos & (bd["idle"] > most * w))
-    fallback = np.argmax(np.stack([bd["python"], dispatch, bd["idle"]]), axis=0) if n else np.zeros(0, np.int64)
-    fb = np.array([C["python"], C["launch"], C["host-idle"]], dtype=np.uint8)[fallback] if n else np.zeros(0, np.uint8)
-    conds = [is_copy, is_coll, is_sync, is_prof, is_alloc & ~late, is_py & ~late, is_launch, is_hidle]
-    cause = np.select(conds, [np.uint8(i) for i in range(len(CAUSES))], default=0).astype(np.uint8)
-    cause = np.where(np.any(np.stack(conds), axis=0), cause, fb).astype(np.uint8) if n else cause
+    wait_floor = max(cfg.wait_min_ns, cfg.wait_latency_factor * _typical_launch_delay(model, flags))
+    ctx = RuleContext(
+        model=model, cfg=cfg, flags=flags, cpu=cpu, n=n, device=dev, t0=t0, t1=t1, g=g, launch=launch,
+        has_launch=has_l, thread=thread, t_launch=tl, w=w, wpos=wpos,
+        queued=has_l & (lts < t0), late=late, long_wait=late & ((t1 - lts) > wait_floor),
+        bd=bd, dispatch=bd["op"] + bd["runtime"] + bd["sync"] + bd["allocator"],
+        copy_share=copy_cov.covered(dev, t0, t1), bcopy_share=cpu.bcopy.covered(thread, t0, t1),
+        coll_dev_share=coll_cov.covered(dev, t0, t1), coll_thr_share=cpu.coll.covered(thread, t0, t1),
+        in_sync_at_t0=cpu.sync.touches(thread, t0 - cfg.sync_slack_ns, t0),
+        sync_in_gap=wpos & (bd["sync"] >= cfg.sync_share * w) & (bd["sync"] > 0),
+        overhead_share=cpu.overhead.covered(thread, t0, t1),
+        in_launch=has_l & ((np.minimum(lts + np.where(has_l, model.dur_ns[np.where(has_l, launch, 0)], 0), t1)
+                            - np.maximum(lts, t0)) > cfg.most * g),
+    )
+    rules = registry.all_causes()
+    if n:
+        conds = [np.asarray(c.rule(ctx), dtype=bool) for c in rules]
+        cause = np.select(conds, [np.uint8(i) for i in range(len(rules))], default=0).astype(np.uint8)
+        fallback = np.argmax(np.stack([bd["python"], ctx.dispatch, bd["idle"]]), axis=0)
+        fb = np.array([registry.code("python"), registry.code("launch"), registry.code("host-idle")],
+                      dtype=np.uint8)[fallback]
+        cause = np.where(np.any(np.stack(conds), axis=0), cause, fb).astype(np.uint8)
+    else:
+        cause = np.zeros(0, np.uint8)
     return {
         "cause": cause,
         "launch": launch,

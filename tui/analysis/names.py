@@ -13,7 +13,7 @@ SYNC_RUNTIME = frozenset(
     {
         "cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaThreadSynchronize",
         "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize",
-        "hipStreamSynchronize", "hipDeviceSynchronize", "hipEventSynchronize",
+        "hipStreamSynchronize", "hipDeviceSynchronize", "hipEventSynchronize", "hipCtxSynchronize",
     }
 )
 #: synchronous (blocking) copies; the *Async variants are not listed
@@ -21,7 +21,11 @@ BLOCKING_COPY_RUNTIME = frozenset(
     {
         "cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyPeer", "cudaMemcpyFromSymbol",
         "cudaMemcpyToSymbol", "cudaMemset", "cuMemcpy", "cuMemcpyDtoH", "cuMemcpyDtoH_v2", "cuMemcpyHtoD",
-        "cuMemcpyHtoD_v2", "cuMemcpyDtoD_v2", "hipMemcpy",
+        "cuMemcpyHtoD_v2", "cuMemcpyDtoD_v2",
+        # HIP: the same calls, plus hipMemcpyWithStream (a synchronous copy ordered on a stream; what
+        # ``torch.tensor(..., device=...)`` and ``.to()`` without non_blocking call on ROCm)
+        "hipMemcpy", "hipMemcpy2D", "hipMemcpy3D", "hipMemcpyPeer", "hipMemcpyFromSymbol", "hipMemcpyToSymbol",
+        "hipMemset", "hipMemcpyDtoH", "hipMemcpyHtoD", "hipMemcpyDtoD", "hipMemcpyWithStream",
     }
 )
 #: aten ops that read a GPU value on the host. Ops that synchronise only for CUDA inputs (nonzero,
@@ -34,13 +38,25 @@ ALLOCATOR_RUNTIME = frozenset(
         "cudaMallocAsync", "cudaFreeAsync", "cudaHostRegister", "cudaHostUnregister",
         "cuMemAlloc", "cuMemAlloc_v2", "cuMemFree", "cuMemFree_v2", "cuMemHostAlloc", "cuMemFreeHost",
         "cuMemCreate", "cuMemRelease", "cuMemMap", "cuMemUnmap", "cuMemAddressReserve", "cuMemAddressFree",
-        "hipMalloc", "hipFree", "hipHostMalloc", "hipHostFree",
+        "hipMalloc", "hipFree", "hipHostMalloc", "hipHostFree", "hipHostAlloc", "hipFreeHost", "hipMallocHost",
+        "hipMallocManaged", "hipMallocAsync", "hipFreeAsync", "hipHostRegister", "hipHostUnregister",
+        "hipExtMallocWithFlags", "hipMemCreate", "hipMemRelease", "hipMemMap", "hipMemUnmap",
+        "hipMemAddressReserve", "hipMemAddressFree",
     }
 )
+#: calls that make a stream wait for an event recorded on another stream (a cross-stream dependency)
+STREAM_WAIT_RUNTIME = frozenset({"cudaStreamWaitEvent", "cuStreamWaitEvent", "hipStreamWaitEvent"})
+#: calls that record an event on a stream (the other end of a stream wait)
+EVENT_RECORD_RUNTIME = frozenset(
+    {"cudaEventRecord", "cudaEventRecordWithFlags", "cuEventRecord", "cuEventRecordWithFlags",
+     "hipEventRecord", "hipEventRecordWithFlags"}
+)
+#: a whole captured graph launched by one call: its kernels share the call's correlation id
+GRAPH_LAUNCH_RUNTIME = frozenset({"cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch"})
 ALLOCATOR_OPS = frozenset({"empty_cache", "torch.cuda.empty_cache", "aten::empty_cache"})
 LAUNCH_RUNTIME_RE = re.compile(
-    r"^(cudaLaunch|cuLaunch|cudaGraphLaunch|cuGraphLaunch|hipLaunch|hipExtLaunch|hipModuleLaunch|hipGraphLaunch"
-    r"|cudaMemcpyAsync|cudaMemsetAsync|hipMemcpyAsync|hipMemsetAsync)"
+    r"^(cudaLaunch|cuLaunch|cudaGraphLaunch|cuGraphLaunch|hipLaunch|hipExtLaunch|hipModuleLaunch|hipExtModuleLaunch"
+    r"|hipGraphLaunch|cudaMemcpyAsync|cudaMemsetAsync|hipMemcpyAsync|hipMemsetAsync)"
 )
 #: Python frames that are kernel launchers (generated Inductor wrappers, Triton's launcher): their time is
 #: dispatch, like an aten op's, not user Python work
@@ -59,6 +75,13 @@ CAPTURE_FRAME_RE = re.compile(r"(^|/)capture/(recorder|cli|__main__|__init__)\.p
 #: the capture's step ranges; like ``ProfilerStep#N`` they wrap a whole step and say nothing about a gap
 STEP_ANNOTATION_RE = re.compile(r"^(ProfilerStep#|gapscope\.step#)")
 
+
+#: the profiler's own frames and ops: record_function enter/exit (torch's profiler.py context manager, the
+#: built-ins and the ``profiler::`` ops it calls) and the profiler's step/record machinery
+PROFILER_FRAME_RE = re.compile(
+    r"((^|/)torch/autograd/profiler\.py\(|(^|/)torch/profiler/profiler\.py\(|^profiler::_record_function"
+    r"|^<built-in method _record_function_(enter|exit))"
+)
 
 _BUILTIN_FRAME_RE = re.compile(r"^<built-in (?:method|function) ?(?P<name>[\w.]*)")
 #: built-ins behind ``torch.profiler.record_function`` ranges: cheap normally, costly while profiling
@@ -92,7 +115,8 @@ def name_flags(names: list[str]) -> dict[str, np.ndarray]:
     n = len(names)
     f = {k: np.zeros(n, dtype=bool) for k in ("sync_rt", "blocking_copy", "sync_op", "alloc", "launch", "coll_op",
                                                    "coll_kernel", "user_frame", "empty_cache", "launcher_frame",
-                                                   "capture_frame")}
+                                                   "capture_frame", "profiler_frame", "graph_launch",
+                                                   "stream_wait", "step_range", "event_record")}
     for i, nm in enumerate(names):
         if nm in SYNC_RUNTIME:
             f["sync_rt"][i] = True
@@ -104,6 +128,12 @@ def name_flags(names: list[str]) -> dict[str, np.ndarray]:
             f["alloc"][i] = True
         if "empty_cache" in nm:
             f["empty_cache"][i] = True
+        if nm in STREAM_WAIT_RUNTIME:
+            f["stream_wait"][i] = True
+        if nm in EVENT_RECORD_RUNTIME:
+            f["event_record"][i] = True
+        if nm in GRAPH_LAUNCH_RUNTIME:
+            f["graph_launch"][i] = True
         if LAUNCH_RUNTIME_RE.match(nm):
             f["launch"][i] = True
         if COLLECTIVE_OP_RE.match(nm):
@@ -112,6 +142,10 @@ def name_flags(names: list[str]) -> dict[str, np.ndarray]:
             f["coll_kernel"][i] = True
         if LAUNCHER_FRAME_RE.search(nm):
             f["launcher_frame"][i] = True
+        if STEP_ANNOTATION_RE.match(nm):
+            f["step_range"][i] = True
+        if PROFILER_FRAME_RE.search(nm):
+            f["profiler_frame"][i] = True
         if CAPTURE_FRAME_RE.search(nm):
             f["capture_frame"][i] = True
         elif PY_FRAME_RE.match(nm) and not _LIB_PATH_RE.search(nm):

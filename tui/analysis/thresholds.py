@@ -39,9 +39,34 @@ Cause rules (see ../shared/design/gap-causes.md; the first rule that holds wins)
 ``large_distortion`` (1.3)
     A capture whose profiled step took more than 1.3x its un-profiled reference gets a warning:
     CPU-side causes are then inflated by the profiler itself.
+``wait_latency_factor`` (4), ``wait_min_ns`` (20000)
+    ``gpu-wait``: the next kernel was queued before the gap began, or launched early in it (see
+    ``late_launch_share``) and then waited longer than max(20 µs, 4x the trace's median launch-to-start
+    latency of kernels launched one by one) to start. The CPU had already issued it: the GPU waited on
+    something else (an event from another stream or process, its own graph dispatch, work not traced).
 ``late_launch_share`` (0.5)
     When the launch call was issued so early that less than this share of the gap lies in
     [t0, t_launch], the CPU was not the bottleneck: the gap is launch-to-start latency ("launch").
+
+Several ranks (see ranks/):
+
+``clock_tolerance_ns`` (100000)
+    Collective end times of two ranks (after the trace time bases) that differ by less than this are
+    "lined up"; beyond it a warning names the rank and the offset.
+``clock_min_matches`` (3)
+    Fewest matched calls whose end times can correct a clock offset.
+``startup_skew_share`` (0.5)
+    A leading collective is start-up skew, not a straggler, when the ranks' arrivals measured from each
+    rank's own first event spread by at most this share of their spread on the common clock (the profilers
+    started that far apart and each rank went straight to the collective), and that spread exceeds
+    ``clock_tolerance_ns``. Only the first collectives (until one does not qualify) can be start-up skew.
+``late_blame_share`` (0.2)
+    A frame is blamed for a late rank when its excess own time (the late rank's minus the other ranks'
+    median, in the intervals between collective launches) is at least this share of how late the rank was
+    in those calls (per call the longest wait of another rank). A host that is evenly slower spreads its
+    excess over many frames, none of which reaches it.
+``late_blame_top`` (3)
+    At most this many blamed frames are named.
 """
 
 from __future__ import annotations
@@ -59,8 +84,15 @@ class Thresholds:
     min_listed_gap_ns: int = 2_000
     large_distortion: float = 1.3
     late_launch_share: float = 0.5
+    wait_latency_factor: int = 4
+    wait_min_ns: int = 20_000
     #: findings: at most this many gaps get a full stack to build a signature (largest first)
     max_detailed_gaps: int = 2_000
+    clock_tolerance_ns: int = 100_000
+    clock_min_matches: int = 3
+    startup_skew_share: float = 0.5
+    late_blame_share: float = 0.2
+    late_blame_top: int = 3
 
 
 DEFAULT = Thresholds()

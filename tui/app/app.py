@@ -17,19 +17,26 @@ from textual.message import Message
 from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
+from ..analysis.names import display_frame
 from ..errors import GapscopeError
+from ..trace.model import Kind
 from . import glyphs as G
 from .lanes import col_to_time, time_to_col
 from .panels import RowCachedTable, event_text, header_text, stack_text
 from .safe import ascii_safe, safe, short_kernel
 from .scene import Scene
 from .screens import DetailScreen, ErrorScreen, HelpScreen
-from .timefmt import fmt_dur
+from .timefmt import fmt_at, fmt_dur
 from .textview import TextView
 from .timeline import Axis, LanesView
 
 #: gap list rows shown at most (the list is sorted by size; the rest are one `n` away in the lanes)
 MAX_LIST = 500
+
+#: terminals narrower than this get the short gap list (no row number, short cause names)
+NARROW = 120
+#: cause names in the gap list of a narrow terminal
+SHORT_CAUSE = {"collective": "coll", "profiler": "prof", "allocator": "alloc", "host-idle": "host"}
 
 #: models of this many events and more have their objects moved out of the collector's reach once loaded
 FREEZE_EVENTS = 100_000
@@ -54,7 +61,9 @@ class GapList(RowCachedTable):
     from the edge it crossed) instead of creeping one row at a time: stepping through the gaps with `n` scrolled
     the list, and redrew all its rows and its scroll bar, on two presses in three; now on one in ~25."""
 
-    BINDINGS = [Binding("enter", "app.detail", "detail", show=False)]
+    BINDINGS = [Binding("enter", "app.detail", "detail", show=False),
+                Binding("j", "cursor_down", "next gap", show=False),
+                Binding("k", "cursor_up", "previous gap", show=False)]
     #: rows of the next page drawn ahead after each cursor move
     AHEAD = 2
     _last_row = 0  # the cursor's row at the last move (which way it goes)
@@ -130,8 +139,8 @@ class GapscopeApp(App):
     #header { height: auto; max-height: 5; background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
     #views { height: 1fr; }
     #lanesview { height: 1fr; }
-    #timeline { height: auto; max-height: 65%; min-height: 3; }
-    #lanes { height: auto; max-height: 100%; }
+    #timeline { height: auto; min-height: 3; }
+    #lanes { height: auto; }
     #bottom { height: 1fr; min-height: 4; }
     #gaplist { width: 11fr; scrollbar-size-horizontal: 0; scrollbar-size-vertical: 1; }
     #stack { scrollbar-size-vertical: 1; }
@@ -173,6 +182,11 @@ class GapscopeApp(App):
         Binding("2", "view('kernels')", "kernels", show=False),
         Binding("3", "view('findings')", "findings", show=False),
         Binding("t", "next_trace", "trace", show=False),
+        Binding("D", "diff", "diff", key_display="D", show=False),
+        Binding("o", "origin", "time origin", show=False),
+        Binding("v", "link", "launch/kernel", show=False),
+        Binding("m", "mark", "range", show=False),
+        Binding("M", "mark_range", "range of a step", show=False),
         Binding("e", "export", "export"),
         Binding("g", "legend", "legend", show=False),
         Binding("question_mark,f1", "help", "help"),
@@ -201,6 +215,9 @@ class GapscopeApp(App):
         self._frozen = False  # gc.freeze() done for a large trace (undone on exit)
         self._tables_mounted = False  # the kernels and findings views (mounted when first shown)
         self._gc_threshold = gc.get_threshold()
+        self._header_lines = 2
+        self._narrow: bool | None = None  # the gap list's columns are those of a terminal under NARROW columns
+        self._tables_width = 0  # the terminal width the kernels table was filled for
         # set once the first trace's lanes are on screen: the analysis thread starts after that, so it does not
         # hold the GIL while the first frame is drawn
         self._painted = threading.Event()
@@ -231,11 +248,7 @@ class GapscopeApp(App):
         if self.glyphs.ascii:
             self.screen.add_class("-ascii")
         gl = self.query_one("#gaplist", DataTable)
-        gl.add_column(Text("#"), key="n", width=3)
-        gl.add_column(Text("idle", justify="right"), key="dur", width=7)
-        gl.add_column(Text("cause"), key="cause", width=10)
-        gl.add_column(Text("at", justify="right"), key="at", width=7)
-        gl.add_column(Text("next op"), key="next")
+        self._gap_columns(gl, self.size.width < NARROW)
         if not self.scenes and self.error is None:
             self._progress(self._loading or f"loading {os.path.basename(self.paths[0])} ... (Esc cancels)")
         self.lanes.focus()
@@ -554,6 +567,7 @@ class GapscopeApp(App):
             self.fill_gap_list()
             self.fill_tables()
             if sc.selected >= 0 and not moved:
+                sc.visited = True
                 self.goto_gap(sc.selected)
             self.refresh_all()
             # again: the gap list's and tables' rows were made after the freeze above, and a full collection
@@ -574,6 +588,9 @@ class GapscopeApp(App):
         self.query_one("#axis", Axis).scene = sc
         self.fill_gap_list()
         self.fill_tables()
+        if not sc.visited and sc.order.size and sc.selected >= 0:
+            sc.visited = True  # a tab opens on its largest gap, as the first one does
+            self.goto_gap(sc.selected)
         self.refresh_all()
 
     def refresh_header(self) -> None:
@@ -582,7 +599,25 @@ class GapscopeApp(App):
             return
         hd = self.query_one("#header", Static)
         width = hd.size.width or self.size.width
-        hd.update(header_text(sc, self.current, len(self.scenes), self.glyphs, width=width))
+        text = header_text(sc, self.current, len(self.scenes), self.glyphs, width=width)
+        hd.update(text)
+        self._fit_lanes(min(len(text.plain.split("\n")), 5))
+
+    def _fit_lanes(self, header_lines: int | None = None) -> None:
+        """The lanes' height cap, as rows: what the screen has left after the header, the axis, the status and
+        key lines, shared with the gap list (half each on a short terminal, 60% to the lanes on a tall one).
+        The lanes' own height is the cap (not a percentage of a parent that clips them), so scrolling a lane
+        into view scrolls it into what is shown."""
+        if header_lines is None:
+            header_lines = self._header_lines
+        self._header_lines = header_lines
+        h = self.size.height
+        avail = max(h - header_lines - 2 - 2, 0)
+        cap = max(int(avail * (0.5 if h < 36 else 0.6)), 1)
+        lv = self.lanes
+        if lv.styles.max_height is None or int(lv.styles.max_height.value) != cap:
+            lv.styles.max_height = cap
+            self.call_after_refresh(lv.ensure_cursor_visible)
 
     def refresh_all(self) -> None:
         self.refresh_header()
@@ -592,6 +627,11 @@ class GapscopeApp(App):
 
     def refresh_view(self) -> None:
         self._status_msg = ""  # messages last until the next move
+        sc = self.scene
+        if sc is not None and len(sc.rows()) != self.lanes.virtual_size.height:
+            # lanes folded or unfolded by the move (nothing in view)
+            self.lanes.sync_rows()
+            self.lanes.ensure_cursor_visible()
         self.lanes.refresh()
         self.query_one("#axis", Axis).refresh()
         self.refresh_status()
@@ -619,13 +659,22 @@ class GapscopeApp(App):
                 parts.append(f"find '{sc.search_query}': no match")
         if sc.cause_filter is not None:
             parts.append(f"filter: {self._cause_name(sc.cause_filter)}")
+        if sc.finding_filter is not None:
+            parts.append(f"gaps of {sc.finding_filter}: {sc.order.size} (n/N walk them, Esc: all gaps)")
         rows = sc.rows()
-        if rows and 0 <= sc.lane_cursor < len(rows):
-            ev = self.event_under_cursor()
-            if ev >= 0:
-                m = sc.model
-                parts.append(f"{m.name(ev)} {self.d(m.dur_ns[ev])}")
-        parts.append(f"cursor {self.d(v.cursor - v.lo)}")
+        ev = self.event_under_cursor() if rows and 0 <= sc.lane_cursor < len(rows) else -1
+        if ev >= 0:
+            m = sc.model
+            gpu = int(m.kind[ev]) in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
+            nm = short_kernel(m.name(ev)) if gpu else display_frame(m.name(ev))
+            parts.append(f"{nm} {self.d(m.dur_ns[ev])}")
+        if sc.set_link(sc.active, ev):
+            self.lanes.refresh()  # the mark of the other end moved
+        if sc.link is not None:
+            other = sc.parts[sc.link[0]].model
+            what = "launched by" if int(other.kind[sc.link[1]]) in (Kind.RUNTIME, Kind.DRIVER) else "launches"
+            parts.append(f"{what} {short_kernel(other.name(sc.link[1]))} (v jumps)")
+        parts.append(f"cursor {self.d(v.cursor - sc.origin)}" + (" (trace time)" if sc.time_mode == "trace" else ""))
         # fixed height: no layout pass, only this line is redrawn
         self.query_one("#status", Static).update(Text(self._text("  " + " | ".join(parts)), no_wrap=True,
                                                       overflow=self._ov), layout=False)
@@ -638,12 +687,30 @@ class GapscopeApp(App):
         except Exception:  # noqa: BLE001
             return str(i)
 
+    def _gap_columns(self, gl: DataTable, narrow: bool) -> None:
+        """The gap list's columns. A narrow terminal drops the row number (the stack panel says "gap 3/723")
+        and shortens the cause names, so the next op keeps some room."""
+        self._narrow = narrow
+        if not narrow:
+            gl.add_column(Text("#"), key="n", width=3)
+        gl.add_column(Text("idle", justify="right"), key="dur", width=8)
+        gl.add_column(Text("cause"), key="cause", width=6 if narrow else 10)
+        gl.add_column(Text("at", justify="right"), key="at", width=9)
+        gl.add_column(Text("next op"), key="next")
+
     def fill_gap_list(self) -> None:
         gl = self.query_one("#gaplist", DataTable)
-        gl.clear()
+        narrow = self.size.width < NARROW
+        if narrow != self._narrow:
+            gl.clear(columns=True)
+            self._gap_columns(gl, narrow)
+        else:
+            gl.clear()
         sc = self.scene
         if sc is None or not sc.any_analysis:
             return
+        origin = sc.origin
+        first = [] if narrow else [Text("")]  # the "#" cell when there is a "#" column
         for pos, gid in enumerate(sc.order[:MAX_LIST].tolist()):
             pt = sc.parts[int(sc.g_part[gid])]
             row = int(sc.g_row[gid])
@@ -657,16 +724,22 @@ class GapscopeApp(App):
                 r = pt.model.rank
                 name = f"r{r if r is not None else int(sc.g_part[gid])} {name}"
             gl.add_row(
-                Text(str(pos + 1)),
+                *([] if narrow else [Text(str(pos + 1))]),
                 Text(self.d(sc.g_dur[gid]), justify="right"),
-                Text(cause, style=G.CAUSE_COLOURS.get(cause, "")),
-                Text(self.d(int(sc.g_start[gid]) - sc.view.lo), justify="right"),
+                Text(SHORT_CAUSE.get(cause, cause) if narrow else cause, style=G.CAUSE_COLOURS.get(cause, "")),
+                Text(fmt_at(int(sc.g_start[gid]) - origin, ascii=self.glyphs.ascii), justify="right"),
                 Text(self._text(name), no_wrap=True, overflow=self._ov),
                 key=str(pos),
             )
         if sc.order.size > MAX_LIST:
-            gl.add_row(Text("..."), Text(""), Text(f"{sc.order.size - MAX_LIST} more", style="dim"), Text(""),
-                       Text("n walks all of them", style="dim"), key="more")
+            gl.add_row(*first, Text("...", justify="right"), Text(f"{sc.order.size - MAX_LIST} more", style="dim"),
+                       Text(""), Text("n walks all of them", style="dim"), key="more")
+        listed, total, lim = sc.listed_counts()
+        if total > listed and sc.cause_filter is None:
+            # the report counts every gap; the list holds those the report lists (Analysis.listed_rows)
+            gl.add_row(*first, Text(f"+{total - listed}", justify="right", style="dim"),
+                       Text("gaps", style="dim"), Text(f"< {self.d(lim)}", justify="right", style="dim"),
+                       Text("not listed (in every total)", style="dim"), key="short")
         if 0 <= sc.selected < min(sc.order.size, MAX_LIST):
             gl.move_cursor(row=sc.selected, animate=False)
 
@@ -691,20 +764,36 @@ class GapscopeApp(App):
         ft = self.query_one("#findings", DataTable)
         kt.clear(columns=True)
         ft.clear(columns=True)
+        self._tables_width = self.size.width
         if sc is None or sc.analysis is None:
             kt.add_column(Text("kernels appear once the analysis is done"))
             ft.add_column(Text("findings appear once the analysis is done"))
             return
-        a = sc.analysis
-        for c in ("kernel", "calls", "total", "%", "floor", "bound", "op", "shapes"):
-            kt.add_column(Text(c), key=c)
-        for i, k in enumerate((getattr(a, "kernels", None) or [])[:200]):
-            kt.add_row(Text(self._text(short_kernel(k.name))[:60], no_wrap=True, overflow=self._ov),
-                       Text(str(k.count)),
-                       Text(self.d(k.total_ns)), Text(f"{float(k.pct):.1f}"),
-                       Text(self.d(k.floor_ns) if getattr(k, "floor_ns", None) else "-"),
-                       Text(str(k.bound or "-")), Text(self._text(str(k.op or "-"))),
-                       Text(self._text(str(k.shapes or "-"))[:40], no_wrap=True, overflow=self._ov), key=str(i))
+        # the columns that fit the width (the info box below the table shows every field of the kernel); the
+        # kernel's name gets what is left. A multi-rank tab lists every rank's kernels with a rank column.
+        width = self.size.width
+        cols = [("calls", 6), ("total", 9), ("%", 5), ("floor", 9), ("bound", 7)]
+        if self._tables_multi(sc):
+            cols.insert(0, ("rank", 4))
+        if width >= 110:
+            cols.append(("op", 16))
+        if width >= 150:
+            cols.append(("shapes", 24))
+        name_w = max(width - 1 - sum(w + 2 for _, w in cols) - 2, 12)
+        kt.add_column(Text("kernel"), key="kernel", width=name_w)
+        for c, w in cols:
+            kt.add_column(Text(c, justify="left" if c in ("bound", "op", "shapes") else "right"), key=c, width=w)
+        for pi, i, k in self._kernels(sc):
+            cells = {"rank": Text(str(self._rank_of(sc, pi)), justify="right"),
+                     "calls": Text(str(k.count), justify="right"),
+                     "total": Text(self.d(k.total_ns), justify="right"),
+                     "%": Text(f"{float(k.pct):.1f}", justify="right"),
+                     "floor": Text(self.d(k.floor_ns) if getattr(k, "floor_ns", None) else "-", justify="right"),
+                     "bound": Text(str(k.bound or "-")),
+                     "op": Text(self._text(str(k.op or "-")), no_wrap=True, overflow=self._ov),
+                     "shapes": Text(self._text(str(k.shapes or "-")), no_wrap=True, overflow=self._ov)}
+            kt.add_row(Text(self._text(short_kernel(k.name)), no_wrap=True, overflow=self._ov),
+                       *(cells[c] for c, _ in cols), key=f"{pi}:{i}")
         cols = ("#", "rank", "severity", "idle", "finding") if sc.multi else ("#", "severity", "idle", "finding")
         for c in cols:
             ft.add_column(Text(c), key=c)
@@ -716,6 +805,22 @@ class GapscopeApp(App):
             ft.add_row(*cells, key=f"{pi}:{i}")
         self._show_kernel_info(0)
         self._show_finding_info(0)
+
+    @staticmethod
+    def _tables_multi(sc: Scene) -> bool:
+        return sc.multi and sum(pt.analysis is not None for pt in sc.parts) > 1
+
+    def _kernels(self, sc: Scene | None) -> list:
+        """(part, index, kernel) of the kernels view: the active trace's; in a multi-rank tab every rank's,
+        largest total first (a rank column says whose), 200 at most."""
+        if sc is None:
+            return []
+        parts = range(len(sc.parts)) if self._tables_multi(sc) else [sc.active]
+        out = [(pi, i, k) for pi in parts for i, k in enumerate(getattr(sc.parts[pi].analysis, "kernels", None)
+                                                                  or [])]
+        if self._tables_multi(sc):
+            out.sort(key=lambda e: (-int(e[2].total_ns), e[0], e[1]))
+        return out[:200]
 
     @staticmethod
     def _rank_of(sc: Scene, pi: int):
@@ -739,12 +844,20 @@ class GapscopeApp(App):
         a, _, b = str(key).partition(":")
         return (int(a), int(b)) if a.isdigit() and b.isdigit() else None
 
-    def _show_kernel_info(self, i: int) -> None:
+    def _show_kernel_info(self, i: int | tuple[int, int]) -> None:
         sc = self.scene
-        ks = (getattr(sc.analysis, "kernels", None) or []) if sc and sc.analysis else []
+        k = None
+        if isinstance(i, tuple):
+            pt = sc.parts[i[0]] if sc is not None and i[0] < len(sc.parts) else None
+            ks = (getattr(pt.analysis, "kernels", None) or []) if pt is not None else []
+            k = ks[i[1]] if 0 <= i[1] < len(ks) else None
+        else:
+            ks = self._kernels(sc)
+            k = ks[i][2] if 0 <= i < len(ks) else None
         t = Text()
-        if 0 <= i < len(ks):
-            k = ks[i]
+        if k is not None:
+            if sc.multi:
+                t.append(f"rank {self._rank_of(sc, i[0] if isinstance(i, tuple) else ks[i][0])}: ", style="bold")
             t.append(self._text(k.name) + "\n", style="bold bright_cyan")
             t.append(self._text(f"{k.count} calls, {self.d(k.total_ns)} total ({float(k.pct):.1f}% of kernel time)"))
             if getattr(k, "floor_ns", None):
@@ -770,18 +883,28 @@ class GapscopeApp(App):
             t.append(self._text(f.title) + "\n", style="bold")
             t.append(self._text(f"{f.severity}, {self.d(f.idle_ns)} of GPU idle explained, "
                                 f"{np.asarray(getattr(f, 'gap_rows', ())).size} gaps") + "\n")
+            pa = pt.analysis if isinstance(i, tuple) and pt is not None else getattr(sc, "analysis", None)
+            # the projected saving (analysis/replay.py); computed here only for traces small enough to replay at once
+            if pa is not None and ("projection" in vars(pa) or pa.model.n < 200_000):
+                pj = pa.projection
+                s = pj.saving_ns.get(f.id)
+                if s is not None:
+                    how = "un-profiled, calibrated" if pj.calibrated else "profiled time"
+                    t.append(self._text(f"fix → −{self.d(s)} per step (−{pj.saving_pct(f.id):.1f}%), {how}: "
+                                        f"{pj.what.get(f.id, '')}") + "\n", style="bold")
             if f.suggestion:
                 t.append("suggestion: ", style="bold green")
                 t.append(self._text(str(f.suggestion)) + "\n")
             for k, v in list((f.evidence or {}).items())[:12]:
                 t.append(self._text(f"  {k}: {v}")[:300] + "\n", style="dim")
-            t.append("Enter: go to its largest gap", style="dim")
+            t.append("Enter: its gaps in the gap list (n walks them, Esc: all gaps)", style="dim")
         self.query_one("#findinginfo", Static).update(t)
 
     @on(DataTable.RowHighlighted, "#kernels")
     def _kernel_highlighted(self, ev: DataTable.RowHighlighted) -> None:
-        if ev.row_key is not None and str(ev.row_key.value).isdigit():
-            self._show_kernel_info(int(ev.row_key.value))
+        k = self._finding_key(ev.row_key.value) if ev.row_key is not None else None
+        if k is not None:
+            self._show_kernel_info(k)
 
     @on(DataTable.RowHighlighted, "#findings")
     def _finding_highlighted(self, ev: DataTable.RowHighlighted) -> None:
@@ -792,9 +915,10 @@ class GapscopeApp(App):
     @on(DataTable.RowSelected, "#kernels")
     def _kernel_selected(self, ev: DataTable.RowSelected) -> None:
         sc = self.scene
-        if sc is None or sc.analysis is None or ev.row_key is None or not str(ev.row_key.value).isdigit():
+        key = self._finding_key(ev.row_key.value) if ev.row_key is not None else None
+        if sc is None or key is None or sc.parts[key[0]].analysis is None:
             return
-        k = sc.analysis.kernels[int(ev.row_key.value)]
+        k = sc.parts[key[0]].analysis.kernels[key[1]]
         self._switch_view("lanes")
         if sc.search(k.name):
             self._show_match(sc.current_match())
@@ -900,17 +1024,16 @@ class GapscopeApp(App):
             return
         f = sc.parts[k[0]].analysis.findings[k[1]]
         rows = np.asarray(getattr(f, "gap_rows", []), dtype=np.int64)
-        if rows.size:
-            sc.apply_filter(None)
-            gid = np.flatnonzero((sc.g_part == k[0]) & np.isin(sc.g_row, rows))
-            gid = gid[np.argsort(-sc.g_dur[gid], kind="stable")][:1]
-            where = np.flatnonzero(sc.order == int(gid[0])) if gid.size else gid
+        n = self._findings(sc).index((k[0], k[1], f)) + 1 if (k[0], k[1], f) in self._findings(sc) else k[1] + 1
+        if rows.size and sc.apply_finding(k[0], rows, f"finding {n}"):
+            # the gap list holds this finding's gaps, largest first: n / N walk them, Esc shows all gaps again
             self._switch_view("lanes")
             self.fill_gap_list()
-            if where.size:
-                self.goto_gap(int(where[0]))
+            self.goto_gap(0)
             self.lanes.focus()
             self.refresh_bindings()
+        else:
+            self.refresh_status("this finding lists no gap")
 
     # ================================================================ view actions
     def action_pan(self, frac: float) -> None:
@@ -956,7 +1079,8 @@ class GapscopeApp(App):
         if sc is None:
             return
         ln = sc.cursor_lane()
-        if ln is None:
+        if ln is None or (ln.iv is None and ln.segs is None):
+            self.refresh_status("[ ]: no events on this row")
             return
         v = sc.view
         if ln.iv is not None:
@@ -1001,10 +1125,29 @@ class GapscopeApp(App):
 
     def action_expand(self) -> None:
         sc = self.scene
-        if sc is not None and sc.toggle_expand():
+        if sc is None:
+            return
+        rows = sc.rows()
+        row = rows[sc.lane_cursor] if 0 <= sc.lane_cursor < len(rows) else None
+        if row is not None and row.lane is None:
+            # a folded row shows its lanes (every lane, until space on a group header folds them again)
+            if row.folded or not sc.fold_empty:
+                sc.fold_empty = not sc.fold_empty
+                sc.invalidate_rows()
+                self.lanes.sync_rows()
+                self.lanes.ensure_cursor_visible()
+                self.refresh_view()
+                self.refresh_status("every lane shown (space on a group header folds the empty ones again)"
+                                    if not sc.fold_empty else "lanes with nothing in view folded")
+            else:
+                self.refresh_status("space: nothing to expand on a group header")
+            return
+        if sc.toggle_expand():
             self.lanes.sync_rows()
             self.lanes.ensure_cursor_visible()
             self.refresh_view()
+        else:
+            self.refresh_status("space: only a CPU thread with a recorded stack expands")
 
     def action_cause(self, d: int) -> None:
         sc = self.scene
@@ -1039,18 +1182,123 @@ class GapscopeApp(App):
             self.query_one(f"#{name}", DataTable).focus()
         self.refresh_bindings()
 
+    def action_diff(self) -> None:
+        """Before/after (tui/app/diffview.py): this tab (A) against the next one (B)."""
+        pair = self._diff_pair()
+        if pair is None:
+            self.refresh_status("D compares two analysed single-trace tabs: open two traces")
+            return
+        self.refresh_status("comparing the two traces step by step ...")
+        self._build_diff(*pair)
+
+    @work(thread=True, exclusive=True, group="diff")
+    def _build_diff(self, a, b) -> None:
+        """The diff's own lanes and comparison are built off the event loop (seconds on a large trace)."""
+        from .diffview import DiffScene, DiffScreen
+
+        try:
+            sc = DiffScene(a.path, a.model, a.analysis, b.path, b.model, b.analysis)
+        except Exception as exc:  # noqa: BLE001 - one line in the status bar, the explorer stays
+            if os.environ.get("GAPSCOPE_DEBUG"):
+                raise
+            self.call_from_thread(self.refresh_status, f"before/after failed ({type(exc).__name__}: {exc})")
+            return
+        self.call_from_thread(self.push_screen, DiffScreen(sc, self.glyphs))
+
+    def _diff_pair(self):
+        if len(self.scenes) < 2:
+            return None
+        a, b = self.scene, self.scenes[(self.current + 1) % len(self.scenes)]
+        if a is None or a.multi or b.multi or a.analysis is None or b.analysis is None:
+            return None
+        return a.part, b.part
+
     def action_next_trace(self) -> None:
         if len(self.scenes) > 1:
             self.show_scene((self.current + 1) % len(self.scenes))
+        else:
+            self.refresh_status("t: one trace loaded, no other tab")
+
+    def action_mark(self) -> None:
+        """`m`: mark the cursor's time; the second `m` selects the range between the two and shows its stats."""
+        sc = self.scene
+        if sc is None:
+            return
+        t = sc.view.cursor
+        if sc.mark is None or sc.mark == t:
+            sc.mark, sc.span_sel = t, None
+            self.refresh_view()
+            self.refresh_status(f"range starts at +{self.d(t - sc.origin)}: move the cursor, m again ends it")
+            return
+        a, b = sorted((sc.mark, t))
+        sc.mark = None
+        self._show_range(a, b)
+
+    def action_mark_range(self) -> None:
+        """`M`: the range (step, record_function) or event under the cursor as the selected range."""
+        sc = self.scene
+        if sc is None:
+            return
+        ln = sc.cursor_lane()
+        ev = self.event_under_cursor()
+        if ln is not None and ln.kind == "ranges" and ln.segs is not None:
+            r = ln.segs.cells(np.array([sc.view.cursor, sc.view.cursor + 1], dtype=np.int64))[0]
+            if r >= 0:
+                self._show_range(int(ln.segs.starts[r]), int(ln.segs.ends[r]))
+                return
+        if ev >= 0:
+            m = sc.model
+            s = int(m.ts_ns[ev]) + sc.offset
+            self._show_range(s, s + max(int(m.dur_ns[ev]), 1))
+            return
+        self.refresh_status("M: put the cursor on a step, a range or an event (or use m twice)")
+
+    def _show_range(self, a: int, b: int) -> None:
+        from .rangestats import range_text
+
+        sc = self.scene
+        sc.span_sel = (a, max(b, a + 1))
+        self.refresh_view()
+        self.push_screen(DetailScreen(range_text(sc, a, max(b, a + 1), self.glyphs), self.glyphs.ascii))
+
+    def action_link(self) -> None:
+        """Jump between a kernel and its launch (the other end marked on the lanes)."""
+        sc = self.scene
+        if sc is None:
+            return
+        if sc.link is None:
+            self.refresh_status("v: put the cursor on a kernel, a copy or a launch call first")
+            return
+        part, ev, row, t = sc.link
+        sc.view.ensure_visible(t)
+        r = sc.row_of_event(ev, part)
+        if r >= 0:
+            sc.lane_cursor = r
+            self.lanes.ensure_cursor_visible()
+        self.refresh_view()
+
+    def action_origin(self) -> None:
+        """Times from the analysed window's start (the report's) or in the trace's own time."""
+        sc = self.scene
+        if sc is None:
+            return
+        sc.time_mode = "trace" if sc.time_mode == "window" else "window"
+        self.fill_gap_list()
+        self.refresh_all()
+        self.refresh_status("times: " + ("the trace's own timestamps" if sc.time_mode == "trace"
+                                         else "from the analysed window's start, as the report"))
 
     # ================================================================ search
     async def action_search(self) -> None:
         inp = self._search_box()
         if inp is None:
-            inp = SearchInput(placeholder="find a kernel or op by name (Enter: next, Shift+Enter: previous, "
-                                          "Esc: done)", id="search")
+            inp = SearchInput(placeholder="find a kernel or op by name (Enter: find, then n / N: next / previous "
+                                          "match, Esc: done)", id="search")
             await self.mount(inp, before=self.query_one("#status"))
         inp.add_class("-on")
+        sc = self.scene
+        if sc is not None and sc.search_query and not inp.value:
+            inp.value = sc.search_query
         inp.focus()
 
     def _search_box(self) -> Input | None:
@@ -1073,6 +1321,12 @@ class GapscopeApp(App):
                 self.refresh_status()
         else:
             self._step_match(1)
+        if sc.matches.size:
+            # the box closes and the keys go back to the lanes: n / N step through the matches (the status
+            # line says so), Esc ends the search; / opens the box again on the query
+            ev.input.remove_class("-on")
+            self.lanes.focus()
+            self.refresh_bindings()
 
     def _step_match(self, d: int) -> None:
         sc = self.scene
@@ -1149,7 +1403,8 @@ class GapscopeApp(App):
             return
         self.last_export = paths
         self.refresh_status("wrote " + ", ".join(paths))
-        self.notify(self._text("wrote\n" + "\n".join(paths)), title="export", timeout=8)
+        # one line each: the text is made safe line by line (safe() shows a newline inside a name as "\n")
+        self.notify("\n".join(self._text(s) for s in ["wrote", *paths]), title="export", timeout=8)
 
     def action_escape(self) -> None:
         if self._loading is not None:
@@ -1168,6 +1423,17 @@ class GapscopeApp(App):
         sw = self.query_one("#views", ContentSwitcher)
         if sw.current != "lanesview":
             self._switch_view("lanes")
+        elif sc is not None and (sc.mark is not None or sc.span_sel is not None):
+            sc.mark = sc.span_sel = None  # the range selection ends
+            self.refresh_view()
+            self.refresh_status("range cleared")
+        elif sc is not None and (sc.finding_filter is not None or sc.cause_filter is not None):
+            keep = sc.selected_gap  # every gap again, the selected one still selected
+            sc.apply_filter(None)
+            self.fill_gap_list()
+            where = np.flatnonzero(sc.order == keep)
+            self.goto_gap(int(where[0]) if where.size else 0)
+            self.refresh_status("all gaps")
 
     # ================================================================ enabling keys
     def check_action(self, action: str, parameters: tuple) -> bool | None:
@@ -1183,7 +1449,11 @@ class GapscopeApp(App):
                 return None
             return True
         if action == "next_trace":
-            return True if len(self.scenes) > 1 else None
+            return True if self.scenes else None
+        if action in ("origin", "link", "mark", "mark_range"):
+            return True if sc is not None else None
+        if action == "diff":
+            return True if self._diff_pair() is not None else None
         if action in ("pan", "zoom", "fit", "cursor", "event", "expand", "search", "detail", "export"):
             if sc is None:
                 return None
@@ -1194,10 +1464,15 @@ class GapscopeApp(App):
         return True
 
     def on_resize(self, event) -> None:
+        self._fit_lanes()
         if self.scene is not None:
             self.lanes.sync_rows()
             if self.scene.multi:
                 self.refresh_header()  # the ranks line is fitted to the width
+            if (self.size.width < NARROW) != self._narrow:
+                self.fill_gap_list()  # the cause column's width and names follow the width
+            if self._tables_mounted and self.size.width != self._tables_width:
+                self.fill_tables()  # the kernels' columns follow the width
 
 
 def group_scenes(models: list) -> list[Scene]:

@@ -3,33 +3,40 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rich.style import Style
 
+from ..analysis import causes as _causes
 from .lanes import C_ALLOC, C_LAUNCH, C_OP, C_PYTHON, C_SYNC
 
-#: cause index (position in tui.analysis.CAUSES) -> one letter drawn on the gap row
-CAUSE_LETTERS = {
-    "copy": "C",
-    "collective": "N",
-    "sync": "S",
-    "profiler": "P",
-    "allocator": "A",
-    "python": "Y",
-    "launch": "L",
-    "host-idle": "H",
-}
-CAUSE_COLOURS = {
-    "copy": "magenta",
-    "collective": "cyan",
-    "sync": "red",
-    "profiler": "bright_black",
-    "allocator": "bright_magenta",
-    "python": "green",
-    "launch": "yellow",
-    "host-idle": "white",
-}
+class _FromRegistry(Mapping):
+    """cause -> one attribute of its registry entry (tui/analysis/causes/), always current."""
+
+    def __init__(self, attr: str):
+        self.attr = attr
+        self._cache: tuple[int, dict] = (-1, {})
+
+    def _d(self) -> dict:
+        v = _causes.version()
+        if self._cache[0] != v:
+            self._cache = (v, {c.name: getattr(c, self.attr) for c in _causes.all_causes()})
+        return self._cache[1]
+
+    def __getitem__(self, k):
+        return self._d()[k]
+
+    def __iter__(self):
+        return iter(self._d())
+
+    def __len__(self) -> int:
+        return len(self._d())
+
+
+#: cause -> the letter drawn on the gap row, and its one colour everywhere
+CAUSE_LETTERS = _FromRegistry("letter")
+CAUSE_COLOURS = _FromRegistry("colour")
 
 
 @dataclass(frozen=True)

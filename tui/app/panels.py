@@ -12,8 +12,9 @@ from textual.widgets import DataTable
 
 from ..trace.model import Kind
 from . import glyphs as G
+from ..analysis.names import display_frame
 from .safe import ascii_safe, safe
-from .scene import Scene
+from .scene import Scene, device_label
 from .timefmt import fmt_dur
 
 KIND_LABEL = {
@@ -172,20 +173,26 @@ def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs, width: i
     t.text = Text(no_wrap=True, overflow="crop" if glyphs.ascii else "ellipsis")
     m = scene.model
     sep = f" {glyphs.sep} "
-    t.add("gapscope", "bold")
-    t.add(sep).add(scene.title(), "bold")
+    # a narrow terminal: no program name, the GPU without its vendor, torch without its build suffix
+    narrow = width is not None and width < 100
+    if not narrow:
+        t.add("gapscope", "bold").add(sep)
+    t.add(scene.title(), "bold")
     if count > 1:
         t.add(f" [{index + 1}/{count}]")
     a = scene.analysis
     devs = m.gpu_devices()
     if devs:
         d = devs[0]
-        nm = m.device_name(d)
-        t.add(sep).add(f"cuda:{d}" + (f" {nm}" if nm else "") + (f" +{len(devs) - 1}" if len(devs) > 1 else ""))
+        lab = device_label(m, d)
+        if narrow:
+            lab = lab.replace(" NVIDIA ", " ").replace(" AMD ", " ")
+        t.add(sep).add(lab + (f" +{len(devs) - 1}" if len(devs) > 1 else ""))
     if m.rank is not None:
         t.add(sep).add(f"rank {m.rank}")
     tv = torch_version(m)
-    t.add(sep).add(f"torch {tv}" if tv else "torch ?")
+    if tv:  # nothing when the trace does not say (no "torch ?")
+        t.add(sep).add(f"torch {tv.split('+')[0] if narrow else tv}")
     t.nl()
     sep0 = ""
     if a is not None and getattr(a, "devices", None):
@@ -193,9 +200,14 @@ def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs, width: i
         t.add(f"window {t.d(ds.window_ns)}")
         pct = int(ds.idle_ns) * 100 / max(int(ds.window_ns), 1)
         t.add(sep).add("GPU idle ").add(f"{pct:.1f}%", "bold yellow" if pct >= 20 else "bold")
+        v = verdict_of(scene)
+        if v is not None:
+            t.add(sep).add(v.kind, _VERDICT_STYLE.get(v.kind, "bold"))
         top = biggest_cause(scene)
         if top:
-            t.add(sep).add("biggest cause: ").add(top, "bold red")
+            t.add(sep).add("biggest cause: ").add(top, "bold " + G.CAUSE_COLOURS.get(top.split(" ")[0], "red"))
+        if v is not None and v.graph_text():
+            t.add(sep).add(v.graph_text())
     else:
         t.add(f"window {t.d(scene.view.hi - scene.view.lo)}")
         if a is not None:
@@ -208,10 +220,20 @@ def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs, width: i
             t.nl()
             for seg, style in line:
                 t.add(seg, style)
-    warns = header_warnings(scene)
+    warns = header_warnings(scene, narrow=narrow)
     for w in warns:
         t.nl().add(f"{glyphs.warn} {w}", "bold black on yellow")
     return t.text
+
+
+_VERDICT_STYLE = {"gpu-bound": "bold green", "host-bound": "bold yellow", "mixed": "bold"}
+
+
+def verdict_of(scene: Scene):
+    """The first device's verdict (gpu-bound, host-bound, mixed), or None before the analysis."""
+    a = scene.analysis
+    vs = getattr(a, "verdicts", None) if a is not None and getattr(a, "devices", None) else None
+    return vs[0] if vs else None
 
 
 def biggest_cause(scene: Scene) -> str | None:
@@ -296,7 +318,7 @@ def ranks_line(scene: Scene, glyphs: G.Glyphs, width: int | None = None) -> list
     return build([ents[j] for j in keep], True, len(ents) - len(keep))
 
 
-def header_warnings(scene: Scene) -> list[str]:
+def header_warnings(scene: Scene, narrow: bool = False) -> list[str]:
     out = []
     # ranks of one job: what the clock check said, and a cross-rank analysis that failed
     cw = list(getattr(scene, "clock_warnings", None) or [])
@@ -319,9 +341,17 @@ def header_warnings(scene: Scene) -> list[str]:
             lim = DEFAULT.large_distortion
         except Exception:
             lim = 1.3
-        if dist["ratio"] > lim:
-            out.append(f"capture distortion {dist['ratio']:.2f}x (profiled / unprofiled time): "
-                       "CPU-side causes look bigger than they are")
+        noisy = [w for w in (getattr(a, "warnings", None) or []) if w.startswith("times on this node vary")][:1] \
+            if dist.get("timing_noisy") else []  # the capture's un-profiled times spread widely (tui.analysis.core)
+        if narrow and noisy:  # one line at 80 columns: "times on this node vary 1.7x" is its first clause
+            vary = noisy[0].split(";")[0].replace("times on this node ", "")
+            out.append(f"profiler distortion {dist['ratio']:.2f}x uncertain: un-profiled times {vary}")
+        else:
+            if dist["ratio"] > lim:
+                out.append(f"profiler distortion {dist['ratio']:.2f}x: CPU-side causes look bigger" if narrow else
+                           f"capture distortion {dist['ratio']:.2f}x (profiled / unprofiled time): "
+                           "CPU-side causes look bigger than they are")
+            out += noisy
     # what the loader found odd (cut off, repaired, skipped): the first, and how many more `gapscope info` lists
     loaded = [w for part in (getattr(scene, "parts", None) or [scene]) for w in (part.model.warnings or [])]
     if loaded:
@@ -344,20 +374,35 @@ def frame_line(t: T, f, indent: int) -> None:
         # Kineto names Python frames "file(line): function": show the function, then where it is
         t.add(name[len(file) + len(str(line)) + 4:], style).add(f"  {file}:{line}", "dim")
     else:
-        t.add(name, style)
+        t.add(display_frame(name), style)  # as the report: a built-in without its "of <object at 0x...>"
         if file:
             t.add(f"  {file}" + (f":{line}" if line is not None else ""), "dim")
     t.nl()
 
 
-def frames_block(t: T, frames, full: bool, keep: int = 10) -> None:
-    """Frames outermost first; in the panel only the innermost ``keep`` (the ones a person fixes)."""
-    frames = list(frames)
+def frames_block(t: T, frames, full: bool, keep: int = 10, outer: int = 0) -> None:
+    """Frames (given outermost first) drawn innermost first: the frames a person fixes come first, the runpy
+    and CLI frames last. In the panel only the innermost ``keep``; ``outer`` more frames, shared with a stack
+    shown above, are folded into one line."""
+    frames = list(frames)[::-1]
     hidden = 0 if full else max(len(frames) - keep, 0)
+    for i, f in enumerate(frames[:len(frames) - hidden]):
+        frame_line(t, f, 0)
     if hidden:
         t.add(f"  ... {hidden} outer frames (Enter shows all)", "dim").nl()
-    for i, f in enumerate(frames[hidden:]):
-        frame_line(t, f, i)
+    if outer:
+        t.add(f"  ... the {outer} outer frames of the stack above", "dim").nl()
+
+
+def common_outer(a, b) -> int:
+    """How many outermost frames stacks ``a`` and ``b`` share (same event, or same kind and name)."""
+    n = 0
+    for x, y in zip(a, b):
+        if (getattr(x, "event", None), x.name) != (getattr(y, "event", None), y.name) and \
+                (x.kind, x.name) != (y.kind, y.name):
+            break
+        n += 1
+    return n
 
 
 def stack_text(scene: Scene, glyphs: G.Glyphs, *, full: bool = False) -> Text:
@@ -382,15 +427,19 @@ def stack_text(scene: Scene, glyphs: G.Glyphs, *, full: bool = False) -> Text:
     g = a.gaps
     s, e, dev = scene.gap_span(scene.selected_gap)
     t.add(f"gap {scene.selected + 1}/{scene.order.size} ", "bold")
+    listed, total, lim = scene.listed_counts()
+    if total > listed and scene.cause_filter is None:
+        # the report counts every gap; the list only those the report lists (at least min_listed_gap_ns)
+        t.add(f"({total - listed} under {t.d(lim)} not listed, {total} in all) ", "dim")
     where = f"cuda:{dev}"
     if scene.multi:
         r = scene.model.rank
         where = f"rank {r if r is not None else scene.active} {where}"
-    t.add(t.d(g.dur_ns[row]), "bold yellow").add(f" idle on {where} at {t.d(s - scene.view.lo)}  ")
-    t.add("cause: ").add(det.cause, "bold red").nl()
+    t.add(t.d(g.dur_ns[row]), "bold yellow").add(f" idle on {where} at {_at(t, s - scene.origin, scene)}  ")
+    t.add("cause: ").add(det.cause, "bold " + G.CAUSE_COLOURS.get(det.cause, "red")).nl()
     t.add(det.explanation).nl()
     if det.stack:
-        t.add("CPU stack at gap start (outermost first):", "bold").nl()
+        t.add("CPU stack at gap start (innermost first):", "bold").nl()
         frames_block(t, det.stack, full)
     else:
         t.add("CPU stack at gap start: nothing recorded", "bold").nl()
@@ -412,9 +461,19 @@ def stack_text(scene: Scene, glyphs: G.Glyphs, *, full: bool = False) -> Text:
         t.add(" via ").add(det.launch, "yellow")
     t.nl()
     if det.launch_stack:
-        t.add("launch stack:", "bold").nl()
-        frames_block(t, det.launch_stack, full)
+        # a diff against the gap-start stack: the frames they share are one line
+        same = common_outer(det.stack or [], det.launch_stack)
+        if same == len(det.launch_stack) and same == len(det.stack or []):
+            t.add("launch stack: the same as at gap start", "bold").nl()
+        else:
+            t.add("launch stack (innermost first, below the frames it shares with the gap start):", "bold").nl()
+            frames_block(t, det.launch_stack[same:], full, outer=same)
     return t.text
+
+
+def _at(t: T, ns: int, scene: Scene) -> str:
+    """A time as the report writes it: +x from the window start, or the trace's own time."""
+    return t.d(ns) + " (trace time)" if scene.time_mode == "trace" else "+" + t.d(ns)
 
 
 def _args_line(t: T, args: dict, keys) -> None:
@@ -430,8 +489,9 @@ def event_text(scene: Scene, ev: int, glyphs: G.Glyphs) -> Text:
     kl = KIND_LABEL.get(k, "event")
     dur = int(m.dur_ns[ev])
     tr = m.tracks[int(m.track[ev])]
-    t.add(f"{kl}: ", "bold").add(m.name(ev), "bold bright_cyan").nl()
-    t.add(f"  start {t.d(int(m.ts_ns[ev]) + scene.offset - scene.view.lo)}  duration {t.d(dur)}  on {tr.name}").nl()
+    t.add(f"{kl}: ", "bold").add(display_frame(m.name(ev)), "bold bright_cyan").nl()
+    start = _at(t, int(m.ts_ns[ev]) + scene.offset - scene.origin, scene)
+    t.add(f"  start {start}  duration {t.d(dur)}  on {tr.name}").nl()
     args = m.event_args(ev)
     if k == Kind.KERNEL:
         _args_line(t, args, ("grid", "block", "registers per thread", "shared memory", "blocks per SM",
@@ -468,15 +528,15 @@ def event_text(scene: Scene, ev: int, glyphs: G.Glyphs) -> Text:
         _args_line(t, args, ("Input Dims", "Input type", "Concrete Inputs", "stream"))
     frames = _full_stack(scene, stack_ev) if stack_ev >= 0 else None
     if frames:
-        t.add("stack (outermost first):", "bold").nl()
+        t.add("stack (innermost first):", "bold").nl()
         frames_block(t, frames, True)
     elif stack_ev >= 0:
         anc = m.ancestors(stack_ev)[::-1] + [stack_ev]
         if len(anc) > 1 or stack_ev != ev:
-            t.add("stack (outermost first):", "bold").nl()
-            for i, e in enumerate(anc[-40:]):
+            t.add("stack (innermost first):", "bold").nl()
+            for e in anc[-40:][::-1]:  # the model's own parent chain (no analysis stack index)
                 kk = KIND_LABEL.get(int(m.kind[e]), "?")
-                t.add(f"  {kk[:6]:<6} ", "dim").add("  " * min(i, 8)).add(m.name(e)).nl()
+                t.add(f"  {kk[:6]:<6} ", "dim").add(display_frame(m.name(e))).nl()
     return t.text
 
 

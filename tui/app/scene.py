@@ -36,10 +36,47 @@ class Row:
 
     lane: Lane | None
     title: str = ""
+    folded: tuple = ()  # lanes with nothing in view, folded into this one row
 
     @property
     def key(self) -> str:
-        return self.lane.key if self.lane is not None else f"group:{self.title}"
+        if self.lane is not None:
+            return self.lane.key
+        return f"fold:{self.title}" if self.folded else f"group:{self.title}"
+
+
+def lane_empty(ln: Lane, t0: int, t1: int) -> bool:
+    """Nothing of lane ``ln`` in [t0, t1) (gap rows are never empty: they are where gaps are walked)."""
+    if ln.kind == "gaps":
+        return False
+    edges = np.array([t0, t1], dtype=np.int64)
+    for u in (ln.union, ln.busy_all):
+        if u is not None:
+            return int(u.covered(edges)[0]) <= 0
+    if ln.segs is not None:  # disjoint pieces: starts and ends both sorted
+        i = int(np.searchsorted(ln.segs.starts, t1, side="left"))
+        j = int(np.searchsorted(ln.segs.ends, t0, side="right"))
+        return i <= j
+    if ln.iv is not None and len(ln.iv):
+        i = int(np.searchsorted(ln.iv.starts, t1, side="left"))
+        return i == 0 or int(ln.iv.ends[:i].max()) <= t0
+    return True
+
+
+def device_label(model, dev: int) -> str:
+    """``cuda:N`` and the GPU's name: its deviceProperties entry, else the one name every entry shares (a GPU
+    track numbered unlike its deviceProperties, as on some ROCm traces)."""
+    nm = model.device_name(dev)
+    props = [p for p in model.devices if isinstance(p, dict)]
+    if not nm:
+        names = {str(p.get("name")) for p in props if p.get("name")}
+        nm = names.pop() if len(names) == 1 else None
+    if not nm:  # no name recorded (some ROCm traces): what `gapscope info` shows, SMs and memory
+        p = next((p for p in props if p.get("id") == dev), props[0] if props else None)
+        sms, mem = (p.get("numSms"), p.get("totalGlobalMem")) if p else (None, None)
+        if isinstance(sms, int) and isinstance(mem, (int, float)):
+            nm = f"({sms} SMs, {mem / 2**30:.0f} GiB)"
+    return f"cuda:{dev}" + (f" {nm}" if nm else "")
 
 
 def _base_ns(model: TraceModel) -> int | None:
@@ -86,12 +123,54 @@ class Scene:
         self.all_listed = np.zeros(0, dtype=np.int64)
         self.selected = -1  # position in self.order
         self.cause_filter: int | None = None
+        self.finding_filter: str | None = None  # the gap list holds one finding's gaps (Enter on a finding)
         self.lane_cursor = 0
         self.search_query = ""
         self.matches = np.zeros(0, dtype=np.int64)
         self.match_parts = np.zeros(0, dtype=np.int64)
         self.match_pos = -1
         self._rows: list[Row] | None = None
+        self._full: list[Row] | None = None  # every row, before the lanes with nothing in view are folded
+        self._rows_key: int | None = None  # the view span the rows were folded for
+        self.fold_empty = True
+        #: the other end of the launch under the cursor: (part, event, display row, aligned time), or None
+        self.link: tuple | None = None
+        self.mark: int | None = None  # `m`: one end of a range, aligned ns
+        self.span_sel: tuple[int, int] | None = None  # the selected range [a, b), aligned ns
+        self._launched: dict = {}  # part -> (runtime call ids sorted, the first GPU event each launched)
+        #: what times are counted from: "window" (the analysed window's start, as the report) or "trace"
+        #: (the trace's own timestamps)
+        self.time_mode = "window"
+        self._win0: int | None = None  # the analysed window's start (aligned), set when analyses land
+        self.visited = False  # shown once on screen (a tab opens on its largest gap the first time)
+
+    @property
+    def origin(self) -> int:
+        """Aligned time shown as 0: the analysed window's start (``Analysis.window_start_ns``, the report's
+        origin; the earliest rank's in a multi-rank tab), the trace's start until the analysis is in, or in
+        "trace" mode the active trace's own time 0."""
+        if self.time_mode == "trace":
+            return self.offset
+        # (Analysis.window_start_ns walks the devices: ~0.8 ms on a 100 MB trace, and the axis asks per frame)
+        return self._win0 if self._win0 is not None else self.view.lo
+
+    @property
+    def origin_label(self) -> str:
+        return "trace time" if self.time_mode == "trace" else "from window start"
+
+    def listed_counts(self) -> tuple[int, int, int]:
+        """(listed, all, shortest listed ns) over the analysed parts: listed gaps are those
+        ``Analysis.listed_rows()`` lists (at least ``min_listed_gap_ns``); all of them are counted in totals."""
+        listed = total = 0
+        lim = 0
+        for pt in self.parts:
+            if pt.analysis is None:
+                continue
+            total += len(pt.analysis.gaps)
+            listed += int(np.count_nonzero(np.asarray(pt.analysis.gaps.dur_ns[:len(pt.analysis.gaps)])
+                                           >= pt.min_listed_ns))
+            lim = max(lim, pt.min_listed_ns)
+        return listed, total, lim
 
     def _align_ranks(self, models: list[TraceModel], offsets: list[int]) -> list[int]:
         """Time bases checked against the collectives' end times (tui.analysis.ranks.align_clocks): a rank
@@ -171,17 +250,71 @@ class Scene:
 
     # ------------------------------------------------------------------ rows
     def rows(self) -> list[Row]:
-        if self._rows is None:
-            self._rows = self._build_rows()
-            self.lane_cursor = min(self.lane_cursor, max(len(self._rows) - 1, 0))
+        """The display rows: lanes with nothing in view are folded, two or more of one group into one line
+        (never the lane under the cursor, an expanded thread, or a gap row). The lane cursor stays on its lane
+        when rows come and go.
+
+        The fold is decided again when the zoom changes by 2x or more, not on every move: a change in the
+        number of rows is a layout of the whole screen (~45 ms at 200x50 on a 100 MB trace), and pans that
+        folded and unfolded a lane each time made every pan that slow (bench_open --keys-only)."""
+        if self._full is None:
+            self._full = self._build_rows()
+        span = self.view.t1 - self.view.t0
+        key = self._rows_key
+        if self._rows is None or key is None or not key // 2 < span < key * 2:
+            old = self._rows
+            cur = old[self.lane_cursor].key if old and 0 <= self.lane_cursor < len(old) else None
+            new = self._fold(self._full, cur) if self.fold_empty else self._full
+            self._rows_key = span
+            if old is None or len(new) != len(old) or any(a.key != b.key for a, b in zip(new, old)):
+                self._rows = new
+                if cur is not None:
+                    for i, r in enumerate(new):
+                        if r.key == cur:
+                            self.lane_cursor = i
+                            break
+                self.lane_cursor = min(self.lane_cursor, max(len(new) - 1, 0))
         return self._rows
+
+    def _fold(self, full: list[Row], cur: str | None) -> list[Row]:
+        t0, t1 = self.view.t0, self.view.t1
+        out: list[Row] = []
+        group: list[Row] = []
+
+        def flush():
+            empty = [r for r in group if r.lane is not None and r.key != cur
+                     and not (r.lane.kind == "cpu" and r.lane.expanded) and lane_empty(r.lane, t0, t1)]
+            if len(empty) < 2:
+                out.extend(group)
+            else:
+                gone = {id(r) for r in empty}
+                names = ", ".join(r.lane.label for r in empty)
+                title = f"{len(empty)} lanes empty here: {names}"
+                placed = False
+                for r in group:
+                    if id(r) not in gone:
+                        out.append(r)
+                    elif not placed:
+                        out.append(Row(None, title, folded=tuple(x.lane for x in empty)))
+                        placed = True
+            group.clear()
+
+        for r in full:
+            if r.lane is None:
+                flush()
+                out.append(r)
+            else:
+                group.append(r)
+        flush()
+        return out
 
     def invalidate_rows(self) -> None:
         self._rows = None
+        self._full = None
+        self._rows_key = None
 
     def _device_title(self, model: TraceModel, dev: int, rank) -> str:
-        nm = model.device_name(dev)
-        t = f"cuda:{dev}" + (f" {nm}" if nm else "")
+        t = device_label(model, dev)
         return (f"rank {rank} · " if rank is not None else "") + t
 
     def _build_rows(self) -> list[Row]:
@@ -246,7 +379,7 @@ class Scene:
             pt.analysis = a
             pt.min_listed_ns = int(min_listed_ns)
         self._merge_gaps()
-        self.apply_filter(self.cause_filter)
+        self.apply_filter(self.cause_filter)  # (a finding's filter ends when analyses land)
         self.invalidate_rows()
 
     def rank_summary(self) -> list[dict]:
@@ -265,29 +398,23 @@ class Scene:
                 continue
             if getattr(a, "devices", None):
                 e["idle_pct"] = float(a.idle_pct)
-            rm = getattr(a, "rank_match", None)
-            if not isinstance(rm, dict):
+            rm = getattr(a, "cross_rank", None)  # ranks.RankMatch
+            if rm is None:
                 continue
-            rk = str(rank)
-            by: dict = {}
-            for r in getattr(a, "rank_collectives", None) or []:
-                w = float((r.get("wait_by_rank_us") or {}).get(rk, 0.0))
-                lr = r.get("late_rank")
-                if w > 0 and lr is not None and str(lr) != rk:
-                    by[lr] = by.get(lr, 0.0) + w
-            if by:
-                e["wait_ns"] = int(round(sum(by.values()) * 1e3))
-                e["wait_for"] = max(by, key=lambda k: by[k])
-            for f in getattr(a, "findings", None) or []:
-                if getattr(f, "id", None) == f"collective-wait-{rk}":
-                    e["skew"] = bool((f.evidence or {}).get("startup_skew"))
-            for le in rm.get("late") or []:
-                if str(le.get("rank")) == rk and le.get("count") and 2 * le["count"] >= max(le.get("of") or 0, 1):
-                    b = (le.get("before") or [None])[0] or {}
-                    e["late"] = (int(le["count"]), int(le.get("of") or 0), b.get("func") or b.get("frame"))
+            st = rm.stats(rank)
+            if st is not None and (st.wait_ns or st.startup_wait_ns):
+                e["wait_ns"] = int(st.wait_ns or st.startup_wait_ns)
+                e["wait_for"] = st.wait_for if st.wait_ns else (rm.startup.late_rank if rm.startup else None)
+                e["skew"] = not st.wait_ns  # all of it profiler start-up skew
+            le = rm.late_rank(rank)
+            if le is not None and le.count and 2 * le.count >= max(le.of, 1):
+                b = (le.blamed or [None])[0]
+                e["late"] = (int(le.count), int(le.of), b.func if b else None)
         return out
 
     def _merge_gaps(self) -> None:
+        starts = [int(pt.analysis.window_start_ns) + pt.offset for pt in self.parts if pt.analysis is not None]
+        self._win0 = min(starts) if starts else None
         cols = {k: [] for k in ("part", "row", "start", "end", "dur", "cause", "device")}
         for pi, pt in enumerate(self.parts):
             a = pt.analysis
@@ -319,7 +446,20 @@ class Scene:
             self.gap_lanes[key] = ln
             self.gap_cover[key] = UnionIndex(st, en)
 
+    def apply_finding(self, part: int, rows, label: str) -> int:
+        """Only the gaps of one finding (its ``gap_rows`` in part ``part``), largest first; returns how many."""
+        rows = np.asarray(rows, dtype=np.int64)
+        ids = self.all_listed[(self.g_part[self.all_listed] == part) & np.isin(self.g_row[self.all_listed], rows)]
+        self.cause_filter = None
+        self.finding_filter = label
+        self.order = ids
+        self.selected = 0 if ids.size else -1
+        if self.selected >= 0:
+            self.active = int(self.g_part[ids[0]])
+        return int(ids.size)
+
     def apply_filter(self, cause: int | None) -> None:
+        self.finding_filter = None
         self.cause_filter = cause
         ids = self.all_listed
         if cause is not None:
@@ -400,6 +540,40 @@ class Scene:
             return -1
         self.match_pos = (self.match_pos + d) % self.matches.size
         return self.current_match()
+
+    def linked(self, part: int, ev: int) -> int:
+        """The other end of a launch: a kernel's (copy's) launching runtime call, or the GPU work a runtime
+        call launched; -1 when there is none."""
+        m = self.parts[part].model
+        if int(m.kind[ev]) in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET):
+            return int(m.launch[ev])
+        if int(m.kind[ev]) not in (Kind.RUNTIME, Kind.DRIVER):
+            return -1
+        inv = self._launched.get(part)
+        if inv is None:  # runtime call -> the first GPU event it launched (built once per trace)
+            gpu = np.flatnonzero(m.launch >= 0)
+            la = m.launch[gpu]
+            o = np.lexsort((m.ts_ns[gpu], la))
+            la, gpu = la[o], gpu[o]
+            first = np.ones(la.size, dtype=bool)
+            first[1:] = la[1:] != la[:-1]
+            inv = self._launched[part] = (la[first], gpu[first])
+        i = int(np.searchsorted(inv[0], ev))
+        return int(inv[1][i]) if i < inv[0].size and int(inv[0][i]) == ev else -1
+
+    def set_link(self, part: int, ev: int) -> bool:
+        """Mark the other end of event ``ev``'s launch (``self.link``: part, event, display row, aligned
+        time), or clear the mark (ev < 0). True when the mark changed."""
+        new = None
+        if ev >= 0:
+            other = self.linked(part, ev)
+            if other >= 0:
+                row = self.row_of_event(other, part)
+                t = int(self.parts[part].model.ts_ns[other]) + self.parts[part].offset
+                new = (part, other, row, t)
+        changed = new != self.link
+        self.link = new
+        return changed
 
     def row_of_event(self, ev: int, part: int | None = None) -> int:
         """The display row holding event ``ev`` of ``part`` (its stream / copy lane / thread), or -1."""

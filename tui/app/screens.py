@@ -18,15 +18,21 @@ KEYS = [
     ("shift+← → / H L", "move the cursor one cell"),
     ("[ ]", "cursor to the previous / next event on the lane"),
     ("↑ ↓ / j k", "move between lanes (gap list: between gaps)"),
-    ("space / x", "expand / collapse a CPU thread into its stack depth rows"),
+    ("space / x", "expand / collapse a CPU thread into its stack depth rows (on a folded row: every lane)"),
     ("0 / Home", "fit the whole trace"),
     ("f / z", "zoom to the selected gap"),
     ("c / C", "filter the gap list by cause (next / previous cause)"),
-    ("Enter", "detail of what is under the cursor (lanes) or of the gap (gap list)"),
-    ("/", "find a kernel or op by name; Enter / Shift+Enter or n / N step through matches, Esc ends"),
+    ("Enter", "detail of what is under the cursor (lanes) or of the gap (gap list); a finding: its gaps"),
+    ("/", "find a kernel or op by name; Enter finds, then n / N step through the matches, Esc ends"),
     ("Tab", "next pane: lanes, gap list, stack panel"),
     ("1 2 3", "views: lanes, kernels, findings"),
     ("t", "next loaded trace (prefill / decode ...)"),
+    ("D", "before/after: this trace against the next one, step by step (gapscope diff A B)"),
+    ("o", "times from the analysed window's start (as the report) or in the trace's own time"),
+    ("v", "jump between a kernel and its launch call (the other end is marked on the lanes)"),
+    ("m", "mark the cursor's time; m again: stats of the range between (busy, idle, causes, kernels)"),
+    ("M", "the same for the step, range or event under the cursor"),
+    ("Esc", "end the search, range or filter; back to the lanes"),
     ("e", "export: findings (Markdown + JSON) and an SVG of the screen"),
     ("g", "legend"),
     ("?", "this help"),
@@ -58,8 +64,33 @@ def legend_text(glyphs: G.Glyphs) -> Text:
     return t
 
 
-class HelpScreen(ModalScreen):
-    BINDINGS = [Binding("escape,q,question_mark,f1,g", "app.pop_screen", "close")]
+class _Scrolling:
+    """Keys that move the text of a modal screen, whatever has the focus: Home and End to the ends, pages,
+    lines."""
+
+    SCROLL_KEYS = [
+        Binding("end,G", "move('end')", "end", show=False),
+        Binding("home", "move('home')", "top", show=False),
+        Binding("pagedown,space", "move('pagedown')", "page down", show=False),
+        Binding("pageup", "move('pageup')", "page up", show=False),
+        Binding("down,j", "move('down')", "down", show=False),
+        Binding("up,k", "move('up')", "up", show=False),
+    ]
+
+    def action_move(self, where: str) -> None:
+        vs = self.query_one(VerticalScroll)
+        if where == "end":
+            vs.scroll_to(y=vs.max_scroll_y, animate=False, immediate=True)
+        elif where == "home":
+            vs.scroll_to(y=0, animate=False, immediate=True)
+        else:
+            step = {"pagedown": vs.scrollable_content_region.height, "pageup": -vs.scrollable_content_region.height,
+                    "down": 1, "up": -1}[where]
+            vs.scroll_to(y=max(0, min(vs.scroll_y + step, vs.max_scroll_y)), animate=False, immediate=True)
+
+
+class HelpScreen(_Scrolling, ModalScreen):
+    BINDINGS = [Binding("escape,q,question_mark,f1,g", "app.pop_screen", "close"), *_Scrolling.SCROLL_KEYS]
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll { width: 90%; height: 90%; border: round $accent; background: $surface; }
@@ -93,8 +124,8 @@ class HelpScreen(ModalScreen):
             yield Static(t)
 
 
-class DetailScreen(ModalScreen):
-    BINDINGS = [Binding("escape,q,enter", "app.pop_screen", "close")]
+class DetailScreen(_Scrolling, ModalScreen):
+    BINDINGS = [Binding("escape,q,enter", "app.pop_screen", "close"), *_Scrolling.SCROLL_KEYS]
     DEFAULT_CSS = """
     DetailScreen { align: center middle; }
     DetailScreen > VerticalScroll { width: 90%; height: 85%; border: round $accent; background: $surface; }

@@ -6,21 +6,20 @@ import math
 
 
 def fmt_dur(ns: int | float, *, ascii: bool = False) -> str:
-    """A duration in the unit that keeps 3 significant digits: 850 ns, 12.3 µs, 4.56 ms, 1.23 s."""
-    ns = float(ns)
-    us = "us" if ascii else "µs"
-    a = abs(ns)
-    if a < 1_000:
-        return f"{ns:.0f} ns"
-    for div, unit in ((1e3, us), (1e6, "ms"), (1e9, "s")):
-        v = ns / div
-        if abs(v) < 1000 or unit == "s":
-            if abs(v) >= 100:
-                return f"{v:.0f} {unit}"
-            if abs(v) >= 10:
-                return f"{v:.1f} {unit}"
-            return f"{v:.2f} {unit}"
-    return f"{ns / 1e9:.2f} s"  # pragma: no cover
+    """A duration or a time as the report writes it (tui.analysis.units.fmt_ns): 850 ns, 12.3 µs, 4.56 ms,
+    1.23 s; ``us`` for µs on terminals that are not UTF-8."""
+    from ..analysis.units import fmt_ns
+
+    s = fmt_ns(ns)
+    return s.replace("µs", "us") if ascii else s
+
+
+def fmt_at(ns: int | float, *, ascii: bool = False) -> str:
+    """A time in a list of times: as ``fmt_dur``, but times of a second and more keep 0.1 ms (2.6153 s, not
+    2.62 s: the gaps of one step must not all read alike)."""
+    if abs(float(ns)) >= 1e9:
+        return f"{float(ns) / 1e9:.4f} s"
+    return fmt_dur(ns, ascii=ascii)
 
 
 def nice_step(span_ns: int, width: int, min_cells: int = 12) -> int:

@@ -18,8 +18,16 @@ from textual.strip import Strip
 
 #: blank lines carry a style (Textual's NO_COLOR filter cannot take a segment without one)
 _NO_STYLE = Style()
+#: a kernel's name written inside its bar (zoomed in far enough)
+_BAR_NAME_STYLE = Style(color="black", bgcolor="bright_cyan")
+_LINK_STYLE = Style(color="bright_magenta", bold=True)
+_RANGE_STYLE = Style(color="bright_magenta", bold=True)
+#: a bar this many cells wide and more shows its name
+MIN_NAME_CELLS = 6
+_UNFOCUSED_CURSOR = Style(bold=True, underline=True, reverse=True, dim=True)
 from textual.widget import Widget
 
+from ..analysis.names import display_frame
 from . import glyphs as G
 from .lanes import (
     C_BAR,
@@ -32,7 +40,7 @@ from .lanes import (
     segment_text,
     time_to_col,
 )
-from .safe import ascii_safe, safe
+from .safe import ascii_safe, safe, short_kernel
 from .scene import Row, Scene
 from .timefmt import fmt_dur, fmt_tick, nice_step
 
@@ -152,25 +160,53 @@ class LanesView(ScrollView, _Base, can_focus=True):
         cw = max(width - lw - 1, 1)
         ccol = time_to_col(v.cursor, v.t0, v.t1, cw) if v.t0 <= v.cursor < v.t1 else -1
         sel = sc.selected_gap
+        link = sc.link[3] if sc.link is not None and sc.link[2] == y else None
         key = (id(sc), row.key, v.t0, v.t1, width, ccol, y == sc.lane_cursor, sel,
-               self.glyphs.ascii, sc.any_analysis, self.has_focus)
+               self.glyphs.ascii, sc.any_analysis, self.has_focus, link)
         strip = self._cache.get(key)
         if strip is not None:
             self._cache.move_to_end(key)
             return strip
-        strip = self._draw(row, y == sc.lane_cursor, lw, cw, ccol, sel)
+        strip = self._draw(row, y == sc.lane_cursor, lw, cw, ccol, sel, link)
         self.renders += 1
         self._cache[key] = strip
         if len(self._cache) > ROW_CACHE:
             self._cache.popitem(last=False)
         return strip
 
-    def _draw(self, row: Row, is_cursor: bool, lw: int, cw: int, ccol: int, sel: int) -> Strip:
+    def _bar_names(self, ln, m, t0: int, t1: int, cw: int, chars_a: np.ndarray, codes: np.ndarray,
+                   code: int) -> None:
+        """Write each kernel's name inside its bar where the bar is MIN_NAME_CELLS cells wide or more (zoomed
+        in): ``chars_a`` and ``codes`` are changed in place. Skipped when the view holds more kernels than
+        cells (no bar is that wide then)."""
+        st, en, idx = ln.iv.starts, ln.iv.ends, ln.iv.idx
+        i1 = int(np.searchsorted(st, t1, side="left"))
+        i0 = max(int(np.searchsorted(st, t0, side="left")) - 1, 0)
+        if i1 <= i0 or i1 - i0 > cw:
+            return
+        span = max(t1 - t0, 1)
+        a = (np.maximum(st[i0:i1], t0) - t0) * cw // span
+        b = (np.minimum(en[i0:i1], t1) - t0) * cw // span
+        for k in np.flatnonzero(b - a >= MIN_NAME_CELLS).tolist():
+            name = self._text(bar_name(m.name(int(idx[i0 + k]))))
+            c0, c1 = int(a[k]) + 1, min(int(b[k]), cw)  # a cell of bar before the name
+            text = name[:max(c1 - c0, 0)]
+            if len(text) < 3:
+                continue
+            chars_a[c0:c0 + len(text)] = list(text)
+            codes[c0:c0 + len(text)] = code
+
+    def _draw(self, row: Row, is_cursor: bool, lw: int, cw: int, ccol: int, sel: int, link: int | None = None) \
+            -> Strip:
         """One row: the label, then per cell a glyph and a style. Styles are kept as small integer codes into
         ``table`` (numpy per cell, no Python loop over the cells); runs of one style become one Segment."""
         sc = self.scene
         g = self.glyphs
         ln = row.lane
+        if ln is None and row.folded:  # lanes with nothing in view, one line
+            text = self._text(f"  {g.sep} {row.title}")[: lw + 1 + cw].ljust(lw + 1 + cw)
+            st = G.CURSOR_STYLE if is_cursor and self.has_focus else Style(dim=True, italic=True)
+            return Strip([Segment(text, st)])
         if ln is None:  # group header
             title = self._text(f"{g.rule} {row.title} ")
             text = (title + g.rule * (lw + 1 + cw))[: lw + 1 + cw]
@@ -179,8 +215,9 @@ class LanesView(ScrollView, _Base, can_focus=True):
         if ln.kind == "cpu":
             label = (g.collapse if ln.expanded else g.expand) + label if ln.has_depth else " " + label
         label = self._text(label)[:lw].ljust(lw)
+        # the lane cursor stays plain to see when the focus is elsewhere (gap list, stack panel)
         lstyle = G.CURSOR_STYLE if is_cursor and self.has_focus else (
-            Style(bold=True, underline=True) if is_cursor else G.LABEL_STYLE)
+            _UNFOCUSED_CURSOR if is_cursor else G.LABEL_STYLE)
         v = sc.view
         edges = cell_edges(v.t0, v.t1, cw)
         plain = Style()
@@ -194,7 +231,7 @@ class LanesView(ScrollView, _Base, can_focus=True):
             chars_a = _glyph_array(tuple(g.density))[lvl]
             codes = (lvl > 0).astype(np.intp)  # 0 plain, 1 busy, 2 idle in a gap, 3 the selected gap
             table = [plain, G.KERNEL_STYLE if ln.kind == "stream" else G.COPY_STYLE, G.GAP_STYLE,
-                     G.SELECTED_GAP_STYLE]
+                     G.SELECTED_GAP_STYLE, _BAR_NAME_STYLE]
             cover = sc.gap_cover_for(ln) if ln.kind == "stream" else None
             if cover is not None:
                 gc = cover.covered(edges) * 2 >= np.maximum(np.diff(edges), 1)
@@ -209,6 +246,8 @@ class LanesView(ScrollView, _Base, can_focus=True):
                     if cb >= ca:
                         part = codes[ca:cb + 1]
                         part[lvl[ca:cb + 1] == 0] = 3
+            if ln.iv is not None and len(ln.iv):
+                self._bar_names(ln, sc.parts[ln.part].model, v.t0, v.t1, cw, chars_a, codes, 4)
             chars = "".join(chars_a.tolist())
         elif ln.kind == "gaps":
             refs = ln.segs.cells(edges)
@@ -233,7 +272,8 @@ class LanesView(ScrollView, _Base, can_focus=True):
         else:  # ranges, depth rows: named pieces
             refs = ln.segs.cells(edges)
             m = sc.parts[ln.part].model
-            chars, scodes = segment_text(refs, lambda r: self._text(m.name(int(ln.segs.ref[r]))), bar=g.bar,
+            chars, scodes = segment_text(refs, lambda r: self._text(display_frame(m.name(int(ln.segs.ref[r])))),
+                                         bar=g.bar,
                                          open_=g.open)
             if ln.kind == "depth":
                 cats = cpu_categories(m, ln.segs.ref[np.maximum(refs, 0)])
@@ -242,6 +282,13 @@ class LanesView(ScrollView, _Base, can_focus=True):
             else:
                 codes = np.isin(scodes, (C_LABEL, C_BAR, C_MARK)).astype(np.intp)
                 table = [plain, G.RANGE_STYLE]
+        lcol = time_to_col(link, v.t0, v.t1, cw) if link is not None and v.t0 <= link < v.t1 else -1
+        if 0 <= lcol < cw and lcol != ccol:
+            # the other end of the launch under the cursor (a kernel's launch call, or a launch's kernel)
+            chars = chars[:lcol] + ("*" if g.ascii else "◆") + chars[lcol + 1:]
+            table = list(table) + [_LINK_STYLE]
+            codes = codes.copy()
+            codes[lcol] = len(table) - 1
         if 0 <= ccol < cw:
             chars = chars[:ccol] + (chars[ccol] if chars[ccol] != " " else g.sep) + chars[ccol + 1:]
             table = list(table) + [table[int(codes[ccol])] + G.CURSOR_STYLE]
@@ -249,6 +296,14 @@ class LanesView(ScrollView, _Base, can_focus=True):
             codes[ccol] = len(table) - 1
         segs = [Segment(label, lstyle), Segment(" ", plain)] + _runs(chars, codes, table)
         return Strip(segs, lw + 1 + cw)
+
+
+def bar_name(name: str) -> str:
+    """A kernel's or copy's name for the inside of its bar: no return type, template or namespace."""
+    n = short_kernel(name)
+    if n.endswith("<>"):
+        n = n[:-2]
+    return n.rsplit("::", 1)[-1] or n
 
 
 def _runs(chars: str, codes: np.ndarray, table: list[Style]) -> list[Segment]:
@@ -349,7 +404,8 @@ class Axis(Widget, _Base):
         cw = max(full - lw - 1, 1)
         v = sc.view
         gid = sc.selected_gap
-        key = (y, id(sc), v.lo, v.t0, v.t1, v.cursor, width, full, sc.gap_span(gid) if gid >= 0 else None, g.ascii)
+        key = (y, id(sc), sc.origin, v.t0, v.t1, v.cursor, width, full, sc.gap_span(gid) if gid >= 0 else None, g.ascii,
+               sc.mark, sc.span_sel)
         strip = self._cache.get(key)
         if strip is None:
             strip = self._cache[key] = self._draw(y, sc, width, lw, cw)
@@ -363,20 +419,21 @@ class Axis(Widget, _Base):
         g = self.glyphs
         v = sc.view
         step = nice_step(v.span, cw)
-        first = ((v.t0 - sc.view.lo) // step + 1) * step + sc.view.lo
+        o = sc.origin
+        first = ((v.t0 - o) // step + 1) * step + o
         ticks = list(range(first, v.t1, step))[:400]
         dim = Style(color="bright_black")
         if y == 0:
-            ref = max((abs(t - sc.view.lo) for t in ticks), default=step)
+            ref = max((abs(t - o) for t in ticks), default=step)
             head = self._text(fmt_dur(v.span, ascii=g.ascii) + " span")[:lw].ljust(lw) + " "
             buf = [" "] * cw
             for t in ticks:
                 c = time_to_col(t, v.t0, v.t1, cw)
-                lab = fmt_tick(t - sc.view.lo, step, ascii=g.ascii, ref=ref)
+                lab = fmt_tick(t - o, step, ascii=g.ascii, ref=ref)
                 if c + len(lab) > cw or any(ch != " " for ch in buf[max(c - 1, 0):c + len(lab) + 1]):
                     continue
                 buf[c:c + len(lab)] = list(lab)
-            return Strip([Segment(head, dim), Segment("".join(buf), dim)], width).crop(0, width)
+            return Strip([Segment(head, dim), Segment("".join(buf), dim)]).adjust_cell_length(width, _NO_STYLE)
         buf = [g.rule] * cw
         styles = [dim] * cw
         for t in ticks:
@@ -391,6 +448,17 @@ class Axis(Widget, _Base):
             for c in range(ca, cb + 1):
                 buf[c] = "=" if g.ascii else "━"
                 styles[c] = Style(color="yellow", bold=True)
+        if sc.span_sel is not None:  # the selected range (m m, or M)
+            a, b = sc.span_sel
+            ca = max(time_to_col(a, v.t0, v.t1, cw), 0)
+            cb = min(time_to_col(max(b - 1, a), v.t0, v.t1, cw), cw - 1)
+            for c in range(ca, cb + 1):
+                buf[c] = "#" if g.ascii else "▬"
+                styles[c] = _RANGE_STYLE
+        if sc.mark is not None and v.t0 <= sc.mark < v.t1:
+            c = time_to_col(sc.mark, v.t0, v.t1, cw)
+            buf[c] = "|" if g.ascii else "┃"
+            styles[c] = _RANGE_STYLE
         if v.t0 <= v.cursor < v.t1:
             c = time_to_col(v.cursor, v.t0, v.t1, cw)
             buf[c] = g.cursor
@@ -399,5 +467,7 @@ class Axis(Widget, _Base):
             buf[0] = g.left
         else:
             buf[-1] = g.right
-        cur = self._text("@" + fmt_dur(v.cursor - sc.view.lo, ascii=g.ascii))[:lw].ljust(lw) + " "
-        return Strip([Segment(cur, dim)] + _runs("".join(buf), np.arange(len(styles)), styles), width).crop(0, width)
+        cur = self._text("@" + fmt_dur(v.cursor - o, ascii=g.ascii))[:lw].ljust(lw) + " "
+        # to the axis' full width: a lanes scroll bar leaves its column to the axis, which must draw (blank) it
+        return Strip([Segment(cur, dim)] + _runs("".join(buf), np.arange(len(styles)), styles)).adjust_cell_length(
+            width, _NO_STYLE)

@@ -8,10 +8,15 @@ Extra keys beyond the schema's minimum: ``traces[].window`` (what the window cov
 out), ``devices[].collective_wait_us`` / ``collective_late_rank`` (multi-rank: time in collective
 kernels before the last rank arrived), a top-level ``streams`` list (per stream of each device:
 busy, idle and gaps within the device window) and, for the ranks of one job, a top-level ``ranks`` object:
-``per_rank`` (idle %, collective time, exposed communication, wait, times arrived last), ``late`` (late
-ranks and what their CPU did before the launches they were late for), ``clock`` (each rank's offset,
-checked against the collectives' end times) and ``warnings``; ``collectives[]`` then also carry
-``process_group``, ``late_counts`` and per rank waits, times and offsets.
+``per_rank`` (idle %, collective time, exposed communication, wait and start-up wait, times arrived last),
+``late`` (late ranks, the waits they caused and the frames that made them late: own time against the other
+ranks'), ``startup`` (profiler start-up skew: the first collectives' waits, counted apart), ``clock`` (each
+rank's offset, checked against the collectives' end times) and ``warnings`` (ranks.RankMatch.to_json);
+``collectives[]`` then also carry ``process_group``, ``late_counts`` and per rank waits, times and offsets.
+
+Every ``traces[]`` entry carries its own ``causes`` (count and idle per cause); the top-level ``causes`` add
+up every trace of the report. Two traces that are not the ranks of one job are a before/after pair: the
+report adds ``comparison`` (``comparison_entry``, from tui/analysis/compare.py), every number per step.
 """
 
 from __future__ import annotations
@@ -25,6 +30,13 @@ SCHEMA = "gapscope.findings/1"
 
 def _us(ns) -> float:
     return round(float(ns) / 1e3, 3)
+
+
+def _effect_us(e: dict) -> float:
+    """What a finding is ranked by: its idle time, or for a cross-rank finding (late rank, collective wait: time
+    inside collectives, not idle) the wait in ``evidence.effect_us``."""
+    ev = e.get("evidence")
+    return max(e["idle_us"], float(ev.get("effect_us") or 0.0) if isinstance(ev, dict) else 0.0)
 
 
 def _jsonable(v):
@@ -58,6 +70,9 @@ def trace_entry(a) -> dict:
         "warnings": list(a.warnings),
         "idle_pct": round(a.idle_pct, 3),
         "window": window_entry(a),
+        # the origin of every *_us time of this trace's gaps and findings: the analysed window's start, in the
+        # trace's own clock (µs, as the events' ``ts``)
+        "origin_us": a.window_start_ns / 1e3,
     }
 
 
@@ -106,6 +121,112 @@ def gap_entries(a, top: int, ti: int | None = None) -> list[dict]:
     return out
 
 
+def is_pair(analyses) -> bool:
+    """Two traces to compare (before, after): not the ranks of one job (those get a ranks section)."""
+    if len(analyses) != 2:
+        return False
+    ranks = [a.rank for a in analyses]
+    return not (all(r is not None for r in ranks) and len(set(ranks)) == 2)
+
+
+def comparison_entry(cmp, top: int = 50, gm=None, b=None) -> dict:
+    """The ``comparison`` section: A = traces[0] (before), B = traces[1] (after); per step, B - A. With B's
+    analysis and ``match_gaps``' answer, also ``gaps``: B's listed gaps that are new."""
+    def summary(s):
+        return {"steps": s.steps, "source": s.source, "names": list(s.names),
+                "idle_us_per_step": round(s.idle_us_per_step, 3), "gaps_per_step": round(s.gaps_per_step, 3),
+                "kernels_per_step": round(s.kernels_per_step, 3),
+                "kernel_us_per_step": round(s.kernel_us_per_step, 3),
+                "gpu_span_us_per_step": round(s.gpu_span_us_per_step, 3),
+                "idle_by_step_us": [round(x, 3) for x in s.idle_by_step_us],
+                "kernels_by_step": list(s.kernels_by_step)}
+
+    causes = []
+    for d in cmp.causes:
+        causes.append({"cause": d.cause,
+                       "a": {"idle_us": _us(d.a_idle_ns), "count": d.a_count,
+                             "idle_us_per_step": round(d.a_idle_us_per_step, 3),
+                             "count_per_step": round(d.a_count_per_step, 3),
+                             "by_step_us": [round(x, 3) for x in d.a_by_step_us]},
+                       "b": {"idle_us": _us(d.b_idle_ns), "count": d.b_count,
+                             "idle_us_per_step": round(d.b_idle_us_per_step, 3),
+                             "count_per_step": round(d.b_count_per_step, 3),
+                             "by_step_us": [round(x, 3) for x in d.b_by_step_us]},
+                       "per_step_delta_us": round(d.per_step_delta_us, 3),
+                       "count_delta_per_step": round(d.count_delta_per_step, 3)})
+    kernels = []
+    for d in cmp.kernels[:top]:
+        kernels.append({"name": d.name, "shapes": d.shapes, "op": d.op, "status": d.status,
+                        "a": {"count": d.a_count, "total_us": _us(d.a_ns), "us_per_step": round(d.a_us_per_step, 3),
+                              "count_per_step": round(d.a_count_per_step, 3)},
+                        "b": {"count": d.b_count, "total_us": _us(d.b_ns), "us_per_step": round(d.b_us_per_step, 3),
+                              "count_per_step": round(d.b_count_per_step, 3)},
+                        "per_step_delta_us": round(d.per_step_delta_us, 3),
+                        "count_delta_per_step": round(d.count_delta_per_step, 3)})
+    findings = [{"status": d.status, "cause": d.cause, "frame": d.frame, "kind": d.kind or None,
+                 "title_a": d.title_a, "title_b": d.title_b,
+                 "a_idle_us_per_step": round(d.a_idle_us_per_step, 3),
+                 "b_idle_us_per_step": round(d.b_idle_us_per_step, 3),
+                 "per_step_delta_us": round(d.per_step_delta_us, 3), "a_gaps": d.a_gaps, "b_gaps": d.b_gaps}
+                for d in cmp.findings]
+    al = None
+    if cmp.alignment is not None:
+        x = cmp.alignment
+        al = {"step_a": cmp.steps_a.names[x.step_a], "step_b": cmp.steps_b.names[x.step_b],
+              "a_kernels": x.a_kernels, "b_kernels": x.b_kernels, "matched": x.matched, "counts": x.counts(),
+              "note": x.note,
+              "hunks": [{"kind": h.kind, "a": [h.a0, h.a1], "b": [h.b0, h.b1], "a_kernels": h.a_names[:20],
+                         "b_kernels": h.b_names[:20]} for h in x.hunks[:top]]}
+    out = {"a": 0, "b": 1, "per": "step", "notes": list(cmp.notes), "steps": {"a": summary(cmp.a),
+                                                                           "b": summary(cmp.b)},
+           "idle_delta_us_per_step": round(cmp.idle_delta_us_per_step, 3), "causes": causes,
+           "kernels": kernels, "findings": findings, "alignment": al}
+    if gm is not None and b is not None:
+        out["gaps"] = new_gaps_entry(b, cmp, gm, top)
+    return out
+
+
+def new_gaps_entry(b, cmp, gm, top: int = 10) -> dict:
+    """B's listed gaps against A's (``match_gaps``): how many are new, and the largest new ones."""
+    from ..analysis import CAUSES
+
+    g = b.gaps
+    rows = gm.b_rows[gm.new]
+    rows = rows[np.argsort(-g.dur_ns[rows], kind="stable")][:top]
+    w0 = b.window_start_ns
+    new = []
+    for r in rows.tolist():
+        nxt = int(g.next_idx[r])
+        new.append({"start_us": _us(int(g.start_ns[r]) - w0), "dur_us": _us(g.dur_ns[r]),
+                    "cause": CAUSES[int(g.cause[r])], "step": cmp.steps_b.names[int(cmp.steps_b.gap_step[r])],
+                    "next_kernel": b.model.name(nxt) if nxt >= 0 else None})
+    return {"b_listed": int(gm.b_rows.size), "new_in_b": int(gm.new.sum()), "matched": int((gm.a_rows >= 0).sum()),
+            "new": new}
+def projection_entry(a, device: int) -> dict | None:
+    """``devices[].projection``: the replay of this device's chain (tui/analysis/replay.py), per step."""
+    from ..analysis.replay import NO_HOST
+
+    pj = a.projection
+    for d in pj.devices:
+        if d.device == device:
+            return {"baseline_us": _us(d.per_step(d.baseline_ns)), "floor_us": _us(d.per_step(d.floor_ns)),
+                    "graph_us": _us(d.per_step(d.graph_ns)), "calibrated": d.calibrated,
+                    "residual_pct": round(d.residual_pct, 3), "steps": d.steps,
+                    "recorded_us": _us(d.per_step(d.recorded_ns)),
+                    "overhead_per_event_us": None if d.overhead_ns >= NO_HOST else round(d.overhead_ns / 1e3, 4), "headline": pj.headline(),
+                    "notes": list(pj.notes)}
+    return None
+
+
+def saving_entry(a, f) -> dict:
+    """``findings[].saving_us`` (per step; null: not projected), ``saving_pct`` and the fix replayed."""
+    pj = a.projection
+    s = pj.saving_ns.get(f.id)
+    pct = pj.saving_pct(f.id)
+    return {"saving_us": None if s is None else _us(s), "saving_pct": None if pct is None else round(pct, 2),
+            "fix": pj.what.get(f.id)}
+
+
 def build_json(analyses, top: int = 50) -> dict:
     if not isinstance(analyses, (list, tuple)):
         analyses = [analyses]
@@ -118,12 +239,21 @@ def build_json(analyses, top: int = 50) -> dict:
     for ti, a in enumerate(analyses):
         tix = ti if multi else None
         doc["traces"].append(trace_entry(a))
+        verdicts = {(v.rank, v.device): v for v in getattr(a, "verdicts", [])}
+        doc["traces"][-1]["causes"] = {c: {"count": v["count"], "total_us": _us(v["total_ns"])}
+                                       for c, v in a.cause_totals().items()}
         for d in a.devices:
             e = {"rank": d.rank, "device": d.device, "name": d.name, "window_us": _us(d.window_ns),
                  "kernel_busy_us": _us(d.kernel_busy_ns), "copy_busy_us": _us(d.copy_busy_ns),
                  "compute_idle_us": _us(d.idle_ns), "compute_idle_pct": round(d.idle_pct, 3),
                  "stream_busy_us": {str(s): _us(v) for s, v in d.stream_busy_ns.items()},
                  "collective_wait_us": _us(d.collective_wait_ns), "collective_late_rank": d.collective_late_rank}
+            v = verdicts.get((d.rank, d.device))
+            if v is not None:
+                e["verdict"] = {"kind": v.kind, "summary": v.summary(), "evidence": v.evidence()}
+            pj = projection_entry(a, d.device)
+            if pj is not None:
+                e["projection"] = pj
             if multi:
                 e["trace"] = ti
             doc["devices"].append(e)
@@ -135,12 +265,23 @@ def build_json(analyses, top: int = 50) -> dict:
         for k in a.kernels[:top]:
             e = {"name": k.name, "count": k.count, "total_us": _us(k.total_ns), "pct": round(k.pct, 3),
                  "avg_us": _us(k.avg_ns), "op": k.op, "shapes": k.shapes,
-                 "floor_us": None if k.floor_ns is None else _us(k.floor_ns), "bound": k.bound}
+                 "floor_us": None if k.floor_ns is None else _us(k.floor_ns), "bound": k.bound,
+                 "floor_total_us": None if k.floor_total_ns is None else _us(k.floor_total_ns),
+                 "floored_calls": k.floored_count, "floored_total_us": _us(k.floored_total_ns),
+                 "op_floor_calls": k.op_floor_calls}
             if multi:
                 e["trace"] = ti
             doc["kernels"].append(e)
+        for o in getattr(a, "op_floors", [])[:top]:
+            e = {"op": o.op, "kernels": o.kernels, "count": o.count, "total_us": _us(o.total_ns),
+                 "avg_us": _us(o.avg_ns), "floor_us": _us(o.floor_ns), "floor_total_us": _us(o.floor_total_ns),
+                 "bound": o.bound, "shapes": o.shapes}
+            if multi:
+                e["trace"] = ti
+            doc.setdefault("op_floors", []).append(e)
         for s in a.syncs:
-            e = {"name": s["name"], "count": s["count"], "total_us": _us(s["total_ns"]), "stacks": s["stacks"]}
+            e = {"name": s["name"], "count": s["count"], "total_us": _us(s["total_ns"]), "stacks": s["stacks"],
+                 "chain": s.get("chain") or [s["name"]], "wait_us": _us(s.get("wait_ns", 0))}
             if multi:
                 e["trace"] = ti
             doc["syncs"].append(e)
@@ -166,7 +307,7 @@ def build_json(analyses, top: int = 50) -> dict:
         for f in a.findings:
             e = {"id": f"t{ti}:{f.id}" if multi else f.id, "severity": f.severity, "title": f.title,
                  "idle_us": _us(f.idle_ns), "evidence": _jsonable(f.evidence), "suggestion": f.suggestion,
-                 "cause": f.cause}
+                 "cause": f.cause, **saving_entry(a, f)}
             if multi:
                 e["trace"] = ti
             doc["findings"].append(e)
@@ -177,14 +318,16 @@ def build_json(analyses, top: int = 50) -> dict:
     if multi:
         doc["gaps"].sort(key=lambda e: -e["dur_us"])
         doc["gaps"] = doc["gaps"][:top]
-        doc["findings"].sort(key=lambda e: -e["idle_us"])
-    ranks = getattr(analyses[0], "rank_collectives", None)
-    if ranks is not None:
-        doc["collectives"] = _jsonable(ranks)
-    rm = getattr(analyses[0], "rank_match", None)
-    if rm:
-        idle = {a.rank: round(a.idle_pct, 3) if a.devices else None for a in analyses}
-        doc["ranks"] = {
-            "per_rank": [{**e, "idle_pct": idle.get(e["rank"])} for e in rm.get("ranks", [])],
-            "late": rm.get("late", []), "clock": rm.get("clock", []), "warnings": rm.get("warnings", [])}
+        # by effect; on a tie (the late rank's finding and the wait it caused) the late rank first
+        doc["findings"].sort(key=lambda e: (-_effect_us(e), "late-rank-" not in e["id"]))
+    if is_pair(analyses):
+        from ..analysis.compare import compare, match_gaps
+
+        a, b = analyses
+        cmp = compare(a, b)
+        doc["comparison"] = comparison_entry(cmp, top=top, gm=match_gaps(a, b, cmp), b=b)
+    rm = analyses[0].cross_rank
+    if rm is not None:
+        doc["collectives"] = [r.to_json() for r in rm.rows]
+        doc["ranks"] = rm.to_json()
     return _jsonable(doc)

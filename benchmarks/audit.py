@@ -1,0 +1,1195 @@
+#!/usr/bin/env python3
+"""audit.py: an independent checker of gapscope's JSON report against the raw trace events.
+
+    python3 benchmarks/audit.py TRACE...              # audit these traces
+    python3 benchmarks/audit.py --all                 # every trace in traces/ and ../shared/traces/
+    python3 benchmarks/audit.py --report-cmd "python3 -m tui" --cwd OTHER_CHECKOUT TRACE
+
+For each trace it runs ``<report-cmd> report --json --top 100000 TRACE`` as a subprocess (the report
+under test, by default this checkout's ``python3 -m tui``), parses the JSON and recomputes every number
+and name it can from the raw Kineto events, read here with nothing but the standard library
+(``json``/``gzip``). Nothing is imported from ``tui/`` and no code is shared with it: the point is
+two independent readings of the same events. Files a strict JSON parser rejects (the known-broken
+traces: an unescaped quote, a bare ``inf``) are skipped with a note.
+
+Times: ``ts``/``dur`` are µs floats; they become integer ns as ``round(x * 1000)`` (Kineto writes three
+decimals). Every comparison is in ns; a reported µs value rounded to 3 decimals may differ by 1 ns.
+Durations quoted in sentences ("69.86 ms") are compared within half their last printed digit.
+
+The window (``traces[].window.mode``): ``steps`` = per device, first .. last GPU op (kernel, memcpy,
+memset) whose launch call (same ``correlation``; else its aten op by ``External id``; else the op's own
+start against the step ranges) starts inside a CPU ``gapscope.step#k`` range; ``all`` = first .. last GPU
+op of the device. GPU work is clipped to that window; CPU tables count calls starting inside a step
+range (steps mode). Reported start times are relative to the window start (the earliest device's),
+``traces[].origin_us`` when present.
+
+What is checked (one line per mismatch, ``trace: claim: reported X, events say Y``):
+
+* devices: window, kernel busy (union of kernel intervals over streams, clipped), copy busy, idle, idle %;
+  streams: busy, idle, gap count, largest gap, kernel count; the window mode; ``origin_us``.
+* gaps: the list is every maximal interval of the device window with no kernel on any stream; each
+  listed gap's start and duration, the next kernel's name, its launch call (by correlation) and its op
+  (by External id, or an aten op around the launch); cause counts add up to the gap count and cause
+  totals to the idle time (and to the listed gaps of each cause).
+* tables: kernels (count, total, avg, pct, avg >= floor and total >= floor x count, the omitted rows
+  smaller than the listed ones), syncs, copies (count, bytes, total, GB/s), allocator (count, total);
+  synchronising and allocator calls of the trace missing from their table (HIP twins included); a sync
+  nested inside another listed sync (one synchronisation counted twice).
+* collectives (NCCL/RCCL kernels by name: count, time, the part no compute kernel overlaps) and launches
+  (kernels linked to a launch call, distinct calls, their cost, kernels shorter than their launch, the
+  median launch-to-start delay, calls by name).
+* findings: the title's count and time, gaps, idle, largest gap vs the examples, share of the window,
+  each example is a real gap (start, duration, next kernel, op), the per-cause sums of findings vs the
+  listed gaps, the short-gap finding, "already queued" examples, the pageable-copy findings.
+* explanations (of every listed gap): "GPU idle D", "W before `op` was launched" (launch - gap start),
+  "X of W" (X <= W), "held the CPU for X" vs the named frame's own (exclusive) time in that interval on
+  the launching thread, "recorded nothing for X" vs the thread's unrecorded time, allocator and sync
+  time vs those calls there, a named copy exists.
+* ``host`` objects (when the report has them): each frame's own time in [from, to) on that thread,
+  recomputed from its python_function / cpu_op / runtime events; the credited frame has the most own
+  time (built-ins included) and its time matches within 1 µs.
+* ``devices[].verdict`` (when present): kernels linked to a cudaGraphLaunch / hipGraphLaunch and the
+  number of those launches.
+
+Each trace ends with a summary (claims checked, mismatches, not checkable). Exit status 1 when any
+mismatch was found, 2 on a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import gzip
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from decimal import ROUND_HALF_EVEN, Decimal
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOL_NS = 1  # a µs value rounded to 3 decimals
+MIN_LISTED_NS = 2000  # default threshold below which gaps are counted but not listed (read from the title)
+
+GPU_CATS = {"kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "memcpy", "Memcpy": "memcpy",
+            "gpu_memset": "memset", "Memset": "memset"}
+RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "Runtime", "Driver", "hip_runtime"}
+OP_CATS = {"cpu_op", "Operator"}
+PY_CATS = {"python_function"}
+ANN_CATS = {"user_annotation"}
+STEP_RE = re.compile(r"^gapscope\.step#\d+$")
+COLL_KERNEL = re.compile(r"^(ncclDevKernel|ncclKernel|rccl|nccl\w*Kernel)")
+GRAPH_LAUNCH = re.compile(r"^(cudaGraphLaunch|cuGraphLaunch|hipGraphLaunch)")
+
+# my own lists (written from the CUDA / HIP API docs, not copied from tui/analysis/names.py)
+SYNC_NAMES = {
+    "cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaThreadSynchronize",
+    "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize",
+    "hipStreamSynchronize", "hipDeviceSynchronize", "hipEventSynchronize", "hipCtxSynchronize",
+    "cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyPeer", "cudaMemcpyFromSymbol", "cudaMemcpyToSymbol",
+    "cuMemcpy", "cuMemcpyDtoH", "cuMemcpyDtoH_v2", "cuMemcpyHtoD", "cuMemcpyHtoD_v2",
+    "hipMemcpy", "hipMemcpyWithStream", "hipMemcpyDtoH", "hipMemcpyHtoD", "hipMemcpy2D", "hipMemcpyPeer",
+    "hipMemcpyFromSymbol", "hipMemcpyToSymbol",
+    "aten::item", "aten::_local_scalar_dense", "aten::tolist", "aten::is_nonzero",
+}
+ALLOC_NAMES = {
+    "cudaMalloc", "cudaFree", "cudaHostAlloc", "cudaFreeHost", "cudaMallocHost", "cudaMallocManaged",
+    "cuMemAlloc", "cuMemAlloc_v2", "cuMemFree", "cuMemFree_v2", "cuMemHostAlloc", "cuMemFreeHost",
+    "hipMalloc", "hipFree", "hipHostMalloc", "hipHostFree", "hipMallocManaged", "hipExtMallocWithFlags",
+}
+
+_DUR_RE = re.compile(r"(-?\d+(?:\.\d+)?) (s|ms|µs|ns)\b")
+_UNIT = {"s": 1e9, "ms": 1e6, "µs": 1e3, "ns": 1.0}
+
+
+def to_ns(x) -> int:
+    """µs -> integer ns. Integers (old epoch-µs traces, ~1.7e15) are converted exactly; floats as
+    round(x * 1000), which is exact for Kineto's 3 decimals while x * 1000 < 2**53; numbers too long for
+    that are parsed as Decimal by read_trace and converted exactly here."""
+    if isinstance(x, int) and not isinstance(x, bool):
+        return x * 1000
+    if isinstance(x, Decimal):
+        return int((x * 1000).to_integral_value(ROUND_HALF_EVEN))
+    return int(round(float(x) * 1000))
+
+
+def _parse_float(s: str):
+    # a float with more significant digits than a double holds exactly (epoch µs with decimals) stays exact
+    return Decimal(s) if len(s) > 15 and "e" not in s.lower() else float(s)
+
+
+def us(n) -> str:
+    return f"{n / 1e3:.3f} µs"
+
+
+def parse_dur(num: str, unit: str) -> tuple[float, float]:
+    """('69.86', 'ms') -> (value in ns, tolerance in ns: half the last printed digit + 1 ns)."""
+    dec = len(num.split(".")[1]) if "." in num else 0
+    return float(num) * _UNIT[unit], 0.5 * 10 ** (-dec) * _UNIT[unit] + 1.0
+
+
+def _int(v):
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and v == v and abs(v) < 2 ** 62:
+        return int(v)
+    if isinstance(v, str):
+        m = re.search(r"-?\d+", v)
+        return int(m.group()) if m else None
+    return None
+
+
+# ----------------------------------------------------------------------------------------------- trace
+class Ev:
+    __slots__ = ("cat", "name", "s", "e", "pid", "tid", "args", "kind")
+
+    def __init__(self, cat, name, s, e, pid, tid, args, kind):
+        self.cat, self.name, self.s, self.e, self.pid, self.tid, self.args, self.kind = \
+            cat, name, s, e, pid, tid, args, kind
+
+    @property
+    def dur(self):
+        return self.e - self.s
+
+
+class Trace:
+    """The raw events, indexed the few ways the checks need."""
+
+    def __init__(self, doc):
+        events = doc if isinstance(doc, list) else (doc.get("traceEvents") or [])
+        self.gpu: list[Ev] = []  # kernels, memcpys, memsets; .pid = device, .tid = stream
+        self.threads: dict[tuple, list[Ev]] = defaultdict(list)  # (pid, tid) -> CPU X events (sorted)
+        self.by_corr: dict[int, Ev] = {}  # correlation -> runtime/driver call
+        self.op_by_ext: dict[int, Ev] = {}
+        self.steps: list[tuple[int, int]] = []
+        self.gpu_steps: dict[int, list[tuple[int, int]]] = defaultdict(list)
+        for e in events:
+            if not isinstance(e, dict) or e.get("ph") != "X":
+                continue
+            try:
+                s = to_ns(e["ts"])
+                d = to_ns(e.get("dur", 0) or 0)
+            except (KeyError, TypeError, ValueError, OverflowError):
+                continue
+            d = max(d, 0)
+            cat = e.get("cat") or ""
+            name = e.get("name") if isinstance(e.get("name"), str) else str(e.get("name"))
+            args = e.get("args") if isinstance(e.get("args"), dict) else {}
+            kind = GPU_CATS.get(cat)
+            if kind is not None:
+                dev = _int(args.get("device"))
+                if dev is None:
+                    dev = _int(e.get("pid"))
+                st = _int(args.get("stream"))
+                if st is None:
+                    st = _int(e.get("tid"))
+                if dev is None or dev < 0:
+                    continue
+                self.gpu.append(Ev(cat, name, s, s + d, dev, st, args, kind))
+                continue
+            if cat == "gpu_user_annotation" and STEP_RE.match(name):
+                dev = _int(args.get("device"))
+                dev = _int(e.get("pid")) if dev is None else dev
+                if dev is not None:
+                    self.gpu_steps[dev].append((s, s + d))
+                continue
+            if cat in RUNTIME_CATS:
+                kind = "runtime"
+            elif cat in OP_CATS:
+                kind = "op"
+            elif cat in PY_CATS:
+                kind = "py"
+            elif cat in ANN_CATS:
+                kind = "ann"
+            elif not cat and isinstance(e.get("pid"), str) and e.get("pid") == "CPU functions":
+                kind = "op"
+            else:
+                continue
+            ev = Ev(cat, name, s, s + d, e.get("pid"), e.get("tid"), args, kind)
+            self.threads[(str(e.get("pid")), str(e.get("tid")))].append(ev)
+            if kind == "runtime":
+                c = _int(args.get("correlation"))
+                if c is not None and c not in self.by_corr:
+                    self.by_corr[c] = ev
+            elif kind == "op":
+                x = _int(args.get("External id"))
+                if x is not None and x not in self.op_by_ext:
+                    self.op_by_ext[x] = ev
+            elif kind == "ann" and STEP_RE.match(name):
+                self.steps.append((s, s + d))
+        for evs in self.threads.values():
+            evs.sort(key=lambda v: (v.s, -v.e))
+        self.thread_of = {}
+        for key, evs in self.threads.items():
+            for v in evs:
+                self.thread_of[id(v)] = key
+        self.steps = _union(self.steps)
+        self._trees = {}
+        self._starts = {}
+        self._maxdur = {}
+
+    # -------------------------------------------------------------- links
+    def launch(self, g: Ev):
+        c = _int(g.args.get("correlation"))
+        return self.by_corr.get(c) if c is not None else None
+
+    def ops_of(self, g: Ev) -> set:
+        """Names of the aten ops that can be said to have launched GPU op g."""
+        out = set()
+        x = _int(g.args.get("External id"))
+        if x is not None and x in self.op_by_ext:
+            out.add(self.op_by_ext[x].name)
+        L = self.launch(g)
+        if L is not None:
+            x = _int(L.args.get("External id"))
+            if x is not None and x in self.op_by_ext:
+                out.add(self.op_by_ext[x].name)
+            for v in self.around(self.thread_of[id(L)], L.s, L.e):
+                if v.kind == "op":
+                    out.add(v.name)
+        return out
+
+    def around(self, key, s, e):
+        """CPU events of thread ``key`` that contain [s, e]."""
+        evs = self.threads.get(key, [])
+        st = self._starts.get(key)
+        if st is None:
+            st = self._starts[key] = [v.s for v in evs]
+            self._maxdur[key] = max((v.dur for v in evs), default=0)
+        lo = bisect.bisect_left(st, s - self._maxdur[key])
+        hi = bisect.bisect_right(st, s)
+        return [v for v in evs[lo:hi] if v.s <= s and v.e >= e]
+
+    def overlapping(self, key, a, b, kinds=None):
+        evs = self.threads.get(key, [])
+        if key not in self._starts:
+            self.around(key, 0, 0)
+        st = self._starts[key]
+        lo = bisect.bisect_left(st, a - self._maxdur[key])
+        hi = bisect.bisect_left(st, b)
+        return [v for v in evs[lo:hi] if v.e > a and v.s < b and (kinds is None or v.kind in kinds)]
+
+    def has_sync_inside(self, v) -> bool:
+        """An aten op with a synchronising call inside it (``aten::to`` -> ``cudaStreamSynchronize``)."""
+        key = self.thread_of[id(v)]
+        return any(o.name in SYNC_NAMES for o in self.overlapping(key, v.s, v.e) if o.s >= v.s and o.e <= v.e)
+
+    def ann_names(self, key) -> set:
+        c = self.__dict__.setdefault("_ann", {})
+        if key not in c:
+            c[key] = {v.name for v in self.threads.get(key, []) if v.kind == "ann"}
+        return c[key]
+
+    def in_steps(self, t) -> bool:
+        return _inside(self.steps, t)
+
+    # ----------------------------------------------------------- own time
+    def self_times(self, key, a, b) -> dict:
+        """Own (exclusive) time of each name in [a, b) on thread ``key``: an event's time in the interval
+        minus the part its direct children (python_function / cpu_op / runtime events nested in it by time)
+        cover. record_function ranges are transparent."""
+        # record_function ranges cross Python frames (a range opens inside __enter__ and closes inside
+        # __exit__), so they are no part of the Python call tree: transparent there. Only where the thread
+        # recorded no Python frame at all (no stacks) are the ranges the tree's outer nodes.
+        evs = self.overlapping(key, a, b, ("py", "op", "runtime"))
+        if not any(v.kind == "py" for v in evs):
+            evs = self.overlapping(key, a, b, ("ann", "op", "runtime"))
+        rank = {"py": 0, "ann": 1, "op": 2, "runtime": 3}
+        evs.sort(key=lambda v: (v.s, -v.e, rank[v.kind]))
+        own = Counter()
+        stack = []  # [event, clipped start, clipped end, children cover]
+        first = {}
+
+        def close(fr):
+            ev, cs, ce, ch = fr
+            t = max(ce - cs - ch, 0)
+            if ev.kind == "ann" and _STEP.match(ev.name):
+                return  # a step range wraps a whole step: never named
+            own[ev.name] += t
+            first.setdefault(ev.name, ev)
+
+        for v in evs:
+            while stack and stack[-1][0].e <= v.s:
+                close(stack.pop())
+            cs, ce = max(v.s, a), min(v.e, b)
+            if stack:
+                ce = min(ce, stack[-1][2])
+                cs = max(cs, stack[-1][1])
+                if ce > cs:
+                    stack[-1][3] += ce - cs
+            if ce < cs:
+                ce = cs
+            stack.append([v, cs, ce, 0])
+        while stack:
+            close(stack.pop())
+        return own
+
+    def covered(self, key, a, b, pred) -> int:
+        """Length of [a, b) covered by the thread's events matching pred."""
+        iv = [(max(v.s, a), min(v.e, b)) for v in self.overlapping(key, a, b) if pred(v)]
+        return sum(e - s for s, e in _union(iv))
+
+
+def _union(iv):
+    out = []
+    for s, e in sorted(iv):
+        if e <= s:
+            continue
+        if out and s <= out[-1][1]:
+            if e > out[-1][1]:
+                out[-1][1] = e
+        else:
+            out.append([s, e])
+    return [(s, e) for s, e in out]
+
+
+def _inside(iv, t) -> bool:
+    j = bisect.bisect_right([s for s, _ in iv], t) - 1
+    return j >= 0 and t < iv[j][1]
+
+
+def read_trace(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    return json.loads(raw.decode("utf-8", "replace"), parse_float=_parse_float)
+
+
+# ----------------------------------------------------------------------------------------- the model
+class Device:
+    def __init__(self, dev, w0, w1, kernels, copies):
+        self.dev, self.w0, self.w1 = dev, w0, w1
+        self.kernels = kernels  # kernels overlapping the window (any duration), full extents
+        self.copies = copies
+        ks = [(max(k.s, w0), min(k.e, w1)) for k in kernels if k.e > k.s]
+        self.busy_iv = _union(ks)
+        self.busy = sum(e - s for s, e in self.busy_iv)
+        cs = [(max(c.s, w0), min(c.e, w1)) for c in copies if c.e > c.s]
+        self.copy_busy = sum(e - s for s, e in _union(cs))
+        self.gaps = []  # (start, end)
+        t = w0
+        for s, e in self.busy_iv:
+            if s > t:
+                self.gaps.append((t, s))
+            t = max(t, e)
+        if w1 > t:
+            self.gaps.append((t, w1))
+        self.starting = defaultdict(list)  # kernel start -> kernels (dur > 0)
+        for k in kernels:
+            if k.e > k.s:
+                self.starting[max(k.s, w0)].append(k)
+        self.streams = {}
+        for st in sorted({k.tid for k in kernels if k.e > k.s}, key=lambda x: (x is None, x)):
+            iv = _union([(max(k.s, w0), min(k.e, w1)) for k in kernels if k.tid == st and k.e > k.s])
+            busy = sum(e - s for s, e in iv)
+            gl, t = [], w0
+            for s, e in iv:
+                if s > t:
+                    gl.append(s - t)
+                t = max(t, e)
+            if w1 > t:
+                gl.append(w1 - t)
+            self.streams[st] = {"busy": busy, "gaps": len(gl), "largest": max(gl, default=0),
+                                "kernels": sum(1 for k in kernels if k.tid == st and k.e > k.s)}
+
+    @property
+    def window(self):
+        return self.w1 - self.w0
+
+
+def build_devices(tr: Trace, mode: str):
+    """mode 'steps' or 'all' -> ({device: Device}, mode actually used)."""
+    by_dev = defaultdict(list)
+    for g in tr.gpu:
+        by_dev[g.pid].append(g)
+    win = {}
+    if mode == "steps" and tr.steps:
+        for dev, gs in by_dev.items():
+            sel = []
+            for g in gs:
+                L = tr.launch(g)
+                if L is not None:
+                    anchor = L.s
+                else:
+                    x = _int(g.args.get("External id"))
+                    op = tr.op_by_ext.get(x) if x is not None else None
+                    anchor = op.s if op is not None else None
+                if anchor is not None:
+                    ok = tr.in_steps(anchor)
+                else:
+                    iv = _union(tr.gpu_steps.get(dev, [])) or tr.steps
+                    ok = _inside(iv, g.s)
+                if ok:
+                    sel.append(g)
+            if sel:
+                win[dev] = (min(g.s for g in sel), max(g.e for g in sel))
+        if not win:
+            mode = "all"
+    else:
+        mode = "all"
+    if mode == "all":
+        win = {dev: (min(g.s for g in gs), max(g.e for g in gs)) for dev, gs in by_dev.items()}
+    out = {}
+    for dev, (w0, w1) in sorted(win.items()):
+        gs = by_dev[dev]
+
+        def inwin(g):
+            return g.s < w1 and (g.e > w0 or (g.e == g.s and g.s >= w0))
+
+        ks = sorted((g for g in gs if g.kind == "kernel" and inwin(g)), key=lambda g: (g.s, -g.e))
+        cs = [g for g in gs if g.kind != "kernel" and inwin(g)]
+        out[dev] = Device(dev, w0, w1, ks, cs)
+    return out, mode
+
+
+def copy_label(name: str) -> str:
+    m = re.match(r"^Memcpy\s+(\w+)\s*(?:\((\w+)\s*->\s*(\w+)\))?", name, re.I)
+    if not m:
+        return "Memset" if name.lower().startswith("memset") else name
+    host = [x for x in (m.group(2), m.group(3)) if x and x.lower() not in ("device", "array")]
+    return f"{m.group(1)} {host[-1]}" if host else m.group(1)
+
+
+# ------------------------------------------------------------------------------------------- checking
+class Audit:
+    def __init__(self, label):
+        self.label = label
+        self.checked = 0
+        self.mismatches: list[str] = []
+        self.unchecked: Counter = Counter()
+
+    def ok(self, cond: bool, claim: str, reported, events) -> bool:
+        self.checked += 1
+        if not cond:
+            self.mismatches.append(f"{self.label}: {claim}: reported {reported}, events say {events}")
+        return cond
+
+    def eq_us(self, claim, rep_us, ns, tol=TOL_NS) -> bool:
+        if rep_us is None:
+            self.unchecked[claim.split(":")[0]] += 1
+            return True
+        return self.ok(abs(rep_us * 1000 - ns) <= tol + 1e-6, claim, f"{rep_us:.3f} µs", us(ns))
+
+    def na(self, what, n=1):
+        self.unchecked[what] += n
+
+
+def audit_report(path: str, tr: Trace, rep: dict, label: str, whole: bool = False) -> Audit:
+    """Check report ``rep`` (the parsed JSON of one trace) against the events of ``tr``. ``whole``: the report
+    was asked for --whole-trace (else the measured steps are expected where the trace has them)."""
+    A = Audit(label)
+    tinfo = (rep.get("traces") or [{}])[0]
+    mode_rep = ((tinfo.get("window") or {}).get("mode")) or "all"
+    devs, mode = build_devices(tr, "all" if whole else "steps")
+    if not A.ok(mode == mode_rep, "window mode", mode_rep, mode):
+        devs, mode = build_devices(tr, mode_rep)  # check the rest against the window the report used
+    origin = min((d.w0 for d in devs.values()), default=None)
+    if "origin_us" in tinfo and origin is not None:
+        A.ok(abs(to_ns(Decimal(repr(float(tinfo["origin_us"])))) - origin) <= 1, "traces[0].origin_us",
+             tinfo["origin_us"], f"{origin / 1e3:.3f}")
+    else:
+        A.na("traces[].origin_us (absent)")
+    if origin is not None and devs:
+        span = max(d.w1 for d in devs.values()) - origin
+        A.eq_us("trace window_us", tinfo.get("window_us"), span)
+
+    # ------------------------------------------------------------------ devices and streams
+    rep_devs = {d.get("device"): d for d in rep.get("devices", [])}
+    A.ok(set(rep_devs) == set(devs), "devices", sorted(rep_devs), sorted(devs))
+    for dev, D in devs.items():
+        r = rep_devs.get(dev)
+        if r is None:
+            continue
+        p = f"device {dev}"
+        A.eq_us(f"{p} window_us", r.get("window_us"), D.window)
+        A.eq_us(f"{p} kernel_busy_us", r.get("kernel_busy_us"), D.busy)
+        A.eq_us(f"{p} copy_busy_us", r.get("copy_busy_us"), D.copy_busy)
+        A.eq_us(f"{p} compute_idle_us", r.get("compute_idle_us"), D.window - D.busy)
+        pct = 100.0 * (D.window - D.busy) / D.window if D.window else 0.0
+        A.ok(abs(r.get("compute_idle_pct", -1) - pct) <= 0.0011, f"{p} compute_idle_pct",
+             r.get("compute_idle_pct"), f"{pct:.3f}")
+        verdict_check(A, tr, D, r)
+    for s in rep.get("streams", []):
+        D = devs.get(s.get("device"))
+        st = D.streams.get(s.get("stream")) if D else None
+        p = f"device {s.get('device')} stream {s.get('stream')}"
+        if not A.ok(st is not None, f"{p} exists", "a stream with kernels", "no kernels on it in the window"):
+            continue
+        A.eq_us(f"{p} busy_us", s.get("busy_us"), st["busy"])
+        A.eq_us(f"{p} idle_us", s.get("idle_us"), D.window - st["busy"])
+        A.ok(s.get("gaps") == st["gaps"], f"{p} gaps", s.get("gaps"), st["gaps"])
+        A.eq_us(f"{p} largest_gap_us", s.get("largest_gap_us"), st["largest"])
+        A.ok(s.get("kernels") == st["kernels"], f"{p} kernels", s.get("kernels"), st["kernels"])
+
+    # ------------------------------------------------------------------ gaps
+    mine = {}
+    for dev, D in devs.items():
+        for g0, g1 in D.gaps:
+            mine[(dev, g0 - origin)] = (g0, g1, D)
+    n_mine = len(mine)
+    rep_gaps = rep.get("gaps", [])
+    A.ok(len(rep_gaps) == n_mine, "number of gaps listed (with --top 100000)", len(rep_gaps), n_mine)
+    seen = set()
+    for i, g in enumerate(rep_gaps):
+        key = (g.get("device"), to_ns(g.get("start_us", 0)))
+        hit = None
+        for dk in (0, -1, 1):
+            hit = mine.get((key[0], key[1] + dk))
+            if hit:
+                key = (key[0], key[1] + dk)
+                break
+        p = f"gap {i} (device {g.get('device')}, start {g.get('start_us')} µs)"
+        if not A.ok(hit is not None, f"{p} start", f"{g.get('start_us')} µs",
+                    "no gap starts there (nearest: %s)" % _nearest(mine, key, origin)):
+            continue
+        seen.add(key)
+        g0, g1, D = hit
+        A.eq_us(f"{p} dur_us", g.get("dur_us"), g1 - g0)
+        check_next(A, tr, p, g0, g1, D, g.get("next_op") or {})
+        if "explanation" in g:
+            check_explanation(A, tr, p, g0, g1, D, g.get("next_op") or {}, g.get("explanation") or "")
+        check_host(A, tr, p, g.get("host"), origin)
+    missing = [k for k in mine if k not in seen]
+    if missing:
+        big = max(missing, key=lambda k: mine[k][1] - mine[k][0])
+        A.ok(False, "gaps missing from the list", f"{len(rep_gaps)} gaps",
+             f"{len(missing)} more (largest: device {big[0]} at {big[1] / 1e3:.3f} µs, "
+             f"{us(mine[big][1] - mine[big][0])})")
+    # causes
+    causes = rep.get("causes", {})
+    idle = sum(D.window - D.busy for D in devs.values())
+    A.ok(sum(c.get("count", 0) for c in causes.values()) == n_mine, "cause counts add up to the gap count",
+         sum(c.get("count", 0) for c in causes.values()), n_mine)
+    A.eq_us("cause totals add up to idle", round(sum(c.get("total_us", 0) for c in causes.values()), 3), idle,
+            tol=len(causes))
+    by_cause = defaultdict(lambda: [0, 0])
+    for g in rep_gaps:
+        key = (g.get("device"), to_ns(g.get("start_us", 0)))
+        h = next((mine[(key[0], key[1] + dk)] for dk in (0, -1, 1) if (key[0], key[1] + dk) in mine), None)
+        if h:
+            by_cause[g.get("cause")][0] += 1
+            by_cause[g.get("cause")][1] += h[1] - h[0]
+    if len(rep_gaps) == n_mine:
+        for c, v in causes.items():
+            A.ok(v.get("count") == by_cause[c][0], f"causes.{c}.count vs the gaps listed with that cause",
+                 v.get("count"), by_cause[c][0])
+            A.eq_us(f"causes.{c}.total_us", v.get("total_us"), by_cause[c][1])
+
+    check_tables(A, tr, rep, devs, mode)
+    check_collectives(A, tr, rep, devs)
+    check_launches(A, tr, rep, devs)
+    check_findings(A, tr, rep, devs, mine, origin)
+    return A
+
+
+def _nearest(mine, key, origin):
+    c = [k for k in mine if k[0] == key[0]]
+    if not c:
+        return "none on this device"
+    k = min(c, key=lambda k: abs(k[1] - key[1]))
+    g0, g1, _ = mine[k]
+    return f"{k[1] / 1e3:.3f} µs lasting {us(g1 - g0)}"
+
+
+def check_next(A, tr, p, g0, g1, D, nx):
+    cands = D.starting.get(g1, []) if g1 < D.w1 else []
+    kn = nx.get("kernel")
+    if not cands:
+        A.ok(kn in ("(end of window)", None), f"{p} next kernel", kn, "none (the gap ends the window)")
+        return
+    names = sorted({k.name for k in cands})
+    if not A.ok(kn in names, f"{p} next kernel", _short(kn), " | ".join(_short(n) for n in names)):
+        return
+    ks = [k for k in cands if k.name == kn]
+    launches = {L.name for L in (tr.launch(k) for k in ks) if L is not None}
+    if "launch" in nx:
+        want = launches or {None}
+        A.ok(nx.get("launch") in want, f"{p} launch call (by correlation)", nx.get("launch"), sorted(want, key=str))
+    if "op" in nx:
+        ops = set().union(*(tr.ops_of(k) for k in ks))
+        if nx.get("op") is not None:
+            A.ok(nx.get("op") in ops, f"{p} next op", nx.get("op"), sorted(ops) or "no aten op linked")
+
+
+def _short(name, n=60):
+    name = str(name)
+    return name if len(name) <= n else name[: n - 1] + "…"
+
+
+def _next_launch(tr, g1, D, nx):
+    """The launch call of the kernel that ends the gap (the one the report names when several start)."""
+    cands = D.starting.get(g1, []) if g1 < D.w1 else []
+    ks = [k for k in cands if k.name == nx.get("kernel")] or cands
+    Ls = [L for L in (tr.launch(k) for k in ks) if L is not None]
+    return min(Ls, key=lambda L: L.s) if Ls else None
+
+
+# ------------------------------------------------------------------------------------ explanations
+def _durs(text):
+    return [(m, *parse_dur(m.group(1), m.group(2))) for m in _DUR_RE.finditer(text)]
+
+
+def check_explanation(A, tr, p, g0, g1, D, nx, text):
+    if not text:
+        A.na("explanation (empty)")
+        return
+    L = _next_launch(tr, g1, D, nx)
+    key = tr.thread_of.get(id(L)) if L is not None else None
+    tl = L.s if L is not None else None
+    gap = g1 - g0
+
+    def near(claim, m, val, tol, truth):
+        A.ok(abs(val - truth) <= tol, f"{p} explanation {claim}", f"{m.group(0)!s}", us(truth))
+
+    # "GPU idle D" / "GPU compute idle D"
+    for m in re.finditer(r"GPU (?:compute )?idle (-?\d+(?:\.\d+)?) (s|ms|µs|ns)\b", text):
+        v, tol = parse_dur(m.group(1), m.group(2))
+        near("'GPU idle'", m, v, tol, gap)
+    # "... X of the W before `op` (was launched)" and "launched `op` W after the GPU ran dry"
+    m = re.search(r"(-?\d+(?:\.\d+)?) (s|ms|µs|ns) of (?:the )?(-?\d+(?:\.\d+)?) (s|ms|µs|ns)\b", text)
+    if m:
+        x, xt = parse_dur(m.group(1), m.group(2))
+        w, wt = parse_dur(m.group(3), m.group(4))
+        A.ok(x <= w + xt + wt, f"{p} explanation 'X of W'", m.group(0), "X must not exceed W")
+        if tl is not None:
+            A.ok(abs(w - (tl - g0)) <= wt, f"{p} explanation W (launch - gap start)",
+                 m.group(0)[m.start(3) - m.start():], us(tl - g0))
+        else:
+            A.na("explanation W (no launch)")
+    m2 = re.search(r"launched `[^`]*` (-?\d+(?:\.\d+)?) (s|ms|µs|ns) after the GPU ran dry", text)
+    if m2 and tl is not None:
+        w, wt = parse_dur(m2.group(1), m2.group(2))
+        A.ok(abs(w - (tl - g0)) <= wt, f"{p} explanation 'launched W after the GPU ran dry'", m2.group(0)[-40:],
+             us(tl - g0))
+    m3 = re.search(r"was launched (-?\d+(?:\.\d+)?) (s|ms|µs|ns) into the gap but started (-?\d+(?:\.\d+)?) "
+                   r"(s|ms|µs|ns) after its launch", text)
+    if m3 and tl is not None:
+        w, wt = parse_dur(m3.group(1), m3.group(2))
+        r, rt = parse_dur(m3.group(3), m3.group(4))
+        A.ok(abs(w - (tl - g0)) <= wt, f"{p} explanation 'launched W into the gap'", m3.group(0), us(tl - g0))
+        A.ok(abs(r - (g1 - tl)) <= rt, f"{p} explanation 'started R after its launch'", m3.group(0), us(g1 - tl))
+    if "already queued when the GPU went idle" in text and L is not None:
+        A.ok(L.s <= g0, f"{p} explanation 'already queued'", "launched before the gap",
+             f"launched {us(L.s - g0)} after the gap started")
+    if key is None or tl is None or tl <= g0:
+        if re.search(r"held the CPU|recorded nothing|Allocator calls took|in synchronising calls", text):
+            A.na("explanation host time (no launch inside the gap)")
+        return
+    # "Python `F` held the CPU for X" / "Python `b` (a built-in called from `S`) held the CPU for X"
+    m = re.search(r"Python `([^`]+)`(?: \(a built-in(?: called from `[^`]*`)?\))? held the CPU for "
+                  r"(-?\d+(?:\.\d+)?) (s|ms|µs|ns)\b", text)
+    if m:
+        x, xt = parse_dur(m.group(2), m.group(3))
+        own = tr.self_times(key, g0, tl)
+        fr = m.group(1)
+        if fr in own:
+            mine = own[fr]
+        else:
+            pre = (f"<built-in method {fr} ", f"<built-in function {fr}>", f"<built-in method {fr}>",
+                   f"<built-in function {fr} ")
+            hits = [n for n in own if n.startswith(pre) or (fr == "(unnamed C++ binding)" and
+                                                             n.startswith("<built-in method  of"))]
+            mine = sum(own[n] for n in hits) if hits else None
+        if mine is None and fr in tr.ann_names(key):
+            # a record_function range named as the holder: its time there not covered by a frame/op/call
+            inside = tr.covered(key, g0, tl, lambda v: v.kind == "ann" and v.name == fr)
+            iv = [(max(v.s, g0), min(v.e, tl)) for v in tr.overlapping(key, g0, tl) if v.kind == "ann" and v.name == fr]
+            mine = inside - sum(tr.covered(key, s_, e_, lambda v: v.kind in ("py", "op", "runtime"))
+                                for s_, e_ in _union(iv))
+        if mine is None:
+            A.ok(False, f"{p} explanation frame `{_short(fr)}`", "held the CPU",
+                 "no such frame on the launching thread in [gap start, launch)")
+        else:
+            top = own.most_common(1)[0] if own else ("", 0)
+            A.ok(x <= mine + xt + 1000, f"{p} explanation 'held the CPU for X' by `{_short(fr, 50)}`",
+                 m.group(0)[m.start(2) - m.start():], f"its own time there is {us(mine)} (most: "
+                 f"`{_short(top[0], 50)}` {us(top[1])})")
+    m = re.search(r"recorded nothing for (-?\d+(?:\.\d+)?) (s|ms|µs|ns)\b", text)
+    if m:
+        x, xt = parse_dur(m.group(1), m.group(2))
+        free = (tl - g0) - tr.covered(key, g0, tl, lambda v: v.kind in ("py", "op", "runtime"))
+        A.ok(x <= free + xt, f"{p} explanation 'recorded nothing for X'", m.group(0), f"{us(free)} unrecorded")
+    m = re.search(r"Allocator calls took (-?\d+(?:\.\d+)?) (s|ms|µs|ns)\b", text)
+    if m:
+        x, xt = parse_dur(m.group(1), m.group(2))
+        a = tr.covered(key, g0, tl, lambda v: v.name in ALLOC_NAMES or "empty_cache" in v.name)
+        A.ok(x <= a + xt, f"{p} explanation 'Allocator calls took X'", m.group(0), f"{us(a)} of allocator calls")
+    m = re.search(r"\((-?\d+(?:\.\d+)?) (s|ms|µs|ns) of it in synchronising calls\)", text)
+    if m:
+        x, xt = parse_dur(m.group(1), m.group(2))
+        a = tr.covered(key, g0, tl, lambda v: v.name in SYNC_NAMES or (v.kind == "op" and tr.has_sync_inside(v)))
+        A.ok(x <= a + xt, f"{p} explanation 'X in synchronising calls'", m.group(0), f"{us(a)} of synchronising calls")
+    m = re.search(r"while (.+?) copy of (\d+) bytes ran for (-?\d+(?:\.\d+)?) (s|ms|µs|ns)\b", text)
+    if m:
+        b = int(m.group(2))
+        t, tt = parse_dur(m.group(3), m.group(4))
+        ok = any(_int(c.args.get("bytes")) == b and abs(c.dur - t) <= tt for c in D.copies)
+        A.ok(ok, f"{p} explanation copy", m.group(0)[6:], "no copy of that size and duration on the device")
+
+
+# ------------------------------------------------------------------------------------ host objects
+def check_host(A, tr, p, host, origin):
+    if not host:
+        A.na("host frames (no `host` object)")
+        return
+    key = (str(host.get("pid")), str(host.get("tid")))
+    if key not in tr.threads:
+        A.ok(False, f"{p} host thread", f"pid {host.get('pid')} tid {host.get('tid')}", "no such CPU thread")
+        return
+    a = origin + to_ns(host.get("from_us", 0))
+    b = origin + to_ns(host.get("to_us", 0))
+    own = tr.self_times(key, a, b)
+    frames = host.get("frames") or []
+    for f in frames:
+        n = f.get("name")
+        A.eq_us(f"{p} host frame `{_short(n, 50)}` self_us", f.get("self_us"), own.get(n, 0), tol=1000)
+    cr = host.get("credited")
+    if not cr:
+        A.na("host credited frame (absent)")
+        return
+    # the frames a finding may name: Python frames, not the profiler's record_function enter/exit (a bucket of
+    # its own) nor gapscope's capture loop (the harness, not the workload)
+    py = Counter({n: t for n, t in own.items()
+                  if (_is_py_name(tr, key, n) or n in tr.ann_names(key)) and not _NOT_WORKLOAD.search(n)})
+    if not py:
+        A.na("host credited frame (no Python frame or range in the interval)")
+        return
+    best = py.most_common(1)[0]
+    A.eq_us(f"{p} host credited `{_short(cr.get('name'), 50)}` self_us", cr.get("self_us"), own.get(cr.get("name"), 0),
+            tol=1000)
+    A.ok(own.get(cr.get("name"), 0) >= best[1] - 1000, f"{p} host credited frame has the most own time",
+         f"`{_short(cr.get('name'), 50)}`", f"`{_short(best[0], 50)}` ({us(best[1])})")
+
+
+_STEP = re.compile(r"^(ProfilerStep#|gapscope\.step#)")
+_NOT_WORKLOAD = re.compile(r"_record_function_(enter|exit)|(^|/)torch/(autograd|profiler)/profiler\.py\("
+                           r"|(^|/)capture/(recorder|cli|__main__|__init__)\.py\(")
+
+
+def _is_py_name(tr, key, name):
+    cache = tr.__dict__.setdefault("_pynames", {})
+    s = cache.get(key)
+    if s is None:
+        s = cache[key] = {v.name for v in tr.threads[key] if v.kind == "py"}
+    return name in s
+
+
+# ---------------------------------------------------------------------------------------- verdicts
+def verdict_check(A, tr, D, r):
+    v = r.get("verdict")
+    if v is None:
+        A.na("devices[].verdict (absent)")
+        return
+    kern = [k for k in D.kernels if (lambda L: L is not None and GRAPH_LAUNCH.match(L.name))(tr.launch(k))]
+    n_k = len(kern)
+    n_l = len({id(tr.launch(k)) for k in kern})
+    claims = []  # (what, reported)
+    if isinstance(v, dict):
+        for key, val in v.items():
+            lk = key.lower()
+            if isinstance(val, dict) and "graph" in lk:
+                for k2, v2 in val.items():
+                    claims.append((f"{lk}.{k2.lower()}", v2))
+            elif isinstance(val, (int, float)) and "graph" in lk:
+                claims.append((lk, val))
+        texts = [str(x) for x in v.values() if isinstance(x, str)]
+    else:
+        texts = [str(v)]
+    for what, val in claims:
+        if "kernel" in what:
+            A.ok(val == n_k, f"device {D.dev} verdict {what}", val, n_k)
+        elif "launch" in what or "replay" in what:
+            A.ok(val == n_l, f"device {D.dev} verdict {what}", val, n_l)
+    for t in texts:
+        m = re.search(r"(\d+)(?: of \d+)? kernels? (?:came )?from (\d+) (?:\w+ )?graph (?:replays|launches)", t)
+        if m:
+            A.ok((int(m.group(1)), int(m.group(2))) == (n_k, n_l), f"device {D.dev} verdict text",
+                 m.group(0), f"{n_k} kernels from {n_l} graph launches")
+    if not claims and not any(re.search(r"graph", t) for t in texts):
+        if n_l:
+            A.ok(False, f"device {D.dev} verdict graph replays", "not mentioned",
+                 f"{n_k} kernels from {n_l} graph launches")
+        else:
+            A.na("verdict graph counts (no graph launches)")
+
+
+# ------------------------------------------------------------------------------------------ tables
+def check_tables(A, tr, rep, devs, mode):
+    steps = mode == "steps"
+    # kernels
+    ks = [k for D in devs.values() for k in D.kernels]
+    by = defaultdict(list)
+    for k in ks:
+        by[k.name].append(k)
+    grand = sum(k.dur for k in ks) or 1
+    rows = rep.get("kernels", [])
+    for r in rows:
+        n = r.get("name")
+        mine = by.get(n, [])
+        p = f"kernels `{_short(n, 50)}`"
+        A.ok(r.get("count") == len(mine), f"{p} count", r.get("count"), len(mine))
+        tot = sum(k.dur for k in mine)
+        A.eq_us(f"{p} total_us", r.get("total_us"), tot)
+        if mine and r.get("avg_us") is not None:
+            A.eq_us(f"{p} avg_us", r.get("avg_us"), tot / len(mine), tol=1)
+        pct = 100.0 * tot / grand
+        A.ok(abs(r.get("pct", 0) - pct) <= 0.0011, f"{p} pct", r.get("pct"), f"{pct:.3f}")
+        f = r.get("floor_us")
+        if f is not None and mine:
+            avg = tot / len(mine) / 1e3
+            A.ok(avg + 0.0005 >= f, f"{p} floor (a lower bound: avg >= floor)", f"floor {f} µs",
+                 f"avg {avg:.3f} µs over {len(mine)} calls (total {tot / 1e3:.3f} µs < floor x count "
+                 f"{f * len(mine):.3f} µs)")
+    listed = {r.get("name") for r in rows}
+    if rows and len(listed) < len(by):
+        low = min(r.get("total_us", 0) for r in rows)
+        big = max((n for n in by if n not in listed), key=lambda n: sum(k.dur for k in by[n]))
+        bt = sum(k.dur for k in by[big])
+        A.ok(bt <= low * 1000 + 1, "kernels table keeps the largest rows", f"smallest listed {low} µs",
+             f"`{_short(big, 50)}` omitted with {us(bt)}")
+    elif not rows and by:
+        A.ok(False, "kernels table", "empty", f"{len(by)} kernel names")
+
+    # CPU calls in the window
+    def calls(pred):
+        out = defaultdict(list)
+        for key, evs in tr.threads.items():
+            for v in evs:
+                if v.kind != "py" and pred(v) and (not steps or tr.in_steps(v.s)):
+                    out[v.name].append(v)
+        return out
+
+    sync_rows = {r.get("name"): r for r in rep.get("syncs", [])}
+
+    def is_sync(v) -> bool:
+        """A synchronisation: a blocking call or sync op by name, or an aten op with one inside it
+        (``aten::to`` -> ... -> ``cudaStreamSynchronize``)."""
+        return v.name in SYNC_NAMES or (v.name.startswith("aten::") and tr.has_sync_inside(v))
+
+    named = calls(lambda v: (v.name in sync_rows or v.name in SYNC_NAMES) and is_sync(v))
+
+    def enclosing(v):
+        """The synchronisations around v on its thread, outermost first."""
+        key = tr.thread_of[id(v)]
+        return sorted((o for o in tr.around(key, v.s, v.e) if o is not v and o.kind != "py"
+                       and (o.name in sync_rows or o.name in SYNC_NAMES) and is_sync(o)
+                       and (o.s, -o.e) <= (v.s, -v.e)),
+                      key=lambda o: (o.s, -o.e))
+
+    for n, r in sync_rows.items():
+        # a row counts the synchronisations it names that no other synchronisation encloses
+        mine = [v for v in named.get(n, []) if not enclosing(v)]
+        A.ok(r.get("count") == len(mine), f"syncs `{n}` count", r.get("count"), len(mine))
+        A.eq_us(f"syncs `{n}` total_us", r.get("total_us"), sum(v.dur for v in mine))
+
+    for n, vs in named.items():
+        if n not in sync_rows and n in SYNC_NAMES:
+            outer = [v for v in vs if not enclosing(v)]  # nested ones belong to the call around them
+            if outer:
+                A.ok(False, f"syncs table row `{n}`", "absent",
+                     f"{len(outer)} blocking calls, {us(sum(v.dur for v in outer))}")
+    # nested: a row whose every call runs inside another listed synchronisation counts one synchronisation twice
+    for n, vs in named.items():
+        if n not in sync_rows or not vs:
+            continue
+        inner = Counter()
+        for v in vs:
+            outer = [o for o in enclosing(v) if o.name in sync_rows]
+            if outer:
+                inner[outer[0].name] += 1
+        if sum(inner.values()) == len(vs) and sync_rows[n].get("count"):
+            on, c = inner.most_common(1)[0]
+            A.ok(False, f"syncs `{n}` counted apart from `{on}`", f"{sync_rows[n].get('count')} calls in their own row",
+                 f"{c} of them run inside a `{on}` call (one synchronisation, counted twice)")
+    A.checked += 1
+
+    # copies
+    cps = defaultdict(list)
+    for D in devs.values():
+        for c in D.copies:
+            cps[copy_label(c.name)].append(c)
+    crow = {r.get("kind"): r for r in rep.get("copies", [])}
+    for kind, r in crow.items():
+        mine = cps.get(kind, [])
+        p = f"copies `{kind}`"
+        A.ok(r.get("count") == len(mine), f"{p} count", r.get("count"), len(mine))
+        b = sum(_int(c.args.get("bytes")) or 0 for c in mine)
+        A.ok(r.get("bytes") == b, f"{p} bytes", r.get("bytes"), b)
+        t = sum(c.dur for c in mine)
+        A.eq_us(f"{p} total_us", r.get("total_us"), t)
+        if r.get("gbps") is not None and t:
+            A.ok(abs(r["gbps"] - b / t) <= 0.0011, f"{p} gbps", r["gbps"], f"{b / t:.3f}")
+    for kind, vs in cps.items():
+        if kind not in crow:
+            A.ok(False, f"copies row `{kind}`", "absent", f"{len(vs)} copies")
+
+    # allocator
+    arow = rep.get("allocator", {}) or {}
+    named = calls(lambda v: v.name in arow or v.name in ALLOC_NAMES)
+    pyec = defaultdict(list)
+    for key, evs in tr.threads.items():
+        for v in evs:
+            if v.kind == "py" and v.name in arow and (not steps or tr.in_steps(v.s)):
+                pyec[v.name].append(v)
+    for n, r in arow.items():
+        mine = named.get(n, []) + pyec.get(n, [])
+        A.ok(r.get("count") == len(mine), f"allocator `{n}` count", r.get("count"), len(mine))
+        A.eq_us(f"allocator `{n}` total_us", r.get("total_us"), sum(v.dur for v in mine))
+    for n, vs in named.items():
+        if n not in arow and n in ALLOC_NAMES:
+            A.ok(False, f"allocator table row `{n}`", "absent", f"{len(vs)} calls, {us(sum(v.dur for v in vs))}")
+
+
+def check_collectives(A, tr, rep, devs):
+    """Collective kernels by name: count, time, and the part no compute kernel of the device overlaps."""
+    rows = [r for r in rep.get("collectives", []) if isinstance(r, dict) and "name" in r]
+    mine = defaultdict(list)
+    comp = {}
+    for dev, D in devs.items():
+        comp[dev] = _union([(k.s, k.e) for k in D.kernels if not COLL_KERNEL.match(k.name)])
+        for k in D.kernels:
+            if COLL_KERNEL.match(k.name):
+                mine[k.name].append((dev, k))
+    for r in rows:
+        n = r.get("name")
+        p = f"collectives `{_short(n, 50)}`"
+        if r.get("cpu_side") or (n not in mine and not COLL_KERNEL.match(str(n))):
+            A.na("collectives (CPU-side rows)")
+            continue
+        ks = mine.get(n, [])
+        A.ok(r.get("count") == len(ks), f"{p} count", r.get("count"), len(ks))
+        A.eq_us(f"{p} total_us", r.get("total_us"), sum(k.dur for _, k in ks))
+        if r.get("exposed_us") is not None:
+            exp = sum(k.dur - _overlap(comp[d], k.s, k.e) for d, k in ks)
+            A.eq_us(f"{p} exposed_us", r.get("exposed_us"), exp)
+    listed = {r.get("name") for r in rows}
+    for n, ks in mine.items():
+        if n not in listed:
+            A.ok(False, f"collectives row `{_short(n, 50)}`", "absent", f"{len(ks)} collective kernels")
+
+
+def _overlap(iv, s, e) -> int:
+    return sum(max(0, min(e, b) - max(s, a)) for a, b in iv if a < e and b > s)
+
+
+def check_launches(A, tr, rep, devs):
+    """Kernels with a launch call, the distinct launch calls, their CPU cost, the kernels shorter than theirs."""
+    ent = [x for x in rep.get("launches", []) or [] if isinstance(x, dict)]
+    if not ent:
+        A.na("launches (absent)")
+        return
+    r = ent[0]
+    pairs = [(k, tr.launch(k)) for D in devs.values() for k in D.kernels]
+    pairs = [(k, L) for k, L in pairs if L is not None]
+    uniq = {id(L): L for _, L in pairs}
+    A.ok(r.get("kernels") == len(pairs), "launches.kernels (kernels linked to a launch call)", r.get("kernels"),
+         len(pairs))
+    A.ok(r.get("count") == len(uniq), "launches.count (distinct launch calls)", r.get("count"), len(uniq))
+    if "cost_total_ns" in r:
+        tot = sum(L.dur for L in uniq.values())
+        A.ok(abs(r["cost_total_ns"] - tot) <= 1, "launches.cost_total_ns", r["cost_total_ns"], tot)
+    if "kernels_shorter_than_launch" in r:
+        n = sum(1 for k, L in pairs if k.dur < L.dur)
+        A.ok(r["kernels_shorter_than_launch"] == n, "launches.kernels_shorter_than_launch",
+             r["kernels_shorter_than_launch"], n)
+    if "delay_median_ns" in r and pairs:
+        d = sorted(k.s - L.s for k, L in pairs)
+        med = (d[(len(d) - 1) // 2] + d[len(d) // 2]) / 2
+        A.ok(abs(r["delay_median_ns"] - med) <= 1, "launches.delay_median_ns", r["delay_median_ns"], med)
+    calls = Counter(L.name for L in uniq.values())
+    for name, c in (r.get("calls") or {}).items():
+        A.ok(calls.get(name) == c, f"launches.calls `{name}`", c, calls.get(name, 0))
+
+
+# ---------------------------------------------------------------------------------------- findings
+_TITLE_N = re.compile(r"^(?:launch-bound: )?(\d+) (?:gaps?|syncs?)\b")
+_TITLE_T = re.compile(r"(?:cost|add up to|:) (-?\d+(?:\.\d+)?) (s|ms|µs|ns) of GPU idle")
+
+
+def check_findings(A, tr, rep, devs, mine, origin):
+    window = sum(D.window for D in devs.values()) or 1
+    gaps_by_rel = defaultdict(list)  # start relative to the origin -> my gaps (any device)
+    for (dev, rel), h in mine.items():
+        gaps_by_rel[rel].append(h)
+    rep_gaps = rep.get("gaps", [])
+    per_cause = defaultdict(lambda: [0, 0.0])
+    listed = defaultdict(lambda: [0, 0])  # cause -> listed gaps (>= threshold) by the report's causes
+    for g in rep_gaps:
+        d = to_ns(g.get("dur_us", 0))
+        if d >= MIN_LISTED_NS:
+            listed[g.get("cause")][0] += 1
+            listed[g.get("cause")][1] += d
+    saw_short = False
+    for f in rep.get("findings", []):
+        ev = f.get("evidence") or {}
+        fid = f.get("id")
+        p = f"finding {fid}"
+        title = f.get("title", "")
+        if isinstance(ev, dict) and "idle_us" in ev:
+            A.ok(abs(f.get("idle_us", 0) - ev["idle_us"]) <= 0.0015, f"{p} idle_us vs evidence", f.get("idle_us"),
+                 ev["idle_us"])
+            share = 100.0 * ev["idle_us"] * 1000 / window
+            A.ok(abs(ev.get("share_of_window_pct", 0) - share) <= 0.01, f"{p} share_of_window_pct",
+                 ev.get("share_of_window_pct"), f"{share:.3f}")
+        m = _TITLE_N.match(title)
+        if m and "gaps" in ev:
+            A.ok(int(m.group(1)) == ev["gaps"], f"{p} title count", m.group(0), f"evidence.gaps {ev['gaps']}")
+        m = _TITLE_T.search(title)
+        if m and "idle_us" in ev:
+            v, tol = parse_dur(m.group(1), m.group(2))
+            A.ok(abs(v - ev["idle_us"] * 1000) <= tol, f"{p} title time", m.group(0), us(ev["idle_us"] * 1000))
+        exs = ev.get("examples") if isinstance(ev, dict) else None
+        if exs is not None:
+            cause = ev.get("cause")
+            gc = ev.get("gap_causes")
+            if isinstance(gc, dict):
+                # a finding can hold gaps of several causes (a host round trip): it says how many of each
+                A.ok(sum(v[0] for v in gc.values()) == ev.get("gaps"), f"{p} gap_causes add up to its gaps",
+                     sum(v[0] for v in gc.values()), ev.get("gaps"))
+                for c, (n, t) in gc.items():
+                    per_cause[c][0] += n
+                    per_cause[c][1] += t
+            else:
+                per_cause[cause][0] += ev.get("gaps", 0)
+                per_cause[cause][1] += ev.get("idle_us", 0)
+            durs = []
+            for j, ex in enumerate(exs):
+                rel = to_ns(ex.get("start_us", 0))
+                dur = to_ns(ex.get("dur_us", 0))
+                hit = next((h for dk in (0, -1, 1) for h in gaps_by_rel.get(rel + dk, [])
+                            if abs(h[1] - h[0] - dur) <= 1), None)
+                q = f"{p} example {j} (start {ex.get('start_us')} µs)"
+                if not A.ok(hit is not None, f"{q} is a gap", f"{ex.get('dur_us')} µs at {ex.get('start_us')} µs",
+                            "no such gap"):
+                    continue
+                g0, g1, D = hit
+                durs.append(g1 - g0)
+                check_next(A, tr, q, g0, g1, D, {"kernel": ex.get("next_kernel"), "op": ex.get("next_op")})
+                if "queued" in title:
+                    L = _next_launch(tr, g1, D, {"kernel": ex.get("next_kernel")})
+                    if L is not None:
+                        A.ok(L.s < g0, f"{q} 'already queued'", "launched before the gap",
+                             f"launched {us(L.s - g0)} after the gap started")
+                check_host(A, tr, q, ex.get("host"), origin)
+            if durs:
+                lg = ev.get("largest_gap_us")
+                A.eq_us(f"{p} largest_gap_us (its largest example)", lg, max(durs))
+                A.ok(ev.get("gaps", 0) >= len(exs), f"{p} gaps >= examples", ev.get("gaps"), len(exs))
+                A.ok(ev.get("idle_us", 0) * 1000 + 1 + len(durs) >= sum(durs), f"{p} idle >= its examples' idle",
+                     ev.get("idle_us"), f"examples alone {us(sum(durs))}")
+                A.ok(ev.get("idle_us", 0) * 1000 <= (lg or 0) * 1000 * ev.get("gaps", 0) + 1,
+                     f"{p} idle <= gaps x largest", ev.get("idle_us"), f"{ev.get('gaps')} x {lg}")
+                if ev.get("gaps") == len(durs):
+                    A.eq_us(f"{p} idle_us (all its gaps are the examples)", ev.get("idle_us"), sum(durs),
+                            tol=len(durs))
+        elif isinstance(ev, dict) and "causes" in ev and "gaps" in ev:
+            saw_short = True
+            m = re.search(r"shorter than (-?\d+(?:\.\d+)?) (s|ms|µs|ns)", title)
+            thr = parse_dur(m.group(1), m.group(2))[0] if m else MIN_LISTED_NS
+            short = [h[1] - h[0] for h in mine.values() if h[1] - h[0] < thr]
+            A.ok(ev["gaps"] == len(short), f"{p} short gaps count", ev["gaps"], len(short))
+            A.eq_us(f"{p} short gaps idle_us", ev.get("idle_us"), sum(short), tol=1)
+            A.ok(sum(ev["causes"].values()) == ev["gaps"], f"{p} causes add up", sum(ev["causes"].values()), ev["gaps"])
+        elif isinstance(ev, dict) and "kind" in ev and "bytes" in ev:
+            cs = [c for D in devs.values() for c in D.copies if copy_label(c.name) == ev["kind"]]
+            A.ok(ev.get("count") == len(cs), f"{p} copies count", ev.get("count"), len(cs))
+            b = sum(_int(c.args.get("bytes")) or 0 for c in cs)
+            A.ok(ev.get("bytes") == b, f"{p} copies bytes", ev.get("bytes"), b)
+            A.ok("pageable" in ev["kind"].lower(), f"{p} pageable", ev["kind"], "not a pageable copy")
+    # the gap findings of a cause partition its listed gaps
+    if len(rep_gaps) == len(mine):
+        for c in set(per_cause) | set(listed):
+            n, t = per_cause[c]
+            A.ok(n == listed[c][0], f"findings of cause {c}: gaps", n, f"{listed[c][0]} listed gaps >= 2 µs")
+            A.ok(abs(t * 1000 - listed[c][1]) <= 1 + n, f"findings of cause {c}: idle", f"{t:.3f} µs",
+                 us(listed[c][1]))
+    if not saw_short:
+        A.na("short-gap finding (absent)")
+
+
+# -------------------------------------------------------------------------------------------- driver
+def run_report(cmd, cwd, path, whole):
+    argv = shlex.split(cmd) + ["report", "--json", "--top", "100000"] + (["--whole-trace"] if whole else []) + [path]
+    p = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"report failed ({p.returncode}): {p.stderr.strip().splitlines()[-1:]}")
+    return json.loads(p.stdout)
+
+
+def all_traces():
+    out = []
+    for d in (os.path.join(REPO, "traces"), os.path.join(REPO, "..", "shared", "traces"), "/work/shared/traces"):
+        if not os.path.isdir(d):
+            continue
+        for root, _, files in os.walk(d):
+            for f in sorted(files):
+                if f.endswith((".json", ".json.gz")) and not f.endswith(".ranks.json"):
+                    out.append(os.path.join(root, f))
+    seen, uniq = set(), []
+    for p in out:
+        r = os.path.realpath(p)
+        if r not in seen:
+            seen.add(r)
+            uniq.append(p)
+    return uniq
+
+
+def audit_path(path, cmd, cwd, whole=False, out=sys.stdout):
+    label = os.path.relpath(path, REPO) if not os.path.relpath(path, REPO).startswith("../..") else path
+    try:
+        doc = read_trace(path)
+    except (ValueError, OSError, EOFError) as e:
+        print(f"{label}: skipped: not strict JSON ({type(e).__name__}: {str(e)[:80]})", file=out)
+        return None
+    if isinstance(doc, dict) and "traceEvents" not in doc:
+        print(f"{label}: skipped: not a Kineto trace (no traceEvents)", file=out)
+        return None
+    tr = Trace(doc)
+    try:
+        rep = run_report(cmd, cwd, os.path.abspath(path), whole)
+    except (RuntimeError, ValueError) as e:  # the trace reads, the report does not: that is a finding too
+        A = Audit(label)
+        A.ok(False, "report", f"no JSON ({str(e)[:160]})", "a readable trace")
+        print(A.mismatches[0], file=out)
+        print(f"{label}: summary: 1 claims checked, 1 mismatches, 0 not checkable", file=out)
+        return A
+    A = audit_report(path, tr, rep, label, whole)
+    for line in A.mismatches:
+        print(line, file=out)
+    nc = sum(A.unchecked.values())
+    detail = ", ".join(f"{k} x{v}" for k, v in sorted(A.unchecked.items()))
+    print(f"{label}: summary: {A.checked} claims checked, {len(A.mismatches)} mismatches, {nc} not checkable"
+          + (f" ({detail})" if detail else ""), file=out)
+    return A
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("traces", nargs="*")
+    ap.add_argument("--all", action="store_true", help="every trace in traces/ and ../shared/traces/")
+    ap.add_argument("--report-cmd", default=f"{shlex.quote(sys.executable)} -m tui",
+                    help="command that runs gapscope (default: this Python, -m tui)")
+    ap.add_argument("--cwd", default=REPO, help="directory to run the report command in (default: this checkout)")
+    ap.add_argument("--whole-trace", action="store_true", help="audit the report's --whole-trace window")
+    a = ap.parse_args(argv)
+    paths = list(a.traces) + (all_traces() if a.all else [])
+    if not paths:
+        ap.print_usage(sys.stderr)
+        return 2
+    bad = 0
+    for pth in paths:
+        A = audit_path(pth, a.report_cmd, a.cwd, a.whole_trace)
+        if A is not None and A.mismatches:
+            bad += 1
+        sys.stdout.flush()
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""Projected vs measured saving per pair (bad variant, fixed twin): issue #14's check of the replay model.
+
+For each pair the bad variant's trace is analysed, the finding whose cause the variant injects (or, for
+eager vs graph, the launch-bound finding) gives the projected relative saving (``saving_us`` / replayed
+step), and the measured relative saving is 1 - fixed / bad of the un-profiled step times.
+
+Measured times come from ``--measured FILE``, a JSON ``{"variant": {"min_us": .., "median_us": .., "n": ..}}``
+(``--stat min|median`` picks which). A variant is looked up by its trace name (``demo-eager-sync.decode``)
+or by the short key ``benchmarks/whatif_pairs.py`` writes (``sync.decode``, ``eager.decode``,
+``graph.decode``); where that file gives a ``saving_pct`` paired by round against the twin, its median
+(p25..p75) is the measured saving, else 1 - fixed / bad of the chosen statistic. Without ``--measured``,
+each trace's own metadata is used (``gapscope.unprofiled_us``, the median of its capture's repeats; those
+of traces/ were not interleaved and come from different sessions, so read that table as a smoke test).
+
+    python3 benchmarks/whatif.py                      # the pairs in traces/, metadata times
+    python3 benchmarks/whatif.py --measured m.json --traces DIR
+
+A pair passes when the projection is within ±35% (relative) or ±5 points of the measured saving, and
+no finding projects more than 2x its fix's measured saving.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tui.analysis import analyze  # noqa: E402
+from tui.trace import load  # noqa: E402
+
+#: (bad variant, fixed twin, the cause of the finding whose fix the twin is, the frame it names or None)
+PAIRS = [
+    ("demo-eager-sync.decode", "demo-eager.decode", "sync", "_inject_sync_check"),
+    ("demo-eager-alloc.decode", "demo-eager.decode", "allocator", "_inject_allocator_churn"),
+    ("demo-eager-python.decode", "demo-eager.decode", "python", "_host_bookkeeping"),
+    ("demo-eager-copy.decode", "demo-eager.decode", "copy", "_inject_pageable_copy"),
+    ("demo-eager-sampling.decode", "demo-eager.decode", "python", "_inject_host_sampling"),
+    ("demo-eager.decode", "demo-graph.decode", "launch", None),
+    ("demo-eager.prefill", "demo-graph.prefill", "launch", None),
+    # prefill twins, when their traces exist (benchmarks/whatif_pairs.py times them)
+    ("demo-eager-sync.prefill", "demo-eager.prefill", "sync", "_inject_sync_check"),
+    ("demo-eager-alloc.prefill", "demo-eager.prefill", "allocator", "_inject_allocator_churn"),
+    ("demo-eager-python.prefill", "demo-eager.prefill", "python", "_host_bookkeeping"),
+    ("demo-eager-copy.prefill", "demo-eager.prefill", "copy", "_inject_pageable_copy"),
+]
+
+
+def _finding(a, cause, frame):
+    pj = a.projection
+    for f in a.findings:
+        if f.cause != cause or pj.saving_ns.get(f.id) is None:
+            continue
+        if frame and frame not in str((f.evidence or {}).get("frame") or ""):
+            continue
+        return f
+    return None
+
+
+def _key(name: str) -> str:
+    """``demo-eager-sync.decode`` -> ``sync.decode``; ``demo-eager.decode`` -> ``eager.decode``."""
+    n = name[5:] if name.startswith("demo-") else name
+    return n[6:] if n.startswith("eager-") else n
+
+
+def _entry(table: dict, name: str):
+    v = table.get(name)
+    if not isinstance(v, dict):
+        v = table.get(_key(name))
+    return v if isinstance(v, dict) else None
+
+
+def _paired(table: dict, bad: str, fixed: str):
+    """whatif_pairs.py's round-paired saving of this pair (median, p25, p75), if it has one."""
+    for who, vs in ((bad, fixed), (fixed, bad)):
+        e = _entry(table, who)
+        sp = e.get("saving_pct") if e else None
+        if isinstance(sp, dict) and sp.get("vs") in (vs, _key(vs)) and isinstance(sp.get("median"), (int, float)):
+            return float(sp["median"]), sp.get("p25"), sp.get("p75")
+    return None
+
+
+def _measured(name, path: Path, table: dict | None, stat: str):
+    if table is not None:
+        v = _entry(table, name)
+        if not isinstance(v, dict):
+            return None, 0
+        x = v.get(f"{stat}_us", v.get("median_us"))
+        return (float(x) if isinstance(x, (int, float)) else None), int(v.get("n") or 0)
+    m = load(str(path), no_cache=True)
+    g = m.gapscope_meta or {}
+    x = g.get("unprofiled_us")
+    smp = g.get("unprofiled_samples_us")
+    n = len(smp) if isinstance(smp, list) else int((g.get("options") or {}).get("repeats") or 0)
+    return (float(x) if isinstance(x, (int, float)) else None), n
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--traces", default=str(Path(__file__).resolve().parent.parent / "traces"))
+    ap.add_argument("--measured", help="JSON of measured un-profiled step times per variant")
+    ap.add_argument("--stat", choices=("min", "median"), default="median")
+    ap.add_argument("--json", action="store_true", help="print the rows as JSON too")
+    args = ap.parse_args(argv)
+    table = None
+    if args.measured:
+        try:
+            table = json.loads(Path(args.measured).read_text())
+        except (OSError, ValueError) as e:
+            print(f"whatif: error: {args.measured}: {e}", file=sys.stderr)
+            return 2
+    tdir = Path(args.traces)
+    rows = []
+    print("| bad variant | fixed twin | finding | projected saving | measured saving | bad / fixed (ms, n) | "
+          "calibrated | verdict |")
+    print("|---|---|---|---:|---:|---:|---|---|")
+    for bad, fixed, cause, frame in PAIRS:
+        pb, pf = tdir / f"{bad}.json.gz", tdir / f"{fixed}.json.gz"
+        if not pb.exists() or (table is None and not pf.exists()):  # the twin's trace is needed only for its time
+            continue
+        a = analyze(load(str(pb), no_cache=True))
+        f = _finding(a, cause, frame)
+        mb, nb = _measured(bad, pb, table, args.stat)
+        mf, nf = _measured(fixed, pf, table, args.stat)
+        proj = a.projection.saving_pct(f.id) if f else None
+        meas = 100.0 * (1 - mf / mb) if mb and mf else None
+        paired = _paired(table, bad, fixed) if table is not None else None
+        spread = ""
+        if paired is not None:
+            meas = paired[0]
+            if isinstance(paired[1], (int, float)) and isinstance(paired[2], (int, float)):
+                spread = f" ({paired[1]:.1f}–{paired[2]:.1f})"
+        if proj is None or meas is None:
+            verdict = "n/a"
+        else:
+            ok = abs(proj - meas) <= 5 or (meas > 0 and abs(proj - meas) <= 0.35 * meas)
+            over = meas > 0 and proj > 2 * meas
+            verdict = "ok" if ok and not over else ("over 2x" if over else "miss")
+        row = {"bad": bad, "fixed": fixed, "finding": f.id if f else None, "projected_pct": proj,
+               "measured_pct": meas, "bad_ms": mb and mb / 1e3, "fixed_ms": mf and mf / 1e3, "n": [nb, nf],
+               "calibrated": a.projection.calibrated, "verdict": verdict}
+        rows.append(row)
+        fmt = (lambda x: "–" if x is None else f"{x:.1f}%")
+        print(f"| {bad} | {fixed} | {row['finding'] or '–'} | {fmt(proj)} | {fmt(meas)}{spread} | "
+              f"{(mb or 0) / 1e3:.2f} / {(mf or 0) / 1e3:.2f} ({nb}, {nf}) | "
+              f"{'yes' if a.projection.calibrated else 'no'} | {verdict} |")
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,217 @@
+"""The before/after view (tui/app/diffview.py): `gapscope diff A B`, the explorer's D key, its keys, snapshots at
+80x24 and 160x48 on two committed samples (eager decode against the same decode with ~100 µs of Python
+bookkeeping per layer), and the README's key table against the screen's bindings.
+
+Update the snapshots after an intended change with
+    python -m pytest tests/test_app_diff.py --snapshot-update
+and look at them (snapshot_report.html) before committing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import SAMPLE_TRACES
+from tui.app.diffview import DiffApp, DiffScene, DiffScreen
+from tui.app.textdump import screen_text
+from tui.cli import main
+
+A = SAMPLE_TRACES / "demo-eager.decode.json.gz"
+B = SAMPLE_TRACES / "demo-eager-python.decode.json.gz"
+
+
+@pytest.fixture
+def pair():
+    if not (A.exists() and B.exists()):
+        pytest.skip("traces/ samples are not present")
+    return str(A), str(B)
+
+
+async def _ready(pilot):
+    app = pilot.app
+    last = None
+    for _ in range(60):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        now = screen_text(app)
+        if isinstance(app.screen, DiffScreen) and now == last and not app.workers:
+            break
+        last = now
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_diff_snapshot(snap_compare, pair, size):
+    pytest.importorskip("pytest_textual_snapshot")
+    app = DiffApp(*pair, load_opts={"no_cache": True})
+
+    async def steps(pilot):
+        await _ready(pilot)
+        if size == (160, 48):  # the largest gap of B, lined up with the gap at the same place in A
+            await pilot.press("n")
+            await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=steps)
+
+
+def _scene(pair) -> DiffScene:
+    from tui.analysis import analyze
+    from tui.trace import load
+
+    ma, mb = (load(p, no_cache=True) for p in pair)
+    return DiffScene(pair[0], ma, analyze(ma), pair[1], mb, analyze(mb))
+
+
+def test_steps_line_up_and_gaps_match(pair):
+    sc = _scene(pair)
+    ma, mb = sc.parts[0].model, sc.parts[1].model
+    for k in range(4):
+        sc.set_step(k)
+        # the first kernel of B's step k starts with A's (kernels taken from the raw columns)
+        ka = [i for i in range(ma.n) if ma.kind[i] == 0]
+        kb = [i for i in range(mb.n) if mb.kind[i] == 0]
+        st_a, st_b = sc.cmp.steps_a, sc.cmp.steps_b
+        fa = min(int(ma.ts_ns[i]) for i in ka if i in set(st_a.step_kernels(k).tolist()))
+        fb = min(int(mb.ts_ns[i]) for i in kb if i in set(st_b.step_kernels(k).tolist()))
+        assert fa + sc.parts[0].offset == fb + sc.parts[1].offset
+    # the largest gap of B: the A gap at the same place ends where it ends once aligned on the kernel after it
+    gid = int(sc.b_order[0])
+    sc.align_on_gap(gid)
+    sc.select_gid(gid)
+    m = sc.match_gid
+    assert m >= 0 and sc.g_part[m] == 0 and sc.aligned_on == "the kernel after the gap"
+    assert sc.g_end[m] == sc.g_end[gid]
+    b = sc.parts[1].analysis
+    a = sc.parts[0].analysis
+    nb = b.model.name(int(b.gaps.next_idx[int(sc.g_row[gid])]))
+    na = a.model.name(int(a.gaps.next_idx[int(sc.g_row[m])]))
+    assert na == nb
+    # new gaps in B are those match_gaps calls new, and each has its row on the "new in B" lane
+    assert sc.new_order.size == int(sc.gm.new.sum()) > 0
+    marked = np.concatenate([ln.segs.ref for ln in sc.marks.values()])
+    assert sorted(marked.tolist()) == sorted(sc.new_order.tolist())
+
+
+def test_diff_keys(pair):
+    asyncio.run(_test_diff_keys(pair))
+
+
+async def _test_diff_keys(pair):
+    app = DiffApp(*pair, load_opts={"no_cache": True})
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _ready(pilot)
+        scr = app.screen
+        assert isinstance(scr, DiffScreen) and "step 1/4" in screen_text(app)
+        await pilot.press("right_square_bracket")
+        await pilot.pause()
+        assert scr.scene.step == 1 and "step 2/4: gapscope.step#1 | gapscope.step#1" in screen_text(app)
+        await pilot.press("left_square_bracket", "left_square_bracket")
+        await pilot.pause()
+        assert scr.scene.step == 3
+        await pilot.press("m")
+        await pilot.pause()
+        gid = scr.scene.selected_gap
+        assert gid >= 0 and scr.scene.b_new[gid] and "new in B" in screen_text(app)
+        await pilot.press("n")
+        await pilot.pause()
+        assert scr.scene.selected_gap == int(scr.scene.b_order[0])
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code in (0, None)
+
+
+def test_explorer_D_opens_the_diff_of_two_tabs(pair):
+    asyncio.run(_test_explorer_D_opens_the_diff_of_two_tabs(pair))
+
+
+async def _test_explorer_D_opens_the_diff_of_two_tabs(pair):
+    from tui.app.app import GapscopeApp
+
+    app = GapscopeApp(list(pair), load_opts={"no_cache": True})
+    async with app.run_test(size=(100, 30)) as pilot:
+        for _ in range(60):
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            if len(app.scenes) == 2 and all(s.analysis is not None for s in app.scenes):
+                break
+        await pilot.press("D")
+        for _ in range(20):
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            if isinstance(app.screen, DiffScreen):
+                break
+        assert isinstance(app.screen, DiffScreen)
+        text = screen_text(app)
+        assert "A before: demo-eager.decode.json.gz" in text and "B after: demo-eager-python.decode.json.gz" in text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, DiffScreen)
+
+
+def test_explorer_D_is_off_with_one_trace(pair):
+    asyncio.run(_test_explorer_D_is_off_with_one_trace(pair))
+
+
+async def _test_explorer_D_is_off_with_one_trace(pair):
+    from tui.app.app import GapscopeApp
+
+    app = GapscopeApp([pair[0]], load_opts={"no_cache": True})
+    async with app.run_test(size=(100, 30)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("D")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert not isinstance(app.screen, DiffScreen)
+
+
+def test_cli_diff_errors(tmp_path, capsys, pair, monkeypatch):
+    monkeypatch.delenv("GAPSCOPE_FORCE_TUI", raising=False)
+    with pytest.raises(SystemExit) as e:
+        main(["diff", pair[0]])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gapscope: error:") and len(err.strip().splitlines()) == 1
+    assert main(["diff", pair[0], str(tmp_path / "nope.json")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"gapscope: error: {tmp_path / 'nope.json'}: no such file\n"
+    assert main(["diff", pair[0], pair[1]]) == 2  # not a terminal under pytest
+    assert "needs a terminal" in capsys.readouterr().err
+
+
+def test_readme_lists_the_diff_keys():
+    """Every key of the diff screen is in the README's diff section (the bindings are the source)."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    sec = readme[readme.index("## Before and after"):]
+    sec = sec[:sec.index("\n## ", 3)]
+    names = {"right_square_bracket": "]", "left_square_bracket": "[", "escape": "Esc", "equals_sign": "=",
+             "plus": "+", "minus": "-", "left": "←", "right": "→", "home": "Home"}
+    for b in DiffScreen.BINDINGS:
+        for k in b.key.split(","):
+            shown = names.get(k, k)
+            assert re.search(r"`" + re.escape(shown) + r"`", sec), (k, shown)
+
+
+def test_trace_strings_are_never_markup(tmp_path):
+    """Kernel names and frames like ``[bold]`` or ``[/foo]`` are shown as written (never parsed as markup)."""
+    from tests.test_compare import stepped
+
+    a = stepped([[("[bold]k1", 10, "launch"), ("[/foo]k2", 20, "python")]] * 2).write(tmp_path / "a.json")
+    b = stepped([[("[bold]k1", 10, "launch"), ("[0]fused", 30, "python", 8.0)]] * 2,
+                frame="app.py(9): [red]other").write(tmp_path / "b.json")
+
+    async def go():
+        app = DiffApp(str(a), str(b), load_opts={"no_cache": True})
+        async with app.run_test(size=(160, 40)) as pilot:
+            await _ready(pilot)
+            await pilot.press("m")
+            await pilot.pause()
+            return screen_text(app)
+
+    text = asyncio.run(go())
+    assert "kernel [0]fused (new)" in text and "kernel [/foo]k2 (gone)" in text
+    assert "new: 2 gaps while host work from app.py(9): [red]other" in text

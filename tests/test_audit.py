@@ -1,0 +1,396 @@
+"""benchmarks/audit.py, the independent checker, checked itself.
+
+A small Kineto trace is written here by hand, and with it, by hand, the report that is right about it
+(every number below is worked out in the comments from the events, not taken from gapscope). The
+checker must find 0 mismatches in that report, and exactly the planted mismatch in each copy of it
+that is wrong in one checked way. One more test runs the real ``python3 -m tui report`` on a trace
+where its output is right, and one reads a trace a strict JSON parser rejects.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+_spec = importlib.util.spec_from_file_location("gapscope_audit", ROOT / "benchmarks" / "audit.py")
+audit = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(audit)
+
+PID = 100
+
+
+def X(cat, name, ts, end, pid=PID, tid=PID, **args):
+    return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": round(end - ts, 3),
+            "args": args}
+
+
+def K(name, ts, end, corr, cat="kernel", **args):
+    return X(cat, name, ts, end, pid=0, tid=7, device=0, stream=7, correlation=corr, **args)
+
+
+def trace_events():
+    """Times in µs. One CPU thread (pid = tid = 100), one GPU stream (device 0, stream 7)."""
+    return [
+        X("python_function", "main.py(10): step", 0, 230),
+        X("python_function", "main.py(20): work", 5, 60),
+        X("python_function", "<built-in function sleep>", 10, 50),
+        X("cpu_op", "aten::mm", 60, 80, **{"External id": 1}),
+        X("cuda_runtime", "cudaLaunchKernel", 65, 70, correlation=11),
+        X("cpu_op", "aten::add", 80, 90, **{"External id": 2}),
+        X("cuda_runtime", "cudaLaunchKernel", 82, 86, correlation=12),
+        X("cpu_op", "aten::item", 100, 130, **{"External id": 3}),
+        X("cpu_op", "aten::_local_scalar_dense", 101, 129, **{"External id": 4}),
+        X("cuda_runtime", "cudaMemcpyAsync", 102, 105, correlation=13),
+        X("cuda_runtime", "cudaStreamSynchronize", 105, 128, correlation=14),
+        X("cuda_runtime", "cudaMalloc", 132, 136, correlation=17),
+        X("cpu_op", "aten::mul", 140, 150, **{"External id": 5}),
+        X("cuda_runtime", "cudaLaunchKernel", 142, 146, correlation=15),
+        X("python_function", "main.py(30): post", 150, 190),
+        X("python_function", "<built-in function sleep>", 152, 185),
+        X("cpu_op", "aten::relu", 190, 198, **{"External id": 6}),
+        X("cuda_runtime", "cudaLaunchKernel", 192, 196, correlation=16),
+        X("python_function", "main.py(40): replay", 205, 215),
+        X("cuda_runtime", "cudaGraphLaunch", 206, 210, correlation=20),
+        K("gemm", 75, 95, 11, **{"External id": 1}),
+        K("add_k", 96, 98, 12, **{"External id": 2}),
+        K("Memcpy DtoH (Device -> Pageable)", 106, 108, 13, cat="gpu_memcpy", bytes=4000),
+        K("mul_k", 147, 150, 15, **{"External id": 5}),
+        K("relu_k", 200, 203, 16, **{"External id": 6}),
+        K("g1", 211, 214, 20),
+        K("g2", 214, 216, 20),
+    ]
+
+
+# The device window is the first .. last GPU op: [75, 216) = 141 µs (origin 75 µs). Kernels cover
+# 20 + 2 + 3 + 3 + 3 + 2 = 33 µs; idle 108 µs = 76.596 %. The gaps (no kernel on any stream):
+#   [95, 96)    1 µs  next add_k   (launched at 82: already queued)
+#   [98, 147)  49 µs  next mul_k   (launched at 142: W = 44; aten::item [100, 130) holds the sync)
+#   [150, 200) 50 µs  next relu_k  (launched at 192: W = 42; `sleep` [152, 185) owns 33 µs of it,
+#                                   `post` 40 - 33 = 7 µs, aten::relu [190, 192) 2 µs)
+#   [203, 211)  8 µs  next g1      (cudaGraphLaunch at 206: 3 µs into the gap, started 5 µs after it)
+SLEEP_EXPLANATION = ("Python `sleep` (a built-in called from `main.py(30): post`) held the CPU for 33.0 µs of "
+                     "the 42.0 µs before `aten::relu` was launched; GPU idle 50.0 µs.")
+SYNC_EXPLANATION = ("The launching thread synchronised with the GPU in `cudaStreamSynchronize` and launched "
+                    "`aten::mul` 44.0 µs after the GPU ran dry (30.0 µs of it in synchronising calls); GPU idle "
+                    "49.0 µs.")
+GRAPH_EXPLANATION = "`g1` was launched 3.0 µs into the gap but started 5.0 µs after its launch; GPU idle 8.0 µs."
+QUEUED_EXPLANATION = "`aten::add` was already queued when the GPU went idle; it started 1.0 µs later."
+HOST = {"pid": PID, "tid": PID, "from_us": 75.0, "to_us": 117.0,
+        "frames": [{"name": "<built-in function sleep>", "self_us": 33.0}, {"name": "main.py(30): post", "self_us": 7.0}],
+        "credited": {"name": "<built-in function sleep>", "self_us": 33.0}}
+
+
+def gap(start, dur, cause, kernel, launch, op, explanation, **kw):
+    return {"rank": None, "device": 0, "start_us": start, "dur_us": dur, "cause": cause,
+            "next_op": {"kernel": kernel, "launch": launch, "op": op}, "cpu_stack": [], "cpu_breakdown": {},
+            "explanation": explanation, **kw}
+
+
+def example(row, start, dur, kernel, op, explanation, **kw):
+    return {"row": row, "start_us": start, "dur_us": dur, "next_kernel": kernel, "next_op": op,
+            "explanation": explanation, **kw}
+
+
+def kernel_row(name, total, pct, floor=None):
+    return {"name": name, "count": 1, "total_us": total, "pct": pct, "avg_us": total, "floor_us": floor,
+            "bound": None if floor is None else "compute"}
+
+
+def right_report(path="t.json"):
+    return {
+        "schema": "gapscope.findings/1",
+        "traces": [{"path": path, "events": 27, "window_us": 141.0, "phase": None, "rank": None,
+                    "distortion": None, "origin_us": 75.0, "window": {"mode": "all", "steps": []}}],
+        "devices": [{"rank": None, "device": 0, "name": None, "window_us": 141.0, "kernel_busy_us": 33.0,
+                     "copy_busy_us": 2.0, "compute_idle_us": 108.0, "compute_idle_pct": 76.596,
+                     "verdict": {"kind": "mixed", "graph_replays": {"kernels": 2, "launches": 1},
+                                 "text": "2 kernels from 1 graph replays"}}],
+        "streams": [{"rank": None, "device": 0, "stream": 7, "busy_us": 33.0, "idle_us": 108.0, "gaps": 4,
+                     "largest_gap_us": 50.0, "kernels": 6}],
+        "gaps": [  # largest first; starts relative to the origin (75 µs)
+            gap(75.0, 50.0, "python", "relu_k", "cudaLaunchKernel", "aten::relu", SLEEP_EXPLANATION, host=HOST),
+            gap(23.0, 49.0, "sync", "mul_k", "cudaLaunchKernel", "aten::mul", SYNC_EXPLANATION),
+            gap(128.0, 8.0, "launch", "g1", "cudaGraphLaunch", None, GRAPH_EXPLANATION),
+            gap(20.0, 1.0, "launch", "add_k", "cudaLaunchKernel", "aten::add", QUEUED_EXPLANATION),
+        ],
+        "causes": {"copy": {"count": 0, "total_us": 0.0}, "sync": {"count": 1, "total_us": 49.0},
+                   "python": {"count": 1, "total_us": 50.0}, "launch": {"count": 2, "total_us": 9.0}},
+        # grand total 33 µs: 20 / 33 = 60.606 %, 3 / 33 = 9.091 %, 2 / 33 = 6.061 %
+        "kernels": [kernel_row("gemm", 20.0, 60.606, floor=10.0), kernel_row("mul_k", 3.0, 9.091),
+                    kernel_row("relu_k", 3.0, 9.091), kernel_row("g1", 3.0, 9.091), kernel_row("add_k", 2.0, 6.061),
+                    kernel_row("g2", 2.0, 6.061)],
+        # one synchronisation, named by its outermost op
+        "syncs": [{"name": "aten::item", "count": 1, "total_us": 30.0, "stacks": []}],
+        "copies": [{"kind": "DtoH Pageable", "count": 1, "bytes": 4000, "total_us": 2.0, "gbps": 2.0, "pageable": True}],
+        "allocator": {"cudaMalloc": {"count": 1, "total_us": 4.0}},
+        "collectives": [],
+        # kernels with a launch: all 6 (g1 and g2 share the cudaGraphLaunch): 5 distinct calls costing
+        # 5 + 4 + 4 + 4 + 4 = 21 µs; every kernel but gemm is shorter than its launch call; delays 10, 14, 5,
+        # 8, 5, 8 µs: median 8 µs
+        "launches": [{"trace": 0, "count": 5, "kernels": 6, "delay_median_ns": 8000.0, "cost_total_ns": 21000,
+                      "kernels_shorter_than_launch": 5, "calls": {"cudaLaunchKernel": 4, "cudaGraphLaunch": 1}}],
+        "findings": [
+            {"id": "python-1", "severity": "high", "cause": "python", "idle_us": 50.0, "suggestion": "",
+             "title": "1 gap while host work from `main.py(30): post` held the CPU cost 50.0 µs of GPU idle",
+             "evidence": {"cause": "python", "gaps": 1, "idle_us": 50.0, "share_of_window_pct": 35.461,
+                          "largest_gap_us": 50.0, "frame": "main.py(30): post",
+                          "examples": [example(0, 75.0, 50.0, "relu_k", "aten::relu", SLEEP_EXPLANATION, host=HOST)]}},
+            {"id": "sync-1", "severity": "high", "cause": "sync", "idle_us": 49.0, "suggestion": "",
+             "title": "1 sync from `main.py(10): step` cost 49.0 µs of GPU idle",
+             "evidence": {"cause": "sync", "gaps": 1, "idle_us": 49.0, "share_of_window_pct": 34.752,
+                          "largest_gap_us": 49.0, "frame": "main.py(10): step",
+                          "examples": [example(1, 23.0, 49.0, "mul_k", "aten::mul", SYNC_EXPLANATION)]}},
+            {"id": "launch-1", "severity": "medium", "cause": "launch", "idle_us": 8.0, "suggestion": "",
+             "title": "launch-bound: 1 gap while the CPU dispatched ops cost 8.0 µs of GPU idle",
+             "evidence": {"cause": "launch", "gaps": 1, "idle_us": 8.0, "share_of_window_pct": 5.674,
+                          "largest_gap_us": 8.0, "frame": None,
+                          "examples": [example(2, 128.0, 8.0, "g1", None, GRAPH_EXPLANATION)]}},
+            {"id": "launch-2", "severity": "info", "cause": "launch", "idle_us": 1.0, "suggestion": "",
+             "title": "1 gaps shorter than 2.0 µs add up to 1.0 µs of GPU idle",
+             "evidence": {"gaps": 1, "idle_us": 1.0, "share_of_window_pct": 0.709, "causes": {"launch": 1}}},
+            {"id": "copy-1", "severity": "low", "cause": "copy", "idle_us": 0.0, "suggestion": "",
+             "title": "1 DtoH Pageable copies (4000 bytes) use pageable memory",
+             "evidence": {"kind": "DtoH Pageable", "count": 1, "bytes": 4000, "total_us": 2.0, "gbps": 2.0,
+                          "pageable": True}},
+        ],
+    }
+
+
+@pytest.fixture(scope="module")
+def tr():
+    return audit.Trace({"traceEvents": trace_events()})
+
+
+def run(tr, rep):
+    return audit.audit_report("t.json", tr, rep, "t").mismatches
+
+
+def test_the_right_report_has_no_mismatch(tr):
+    A = audit.audit_report("t.json", tr, right_report(), "t")
+    assert A.mismatches == []
+    assert A.checked > 100
+    # every claim could be checked; only the gaps without a `host` object (all but the Python-held one) lack one
+    assert set(A.unchecked) == {"host frames (no `host` object)"} and A.unchecked[
+        "host frames (no `host` object)"] == 5
+
+
+def test_own_time_is_exclusive_of_children(tr):
+    own = tr.self_times((str(PID), str(PID)), 150_000, 192_000)
+    assert own["<built-in function sleep>"] == 33_000
+    assert own["main.py(30): post"] == 7_000
+    assert own["aten::relu"] == 2_000
+    assert own["main.py(10): step"] == 0
+    own = tr.self_times((str(PID), str(PID)), 98_000, 142_000)
+    assert own["cudaStreamSynchronize"] == 23_000 and own["aten::_local_scalar_dense"] == 28_000 - 26_000
+    # [98, 100) and [130, 140) minus cudaMalloc [132, 136); aten::mul [140, 142) is its child
+    assert own["main.py(10): step"] == ((100 - 98) + (140 - 130) - 4) * 1000
+
+
+def _set(rep, path, value):
+    cur = rep
+    for k in path[:-1]:
+        cur = cur[k]
+    cur[path[-1]] = value
+
+
+# (what is wrong, a path into the report and the wrong value -- or a function --, text the mismatch must carry)
+WRONG = [
+    ("device window", ("devices", 0, "window_us"), 140.0, "device 0 window_us"),
+    ("kernel busy", ("devices", 0, "kernel_busy_us"), 34.0, "device 0 kernel_busy_us"),
+    ("copy busy", ("devices", 0, "copy_busy_us"), 3.0, "device 0 copy_busy_us"),
+    ("idle", ("devices", 0, "compute_idle_us"), 107.0, "device 0 compute_idle_us"),
+    ("idle %", ("devices", 0, "compute_idle_pct"), 76.0, "device 0 compute_idle_pct"),
+    ("trace window", ("traces", 0, "window_us"), 150.0, "trace window_us"),
+    ("origin", ("traces", 0, "origin_us"), 70.0, "origin_us"),
+    ("window mode", ("traces", 0, "window", "mode"), "steps", "window mode"),
+    ("stream busy", ("streams", 0, "busy_us"), 30.0, "stream 7 busy_us"),
+    ("stream gaps", ("streams", 0, "gaps"), 5, "stream 7 gaps"),
+    ("stream largest gap", ("streams", 0, "largest_gap_us"), 49.0, "stream 7 largest_gap_us"),
+    ("stream kernels", ("streams", 0, "kernels"), 5, "stream 7 kernels"),
+    ("gap start", ("gaps", 1, "start_us"), 24.0, "start"),
+    ("gap duration", ("gaps", 1, "dur_us"), 48.0, "dur_us"),
+    ("next kernel", ("gaps", 1, "next_op", "kernel"), "relu_k", "next kernel"),
+    ("launch call", ("gaps", 1, "next_op", "launch"), "cudaLaunchKernelExC", "launch call"),
+    ("next op", ("gaps", 1, "next_op", "op"), "aten::add", "next op"),
+    ("cause count", ("causes", "sync", "count"), 2, "cause counts add up"),
+    ("cause total", ("causes", "launch", "total_us"), 10.0, "cause totals add up"),
+    ("kernel count", ("kernels", 0, "count"), 2, "kernels `gemm` count"),
+    ("kernel total", ("kernels", 0, "total_us"), 21.0, "kernels `gemm` total_us"),
+    ("kernel pct", ("kernels", 0, "pct"), 50.0, "kernels `gemm` pct"),
+    ("kernel floor above its average", ("kernels", 0, "floor_us"), 25.0, "floor (a lower bound"),
+    ("kernels table drops a bigger row", ("kernels",), lambda r: r["kernels"][1:], "keeps the largest rows"),
+    ("sync count", ("syncs", 0, "count"), 2, "syncs `aten::item` count"),
+    ("sync total", ("syncs", 0, "total_us"), 23.0, "syncs `aten::item` total_us"),
+    ("sync row missing", ("syncs",), [], "syncs table row `aten::item`"),
+    ("one sync in two rows", ("syncs",), lambda r: r["syncs"] + [
+        {"name": "cudaStreamSynchronize", "count": 1, "total_us": 23.0}], "counted apart from `aten::item`"),
+    ("copy count", ("copies", 0, "count"), 2, "copies `DtoH Pageable` count"),
+    ("copy bytes", ("copies", 0, "bytes"), 4096, "copies `DtoH Pageable` bytes"),
+    ("copy total", ("copies", 0, "total_us"), 2.5, "copies `DtoH Pageable` total_us"),
+    ("copy rate", ("copies", 0, "gbps"), 1.6, "copies `DtoH Pageable` gbps"),
+    ("copy row missing", ("copies",), [], "copies row `DtoH Pageable`"),
+    ("allocator count", ("allocator", "cudaMalloc", "count"), 3, "allocator `cudaMalloc` count"),
+    ("allocator total", ("allocator", "cudaMalloc", "total_us"), 5.0, "allocator `cudaMalloc` total_us"),
+    ("allocator row missing", ("allocator",), {}, "allocator table row `cudaMalloc`"),
+    ("finding idle vs evidence", ("findings", 0, "idle_us"), 60.0, "idle_us vs evidence"),
+    ("finding title count", ("findings", 1, "title"), "2 syncs from `main.py(10): step` cost 49.0 µs of GPU idle",
+     "title count"),
+    ("finding title time", ("findings", 1, "title"), "1 sync from `main.py(10): step` cost 59.0 µs of GPU idle",
+     "title time"),
+    ("finding largest gap", ("findings", 0, "evidence", "largest_gap_us"), 70.0, "largest_gap_us"),
+    ("finding share", ("findings", 0, "evidence", "share_of_window_pct"), 50.0, "share_of_window_pct"),
+    ("finding gaps vs listed", ("findings", 0, "evidence", "gaps"), 2, "findings of cause python: gaps"),
+    ("finding example not a gap", ("findings", 1, "evidence", "examples", 0, "start_us"), 30.0, "is a gap"),
+    ("finding example next kernel", ("findings", 1, "evidence", "examples", 0, "next_kernel"), "gemm", "next kernel"),
+    ("finding example next op", ("findings", 1, "evidence", "examples", 0, "next_op"), "aten::relu", "next op"),
+    ("short gaps count", ("findings", 3, "evidence", "gaps"), 2, "short gaps count"),
+    ("short gaps idle", ("findings", 3, "evidence", "idle_us"), 1.5, "short gaps idle_us"),
+    ("pageable finding bytes", ("findings", 4, "evidence", "bytes"), 8000, "copies bytes"),
+    ("explanation GPU idle", ("gaps", 0, "explanation"), SLEEP_EXPLANATION.replace("idle 50.0", "idle 60.0"),
+     "'GPU idle'"),
+    ("explanation W", ("gaps", 0, "explanation"), SLEEP_EXPLANATION.replace("of the 42.0", "of the 45.0"),
+     "W (launch - gap start)"),
+    ("explanation X of W", ("gaps", 0, "explanation"), SLEEP_EXPLANATION.replace("for 33.0 µs", "for 43.0 µs"),
+     "'X of W'"),
+    ("a frame credited with more than its own time", ("gaps", 0, "explanation"),
+     SLEEP_EXPLANATION.replace("for 33.0 µs", "for 40.0 µs"), "'held the CPU for X' by `sleep`"),
+    ("a frame not on the thread", ("gaps", 0, "explanation"),
+     SLEEP_EXPLANATION.replace("Python `sleep`", "Python `main.py(99): nowhere`"), "explanation frame"),
+    ("sync time", ("gaps", 1, "explanation"), SYNC_EXPLANATION.replace("(30.0 µs of it", "(40.0 µs of it"),
+     "in synchronising calls"),
+    ("launched W after the GPU ran dry", ("gaps", 1, "explanation"),
+     SYNC_EXPLANATION.replace("44.0 µs after", "40.0 µs after"), "after the GPU ran dry"),
+    ("recorded nothing", ("gaps", 1, "explanation"),
+     "The launching thread recorded nothing for 20.0 µs of the 44.0 µs before `aten::mul`; GPU idle 49.0 µs.",
+     "recorded nothing"),
+    ("allocator time", ("gaps", 1, "explanation"),
+     "Allocator calls took 10.0 µs of the 44.0 µs before `aten::mul` was launched; GPU idle 49.0 µs.",
+     "Allocator calls took"),
+    ("launched W into the gap", ("gaps", 2, "explanation"), GRAPH_EXPLANATION.replace("3.0 µs into", "4.0 µs into"),
+     "launched W into the gap"),
+    ("started R after its launch", ("gaps", 2, "explanation"), GRAPH_EXPLANATION.replace("5.0 µs after", "6.0 µs after"),
+     "started R after its launch"),
+    ("not queued", ("gaps", 2, "explanation"),
+     "`g1` was already queued when the GPU went idle; it started 8.0 µs later.", "'already queued'"),
+    ("copy in an explanation", ("gaps", 1, "explanation"),
+     "GPU idle 49.0 µs while DtoH Pageable copy of 8000 bytes ran for 2.0 µs at 2.0 GB/s.", "explanation copy"),
+    ("host frame time", ("gaps", 0, "host", "frames", 1, "self_us"), 40.0, "host frame `main.py(30): post`"),
+    ("host credited time", ("gaps", 0, "host", "credited", "self_us"), 40.0, "host credited"),
+    ("host credited frame not the largest", ("gaps", 0, "host", "credited"),
+     {"name": "main.py(30): post", "self_us": 7.0}, "credited frame has the most own time"),
+    ("host frame of a finding example", ("findings", 0, "evidence", "examples", 0, "host", "frames", 0, "self_us"),
+     30.0, "example 0"),
+    ("host interval", ("gaps", 0, "host", "to_us"), 100.0, "host frame `<built-in function sleep>`"),
+    ("verdict graph kernels", ("devices", 0, "verdict", "graph_replays", "kernels"), 3, "verdict graph_replays.kernels"),
+    ("verdict graph launches", ("devices", 0, "verdict", "graph_replays", "launches"), 2,
+     "verdict graph_replays.launches"),
+    ("launch count", ("launches", 0, "count"), 6, "launches.count"),
+    ("launched kernels", ("launches", 0, "kernels"), 5, "launches.kernels"),
+    ("launch cost", ("launches", 0, "cost_total_ns"), 25000, "launches.cost_total_ns"),
+    ("kernels shorter than their launch", ("launches", 0, "kernels_shorter_than_launch"), 6,
+     "launches.kernels_shorter_than_launch"),
+    ("launch delay", ("launches", 0, "delay_median_ns"), 9000.0, "launches.delay_median_ns"),
+    ("launch calls by name", ("launches", 0, "calls", "cudaLaunchKernel"), 5, "launches.calls `cudaLaunchKernel`"),
+    ("verdict silent on graph replays", ("devices", 0, "verdict"), {"kind": "mixed"}, "verdict graph replays"),
+    ("a gap left out of the list", ("gaps",), lambda r: r["gaps"][:3], "gaps missing from the list"),
+    ("a gap's cause vs the cause counts", ("gaps", 2, "cause"), "python", "causes.launch.count vs the gaps listed"),
+    ("finding idle below its examples", ("findings", 0, "evidence", "idle_us"), 40.0, "idle >= its examples"),
+    ("finding idle above gaps x largest", ("findings", 0, "evidence", "idle_us"), 80.0, "idle <= gaps x largest"),
+    ("finding fewer gaps than examples", ("findings", 0, "evidence", "gaps"), 0, "gaps >= examples"),
+    ("'already queued' finding whose kernel was not", ("findings", 2, "title"),
+     "1 gap where the next kernel was already queued (GPU-side latency) cost 8.0 µs of GPU idle", "'already queued'"),
+    ("verdict text", ("devices", 0, "verdict", "text"), "4 kernels from 2 graph replays", "verdict text"),
+]
+
+
+@pytest.mark.parametrize("what,path,value,needle", WRONG, ids=[w[0] for w in WRONG])
+def test_each_wrong_claim_is_caught(tr, what, path, value, needle):
+    rep = copy.deepcopy(right_report())
+    if callable(value):
+        value = value(rep)
+    if len(path) == 1:
+        rep[path[0]] = value
+    else:
+        _set(rep, path, value)
+    bad = run(tr, rep)
+    assert bad, f"{what}: not caught"
+    assert any(needle in line for line in bad), f"{what}: {bad}"
+    assert all(line.startswith("t: ") and ": reported " in line and ", events say " in line for line in bad)
+
+
+def test_steps_window_uses_the_launches_inside_the_step_ranges():
+    ev = trace_events() + [X("user_annotation", "gapscope.step#0", 139, 200)]
+    t = audit.Trace({"traceEvents": ev})
+    devs, mode = audit.build_devices(t, "steps")
+    # launched inside [139, 200): mul_k (142), relu_k (192) -> window [147, 203); the memcpy (102) is outside
+    assert mode == "steps" and (devs[0].w0, devs[0].w1) == (147_000, 203_000)
+    assert devs[0].gaps == [(150_000, 200_000)]
+    rep = right_report()
+    bad = run(t, rep)  # the report still claims the whole trace, though it was not asked for --whole-trace
+    assert any("window mode" in line for line in bad)
+    bad = audit.audit_report("t.json", t, rep, "t", whole=True).mismatches
+    assert not any("window mode" in line for line in bad)
+    rep["traces"][0]["window"]["mode"] = "steps"  # right mode, but the numbers are still the whole trace's
+    bad = audit.audit_report("t.json", t, rep, "t").mismatches
+    assert not any("window mode" in line for line in bad)
+    assert any(line.startswith("t: device 0 window_us: reported 141.000 µs, events say 56.000 µs") for line in bad)
+
+
+def test_collectives_count_time_and_exposed_part():
+    # compute [0, 10); all-reduce [5, 20): 15 µs, of which [10, 20) = 10 µs no compute kernel overlaps
+    t = audit.Trace({"traceEvents": [K("gemm", 0, 10, 1), K("ncclDevKernel_AllReduce_Sum_f32", 5, 20, 2)]})
+    devs, _ = audit.build_devices(t, "all")
+    right = {"name": "ncclDevKernel_AllReduce_Sum_f32", "count": 1, "total_us": 15.0, "exposed_us": 10.0,
+             "wait_us": 0.0, "late_rank": None}
+    for row, needle in ((right, None), ({**right, "count": 2}, "count"), ({**right, "total_us": 14.0}, "total_us"),
+                        ({**right, "exposed_us": 15.0}, "exposed_us"), ({**right, "name": "x"}, "row")):
+        A = audit.Audit("t")
+        audit.check_collectives(A, t, {"collectives": [row]}, devs)
+        if needle is None:
+            assert A.mismatches == [] and A.checked == 3
+        else:
+            assert any(needle in line for line in A.mismatches), (needle, A.mismatches)
+
+
+def test_integer_epoch_microseconds_are_exact():
+    assert audit.to_ns(1683919259762483) == 1683919259762483000
+    doc = json.loads('{"a": 1695835535123456.789}', parse_float=audit._parse_float)
+    assert audit.to_ns(doc["a"]) == 1695835535123456789
+    assert audit.to_ns(5142442314572.505) == 5142442314572505
+
+
+def test_real_report_on_a_trace_it_gets_right(tmp_path):
+    """The gapscope report itself, run as the checker runs it, on a launch-bound trace with one host sync."""
+    ev = [e for e in trace_events() if e["name"] not in (
+        "main.py(30): post", "<built-in function sleep>", "aten::item", "aten::_local_scalar_dense")]
+    p = tmp_path / "right.json"
+    p.write_text(json.dumps({"traceEvents": ev}))
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "audit.py"), str(p)], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert "summary:" in out.stdout, out.stderr
+    assert " 0 mismatches" in out.stdout, out.stdout
+    assert out.returncode == 0
+
+
+def test_broken_json_is_skipped_with_a_note(tmp_path):
+    p = tmp_path / "broken.json"
+    p.write_text('{"traceEvents": [{"name": "a "quoted" name", "ph": "X"}]}')
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "audit.py"), str(p)], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert "skipped: not strict JSON" in out.stdout
+    assert out.returncode == 0
+
+
+def test_a_report_that_fails_is_a_mismatch(tmp_path):
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps({"traceEvents": trace_events()}))
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "audit.py"), "--report-cmd", "false", str(p)],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert ": report: reported no JSON" in out.stdout and out.returncode == 1

@@ -1,0 +1,304 @@
+"""The replay model (tui/analysis/replay.py): exact what-if answers on hand-built traces, and the replay of
+every sample trace reproducing its recorded window."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.synth import Synth
+from tui.analysis import analyze
+from tui.analysis.replay import Replay, _calls_under, _python_own, project
+from tui.trace.build import ColumnBuilder
+
+TRACES = Path(__file__).resolve().parent.parent / "traces"
+US = 1_000  # ns
+
+
+def model_of(s: Synth):
+    doc = s.doc()
+    b = ColumnBuilder("<synth>")
+    b.add(doc["traceEvents"])
+    return b.finish({k: v for k, v in doc.items() if k != "traceEvents"})
+
+
+def _loop(kernel_us: float, extra_at: int | None = None, n: int = 4, prep: str = "python"):
+    """A step of ``n`` iterations: 100 µs of Python (``user.py(10): prep``), a 2 µs launch, the kernel 5 µs
+    after the launch call starts or when its stream frees up; iteration ``extra_at`` also runs 1 ms of
+    ``user.py(20): bookkeeping`` before its launch. ``prep="op"``: the 100 µs are an aten op's dispatch, the launch inside it."""
+    s = Synth()
+    t = 10.0
+    end = 0.0
+    for i in range(n):
+        if prep == "op":
+            s.cpu_op("aten::mm", t, 102)  # dispatch, then the launch inside it
+        else:
+            s.python("user.py(10): prep", t, 100)
+        t += 100
+        if i == extra_at:
+            s.python("user.py(20): bookkeeping", t, 1000)
+            t += 1000
+        k = max(t + 5, end)
+        s.launch("cudaLaunchKernel", t, 2, kernel=f"k{i}", k_ts=k, k_dur=kernel_us)
+        end = k + kernel_us
+        t += 2
+    s.annotation("gapscope.step#0", 0, max(t, end) + 1)
+    return s, end
+
+
+def _span(r: Replay, removed=None) -> int:
+    return r.span(r.run(removed))[0]
+
+
+def test_cpu_bound_removing_1ms_of_python_saves_1ms():
+    s, end = _loop(10, extra_at=1)
+    a = analyze(model_of(s))
+    r = Replay(a.model, a.window, a.flags)
+    assert _span(r) == end * US  # unchanged: the recorded window, to the ns
+    iv = _python_own(r, "user.py(20): bookkeeping")
+    assert _span(r) - _span(r, r.removal(*iv)) == 1000 * US
+
+
+def test_gpu_bound_removing_python_saves_nothing():
+    s, end = _loop(3000, extra_at=1)
+    a = analyze(model_of(s))
+    r = Replay(a.model, a.window, a.flags)
+    assert _span(r) == end * US
+    iv = _python_own(r, "user.py(20): bookkeeping")
+    assert int((iv[1] - iv[0]).sum()) == 1000 * US  # the frame's own time is there to remove...
+    assert _span(r) - _span(r, r.removal(*iv)) == 0  # ...and the GPU chain does not get shorter
+
+
+def _pipelined_with_sync(extra_us: float = 0):
+    """Host 102 µs per iteration, kernels 300 µs: the GPU runs ahead-queued. After iteration 2 a
+    ``cudaStreamSynchronize`` (inside ``user.py(30): check``) drains the queue; it returns 3 µs after the
+    kernel ends, and the next kernel comes 100 + 5 µs later: a 108 µs bubble (drain and refill)."""
+    s = Synth()
+    t, end = 10.0, 0.0
+    for i in range(6):
+        s.python("user.py(10): prep", t, 100)
+        t += 100
+        if i == 1 and extra_us:
+            s.python("user.py(20): bookkeeping", t, extra_us)
+            t += extra_us
+        k = max(t + 5, end)
+        s.launch("cudaLaunchKernel", t, 2, kernel=f"k{i}", k_ts=k, k_dur=300)
+        end = k + 300
+        t += 2
+        if i == 2:
+            ret = end + 3
+            s.python("user.py(30): check", t, ret - t)
+            s.runtime("cudaStreamSynchronize", t, ret - t)
+            t = ret
+    s.annotation("gapscope.step#0", 0, end + 1)
+    return s
+
+
+def test_sync_in_a_pipelined_loop_saves_its_drain_and_refill():
+    a = analyze(model_of(_pipelined_with_sync()))
+    r = Replay(a.model, a.window, a.flags)
+    # recorded: k0 115..415, k1 ..715, k2 ..1015, sync returns 1018, k3 1123..1423, k4 ..1723, k5 ..2023
+    assert _span(r) == 2023 * US
+    idx = _calls_under(r, a.flags["sync_rt"], "user.py(30): check")
+    assert a.model.name(int(idx[0])) == "cudaStreamSynchronize" and idx.size == 1
+    rem = r.removal(a.model.ts_ns[idx], a.model.ts_ns[idx] + a.model.dur_ns[idx], a.model.track[idx])
+    # without it k3 queues behind k2 (1015..1315) and the chain ends at 1915: the 108 µs bubble is saved
+    assert _span(r) - _span(r, rem) == 108 * US
+
+
+def test_host_work_before_a_sync_in_a_gpu_bound_loop_saves_nothing():
+    # 50 µs more Python in iteration 1: the GPU is still the bottleneck up to the sync, which waits for k2
+    # (ends 1015) either way; a replay that kept the sync's recorded length would move k3 50 µs earlier
+    a = analyze(model_of(_pipelined_with_sync(extra_us=50)))
+    r = Replay(a.model, a.window, a.flags)
+    assert _span(r) == 2023 * US
+    iv = _python_own(r, "user.py(20): bookkeeping")
+    assert int((iv[1] - iv[0]).sum()) == 50 * US
+    assert _span(r) - _span(r, r.removal(*iv)) == 0
+
+
+def test_sync_finding_projects_its_bubble():
+    a = analyze(model_of(_pipelined_with_sync()))
+    p = project(a)
+    assert not p.calibrated and p.steps == 1
+    sync = [f for f in a.findings if f.cause == "sync"]
+    assert sync, [f.title for f in a.findings]
+    assert p.saving_ns[sync[0].id] == 108 * US
+    assert p.devices[0].residual_pct == 0.0
+
+
+def test_markdown_says_the_fix_and_ranks_findings_by_saving():
+    import re
+
+    from tui.report.markdown import render_markdown
+    from tui.trace import load
+
+    md = render_markdown([analyze(model_of(_pipelined_with_sync()))])
+    assert "fix → **−108.0 µs per step (−5.3%)**, profiled time: remove the 1 synchronising call in" in md
+    assert "- Projection: step 2.02 ms profiled; GPU floor 1.80 ms" in md  # 2023 µs; six 300 µs kernels
+    md = render_markdown([analyze(load(str(TRACES / "demo-eager-sync.decode.json.gz"), no_cache=True))])
+    findings = md[md.index("## Findings"):md.index("## Idle time by cause")]
+    got = []
+    for num, unit in re.findall(r"fix → \*\*−([0-9.]+) (ms|µs) per step", findings):
+        got.append(float(num) * (1000 if unit == "ms" else 1))
+    assert len(got) >= 5 and got == sorted(got, reverse=True)
+    assert "un-profiled, calibrated" in findings
+
+
+def test_launch_finding_is_the_graph_replay():
+    s, end = _loop(10, n=6, prep="op")
+    a = analyze(model_of(s))
+    p = project(a)
+    launch = [f for f in a.findings if f.cause == "launch" and p.saving_ns.get(f.id) is not None]
+    assert launch
+    # six 10 µs kernels, each after the default graph dispatch gap (no graph in this trace)
+    graph = 6 * 10 * US + 6 * p.graph_gap_ns
+    assert not p.graph_gap_observed and p.graph_gap_ns == 417
+    assert p.saving_ns[launch[0].id] == end * US - graph
+
+
+def _pageable_copy_step():
+    """100 µs of Python, a 100 MB pageable host-to-device copy whose ``cudaMemcpyAsync`` blocks until the copy
+    ends (10 ms on the GPU, the call returns 3 µs later), then one 10 µs kernel."""
+    s = Synth()
+    s.python("user.py(10): prep", 10, 100)
+    with s.frame("user.py(40): upload", 110, 10008):
+        rt = s.runtime("cudaMemcpyAsync", 110, 10008)
+        s.memcpy("HtoD", 115, 10000, nbytes=100_000_000, corr=rt["args"]["correlation"])
+    s.launch("cudaLaunchKernel", 10118, 2, kernel="k", k_ts=10123, k_dur=10)
+    s.annotation("gapscope.step#0", 0, 10134)
+    return s
+
+
+def test_pageable_copy_fix_unblocks_the_host_and_copies_at_pinned_speed():
+    a = analyze(model_of(_pageable_copy_step()))
+    p = project(a)
+    assert p.devices[0].recorded_ns == 10133 * US
+    f = next(f for f in a.findings if f.cause == "copy")
+    # pinned at the default 25 GB/s: 100 MB in 4000 µs (was 10000); the call no longer waits, so the kernel
+    # queues right behind the copy: 115 + 4000 .. 4125 instead of 10123 .. 10133
+    assert p.saving_ns[f.id] == (10133 - 4125) * US
+
+
+def test_device_to_device_copy_is_not_projected_as_a_pinned_copy():
+    s = Synth()
+    s.python("user.py(10): prep", 10, 100)
+    with s.frame("user.py(40): shuffle", 110, 10008):
+        rt = s.runtime("cudaMemcpyAsync", 110, 10008)
+        s.memcpy("DtoD", 115, 10000, nbytes=100_000_000, corr=rt["args"]["correlation"], src="Device")
+    s.launch("cudaLaunchKernel", 10118, 2, kernel="k", k_ts=10123, k_dur=10)
+    s.annotation("gapscope.step#0", 0, 10134)
+    a = analyze(model_of(s))
+    p = project(a)
+    copies = [f for f in a.findings if f.cause == "copy"]
+    assert copies and all(p.saving_ns[f.id] is None for f in copies)
+
+
+def _samples():
+    return sorted(TRACES.glob("*.json.gz"))
+
+
+@pytest.mark.parametrize("path", _samples(), ids=lambda p: p.name)
+def test_replay_reproduces_every_sample_within_2pct(path):
+    from tui.trace import load
+
+    a = analyze(load(str(path), no_cache=True))
+    p = project(a)
+    assert p.devices
+    for d in p.devices:
+        assert d.residual_pct <= 2.0, (path.name, d)
+        assert d.floor_ns <= d.recorded_ns
+
+
+def test_calibrated_sample_says_so_and_ranks_the_injected_frame():
+    from tui.trace import load
+
+    a = analyze(load(str(TRACES / "demo-eager-python.decode.json.gz"), no_cache=True))
+    p = a.projection
+    assert p.calibrated and p.steps == 4
+    # calibrated to the capture's un-profiled time for the 4 steps (its metadata's median)
+    target = a.model.gapscope_meta["unprofiled_us"] * 1e3
+    assert abs(p.devices[0].baseline_ns - target) <= 0.005 * target
+    f = next(f for f in a.findings if f.evidence.get("frame") == "capture/demo.py(101): _host_bookkeeping")
+    own = _python_own(Replay(a.model, a.window, a.flags), "capture/demo.py(101): _host_bookkeeping")
+    removed_per_step = int((own[1] - own[0]).sum()) / 4
+    # host-bound: the saving is most of the frame's own time, never more
+    assert 0.5 * removed_per_step < p.saving_ns[f.id] <= removed_per_step
+    assert "step" in p.headline() and "un-profiled" in p.headline()
+
+
+def test_report_json_carries_savings():
+    from tui.report.jsonout import build_json
+    from tui.trace import load
+
+    a = analyze(load(str(TRACES / "demo-eager-sync.decode.json.gz"), no_cache=True))
+    doc = build_json([a])
+    pj = doc["devices"][0]["projection"]
+    assert pj["calibrated"] is True and pj["steps"] == 4 and pj["floor_us"] < pj["baseline_us"]
+    sync = next(f for f in doc["findings"] if f["cause"] == "sync")
+    assert sync["saving_us"] > 0 and sync["fix"].startswith("remove the 32 synchronising calls")
+    assert all("saving_us" in f for f in doc["findings"])
+    assert np.isclose(pj["baseline_us"], a.model.gapscope_meta["unprofiled_us"] / 4, rtol=0.01)
+
+
+def test_explorer_finding_info_shows_the_saving(tmp_path):
+    from textual.widgets import Static
+
+    from tests.test_app import opened, run
+
+    p = _pipelined_with_sync().write(tmp_path / "sync.json")
+
+    async def go():
+        async with opened(p, size=(140, 40)) as (app, pilot):
+            await pilot.press("3")
+            await pilot.pause()
+            fs = app.scene.analysis.findings
+            sync = next(k for k, f in enumerate(fs) if f.cause == "sync")
+            app._show_finding_info(sync)
+            await pilot.pause()
+            w = app.query_one("#findinginfo", Static)
+            txt = str(getattr(w, "renderable", None) or getattr(w, "content", ""))
+            assert "fix → −108 µs per step" in txt and "profiled time" in txt, txt
+
+    run(go())
+
+
+def test_two_rank_sample_says_how_collectives_are_treated():
+    from tui.trace import load
+
+    a = analyze(load(str(TRACES / "demo-eager-tp.decode.rank0.json.gz"), no_cache=True))
+    p = a.projection
+    assert any("replayed alone" in n and "collective" in n for n in p.notes)
+    assert all(p.saving_ns[f.id] is None for f in a.findings if f.cause == "collective")
+
+
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "traces"
+
+
+def _shared():
+    if not SHARED.is_dir():
+        return []
+    return sorted(p for p in SHARED.glob("*/*") if p.name.endswith((".json", ".json.gz")))
+
+
+@pytest.mark.skipif(not _shared(), reason="shared traces absent")
+def test_shared_traces_replay_within_2pct_and_project_without_error():
+    from tui.errors import GapscopeError
+    from tui.trace import load
+
+    seen = 0
+    for path in _shared():
+        try:
+            a = analyze(load(str(path), no_cache=True))
+        except GapscopeError:
+            continue
+        p = project(a)
+        for d in p.devices:
+            seen += 1
+            assert d.residual_pct <= 2.0, (path.name, d)
+        assert all(v is None or v >= 0 for v in p.saving_ns.values()), path.name
+        for f in a.findings:  # every finding is either projected or says why not
+            assert f.id in p.saving_ns or not p.devices, (path.name, f.id)
+    assert seen >= 10

@@ -1,0 +1,57 @@
+"""benchmarks/whatif.py reads whatif_pairs.py's measured table (short keys, round-paired savings)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SYNC = ROOT / "traces" / "demo-eager-sync.decode.json.gz"
+
+
+@pytest.mark.skipif(not SYNC.exists(), reason="sample trace absent")
+def test_whatif_uses_the_paired_saving_of_the_measured_table(tmp_path, capsys):
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import whatif
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    tdir = tmp_path / "traces"
+    tdir.mkdir()
+    shutil.copy(SYNC, tdir / SYNC.name)
+    measured = {
+        "eager.decode": {"min_us": 3500.0, "median_us": 3600.0, "n": 40},
+        "sync.decode": {"min_us": 3900.0, "median_us": 4000.0, "n": 40,
+                        "saving_pct": {"vs": "eager.decode", "median": 60.0, "p25": 58.0, "p75": 62.5}},
+    }
+    mj = tmp_path / "m.json"
+    mj.write_text(json.dumps(measured))
+    assert whatif.main(["--traces", str(tdir), "--measured", str(mj), "--json"]) == 0
+    out = capsys.readouterr().out
+    rows = json.loads(out[out.index("\n[") + 1:])
+    assert [r["bad"] for r in rows] == ["demo-eager-sync.decode"]  # the pairs without a trace are left out
+    r = rows[0]
+    assert r["measured_pct"] == 60.0 and r["n"] == [40, 40] and r["bad_ms"] == 4.0 and r["fixed_ms"] == 3.6
+    assert "60.0% (58.0–62.5)" in out
+    # the projection of removing the .item() syncs is far below 60%: a miss, said plainly
+    assert r["projected_pct"] < 30 and r["verdict"] == "miss"
+
+
+def test_whatif_bad_measured_file_is_one_line_exit_2(tmp_path, capsys):
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import whatif
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    bad = tmp_path / "m.json"
+    bad.write_text("{not json")
+    assert whatif.main(["--measured", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("whatif: error: ") and err.count("\n") == 1

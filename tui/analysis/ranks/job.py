@@ -1,0 +1,176 @@
+"""Analyse the ranks of one job: each rank on its own, then the cross-rank match put on every ``Analysis``
+(``a.cross_rank``), the waits on the devices and each rank's own collectives, and the cross-rank findings.
+
+**Findings** (ranked by their effect, at the top of the rank's findings):
+
+- ``late-rank-R`` on a rank that arrived last at half or more of its steady-state collectives: how often, the
+  waits it caused the others and the frames that made it late (blame.py). Always the rank's first finding:
+  whatever else it shows, its lateness is what the other ranks pay for.
+- ``collective-wait-R`` on a rank that waited (steady state): collective wait is time inside the collective,
+  not GPU idle, so the finding explains no idle time (``idle_ns`` 0); its effect is the wait.
+- ``startup-skew-R`` ([info], after the others): the wait in the first collective(s) after the profilers
+  started apart (match.py).
+
+Each carries ``evidence["effect_us"]``, the time it is ranked by.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import numpy as np
+
+from ...trace.model import Kind, TraceModel
+from ..core import Analysis, Finding, analyze
+from ..thresholds import DEFAULT, Thresholds
+from ..units import fmt_ns
+from .match import match_timelines
+from .records import RankMatch
+from .text import late_sentence, startup_sentence, wait_sentence
+from .timeline import timeline
+
+#: the ids of the cross-rank findings start with these
+FINDING_PREFIXES = ("late-rank-", "collective-wait-", "startup-skew-")
+_ADVICE = ("Shorten or move that work, or balance it across ranks; or overlap the collective with compute "
+           "(bucketing, async_op=True and wait later).")
+
+
+def _severity(share: float) -> str:
+    # the same cut-offs as the single-rank findings (findings.py)
+    return "high" if share >= 0.10 else "medium" if share >= 0.03 else "low" if share >= 0.005 else "info"
+
+
+def empty_match(n: int) -> RankMatch:
+    return RankMatch(rows=[], clock=[], ranks=[], late=[], startup=None, warnings=[], shift_ns=[0] * n)
+
+
+def match_collectives(models: list[TraceModel], windows: list | None = None,
+                      config: Thresholds | None = None) -> RankMatch | None:
+    """The ranks matched (``windows``: one ``AnalysisWindow`` per model, calls outside it are left out)."""
+    if len(models) < 2:
+        return None
+    tls = [timeline(m, windows[i] if windows else None, m.rank if m.rank is not None else i,
+                    "steps" if windows else "all") for i, m in enumerate(models)]
+    return match_timelines(tls, config)
+
+
+def align_clocks(models: list[TraceModel], window: str = "steps") -> tuple[list[int], list[str]]:
+    """Offsets (ns, added to each model's times; the earliest is 0) that line the ranks up in the explorer,
+    from the time bases checked against the collectives, and the warnings that check produced."""
+    from ..window import compute_window
+
+    if len(models) < 2:
+        return [0] * len(models), []
+    tls = [timeline(m, compute_window(m, window), m.rank if m.rank is not None else i, window)
+           for i, m in enumerate(models)]
+    res = match_timelines(tls)
+    lo = min(res.shift_ns)
+    return [s - lo for s in res.shift_ns], [w for w in res.warnings if "clock" in w or "line up" in w]
+
+
+def _cross_findings(a: Analysis, res: RankMatch) -> tuple[list[tuple[int, Finding]], list[Finding]]:
+    """([(effect ns, finding)] ranked first, [findings] listed last) for one rank."""
+    rk = a.rank
+    win = sum(d.window_ns for d in a.devices) or max(a.window_ns, 1)
+    first: list[tuple[int, Finding]] = []
+    last: list[Finding] = []
+    st = res.stats(rk)
+    le = res.late_rank(rk)
+    if le and 2 * le.count >= max(le.of, 1):
+        ev = {**le.to_json(), "effect_us": le.waits_caused_ns / 1e3}
+        first.append((le.waits_caused_ns, Finding(
+            id=f"late-rank-{rk}", severity=_severity(le.waits_caused_ns / win), title=late_sentence(le), idle_ns=0,
+            evidence=ev, suggestion=f"The other ranks waited {fmt_ns(le.waits_caused_ns)} in total for this rank in "
+                                    f"these collectives. {_ADVICE}", cause="collective")))
+    if st and st.wait_ns > 0:
+        lr = res.late_rank(st.wait_for) if st.wait_for is not None else None
+        colls = [{"name": r.name, "wait_us": r.wait_by_rank.get(rk, 0) / 1e3, "count": r.count} for r in res.rows
+                 if r.wait_by_rank.get(rk, 0) - r.startup_wait_by_rank.get(rk, 0) > 0]
+        first.append((st.wait_ns, Finding(
+            id=f"collective-wait-{rk}", severity=_severity(st.wait_ns / win),
+            title=wait_sentence(st, lr), idle_ns=0,
+            evidence={"late_rank": st.wait_for, "wait_us": st.wait_ns / 1e3, "startup_wait_us": st.startup_wait_ns / 1e3,
+                      "effect_us": st.wait_ns / 1e3, "collectives": colls},
+            suggestion=(f"Rank {st.wait_for} arrives last: {late_sentence(lr)}. " if lr else "") + _ADVICE,
+            cause="collective")))
+    if st and st.startup_wait_ns > 0 and res.startup is not None:
+        last.append(Finding(
+            id=f"startup-skew-{rk}", severity="info", title=startup_sentence(res.startup, rk), idle_ns=0,
+            evidence={**res.startup.to_json(), "wait_us": st.startup_wait_ns / 1e3, "effect_us": 0.0},
+            suggestion="Start the profiler on every rank, then barrier() and synchronize() before the measured steps "
+                       "(or leave the first collective out of the window).", cause="collective"))
+    first.sort(key=lambda e: (-e[0], e[1].id))
+    return first, last
+
+
+def analyze_ranks(models: list[TraceModel], config: Thresholds | None = None, window: str = "steps") -> list[Analysis]:
+    """Analyse each rank, then match the ranks (``a.cross_rank``: a RankMatch shared by every rank), put each
+    rank's collective wait on its devices (``collective_wait_ns``, ``collective_late_rank``) and its own
+    collectives (``wait_ns``, ``late_rank``), and add the cross-rank findings on top of its findings."""
+    cfg = config or DEFAULT
+    order = sorted(range(len(models)), key=lambda i: (models[i].rank is None, models[i].rank or 0, i))
+    models = [models[i] for i in order]
+    out = [analyze(m, config, window) for m in models]
+    tls = [timeline(m, out[i].window, m.rank if m.rank is not None else i, window) for i, m in enumerate(models)]
+    res = match_timelines(tls, cfg) if len(models) > 1 else empty_match(len(models))
+    for e, a in zip(res.ranks, out):
+        e.idle_pct = round(a.idle_pct, 3) if a.devices else None
+    top = res.late[0] if res.late else None
+    if top and 2 * top.count >= max(top.of, 1):
+        from ..findings import build_findings
+
+        for a in out:
+            if a.rank != top.rank:
+                # the collective gaps of the other ranks name the late rank and what made it late; the gaps
+                # explained so far (findings' examples) are explained again with it
+                a.late_rank_note = f"Across the ranks, {late_sentence(top)}."
+                a._details.clear()
+                a.findings = build_findings(a)
+    for a in out:
+        a.cross_rank = res if len(out) > 1 else None
+        for w in res.warnings:
+            if w.startswith(f"rank {a.rank}:") or not w.startswith("rank "):
+                a.warnings.append(w)
+        first, last = _cross_findings(a, res)
+        rest = sorted(a.findings, key=lambda f: (-f.idle_ns, f.title))
+        # the late rank's own finding first; then one order by effect: a collective wait's effect is the wait,
+        # another finding's its idle time
+        lead = [f for _, f in first if f.id.startswith("late-rank-")]
+        merged = sorted([(e, 0, f) for e, f in first if f not in lead] + [(f.idle_ns, 1, f) for f in rest],
+                        key=lambda x: (-x[0], x[1]))
+        a.findings = lead + [f for _, _, f in merged] + last
+        _device_wait(a, res)
+        by_name = {(r.name, r.process_group): r for r in res.rows}
+        by_label: dict = defaultdict(list)
+        for r in res.rows:
+            by_label[r.name].append(r)
+        for c in a.collectives:
+            rs = ([by_name[(c["name"], c.get("process_group"))]] if (c["name"], c.get("process_group")) in by_name
+                  else by_label.get(c["name"], []))
+            if rs:
+                c["wait_ns"] = sum(r.wait_by_rank.get(a.rank, 0) for r in rs)
+                c["late_rank"] = rs[0].late_rank
+    return out
+
+
+def _device_wait(a: Analysis, res: RankMatch) -> None:
+    """Put the rank's collective wait (start-up included) on the device that runs its collective kernels."""
+    rk = a.rank
+    rows = [r for r in res.rows if r.wait_by_rank.get(rk, 0) > 0]
+    if not rows or not a.devices:
+        return
+    late: Counter = Counter()
+    for r in rows:
+        if r.late_rank is not None and r.late_rank != rk:
+            late[r.late_rank] += r.wait_by_rank[rk]
+    m = a.model
+    k = np.flatnonzero((m.kind == Kind.KERNEL) & a.flags["coll_kernel"][m.name_id])
+    k = k[a.window.gpu_in(m, k)]
+    tdev = [t.device for t in m.tracks]
+    devs = Counter(tdev[int(t)] for t in m.track[k].tolist())
+    dev = devs.most_common(1)[0][0] if devs else a.devices[0].device
+    for d in a.devices:
+        if d.device == dev:
+            d.collective_wait_ns = sum(r.wait_by_rank[rk] for r in rows)
+            d.collective_late_rank = (late.most_common(1)[0][0] if late else
+                                      res.startup.late_rank if res.startup else None)

@@ -1,0 +1,587 @@
+"""Before/after: two analysed traces, A's lanes above B's on one step-aligned time axis.
+
+``gapscope diff A B`` opens it (``DiffApp``); in the explorer, ``D`` opens it on the current tab and the next
+one. The lanes are the explorer's own (``LanesView`` drawing a ``Scene`` of two parts); ``DiffScene`` only
+chooses the rows and moves B in time so that its step k starts (first kernel) where A's step k starts. The
+numbers come from ``tui.analysis.compare`` (per step); the list under the lanes shows them, biggest change
+first. Gaps of B with no listed gap of A at the same place in the aligned kernel sequence are marked on a row
+of their own ("new in B"); when a B gap is selected, the A gap it matches is marked on A's row.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.strip import Strip
+from textual.widgets import DataTable, Footer, Static
+
+from . import glyphs as G
+from .lanes import Lane, Segments, cell_edges, segment_text
+from .safe import ascii_safe, safe, short_kernel
+from .scene import Row, Scene
+from .timefmt import fmt_dur
+from .timeline import Axis, LanesView, _runs, label_width
+
+NEW_STYLE = Style(color="bright_red", bold=True)
+MATCH_STYLE = Style(color="bright_cyan", bold=True)
+SIDE = ("A", "B")
+ROLE = ("before", "after")
+
+class DiffScene(Scene):
+    """Two traces (A = part 0, B = part 1); B's lanes are shifted so the current steps line up."""
+
+    def __init__(self, path_a: str, model_a, analysis_a, path_b: str, model_b, analysis_b):
+        from ..analysis.compare import compare, match_gaps
+
+        super().__init__([path_a, path_b], [model_a, model_b])
+        self.cmp = compare(analysis_a, analysis_b)
+        self.gm = match_gaps(analysis_a, analysis_b, self.cmp)
+        self.step = 0  # index over max(A steps, B steps)
+        self.aligned_on: str | None = None  # the kernel the axis is aligned on, when not the step's start
+        self._pairs: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self.marks: dict[int, Lane] = {}
+        self.match_gid = -1  # the A gap matching the selected B gap
+        self._realign(0)
+        self.set_analyses([(0, analysis_a, analysis_a.config.min_listed_gap_ns),
+                           (1, analysis_b, analysis_b.config.min_listed_gap_ns)])
+        self._index_gaps()
+        self.view.lo, self.view.hi = self._extent()
+        self.selected = -1  # nothing selected until n / m
+        self.fit_step()
+
+    # ------------------------------------------------------------------ steps
+    @property
+    def n_steps(self) -> int:
+        return max(self.cmp.a.steps, self.cmp.b.steps)
+
+    def steps_of(self, k: int) -> tuple[int, int]:
+        return min(k, self.cmp.a.steps - 1), min(k, self.cmp.b.steps - 1)
+
+    def _step_start(self, side: int, k: int) -> int:
+        st = self.cmp.steps_a if side == 0 else self.cmp.steps_b
+        g = int(st.gpu_start_ns[k])
+        return g if st.gpu_end_ns[k] > 0 else int(st.start_ns[k])
+
+    def _step_end(self, side: int, k: int) -> int:
+        st = self.cmp.steps_a if side == 0 else self.cmp.steps_b
+        return int(st.gpu_end_ns[k]) if st.gpu_end_ns[k] > 0 else int(st.end_ns[k])
+
+    def _realign(self, k: int, offset_b: int | None = None) -> None:
+        """A stays on its own clock; B moves so that its step's first kernel starts with A's (or by ``offset_b``)."""
+        ka, kb = self.steps_of(k)
+        want = [0, self._step_start(0, ka) - self._step_start(1, kb) if offset_b is None else int(offset_b)]
+        for pt, off in zip(self.parts, want):
+            d = off - pt.offset
+            if d:
+                for ln in pt.lanes:
+                    ln.shift(d)
+                pt.offset = off
+        self.step = k
+
+    def set_step(self, k: int, offset_b: int | None = None) -> None:
+        k = max(0, min(int(k), self.n_steps - 1))
+        keep = self.selected_gap
+        self.aligned_on = None if offset_b is None else self.aligned_on
+        self._realign(k, offset_b)
+        if any(pt.analysis is not None for pt in self.parts):
+            self._merge_gaps()
+            self.apply_filter(None)
+            self._index_gaps()
+            if keep >= 0:
+                self.select_gid(keep)
+        self.invalidate_rows()
+        lo, hi = self._extent()
+        self.view.lo, self.view.hi = lo, hi
+        self.fit_step()
+
+    def step_span(self) -> tuple[int, int]:
+        """Both traces' current steps on the shared axis."""
+        ka, kb = self.steps_of(self.step)
+        ob = self.parts[1].offset
+        a0, a1 = self._step_start(0, ka), self._step_end(0, ka)
+        b0, b1 = self._step_start(1, kb) + ob, self._step_end(1, kb) + ob
+        return min(a0, b0), max(a1, b1, min(a0, b0) + 1)
+
+    def fit_step(self) -> None:
+        a, b = self.step_span()
+        m = max((b - a) // 50, 1)
+        self.view.t0, self.view.t1 = a - m, b + m
+        if not (self.view.t0 <= self.view.cursor < self.view.t1):
+            self.view.cursor = a
+
+    def step_label(self) -> str:
+        ka, kb = self.steps_of(self.step)
+        on = f", aligned on {self.aligned_on}" if self.aligned_on else ", aligned on the step's first kernel"
+        return (f"step {self.step + 1}/{self.n_steps}: {self.cmp.steps_a.names[ka]} | "
+                f"{self.cmp.steps_b.names[kb]}{on}")
+
+    def matched_kernels(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Kernel events of A and of B matched by the alignment of step k (cached)."""
+        key = self.steps_of(k)
+        got = self._pairs.get(key)
+        if got is None:
+            from ..analysis.compare import align
+
+            al = align(self.parts[0].analysis, self.parts[1].analysis, self.cmp.steps_a, self.cmp.steps_b, *key)
+            ka, kb = self.cmp.steps_a.step_kernels(key[0]), self.cmp.steps_b.step_kernels(key[1])
+            got = self._pairs[key] = (ka[al.pairs[:, 0]], kb[al.pairs[:, 1]])
+        return got
+
+    def align_on_gap(self, gid: int) -> None:
+        """Move B so that the kernel ending B's gap ``gid`` (or the last matched kernel before it) starts with the
+        A kernel it is matched to: a gap at the same place in both traces then ends at the same column."""
+        k = self.step_of_gap(gid)
+        b = self.parts[1].analysis
+        nxt = int(b.gaps.next_idx[int(self.g_row[gid])])
+        ea, eb = self.matched_kernels(k)
+        off = None
+        if eb.size:
+            mb, ma = self.parts[1].model, self.parts[0].model
+            tref = int(mb.ts_ns[nxt]) if nxt >= 0 else int(b.gaps.start_ns[int(self.g_row[gid])])
+            j = int(np.searchsorted(mb.ts_ns[eb], tref, side="right")) - 1
+            if j >= 0:
+                off = int(ma.ts_ns[ea[j]]) - int(mb.ts_ns[eb[j]])
+                self.aligned_on = ("the kernel after the gap" if int(eb[j]) == nxt else
+                                   "the last kernel before the gap that both traces ran")
+        if off is None:
+            self.aligned_on = None
+        self.set_step(k, off)
+
+    # ------------------------------------------------------------------- gaps
+    def _index_gaps(self) -> None:
+        """Global gap ids of B's listed gaps (largest first), which are new, and the A gap each matches."""
+        gm = self.gm
+        b_ids = np.flatnonzero(self.g_part == 1)
+        a_ids = np.flatnonzero(self.g_part == 0)
+        b_of_row = dict(zip(self.g_row[b_ids].tolist(), b_ids.tolist()))
+        a_of_row = dict(zip(self.g_row[a_ids].tolist(), a_ids.tolist()))
+        self.b_new = np.zeros(self.g_part.size, bool)
+        self.a_match = np.full(self.g_part.size, -1, np.int64)
+        for r, ar, new in zip(gm.b_rows.tolist(), gm.a_rows.tolist(), gm.new.tolist()):
+            gid = b_of_row.get(r)
+            if gid is None:
+                continue
+            self.b_new[gid] = new
+            self.a_match[gid] = a_of_row.get(ar, -1) if ar >= 0 else -1
+        self.b_order = b_ids[np.lexsort((self.g_start[b_ids], -self.g_dur[b_ids]))]
+        self.new_order = self.b_order[self.b_new[self.b_order]]
+        self.marks.clear()
+        for dev in sorted(set(self.g_device[b_ids].tolist())):
+            ids = b_ids[(self.g_device[b_ids] == dev) & self.b_new[b_ids]]
+            ids = ids[np.argsort(self.g_start[ids], kind="stable")]
+            self.marks[dev] = Lane("marks", f"new in {SIDE[1]}", device=int(dev),
+                                   segs=Segments(self.g_start[ids], self.g_end[ids], ids), part=1)
+        self.match_gid = -1
+
+    def select_gid(self, gid: int) -> None:
+        where = np.flatnonzero(self.order == gid)
+        if where.size:
+            self.select(int(where[0]))
+        self.match_gid = int(self.a_match[gid]) if 0 <= gid < self.a_match.size and self.g_part[gid] == 1 else -1
+
+    def step_of_gap(self, gid: int) -> int:
+        row = int(self.g_row[gid])
+        st = self.cmp.steps_b if self.g_part[gid] == 1 else self.cmp.steps_a
+        return int(st.gap_step[row])
+
+    # ------------------------------------------------------------------- rows
+    def _build_rows(self) -> list[Row]:
+        out: list[Row] = []
+        for pi, pt in enumerate(self.parts):
+            devs = sorted({ln.device for ln in pt.lanes if ln.device >= 0} | {d for (p, d) in self.gap_lanes if p == pi})
+            where = ", ".join(self._device_title(pt.model, d, None) for d in devs)
+            out.append(Row(None, f"{SIDE[pi]} {ROLE[pi]}: {os.path.basename(pt.path)}" + (f" | {where}" if where else "")))
+            out.extend(Row(ln) for ln in pt.lanes if ln.kind in ("ranges", "cpu"))
+            for dev in devs:
+                out.extend(Row(ln) for ln in pt.lanes if ln.device == dev and ln.kind == "stream")
+                if (pi, dev) in self.gap_lanes:
+                    out.append(Row(self.gap_lanes[(pi, dev)]))
+                if pi == 0 and (0, dev) in self.gap_lanes:
+                    out.append(Row(Lane("match", f"matches {SIDE[1]}", device=dev, part=0)))
+                if pi == 1 and dev in self.marks:
+                    out.append(Row(self.marks[dev]))
+        return out
+
+
+class DiffLanes(LanesView):
+    """The explorer's lanes, with two more rows: B's new gaps and the A gap matching the selected B gap."""
+
+    BINDINGS = [
+        Binding("up,k", "screen.lane(-1)", "lane up", show=False),
+        Binding("down,j", "screen.lane(1)", "lane down", show=False),
+        Binding("pageup", "screen.lane(-10)", "page up", show=False),
+        Binding("pagedown", "screen.lane(10)", "page down", show=False),
+    ]
+
+    def on_click(self, event) -> None:
+        sc = self.scene
+        if sc is None:
+            return
+        y = int(event.y) + int(self.scroll_offset.y)
+        if 0 <= y < len(sc.rows()):
+            sc.lane_cursor = y
+        self.screen.refresh_view()
+
+    def on_mouse_scroll_down(self, event) -> None:
+        if event.ctrl or event.shift:
+            event.stop()
+            self.screen.action_zoom(0.5)
+
+    def on_mouse_scroll_up(self, event) -> None:
+        if event.ctrl or event.shift:
+            event.stop()
+            self.screen.action_zoom(2.0)
+
+    def render_line(self, y: int) -> Strip:
+        sc = self.scene
+        if sc is not None:
+            rows = sc.rows()
+            yy = y + int(self.scroll_offset.y)
+            if 0 <= yy < len(rows) and rows[yy].lane is not None and rows[yy].lane.kind in ("marks", "match"):
+                width = self.size.width - (self.styles.scrollbar_size_vertical if self.show_vertical_scrollbar
+                                           else 0)
+                lw = label_width(width)
+                return self._mark_row(rows[yy].lane, yy == sc.lane_cursor, lw, max(width - lw - 1, 1))
+        return super().render_line(y)
+
+    def _mark_row(self, ln: Lane, is_cursor: bool, lw: int, cw: int) -> Strip:
+        sc: DiffScene = self.scene
+        g = self.glyphs
+        v = sc.view
+        edges = cell_edges(v.t0, v.t1, cw)
+        if ln.kind == "match":
+            gid = sc.match_gid
+            segs = Segments(sc.g_start[[gid]], sc.g_end[[gid]], np.array([gid])) if gid >= 0 else \
+                Segments(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+            style, word = MATCH_STYLE, "match"
+        else:
+            segs, style, word = ln.segs, NEW_STYLE, "new"
+        refs = segs.cells(edges)
+        chars, _ = segment_text(refs, lambda r: f"{word} {fmt_dur(int(sc.g_dur[int(segs.ref[r])]), ascii=g.ascii)}",
+                                bar=g.bar, open_=g.open)
+        sel = sc.selected_gap
+        codes = np.where(refs < 0, 0, 1).astype(np.intp)
+        if ln.kind == "marks" and sel >= 0 and refs.size and (refs >= 0).any():
+            codes[(refs >= 0) & (np.asarray(segs.ref)[np.maximum(refs, 0)] == sel)] = 2
+        label = self._text(ln.label)[:lw].ljust(lw)
+        lstyle = G.CURSOR_STYLE if is_cursor and self.has_focus else G.LABEL_STYLE
+        table = [Style(), style, style + G.SELECTED_STYLE]
+        return Strip([Segment(label, lstyle), Segment(" ", Style())] + _runs(chars, codes, table), lw + 1 + cw)
+
+
+class DiffScreen(Screen):
+    """Before/after of two analysed traces."""
+
+    CSS = """
+    DiffScreen { layout: vertical; }
+    #dhead { height: 2; background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
+    #dlanes { height: auto; max-height: 60%; }
+    #dstatus { height: 1; background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
+    #deltas { height: 1fr; min-height: 3; scrollbar-size-vertical: 1; scrollbar-size-horizontal: 0; }
+    DiffScreen.-ascii #deltas, DiffScreen.-ascii #dlanes { scrollbar-size: 0 0; }
+    DiffScreen.-ascii #dhead, DiffScreen.-ascii #dstatus { text-overflow: clip; }
+    """
+
+    BINDINGS = [
+        Binding("n", "gap(1)", "next gap"),
+        Binding("N", "gap(-1)", "prev gap", key_display="N", show=False),
+        Binding("m", "new_gap(1)", "new gap"),
+        Binding("M", "new_gap(-1)", "prev new gap", key_display="M", show=False),
+        Binding("right_square_bracket", "step(1)", "step", key_display="]"),
+        Binding("left_square_bracket", "step(-1)", "prev step", key_display="[", show=False),
+        Binding("left,h,a", "pan(-0.25)", "pan", show=False),
+        Binding("right,l,d", "pan(0.25)", "pan", show=False),
+        Binding("w,plus,equals_sign", "zoom(2.0)", "zoom", key_display="w/s"),
+        Binding("s,minus", "zoom(0.5)", "zoom out", show=False),
+        Binding("0,home", "fit", "fit step", show=False),
+        Binding("escape,q", "leave", "back"),
+    ]
+
+    def __init__(self, scene: DiffScene, glyphs: G.Glyphs, *, quit_on_leave: bool = False):
+        super().__init__()
+        self.scene = scene
+        self.glyphs = glyphs
+        self.quit_on_leave = quit_on_leave
+        self.gap_pos = -1  # position in scene.b_order
+        self.new_pos = -1
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="dhead")
+        lv = DiffLanes(self.glyphs, id="dlanes")
+        yield Axis(self.glyphs, lv, id="daxis")
+        yield lv
+        yield Static(id="dstatus")
+        yield DataTable(id="deltas", cursor_type="row", zebra_stripes=False, cell_padding=1)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        if self.glyphs.ascii:
+            self.add_class("-ascii")
+        lv = self.query_one(DiffLanes)
+        lv.set_scene(self.scene)
+        self.query_one(Axis).scene = self.scene
+        self._fill_deltas()
+        self.refresh_view()
+        lv.focus()
+
+    # ---------------------------------------------------------------- text
+    def _t(self, s: str) -> str:
+        s = safe(s)
+        return ascii_safe(s) if self.glyphs.ascii else s
+
+    def _d(self, us: float) -> str:
+        return fmt_dur(int(round(us * 1e3)), ascii=self.glyphs.ascii)
+
+    def _signed(self, us: float) -> str:
+        ns = int(round(us * 1e3))
+        return "0" if ns == 0 else ("+" if ns > 0 else "-") + fmt_dur(abs(ns), ascii=self.glyphs.ascii)
+
+    def _head(self) -> Text:
+        sc = self.scene
+        c = sc.cmp
+        t = Text(no_wrap=True, overflow="ellipsis")
+        for pi in (0, 1):
+            s = c.a if pi == 0 else c.b
+            t.append(f"{SIDE[pi]} {ROLE[pi]}: ", style="bold")
+            t.append(self._t(os.path.basename(sc.parts[pi].path)))
+            t.append(f" ({s.steps} step{'s' if s.steps != 1 else ''})   ")
+        t.append("\n")
+        t.append(self._t(sc.step_label()), style="bold")
+        t.append(self._t(f"   GPU idle per step {self._d(c.a.idle_us_per_step)} -> {self._d(c.b.idle_us_per_step)} "
+                         f"({self._signed(c.idle_delta_us_per_step)})"))
+        return t
+
+    def _fill_deltas(self) -> None:
+        c = self.scene.cmp
+        tb = self.query_one("#deltas", DataTable)
+        tb.clear(columns=True)
+        for key, lab, w in (("a", "A/step", 9), ("b", "B/step", 9), ("d", "B-A", 10), ("what", "what", None)):
+            tb.add_column(Text(lab, justify="left" if key == "what" else "right"), key=key, width=w)
+
+        def row(what: str, a: float, b: float, d: float, style: str | None = None, key: str | None = None):
+            r = lambda s: Text(s, justify="right")  # noqa: E731
+            tb.add_row(r(self._d(a)), r(self._d(b)), r(self._signed(d)), Text(self._t(what), style=style or ""),
+                       key=key)
+
+        row("GPU idle", c.a.idle_us_per_step, c.b.idle_us_per_step, c.idle_delta_us_per_step, "bold")
+        for d in c.causes:
+            row(f"cause {d.cause} ({d.a_count_per_step:g} -> {d.b_count_per_step:g} gaps)", d.a_idle_us_per_step,
+                d.b_idle_us_per_step, d.per_step_delta_us, G.CAUSE_COLOURS.get(d.cause))
+        for f in c.findings:
+            if f.status in ("new", "gone"):
+                title = f.title_b if f.status == "new" else f.title_a
+                row(f"{f.status}: {title.replace('`', '')}", f.a_idle_us_per_step, f.b_idle_us_per_step,
+                    f.per_step_delta_us, "bright_red" if f.status == "new" else "green")
+        for k in [k for k in c.kernels if k.per_step_delta_us][:30]:
+            tag = {"new": " (new)", "gone": " (gone)"}.get(k.status, "")
+            via = " ".join(x for x in (k.op, k.shapes) if x)  # the same short name often covers several kernels
+            row(f"kernel {short_kernel(k.name)}{tag}" + (f"  {via}" if via else ""), k.a_us_per_step, k.b_us_per_step,
+                k.per_step_delta_us)
+        al = c.alignment
+        if al is not None and not al.note:
+            n = al.counts()
+            parts = ", ".join(f"{v} {k}" for k, v in n.items() if v) or "the same sequence"
+            tb.add_row(Text(""), Text(""), Text(""),
+                       Text(self._t(f"kernel sequence of {c.steps_a.names[al.step_a]}: {al.a_kernels} -> "
+                                    f"{al.b_kernels} kernels, {al.matched} in order; {parts}"), style="dim"))
+        for note in c.notes:
+            tb.add_row(Text(""), Text(""), Text(""), Text(self._t("note: " + note), style="dim"))
+
+    def _status(self) -> Text:
+        sc = self.scene
+        t = Text(no_wrap=True, overflow="ellipsis")
+        gid = sc.selected_gap
+        if gid < 0 or sc.g_part[gid] != 1:
+            nb, nn = sc.b_order.size, sc.new_order.size
+            t.append(self._t(f"{nb} listed gaps in B, {nn} new: n / m to visit them, ] / [ for the steps"))
+            return t
+        from ..analysis import CAUSES
+
+        d = lambda ns: fmt_dur(int(ns), ascii=self.glyphs.ascii)  # noqa: E731
+        t.append(self._t(f"B gap {d(sc.g_dur[gid])} {CAUSES[int(sc.g_cause[gid])]}"), style="bold")
+        if sc.b_new[gid]:
+            t.append(" new in B", style=NEW_STYLE)
+        m = sc.match_gid
+        if m >= 0:
+            t.append(self._t(f"; in A at the same place: {d(sc.g_dur[m])} {CAUSES[int(sc.g_cause[m])]} "
+                             f"({'+' if sc.g_dur[gid] >= sc.g_dur[m] else '-'}{d(abs(int(sc.g_dur[gid]) - int(sc.g_dur[m])))})"))
+        elif not sc.b_new[gid]:
+            t.append(self._t("; A's gap there is not listed"))
+        b = sc.parts[1].analysis
+        nxt = int(b.gaps.next_idx[int(sc.g_row[gid])])
+        if nxt >= 0:
+            t.append(self._t(f"; next {short_kernel(b.model.name(nxt))}"))
+        return t
+
+    # ---------------------------------------------------------------- drawing
+    def refresh_view(self) -> None:
+        self.query_one("#dhead", Static).update(self._head())
+        self.query_one("#dstatus", Static).update(self._status())
+        self.query_one(DiffLanes).refresh()
+        self.query_one(Axis).refresh()
+
+    def _lanes(self) -> DiffLanes:
+        return self.query_one(DiffLanes)
+
+    # ---------------------------------------------------------------- actions
+    def action_step(self, d: int) -> None:
+        sc = self.scene
+        sc.set_step((sc.step + d) % sc.n_steps)
+        lv = self._lanes()
+        lv._cache.clear()
+        lv.sync_rows()
+        self.refresh_view()
+
+    def _goto(self, gid: int) -> None:
+        sc = self.scene
+        sc.align_on_gap(gid)
+        self._lanes()._cache.clear()
+        self._lanes().sync_rows()
+        sc.select_gid(gid)
+        a, b, _ = sc.gap_span(gid)
+        if sc.match_gid >= 0:
+            ma, mb, _ = sc.gap_span(sc.match_gid)
+            a, b = min(a, ma), max(b, mb)
+        sc.view.focus(a, b, self._lanes().cells_width(), context=3.0)
+        sc.view.cursor = int(sc.g_start[gid])
+        self.refresh_view()
+
+    def action_gap(self, d: int) -> None:
+        sc = self.scene
+        if not sc.b_order.size:
+            return
+        self.gap_pos = (self.gap_pos + d) % sc.b_order.size if self.gap_pos >= 0 else (0 if d > 0 else -1) % sc.b_order.size
+        self._goto(int(sc.b_order[self.gap_pos]))
+
+    def action_new_gap(self, d: int) -> None:
+        sc = self.scene
+        if not sc.new_order.size:
+            self.query_one("#dstatus", Static).update(Text("no gap of B is new"))
+            return
+        self.new_pos = (self.new_pos + d) % sc.new_order.size if self.new_pos >= 0 else (0 if d > 0 else -1) % sc.new_order.size
+        self._goto(int(sc.new_order[self.new_pos]))
+
+    def action_lane(self, d: int) -> None:
+        sc = self.scene
+        n = len(sc.rows())
+        if n:
+            sc.lane_cursor = max(0, min(sc.lane_cursor + d, n - 1))
+            self._lanes().ensure_cursor_visible()
+            self._lanes().refresh()
+
+    def action_pan(self, frac: float) -> None:
+        self.scene.view.pan(frac)
+        self.refresh_view()
+
+    def action_zoom(self, factor: float) -> None:
+        self.scene.view.zoom(factor, self._lanes().cells_width())
+        self.refresh_view()
+
+    def action_fit(self) -> None:
+        self.scene.fit_step()
+        self.refresh_view()
+
+    def action_leave(self) -> None:
+        if self.quit_on_leave:
+            self.app.exit()
+        else:
+            self.app.pop_screen()
+
+    def on_resize(self, event) -> None:
+        self._lanes().sync_rows()
+
+
+class DiffApp(App):
+    """``gapscope diff A B``: loads and analyses both traces in a worker, then shows the before/after screen."""
+
+    TITLE = "gapscope diff"
+    ENABLE_COMMAND_PALETTE = False
+
+    def __init__(self, path_a: str, path_b: str, *, ascii: bool = False, load_opts: dict | None = None):
+        super().__init__()
+        self.paths = [path_a, path_b]
+        self.glyphs = G.ASCII if ascii else G.UNICODE
+        self.load_opts = dict(load_opts or {})
+        self.error: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._t(f"loading {os.path.basename(self.paths[0])} and {os.path.basename(self.paths[1])} "
+                             "..."), id="loading")
+
+    def _t(self, s: str) -> str:
+        s = safe(s)
+        return ascii_safe(s) if self.glyphs.ascii else s
+
+    def on_mount(self) -> None:
+        self.load()
+
+    @work(thread=True, exclusive=True)
+    def load(self) -> None:
+        from ..analysis import analyze
+        from ..errors import GapscopeError
+        from ..trace import load
+
+        try:
+            models = [load(p, **self.load_opts) for p in self.paths]
+            analyses = [analyze(m) for m in models]
+            scene = DiffScene(self.paths[0], models[0], analyses[0], self.paths[1], models[1], analyses[1])
+        except GapscopeError as exc:
+            self.call_from_thread(self._fail, str(exc))
+            return
+        except MemoryError:
+            self.call_from_thread(self._fail, "out of memory (try --max-size or smaller traces)")
+            return
+        except Exception as exc:  # noqa: BLE001 - one line, never a traceback
+            if os.environ.get("GAPSCOPE_DEBUG"):
+                raise
+            self.call_from_thread(self._fail, f"internal error ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})")
+            return
+        self.call_from_thread(self._show_diff, scene)
+
+    def _show_diff(self, scene: DiffScene) -> None:
+        self.push_screen(DiffScreen(scene, self.glyphs, quit_on_leave=True))
+
+    def _fail(self, msg: str) -> None:
+        self.error = msg
+        self.exit(return_code=2)
+
+
+def run_diff(args) -> int:
+    """``gapscope diff A B``: check the two paths, then run the app."""
+    import sys
+
+    from ..errors import GapscopeError
+    from .glyphs import locale_is_utf8
+
+    paths = list(args.traces)
+    if len(paths) != 2:
+        raise GapscopeError(f"diff compares two traces, not {len(paths)}")
+    for p in paths:
+        if not os.path.exists(p):
+            raise GapscopeError(f"{p}: no such file")
+        if os.path.isdir(p):
+            raise GapscopeError(f"{p}: is a directory, not a trace file")
+    opts = {}
+    if getattr(args, "no_cache", False):
+        opts["no_cache"] = True
+    if getattr(args, "max_size", None) is not None:
+        from ..trace.read import parse_size
+
+        opts["max_size"] = parse_size(args.max_size)
+    if not sys.stdout.isatty() and not os.environ.get("GAPSCOPE_FORCE_TUI"):
+        raise GapscopeError("the diff view needs a terminal; for text output use: gapscope report A B")
+    app = DiffApp(paths[0], paths[1], ascii=bool(getattr(args, "ascii", False)) or not locale_is_utf8(),
+                  load_opts=opts)
+    app.run()
+    if app.error:
+        sys.stderr.write(f"gapscope: error: {app.error}\n")
+        return 2
+    return 0
