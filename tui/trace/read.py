@@ -3,7 +3,8 @@
 How a file is read:
 
 1. ``stat`` first (a FIFO or a directory must not be opened), then the bytes: gzip is sniffed by its
-   magic bytes and decompressed in a streaming way under a size limit (a gzip bomb stops early).
+   magic bytes and decompressed in a streaming way under a size limit (``stream.py``: what cannot start a
+   trace is refused in its first bytes, runs of whitespace are skipped, a bomb stops early).
 2. The top level is located without parsing the whole document: a bare array, or the object's
    ``"traceEvents"`` key. The keys around the array (before and after it, any order) are parsed on
    their own as the metadata.
@@ -24,11 +25,14 @@ import gc
 import os
 import re
 import stat as _stat
-import zlib
 
 from ..errors import GapscopeError
 from .build import ColumnBuilder, PieceBuilder, merge_parts
 from .model import TraceModel
+from .stream import SNIFF, TraceError, gunzip, sniff, trailer
+from .stream import human_size as _human
+from .stream import not_a_trace as _err
+from .stream import skip_ws as _skip_ws
 
 try:
     import orjson as _orjson
@@ -51,16 +55,6 @@ DEFAULT_MAX_SIZE = 8 << 30
 CHUNK = 8 << 20  # parsed dicts take ~8x their JSON: 64 MB transient per piece
 _READ_BLOCK = 1 << 20
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
-_WS = b" \t\r\n"
-_WS_RUN = re.compile(rb"[ \t\r\n]*")
-_SNIFF = 1 << 16
-#: decompressed gzip comes in pieces of this size; a piece of whitespace only is skipped, not kept
-_PIECE = 1 << 20
-#: a gzip stream that decompresses to more than this many times its compressed size is refused: the real traces
-#: we have (traces/, ../shared/traces/: 37 files from torch 1.8 to 2.9) range from 1.2x to 30.3x; a run of one
-#: byte or one event repeated gives ~290x-1000x. Checked once _RATIO_FLOOR bytes have decompressed.
-MAX_RATIO = 200
-_RATIO_FLOOR = 64 << 20
 _NONFINITE = re.compile(rb"(?<=[:\[,])(\s*)-?(?:Infinity|inf|NaN|nan|Inf)(?=\s*[,\]}])")
 _QUOTE_END = re.compile(rb'"(?=\s*(?:[,}\]]|$))')
 _MAX_REPAIRS = 64
@@ -69,10 +63,6 @@ _MAX_MERGE = 64 << 20  # a single event larger than this is not an event we can 
 # (damage) would make that quadratic, so both are bounded and the damaged event is skipped instead.
 _MAX_WIDEN = 8
 _MAX_MERGE_SEGMENTS = 256
-
-
-class TraceError(GapscopeError):
-    """A trace that cannot be read; the message names the file and the reason."""
 
 
 def parse_size(value) -> int:
@@ -95,13 +85,6 @@ def parse_size(value) -> int:
     if not n > 0 or n * mult >= 2**63:
         raise GapscopeError(f"--max-size must be a positive size, not {value!r}")
     return int(n * mult)
-
-
-def _human(n: int) -> str:
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << shift:
-            return f"{n / (1 << shift):.1f} {unit}"
-    return f"{n} bytes"
 
 
 def check_file(path: str) -> os.stat_result:
@@ -136,153 +119,15 @@ def read_bytes(path: str, limit: int = DEFAULT_MAX_SIZE) -> tuple[bytes | bytear
                         f"{path}: is {_human(size)}, past the limit of {_human(limit)}; raise it with --max-size"
                     )
                 f.seek(0)
-                _sniff(path, f.read(_SNIFF))  # junk is refused before the whole file is read
+                sniff(path, f.read(SNIFF))  # junk is refused before the whole file is read
                 f.seek(0)
                 return f.read(), warnings, False  # one buffer: head + rest would copy it all
-            return _gunzip(path, f, head, limit, warnings), warnings, True
+            return gunzip(path, f, head, limit, warnings), warnings, True
         except OSError as exc:
             raise TraceError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
-def _ws_only(b) -> bool:
-    """Whether ``b`` (not empty) is JSON whitespace and nothing else (C-level passes only)."""
-    return b.isspace() and b.find(b"\x0b") < 0 and b.find(b"\x0c") < 0
-
-
-def _sniff(path: str, head) -> bool:
-    """Refuse what cannot be a trace from its first bytes: after an optional BOM and whitespace, a trace is a
-    JSON array or an object whose first key is a string. True once the head shows a possible trace, False while
-    it is whitespace only (undecided); raises TraceError otherwise."""
-    i = 3 if head[:3] == b"\xef\xbb\xbf" else 0
-    i = _skip_ws(head, i)
-    if i >= len(head):
-        return False
-    c = head[i]
-    if c == 0x5B:  # [
-        return True
-    if c != 0x7B:  # {
-        raise _err(path, f"not JSON: starts with {bytes(head[i:i + 1])!r}", i)
-    j = _skip_ws(head, i + 1)
-    if j >= len(head):
-        return False
-    if head[j] not in b'"}':
-        raise _err(path, f"not JSON: an object that starts with {bytes(head[j:j + 1])!r}", j)
-    return True
-
-
-def _gunzip(path, f, head: bytes, limit: int, warnings: list[str]) -> bytearray:
-    """Decompress in ~1 MiB pieces: a piece that is whitespace only is skipped (counted, not kept), the first
-    bytes must look like a trace, and a stream that decompresses to more than MAX_RATIO times what it has read is
-    refused (past _RATIO_FLOOR bytes)."""
-    out = bytearray()
-    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    pending = head
-    members = 0
-    total = 0  # bytes decompressed, skipped whitespace included
-    read = 0  # compressed bytes read
-    skipped = 0
-    sniffed = False
-    while True:
-        block = pending or f.read(_READ_BLOCK)
-        pending = b""
-        if not block:
-            break
-        read += len(block)
-        buf = block
-        while buf:
-            try:
-                piece = d.decompress(buf, _PIECE)
-            except zlib.error as exc:
-                if not out:
-                    raise TraceError(f"{path}: not a PyTorch profiler trace (corrupt gzip data: {exc} at byte 0)") from None
-                warnings.append(
-                    f"corrupt gzip data after {_human(len(out))} (kept what decompressed; the rest is lost)"
-                )
-                break
-            total += len(piece)
-            if total > limit:
-                raise TraceError(
-                    f"{path}: decompresses past the limit of {_human(limit)} (a gzip bomb, or a very large trace);"
-                    " raise it with --max-size"
-                )
-            if piece and _ws_only(piece):
-                skipped += len(piece)
-                if out and out[-1] not in _WS:
-                    out += b" "  # what the run separated stays separated
-            elif piece:
-                out += piece
-                if not sniffed:
-                    sniffed = _sniff(path, out)
-            buf = d.unconsumed_tail
-            if total >= _RATIO_FLOOR and total > MAX_RATIO * max(1, read - len(buf)):
-                raise TraceError(
-                    f"{path}: not a PyTorch profiler trace (it decompresses to over {MAX_RATIO}x its compressed "
-                    f"size: {_human(total)} from {_human(read - len(buf))} so far; real traces stay under 35x)"
-                )
-            if d.eof:
-                members += 1
-                rest = d.unused_data
-                if rest.strip(b"\x00"):
-                    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-                    buf = rest
-                else:
-                    buf = b""
-        else:
-            continue
-        return _skipped_note(out, skipped, warnings)
-    if not d.eof:
-        # the member being decompressed never reached its end: the file was cut off
-        warnings.append(f"the gzip stream ends early (file cut off?): kept the {_human(len(out))} that decompressed")
-    return _skipped_note(out, skipped, warnings)
-
-
-def _skipped_note(out: bytearray, skipped: int, warnings: list[str]) -> bytearray:
-    if skipped:
-        warnings.append(f"skipped {_human(skipped)} of whitespace in runs of over {_human(_PIECE)}")
-    return out
-
-
 # ---------------------------------------------------------------------------------------- parsing
-def _err(path: str, reason: str, at: int) -> TraceError:
-    return TraceError(f"{path}: not a PyTorch profiler trace ({reason} at byte {at})")
-
-
-def _skip_ws(data, i: int) -> int:
-    """The first index at or after ``i`` that is not JSON whitespace (len(data) when none): C-level passes, a
-    long run in windows of 1 MiB (``data`` may be a map of a file: no copy of it all)."""
-    n = len(data)
-    if i >= n or data[i] not in _WS:
-        return i
-    m = _WS_RUN.match(data, i, i + 4096)
-    if m.end() < i + 4096 or m.end() >= n:
-        return m.end()
-    i = m.end()
-    while i < n:
-        w = bytes(data[i : i + _PIECE])
-        if not _ws_only(w):
-            return i + _WS_RUN.match(w).end()
-        i += len(w)
-    return n
-
-
-def _trailer(data, a: int) -> bytes:
-    """data[a:] without the whitespace around it (copied without the runs)."""
-    i = _skip_ws(data, a)
-    return bytes(data[i : _content_end(data, i, len(data))])
-
-
-def _content_end(data, lo: int, hi: int) -> int:
-    """Index just past the last byte of data[lo:hi] that is not JSON whitespace (lo when there is none)."""
-    e = hi
-    while e > lo:
-        a = max(lo, e - _PIECE)
-        w = bytes(data[a:e])
-        if not _ws_only(w):
-            return a + len(w.rstrip(_WS))
-        e = a
-    return lo
-
-
 def _char_to_byte(text: bytes, pos: int) -> int:
     """JSON error positions count characters; convert one to a byte offset in ``text``."""
     if text.isascii():
@@ -433,7 +278,7 @@ class _Reader:
         if c == ord("["):
             self._events(i + 1)
             if self.array_end is not None:
-                tail = _trailer(data, self.array_end + 1)
+                tail = trailer(data, self.array_end + 1)
                 if tail:
                     self.warnings.append(f"{len(tail)} bytes after the event array were ignored")
             return
@@ -456,7 +301,7 @@ class _Reader:
         self._metadata_part(header, where="before")
         self._events(j + 1)
         if self.array_end is not None:
-            tail = _trailer(data, self.array_end + 1)
+            tail = trailer(data, self.array_end + 1)
             if tail.startswith(b","):
                 tail = tail[1:]
             if tail.endswith(b"}"):
