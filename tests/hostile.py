@@ -145,13 +145,15 @@ def colliding_correlations(path, n: int) -> Path:
     return _write(path, [_doc(evs)])
 
 
-def same_timestamp(path, n: int) -> Path:
+def same_timestamp(path, n: int, step: float = 0.0) -> Path:
     """n ops on one thread and n kernels on one stream, every one at the same timestamp (distinct args, so
-    none is an exact duplicate of another)."""
+    none is an exact duplicate of another). ``step`` > 1 spaces them apart instead: the same events, the same
+    bytes but for the timestamps, as a reference for what the flood should cost."""
     evs = []
     for i in range(n):
-        evs.append(_op("aten::mm", ts=100.0, dur=1.0, **{"External id": i + 1, "seq": i}))
-        evs.append({"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 100.0, "dur": 1.0,
+        t = 100.0 + i * step
+        evs.append(_op("aten::mm", ts=t, dur=1.0, **{"External id": i + 1, "seq": i}))
+        evs.append({"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": t, "dur": 1.0,
                     "args": {"device": 0, "stream": 7, "correlation": i + 1, "seq": i}})
     return _write(path, [_doc(evs)])
 
