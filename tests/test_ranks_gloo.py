@@ -73,7 +73,11 @@ def test_combined_summary_written_by_rank_0_names_the_late_rank(gloo_run):
     (ph,) = doc["job"]["phases"]
     assert ph["phase"] == "decode"
     late = ph["late"][0]
-    assert late["rank"] == 1 and 2 * late["count"] > late["of"] and late["of"] == 8
+    # 8 all_reduce calls; a leading one counts as profiler start-up skew when the two profilers started far
+    # enough apart (it does on a loaded machine), and "of" counts the steady-state ones
+    startup = (ph.get("startup") or {}).get("calls", 0)
+    assert startup <= 1 and late["of"] == 8 - startup
+    assert late["rank"] == 1 and 2 * late["count"] > late["of"]
     assert late["blamed"][0]["func"] == "_straggler_work" and late["blamed"][0]["others_median_us"] == 0
     assert doc["job"]["lines"][0].startswith("decode: rank 1 arrived last")
     assert LATE in doc["job"]["lines"][0]

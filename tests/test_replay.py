@@ -260,7 +260,7 @@ def test_explorer_finding_info_shows_the_saving(tmp_path):
             await pilot.pause()
             w = app.query_one("#findinginfo", Static)
             txt = str(getattr(w, "renderable", None) or getattr(w, "content", ""))
-            assert "fix → −108 µs per step" in txt and "profiled time" in txt, txt
+            assert "fix → −108.0 µs per step" in txt and "profiled time" in txt, txt
 
     run(go())
 
