@@ -260,6 +260,20 @@ def test_same_timestamp_flood_costs_what_spread_events_cost(tmp_path):
     assert _cli(flood, "report").returncode == 0
 
 
+def test_distinct_kernel_args_are_kept_at_their_size(tmp_path, monkeypatch):
+    """10,000 kernels whose args all differ, read in small pieces: the interned args cost about their size
+    (was ~4 KiB each: orjson's bytes keep their whole buffer; 500,000 such kernels took 1.4 GB)."""
+    import tui.trace.read as rd
+
+    p = H.same_timestamp(tmp_path / "args.json", 10_000, step=3.0)
+    monkeypatch.setattr(rd, "CHUNK", 64 << 10)
+    load(p, no_cache=True)
+    with _traced() as peak:
+        m = load(p, no_cache=True)
+    assert m.n == 20_000
+    assert peak[0] < 20 * MiB  # 10,000 x 4 KiB would be 40 MiB
+
+
 def test_deep_python_nesting_findings_bounded(tmp_path):
     """12,000 nested Python frames (past the 10,000 frames a stack keeps) above 100 launches: the findings'
     frame for each gap is found with memory per gap, not per (gap, frame) (was 97 MB traced here, 2 GB at

@@ -370,6 +370,7 @@ class ColumnBuilder:
                         continue
                     i = ix.get(raw)
                     if i is None:
+                        raw = memoryview(raw).tobytes()  # orjson's bytes hold a 4 KiB buffer: kept, a copy its size
                         i = len(store)
                         store.append(raw)
                         ix[raw] = i
