@@ -502,40 +502,50 @@ class _Reader:
         so each byte is parsed O(log 256) times. Repairs are counted for the text kept only."""
         data = self.data
         s = starts[i]
+
+        def text(j: int) -> bytes:
+            seg = bytes(data[s : starts[j]]).strip()
+            return seg.removesuffix(b",").rstrip() if j < last else seg  # the boundary's own comma
+
+        # the common case, one segment, counts its repairs straight away
+        st = self.stats
+        counts = (st.quotes, st.nonfinite, st.control, st.utf8, st.deep)
+        seg = text(i + 1)
+        status, val, tail = _repair_one(seg, st)
+        if status != "eof":
+            return i + 1, seg, status, val, tail
         cap = min(last, i + _MAX_MERGE_SEGMENTS, bisect.bisect_left(starts, s + _MAX_MERGE, i + 1, last + 1))
-        cap = max(cap, i + 1)
+        if cap <= i + 1:
+            return i + 1, seg, status, val, tail
+        st.quotes, st.nonfinite, st.control, st.utf8, st.deep = counts  # counted again for the text kept
         tried: dict = {}
 
         def probe(j: int):
             r = tried.get(j)
             if r is None:
-                seg = bytes(data[s : starts[j]]).strip()
-                if j < last:
-                    seg = seg.removesuffix(b",").rstrip()  # the boundary's own comma
+                seg = text(j)
                 st = _Stats()
                 r = tried[j] = (seg, *_repair_one(seg, st), st)
             return r
 
-        j = i + 1
-        if probe(j)[1] == "eof" and j < cap:
-            lo, hi, step = j, None, 1
-            while hi is None and lo < cap:
-                step *= 2
-                j = min(cap, i + step)
-                if probe(j)[1] == "eof":
-                    lo = j
-                else:
-                    hi = j
-            if hi is None:
-                j = cap
+        lo, hi, step = i + 1, None, 1
+        while hi is None and lo < cap:
+            step *= 2
+            j = min(cap, i + step)
+            if probe(j)[1] == "eof":
+                lo = j
             else:
-                while hi - lo > 1:  # the first j in (lo, hi] whose text does not end inside a value
-                    mid = (lo + hi) // 2
-                    if probe(mid)[1] == "eof":
-                        lo = mid
-                    else:
-                        hi = mid
-                j = hi
+                hi = j
+        if hi is None:
+            j = cap
+        else:
+            while hi - lo > 1:  # the first j in (lo, hi] whose text does not end inside a value
+                mid = (lo + hi) // 2
+                if probe(mid)[1] == "eof":
+                    lo = mid
+                else:
+                    hi = mid
+            j = hi
         seg, status, val, tail, st = probe(j)
         self.stats.absorb(st)
         return j, seg, status, val, tail
