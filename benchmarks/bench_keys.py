@@ -62,15 +62,20 @@ async def bench(model, size, presses):
     print(f"lanes built in {time.perf_counter() - t:.2f} s")
 
     # skip the file reader: hand the model over as the load worker would
+    from tui.app.loading import Loader, SceneLoaded
+
     def fake_load(self_):
-        self_.call_from_thread(self_._add_scene, scene)
-        t1 = time.perf_counter()
-        self_._analyse(scene)
-        print(f"analysis in {time.perf_counter() - t1:.2f} s")
+        loader = Loader(self_, [], {}, True, self_._mounted, self_._painted)
 
-    from textual import work
+        def run():
+            loader.post(SceneLoaded(scene))
+            t1 = time.perf_counter()
+            loader.analyse_part(scene)
+            print(f"analysis in {time.perf_counter() - t1:.2f} s")
 
-    GapscopeApp.load_traces = work(thread=True, exclusive=True, group="load")(fake_load)
+        self_.run_worker(run, thread=True, exclusive=True, group="load")
+
+    GapscopeApp.load_traces = fake_load
     async with app.run_test(size=size) as pilot:
         for _ in range(3):
             await app.workers.wait_for_complete()

@@ -60,7 +60,7 @@ LOAD_PHASES = [
     ("merge the worker's part", ("merge_parts",)),
     ("finish (sort, duplicates, nesting, links)", ("finish (tui/trace/build.py", "_finish (tui/trace/read.py")),
     ("read + gunzip", ("read_bytes", "_gunzip", "_map (")),
-    ("parse (typed decode + staging)", ("add_bytes", "_events", "_stage", "_commit")),
+    ("parse (typed decode + staging)", ("add_bytes", "_events", "stage_typed", "stage_dicts", "_commit")),
 ]
 # the main thread: by the outermost marker (CSS applied while mounting counts as mounting)
 MAIN_PHASES = [

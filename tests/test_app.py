@@ -15,6 +15,7 @@ import pytest
 from tests.synth import Synth
 from tui.app.app import GapscopeApp
 from tui.app.lanes import time_to_col
+from tui.app.navigate import event_under_cursor
 from tui.app.textdump import screen_text
 
 SCHEMA = Path(__file__).resolve().parent.parent / "tui" / "report" / "findings.schema.json"  # the contract shipped in the package
@@ -139,7 +140,7 @@ def test_search_finds_a_kernel_and_steps_through_matches(tmp_path):
             sc = app.scene
             assert sc.matches.size == 2
             # like less and vim: the first match at or after the cursor (the largest gap, before gemm_b)
-            ev = app.event_under_cursor()
+            ev = event_under_cursor(app.scene, app.lanes.cells_width())
             assert ev >= 0 and app.scene.model.name(ev) == "gemm_b"
             assert sc.rows()[sc.lane_cursor].lane.kind == "stream"
             assert "find 'gemm': 2/2" in screen_text(app)
@@ -149,11 +150,11 @@ def test_search_finds_a_kernel_and_steps_through_matches(tmp_path):
             assert app.focused is app.lanes and not box.has_class("-on")
             await pilot.press("n")  # wraps around
             await pilot.pause()
-            assert sc.model.name(app.event_under_cursor()) == "gemm_a"
+            assert sc.model.name(event_under_cursor(app.scene, app.lanes.cells_width())) == "gemm_a"
             assert "find 'gemm': 1/2" in screen_text(app)
             await pilot.press("N")
             await pilot.pause()
-            assert sc.model.name(app.event_under_cursor()) == "gemm_b"
+            assert sc.model.name(event_under_cursor(app.scene, app.lanes.cells_width())) == "gemm_b"
             assert box.value == "gemm" and sc.search_query == "gemm"
             # Escape ends the search; n goes back to walking gaps
             await pilot.press("escape")
@@ -317,8 +318,8 @@ def test_keys_without_gaps_are_greyed_out(tmp_path):
 
     async def go():
         async with opened(p) as (app, pilot):
-            assert app.check_action("next_gap", ()) is None
-            assert app.check_action("zoom", ()) is True
+            assert app.main.check_action("next_gap", ()) is None
+            assert app.main.check_action("zoom", ()) is True
             await pilot.press("n", "enter", "space")  # nothing to do: no crash
             await pilot.pause()
             return screen_text(app)
@@ -572,7 +573,7 @@ def test_gap_list_findings_and_kernels_views_drive_the_lanes(tmp_path):
             k0 = a.kernels[0].name
             await pilot.press("enter")
             await pilot.pause()
-            ev = app.event_under_cursor()
+            ev = event_under_cursor(app.scene, app.lanes.cells_width())
             assert ev >= 0 and sc.model.name(ev) == k0
 
     run(go())
@@ -638,8 +639,10 @@ def test_a_trace_read_before_the_screen_is_mounted_still_opens(tmp_path, monkeyp
     p = three_gaps(tmp_path)
     model = tui.trace.load(str(p), no_cache=True)
     monkeypatch.setattr(tui.trace, "load", lambda path, **kw: model)
+    from tui.app.main import MainScreen
+
     order = []
-    orig_mount, orig_add = appmod.GapscopeApp.on_mount, appmod.GapscopeApp._add_scene
+    orig_mount, orig_add = MainScreen.on_mount, appmod.GapscopeApp._add_scene
 
     def on_mount(self):
         orig_mount(self)
@@ -649,7 +652,7 @@ def test_a_trace_read_before_the_screen_is_mounted_still_opens(tmp_path, monkeyp
         order.append("scene")
         orig_add(self, sc)
 
-    monkeypatch.setattr(appmod.GapscopeApp, "on_mount", on_mount)
+    monkeypatch.setattr(MainScreen, "on_mount", on_mount)
     monkeypatch.setattr(appmod.GapscopeApp, "_add_scene", add_scene)
 
     async def go():

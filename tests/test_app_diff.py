@@ -147,6 +147,12 @@ async def _test_explorer_D_opens_the_diff_of_two_tabs(pair):
         assert isinstance(app.screen, DiffScreen)
         text = screen_text(app)
         assert "A before: demo-eager.decode.json.gz" in text and "B after: demo-eager-python.decode.json.gz" in text
+        # the explorer's keys stay with the explorer's screen: under the diff, t and c changed the hidden tab and
+        # its gap list (and e exported a picture of the diff), and its footer listed them
+        await pilot.press("t", "c")
+        await pilot.pause()
+        assert app.current == 0 and app.scene.cause_filter is None
+        assert "export" not in screen_text(app)
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, DiffScreen)

@@ -354,7 +354,7 @@ def test_lane_cursor_stays_on_its_lane_when_lanes_fold():
             await pilot.pause()
             dtoh = next(i for i, r in enumerate(sc.rows()) if r.lane is not None and r.lane.label == "DtoH")
             sc.lane_cursor = dtoh
-            app.action_focus_gap()  # back to gap 1 (the gap row gets the cursor)
+            app.main.action_focus_gap()  # back to gap 1 (the gap row gets the cursor)
             sc.lane_cursor = next(i for i, r in enumerate(sc.rows()) if r.lane is not None and r.lane.label == "DtoH")
             await pilot.press("w", "s")  # a zoom in and out about gap 1: no copy in view, DtoH has the cursor
             await pilot.pause()
@@ -442,7 +442,7 @@ def test_kernel_names_inside_their_bars_when_zoomed_in(tmp_path):
             out = []
             for t0, t1 in ((0, 1_000_000), (815_000, 845_000)):  # the whole step; 30 µs around the 10 µs kernel
                 v.t0, v.t1, v.cursor = t0, t1, t0
-                app.refresh_view()
+                app.main.refresh_view()
                 await pilot.pause()
                 out.append(_row_text(screen_text(app), "stream 7"))
             return out
@@ -461,7 +461,7 @@ def test_a_kernel_marks_its_launch_and_v_jumps_between_them(tmp_path):
             v = sc.view
             v.t0, v.t1, v.cursor = 800_000, 840_000, 830_000  # on my_gemm_kernel (825-835 µs)
             sc.lane_cursor = next(i for i, r in enumerate(sc.rows()) if r.lane is not None and r.lane.kind == "stream")
-            app.refresh_view()
+            app.main.refresh_view()
             await pilot.pause()
             on_kernel = screen_text(app)
             await pilot.press("v")
@@ -487,7 +487,7 @@ def test_range_of_a_step_gives_busy_idle_causes_and_kernels(tmp_path):
             sc = app.scene
             sc.lane_cursor = next(i for i, r in enumerate(sc.rows()) if r.lane is not None and r.lane.kind == "ranges")
             sc.view.cursor = 500_000  # inside decode_step (0-1000 µs)
-            app.refresh_view()
+            app.main.refresh_view()
             await pilot.press("M")
             await pilot.pause()
             txt = screen_text(app)
@@ -551,11 +551,12 @@ def _readme_keys() -> set[str]:
 
 
 def test_readme_key_table_matches_the_bindings():
-    from tui.app.app import GapList
+    from tui.app.gaplist import GapList
+    from tui.app.main import MainScreen
     from tui.app.timeline import LanesView
 
     bound = set()
-    for cls in (GapscopeApp, LanesView, GapList):
+    for cls in (MainScreen, LanesView, GapList):
         for b in cls.BINDINGS:
             bound |= {k.strip() for k in b.key.split(",")}
     readme = _readme_keys()
@@ -563,3 +564,43 @@ def test_readme_key_table_matches_the_bindings():
     # every key of the table does something (Tab is Textual's focus key), every bound key is in the table
     assert readme - bound - {"tab"} == set()
     assert bound_shown - readme == set()
+
+
+def test_help_key_table_is_made_from_the_bindings():
+    """One list (tui/app/keys.py) holds each key, its help text and its bindings: the explorer's bindings are
+    that list's, each help row shows exactly its bindings' keys (or keys its widget binds), and the help
+    screen shows every row."""
+    from textual.binding import Binding
+    from textual.screen import Screen
+
+    from tui.app import keys
+    from tui.app.gaplist import GapList
+    from tui.app.main import MainScreen
+    from tui.app.screens import HelpScreen
+    from tui.app.timeline import LanesView
+
+    assert list(MainScreen.BINDINGS) == keys.BINDINGS
+    widgets = {"LanesView": LanesView, "GapList": GapList, "Screen": Screen}
+    for k in keys.KEYS:
+        if k.bindings:
+            bound = {x.strip() for b in k.bindings for x in b.key.split(",")}
+        else:  # keys a widget binds: each named widget binds all of them (Tab: Textual's focus key)
+            assert k.bound_by, k
+            for name in k.bound_by.split(", "):  # its own bindings and those it inherits (DataTable's up/down)
+                bound = {x.strip() for c in widgets[name].__mro__ for b in c.__dict__.get("BINDINGS", [])
+                         for x in (b.key if isinstance(b, Binding) else b[0]).split(",")}
+                assert keys.shown_keys(k.shown) <= bound, (k.shown, name)
+            continue
+        assert keys.shown_keys(k.shown) == bound, k.shown
+
+    async def go():
+        app = GapscopeApp([str(SAMPLE_TRACES / "demo-eager-sync.decode.json.gz")], load_opts={"no_cache": True})
+        async with app.run_test(size=(200, 80)) as pilot:
+            await pilot.press("question_mark")
+            await pilot.pause()
+            assert isinstance(app.screen, HelpScreen)
+            return screen_text(app)
+
+    text = run(go())
+    for shown, what in keys.HELP:
+        assert f"{shown} " in text and what in text, shown

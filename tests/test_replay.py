@@ -256,7 +256,9 @@ def test_explorer_finding_info_shows_the_saving(tmp_path):
             await pilot.pause()
             fs = app.scene.analysis.findings
             sync = next(k for k, f in enumerate(fs) if f.cause == "sync")
-            app._show_finding_info(sync)
+            from tui.app.tables import FindingsView
+
+            app.query_one(FindingsView).show_info(sync)
             await pilot.pause()
             w = app.query_one("#findinginfo", Static)
             txt = str(getattr(w, "renderable", None) or getattr(w, "content", ""))

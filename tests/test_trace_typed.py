@@ -11,11 +11,11 @@ import pickle
 import numpy as np
 import pytest
 
-from tui.trace import build, load, read
+from tui.trace import build, decode_typed, load, read
 from tui.trace.cache import _ARRAYS
 from tui.trace.model import ARGS_DROP, BlobList, Kind
 
-pytestmark = pytest.mark.skipif(build._DEC_EV is None, reason="msgspec is not installed")
+pytestmark = pytest.mark.skipif(decode_typed._DEC_EV is None, reason="msgspec is not installed")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLES = [os.path.join(ROOT, "traces", f) for f in ("demo-eager.decode.json.gz", "demo-compile.decode.json.gz",
@@ -43,14 +43,14 @@ def _paths(monkeypatch, path):
     """(typed, dicts) models of one file, one process each time."""
     monkeypatch.setattr(read, "PARALLEL_MIN", None)
     calls = {"fast": 0}
-    orig = build.ColumnBuilder._stage_fast
+    orig = decode_typed.stage_typed
 
-    def spy(self, *a):
-        r = orig(self, *a)
+    def spy(*a):
+        r = orig(*a)
         calls["fast"] += 1
         return r
 
-    monkeypatch.setattr(build.ColumnBuilder, "_stage_fast", spy)
+    monkeypatch.setattr(decode_typed, "stage_typed", spy)
     monkeypatch.setattr(build, "FAST_DECODE", True)
     typed = read.load_uncached(str(path))
     n_fast = calls["fast"]

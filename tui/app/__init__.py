@@ -1,6 +1,12 @@
 """The explorer (Textual). ``run_app(args)`` is what ``gapscope TRACE...`` calls.
 
 textual is imported inside ``run_app`` only, so ``gapscope info`` and ``gapscope report`` never pay for it.
+
+Where things are: ``app.py`` the App (scenes, the load worker's messages, the heap freeze); ``loading.py`` the
+load worker and the one failure formatter; ``main.py`` the explorer's screen and its keys (``keys.py``: each key
+with its help text); ``gaplist.py``, ``tables.py``, ``search.py``, ``panels.py``, ``timeline.py`` its widgets;
+``navigate.py`` what is under the cursor and where it goes; ``gapscope.tcss`` the styles; ``screens.py`` the help,
+detail and error screens; ``diffview.py`` before/after.
 """
 
 from __future__ import annotations

@@ -585,3 +585,13 @@ def run_diff(args) -> int:
         sys.stderr.write(f"gapscope: error: {app.error}\n")
         return 2
     return 0
+
+
+def diff_pair(scenes: list, current: int):
+    """(A, B) for D in the explorer: this tab's trace and the next tab's, when both are analysed single traces."""
+    if len(scenes) < 2:
+        return None
+    a, b = scenes[current], scenes[(current + 1) % len(scenes)]
+    if a.multi or b.multi or a.analysis is None or b.analysis is None:
+        return None
+    return a.part, b.part

@@ -15,6 +15,7 @@ from . import glyphs as G
 from ..analysis.names import display_frame
 from .safe import ascii_safe, safe
 from .scene import Scene, device_label
+from .textview import TextView
 from .timefmt import fmt_dur
 
 KIND_LABEL = {
@@ -23,6 +24,10 @@ KIND_LABEL = {
     Kind.SYNC: "sync", Kind.OVERHEAD: "profiler", Kind.INSTANT: "instant", Kind.OTHER: "other",
 }
 FRAME_TAG = {"python": "py ", "annotation": "rng", "op": "op ", "runtime": "rt ", "sync": "syn"}
+
+
+class StackPanel(TextView):
+    """The stack of the selected gap (Line API: a gap jump redraws this panel, no screen layout)."""
 
 
 class T:

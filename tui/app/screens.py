@@ -10,34 +10,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
 from . import glyphs as G
-
-KEYS = [
-    ("n / N", "next / previous gap, largest first (jumps there, updates the stack panel)"),
-    ("← → / h l / a d", "pan the time window"),
-    ("w s / + -", "zoom in / out about the cursor"),
-    ("shift+← → / H L", "move the cursor one cell"),
-    ("[ ]", "cursor to the previous / next event on the lane"),
-    ("↑ ↓ / j k", "move between lanes (gap list: between gaps)"),
-    ("space / x", "expand / collapse a CPU thread into its stack depth rows (on a folded row: every lane)"),
-    ("0 / Home", "fit the whole trace"),
-    ("f / z", "zoom to the selected gap"),
-    ("c / C", "filter the gap list by cause (next / previous cause)"),
-    ("Enter", "detail of what is under the cursor (lanes) or of the gap (gap list); a finding: its gaps"),
-    ("/", "find a kernel or op by name; Enter finds, then n / N step through the matches, Esc ends"),
-    ("Tab", "next pane: lanes, gap list, stack panel"),
-    ("1 2 3", "views: lanes, kernels, findings"),
-    ("t", "next loaded trace (prefill / decode ...)"),
-    ("D", "before/after: this trace against the next one, step by step (gapscope diff A B)"),
-    ("o", "times from the analysed window's start (as the report) or in the trace's own time"),
-    ("v", "jump between a kernel and its launch call (the other end is marked on the lanes)"),
-    ("m", "mark the cursor's time; m again: stats of the range between (busy, idle, causes, kernels)"),
-    ("M", "the same for the step, range or event under the cursor"),
-    ("Esc", "end the search, range or filter; back to the lanes"),
-    ("e", "export: findings (Markdown + JSON) and an SVG of the screen"),
-    ("g", "legend"),
-    ("?", "this help"),
-    ("q", "quit"),
-]
+from .keys import HELP
 
 
 def legend_text(glyphs: G.Glyphs) -> Text:
@@ -112,7 +85,7 @@ class HelpScreen(_Scrolling, ModalScreen):
                 # no "…" where a column is cut (narrow terminals): a non-UTF-8 terminal cannot show it
                 table.add_column(no_wrap=True, style="bold", overflow="crop" if self.glyphs.ascii else "ellipsis")
                 table.add_column(ratio=1, overflow="fold" if self.glyphs.ascii else "ellipsis")
-                for k, what in KEYS:
+                for k, what in HELP:
                     if self.glyphs.ascii:
                         k = k.replace("←", "left").replace("→", "right").replace("↑", "up").replace("↓", "down")
                     table.add_row(Text(k), Text(what))

@@ -67,10 +67,10 @@ class LanesView(ScrollView, _Base, can_focus=True):
     """One row per lane; vertical scrolling only (time is panned by the view, not scrolled)."""
 
     BINDINGS = [
-        Binding("up,k", "app.lane(-1)", "lane up", show=False),
-        Binding("down,j", "app.lane(1)", "lane down", show=False),
-        Binding("pageup", "app.lane(-10)", "page up", show=False),
-        Binding("pagedown", "app.lane(10)", "page down", show=False),
+        Binding("up,k", "screen.lane(-1)", "lane up", show=False),
+        Binding("down,j", "screen.lane(1)", "lane down", show=False),
+        Binding("pageup", "screen.lane(-10)", "page up", show=False),
+        Binding("pagedown", "screen.lane(10)", "page down", show=False),
     ]
     DEFAULT_CSS = """
     LanesView { height: auto; scrollbar-size-vertical: 1; scrollbar-size-horizontal: 0; }
@@ -132,17 +132,17 @@ class LanesView(ScrollView, _Base, can_focus=True):
             from .lanes import col_to_time
 
             sc.view.cursor = col_to_time(col, sc.view.t0, sc.view.t1, cw)
-        self.app.refresh_view()
+        self.screen.refresh_view()
 
     def on_mouse_scroll_down(self, event) -> None:
         if event.ctrl or event.shift:
             event.stop()
-            self.app.action_zoom(0.5)
+            self.screen.action_zoom(0.5)
 
     def on_mouse_scroll_up(self, event) -> None:
         if event.ctrl or event.shift:
             event.stop()
-            self.app.action_zoom(2.0)
+            self.screen.action_zoom(2.0)
 
     # ---------------------------------------------------------------- render
     def render_line(self, y: int) -> Strip:

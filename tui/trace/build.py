@@ -4,24 +4,27 @@
 dicts), so the reader can hand over bounded pieces and free them; ``finish()`` sorts, links and returns the
 model.
 
-Speed: a piece is decoded by msgspec into typed records holding only the fields the columns need (see
-``_Ev``), and turned into columns by C-level passes (``map(attrgetter)``, ``compress``, ``np.array``). A piece
-the typed records do not fit (a string id, a float pid) goes through the dict path: orjson dicts, read with
-``map(dict.get, ...)`` / ``itemgetter``, and a chunk with anything unusual even there (a string timestamp, an
-unhashable id, non-dict args) is sanitised event by event and retried. Args are kept for the kinds someone reads
-them for: kernels, copies, memsets, instants ([memory]), syncs and unknown categories interned without their
-per-event ids; CPU ops (shapes, collectives) one entry each, as written.
+Decoding is in three lanes, each its own module returning a ``decode_common.StagedChunk``: typed records
+(``decode_typed``, msgspec: the fast lane), dicts (``decode_dicts``, for pieces the records do not fit: a string
+id, a float pid), and sanitised dicts (``decode_dicts.sanitize``, for chunks with values of unexpected types: a
+string timestamp, an unhashable id, non-dict args). A chunk moves to the next lane only when a decoder refuses
+it explicitly (``SlowLane``); ``ColumnBuilder.lanes`` counts the chunks per lane, and GAPSCOPE_STRICT_DECODE=1
+makes a refusal raise (tests on real traces). Args are kept for the kinds someone reads them for: kernels,
+copies, memsets, instants ([memory]), syncs and unknown categories interned without their per-event ids; CPU
+ops (shapes, collectives) one entry each, as written.
 """
-
 from __future__ import annotations
 
-import re
-from collections import Counter
-from itertools import compress, repeat
-from operator import attrgetter, itemgetter
+from itertools import compress
 
 import numpy as np
 
+from . import decode_typed as _typed
+from .decode_common import (  # noqa: F401  (CATEGORY_KIND: the category table, read elsewhere)
+    _COLS, _GPU_SIDE_ARR, _GPU_SIDE_INT, _IS_NONE, _KIND_LOOKUP, _KNOWN_NON_EVENT_CATS, _NO_ARGS, _STREAM_RE,
+    CATEGORY_KIND, SlowLane, Staged, _as_id, _dumps, _int_or, strict,
+)
+from .decode_dicts import sanitize, stage_dicts
 from .model import ARGS_DROP, CPU_NEST_KINDS, GPU_WORK_KINDS, NO_ID, BlobList, Kind, TraceModel, Track, TrackKind
 
 try:
@@ -29,282 +32,12 @@ try:
 except ImportError:  # pragma: no cover
     _orjson = None
 import json as _json
-import os as _os
-
-_dumps = _orjson.dumps if _orjson is not None else (lambda o: _json.dumps(o).encode())
-
-# Category spellings, old and new (kineto-format.md). Lower-cased before lookup.
-CATEGORY_KIND = {
-    "kernel": Kind.KERNEL,
-    "gpu_memcpy": Kind.MEMCPY,
-    "memcpy": Kind.MEMCPY,
-    "gpu_memset": Kind.MEMSET,
-    "memset": Kind.MEMSET,
-    "cpu_op": Kind.CPU_OP,
-    "operator": Kind.CPU_OP,
-    "python_function": Kind.PYTHON,
-    "python": Kind.PYTHON,
-    "cuda_runtime": Kind.RUNTIME,
-    "runtime": Kind.RUNTIME,
-    "cuda_driver": Kind.DRIVER,
-    "driver": Kind.DRIVER,
-    "user_annotation": Kind.ANNOTATION,
-    "gpu_user_annotation": Kind.GPU_ANNOTATION,
-    "cuda_sync": Kind.SYNC,
-    "overhead": Kind.OVERHEAD,
-    "cpu_instant_event": Kind.INSTANT,
-}
-GPU_SIDE_KINDS = frozenset(
-    {Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.GPU_ANNOTATION, Kind.SYNC}
-)
-# flow phases (linking is done by correlation, not by flows); counted, not stored
-FLOW_PHASES = frozenset({"s", "f", "t"})
-_STREAM_RE = re.compile(r"^\s*stream\s+(\d+)", re.I)
-
-
-def _as_id(v):
-    """pid/tid as int where possible (numeric strings too), else the string itself."""
-    if isinstance(v, bool):
-        return int(v)
-    if isinstance(v, int):
-        return v
-    if isinstance(v, float) and v == v and abs(v) < 2**63:
-        return int(v)
-    if isinstance(v, str):
-        s = v.strip()
-        if s.lstrip("-").isdigit():
-            try:
-                return int(s)
-            except ValueError:
-                return v
-        return v
-    return str(v)
-
-
-def _int_or(v, default=NO_ID):
-    if isinstance(v, bool):
-        return default
-    if isinstance(v, int):
-        return v
-    if isinstance(v, float) and v == v and abs(v) < 2**63:
-        return int(v)
-    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
-        return int(v)
-    return default
-
-
-def _sanitize(e: dict) -> dict:
-    """A clean copy of one event for the fast path: ids as int or str, times as numbers or None,
-    args a dict whose id fields are ints. Used only for chunks the fast path could not take as is."""
-    out = {}
-    cat = e.get("cat")
-    out["cat"] = cat if isinstance(cat, str) else None
-    ph = e.get("ph")
-    out["ph"] = ph if isinstance(ph, str) else None
-    name = e.get("name")
-    out["name"] = name if isinstance(name, str) else ("" if name is None else str(name))
-    out["pid"] = _as_id(e.get("pid"))
-    out["tid"] = _as_id(e.get("tid"))
-    for k in ("ts", "dur"):
-        v = e.get(k)
-        if isinstance(v, bool):
-            v = None
-        elif isinstance(v, str):
-            try:
-                v = int(v) if v.strip().lstrip("-").isdigit() else float(v)
-            except ValueError:
-                v = None
-        elif isinstance(v, float) and not (v == v and abs(v) != float("inf")):
-            v = None
-        elif not isinstance(v, (int, float)):
-            v = None
-        if isinstance(v, int) and abs(v) >= 2**62 // 1000:
-            v = None
-        if isinstance(v, float) and abs(v) >= 2**62 / 1000:
-            v = None
-        out[k] = v
-    a = e.get("args")
-    if isinstance(a, dict):
-        a = dict(a)
-        for k in _ID_KEYS:
-            if k in a:
-                v = _int_or(a[k])
-                if v == NO_ID or abs(v) >= 2**63:
-                    del a[k]
-                else:
-                    a[k] = v
-        for k in ("bytes", "Bytes"):
-            if k in a:
-                v = _int_or(a[k], 0)
-                a[k] = v if abs(v) < 2**63 else 0
-        out["args"] = a
-    else:
-        out["args"] = {}
-    return out
-
-
-_ID_KEYS = ("correlation", "External id", "external id", "Python id", "Python parent id", "device", "stream")
-_EMPTY: dict = {}
-_NO_ARGS = frozenset({b"{}", b"null", b"{ }"})  # args that hold nothing, as written
-_NONE_TYPE = type(None)
-# every spelling the fast path may meet directly; anything else is lower-cased in the slow lane
-_KIND_LOOKUP = {}
-for _k, _v in CATEGORY_KIND.items():
-    for _s in {_k, _k.upper(), _k.title(), _k.capitalize()}:
-        _KIND_LOOKUP[_s] = int(_v)
-_KIND_LOOKUP["Kernel"] = int(Kind.KERNEL)
-#: kinds whose args are kept, interned (deduplicated without their ids: the kernel table groups kernels by
-#: launch configuration, the allocator by [memory] args). CPU ops keep their args too, but as written, one
-#: entry each: they are a third of a trace's events and are only ever read one at a time, and encoding them
-#: again to deduplicate them was the biggest single cost of a load. The other kinds' args are ids already
-#: held in columns, plus per-call noise (cbid, Ev Idx).
-_ARGS_KINDS = np.array(
-    [int(k) for k in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.INSTANT, Kind.SYNC, Kind.OTHER)],
-    dtype=np.uint8,
-)
-_RAW_ARGS_KIND = int(Kind.CPU_OP)
-_BYTES_KINDS = np.array([int(Kind.MEMCPY), int(Kind.MEMSET), int(Kind.INSTANT)], dtype=np.uint8)
-_GPU_SIDE_ARR = np.array([int(k) for k in GPU_SIDE_KINDS], dtype=np.uint8)
-_GPU_SIDE_INT = frozenset(int(k) for k in GPU_SIDE_KINDS)
-_MAX_US = 2**62 // 1000
-
-# ----------------------------------------------------------------------------- typed decoding
-# msgspec decodes a piece of the events array straight into small typed records holding only the fields the
-# columns need (everything else is skipped without building a Python object), plus each event's args as the
-# bytes it was written with. That is ~3x less work than building a dict per event (and per args object) and
-# reading the fields back out. Any event that does not fit these types (a string timestamp, a float pid, a
-# null id, a huge integer) makes msgspec refuse the piece, which then goes through the dict path below,
-# unchanged.
-try:
-    import msgspec as _msgspec
-except ImportError:  # pragma: no cover - a dependency; the dict path alone still loads every trace
-    _msgspec = None
-
-if _msgspec is not None:
-    from typing import Optional, Union
-
-    class _Ids(_msgspec.Struct, frozen=True, gc=False):
-        """The args fields held in columns (or needed to place an event on its track)."""
-
-        correlation: int = NO_ID
-        ext: Optional[int] = _msgspec.field(default=NO_ID, name="External id")
-        ext_lc: int = _msgspec.field(default=NO_ID, name="external id")
-        pyid: int = _msgspec.field(default=NO_ID, name="Python id")
-        pypar: Optional[int] = _msgspec.field(default=NO_ID, name="Python parent id")
-        device: Optional[int] = None
-        stream: Optional[int] = None
-        nb: Optional[int] = _msgspec.field(default=None, name="bytes")
-        nb2: Optional[int] = _msgspec.field(default=None, name="Bytes")
-        finished: Optional[bool] = None
-
-    _NO_IDS = _Ids()
-
-    class _Ev(_msgspec.Struct, gc=False):
-        ph: Optional[str] = None
-        cat: Optional[str] = None
-        name: Optional[str] = None
-        pid: Union[int, str, None] = None
-        tid: Union[int, str, None] = None
-        ts: Union[int, float, None] = None
-        dur: Union[int, float, None] = None
-        args: Optional[_Ids] = _NO_IDS
-
-    class _EvArgs(_msgspec.Struct, gc=False):
-        args: _msgspec.Raw = _msgspec.Raw(b"{}")
-
-    _DEC_EV = _msgspec.json.Decoder(list[_Ev])
-    _DEC_ARGS = _msgspec.json.Decoder(list[_EvArgs])
-    _DEC_ANY = _msgspec.json.Decoder()
-    _FAST_ERRORS: tuple = (_msgspec.DecodeError,)
-else:  # pragma: no cover
-    _DEC_EV = _DEC_ARGS = _DEC_ANY = None
-    _FAST_ERRORS = ()
-
-#: the typed path can be turned off (GAPSCOPE_DECODER=dicts), e.g. to compare both paths
-FAST_DECODE = _DEC_EV is not None and _os.environ.get("GAPSCOPE_DECODER", "") != "dicts"
-_G_PH, _G_CAT, _G_ARGS = attrgetter("ph"), attrgetter("cat"), attrgetter("args")
-_G_NAME, _G_PID, _G_TID, _G_TS = attrgetter("name"), attrgetter("pid"), attrgetter("tid"), attrgetter("ts")
-#: ``map(_NONE_AS_NO_ID, xs, xs)``: each x, or NO_ID where x is None (dict.get with the value as its default)
-_NONE_AS_NO_ID = {None: NO_ID}.get
-_G_DUR = attrgetter("dur")
-_G_CORR, _G_EXT, _G_EXTLC = attrgetter("correlation"), attrgetter("ext"), attrgetter("ext_lc")
-_G_PYID, _G_PYPAR, _G_FIN = attrgetter("pyid"), attrgetter("pypar"), attrgetter("finished")
-
 
 _dict_loads = _orjson.loads if _orjson is not None else _json.loads
+#: the typed lane can be turned off (GAPSCOPE_DECODER=dicts), e.g. to compare both lanes
+FAST_DECODE = _typed.FAST_DECODE
 
 
-def _encode_each(dicts: list) -> list:
-    """Each dict encoded as JSON bytes (None for one that cannot be encoded)."""
-    try:
-        return list(map(_dumps, dicts))
-    except (TypeError, ValueError, RecursionError, OverflowError):
-        out = []
-        for a in dicts:
-            try:
-                out.append(_dumps(a))
-            except (TypeError, ValueError, RecursionError, OverflowError):
-                out.append(None)
-        return out
-
-
-class _SlowLane(Exception):
-    """The fast path met something unusual in a chunk; the chunk is sanitised and retried."""
-
-
-def _timed_only(evs: list, cats: list, phs: list, phc: set):
-    """(events, cats, phs, mask) of a chunk without its metadata and flow events (mask None: nothing left out)."""
-    if phc <= _TIMED_FAST:
-        return evs, cats, phs, None
-    mask = (~np.fromiter(map(_NOT_TIMED.__contains__, phs), bool, len(phs))).tolist()
-    return list(compress(evs, mask)), list(compress(cats, mask)), list(compress(phs, mask)), mask
-
-
-def _open_ranges(fin: list, tphs: list) -> int:
-    """Ranges still open at the window end: "finished": false on an X event (some [memory] instants carry it
-    too; they are not ranges and are not counted)."""
-    if False not in fin:
-        return 0
-    return sum(1 for v, ph in zip(fin, tphs) if v is False and ph == "X")
-
-
-def _take(lst: list, idx: np.ndarray, mask: np.ndarray) -> list:
-    """lst[idx] for a list, where ``idx`` is ``flatnonzero(mask)``."""
-    if idx.size == 0:
-        return []
-    if idx.size == len(lst):
-        return lst
-    return list(compress(lst, mask.tolist()))
-
-
-def _int_col(values: list, default: int = NO_ID) -> np.ndarray:
-    """int64 column from a list of (mostly) ints; anything else goes through _int_or."""
-    try:
-        a = np.array(values, dtype=np.int64)
-        return a
-    except (TypeError, ValueError, OverflowError):
-        out = []
-        for v in values:
-            x = _int_or(v, default)
-            out.append(x if -(2**63) <= x < 2**63 else default)
-        return np.array(out, dtype=np.int64)
-
-
-def _us_to_ns(values: list) -> tuple[np.ndarray, np.ndarray]:
-    """µs numbers to int64 ns without going through float for integers. Returns (ns, ok mask)."""
-    a = values if isinstance(values, np.ndarray) else np.array(values)
-    if a.dtype == np.int64:
-        if a.size and (a.max() >= _MAX_US or a.min() <= -_MAX_US):
-            raise _SlowLane()
-        return a * 1000, np.ones(a.shape, bool)
-    if a.dtype == np.float64:
-        ok = np.isfinite(a) & (np.abs(a) < _MAX_US)
-        a = np.where(ok, a, 0.0)
-        # split so large absolute µs keep their sub-µs digits: floor is exact, the fraction is small
-        whole = np.floor(a)
-        ns = whole.astype(np.int64) * 1000 + np.rint((a - whole) * 1000.0).astype(np.int64)
-        return ns, ok
-    raise _SlowLane()
 
 
 class ColumnBuilder:
@@ -333,6 +66,8 @@ class ColumnBuilder:
         self._bad = {"no_ts": 0, "neg_dur": 0, "no_dur": 0, "not_object": 0, "open": 0, "args_enc": 0}
         self.n_added = 0
         self._kind_of_cat: dict = dict(_KIND_LOOKUP)  # every cat spelling met so far -> kind
+        #: chunks per decoding lane: typed records, refused by them, dicts, sanitised dicts
+        self.lanes = {"typed": 0, "typed_refused": 0, "dicts": 0, "sanitised": 0}
 
     # ------------------------------------------------------------ interning
     def _intern_name(self, name) -> int:
@@ -419,234 +154,45 @@ class ColumnBuilder:
             if not evs:
                 return
         try:
-            staged = self._stage(evs)
-        except (_SlowLane, TypeError, ValueError, AttributeError, OverflowError, KeyError):
-            staged = self._stage([_sanitize(e) for e in evs])
-        self._commit(*staged)
+            chunk = stage_dicts(self, evs)
+        except SlowLane:
+            if strict():
+                raise
+            self.lanes["sanitised"] += 1
+            chunk = stage_dicts(self, [sanitize(e) for e in evs])
+        self._commit(*chunk)
 
-    def _kinds_and_times(self, tcats: list, tphs: list, phc: set, tsl, durl: list):
-        """(kind, ts, ts_ok, dur, no_dur, n_neg) of the timed events of a chunk, from their cat / ph / ts / dur
-        values (both decoding paths)."""
-        n = len(tcats)
-        kc = self._kind_of_cat
-        kl = list(map(kc.get, tcats))
-        if None in kl:
-            for c in set(tcats) - kc.keys():  # each new spelling once, then map again
-                k = CATEGORY_KIND.get(c.lower()) if isinstance(c, str) else None
-                kc[c] = int(Kind.OTHER) if k is None else int(k)
-            kl = list(map(kc.get, tcats))
-        kind = np.array(kl, dtype=np.uint8)
-        inst = None
-        if "i" in phc or "I" in phc:
-            inst = np.fromiter(map(_PH_I.__contains__, tphs), bool, n)
-            kind[inst & (kind == Kind.OTHER)] = Kind.INSTANT
-            # an instant of a range category (e.g. a cpu_op 'i') stays of its category, with no duration
-        if None in tsl:
-            no_ts = np.fromiter(map(_IS_NONE, tsl), bool, n)
-            ts, ts_ok = _us_to_ns([0 if v is None else v for v in tsl])
-            ts_ok &= ~no_ts
-        else:
-            ts, ts_ok = _us_to_ns(tsl)
-        no_dur = 0
-        if None in durl:
-            # complete events without a duration (instants have none by design; events without a
-            # timestamp are skipped and counted as such)
-            miss = np.fromiter(map(_IS_NONE, durl), bool, n)
-            miss &= np.fromiter(map(_PH_X.__contains__, tphs), bool, n) & ts_ok
-            if inst is not None:
-                miss &= ~inst
-            no_dur = int(np.count_nonzero(miss))
-            durl = np.array(durl, dtype=np.float64)  # None -> nan -> not ok -> 0
-        dur, dur_ok = _us_to_ns(durl)
-        dur[~dur_ok] = 0
-        if inst is not None:
-            dur[inst] = 0
-        neg = dur < 0
-        n_neg = int(np.count_nonzero(neg))
-        if n_neg:
-            dur[neg] = 0
-        return kind, ts, ts_ok, dur, no_dur, n_neg
+    def add_bytes(self, text, loads=None) -> None:
+        """Add the events of one piece of JSON text holding an array of event objects: typed records when
+        they fit (``decode_typed``), else dicts parsed by ``loads`` (default ``orjson.loads``), so a text that
+        is not JSON raises what ``loads`` raises (the reader's recovery relies on its message)."""
+        if FAST_DECODE:
+            evs = _typed.decode_events(text)
+            if evs is not None:
+                try:
+                    chunk = _typed.stage_typed(self, evs, text)
+                except SlowLane:
+                    if strict():
+                        raise
+                    chunk = None
+                del evs
+                if chunk is not None:
+                    self.lanes["typed"] += 1
+                    self._commit(*chunk)
+                    return
+            self.lanes["typed_refused"] += 1
+        self.lanes["dicts"] += 1
+        ColumnBuilder.add(self, (loads or _dict_loads)(text))
 
-    def _lookups(self, kind: np.ndarray, names, pids, tids):
+    def lookups(self, kind: np.ndarray, names, pids, tids):
         """Track keys, and the name and track ids known so far (None where new: interned at commit). Lookups
         only: they raise TypeError here, inside the fast path, for unhashable values."""
         gside = np.isin(kind, _GPU_SIDE_ARR)
         tkeys = list(zip(gside.tolist(), pids, tids))
         return tkeys, list(map(self._name_ix.get, names)), list(map(self._raw_track.get, tkeys))
 
-    def _stage(self, evs: list):
-        """Everything derived from one chunk, computed without touching the builder's state."""
-        cats = list(map(_dget, evs, repeat("cat")))
-        counts = Counter(cats)
-        phs = list(map(_dget, evs, repeat("ph")))
-        phc = set(phs)
-        meta = list(compress(evs, map(_PH_M.__contains__, phs))) if "M" in phc else []
-        timed, tcats, tphs, _mask = _timed_only(evs, cats, phs, phc)
-        n = len(timed)
-        if n == 0:
-            return counts, meta, None
-        try:
-            # one C-level pass for the fields every Kineto event has; transposed into columns
-            names, pids, tids, tsl = zip(*map(_COMMON, timed))
-        except KeyError:
-            names = list(map(_dget, timed, repeat("name")))
-            pids = list(map(_dget, timed, repeat("pid")))
-            tids = list(map(_dget, timed, repeat("tid")))
-            tsl = list(map(_dget, timed, repeat("ts")))
-        kind, ts, ts_ok, dur, no_dur, n_neg = self._kinds_and_times(tcats, tphs, phc, tsl,
-                                                                    list(map(_dget, timed, repeat("dur"))))
-        # args
-        al = list(map(_dget, timed, repeat("args"), repeat(_EMPTY)))
-        at = set(map(type, al))
-        if not at <= {dict, _NONE_TYPE}:
-            raise _SlowLane()
-        if _NONE_TYPE in at:  # "args": null
-            al = [a if a is not None else _EMPTY for a in al]
-        n_open = _open_ranges(list(map(_dget, al, repeat("finished"))), tphs)
-        tkeys, nl, tl = self._lookups(kind, names, pids, tids)
-        # ids from args, only for the kinds that carry them
-        corr = np.full(n, NO_ID, dtype=np.int64)
-        ext = np.full(n, NO_ID, dtype=np.int64)
-        pyid = np.full(n, NO_ID, dtype=np.int64)
-        pypar = np.full(n, NO_ID, dtype=np.int64)
-        nbytes = np.zeros(n, dtype=np.int64)
-        is_py = kind == Kind.PYTHON
-        nonpy = np.flatnonzero(~is_py)
-        if nonpy.size:
-            sub = _take(al, nonpy, ~is_py)
-            corr[nonpy] = _int_col(list(map(_dget, sub, repeat("correlation"), repeat(NO_ID))))
-            ev = list(map(_dget, sub, repeat("External id"), repeat(None)))
-            if None in ev:  # old traces spell it in lower case; most events have none at all
-                for i in np.flatnonzero(np.fromiter(map(_IS_NONE, ev), bool, len(ev))).tolist():
-                    ev[i] = sub[i].get("external id", NO_ID)
-            ext[nonpy] = _int_col(ev)
-        pyix = np.flatnonzero(is_py)
-        if pyix.size:
-            sub = _take(al, pyix, is_py)
-            pyid[pyix] = _int_col(list(map(_dget, sub, repeat("Python id"), repeat(NO_ID))))
-            pv = list(map(_dget, sub, repeat("Python parent id"), repeat(NO_ID)))
-            if None in pv:
-                pv = [NO_ID if v is None else v for v in pv]
-            pypar[pyix] = _int_col(pv)
-        bmask = np.isin(kind, _BYTES_KINDS)
-        bix = np.flatnonzero(bmask)
-        if bix.size:
-            sub = _take(al, bix, bmask)
-            nbytes[bix] = _int_col([a.get("bytes", a.get("Bytes", 0)) for a in sub], 0)
-        amask = np.isin(kind, _ARGS_KINDS)
-        aix = np.flatnonzero(amask)
-        args_sub = _take(al, aix, amask)
-        rmask = kind == _RAW_ARGS_KIND
-        rix = np.flatnonzero(rmask)
-        raws = _encode_each(_take(al, rix, rmask)) if rix.size else []
-        n_no_ts = int(np.count_nonzero(~ts_ok))
-        return counts, meta, (ts, dur, kind, names, nl, tkeys, tl, al, corr, ext, pyid, pypar, nbytes, aix, args_sub,
-                              rix, raws, ts_ok, n_no_ts, no_dur, n_neg, n_open)
 
-    # ------------------------------------------------------------ typed path
-    def add_bytes(self, text, loads=None) -> None:
-        """Add the events of one piece of JSON text holding an array of event objects. When the typed path
-        cannot take it, ``loads`` (default ``orjson.loads``) parses it into dicts for ``add``, so a text that is
-        not JSON raises what ``loads`` raises (the reader's recovery relies on its message)."""
-        if FAST_DECODE:
-            staged = None
-            try:
-                evs = _DEC_EV.decode(text)
-            except _FAST_ERRORS:
-                evs = None
-            if evs is not None:
-                try:
-                    staged = self._stage_fast(evs, text)
-                except (_SlowLane, TypeError, ValueError, AttributeError, OverflowError, KeyError, *_FAST_ERRORS):
-                    staged = None
-                del evs
-            if staged is not None:
-                self._commit(*staged)
-                return
-        ColumnBuilder.add(self, (loads or _dict_loads)(text))
-
-    def _stage_fast(self, evs: list, text):
-        """``_stage`` for typed records (see ``_Ev``): the same staged values, from attribute reads."""
-        n_all = len(evs)
-        if n_all == 0:
-            return Counter(), [], None
-        cats = list(map(_G_CAT, evs))
-        counts = Counter(cats)
-        phs = list(map(_G_PH, evs))
-        phc = set(phs)
-        raws = None
-        meta = []
-        if "M" in phc:
-            raws = list(map(_G_ARGS, _DEC_ARGS.decode(text)))
-            for i in np.flatnonzero(np.fromiter(map(_PH_M.__contains__, phs), bool, n_all)).tolist():
-                e = evs[i]
-                a = _DEC_ANY.decode(raws[i])
-                meta.append({"ph": "M", "name": e.name, "pid": e.pid, "tid": e.tid,
-                             "args": a if isinstance(a, dict) else {}})
-        timed, tcats, tphs, mask = _timed_only(evs, cats, phs, phc)
-        n = len(timed)
-        if n == 0:
-            return counts, meta, None
-        # one pass per field (cheaper than building a tuple per event and transposing)
-        names = list(map(_G_NAME, timed))
-        pids = list(map(_G_PID, timed))
-        tids = list(map(_G_TID, timed))
-        kind, ts, ts_ok, dur, no_dur, n_neg = self._kinds_and_times(tcats, tphs, phc, list(map(_G_TS, timed)),
-                                                                    list(map(_G_DUR, timed)))
-        ids = list(map(_G_ARGS, timed))
-        if None in ids:  # "args": null
-            ids = [a if a is not None else _NO_IDS for a in ids]
-        n_open = _open_ranges(list(map(_G_FIN, ids)), tphs)
-        tkeys, nl, tl = self._lookups(kind, names, pids, tids)
-        is_py = kind == Kind.PYTHON
-        corr = np.array(list(map(_G_CORR, ids)), dtype=np.int64)
-        ev = list(map(_G_EXT, ids))
-        if None in ev:  # "External id": null
-            ev = list(map(_NONE_AS_NO_ID, ev, ev))
-        ext = np.array(ev, dtype=np.int64)
-        # old traces spell it "external id"
-        lc = np.array(list(map(_G_EXTLC, ids)), dtype=np.int64)
-        np.copyto(ext, lc, where=(ext == NO_ID) & (lc != NO_ID))
-        corr[is_py] = NO_ID
-        ext[is_py] = NO_ID
-        pyid = np.full(n, NO_ID, dtype=np.int64)
-        pypar = np.full(n, NO_ID, dtype=np.int64)
-        pyix = np.flatnonzero(is_py)
-        if pyix.size:
-            sub = _take(ids, pyix, is_py)
-            pyid[pyix] = np.array(list(map(_G_PYID, sub)), dtype=np.int64)
-            pv = list(map(_G_PYPAR, sub))
-            if None in pv:  # a root frame: "Python parent id": null
-                pv = list(map(_NONE_AS_NO_ID, pv, pv))
-            pypar[pyix] = np.array(pv, dtype=np.int64)
-        nbytes = np.zeros(n, dtype=np.int64)
-        bmask = np.isin(kind, _BYTES_KINDS)
-        bix = np.flatnonzero(bmask)
-        if bix.size:
-            sub = _take(ids, bix, bmask)
-            nbytes[bix] = np.array([a.nb if a.nb is not None else (a.nb2 if a.nb2 is not None else 0) for a in sub],
-                                   dtype=np.int64)
-        amask = np.isin(kind, _ARGS_KINDS)
-        aix = np.flatnonzero(amask)
-        rmask = kind == _RAW_ARGS_KIND
-        rix = np.flatnonzero(rmask)
-        args_sub: list = []
-        rlist: list = []
-        if aix.size or rix.size:
-            if raws is None:
-                raws = list(map(_G_ARGS, _DEC_ARGS.decode(text)))
-            traws = raws if mask is None else list(compress(raws, mask))
-            if aix.size:
-                args_sub = list(map(_DEC_ANY.decode, _take(traws, aix, amask)))
-                if set(map(type, args_sub)) != {dict}:
-                    args_sub = [a if type(a) is dict else _EMPTY for a in args_sub]
-            if rix.size:
-                rlist = list(map(bytes, _take(traws, rix, rmask)))
-        n_no_ts = int(np.count_nonzero(~ts_ok))
-        return counts, meta, (ts, dur, kind, names, nl, tkeys, tl, ids, corr, ext, pyid, pypar, nbytes, aix,
-                              args_sub, rix, rlist, ts_ok, n_no_ts, no_dur, n_neg, n_open)
-
-    def _commit(self, counts, meta, staged) -> None:
+    def _commit(self, counts, meta, staged: Staged | None) -> None:
         cc = self.category_counts
         for c, k in counts.items():
             key = c if isinstance(c, str) else "<none>"
@@ -655,9 +201,10 @@ class ColumnBuilder:
             self._metadata_event(e)
         if staged is None:
             return
-        (ts, dur, kind, names, nl, tkeys, tl, al, corr, ext, pyid, pypar, nbytes, aix, args_sub,
-         rix, raws, ts_ok, n_no_ts, no_dur, n_neg, n_open) = staged
-        self._bad["open"] += n_open
+        ts, kind, names, nl, tkeys, tl, al = staged.ts, staged.kind, staged.names, staged.name_ix, \
+            staged.track_keys, staged.track_ix, staged.ids
+        aix, rix, raws = staged.args_rows, staged.raw_rows, staged.raws
+        self._bad["open"] += staged.n_open
         n = ts.shape[0]
         # names: each new one interned once, in order of first appearance, then one lookup pass
         if None in nl:
@@ -683,7 +230,7 @@ class ColumnBuilder:
         track = np.array(tl, dtype=np.int32)
         args_id = np.full(n, -1, dtype=np.int32)
         if aix.size:
-            args_id[aix] = self._intern_args_list(args_sub)
+            args_id[aix] = self._intern_args_list(staged.args)
         if rix.size:
             # one entry each, numbered -2, -3, ... until finish() appends them after the interned table
             keep = [r is not None and r not in _NO_ARGS for r in raws]
@@ -695,12 +242,13 @@ class ColumnBuilder:
             self._rlens.append(np.fromiter(map(len, raws), np.int64, len(raws)))
             self.n_rargs += len(raws)
             args_id[rix] = -2 - (base + np.arange(len(raws), dtype=np.int64))
-        self._bad["no_ts"] += n_no_ts
-        self._bad["no_dur"] += no_dur
-        self._bad["neg_dur"] += n_neg
-        cols = (ts, dur, kind, track, name_id, corr, ext, pyid, pypar, args_id, nbytes)
-        if n_no_ts:
-            cols = tuple(c[ts_ok] for c in cols)
+        self._bad["no_ts"] += staged.n_no_ts
+        self._bad["no_dur"] += staged.no_dur
+        self._bad["neg_dur"] += staged.n_neg
+        cols = (ts, staged.dur, kind, track, name_id, staged.corr, staged.ext, staged.pyid, staged.pypar, args_id,
+                staged.nbytes)
+        if staged.n_no_ts:
+            cols = tuple(c[staged.ts_ok] for c in cols)
         for k, c in zip(_COLS, cols):
             self._cols[k].append(c)
         self.n_added += int(cols[0].shape[0])
@@ -893,17 +441,6 @@ class ColumnBuilder:
         return w
 
 
-_dget = dict.get
-_COMMON = itemgetter("name", "pid", "tid", "ts")
-_COLS = ("ts", "dur", "kind", "track", "name_id", "corr", "ext", "pyid", "pypar", "args_id", "nbytes")
-_TIMED_FAST = frozenset({"X", "i", "I"})
-_NOT_TIMED = FLOW_PHASES | {"M"}
-_PH_M = frozenset({"M"})
-_IS_NONE = frozenset({None}).__contains__
-_PH_I = frozenset({"i", "I"})
-_PH_X = frozenset({"X"})
-#: categories of flow and metadata records (not stored as events, so not 'unknown')
-_KNOWN_NON_EVENT_CATS = frozenset({"ac2g", "async", "async_gpu", "async_cpu_to_gpu", "fwdbwd", "trace", "spans"})
 
 
 def _nesting(ts, dur, kind, pyid, pypar, offsets):
@@ -1092,7 +629,7 @@ class PieceBuilder(ColumnBuilder):
             keys[t] = k
         return {"cols": self._cols, "units": self.units, "names": self.names, "args": self.args,
                 "rbuf": self._rbuf, "rlens": np.concatenate(self._rlens) if self._rlens else np.zeros(0, np.int64),
-                "tracks": self.tracks, "track_keys": keys, "bad": self._bad,
+                "tracks": self.tracks, "track_keys": keys, "bad": self._bad, "lanes": self.lanes,
                 "n_added": self.n_added}
 
 
@@ -1198,6 +735,8 @@ def merge_parts(path: str, runs: list[tuple[dict, int, int]]) -> ColumnBuilder:
             rm = maps[id(part)] = _Remap()
             for k, v in part["bad"].items():
                 g._bad[k] += v
+            for k, v in part.get("lanes", {}).items():
+                g.lanes[k] += v
             g.n_added += part["n_added"]
         cols = part["cols"]
         for c0, c1, nn, na, nt, counts, meta, nr, nb in part["units"][u0:u1]:

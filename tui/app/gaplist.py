@@ -1,0 +1,161 @@
+"""The gap list: one row per listed gap (largest first), its columns fitted to the terminal's width."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.binding import Binding
+
+from . import glyphs as G
+from .panels import RowCachedTable
+from .safe import ascii_safe, safe, short_kernel
+from .scene import Scene
+from .timefmt import fmt_at, fmt_dur
+
+#: gap list rows shown at most (the list is sorted by size; the rest are one `n` away in the lanes)
+MAX_LIST = 500
+
+#: terminals narrower than this get the short gap list (no row number, short cause names)
+NARROW = 120
+#: cause names in the gap list of a narrow terminal
+SHORT_CAUSE = {"collective": "coll", "profiler": "prof", "allocator": "alloc", "host-idle": "host"}
+
+
+def cause_name(i: int) -> str:
+    try:
+        from ..analysis import CAUSES
+
+        return CAUSES[i]
+    except Exception:  # noqa: BLE001
+        return str(i)
+
+
+class GapList(RowCachedTable):
+    """The gap list. When the cursor leaves the visible rows it pages (the cursor lands a quarter of the way in
+    from the edge it crossed) instead of creeping one row at a time: stepping through the gaps with `n` scrolled
+    the list, and redrew all its rows and its scroll bar, on two presses in three; now on one in ~25."""
+
+    BINDINGS = [Binding("enter", "screen.detail", "detail", show=False),
+                Binding("j", "cursor_down", "next gap", show=False),
+                Binding("k", "cursor_up", "previous gap", show=False)]
+    #: rows of the next page drawn ahead after each cursor move
+    AHEAD = 2
+    _last_row = 0  # the cursor's row at the last move (which way it goes)
+
+    def _scroll_cursor_into_view(self, animate: bool = False) -> None:
+        if self.cursor_type != "row" or self.fixed_rows:
+            super()._scroll_cursor_into_view(animate)
+            return
+        _, y, _, h = self._get_row_region(self.cursor_row)
+        top = self.header_height if self.show_header else 0
+        height = self.scrollable_content_region.height
+        lead = (height - top) // 4
+        if h <= 0 or height - top < 2 * h + lead:
+            super()._scroll_cursor_into_view(animate)
+            return
+        sy = round(self.scroll_y)
+        if y < sy + top:  # above the rows shown: moving up, keep the room above the cursor
+            self.scroll_to(y=max(0, y - (height - h - lead)), animate=False, force=True, immediate=True)
+        elif y + h > sy + height:  # below: moving down
+            self.scroll_to(y=y - top - lead, animate=False, force=True, immediate=True)
+        # a page turn draws ~27 rows not drawn before (~1 ms each): draw the next page's rows a few at a time,
+        # after the frame of each cursor move, so the turn finds them in the row cache
+        down = self.cursor_row >= self._last_row
+        self._last_row = self.cursor_row
+        self.call_after_refresh(self._draw_ahead, down)
+
+    def _draw_ahead(self, down: bool) -> None:
+        if self.cursor_type != "row" or self.fixed_rows or not self.row_count:
+            return
+        self._begin_frame()
+        try:
+            f = self._frame
+            if f is None:
+                return
+            base, sx, sy, width, top, offsets, cur, hover, state = f
+            loc = self._row_locations
+            # rows (indexes into the row lines) just past the edge the cursor moves to
+            shown = self.scrollable_content_region.height - top
+            ids = range(sy + shown, sy + 2 * shown) if down else range(sy - 1, sy - 1 - shown, -1)
+            done = 0
+            for i in ids:
+                if done >= self.AHEAD:
+                    break
+                if not 0 <= i < len(offsets):
+                    break
+                row_key, line_no = offsets[i]
+                row = loc.get(row_key) if row_key in loc else -1
+                key = (row_key, line_no, row, sx, width, base, row == cur, row == hover, state)
+                if key in self._row_strips:
+                    continue
+                # as render_line draws it when shown: virtual y = row line + the header's lines
+                self._render_row_line(key, i + top, sx, sx + width, base)
+                done += 1
+        finally:
+            self._frame = None
+
+    narrow: bool | None = None  # the columns are those of a terminal under NARROW columns
+
+    def set_columns(self, narrow: bool) -> None:
+        """The columns. A narrow terminal drops the row number (the stack panel says "gap 3/723") and shortens
+        the cause names, so the next op keeps some room."""
+        self.narrow = narrow
+        if not narrow:
+            self.add_column(Text("#"), key="n", width=3)
+        self.add_column(Text("idle", justify="right"), key="dur", width=8)
+        self.add_column(Text("cause"), key="cause", width=6 if narrow else 10)
+        self.add_column(Text("at", justify="right"), key="at", width=9)
+        self.add_column(Text("next op"), key="next")
+
+    def fill(self, sc: Scene | None, glyphs: G.Glyphs, width: int) -> None:
+        """The rows of ``sc``'s listed gaps for a terminal ``width`` columns wide."""
+        ascii = glyphs.ascii
+        ov = "crop" if ascii else "ellipsis"
+
+        def text(s: str) -> str:
+            s = safe(s)
+            return ascii_safe(s) if ascii else s
+
+        def d(ns) -> str:
+            return fmt_dur(int(ns), ascii=ascii)
+
+        narrow = width < NARROW
+        if narrow != self.narrow:
+            self.clear(columns=True)
+            self.set_columns(narrow)
+        else:
+            self.clear()
+        if sc is None or not sc.any_analysis:
+            return
+        origin = sc.origin
+        first = [] if narrow else [Text("")]  # the "#" cell when there is a "#" column
+        for pos, gid in enumerate(sc.order[:MAX_LIST].tolist()):
+            pt = sc.parts[int(sc.g_part[gid])]
+            row = int(sc.g_row[gid])
+            nxt = int(pt.analysis.gaps.next_idx[row])
+            cause = cause_name(int(sc.g_cause[gid]))
+            # the aten op that launched the next kernel says more than the kernel's name
+            op = int(pt.model.op[nxt]) if nxt >= 0 else -1
+            name = pt.model.name(op) if op >= 0 else (short_kernel(pt.model.name(nxt)) if nxt >= 0 else "?")
+            name = name[6:] if name.startswith("aten::") else name  # the column is narrow: mm, not aten::mm
+            if sc.multi:
+                r = pt.model.rank
+                name = f"r{r if r is not None else int(sc.g_part[gid])} {name}"
+            self.add_row(
+                *([] if narrow else [Text(str(pos + 1))]),
+                Text(d(sc.g_dur[gid]), justify="right"),
+                Text(SHORT_CAUSE.get(cause, cause) if narrow else cause, style=G.CAUSE_COLOURS.get(cause, "")),
+                Text(fmt_at(int(sc.g_start[gid]) - origin, ascii=ascii), justify="right"),
+                Text(text(name), no_wrap=True, overflow=ov),
+                key=str(pos),
+            )
+        if sc.order.size > MAX_LIST:
+            self.add_row(*first, Text("...", justify="right"), Text(f"{sc.order.size - MAX_LIST} more", style="dim"),
+                         Text(""), Text("n walks all of them", style="dim"), key="more")
+        listed, total, lim = sc.listed_counts()
+        if total > listed and sc.cause_filter is None:
+            # the report counts every gap; the list holds those the report lists (Analysis.listed_rows)
+            self.add_row(*first, Text(f"+{total - listed}", justify="right", style="dim"),
+                         Text("gaps", style="dim"), Text(f"< {d(lim)}", justify="right", style="dim"),
+                         Text("not listed (in every total)", style="dim"), key="short")
+        if 0 <= sc.selected < min(sc.order.size, MAX_LIST):
+            self.move_cursor(row=sc.selected, animate=False)

@@ -1,0 +1,249 @@
+"""Reading and analysing the traces off the event loop (a thread worker). The worker never touches a widget:
+it posts messages (progress, a scene, an analysis, a failure) that the app handles on its own thread.
+
+Every failure is put into words by one function, `failure`: bad input keeps its own message, anything else is
+an internal error on one line (type and message), never a traceback. With GAPSCOPE_DEBUG set, internal errors
+are raised instead (`debugging`).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from textual.message import Message
+
+from ..errors import GapscopeError
+from .scene import Scene
+
+#: the load thread waits at most this long for the first frame before it starts the analysis
+FIRST_PAINT_WAIT_S = 1.0
+
+#: the options of tui.trace.load (one trace) and of tui.trace.multi.load_many (several: also "jobs")
+READER_OPTS = ("no_cache", "max_size")
+LOAD_OPTS = (*READER_OPTS, "jobs")
+
+
+# ================================================================ failures
+def failure(doing: str, exc: BaseException, who: str = "") -> str:
+    """The one line shown when ``doing`` ("loading", "analysis", "export" ...) failed, for ``who`` (a path,
+    "3 traces"). Bad input (GapscopeError) keeps its own message (a reader's names the file and is the one
+    `gapscope report` prints); the system's errors (a full disk) say so; out of memory says what to try;
+    anything else is an internal error, its type and message on one line."""
+    pre = f"{who}: " if who else ""
+    if isinstance(exc, GapscopeError):
+        return str(exc) if doing == "loading" else f"{pre}{doing} failed: {exc}"
+    if isinstance(exc, OSError):  # the disk, the file system: not a bug, the system's words
+        return f"{pre}{doing} failed: {' '.join(str(exc).split())[:300]}"
+    if isinstance(exc, MemoryError):
+        return f"{pre}out of memory while {doing} (try --max-size, or a smaller trace or fewer traces)"
+    return f"{pre}{doing} failed (internal error {type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
+
+
+def debugging(exc: BaseException) -> bool:
+    """GAPSCOPE_DEBUG is set and ``exc`` may be a bug (not bad input, not memory): raise it rather than say it."""
+    return bool(os.environ.get("GAPSCOPE_DEBUG")) and not isinstance(exc, (GapscopeError, MemoryError))
+
+
+# ================================================================ messages (worker -> app)
+class Progress(Message):
+    """What is being read (posted, not waited for: the load must not wait on the screen)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+class LoadFailed(Message):
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+class SceneLoaded(Message):
+    def __init__(self, scene: Scene) -> None:
+        super().__init__()
+        self.scene = scene
+
+
+class AnalysisReady(Message):
+    """One part's analysis; or, with ``items`` [(part, analysis, min listed gap)], every rank's at once."""
+
+    def __init__(self, scene: Scene, analysis=None, min_listed: int = 0, part: int = 0,
+                 items: list | None = None) -> None:
+        super().__init__()
+        self.scene, self.analysis, self.min_listed, self.part, self.items = scene, analysis, min_listed, part, items
+
+
+class AnalysisFailed(Message):
+    def __init__(self, scene: Scene, part: int, text: str) -> None:
+        super().__init__()
+        self.scene, self.part, self.text = scene, part, text
+
+
+# ================================================================ the worker
+def group_scenes(models: list) -> list[Scene]:
+    """One tab per trace, except that the ranks of one job (distinct rank numbers, two or more) share a tab
+    with their lanes grouped by rank."""
+    ranks = [m.rank for _, m in models]
+    if len(models) > 1 and all(r is not None for r in ranks) and len(set(ranks)) == len(ranks):
+        order = sorted(range(len(models)), key=lambda i: ranks[i])
+        return [Scene([models[i][0] for i in order], [models[i][1] for i in order])]
+    return [Scene(p, m) for p, m in models]
+
+
+def read_trace(load, path: str, opts: dict):
+    """Call the trace reader with the app's options. No retry without them: a reader that does not take an
+    option (or a TypeError from inside the reader) is an error, never a load that silently ignored
+    --max-size or --no-cache."""
+    return load(path, **{k: v for k, v in opts.items() if k in READER_OPTS})
+
+
+def _min_listed(a) -> int:
+    from ..analysis.thresholds import DEFAULT
+
+    cfg = getattr(a, "config", None) or DEFAULT
+    return int(getattr(cfg, "min_listed_gap_ns", 2000))
+
+
+class Loader:
+    """The body of the app's load worker: read the traces, build their scenes, analyse them; every result is
+    posted to ``target`` (the app) once ``mounted`` is set (a small trace can be read before the widgets it
+    fills exist). The analysis waits for ``painted`` (the first frame), so it does not hold the GIL meanwhile."""
+
+    def __init__(self, target, paths: list[str], opts: dict, analyse: bool, mounted: threading.Event,
+                 painted: threading.Event) -> None:
+        self.target, self.paths, self.opts, self.analyse = target, list(paths), dict(opts), analyse
+        self.mounted, self.painted = mounted, painted
+        self.worker = None
+
+    def post(self, msg: Message) -> None:
+        self.mounted.wait()
+        self.target.post_message(msg)
+
+    @property
+    def cancelled(self) -> bool:
+        return self.worker is not None and self.worker.is_cancelled
+
+    def run(self) -> None:
+        from textual.worker import get_current_worker
+
+        self.worker = get_current_worker()
+        models = self.read_parallel() if len(self.paths) > 1 else self.read_one_by_one()
+        if models is None or self.cancelled:
+            return
+        try:
+            scenes = group_scenes(models)
+        except Exception as exc:  # noqa: BLE001 - one line, never a traceback
+            if debugging(exc):
+                raise
+            self.post(LoadFailed(failure("building lanes", exc)))
+            return
+        for sc in scenes:
+            self.post(SceneLoaded(sc))
+        if not self.analyse:
+            return
+        self.painted.wait(FIRST_PAINT_WAIT_S)
+        for sc in scenes:
+            if self.cancelled:
+                return
+            if sc.multi:
+                self.analyse_ranks(sc)
+            else:
+                self.analyse_part(sc, 0)
+
+    def read_one_by_one(self) -> list | None:
+        """[(path, model)] read one after another in this thread (one trace), or None (failed or cancelled)."""
+        from ..trace import load
+
+        models: list = []
+        for i, p in enumerate(self.paths):
+            if self.cancelled:
+                return None
+            try:
+                size = os.path.getsize(p)
+            except OSError:
+                size = 0
+            self.target.post_message(Progress(f"loading {os.path.basename(p)} ({size / 1e6:.1f} MB)"
+                                              f" [{i + 1}/{len(self.paths)}] ... Esc cancels"))
+            try:
+                model = read_trace(load, p, self.opts)
+            except Exception as exc:  # noqa: BLE001 - a reader bug too: still one line, never a traceback
+                if debugging(exc):
+                    raise
+                self.post(LoadFailed(failure("loading", exc, p)))
+                return None
+            if self.cancelled:
+                return None
+            models.append((p, model))
+        return models
+
+    def read_parallel(self) -> list | None:
+        """[(path, model)] for several traces (the ranks of one job, or tabs), read in parallel processes by
+        tui.trace.multi.load_many; or None (failed or cancelled). Escape still leaves at once: the command
+        exits without waiting for the readers."""
+        try:
+            from ..trace.multi import load_many
+        except ImportError:  # pragma: no cover - the multi-trace loader is optional
+            return self.read_one_by_one()
+        total = 0
+        for p in self.paths:
+            try:
+                total += os.path.getsize(p)
+            except OSError:
+                pass
+        n = len(self.paths)
+        self.target.post_message(Progress(f"loading {n} traces in parallel ({total / 1e6:.1f} MB,"
+                                          f" {os.path.basename(self.paths[0])} ...) ... Esc cancels"))
+        try:
+            loaded = load_many(list(self.paths), **self.opts)
+        except Exception as exc:  # noqa: BLE001 - a reader or pool failure: still one line
+            if debugging(exc):
+                raise
+            self.post(LoadFailed(failure("loading", exc, f"{n} traces")))
+            return None
+        if self.cancelled:
+            return None
+        if len(loaded) != n:  # load_many expands folders and patterns; the app's paths are files
+            self.post(LoadFailed(f"internal error while loading: {n} traces named, {len(loaded)} read"))
+            return None
+        return list(zip(self.paths, loaded))
+
+    def analyse_ranks(self, sc: Scene) -> None:
+        """The ranks of one job: tui.analysis.ranks.analyze_ranks (collectives matched across ranks, waits, the
+        late rank), installed together. When that fails, each rank is analysed on its own and the header
+        says why."""
+        models = [pt.model for pt in sc.parts]
+        try:
+            from ..analysis.ranks import analyze_ranks
+
+            out = analyze_ranks(models)
+            part_of = {id(pt.model): i for i, pt in enumerate(sc.parts)}
+            items = [(part_of[id(a.model)], a, _min_listed(a)) for a in out]
+            if sorted(i for i, _, _ in items) != list(range(len(sc.parts))):
+                raise ValueError("analyses do not match the ranks")
+        except Exception as exc:  # noqa: BLE001 - fall back to one analysis per rank
+            if debugging(exc):
+                raise
+            sc.rank_error = f"ranks analysed one by one: {failure('cross-rank analysis', exc)}"[:300]
+            for pi in range(len(sc.parts)):
+                if self.cancelled:
+                    return
+                self.analyse_part(sc, pi)
+            return
+        if not self.cancelled:
+            self.post(AnalysisReady(sc, items=items))
+
+    def analyse_part(self, sc: Scene, pi: int = 0) -> None:
+        """One trace's analysis (tui.analysis.analyze); the lanes stay usable when it fails."""
+        try:
+            from ..analysis import analyze
+
+            a = analyze(sc.parts[pi].model)
+            min_listed = _min_listed(a)
+        except Exception as exc:  # noqa: BLE001
+            if debugging(exc):
+                raise
+            self.post(AnalysisFailed(sc, pi, failure("analysis", exc)))
+            return
+        self.post(AnalysisReady(sc, a, min_listed, pi))

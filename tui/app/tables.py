@@ -1,0 +1,245 @@
+"""The kernels (2) and findings (3) views: a table and, below it, every field of the highlighted row. They are
+mounted the first time one of them is shown; Enter on a kernel finds it in the lanes, on a finding lists its
+gaps in the gap list."""
+
+from __future__ import annotations
+
+import numpy as np
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import DataTable, Static
+
+from . import glyphs as G
+from .safe import ascii_safe, safe, short_kernel
+from .scene import Scene
+from .timefmt import fmt_dur
+
+
+class Fmt:
+    """Text made safe (and ASCII on an ASCII terminal), durations, the overflow mark."""
+
+    def __init__(self, glyphs: G.Glyphs) -> None:
+        self.ascii = glyphs.ascii
+        self.ov = "crop" if glyphs.ascii else "ellipsis"  # no "…" on terminals that are not UTF-8
+
+    def text(self, s: str) -> str:
+        s = safe(s)
+        return ascii_safe(s) if self.ascii else s
+
+    def d(self, ns) -> str:
+        return fmt_dur(int(ns), ascii=self.ascii)
+
+
+def tables_multi(sc: Scene) -> bool:
+    return sc.multi and sum(pt.analysis is not None for pt in sc.parts) > 1
+
+
+def rank_of(sc: Scene, pi: int):
+    r = sc.parts[pi].model.rank
+    return r if r is not None else pi
+
+
+def row_key(key) -> tuple[int, int] | None:
+    """(part, index) of a row key "part:index"."""
+    a, _, b = str(key).partition(":")
+    return (int(a), int(b)) if a.isdigit() and b.isdigit() else None
+
+
+def kernels_of(sc: Scene | None) -> list:
+    """(part, index, kernel) of the kernels view: the active trace's; in a multi-rank tab every rank's,
+    largest total first (a rank column says whose), 200 at most."""
+    if sc is None:
+        return []
+    parts = range(len(sc.parts)) if tables_multi(sc) else [sc.active]
+    out = [(pi, i, k) for pi in parts for i, k in enumerate(getattr(sc.parts[pi].analysis, "kernels", None)
+                                                              or [])]
+    if tables_multi(sc):
+        out.sort(key=lambda e: (-int(e[2].total_ns), e[0], e[1]))
+    return out[:200]
+
+def findings_of(sc: Scene | None) -> list:
+    """(part, index, finding) listed in the findings view: the active trace's; in a multi-rank tab every
+    rank's (the waiting rank's finding names the late one), largest idle first."""
+    if sc is None:
+        return []
+    parts = range(len(sc.parts)) if sc.multi else [sc.active]
+    out = [(pi, i, f) for pi in parts for i, f in enumerate(getattr(sc.parts[pi].analysis, "findings", None)
+                                                               or [])]
+    if sc.multi:
+        out.sort(key=lambda e: (-int(e[2].idle_ns), e[0], e[1]))
+    return out
+
+
+class TableView(Vertical):
+    """A table of ``NAME`` (id NAME) above an info box (id NAME[:-1] + "info"); the view's id is NAME + "view"."""
+
+    NAME = ""
+
+    def __init__(self, glyphs: G.Glyphs) -> None:
+        super().__init__(id=self.NAME + "view")
+        self.fmt = Fmt(glyphs)
+        self.scene: Scene | None = None
+
+    def compose(self) -> ComposeResult:
+        yield DataTable(id=self.NAME, cursor_type="row")
+        with VerticalScroll(classes="infobox"):
+            yield Static(id=self.NAME[:-1] + "info")
+
+    @property
+    def table(self) -> DataTable:
+        return self.query_one(DataTable)
+
+    def show_info(self, i: int | tuple[int, int]) -> None:
+        raise NotImplementedError
+
+    def on_data_table_row_highlighted(self, ev: DataTable.RowHighlighted) -> None:
+        k = row_key(ev.row_key.value) if ev.row_key is not None else None
+        if k is not None:
+            self.show_info(k)
+
+
+class KernelsView(TableView):
+    NAME = "kernels"
+
+    def fill(self, sc: Scene | None, width: int) -> None:
+        """The kernels of ``sc`` in the columns that fit ``width``."""
+        self.scene = sc
+        fm, kt = self.fmt, self.table
+        kt.clear(columns=True)
+        if sc is None or sc.analysis is None:
+            kt.add_column(Text("kernels appear once the analysis is done"))
+            return
+        # the columns that fit the width (the info box below the table shows every field of the kernel); the
+        # kernel's name gets what is left. A multi-rank tab lists every rank's kernels with a rank column.
+        cols = [("calls", 6), ("total", 9), ("%", 5), ("floor", 9), ("bound", 7)]
+        if tables_multi(sc):
+            cols.insert(0, ("rank", 4))
+        if width >= 110:
+            cols.append(("op", 16))
+        if width >= 150:
+            cols.append(("shapes", 24))
+        name_w = max(width - 1 - sum(w + 2 for _, w in cols) - 2, 12)
+        kt.add_column(Text("kernel"), key="kernel", width=name_w)
+        for c, w in cols:
+            kt.add_column(Text(c, justify="left" if c in ("bound", "op", "shapes") else "right"), key=c, width=w)
+        for pi, i, k in kernels_of(sc):
+            cells = {"rank": Text(str(rank_of(sc, pi)), justify="right"),
+                     "calls": Text(str(k.count), justify="right"),
+                     "total": Text(fm.d(k.total_ns), justify="right"),
+                     "%": Text(f"{float(k.pct):.1f}", justify="right"),
+                     "floor": Text(fm.d(k.floor_ns) if getattr(k, "floor_ns", None) else "-", justify="right"),
+                     "bound": Text(str(k.bound or "-")),
+                     "op": Text(fm.text(str(k.op or "-")), no_wrap=True, overflow=fm.ov),
+                     "shapes": Text(fm.text(str(k.shapes or "-")), no_wrap=True, overflow=fm.ov)}
+            kt.add_row(Text(fm.text(short_kernel(k.name)), no_wrap=True, overflow=fm.ov),
+                       *(cells[c] for c, _ in cols), key=f"{pi}:{i}")
+        self.show_info(0)
+
+    def show_info(self, i: int | tuple[int, int]) -> None:
+        sc, fm = self.scene, self.fmt
+        k = None
+        if isinstance(i, tuple):
+            pt = sc.parts[i[0]] if sc is not None and i[0] < len(sc.parts) else None
+            ks = (getattr(pt.analysis, "kernels", None) or []) if pt is not None else []
+            k = ks[i[1]] if 0 <= i[1] < len(ks) else None
+        else:
+            ks = kernels_of(sc)
+            k = ks[i][2] if 0 <= i < len(ks) else None
+        t = Text()
+        if k is not None:
+            if sc.multi:
+                t.append(f"rank {rank_of(sc, i[0] if isinstance(i, tuple) else ks[i][0])}: ", style="bold")
+            t.append(fm.text(k.name) + "\n", style="bold bright_cyan")
+            t.append(fm.text(f"{k.count} calls, {fm.d(k.total_ns)} total ({float(k.pct):.1f}% of kernel time)"))
+            if getattr(k, "floor_ns", None):
+                t.append(fm.text(f"; floor {fm.d(k.floor_ns)} ({k.bound or '?'}-bound)"))
+            t.append("\n")
+            if k.op:
+                t.append(fm.text(f"from {k.op}") + (fm.text(f"  shapes {k.shapes}") if k.shapes else "") + "\n")
+            t.append("Enter: find it in the lanes", style="dim")
+        self.query_one("#kernelinfo", Static).update(t)
+
+    @on(DataTable.RowSelected)
+    def _selected(self, ev: DataTable.RowSelected) -> None:
+        sc = self.scene
+        key = row_key(ev.row_key.value) if ev.row_key is not None else None
+        if sc is None or key is None or sc.parts[key[0]].analysis is None:
+            return
+        self.screen.find_in_lanes(sc.parts[key[0]].analysis.kernels[key[1]].name)
+
+
+class FindingsView(TableView):
+    NAME = "findings"
+
+    def fill(self, sc: Scene | None, width: int) -> None:
+        """The findings of ``sc``, largest idle first."""
+        self.scene = sc
+        fm, ft = self.fmt, self.table
+        ft.clear(columns=True)
+        if sc is None or sc.analysis is None:
+            ft.add_column(Text("findings appear once the analysis is done"))
+            return
+        cols = ("#", "rank", "severity", "idle", "finding") if sc.multi else ("#", "severity", "idle", "finding")
+        for c in cols:
+            ft.add_column(Text(c), key=c)
+        for n, (pi, i, f) in enumerate(findings_of(sc)):
+            cells = [Text(str(n + 1)), Text(str(f.severity)), Text(fm.d(f.idle_ns)),
+                     Text(fm.text(f.title), no_wrap=True, overflow=fm.ov)]
+            if sc.multi:
+                cells.insert(1, Text(str(rank_of(sc, pi))))
+            ft.add_row(*cells, key=f"{pi}:{i}")
+        self.show_info(0)
+
+    def show_info(self, i: int | tuple[int, int]) -> None:
+        sc, fm = self.scene, self.fmt
+        t = Text()
+        f = None
+        if isinstance(i, tuple):
+            pt = sc.parts[i[0]] if sc is not None and i[0] < len(sc.parts) else None
+            fs = (getattr(pt.analysis, "findings", None) or []) if pt is not None else []
+            f = fs[i[1]] if 0 <= i[1] < len(fs) else None
+        else:
+            fs = findings_of(sc)
+            f = fs[i][2] if 0 <= i < len(fs) else None
+        if f is not None:
+            t.append(fm.text(f.title) + "\n", style="bold")
+            t.append(fm.text(f"{f.severity}, {fm.d(f.idle_ns)} of GPU idle explained, "
+                                f"{np.asarray(getattr(f, 'gap_rows', ())).size} gaps") + "\n")
+            pa = pt.analysis if isinstance(i, tuple) and pt is not None else getattr(sc, "analysis", None)
+            # the projected saving (analysis/replay.py); computed here only for traces small enough to replay at once
+            if pa is not None and ("projection" in vars(pa) or pa.model.n < 200_000):
+                pj = pa.projection
+                s = pj.saving_ns.get(f.id)
+                if s is not None:
+                    how = "un-profiled, calibrated" if pj.calibrated else "profiled time"
+                    t.append(fm.text(f"fix → −{fm.d(s)} per step (−{pj.saving_pct(f.id):.1f}%), {how}: "
+                                        f"{pj.what.get(f.id, '')}") + "\n", style="bold")
+            if f.suggestion:
+                t.append("suggestion: ", style="bold green")
+                t.append(fm.text(str(f.suggestion)) + "\n")
+            for k, v in list((f.evidence or {}).items())[:12]:
+                t.append(fm.text(f"  {k}: {v}")[:300] + "\n", style="dim")
+            t.append("Enter: its gaps in the gap list (n walks them, Esc: all gaps)", style="dim")
+        self.query_one("#findinginfo", Static).update(t)
+
+    @on(DataTable.RowSelected)
+    def _selected(self, ev: DataTable.RowSelected) -> None:
+        sc = self.scene
+        k = row_key(ev.row_key.value) if ev.row_key is not None else None
+        if sc is None or k is None or not 0 <= k[0] < len(sc.parts) or sc.parts[k[0]].analysis is None:
+            return
+        f = sc.parts[k[0]].analysis.findings[k[1]]
+        rows = np.asarray(getattr(f, "gap_rows", []), dtype=np.int64)
+        listed = findings_of(sc)
+        n = listed.index((k[0], k[1], f)) + 1 if (k[0], k[1], f) in listed else k[1] + 1
+        self.screen.show_finding_gaps(k[0], rows, f"finding {n}")
+
+
+def table_views(glyphs: G.Glyphs) -> list[TableView]:
+    """The kernels and findings views, hidden (the screen's views switcher shows one on 2 or 3)."""
+    views = [KernelsView(glyphs), FindingsView(glyphs)]
+    for v in views:
+        v.display = False
+    return views
