@@ -159,12 +159,12 @@ def test_document_then_whitespace_gz_keeps_the_trace(tmp_path, monkeypatch):
 
 def test_whitespace_run_between_events_gz_is_not_buffered(tmp_path):
     """24 MiB of spaces between two events of a gzip trace (below the ratio check): every event loads, the run
-    is skipped as it decompresses (was: kept in the buffer, 24 MiB)."""
+    is dropped as it decompresses (was: kept in the buffer, 24 MiB)."""
     p = H.whitespace_between_events(tmp_path / "mid.json.gz", 300, 24 * MiB)
     with _traced() as peak:
         m = load(p, no_cache=True)
     assert m.n == 600
-    assert any("skipped" in w and "whitespace" in w for w in m.warnings), m.warnings
+    assert m.warnings == []  # blanks between tokens: nothing lost, nothing to say
     assert peak[0] < 8 * MiB
     assert _cli(p).returncode == 0
 

@@ -4,7 +4,9 @@ A trace is a file someone sends you, and a small gzip can hold gigabytes. Decomp
 
 - the first bytes that are not whitespace must be able to start a trace (``[``, or ``{`` then a key or ``}``):
   two gigabytes of zeros are refused after the first piece, not after all of them;
-- a piece that is JSON whitespace only is skipped (counted, never kept): a run of gigabytes costs no memory;
+- a piece that is JSON whitespace only is dropped, one space kept in its place: a run of gigabytes costs no
+  memory. Between tokens that changes nothing, so it is not a warning; inside a string (no trace has a run of a
+  MiB of blanks in a name) the run would shrink;
 - once ``RATIO_FLOOR`` bytes have decompressed, a stream that decompresses to more than ``MAX_RATIO`` times
   the compressed bytes it took is refused (or, when what was kept already ends like a whole document and the
   stream is in a run of whitespace, the rest is left unread with a warning): the work stays bounded by the
@@ -24,7 +26,7 @@ _WS = b" \t\r\n"
 _WS_RUN = re.compile(rb"[ \t\r\n]*")
 #: what a plain (not gzip) file must show of a trace in its first bytes
 SNIFF = 1 << 16
-#: decompressed gzip comes in pieces of this size; a piece of whitespace only is skipped, not kept
+#: decompressed gzip comes in pieces of this size; a piece of whitespace only is dropped, not kept
 PIECE = 1 << 20
 #: a gzip stream that decompresses to more than this many times its compressed size is refused: the real traces
 #: we have (traces/, ../shared/traces/: 37 files from torch 1.8 to 2.9) range from 1.2x to 30.3x; a run of one
@@ -115,7 +117,7 @@ def sniff(path: str, head) -> bool:
 # ------------------------------------------------------------------------------------------ gzip
 class Gunzip:
     """One gzip file (all its members) decompressed into ``out``; see the module's docstring. ``consumed`` is
-    how many compressed bytes were taken, ``total`` how many decompressed (skipped whitespace included)."""
+    how many compressed bytes were taken, ``total`` how many decompressed (dropped whitespace included)."""
 
     def __init__(self, path: str, f, head: bytes, limit: int, warnings: list[str]):
         self.path = path
@@ -126,7 +128,6 @@ class Gunzip:
         self.out = bytearray()
         self.total = 0
         self.consumed = 0
-        self.skipped = 0
         self.sniffed = False
 
     def run(self) -> bytearray:
@@ -151,11 +152,11 @@ class Gunzip:
                     self.warnings.append(
                         f"corrupt gzip data after {human_size(len(self.out))} (kept what decompressed; the rest is lost)"
                     )
-                    return self._done()
+                    return self.out
                 buf = d.unconsumed_tail
                 self.consumed = read - len(buf)
                 if self._take(piece):
-                    return self._done()
+                    return self.out
                 if d.eof:
                     rest = d.unused_data
                     if rest.strip(b"\x00"):  # another member (zero padding after the last one is not)
@@ -168,7 +169,7 @@ class Gunzip:
             self.warnings.append(
                 f"the gzip stream ends early (file cut off?): kept the {human_size(len(self.out))} that decompressed"
             )
-        return self._done()
+        return self.out
 
     def _take(self, piece: bytes) -> bool:
         """Keep or skip one decompressed piece; True when the rest of the stream is to be left unread."""
@@ -183,7 +184,6 @@ class Gunzip:
         out = self.out
         blank = ws_only(piece)
         if blank:
-            self.skipped += len(piece)
             if out and out[-1] not in _WS:
                 out += b" "  # what the run separated stays separated
         else:
@@ -206,11 +206,6 @@ class Gunzip:
                 f"size: {ratio} so far; real traces stay under 35x)"
             )
         return False
-
-    def _done(self) -> bytearray:
-        if self.skipped:
-            self.warnings.append(f"skipped {human_size(self.skipped)} of whitespace in runs of over {human_size(PIECE)}")
-        return self.out
 
 
 def gunzip(path: str, f, head: bytes, limit: int, warnings: list[str]) -> bytearray:
