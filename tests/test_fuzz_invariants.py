@@ -242,3 +242,37 @@ def test_cause_totals_are_exact_for_a_far_away_event():
     s.kernel("c", 1e15 + 0.003, 0.001)
     a = analyze(model_of(s), window="all")
     assert sum(v["total_ns"] for v in a.cause_totals().values()) == a.idle_ns
+
+
+#: the shapes of issue #16 (tests/hostile.py) at small sizes: what they load to keeps the invariants too
+_HOSTILE = {
+    "threads": lambda H, p: H.threads(p, 300),
+    "names": lambda H, p: H.names(p, 300),
+    "colliding_correlations": lambda H, p: H.colliding_correlations(p, 300),
+    "same_timestamp": lambda H, p: H.same_timestamp(p, 300),
+    "one_ns_gaps": lambda H, p: H.one_ns_gaps(p, 300),
+    "deep_python": lambda H, p: H.deep_python(p, 2000, 20),
+    "big_name": lambda H, p: H.big_name(p, 1 << 20),
+    "unescaped_quotes": lambda H, p: H.unescaped_quotes(p, 300),
+    "damaged_nested": lambda H, p: H.damaged_nested(p, 40, 200, 30),
+    "whitespace_between_events": lambda H, p: H.whitespace_between_events(p.with_suffix(".json.gz"), 100, 4 << 20),
+    "trailing_whitespace": lambda H, p: H.trailing_whitespace(p.with_suffix(".json.gz"), 4 << 20),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(_HOSTILE))
+def test_hostile_shapes_keep_the_invariants(tmp_path, schema, shape):
+    from tests import hostile as H
+    from tui.report import build_json, render_markdown
+
+    p = _HOSTILE[shape](H, tmp_path / "h.json")
+    m = load(p, no_cache=True)
+    assert m.n > 0 and (m.dur_ns >= 0).all()
+    for window in ("steps", "all"):
+        a = analyze(m, window=window)
+        check_analysis(a)
+        md = render_markdown([a], top=5)
+        assert isinstance(md, str) and "\x1b" not in md
+        import jsonschema
+
+        jsonschema.validate(json.loads(json.dumps(build_json([a], top=20))), schema)

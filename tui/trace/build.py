@@ -105,6 +105,7 @@ class ColumnBuilder:
                         continue
                     i = ix.get(raw)
                     if i is None:
+                        raw = memoryview(raw).tobytes()  # orjson's bytes hold a 4 KiB buffer: kept, a copy its size
                         i = len(store)
                         store.append(raw)
                         ix[raw] = i
@@ -492,20 +493,21 @@ def _time_nesting(idx, ts, dur, track_of, depth, parent):
     d = pos - (ends_le - later_zero)
     d = np.clip(d, 0, np.iinfo(np.int16).max)
     depth[idx] = d.astype(np.int16)
-    # parent: the last earlier event one level up (on the same track)
+    # parent: the last earlier event one level up (on the same track). All levels at once: with the events
+    # ordered by (level, position), the one just before (level - 1, position) in that order is it, when it is
+    # of level - 1 (one pass per level was quadratic in the depth: 32k levels of a same-timestamp flood)
+    lvl_key = d * (m + 1) + pos
+    by_lvl = np.argsort(lvl_key, kind="stable")
+    sorted_key = lvl_key[by_lvl]
+    here = np.flatnonzero(d > 0)
+    k = np.searchsorted(sorted_key, (d[here] - 1) * (m + 1) + here, side="left") - 1
+    ok = k >= 0
+    cand = by_lvl[np.where(ok, k, 0)]
+    ok &= d[cand] == d[here] - 1
+    ok &= tr[cand] == tr[here]
+    ok &= e_b[cand] > s_b[here]
     par = np.full(m, -1, dtype=np.int64)
-    maxd = int(d.max()) if m else 0
-    for lvl in range(1, maxd + 1):
-        here = np.flatnonzero(d == lvl)
-        up = np.flatnonzero(d == lvl - 1)
-        if not here.size or not up.size:
-            continue
-        k = np.searchsorted(up, here, side="left") - 1
-        ok = k >= 0
-        cand = up[np.where(ok, k, 0)]
-        ok &= tr[cand] == tr[here]
-        ok &= e_b[cand] > s_b[here]
-        par[here[ok]] = cand[ok]
+    par[here[ok]] = cand[ok]
     parent[idx] = np.where(par >= 0, idx[np.where(par >= 0, par, 0)], -1)
 
 
@@ -674,6 +676,21 @@ def _exact_duplicates(track, ts, dur, others, args_col: int | None = None, args=
     in_tie[1:] |= tie
     in_tie[:-1] |= tie
     rows = np.flatnonzero(in_tie)
+    if args_col is not None:
+        # a copy is equal in every other column too: only rows with such a twin need their args compared
+        # (decoding the args of every row of a same-timestamp flood was most of its load)
+        plain = [c[rows] for j, c in enumerate(others) if j != args_col] + [group[rows]]
+        o = np.lexsort(plain)
+        twin = np.ones(rows.size - 1, dtype=bool)
+        for c in plain:
+            c = c[o]
+            twin &= c[1:] == c[:-1]
+        if not twin.any():
+            return np.zeros(0, dtype=np.int64)
+        keep = np.zeros(rows.size, dtype=bool)
+        keep[1:] |= twin
+        keep[:-1] |= twin
+        rows = np.sort(rows[o][keep])
     keys = [c[rows] for c in others] + [group[rows]]
     if args_col is not None and args is not None:
         seen: dict = {}

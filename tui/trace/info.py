@@ -28,6 +28,8 @@ def ascii_safe(s, limit: int = 200) -> str:
     s = str(s)
     if len(s) > limit:
         s = s[: limit - 3] + "..."
+    if s.isascii() and s.isprintable():  # the common case, without a pass per character
+        return s
     out = s.encode("ascii", "backslashreplace").decode("ascii")
     return "".join(ch if 32 <= ord(ch) < 127 else f"\\x{ord(ch):02x}" for ch in out)
 
@@ -133,12 +135,10 @@ def format_text(s: dict) -> str:
         lines.append(title)
         cells = [header] + [[ascii_safe(c, 80) for c in r] for r in rows]
         widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+        # numbers (with a unit or not) right-aligned, text left-aligned: decided once per column
+        right = [all(x[i][:1].isdigit() or x[i] in ("-", "") for x in cells[1:]) for i in range(len(header))]
         for r in cells:
-            parts = []
-            for i, c in enumerate(r):
-                # numbers (with a unit or not) right-aligned, text left-aligned
-                right = all(x[i][:1].isdigit() or x[i] in ("-", "") for x in cells[1:])
-                parts.append(c.rjust(widths[i]) if right else c.ljust(widths[i]))
+            parts = [c.rjust(widths[i]) if right[i] else c.ljust(widths[i]) for i, c in enumerate(r)]
             lines.append("  " + "  ".join(parts).rstrip())
 
     table("events by category", [[c, f"{k:,}"] for c, k in s["events_by_category"].items()], ["category", "count"])

@@ -3,7 +3,8 @@
 How a file is read:
 
 1. ``stat`` first (a FIFO or a directory must not be opened), then the bytes: gzip is sniffed by its
-   magic bytes and decompressed in a streaming way under a size limit (a gzip bomb stops early).
+   magic bytes and decompressed in a streaming way under a size limit (``stream.py``: what cannot start a
+   trace is refused in its first bytes, runs of whitespace are skipped, a bomb stops early).
 2. The top level is located without parsing the whole document: a bare array, or the object's
    ``"traceEvents"`` key. The keys around the array (before and after it, any order) are parsed on
    their own as the metadata.
@@ -19,15 +20,19 @@ The GC is paused while parsing: the parsed dicts are acyclic and short-lived.
 
 from __future__ import annotations
 
+import bisect
 import gc
 import os
 import re
 import stat as _stat
-import zlib
 
 from ..errors import GapscopeError
 from .build import ColumnBuilder, PieceBuilder, merge_parts
 from .model import TraceModel
+from .stream import SNIFF, TraceError, gunzip, sniff, trailer
+from .stream import human_size as _human
+from .stream import not_a_trace as _err
+from .stream import skip_ws as _skip_ws
 
 try:
     import orjson as _orjson
@@ -50,7 +55,6 @@ DEFAULT_MAX_SIZE = 8 << 30
 CHUNK = 8 << 20  # parsed dicts take ~8x their JSON: 64 MB transient per piece
 _READ_BLOCK = 1 << 20
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
-_WS = b" \t\r\n"
 _NONFINITE = re.compile(rb"(?<=[:\[,])(\s*)-?(?:Infinity|inf|NaN|nan|Inf)(?=\s*[,\]}])")
 _QUOTE_END = re.compile(rb'"(?=\s*(?:[,}\]]|$))')
 _MAX_REPAIRS = 64
@@ -59,10 +63,6 @@ _MAX_MERGE = 64 << 20  # a single event larger than this is not an event we can 
 # (damage) would make that quadratic, so both are bounded and the damaged event is skipped instead.
 _MAX_WIDEN = 8
 _MAX_MERGE_SEGMENTS = 256
-
-
-class TraceError(GapscopeError):
-    """A trace that cannot be read; the message names the file and the reason."""
 
 
 def parse_size(value) -> int:
@@ -85,13 +85,6 @@ def parse_size(value) -> int:
     if not n > 0 or n * mult >= 2**63:
         raise GapscopeError(f"--max-size must be a positive size, not {value!r}")
     return int(n * mult)
-
-
-def _human(n: int) -> str:
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << shift:
-            return f"{n / (1 << shift):.1f} {unit}"
-    return f"{n} bytes"
 
 
 def check_file(path: str) -> os.stat_result:
@@ -126,66 +119,15 @@ def read_bytes(path: str, limit: int = DEFAULT_MAX_SIZE) -> tuple[bytes | bytear
                         f"{path}: is {_human(size)}, past the limit of {_human(limit)}; raise it with --max-size"
                     )
                 f.seek(0)
+                sniff(path, f.read(SNIFF))  # junk is refused before the whole file is read
+                f.seek(0)
                 return f.read(), warnings, False  # one buffer: head + rest would copy it all
-            return _gunzip(path, f, head, limit, warnings), warnings, True
+            return gunzip(path, f, head, limit, warnings), warnings, True
         except OSError as exc:
             raise TraceError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
-def _gunzip(path, f, head: bytes, limit: int, warnings: list[str]) -> bytearray:
-    out = bytearray()
-    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    pending = head
-    members = 0
-    while True:
-        block = pending or f.read(_READ_BLOCK)
-        pending = b""
-        if not block:
-            break
-        buf = block
-        while buf:
-            try:
-                piece = d.decompress(buf, 16 << 20)
-            except zlib.error as exc:
-                if not out:
-                    raise TraceError(f"{path}: not a PyTorch profiler trace (corrupt gzip data: {exc} at byte 0)") from None
-                warnings.append(
-                    f"corrupt gzip data after {_human(len(out))} (kept what decompressed; the rest is lost)"
-                )
-                return out
-            out += piece
-            if len(out) > limit:
-                raise TraceError(
-                    f"{path}: decompresses past the limit of {_human(limit)} (a gzip bomb, or a very large trace);"
-                    " raise it with --max-size"
-                )
-            buf = d.unconsumed_tail
-            if d.eof:
-                members += 1
-                rest = d.unused_data
-                if rest.strip(b"\x00"):
-                    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-                    buf = rest
-                else:
-                    buf = b""
-    if not d.eof:
-        # the member being decompressed never reached its end: the file was cut off
-        warnings.append(f"the gzip stream ends early (file cut off?): kept the {_human(len(out))} that decompressed")
-    return out
-
-
 # ---------------------------------------------------------------------------------------- parsing
-def _err(path: str, reason: str, at: int) -> TraceError:
-    return TraceError(f"{path}: not a PyTorch profiler trace ({reason} at byte {at})")
-
-
-def _skip_ws(data, i: int) -> int:
-    n = len(data)
-    while i < n and data[i] in _WS:
-        i += 1
-    return i
-
-
 def _char_to_byte(text: bytes, pos: int) -> int:
     """JSON error positions count characters; convert one to a byte offset in ``text``."""
     if text.isascii():
@@ -230,6 +172,11 @@ class _Stats:
         self.deep = 0  # values nested past the parser's depth limit (orjson: 1024 levels)
         self.truncated = False
         self.kept_events = 0
+
+    def absorb(self, other: "_Stats") -> None:
+        """Add the repair counts of ``other`` (one event's)."""
+        for k in ("quotes", "nonfinite", "control", "utf8", "deep"):
+            setattr(self, k, getattr(self, k) + getattr(other, k))
 
 
 def _repair_one(text: bytes, stats: _Stats, limit: int = _MAX_REPAIRS):
@@ -331,7 +278,7 @@ class _Reader:
         if c == ord("["):
             self._events(i + 1)
             if self.array_end is not None:
-                tail = bytes(data[self.array_end + 1 :]).strip()
+                tail = trailer(data, self.array_end + 1)
                 if tail:
                     self.warnings.append(f"{len(tail)} bytes after the event array were ignored")
             return
@@ -354,7 +301,7 @@ class _Reader:
         self._metadata_part(header, where="before")
         self._events(j + 1)
         if self.array_end is not None:
-            tail = bytes(data[self.array_end + 1 :]).strip()
+            tail = trailer(data, self.array_end + 1)
             if tail.startswith(b","):
                 tail = tail[1:]
             if tail.endswith(b"}"):
@@ -405,6 +352,8 @@ class _Reader:
         lb = _last_boundary(data, job.split, n) if m is not None else None
         if pos >= job.split or pos >= n or data[pos] != ord("{") or lb is None or m.start() + 1 >= lb[0]:
             raise _Unclean()
+        if m.end() - job.split > 4 * CHUNK:
+            raise _Unclean()  # the worker finds no boundary that near the split either (_stream_part) and gives up
         a_end, b_start = m.start() + 1, m.end() - 1
         b_end, tail = lb
         _clean_region(data, pos, a_end, self.b)
@@ -524,16 +473,7 @@ class _Reader:
         last = len(starts) - 1
         while i < last:
             s = starts[i]
-            j = i + 1
-            while True:
-                seg = bytes(data[s : starts[j]]).strip()
-                if j < last:
-                    seg = seg.removesuffix(b",").rstrip()  # the boundary's own comma
-                status, val, tail = _repair_one(seg, self.stats)
-                if status == "eof" and j < last and j - i < _MAX_MERGE_SEGMENTS and starts[j] - s < _MAX_MERGE:
-                    j += 1  # a boundary inside a nested value: take the next segment too
-                    continue
-                break
+            j, seg, status, val, tail = self._merge(starts, i, last)
             if status == "ok" and isinstance(val, dict):
                 events.append(val)
             elif status == "trail" and isinstance(val, dict) and _CLOSE.match(tail):
@@ -551,6 +491,64 @@ class _Reader:
         if events:
             self.b.add(events)
         return self.array_end is not None
+
+    def _merge(self, starts: list, i: int, last: int):
+        """The event that starts at ``starts[i]``: the segments up to the first ``starts[j]`` at which the text no
+        longer ends inside a value (a boundary inside a nested value cut it), within _MAX_MERGE_SEGMENTS segments
+        and _MAX_MERGE bytes. Returns (j, text, status, value, tail) of ``_repair_one``.
+
+        Taking one more segment at a time re-parsed the growing text each time (up to 256 times a piece: quadratic
+        in the merge); the first such j is found by doubling the number of segments and then halving the interval,
+        so each byte is parsed O(log 256) times. Repairs are counted for the text kept only."""
+        data = self.data
+        s = starts[i]
+
+        def text(j: int) -> bytes:
+            seg = bytes(data[s : starts[j]]).strip()
+            return seg.removesuffix(b",").rstrip() if j < last else seg  # the boundary's own comma
+
+        # the common case, one segment, counts its repairs straight away
+        st = self.stats
+        counts = (st.quotes, st.nonfinite, st.control, st.utf8, st.deep)
+        seg = text(i + 1)
+        status, val, tail = _repair_one(seg, st)
+        if status != "eof":
+            return i + 1, seg, status, val, tail
+        cap = min(last, i + _MAX_MERGE_SEGMENTS, bisect.bisect_left(starts, s + _MAX_MERGE, i + 1, last + 1))
+        if cap <= i + 1:
+            return i + 1, seg, status, val, tail
+        st.quotes, st.nonfinite, st.control, st.utf8, st.deep = counts  # counted again for the text kept
+        tried: dict = {}
+
+        def probe(j: int):
+            r = tried.get(j)
+            if r is None:
+                seg = text(j)
+                st = _Stats()
+                r = tried[j] = (seg, *_repair_one(seg, st), st)
+            return r
+
+        lo, hi, step = i + 1, None, 1
+        while hi is None and lo < cap:
+            step *= 2
+            j = min(cap, i + step)
+            if probe(j)[1] == "eof":
+                lo = j
+            else:
+                hi = j
+        if hi is None:
+            j = cap
+        else:
+            while hi - lo > 1:  # the first j in (lo, hi] whose text does not end inside a value
+                mid = (lo + hi) // 2
+                if probe(mid)[1] == "eof":
+                    lo = mid
+                else:
+                    hi = mid
+            j = hi
+        seg, status, val, tail, st = probe(j)
+        self.stats.absorb(st)
+        return j, seg, status, val, tail
 
     # --------------------------------------------------------------- results
     def report(self) -> list[str]:
@@ -683,6 +681,8 @@ def _stream_part(f, split: int, path: str):
     eof = not buf
     m = _BOUNDARY.search(buf)
     while m is None and not eof:
+        if len(buf) >= 4 * CHUNK:
+            return None  # no event boundary in 4 pieces' worth (a run of whitespace?): the parent parses it all
         more = f.read(CHUNK)
         eof = not more
         buf += more
@@ -694,18 +694,25 @@ def _stream_part(f, split: int, path: str):
     base = start
     b = PieceBuilder(path)
     last_end = None
+    searched = CHUNK
     while True:
         while not eof and len(buf) < CHUNK + _READ_BLOCK:
             more = f.read(CHUNK)
             eof = not more
             buf += more
         if not eof:
-            m = _BOUNDARY.search(buf, CHUNK)
+            # where to cut is free (any boundary will do), so each byte is searched once: a boundary across the
+            # edge of what was read only moves the cut to a later one
+            m = _BOUNDARY.search(buf, searched)
             if m is None:
+                if len(buf) > _MAX_MERGE:
+                    return None  # no boundary in 64 MB: an event this big, or damage: the parent parses it all
+                searched = max(CHUNK, len(buf) - 64)
                 more = f.read(CHUNK)
                 eof = not more
                 buf += more
                 continue
+            searched = CHUNK
             end, nxt = m.start() + 1, m.end() - 1
         else:
             lb = _last_boundary(buf, 0, len(buf))
