@@ -58,7 +58,7 @@ LOAD_PHASES = [
     ("cache write", ("cache.py",)),
     ("lanes (Scene)", ("scene.py", "lanes.py")),
     ("merge the worker's part", ("merge_parts",)),
-    ("finish (sort, duplicates, nesting, links)", ("finish (tui/trace/build.py", "_finish (tui/trace/read.py")),
+    ("finish (sort, duplicates, nesting, links)", ("finish (tui/trace/build.py", "_finish (tui/trace/reader.py")),
     ("read + gunzip", ("read_bytes", "_gunzip", "_map (")),
     ("parse (typed decode + staging)", ("add_bytes", "_events", "stage_typed", "stage_dicts", "_commit")),
 ]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import SAMPLE_TRACES
-from tui.trace import build, decode_dicts, decode_typed, read
+from tui.trace import build, decode_dicts, decode_typed, parallel, read
 from tui.trace.build import ColumnBuilder
 from tui.trace.decode_common import SlowLane
 from tui.trace.model import NO_ID
@@ -91,7 +91,7 @@ SAMPLES = ["demo-eager-sync.decode.json.gz", "demo-eager-tp.decode.rank1.json.gz
 @pytest.mark.parametrize("name", SAMPLES)
 def test_sample_traces_load_without_a_refusal(monkeypatch, name):
     monkeypatch.setenv("GAPSCOPE_STRICT_DECODE", "1")
-    monkeypatch.setattr(read, "PARALLEL_MIN", None)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN", None)
     m = read.load_uncached(str(SAMPLE_TRACES / name))
     with gzip.open(SAMPLE_TRACES / name) as f:
         raw = json.load(f)["traceEvents"]

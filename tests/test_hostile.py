@@ -205,10 +205,10 @@ def test_repeated_event_gz_is_refused_for_its_ratio(tmp_path, monkeypatch):
 def test_whitespace_run_between_events_plain_two_processes(tmp_path, monkeypatch):
     """A run of spaces between two events of a plain trace big enough for the two-process path: the worker
     finds no boundary near its split and gives up, the parent parses it all; every event is kept."""
-    import tui.trace.read as rd
+    from tui.trace import parallel, reader
 
-    monkeypatch.setattr(rd, "CHUNK", 64 << 10)
-    monkeypatch.setattr(rd, "PARALLEL_MIN", 1 << 20)
+    monkeypatch.setattr(reader, "CHUNK", 64 << 10)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN", 1 << 20)
     p = H.whitespace_between_events(tmp_path / "mid.json", 2000, 4 * MiB)
     m = load(p, no_cache=True)
     assert m.n == 4000
@@ -263,10 +263,10 @@ def test_same_timestamp_flood_costs_what_spread_events_cost(tmp_path):
 def test_distinct_kernel_args_are_kept_at_their_size(tmp_path, monkeypatch):
     """10,000 kernels whose args all differ, read in small pieces: the interned args cost about their size
     (was ~4 KiB each: orjson's bytes keep their whole buffer; 500,000 such kernels took 1.4 GB)."""
-    import tui.trace.read as rd
+    from tui.trace import reader
 
     p = H.same_timestamp(tmp_path / "args.json", 10_000, step=3.0)
-    monkeypatch.setattr(rd, "CHUNK", 64 << 10)
+    monkeypatch.setattr(reader, "CHUNK", 64 << 10)
     load(p, no_cache=True)
     with _traced() as peak:
         m = load(p, no_cache=True)
@@ -353,16 +353,16 @@ def test_value_that_never_closes_in_a_long_list_is_not_quadratic(tmp_path, monke
     """An event whose args hold 256 objects (each ``}, {`` looks like a boundary between events) and a list that
     never closes, in a piece that needs repairs: the lenient lane looks for the event's end by doubling then
     halving the segments it joins, re-parsing ~8x its bytes (was once per joined segment: ~128x)."""
-    import tui.trace.read as rd
+    from tui.trace import reader
 
     parsed = [0]
-    real = rd._repair_one
+    real = reader._repair_one
 
     def counting(text, *a, **k):
         parsed[0] += len(text)
         return real(text, *a, **k)
 
-    monkeypatch.setattr(rd, "_repair_one", counting)
+    monkeypatch.setattr(reader, "_repair_one", counting)
     p = H.damaged_nested(tmp_path / "dmg.json", 256, 2000, n_events=100)
     big = 256 * 2000
     m = load(p, no_cache=True)

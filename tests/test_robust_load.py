@@ -311,7 +311,7 @@ def test_odd_top_levels(tmp_path, data, n, warning):
 def test_value_that_never_closes_costs_one_event(tmp_path, monkeypatch):
     """An unclosed '[' inside one event's args: that event is skipped, every other one is kept (and
     the widening of pieces that this provokes is bounded, or it would be quadratic)."""
-    import tui.trace.read as rd
+    from tui.trace import reader
 
     t = Synth()
     for i in range(3000):
@@ -321,7 +321,7 @@ def test_value_that_never_closes_costs_one_event(tmp_path, monkeypatch):
     k = raw.index(good)
     p = tmp_path / "unclosed.json"
     p.write_bytes(raw[:k] + b'"Input Dims": [[1500, 4], ' + raw[k + len(good):])
-    monkeypatch.setattr(rd, "CHUNK", 4096)
+    monkeypatch.setattr(reader, "CHUNK", 4096)
     m = load(p, no_cache=True)
     assert m.n == 2999
     assert sorted(int(m.ts_ns[i]) // 10_000 for i in range(m.n)) == [i for i in range(3000) if i != 1500]
@@ -329,14 +329,14 @@ def test_value_that_never_closes_costs_one_event(tmp_path, monkeypatch):
 
 
 def test_bare_nan_everywhere_is_repaired_per_piece(tmp_path, monkeypatch):
-    import tui.trace.read as rd
+    from tui.trace import reader
 
     t = Synth()
     for i in range(500):
         t.cpu_op("aten::mm", i * 10, 5, val=float("nan"))
     p = tmp_path / "nan.json"
     p.write_bytes(t.dumps().replace(b"NaN", b"nan"))
-    monkeypatch.setattr(rd, "CHUNK", 2048)
+    monkeypatch.setattr(reader, "CHUNK", 2048)
     m = load(p, no_cache=True)
     assert m.n == 500
     assert m.warnings == ["replaced 500 bare inf/nan numbers by null"]

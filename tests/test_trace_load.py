@@ -307,7 +307,7 @@ def test_open_ranges_warned(tmp_path):
 
 def test_chunked_parse_equals_single_piece(tmp_path, monkeypatch):
     """Pieces cut at event boundaries (including one inside nested args) give the same model."""
-    import tui.trace.read as rd
+    from tui.trace import reader
 
     t = Synth()
     for i in range(300):
@@ -315,7 +315,7 @@ def test_chunked_parse_equals_single_piece(tmp_path, monkeypatch):
             t.launch("cudaLaunchKernel", i * 10 + 1, 1, kernel=f"k{i % 7}", k_ts=i * 10 + 3, k_dur=0.5)
     path = t.write(tmp_path / "c.json")
     whole = load(path, no_cache=True)
-    monkeypatch.setattr(rd, "CHUNK", 997)
+    monkeypatch.setattr(reader, "CHUNK", 997)
     pieces = load(path, no_cache=True)
     assert whole.n == pieces.n == 900
     for col in ("ts_ns", "dur_ns", "kind", "track", "corr", "ext_id", "depth", "parent", "launch", "op"):
@@ -338,7 +338,7 @@ def test_max_size(tmp_path):
 
 def test_stdlib_json_fallback(tmp_path, monkeypatch):
     """GPU nodes may lack orjson: the reader then uses the json module and gives the same model."""
-    import tui.trace.read as rd
+    from tui.trace import parallel, reader, repair
 
     p = _basic().write(tmp_path / "t.json")
     ref = load(p, no_cache=True)
@@ -346,7 +346,8 @@ def test_stdlib_json_fallback(tmp_path, monkeypatch):
     def std_loads(b):
         return json.loads(bytes(b))
 
-    monkeypatch.setattr(rd, "_loads", std_loads)
+    for mod in (repair, reader, parallel):  # every module that parses JSON text
+        monkeypatch.setattr(mod, "_loads", std_loads)
     m = load(p, no_cache=True)
     assert np.array_equal(m.ts_ns, ref.ts_ns) and np.array_equal(m.launch, ref.launch)
     q = tmp_path / "q.json"
@@ -356,7 +357,7 @@ def test_stdlib_json_fallback(tmp_path, monkeypatch):
 
 
 def test_stdlib_fallback_chunked_and_cut(tmp_path, monkeypatch):
-    import tui.trace.read as rd
+    from tui.trace import parallel, reader, repair
 
     t = Synth()
     for i in range(100):
@@ -364,8 +365,9 @@ def test_stdlib_fallback_chunked_and_cut(tmp_path, monkeypatch):
             t.launch("cudaLaunchKernel", i * 10 + 1, 1, kernel=f"k{i % 7}", k_ts=i * 10 + 3, k_dur=0.5)
     path = t.write(tmp_path / "c.json")
     ref = load(path, no_cache=True)
-    monkeypatch.setattr(rd, "_loads", lambda b: json.loads(bytes(b).decode("utf-8", "replace")))
-    monkeypatch.setattr(rd, "CHUNK", 1009)
+    for mod in (repair, reader, parallel):
+        monkeypatch.setattr(mod, "_loads", lambda b: json.loads(bytes(b).decode("utf-8", "replace")))
+    monkeypatch.setattr(reader, "CHUNK", 1009)
     m = load(path, no_cache=True)
     assert np.array_equal(m.ts_ns, ref.ts_ns) and np.array_equal(m.op, ref.op) and m.warnings == ref.warnings
     raw = path.read_bytes()

@@ -9,13 +9,13 @@ import os
 import numpy as np
 import pytest
 
-from tui.trace import read
+from tui.trace import parallel, read, reader
 from tui.trace.cache import _ARRAYS
 
 SAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "traces",
                       "demo-eager.decode.json.gz")
 
-pytestmark = pytest.mark.skipif(read._orjson is None or not hasattr(os, "fork"), reason="needs orjson and fork")
+pytestmark = pytest.mark.skipif(parallel._orjson is None or not hasattr(os, "fork"), reason="needs orjson and fork")
 
 
 def _same(a, b):
@@ -30,19 +30,19 @@ def _same(a, b):
 
 def _load_both(path, monkeypatch, *, expect_split=True):
     merged = []
-    orig = read.merge_parts
+    orig = parallel.merge_parts
 
     def spy(*a, **k):
         merged.append(1)
         return orig(*a, **k)
 
-    monkeypatch.setattr(read, "merge_parts", spy)
-    monkeypatch.setattr(read, "CHUNK", 64 << 10)  # many pieces on each side
-    monkeypatch.setattr(read, "PARALLEL_MIN", 1)
-    monkeypatch.setattr(read, "_cpus", lambda: 2)
+    monkeypatch.setattr(parallel, "merge_parts", spy)
+    monkeypatch.setattr(reader, "CHUNK", 64 << 10)  # many pieces on each side
+    monkeypatch.setattr(parallel, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(parallel, "_cpus", lambda: 2)
     par = read.load_uncached(str(path))
     assert bool(merged) == expect_split
-    monkeypatch.setattr(read, "PARALLEL_MIN", None)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN", None)
     ser = read.load_uncached(str(path))
     return par, ser
 

@@ -11,7 +11,7 @@ import pickle
 import numpy as np
 import pytest
 
-from tui.trace import build, decode_typed, load, read
+from tui.trace import build, decode_typed, load, parallel, read, reader
 from tui.trace.cache import _ARRAYS
 from tui.trace.model import ARGS_DROP, BlobList, Kind
 
@@ -41,7 +41,7 @@ def _same(a, b, *, args_bytes=True):
 
 def _paths(monkeypatch, path):
     """(typed, dicts) models of one file, one process each time."""
-    monkeypatch.setattr(read, "PARALLEL_MIN", None)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN", None)
     calls = {"fast": 0}
     orig = decode_typed.stage_typed
 
@@ -150,7 +150,7 @@ def test_piece_the_typed_path_refuses_goes_through_dicts(tmp_path, monkeypatch):
 
 
 def test_exact_duplicates_are_found_with_per_event_cpu_args(tmp_path, monkeypatch):
-    monkeypatch.setattr(read, "PARALLEL_MIN", None)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN", None)
     evs = [e for e in EDGE_EVENTS if e.get("ph") == "X" and e.get("ts") is not None]
     m = load(str(_write(tmp_path, evs + evs)), no_cache=True)
     once = load(str(_write(tmp_path, evs, "once.json")), no_cache=True)
@@ -169,11 +169,11 @@ def test_parallel_path_merges_cpu_args(tmp_path, monkeypatch):
         doc = json.loads(f.read())
     p = tmp_path / "t.json"
     p.write_bytes(json.dumps(doc, indent=1).encode())
-    monkeypatch.setattr(read, "CHUNK", 64 << 10)
-    monkeypatch.setattr(read, "PARALLEL_MIN", 1)
-    monkeypatch.setattr(read, "_cpus", lambda: 2)
+    monkeypatch.setattr(reader, "CHUNK", 64 << 10)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(parallel, "_cpus", lambda: 2)
     par = read.load_uncached(str(p))
-    monkeypatch.setattr(read, "PARALLEL_MIN", None)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN", None)
     ser = read.load_uncached(str(p))
     for k in _ARRAYS:
         assert np.array_equal(getattr(par, k), getattr(ser, k)), k

@@ -78,9 +78,9 @@ def _set_ranks(model: TraceModel) -> TraceModel:
 
 def _load_one(path: str, no_cache: bool, max_size, pooled: bool = False) -> TraceModel:
     if pooled:  # the files already run in parallel processes: no second worker per file
-        from . import read
+        from . import parallel
 
-        read.PARALLEL_MIN = None
+        parallel.PARALLEL_MIN = None
     return _set_ranks(load(path, no_cache=no_cache, max_size=max_size))
 
 

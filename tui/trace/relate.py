@@ -1,0 +1,219 @@
+"""How the events of a finished model relate: nesting (depth and parent per event: CPU-family events by time on
+their track, Python frames by their id tree), links (each GPU op's launch call and op, by correlation and
+External id), and exact duplicates (rows repeated in every column). Used by ``build.ColumnBuilder.finish``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .decode_common import _dumps
+from .model import CPU_NEST_KINDS, GPU_WORK_KINDS, Kind
+
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover
+    _orjson = None
+import json as _json
+
+_dict_loads = _orjson.loads if _orjson is not None else _json.loads
+
+
+def _nesting(ts, dur, kind, pyid, pypar, offsets):
+    """Depth and parent per event: CPU-family events nest by time on their track; Python frames by
+    their Python id tree (time nesting when ids are absent). GPU events are depth 0, no parent."""
+    n = ts.shape[0]
+    depth = np.zeros(n, dtype=np.int16)
+    parent = np.full(n, -1, dtype=np.int64)
+    if n == 0:
+        return depth, parent
+    cpu_fam = np.isin(kind, np.array([int(k) for k in CPU_NEST_KINDS], dtype=np.uint8))
+    is_py = kind == Kind.PYTHON
+    track_of = np.repeat(np.arange(offsets.shape[0] - 1), np.diff(offsets))
+    for fam in (cpu_fam, is_py & (pyid < 0)):
+        idx = np.flatnonzero(fam)
+        if idx.size:
+            _time_nesting(idx, ts, dur, track_of, depth, parent)
+    py = np.flatnonzero(is_py & (pyid >= 0))
+    if py.size:
+        _tree_nesting(py, pyid, pypar, depth, parent)
+    return depth, parent
+
+
+def _time_nesting(idx, ts, dur, track_of, depth, parent):
+    """Vectorised nesting of intervals per track. ``idx`` is sorted by (track, ts, -dur)."""
+    s = ts[idx]
+    e = s + dur[idx]
+    tr = track_of[idx]
+    # Make times track-local by offsetting each track into its own band, so one sort handles all.
+    span = int(max(int(e.max()) - int(s.min()), 0)) + 2
+    base = int(s.min())
+    ntr = int(tr.max()) + 1
+    if span * ntr > 2**62:  # absurd time ranges (damaged files): do each track on its own
+        for t in np.unique(tr):
+            sub = tr == t
+            if np.count_nonzero(sub) < idx.size:
+                _time_nesting(idx[sub], ts, dur, track_of, depth, parent)
+        return
+    s_b = (s - base) + tr.astype(np.int64) * span
+    e_b = (e - base) + tr.astype(np.int64) * span
+    m = idx.size
+    pos = np.arange(m, dtype=np.int64)
+    e_sorted = np.sort(e_b)
+    ends_le = np.searchsorted(e_sorted, s_b, side="right")
+    # zero-length events at exactly s_i that come at or after i (they sort last in their ts group)
+    zero = (e_b == s_b).astype(np.int64)
+    zc = np.concatenate(([0], np.cumsum(zero)))
+    group_end = np.searchsorted(s_b, s_b, side="right")
+    later_zero = zc[group_end] - zc[pos]
+    d = pos - (ends_le - later_zero)
+    d = np.clip(d, 0, np.iinfo(np.int16).max)
+    depth[idx] = d.astype(np.int16)
+    # parent: the last earlier event one level up (on the same track). All levels at once: with the events
+    # ordered by (level, position), the one just before (level - 1, position) in that order is it, when it is
+    # of level - 1 (one pass per level was quadratic in the depth: 32k levels of a same-timestamp flood)
+    lvl_key = d * (m + 1) + pos
+    by_lvl = np.argsort(lvl_key, kind="stable")
+    sorted_key = lvl_key[by_lvl]
+    here = np.flatnonzero(d > 0)
+    k = np.searchsorted(sorted_key, (d[here] - 1) * (m + 1) + here, side="left") - 1
+    ok = k >= 0
+    cand = by_lvl[np.where(ok, k, 0)]
+    ok &= d[cand] == d[here] - 1
+    ok &= tr[cand] == tr[here]
+    ok &= e_b[cand] > s_b[here]
+    par = np.full(m, -1, dtype=np.int64)
+    par[here[ok]] = cand[ok]
+    parent[idx] = np.where(par >= 0, idx[np.where(par >= 0, par, 0)], -1)
+
+
+def _tree_nesting(py, pyid, pypar, depth, parent):
+    ids = pyid[py]
+    order = np.argsort(ids, kind="stable")
+    sids = ids[order]
+    want = pypar[py]
+    k = np.searchsorted(sids, want)
+    k = np.clip(k, 0, max(sids.size - 1, 0))
+    found = (want >= 0) & (sids[k] == want) if sids.size else np.zeros(py.size, bool)
+    par_local = np.where(found, order[k], -1)
+    parent[py] = np.where(par_local >= 0, py[np.where(par_local >= 0, par_local, 0)], -1)
+    # depth by pointer chasing, bounded (cycles in damaged files must not hang)
+    d = np.zeros(py.size, dtype=np.int64)
+    cur = par_local.copy()
+    for _ in range(4096):
+        live = cur >= 0
+        if not live.any():
+            break
+        d[live] += 1
+        cur[live] = par_local[cur[live]]
+    depth[py] = np.clip(d, 0, np.iinfo(np.int16).max).astype(np.int16)
+
+
+def _links(ts, kind, corr, ext, parent):
+    """launch: GPU op -> runtime/driver call with the same correlation.
+    op: GPU op and runtime call -> innermost enclosing aten op (by time on the launching thread),
+    falling back to the cpu_op with the same External id."""
+    n = ts.shape[0]
+    launch = np.full(n, -1, dtype=np.int64)
+    op = np.full(n, -1, dtype=np.int64)
+    if n == 0:
+        return launch, op
+    is_rt = ((kind == Kind.RUNTIME) | (kind == Kind.DRIVER)) & (corr >= 0)
+    gpu = np.isin(kind, np.array([int(k) for k in GPU_WORK_KINDS], dtype=np.uint8))
+    rt = np.flatnonzero(is_rt)
+    if rt.size:
+        # prefer runtime over driver for the same correlation: sort by (corr, kind)
+        o = np.lexsort((kind[rt], corr[rt]))
+        rts = rt[o]
+        c = corr[rts]
+        g = np.flatnonzero(gpu & (corr >= 0))
+        k = np.searchsorted(c, corr[g], side="left")
+        kk = np.clip(k, 0, c.size - 1)
+        ok = (k < c.size) & (c[kk] == corr[g])
+        launch[g[ok]] = rts[kk[ok]]
+    # innermost cpu_op ancestor for each runtime/driver call (walk up the parent chain)
+    rt_all = np.flatnonzero((kind == Kind.RUNTIME) | (kind == Kind.DRIVER))
+    if rt_all.size:
+        cur = parent[rt_all].copy()
+        res = np.full(rt_all.size, -1, dtype=np.int64)
+        for _ in range(512):
+            live = (cur >= 0) & (res < 0)
+            if not live.any():
+                break
+            hit = live & (kind[np.where(cur >= 0, cur, 0)] == Kind.CPU_OP)
+            res[hit] = cur[hit]
+            step = live & ~hit
+            cur[step] = parent[cur[step]]
+            cur[~step] = -1
+        op[rt_all] = res
+    g_all = np.flatnonzero(gpu)
+    if g_all.size:
+        ln = launch[g_all]
+        op[g_all] = np.where(ln >= 0, op[np.where(ln >= 0, ln, 0)], -1)
+        # fallback: External id -> cpu_op
+        miss = g_all[(op[g_all] < 0) & (ext[g_all] >= 0)]
+        cpu = np.flatnonzero((kind == Kind.CPU_OP) & (ext >= 0))
+        if miss.size and cpu.size:
+            o = np.argsort(ext[cpu], kind="stable")
+            ce = ext[cpu][o]
+            k = np.searchsorted(ce, ext[miss])
+            kk = np.clip(k, 0, ce.size - 1)
+            ok = (k < ce.size) & (ce[kk] == ext[miss])
+            op[miss[ok]] = cpu[o][kk[ok]]
+    return launch, op
+
+
+def _canonical(raw: bytes) -> bytes:
+    """The same args written with other spacing (the typed path keeps them as written) compare equal."""
+    try:
+        return _dumps(_dict_loads(raw))
+    except (TypeError, ValueError, RecursionError, OverflowError):
+        return raw
+
+
+def _exact_duplicates(track, ts, dur, others, args_col: int | None = None, args=None) -> np.ndarray:
+    """Rows (of arrays sorted by track, ts, -dur) that repeat an earlier row in every column.
+
+    Only rows sharing (track, ts, dur) with a neighbour can repeat one; those few are sorted by the other
+    columns so copies sit side by side, which keeps the full sort of every event to three keys. ``others[args_col]``
+    holds args ids: entries are compared by their bytes (CPU ops' args are not interned, so two copies of one
+    event have different ids)."""
+    tie = (track[1:] == track[:-1]) & (ts[1:] == ts[:-1]) & (dur[1:] == dur[:-1])
+    if not tie.any():
+        return np.zeros(0, dtype=np.int64)
+    group = np.cumsum(np.concatenate(([True], ~tie)))
+    in_tie = np.zeros(ts.size, dtype=bool)
+    in_tie[1:] |= tie
+    in_tie[:-1] |= tie
+    rows = np.flatnonzero(in_tie)
+    if args_col is not None:
+        # a copy is equal in every other column too: only rows with such a twin need their args compared
+        # (decoding the args of every row of a same-timestamp flood was most of its load)
+        plain = [c[rows] for j, c in enumerate(others) if j != args_col] + [group[rows]]
+        o = np.lexsort(plain)
+        twin = np.ones(rows.size - 1, dtype=bool)
+        for c in plain:
+            c = c[o]
+            twin &= c[1:] == c[:-1]
+        if not twin.any():
+            return np.zeros(0, dtype=np.int64)
+        keep = np.zeros(rows.size, dtype=bool)
+        keep[1:] |= twin
+        keep[:-1] |= twin
+        rows = np.sort(rows[o][keep])
+    keys = [c[rows] for c in others] + [group[rows]]
+    if args_col is not None and args is not None:
+        seen: dict = {}
+        ids = keys[args_col].tolist()
+        canon = [-1 if a < 0 else seen.setdefault(_canonical(args[a]), len(seen)) for a in ids]
+        keys[args_col] = np.array(canon, dtype=np.int64)
+        others = tuple(others[:args_col]) + (None,) + tuple(others[args_col + 1 :])
+    o = np.lexsort(keys)  # the last key (the group) sorts first
+    r = rows[o]
+    same = group[r[1:]] == group[r[:-1]]
+    for j, c in enumerate(others):
+        if c is None:
+            k = keys[j][o]
+            same &= k[1:] == k[:-1]
+        else:
+            same &= c[r[1:]] == c[r[:-1]]
+    return r[1:][same]
