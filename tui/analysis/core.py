@@ -419,6 +419,10 @@ class Analysis:
         cpu_in = self.stacks.innermost("cpu", th.ravel(), pts.ravel()).reshape(pts.shape)
         py_in = self.stacks.innermost("py", th.ravel(), pts.ravel()).reshape(pts.shape)
         free = (cpu_in < 0) | (m.kind[np.maximum(cpu_in, 0)] == _ANNOTATION)
+        # a range inside an op (``nccl:all_reduce`` in ``record_param_comms``): the op runs there (hosttime's rule)
+        inner = free & (cpu_in >= 0) & (py_in >= 0)
+        if inner.any():
+            free[inner] = self.stacks.through_annotations(cpu_in[inner], pts[inner]) < 0
         cand = free & (py_in >= 0)
         scaffold = self.flags["capture_frame"][m.name_id[np.maximum(py_in, 0)]]
         has_cand = cand.any(axis=1)

@@ -48,8 +48,14 @@ class StackIndex:
         span = min(span, (2**62) // max(len(model.tracks), 1))
         self.base, self.span = base, span
         self.fams = {}
+        self._up = {"cpu": model.parent}
         for nm, mask in (("cpu", fam_cpu), ("py", on_cpu & (kind == KI.PYTHON))):
             idx = np.flatnonzero(mask)  # model order: sorted by (track, ts, -dur)
+            if nm == "py" and idx.size:
+                # same (track, ts, dur): the caller first (Python ids are given in call order), so the callee
+                # is the later, innermost one
+                idx = idx[np.lexsort((model.py_id[idx], -model.dur_ns[idx], model.ts_ns[idx], model.track[idx]))]
+                self._up["py"] = _py_time_parent(model, idx)
             keys = model.track[idx].astype(np.int64) * span + np.clip(model.ts_ns[idx] - base, 0, span - 1)
             self.fams[nm] = (idx, keys)
 
@@ -72,7 +78,7 @@ class StackIndex:
         cand = np.where(ok, cand, -1)
         # walk up the parent chain; only the points whose candidate does not contain t move on
         live = np.flatnonzero(cand >= 0)
-        end, ts, par = self.end, m.ts_ns, m.parent
+        end, ts, par = self.end, m.ts_ns, self._up.get(fam, m.parent)
         for _ in range(100_000):
             if not live.size:
                 break
@@ -86,6 +92,21 @@ class StackIndex:
             cand[live] = up
             live = live[up >= 0]
         return cand
+
+    def through_annotations(self, cpu: np.ndarray, t) -> np.ndarray:
+        """For each innermost 'cpu' event (``innermost("cpu", ...)``) at t: the innermost one that is not a
+        record_function range, looking through ranges (``nccl:all_reduce`` inside ``record_param_comms``: the op
+        runs there, the range only labels it), or -1."""
+        m = self.m
+        cur = np.array(cpu, dtype=np.int64, copy=True)
+        t = np.broadcast_to(np.asarray(t, np.int64), cur.shape)
+        for _ in range(100_000):
+            c = np.maximum(cur, 0)
+            bad = (cur >= 0) & ((m.kind[c] == _ANN) | (m.ts_ns[c] > t) | (self.end[c] <= t))
+            if not bad.any():
+                break
+            cur = np.where(bad, m.parent[c], cur)
+        return cur
 
     def user_frame(self, thread, t) -> np.ndarray:
         """Innermost Python frame of user code (not torch/library/built-in) containing t, or -1."""
@@ -116,7 +137,7 @@ class StackIndex:
         c = int(idx[j])
         if int(m.track[c]) != thread:
             return -1
-        ts, end, par = m.ts_ns, self.end, m.parent
+        ts, end, par = m.ts_ns, self.end, self._up.get(fam, m.parent)
         for _ in range(100_000):
             if c < 0 or (ts[c] <= t < end[c]):
                 return c
@@ -235,6 +256,24 @@ class StackIndex:
         if k == _OP:
             return Frame("op", nm, i)
         return Frame("runtime", nm, i)
+
+
+def _py_time_parent(model: TraceModel, idx: np.ndarray) -> np.ndarray:
+    """Parent of each Python frame by time on its thread (the frame open around its start), for ``innermost``.
+
+    The frames open at t on one thread are its Python stack then, and the one opened last is running: time
+    decides. ``Python parent id`` only breaks ties (``idx`` is in (track, ts, -dur, Python id) order): torch
+    writes a wrong parent id at times (demo-eager-tp.prefill rank 1: the calls mlp makes after its first module
+    call name forward as their parent while mlp's frame stays open around them), and a walk up those ids from a
+    zero-length call skips the frame actually running (integer-µs traces: ``all`` credited with its generator's
+    microsecond). Returns an array over all events (-1 elsewhere)."""
+    from ..trace.build import _time_nesting
+
+    parent = np.full(model.n, -1, np.int64)
+    depth = np.zeros(model.n, np.int16)
+    track_of = model.track.astype(np.int64)
+    _time_nesting(idx, model.ts_ns, model.dur_ns, track_of, depth, parent)
+    return parent
 
 
 def frame_text(f: Frame) -> str:
