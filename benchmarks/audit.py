@@ -222,11 +222,13 @@ class Trace:
             elif kind == "ann" and STEP_RE.match(name):
                 self.steps.append((s, s + d))
         for evs in self.threads.values():
-            evs.sort(key=lambda v: (v.s, -v.e))
+            evs.sort(key=_nest_key)
         self.thread_of = {}
+        self.pos_of = {}  # id(event) -> its place in its thread's list (callers before callees)
         for key, evs in self.threads.items():
-            for v in evs:
+            for k, v in enumerate(evs):
                 self.thread_of[id(v)] = key
+                self.pos_of[id(v)] = k
         self.steps = _union(self.steps)
         self._trees = {}
         self._starts = {}
@@ -298,8 +300,7 @@ class Trace:
         evs = self.overlapping(key, a, b, ("py", "op", "runtime"))
         if not any(v.kind == "py" for v in evs):
             evs = self.overlapping(key, a, b, ("ann", "op", "runtime"))
-        rank = {"py": 0, "ann": 1, "op": 2, "runtime": 3}
-        evs.sort(key=lambda v: (v.s, -v.e, rank[v.kind]))
+        evs.sort(key=_nest_key)
         own = Counter()
         stack = []  # [event, clipped start, clipped end, children cover]
         first = {}
@@ -332,6 +333,19 @@ class Trace:
         """Length of [a, b) covered by the thread's events matching pred."""
         iv = [(max(v.s, a), min(v.e, b)) for v in self.overlapping(key, a, b) if pred(v)]
         return sum(e - s for s, e in _union(iv))
+
+
+_RANK = {"py": 0, "ann": 1, "op": 2, "runtime": 3}
+
+
+def _nest_key(v):
+    """Order in which a thread's events nest: by start, the longer first; the same interval (integer µs) puts
+    the caller first: a Python frame around the ops it calls, a range around ops, an op around its runtime
+    calls, and within one kind the earlier call (Python ids and External ids are given in call order), not
+    the file's order."""
+    a = v.args
+    seq = _int(a.get("Python id")) if v.kind == "py" else _int(a.get("External id")) if v.kind == "op" else None
+    return (v.s, -v.e, _RANK[v.kind], seq if seq is not None else -1)
 
 
 def _union(iv):
@@ -876,10 +890,11 @@ def check_tables(A, tr, rep, devs, mode):
     def enclosing(v):
         """The synchronisations around v on its thread, outermost first."""
         key = tr.thread_of[id(v)]
+        pos = tr.pos_of
         return sorted((o for o in tr.around(key, v.s, v.e) if o is not v and o.kind != "py"
                        and (o.name in sync_rows or o.name in SYNC_NAMES) and is_sync(o)
-                       and (o.s, -o.e) <= (v.s, -v.e)),
-                      key=lambda o: (o.s, -o.e))
+                       and pos[id(o)] < pos[id(v)]),  # the same interval: the caller encloses its callee
+                      key=lambda o: pos[id(o)])
 
     for n, r in sync_rows.items():
         # a row counts the synchronisations it names that no other synchronisation encloses

@@ -394,3 +394,33 @@ def test_a_report_that_fails_is_a_mismatch(tmp_path):
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "audit.py"), "--report-cmd", "false", str(p)],
                          cwd=ROOT, capture_output=True, text=True)
     assert ": report: reported no JSON" in out.stdout and out.returncode == 1
+
+
+def test_an_op_and_its_callee_with_one_interval_are_one_synchronisation():
+    """Integer-µs traces (hta trace_filter_sampled rank 0): `aten::item` and the `aten::_local_scalar_dense` it
+    calls can share one interval. The caller (the lower External id) is the outer one, whatever the file order:
+    one synchronisation in the `aten::item` row, not none."""
+    for order in (1, -1):
+        ev = [dict(e) for e in trace_events()]
+        for e in ev:
+            if e["name"] == "aten::_local_scalar_dense":
+                e["ts"], e["dur"] = 100, 30  # the interval of aten::item [100, 130)
+        i = next(k for k, e in enumerate(ev) if e["name"] == "aten::item")
+        ev[i:i + 2] = ev[i:i + 2][::order]
+        t = audit.Trace({"traceEvents": ev})
+        assert run(t, right_report()) == [], order
+
+
+def test_python_frames_with_one_interval_nest_by_call_order():
+    """A caller and its callee in the same µs interval (`torch/_ops.py(434): __call__` and its built-in, both
+    [1814, 1816) in sidnb13's trace): the callee (the higher Python id, the later call) owns the time, in either
+    file order."""
+    def P(name, ts, end, pyid, parent):
+        return X("python_function", name, ts, end, **{"Python id": pyid, "Python parent id": parent})
+
+    frames = [P("exit.py(616): __exit__", 1812, 1817, 455, None), P("_ops.py(434): __call__", 1814, 1816, 457, 455),
+              P("<built-in method of PyCapsule>", 1814, 1816, 458, 457)]
+    for ev in (frames, frames[:1] + frames[:0:-1]):
+        own = audit.Trace({"traceEvents": ev}).self_times((str(PID), str(PID)), 1812_000, 1817_000)
+        assert own == {"exit.py(616): __exit__": 3_000, "_ops.py(434): __call__": 0,
+                       "<built-in method of PyCapsule>": 2_000}, ev
