@@ -287,3 +287,20 @@ def test_a_zero_length_call_at_the_same_microsecond_hides_no_frame():
         s.python("activation.py(1182): <genexpr>", 1937, 1)
     own = _own(s, 1925, 1938)
     assert own == {"<built-in function all>": 3_000, "activation.py(1182): <genexpr>": 10_000}
+
+
+def test_ops_issued_in_a_launch_findings_gaps_are_counted_over_all_its_gaps():
+    """hf-llama.decode: "Ops issued in these gaps" named sdpa, transpose, reshape, linear: the ops of the 5
+    largest of its 1226 gaps, where aten::mul (issued in 294 of them), linear and add lead over all of them.
+    Here 3 long gaps issue `aten::sdpa`, 7 shorter ones `aten::mul`: the 5 largest hold all 3 sdpa."""
+    s = Synth()
+    t = 10.0
+    for i in range(10):
+        name, dur = ("aten::sdpa", 60) if i in (2, 5, 8) else ("aten::mul", 30)
+        with s.op(name, t, dur):
+            s.launch("cudaLaunchKernel", t + dur - 3, 2, kernel=f"k{i}", k_ts=t + dur - 0.5, k_dur=1)
+        t += dur + 2
+    s.annotation("gapscope.step#0", 0, t + 10)
+    a = analyze(model_of(s))
+    f = next(f for f in a.findings if f.cause == "launch" and f.evidence.get("gaps", 0) >= 9)
+    assert f.evidence["issued_ops"][:2] == ["aten::mul", "aten::sdpa"], f.evidence["issued_ops"]

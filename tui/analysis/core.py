@@ -483,6 +483,41 @@ class Analysis:
             idx = idx[(p < 0) | (m.kind[np.where(p >= 0, p, 0)] != Kind.CPU_OP) | (m.ts_ns[np.where(p >= 0, p, 0)] < t0)]
         return [m.name(j) for j in idx[:limit].tolist()]
 
+    def _ops_in_counts(self, thr: np.ndarray, t0: np.ndarray, tl: np.ndarray, limit: int = 12) -> dict[str, int]:
+        """``_ops_in`` of many (thread, t0, t_launch), names counted over all of them (one count per op issued),
+        vectorised per thread: the first ``limit`` outermost ops starting in [t0, tl) of each."""
+        m = self.model
+        thr, t0, tl = (np.asarray(x, np.int64) for x in (thr, t0, tl))
+        ok = (thr >= 0) & (tl > t0)
+        counts = np.zeros(len(m.names), np.int64)
+        for th in np.unique(thr[ok]).tolist():
+            sl = m.track_slice(th)
+            ops = np.flatnonzero(m.kind[sl] == Kind.CPU_OP) + sl.start  # by start on the track
+            if ops.size == 0:
+                continue
+            ts = m.ts_ns[ops]
+            p = m.parent[ops]
+            # an op is outermost in [t0, tl) unless its parent is an op that started at or after t0
+            pts = np.where((p >= 0) & (m.kind[np.maximum(p, 0)] == Kind.CPU_OP), m.ts_ns[np.maximum(p, 0)],
+                           np.iinfo(np.int64).min)
+            sel = ok & (thr == th)
+            a0, al = t0[sel], tl[sel]
+            lo = np.searchsorted(ts, a0, side="left")
+            hi = np.searchsorted(ts, al, side="left")
+            n = np.maximum(hi - lo, 0)
+            if not n.any():
+                continue
+            gid = np.repeat(np.arange(n.size), n)
+            flat = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n) + np.repeat(lo, n)
+            keep = pts[flat] < a0[gid]
+            gid, flat = gid[keep], flat[keep]
+            # rank of each kept op within its gap: only the first ``limit``
+            first = np.searchsorted(gid, gid, side="left")
+            take = (np.arange(gid.size) - first) < limit
+            counts += np.bincount(m.name_id[ops[flat[take]]], minlength=counts.size)
+        nz = np.flatnonzero(counts)
+        return {m.names[i]: int(counts[i]) for i in nz.tolist()}
+
     def _alloc_stack(self, thr: int, t0: int, tl: int) -> list[Frame]:
         if thr < 0:
             return []
