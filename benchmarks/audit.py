@@ -723,6 +723,23 @@ def check_explanation(A, tr, p, g0, g1, D, nx, text):
             A.ok(x <= mine + xt + 1000, f"{p} explanation 'held the CPU for X' by `{_short(fr, 50)}`",
                  m.group(0)[m.start(2) - m.start():], f"its own time there is {us(mine)} (most: "
                  f"`{_short(top[0], 50)}` {us(top[1])})")
+    # "`F` ran X of it itself (then `A` a, `B` b)" / "the most own time: `A` a, `B` b": own time of each frame
+    _DN = r"(-?\d+(?:\.\d+)?) (s|ms|µs|ns)\b"
+    quoted = []
+    m = re.search(r"`([^`]+)` ran " + _DN + r" of it itself(?: \(then (.*?)\);)?", text)
+    if m:
+        quoted.append((m.group(1), m.group(2), m.group(3)))
+        quoted += re.findall(r"`([^`]+)` " + _DN, m.group(4) or "")
+    m = re.search(r"the most own time: (.*?); GPU", text)
+    if m:
+        quoted += re.findall(r"`([^`]+)` " + _DN, m.group(1))
+    if quoted:
+        own = tr.self_times(key, g0, tl)
+        for fr, num, unit in quoted:
+            x, xt = parse_dur(num, unit)
+            cands = _own_by_display(own, fr)
+            A.ok(any(abs(x * 1 - c) <= xt + 1 for c in cands), f"{p} explanation own time of `{_short(fr, 50)}`",
+                 f"{num} {unit}", ", ".join(us(c) for c in cands) if cands else "no such frame there")
     m = re.search(r"recorded nothing for (-?\d+(?:\.\d+)?) (s|ms|µs|ns)\b", text)
     if m:
         x, xt = parse_dur(m.group(1), m.group(2))
@@ -744,6 +761,20 @@ def check_explanation(A, tr, p, g0, g1, D, nx, text):
         t, tt = parse_dur(m.group(3), m.group(4))
         ok = any(_int(c.args.get("bytes")) == b and abs(c.dur - t) <= tt for c in D.copies)
         A.ok(ok, f"{p} explanation copy", m.group(0)[6:], "no copy of that size and duration on the device")
+
+
+def _own_by_display(own: Counter, fr: str) -> list:
+    """The own times a frame quoted in a sentence can stand for: its exact name, or a built-in quoted by its
+    short name (``built-in sleep`` for ``<built-in function sleep>``, ``built-in to`` for ``<built-in method to
+    of Tensor object at 0x...>``), each such frame alone and all of them together."""
+    if fr in own:
+        return [own[fr]]
+    b = fr[len("built-in "):] if fr.startswith("built-in ") else fr
+    pre = (f"<built-in method {b} ", f"<built-in function {b}>", f"<built-in method {b}>", f"<built-in function {b} ")
+    if b == "(unnamed C++ binding)":  # a pybind11 binding without a __name__: "<built-in method  of ...>"
+        pre = ("<built-in method  of ", "<built-in function  of ")
+    hits = [own[n] for n in own if n.startswith(pre)]
+    return hits + ([sum(hits)] if len(hits) > 1 else [])
 
 
 # ------------------------------------------------------------------------------------ host objects

@@ -424,3 +424,33 @@ def test_python_frames_with_one_interval_nest_by_call_order():
         own = audit.Trace({"traceEvents": ev}).self_times((str(PID), str(PID)), 1812_000, 1817_000)
         assert own == {"exit.py(616): __exit__": 3_000, "_ops.py(434): __call__": 0,
                        "<built-in method of PyCapsule>": 2_000}, ev
+
+
+HOST_EXPLANATION = ("Host work in `main.py(30): post` held the CPU for 40.0 µs of the 42.0 µs before `aten::relu` was "
+                    "launched; `built-in sleep` ran 33.0 µs of it itself (then `main.py(30): post` 7.0 µs, `aten::relu` "
+                    "2.0 µs); GPU idle 50.0 µs.")
+SPREAD_EXPLANATION = ("Host work in `main.py(30): post` held the CPU for 40.0 µs of the 42.0 µs before `aten::relu` was "
+                      "launched, spread over many frames; the most own time: `built-in sleep` 33.0 µs, "
+                      "`main.py(30): post` 7.0 µs; GPU idle 50.0 µs.")
+
+
+@pytest.mark.parametrize("text,wrong,needle", [
+    (HOST_EXPLANATION, None, None),
+    (SPREAD_EXPLANATION, None, None),
+    (HOST_EXPLANATION, ("ran 33.0 µs", "ran 35.0 µs"), "own time of `built-in sleep`"),
+    (HOST_EXPLANATION, ("post` 7.0 µs", "post` 9.0 µs"), "own time of `main.py(30): post`"),
+    (HOST_EXPLANATION, ("`aten::relu` 2.0", "`aten::mul` 2.0"), "own time of `aten::mul`"),
+    (SPREAD_EXPLANATION, ("`built-in sleep` 33.0", "`built-in sleep` 30.0"), "own time of `built-in sleep`"),
+], ids=["ran-right", "spread-right", "ran-wrong", "then-wrong", "then-absent", "spread-wrong"])
+def test_the_frame_times_quoted_in_a_host_work_explanation(tr, text, wrong, needle):
+    """"`F` ran X of it itself (then `A` a, ...)" and "the most own time: `A` a, ...": each quoted frame's own
+    time in [gap start, launch) on the launching thread (built-ins by their short name)."""
+    if wrong:
+        text = text.replace(*wrong)
+    rep = copy.deepcopy(right_report())
+    rep["gaps"][0]["explanation"] = text
+    bad = run(tr, rep)
+    if needle is None:
+        assert bad == []
+    else:
+        assert any(needle in line for line in bad), bad
