@@ -180,6 +180,24 @@ def test_launch_finding_is_the_graph_replay():
     assert p.saving_ns[launch[0].id] == end * US - graph
 
 
+def test_graph_replay_fix_of_a_step_that_syncs_says_the_syncs_go_first():
+    """hf-llama.generate: "−55.59 ms per step: the step as one CUDA graph replay" beside the advice that the step's
+    host syncs (18 aten::is_nonzero, ...) keep a CUDA graph from capturing it. The projection assumes them moved onto
+    the GPU first, and says so."""
+    s, end = _loop(10, n=6, prep="op")
+    s.runtime("cudaStreamSynchronize", 3, 2)  # inside the step range, before the loop
+    a = analyze(model_of(s))
+    assert a.syncs
+    p = project(a)
+    f = next(f for f in a.findings if f.cause == "launch" and p.saving_ns.get(f.id) is not None)
+    assert p.what[f.id] == "the step as one CUDA graph replay, its host syncs moved onto the GPU first"
+    s, end = _loop(10, n=6, prep="op")
+    a = analyze(model_of(s))
+    p = project(a)
+    f = next(f for f in a.findings if f.cause == "launch" and p.saving_ns.get(f.id) is not None)
+    assert p.what[f.id] == "the step as one CUDA graph replay"
+
+
 def _pageable_copy_step():
     """100 µs of Python, a 100 MB pageable host-to-device copy whose ``cudaMemcpyAsync`` blocks until the copy
     ends (10 ms on the GPU, the call returns 3 µs later), then one 10 µs kernel."""

@@ -658,7 +658,10 @@ def fix_for(a, r: Replay, f):
     frame = ev.get("frame")
     where = f" in `{frame}`" if frame else ""
     if cause == "launch":
-        return ("graph", None, "the step as one CUDA graph replay", None)
+        # a step that syncs with the host cannot be captured as it is (the launch advice says so): the projection
+        # is of the step once those syncs are on the GPU
+        return ("graph", None, "the step as one CUDA graph replay" + (
+            ", its host syncs moved onto the GPU first" if a.syncs else ""), None)
     if cause == "python" and frame:
         iv = _python_own(r, frame)
         return ("remove", iv, f"remove `{frame}`'s own host time", None) if iv is not None else None
