@@ -304,3 +304,33 @@ def test_ops_issued_in_a_launch_findings_gaps_are_counted_over_all_its_gaps():
     a = analyze(model_of(s))
     f = next(f for f in a.findings if f.cause == "launch" and f.evidence.get("gaps", 0) >= 9)
     assert f.evidence["issued_ops"][:2] == ["aten::mul", "aten::sdpa"], f.evidence["issued_ops"]
+
+
+@pytest.mark.parametrize("path", ["demo-eager.decode.json.gz", "demo-eager-tp.prefill.rank1.json.gz",
+                                  "shared:thirdparty/sidnb13__dc3b0e7228dd_851.1752215573993169006.pt.trace.json"])
+def test_innermost_python_frame_is_the_last_opened_of_those_open(path):
+    """``innermost("py")`` against brute force at 3,000 points of the busiest thread: of the frames open at t
+    (ts <= t < end), the one opened last (same start: the shorter, then the later call). Where the parent ids
+    agree with time (demo-eager) the model's parents are walked as they are; where torch wrote wrong ones
+    (tp.prefill rank 1) or µs ties hide a frame (sidnb13), the time parents."""
+    from tests.conftest import SAMPLE_TRACES
+
+    p = _shared(path.split(":", 1)[1]) if path.startswith("shared:") else SAMPLE_TRACES / path
+    if not p.exists():
+        pytest.skip(f"{path} not present")
+    a = analyze(load(str(p), no_cache=True))
+    m = a.model
+    py = np.flatnonzero(m.kind == int(Kind.PYTHON))
+    thr = int(np.bincount(m.track[py]).argmax())
+    f = py[m.track[py] == thr]
+    ts, end, pid = m.ts_ns[f], m.ts_ns[f] + m.dur_ns[f], m.py_id[f]
+    rng = np.random.default_rng(0)
+    t = np.sort(rng.integers(int(ts.min()), int(end.max()), 3000))
+    t = np.concatenate([t, ts[:500]])  # frame starts: the tied µs
+    got = a.stacks.innermost("py", np.full(t.shape, thr), t)
+    for k in range(t.size):
+        inn = np.flatnonzero((ts <= t[k]) & (t[k] < end))
+        want = -1
+        if inn.size:
+            want = int(f[inn[np.lexsort((pid[inn], -end[inn], ts[inn]))[-1]]])
+        assert got[k] == want, (k, int(t[k]), m.name(int(got[k])) if got[k] >= 0 else None, m.name(want))

@@ -54,8 +54,15 @@ class StackIndex:
             if nm == "py" and idx.size:
                 # same (track, ts, dur): the caller first (Python ids are given in call order), so the callee
                 # is the later, innermost one
-                idx = idx[np.lexsort((model.py_id[idx], -model.dur_ns[idx], model.ts_ns[idx], model.track[idx]))]
-                self._up["py"] = _py_time_parent(model, idx)
+                t_, d_, k_ = model.track[idx], model.ts_ns[idx], model.dur_ns[idx]
+                if ((t_[1:] == t_[:-1]) & (d_[1:] == d_[:-1]) & (k_[1:] == k_[:-1])).any():
+                    idx = idx[np.lexsort((model.py_id[idx], -k_, d_, t_))]
+                # a property of the loaded trace: kept on the model for the next analysis of it
+                cached = getattr(model, "_py_time_parent", None)
+                if cached is None or cached[0] is not model.parent:
+                    cached = (model.parent, _py_time_parent(model, idx))
+                    model._py_time_parent = cached
+                self._up["py"] = cached[1]
             keys = model.track[idx].astype(np.int64) * span + np.clip(model.ts_ns[idx] - base, 0, span - 1)
             self.fams[nm] = (idx, keys)
 
@@ -266,13 +273,35 @@ def _py_time_parent(model: TraceModel, idx: np.ndarray) -> np.ndarray:
     writes a wrong parent id at times (demo-eager-tp.prefill rank 1: the calls mlp makes after its first module
     call name forward as their parent while mlp's frame stays open around them), and a walk up those ids from a
     zero-length call skips the frame actually running (integer-µs traces: ``all`` credited with its generator's
-    microsecond). Returns an array over all events (-1 elsewhere)."""
+    microsecond). Where every frame's parent id is its time parent (most traces: checked by depth, one sort),
+    the model's parents are returned as they are; else an array over all events (-1 elsewhere)."""
     from ..trace.build import _time_nesting
 
+    ts, dur, tr = model.ts_ns[idx], model.dur_ns[idx], model.track[idx].astype(np.int64)
+    end = ts + dur
+    span = int(end.max() - ts.min()) + 2
+    if span * (int(tr.max()) + 1) < 2**62:
+        # the time depth of each frame (frames open at its start), as _time_nesting counts it
+        s_b = ts - int(ts.min()) + tr * span
+        e_b = end - int(ts.min()) + tr * span
+        pos = np.arange(idx.size, dtype=np.int64)
+        ends_le = np.searchsorted(np.sort(e_b), s_b, side="right")
+        zc = np.concatenate(([0], np.cumsum(e_b == s_b)))
+        later_zero = zc[np.searchsorted(s_b, s_b, side="right")] - zc[pos]
+        td = pos - (ends_le - later_zero)
+        local = np.full(model.n, -1, np.int64)
+        local[idx] = pos
+        par = model.parent[idx]
+        lp = np.where(par >= 0, local[np.maximum(par, 0)], -1)
+        pl = np.maximum(lp, 0)
+        # the id parent is the time parent: one level up, before it, still open at its start (frames open at the
+        # window's end are stretched to it and may outlast their parent by a rounding ns)
+        agree = np.where(lp >= 0, (td == td[pl] + 1) & (pl < pos) & (end[pl] >= ts), td == 0)
+        if agree.all():
+            return model.parent
     parent = np.full(model.n, -1, np.int64)
     depth = np.zeros(model.n, np.int16)
-    track_of = model.track.astype(np.int64)
-    _time_nesting(idx, model.ts_ns, model.dur_ns, track_of, depth, parent)
+    _time_nesting(idx, model.ts_ns, model.dur_ns, model.track.astype(np.int64), depth, parent)
     return parent
 
 
