@@ -269,6 +269,13 @@ def test_a_frame_open_at_t_is_running_though_its_callees_name_another_parent():
     assert mlp["args"]["Python parent id"] == 1
     own = _own(s, 40, 60)
     assert own == {"torch/nn/functional.py(2375): silu": 10_000, "demo.py(179): mlp": 10_000}
+    # the stack inside silu has mlp between forward and silu (demo-eager-tp.decode rank 1: the id chain from an
+    # all_reduce skipped Decoder.forward, Block_0, its _call_impl, Block.forward and attn)
+    m = model_of(s)
+    an = analyze(m)
+    i = next(j for j in range(m.n) if m.name(j) == "torch/nn/functional.py(2375): silu")
+    names = [f.name for f in an.stacks.stack_at(int(m.track[i]), int(m.ts_ns[i]) + 5_000)]
+    assert names == ["demo.py(183): forward", "demo.py(179): mlp", "torch/nn/functional.py(2375): silu"]
 
 
 def test_a_zero_length_call_at_the_same_microsecond_hides_no_frame():

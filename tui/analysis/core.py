@@ -465,7 +465,8 @@ class Analysis:
         hi = int(np.searchsorted(ts, t1, side="left"))
         inside = np.arange(sl.start + lo, sl.start + max(hi, lo), dtype=np.int64)
         st = self.stacks
-        open_at = st._chain(st._innermost_one("cpu", thr, t0), t0) + st._chain(st._innermost_one("py", thr, t0), t0)
+        open_at = (st._chain(st._innermost_one("cpu", thr, t0), t0)
+                   + st._chain(st._innermost_one("py", thr, t0), t0, "py"))
         open_at = [i for i in open_at if int(m.track[i]) == thr and m.ts_ns[i] < t0]
         if open_at:
             inside = np.union1d(inside, np.array(open_at, dtype=np.int64))

@@ -120,6 +120,7 @@ class StackIndex:
         cur = self.innermost("py", thread, t)
         uf = self.flags["user_frame"]
         m = self.m
+        up = self._up.get("py", m.parent)
         for _ in range(100_000):
             live = cur >= 0
             if not live.any():
@@ -128,7 +129,7 @@ class StackIndex:
             bad = live & ~uf[m.name_id[c]]
             if not bad.any():
                 break
-            cur = np.where(bad, m.parent[c], cur)
+            cur = np.where(bad, up[c], cur)
         return cur
 
     def _innermost_one(self, fam: str, thread: int, t: int) -> int:
@@ -151,13 +152,14 @@ class StackIndex:
             c = int(par[c])
         return -1
 
-    def _chain(self, i: int, t: int) -> list[int]:
+    def _chain(self, i: int, t: int, fam: str = "cpu") -> list[int]:
         out = []
         m = self.m
+        up = self._up.get(fam, m.parent)
         while i >= 0 and len(out) < 10_000:
             if m.ts_ns[i] <= t < self.end[i] or m.dur_ns[i] == 0:
                 out.append(int(i))
-            i = int(m.parent[i])
+            i = int(up[i])
         return out
 
     def stack_at(self, thread: int, t: int) -> list[Frame]:
@@ -167,7 +169,7 @@ class StackIndex:
             return []
         m = self.m
         evs = self._chain(self._innermost_one("cpu", thread, t), t) + self._chain(
-            self._innermost_one("py", thread, t), t)
+            self._innermost_one("py", thread, t), t, "py")
         ts = m.ts_ns[evs].tolist() if evs else []
         en = self.end[evs].tolist() if evs else []
         kd = m.kind[evs].tolist() if evs else []
@@ -203,7 +205,7 @@ class StackIndex:
                 pt_l.append(pts[keep])
                 ev_l.append(cur[keep])
                 pos_l.append(np.full(int(keep.sum()), fam_no * 100_000 + level, np.int64))
-                cur = m.parent[cur].astype(np.int64)
+                cur = self._up.get(fam, m.parent)[cur].astype(np.int64)
                 live = cur >= 0
                 pts, cur = pts[live], cur[live]
                 level += 1
