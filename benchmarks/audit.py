@@ -222,11 +222,13 @@ class Trace:
             elif kind == "ann" and STEP_RE.match(name):
                 self.steps.append((s, s + d))
         for evs in self.threads.values():
-            evs.sort(key=lambda v: (v.s, -v.e))
+            evs.sort(key=_nest_key)
         self.thread_of = {}
+        self.pos_of = {}  # id(event) -> its place in its thread's list (callers before callees)
         for key, evs in self.threads.items():
-            for v in evs:
+            for k, v in enumerate(evs):
                 self.thread_of[id(v)] = key
+                self.pos_of[id(v)] = k
         self.steps = _union(self.steps)
         self._trees = {}
         self._starts = {}
@@ -298,8 +300,7 @@ class Trace:
         evs = self.overlapping(key, a, b, ("py", "op", "runtime"))
         if not any(v.kind == "py" for v in evs):
             evs = self.overlapping(key, a, b, ("ann", "op", "runtime"))
-        rank = {"py": 0, "ann": 1, "op": 2, "runtime": 3}
-        evs.sort(key=lambda v: (v.s, -v.e, rank[v.kind]))
+        evs.sort(key=_nest_key)
         own = Counter()
         stack = []  # [event, clipped start, clipped end, children cover]
         first = {}
@@ -332,6 +333,19 @@ class Trace:
         """Length of [a, b) covered by the thread's events matching pred."""
         iv = [(max(v.s, a), min(v.e, b)) for v in self.overlapping(key, a, b) if pred(v)]
         return sum(e - s for s, e in _union(iv))
+
+
+_RANK = {"py": 0, "ann": 1, "op": 2, "runtime": 3}
+
+
+def _nest_key(v):
+    """Order in which a thread's events nest: by start, the longer first; the same interval (integer µs) puts
+    the caller first: a Python frame around the ops it calls, a range around ops, an op around its runtime
+    calls, and within one kind the earlier call (Python ids and External ids are given in call order), not
+    the file's order."""
+    a = v.args
+    seq = _int(a.get("Python id")) if v.kind == "py" else _int(a.get("External id")) if v.kind == "op" else None
+    return (v.s, -v.e, _RANK[v.kind], seq if seq is not None else -1)
 
 
 def _union(iv):
@@ -709,6 +723,23 @@ def check_explanation(A, tr, p, g0, g1, D, nx, text):
             A.ok(x <= mine + xt + 1000, f"{p} explanation 'held the CPU for X' by `{_short(fr, 50)}`",
                  m.group(0)[m.start(2) - m.start():], f"its own time there is {us(mine)} (most: "
                  f"`{_short(top[0], 50)}` {us(top[1])})")
+    # "`F` ran X of it itself (then `A` a, `B` b)" / "the most own time: `A` a, `B` b": own time of each frame
+    _DN = r"(-?\d+(?:\.\d+)?) (s|ms|µs|ns)\b"
+    quoted = []
+    m = re.search(r"`([^`]+)` ran " + _DN + r" of it itself(?: \(then (.*?)\);)?", text)
+    if m:
+        quoted.append((m.group(1), m.group(2), m.group(3)))
+        quoted += re.findall(r"`([^`]+)` " + _DN, m.group(4) or "")
+    m = re.search(r"the most own time: (.*?); GPU", text)
+    if m:
+        quoted += re.findall(r"`([^`]+)` " + _DN, m.group(1))
+    if quoted:
+        own = tr.self_times(key, g0, tl)
+        for fr, num, unit in quoted:
+            x, xt = parse_dur(num, unit)
+            cands = _own_by_display(own, fr)
+            A.ok(any(abs(x * 1 - c) <= xt + 1 for c in cands), f"{p} explanation own time of `{_short(fr, 50)}`",
+                 f"{num} {unit}", ", ".join(us(c) for c in cands) if cands else "no such frame there")
     m = re.search(r"recorded nothing for (-?\d+(?:\.\d+)?) (s|ms|µs|ns)\b", text)
     if m:
         x, xt = parse_dur(m.group(1), m.group(2))
@@ -730,6 +761,20 @@ def check_explanation(A, tr, p, g0, g1, D, nx, text):
         t, tt = parse_dur(m.group(3), m.group(4))
         ok = any(_int(c.args.get("bytes")) == b and abs(c.dur - t) <= tt for c in D.copies)
         A.ok(ok, f"{p} explanation copy", m.group(0)[6:], "no copy of that size and duration on the device")
+
+
+def _own_by_display(own: Counter, fr: str) -> list:
+    """The own times a frame quoted in a sentence can stand for: its exact name, or a built-in quoted by its
+    short name (``built-in sleep`` for ``<built-in function sleep>``, ``built-in to`` for ``<built-in method to
+    of Tensor object at 0x...>``), each such frame alone and all of them together."""
+    if fr in own:
+        return [own[fr]]
+    b = fr[len("built-in "):] if fr.startswith("built-in ") else fr
+    pre = (f"<built-in method {b} ", f"<built-in function {b}>", f"<built-in method {b}>", f"<built-in function {b} ")
+    if b == "(unnamed C++ binding)":  # a pybind11 binding without a __name__: "<built-in method  of ...>"
+        pre = ("<built-in method  of ", "<built-in function  of ")
+    hits = [own[n] for n in own if n.startswith(pre)]
+    return hits + ([sum(hits)] if len(hits) > 1 else [])
 
 
 # ------------------------------------------------------------------------------------ host objects
@@ -876,10 +921,11 @@ def check_tables(A, tr, rep, devs, mode):
     def enclosing(v):
         """The synchronisations around v on its thread, outermost first."""
         key = tr.thread_of[id(v)]
+        pos = tr.pos_of
         return sorted((o for o in tr.around(key, v.s, v.e) if o is not v and o.kind != "py"
                        and (o.name in sync_rows or o.name in SYNC_NAMES) and is_sync(o)
-                       and (o.s, -o.e) <= (v.s, -v.e)),
-                      key=lambda o: (o.s, -o.e))
+                       and pos[id(o)] < pos[id(v)]),  # the same interval: the caller encloses its callee
+                      key=lambda o: pos[id(o)])
 
     for n, r in sync_rows.items():
         # a row counts the synchronisations it names that no other synchronisation encloses

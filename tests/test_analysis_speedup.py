@@ -43,6 +43,9 @@ def reference_holder(a, thr: int, t0: int, tl: int):
     py_in = a.stacks.innermost("py", th, pts)
     m = a.model
     free = (cpu_in < 0) | (m.kind[np.maximum(cpu_in, 0)] == int(Kind.ANNOTATION))
+    # a range inside an op, where Python frames were recorded: the op runs there, the CPU is not free
+    inner = free & (cpu_in >= 0) & (py_in >= 0)
+    free[inner] = a.stacks.through_annotations(cpu_in[inner], pts[inner]) < 0
     cand = py_in[free & (py_in >= 0)]
     if cand.size:
         scaffold = a.flags["capture_frame"][m.name_id[cand]]

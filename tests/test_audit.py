@@ -394,3 +394,63 @@ def test_a_report_that_fails_is_a_mismatch(tmp_path):
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "audit.py"), "--report-cmd", "false", str(p)],
                          cwd=ROOT, capture_output=True, text=True)
     assert ": report: reported no JSON" in out.stdout and out.returncode == 1
+
+
+def test_an_op_and_its_callee_with_one_interval_are_one_synchronisation():
+    """Integer-µs traces (hta trace_filter_sampled rank 0): `aten::item` and the `aten::_local_scalar_dense` it
+    calls can share one interval. The caller (the lower External id) is the outer one, whatever the file order:
+    one synchronisation in the `aten::item` row, not none."""
+    for order in (1, -1):
+        ev = [dict(e) for e in trace_events()]
+        for e in ev:
+            if e["name"] == "aten::_local_scalar_dense":
+                e["ts"], e["dur"] = 100, 30  # the interval of aten::item [100, 130)
+        i = next(k for k, e in enumerate(ev) if e["name"] == "aten::item")
+        ev[i:i + 2] = ev[i:i + 2][::order]
+        t = audit.Trace({"traceEvents": ev})
+        assert run(t, right_report()) == [], order
+
+
+def test_python_frames_with_one_interval_nest_by_call_order():
+    """A caller and its callee in the same µs interval (`torch/_ops.py(434): __call__` and its built-in, both
+    [1814, 1816) in sidnb13's trace): the callee (the higher Python id, the later call) owns the time, in either
+    file order."""
+    def P(name, ts, end, pyid, parent):
+        return X("python_function", name, ts, end, **{"Python id": pyid, "Python parent id": parent})
+
+    frames = [P("exit.py(616): __exit__", 1812, 1817, 455, None), P("_ops.py(434): __call__", 1814, 1816, 457, 455),
+              P("<built-in method of PyCapsule>", 1814, 1816, 458, 457)]
+    for ev in (frames, frames[:1] + frames[:0:-1]):
+        own = audit.Trace({"traceEvents": ev}).self_times((str(PID), str(PID)), 1812_000, 1817_000)
+        assert own == {"exit.py(616): __exit__": 3_000, "_ops.py(434): __call__": 0,
+                       "<built-in method of PyCapsule>": 2_000}, ev
+
+
+HOST_EXPLANATION = ("Host work in `main.py(30): post` held the CPU for 40.0 µs of the 42.0 µs before `aten::relu` was "
+                    "launched; `built-in sleep` ran 33.0 µs of it itself (then `main.py(30): post` 7.0 µs, `aten::relu` "
+                    "2.0 µs); GPU idle 50.0 µs.")
+SPREAD_EXPLANATION = ("Host work in `main.py(30): post` held the CPU for 40.0 µs of the 42.0 µs before `aten::relu` was "
+                      "launched, spread over many frames; the most own time: `built-in sleep` 33.0 µs, "
+                      "`main.py(30): post` 7.0 µs; GPU idle 50.0 µs.")
+
+
+@pytest.mark.parametrize("text,wrong,needle", [
+    (HOST_EXPLANATION, None, None),
+    (SPREAD_EXPLANATION, None, None),
+    (HOST_EXPLANATION, ("ran 33.0 µs", "ran 35.0 µs"), "own time of `built-in sleep`"),
+    (HOST_EXPLANATION, ("post` 7.0 µs", "post` 9.0 µs"), "own time of `main.py(30): post`"),
+    (HOST_EXPLANATION, ("`aten::relu` 2.0", "`aten::mul` 2.0"), "own time of `aten::mul`"),
+    (SPREAD_EXPLANATION, ("`built-in sleep` 33.0", "`built-in sleep` 30.0"), "own time of `built-in sleep`"),
+], ids=["ran-right", "spread-right", "ran-wrong", "then-wrong", "then-absent", "spread-wrong"])
+def test_the_frame_times_quoted_in_a_host_work_explanation(tr, text, wrong, needle):
+    """"`F` ran X of it itself (then `A` a, ...)" and "the most own time: `A` a, ...": each quoted frame's own
+    time in [gap start, launch) on the launching thread (built-ins by their short name)."""
+    if wrong:
+        text = text.replace(*wrong)
+    rep = copy.deepcopy(right_report())
+    rep["gaps"][0]["explanation"] = text
+    bad = run(tr, rep)
+    if needle is None:
+        assert bad == []
+    else:
+        assert any(needle in line for line in bad), bad

@@ -419,6 +419,10 @@ class Analysis:
         cpu_in = self.stacks.innermost("cpu", th.ravel(), pts.ravel()).reshape(pts.shape)
         py_in = self.stacks.innermost("py", th.ravel(), pts.ravel()).reshape(pts.shape)
         free = (cpu_in < 0) | (m.kind[np.maximum(cpu_in, 0)] == _ANNOTATION)
+        # a range inside an op (``nccl:all_reduce`` in ``record_param_comms``): the op runs there (hosttime's rule)
+        inner = free & (cpu_in >= 0) & (py_in >= 0)
+        if inner.any():
+            free[inner] = self.stacks.through_annotations(cpu_in[inner], pts[inner]) < 0
         cand = free & (py_in >= 0)
         scaffold = self.flags["capture_frame"][m.name_id[np.maximum(py_in, 0)]]
         has_cand = cand.any(axis=1)
@@ -461,7 +465,8 @@ class Analysis:
         hi = int(np.searchsorted(ts, t1, side="left"))
         inside = np.arange(sl.start + lo, sl.start + max(hi, lo), dtype=np.int64)
         st = self.stacks
-        open_at = st._chain(st._innermost_one("cpu", thr, t0), t0) + st._chain(st._innermost_one("py", thr, t0), t0)
+        open_at = (st._chain(st._innermost_one("cpu", thr, t0), t0)
+                   + st._chain(st._innermost_one("py", thr, t0), t0, "py"))
         open_at = [i for i in open_at if int(m.track[i]) == thr and m.ts_ns[i] < t0]
         if open_at:
             inside = np.union1d(inside, np.array(open_at, dtype=np.int64))
@@ -478,6 +483,41 @@ class Analysis:
             p = m.parent[idx]
             idx = idx[(p < 0) | (m.kind[np.where(p >= 0, p, 0)] != Kind.CPU_OP) | (m.ts_ns[np.where(p >= 0, p, 0)] < t0)]
         return [m.name(j) for j in idx[:limit].tolist()]
+
+    def _ops_in_counts(self, thr: np.ndarray, t0: np.ndarray, tl: np.ndarray, limit: int = 12) -> dict[str, int]:
+        """``_ops_in`` of many (thread, t0, t_launch), names counted over all of them (one count per op issued),
+        vectorised per thread: the first ``limit`` outermost ops starting in [t0, tl) of each."""
+        m = self.model
+        thr, t0, tl = (np.asarray(x, np.int64) for x in (thr, t0, tl))
+        ok = (thr >= 0) & (tl > t0)
+        counts = np.zeros(len(m.names), np.int64)
+        for th in np.unique(thr[ok]).tolist():
+            sl = m.track_slice(th)
+            ops = np.flatnonzero(m.kind[sl] == Kind.CPU_OP) + sl.start  # by start on the track
+            if ops.size == 0:
+                continue
+            ts = m.ts_ns[ops]
+            p = m.parent[ops]
+            # an op is outermost in [t0, tl) unless its parent is an op that started at or after t0
+            pts = np.where((p >= 0) & (m.kind[np.maximum(p, 0)] == Kind.CPU_OP), m.ts_ns[np.maximum(p, 0)],
+                           np.iinfo(np.int64).min)
+            sel = ok & (thr == th)
+            a0, al = t0[sel], tl[sel]
+            lo = np.searchsorted(ts, a0, side="left")
+            hi = np.searchsorted(ts, al, side="left")
+            n = np.maximum(hi - lo, 0)
+            if not n.any():
+                continue
+            gid = np.repeat(np.arange(n.size), n)
+            flat = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n) + np.repeat(lo, n)
+            keep = pts[flat] < a0[gid]
+            gid, flat = gid[keep], flat[keep]
+            # rank of each kept op within its gap: only the first ``limit``
+            first = np.searchsorted(gid, gid, side="left")
+            take = (np.arange(gid.size) - first) < limit
+            counts += np.bincount(m.name_id[ops[flat[take]]], minlength=counts.size)
+        nz = np.flatnonzero(counts)
+        return {m.names[i]: int(counts[i]) for i in nz.tolist()}
 
     def _alloc_stack(self, thr: int, t0: int, tl: int) -> list[Frame]:
         if thr < 0:

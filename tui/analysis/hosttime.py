@@ -5,9 +5,12 @@ activity). A frame is never credited with time its callees spent.
 The rule, per instant t (``ts <= t < end``):
 
 1. the innermost event of the 'cpu' family (aten op, runtime or driver call) when it is not an annotation:
-   dispatch, a launch, a synchronising call, host computation inside an op;
+   dispatch, a launch, a synchronising call, host computation inside an op; where Python frames were
+   recorded, ranges are looked through: in a range inside an op (``nccl:all_reduce`` in
+   ``record_param_comms``) the op is running;
 2. else the innermost Python frame (``python_function`` events, built-ins such as ``time.sleep`` or numpy
-   functions included): the code that was running;
+   functions included): the code that was running, by time (the frame opened last among those open at t;
+   ``Python parent id`` only orders frames with the same start and end);
 3. else the innermost annotation (``record_function`` range) when no Python frame was recorded, unless it is
    a step range (``ProfilerStep#N``, ``gapscope.step#k``: those wrap a whole step);
 4. else nothing: idle (blocked, sleeping in C code, or not traced).
@@ -97,7 +100,10 @@ def host_time(stacks, model, thread: int, a: int, b: int) -> HostTime:
     cpu_ann = (cpu >= 0) & (kind[np.maximum(cpu, 0)] == _ANN)
     # a step range (ProfilerStep#N, gapscope.step#k) wraps a whole step: never the thing that ran
     step = cpu_ann & stacks.flags["step_range"][model.name_id[np.maximum(cpu, 0)]]
-    who = np.where((cpu >= 0) & ~cpu_ann, cpu, np.where(py >= 0, py, np.where(cpu_ann & ~step, cpu, -1)))
+    # a range inside an op (``nccl:all_reduce`` in ``record_param_comms``) labels the op: the op runs there
+    work = np.where(cpu_ann & (py >= 0), stacks.through_annotations(cpu, lo_t), -1)
+    who = np.where((cpu >= 0) & ~cpu_ann, cpu,
+                   np.where(work >= 0, work, np.where(py >= 0, py, np.where(cpu_ann & ~step, cpu, -1))))
     idle = int(length[who < 0].sum())
     k = who >= 0
     if not k.any():

@@ -50,8 +50,21 @@ class StackIndex:
         span = min(span, (2**62) // max(len(model.tracks), 1))
         self.base, self.span = base, span
         self.fams = {}
+        self._up = {"cpu": model.parent}
         for nm, mask in (("cpu", fam_cpu), ("py", on_cpu & (kind == KI.PYTHON))):
             idx = np.flatnonzero(mask)  # model order: sorted by (track, ts, -dur)
+            if nm == "py" and idx.size:
+                # same (track, ts, dur): the caller first (Python ids are given in call order), so the callee
+                # is the later, innermost one
+                t_, d_, k_ = model.track[idx], model.ts_ns[idx], model.dur_ns[idx]
+                if ((t_[1:] == t_[:-1]) & (d_[1:] == d_[:-1]) & (k_[1:] == k_[:-1])).any():
+                    idx = idx[np.lexsort((model.py_id[idx], -k_, d_, t_))]
+                # a property of the loaded trace: kept on the model for the next analysis of it
+                cached = getattr(model, "_py_time_parent", None)
+                if cached is None or cached[0] is not model.parent:
+                    cached = (model.parent, _py_time_parent(model, idx))
+                    model._py_time_parent = cached
+                self._up["py"] = cached[1]
             keys = model.track[idx].astype(np.int64) * span + np.clip(model.ts_ns[idx] - base, 0, span - 1)
             self.fams[nm] = (idx, keys)
 
@@ -74,7 +87,7 @@ class StackIndex:
         cand = np.where(ok, cand, -1)
         # walk up the parent chain; only the points whose candidate does not contain t move on
         live = np.flatnonzero(cand >= 0)
-        end, ts, par = self.end, m.ts_ns, m.parent
+        end, ts, par = self.end, m.ts_ns, self._up.get(fam, m.parent)
         for _ in range(100_000):
             if not live.size:
                 break
@@ -89,11 +102,27 @@ class StackIndex:
             live = live[up >= 0]
         return cand
 
+    def through_annotations(self, cpu: np.ndarray, t) -> np.ndarray:
+        """For each innermost 'cpu' event (``innermost("cpu", ...)``) at t: the innermost one that is not a
+        record_function range, looking through ranges (``nccl:all_reduce`` inside ``record_param_comms``: the op
+        runs there, the range only labels it), or -1."""
+        m = self.m
+        cur = np.array(cpu, dtype=np.int64, copy=True)
+        t = np.broadcast_to(np.asarray(t, np.int64), cur.shape)
+        for _ in range(100_000):
+            c = np.maximum(cur, 0)
+            bad = (cur >= 0) & ((m.kind[c] == _ANN) | (m.ts_ns[c] > t) | (self.end[c] <= t))
+            if not bad.any():
+                break
+            cur = np.where(bad, m.parent[c], cur)
+        return cur
+
     def user_frame(self, thread, t) -> np.ndarray:
         """Innermost Python frame of user code (not torch/library/built-in) containing t, or -1."""
         cur = self.innermost("py", thread, t)
         uf = self.flags["user_frame"]
         m = self.m
+        up = self._up.get("py", m.parent)
         for _ in range(100_000):
             live = cur >= 0
             if not live.any():
@@ -102,7 +131,7 @@ class StackIndex:
             bad = live & ~uf[m.name_id[c]]
             if not bad.any():
                 break
-            cur = np.where(bad, m.parent[c], cur)
+            cur = np.where(bad, up[c], cur)
         return cur
 
     def _innermost_one(self, fam: str, thread: int, t: int) -> int:
@@ -118,20 +147,21 @@ class StackIndex:
         c = int(idx[j])
         if int(m.track[c]) != thread:
             return -1
-        ts, end, par = m.ts_ns, self.end, m.parent
+        ts, end, par = m.ts_ns, self.end, self._up.get(fam, m.parent)
         for _ in range(100_000):
             if c < 0 or (ts[c] <= t < end[c]):
                 return c
             c = int(par[c])
         return -1
 
-    def _chain(self, i: int, t: int) -> list[int]:
+    def _chain(self, i: int, t: int, fam: str = "cpu") -> list[int]:
         out = []
         m = self.m
+        up = self._up.get(fam, m.parent)
         while i >= 0 and len(out) < MAX_CHAIN:
             if m.ts_ns[i] <= t < self.end[i] or m.dur_ns[i] == 0:
                 out.append(int(i))
-            i = int(m.parent[i])
+            i = int(up[i])
         return out
 
     def stack_at(self, thread: int, t: int) -> list[Frame]:
@@ -141,7 +171,7 @@ class StackIndex:
             return []
         m = self.m
         evs = self._chain(self._innermost_one("cpu", thread, t), t) + self._chain(
-            self._innermost_one("py", thread, t), t)
+            self._innermost_one("py", thread, t), t, "py")
         ts = m.ts_ns[evs].tolist() if evs else []
         en = self.end[evs].tolist() if evs else []
         kd = m.kind[evs].tolist() if evs else []
@@ -177,7 +207,7 @@ class StackIndex:
                 keep = ((m.ts_ns[cur] <= tp) & (tp < self.end[cur])) | (m.dur_ns[cur] == 0)
                 if keep.any():
                     self._offer(best, best_ev, pts[keep], cur[keep], fam_no * 100_000 + level)
-                cur = m.parent[cur].astype(np.int64)
+                cur = self._up.get(fam, m.parent)[cur].astype(np.int64)
                 live = cur >= 0
                 pts, cur = pts[live], cur[live]
                 level += 1
@@ -241,6 +271,46 @@ class StackIndex:
         if k == _OP:
             return Frame("op", nm, i)
         return Frame("runtime", nm, i)
+
+
+def _py_time_parent(model: TraceModel, idx: np.ndarray) -> np.ndarray:
+    """Parent of each Python frame by time on its thread (the frame open around its start), for ``innermost``.
+
+    The frames open at t on one thread are its Python stack then, and the one opened last is running: time
+    decides. ``Python parent id`` only breaks ties (``idx`` is in (track, ts, -dur, Python id) order): torch
+    writes a wrong parent id at times (demo-eager-tp.prefill rank 1: the calls mlp makes after its first module
+    call name forward as their parent while mlp's frame stays open around them), and a walk up those ids from a
+    zero-length call skips the frame actually running (integer-µs traces: ``all`` credited with its generator's
+    microsecond). Where every frame's parent id is its time parent (most traces: checked by depth, one sort),
+    the model's parents are returned as they are; else an array over all events (-1 elsewhere)."""
+    from ..trace.build import _time_nesting
+
+    ts, dur, tr = model.ts_ns[idx], model.dur_ns[idx], model.track[idx].astype(np.int64)
+    end = ts + dur
+    span = int(end.max() - ts.min()) + 2
+    if span * (int(tr.max()) + 1) < 2**62:
+        # the time depth of each frame (frames open at its start), as _time_nesting counts it
+        s_b = ts - int(ts.min()) + tr * span
+        e_b = end - int(ts.min()) + tr * span
+        pos = np.arange(idx.size, dtype=np.int64)
+        ends_le = np.searchsorted(np.sort(e_b), s_b, side="right")
+        zc = np.concatenate(([0], np.cumsum(e_b == s_b)))
+        later_zero = zc[np.searchsorted(s_b, s_b, side="right")] - zc[pos]
+        td = pos - (ends_le - later_zero)
+        local = np.full(model.n, -1, np.int64)
+        local[idx] = pos
+        par = model.parent[idx]
+        lp = np.where(par >= 0, local[np.maximum(par, 0)], -1)
+        pl = np.maximum(lp, 0)
+        # the id parent is the time parent: one level up, before it, still open at its start (frames open at the
+        # window's end are stretched to it and may outlast their parent by a rounding ns)
+        agree = np.where(lp >= 0, (td == td[pl] + 1) & (pl < pos) & (end[pl] >= ts), td == 0)
+        if agree.all():
+            return model.parent
+    parent = np.full(model.n, -1, np.int64)
+    depth = np.zeros(model.n, np.int16)
+    _time_nesting(idx, model.ts_ns, model.dur_ns, model.track.astype(np.int64), depth, parent)
+    return parent
 
 
 def frame_text(f: Frame) -> str:
