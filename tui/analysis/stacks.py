@@ -283,7 +283,7 @@ def _py_time_parent(model: TraceModel, idx: np.ndarray) -> np.ndarray:
     zero-length call skips the frame actually running (integer-µs traces: ``all`` credited with its generator's
     microsecond). Where every frame's parent id is its time parent (most traces: checked by depth, one sort),
     the model's parents are returned as they are; else an array over all events (-1 elsewhere)."""
-    from ..trace.build import _time_nesting
+    from ..trace.relate import _time_nesting
 
     ts, dur, tr = model.ts_ns[idx], model.dur_ns[idx], model.track[idx].astype(np.int64)
     end = ts + dur
