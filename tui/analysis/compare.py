@@ -21,12 +21,14 @@ steps against 5), so every number is **per step**: a total divided by the trace'
   ``replaced`` (anything else).
 * **Gaps** (``match_gaps``): a listed gap of B is *new* when the kernel that ends it is aligned to an A kernel
   that no listed gap of A ends, or is not aligned at all; the explorer marks those.
+
+This module matches steps, causes, kernels, findings and gaps; the steps are found in compare_steps.py and
+the kernel sequences aligned in compare_align.py.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,103 +38,21 @@ try:  # as in the trace model: orjson where the viewer runs, json on GPU nodes t
 except ImportError:  # pragma: no cover
     _orjson = None
 
-from ..trace.model import Kind, TraceModel
+from ..trace.model import TraceModel
+from .compare_align import MAX_ALIGN_CELLS, Alignment, Hunk, _prefix, _seq_names, _symbols, align, align_names, \
+    hunks_of, lcs_pairs
+from .compare_steps import PROFILER_STEP_RE, Steps, _dedupe, find_steps
 from .gaps import CAUSES
-from .window import step_ranges
 
-PROFILER_STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
-#: the alignment keeps one bit per (A kernel, B kernel) pair of the step: 4e8 bits = 50 MB
-MAX_ALIGN_CELLS = 400_000_000
+#: the names this module held before the steps and the alignment moved out, re-exported so that
+#: ``from tui.analysis.compare import ...`` keeps working
+__all__ = ["compare", "match_gaps", "Comparison", "CauseDelta", "KernelDelta", "FindingDelta", "StepSummary",
+           "GapMatch", "finding_kind", "SAME_SHARE", "Steps", "find_steps", "PROFILER_STEP_RE", "_dedupe", "Alignment",
+           "Hunk", "align", "align_names", "lcs_pairs", "hunks_of", "MAX_ALIGN_CELLS", "_prefix", "_symbols",
+           "_seq_names"]
+
 #: a matched finding whose per-step idle moved less than this share (of the larger) is "same"
 SAME_SHARE = 0.05
-
-
-# ----------------------------------------------------------------------------------------------- steps
-@dataclass
-class Steps:
-    """The steps of one trace. ``start_ns``/``end_ns`` are the CPU ranges (for ``window``: the analysis window);
-    ``gpu_start_ns``/``gpu_end_ns`` the first kernel start .. last kernel end of each step (0, 0 when empty)."""
-
-    source: str  # "gapscope" | "ProfilerStep" | "window"
-    names: list[str]
-    start_ns: np.ndarray
-    end_ns: np.ndarray
-    gpu_start_ns: np.ndarray
-    gpu_end_ns: np.ndarray
-    kernels: np.ndarray  # event indices of the kernels counted (in the analysis window), by start time
-    kernel_step: np.ndarray  # step of each of ``kernels``
-    gap_step: np.ndarray  # step of each row of the analysis' gap table
-    note: str | None = None
-
-    @property
-    def n(self) -> int:
-        return len(self.names)
-
-    def step_kernels(self, k: int) -> np.ndarray:
-        """Kernels of step ``k`` in start order."""
-        return self.kernels[self.kernel_step == k]
-
-
-def _dedupe(model: TraceModel, idx: np.ndarray) -> np.ndarray:
-    """One range per (start, name): a range recorded on several threads counts once."""
-    if idx.size == 0:
-        return idx
-    key = np.stack([model.ts_ns[idx], model.name_id[idx].astype(np.int64)], axis=1)
-    _, first = np.unique(key, axis=0, return_index=True)
-    keep = idx[np.sort(first)]
-    return keep[np.argsort(model.ts_ns[keep], kind="stable")]
-
-
-def find_steps(a) -> Steps:
-    """The steps of analysis ``a``: gapscope.step#k, else ProfilerStep#N, else the window as one step."""
-    m = a.model
-    source, note = "gapscope", None
-    idx = _dedupe(m, step_ranges(m))
-    if idx.size == 0:
-        source = "ProfilerStep"
-        is_p = np.array([bool(PROFILER_STEP_RE.match(n)) for n in m.names], dtype=bool)
-        idx = np.zeros(0, np.int64)
-        if is_p.any():
-            # a user_annotation since torch 1.9; a cpu_op in older traces
-            cpu = (m.kind == Kind.ANNOTATION) | (m.kind == Kind.CPU_OP)
-            idx = _dedupe(m, np.flatnonzero(cpu & is_p[m.name_id]))
-    if idx.size:
-        names = [m.name(i) for i in idx.tolist()]
-        s = m.ts_ns[idx].astype(np.int64)
-        e = s + m.dur_ns[idx].astype(np.int64)
-    else:
-        source = "window"
-        w0, w1 = a.window.span
-        names, s, e = ["window"], np.array([w0], np.int64), np.array([w1], np.int64)
-        note = "no step ranges (gapscope.step#k or ProfilerStep#N): the whole window counts as one step"
-    k = np.flatnonzero(m.kind == Kind.KERNEL)
-    k = k[a.window.gpu_in(m, k)] if k.size else k
-    k = k[np.lexsort((m.track[k], m.ts_ns[k]))]
-    L, op = m.launch[k], m.op[k]
-    anchor = np.where(L >= 0, m.ts_ns[np.maximum(L, 0)], np.where(op >= 0, m.ts_ns[np.maximum(op, 0)], m.ts_ns[k]))
-    kstep = np.clip(np.searchsorted(s, anchor, side="right") - 1, 0, len(names) - 1).astype(np.int64)
-    n = len(names)
-    gs = np.zeros(n, np.int64)
-    ge = np.zeros(n, np.int64)
-    if k.size:
-        ks, ke = m.ts_ns[k], m.ts_ns[k] + m.dur_ns[k]
-        has = np.bincount(kstep, minlength=n) > 0
-        big = np.iinfo(np.int64).max
-        gs = np.full(n, big, np.int64)
-        np.minimum.at(gs, kstep, ks)
-        np.maximum.at(ge, kstep, ke)
-        gs[~has] = 0
-    # gaps: the step of the kernel that ends them; at the end of the window, the step their start falls in
-    g = a.gaps
-    pos = {int(e): i for i, e in enumerate(k.tolist())} if len(g) else {}
-    nxt = g.next_idx
-    gstep = np.array([kstep[pos[int(x)]] if int(x) in pos else -1 for x in nxt.tolist()], np.int64) \
-        if len(g) else np.zeros(0, np.int64)
-    loose = gstep < 0
-    if loose.any():
-        ref = np.where(ge > 0, gs, s)
-        gstep[loose] = np.clip(np.searchsorted(ref, g.start_ns[loose], side="right") - 1, 0, n - 1)
-    return Steps(source, names, s, e, gs, ge, k, kstep, gstep, note)
 
 
 # ------------------------------------------------------------------------------------------- the model
@@ -187,38 +107,6 @@ class FindingDelta:
 
 
 @dataclass
-class Hunk:
-    """One difference between two kernel sequences: A's kernels [a0, a1) became B's [b0, b1)."""
-
-    kind: str  # "added" | "removed" | "fused" | "replaced"
-    a0: int
-    a1: int
-    b0: int
-    b1: int
-    a_names: list[str]
-    b_names: list[str]
-
-
-@dataclass
-class Alignment:
-    step_a: int
-    step_b: int
-    a_kernels: int
-    b_kernels: int
-    matched: int
-    hunks: list[Hunk]
-    pairs: np.ndarray  # (matched, 2): positions in A's and B's step sequence that match
-    note: str | None = None
-
-    def counts(self) -> dict[str, int]:
-        """Kernels in each kind of hunk: added/replaced count B kernels, removed/fused A kernels."""
-        out = {"added": 0, "removed": 0, "fused": 0, "replaced": 0}
-        for h in self.hunks:
-            out[h.kind] += (h.b1 - h.b0) if h.kind in ("added", "replaced") else (h.a1 - h.a0)
-        return out
-
-
-@dataclass
 class StepSummary:
     """Per trace: the mean step (totals over its steps divided by their number)."""
 
@@ -249,121 +137,6 @@ class Comparison:
     @property
     def idle_delta_us_per_step(self) -> float:
         return self.b.idle_us_per_step - self.a.idle_us_per_step
-
-
-# ------------------------------------------------------------------------------------------ alignment
-def _prefix(x: np.ndarray, y: np.ndarray) -> int:
-    n = min(x.size, y.size)
-    if n == 0:
-        return 0
-    ne = np.flatnonzero(x[:n] != y[:n])
-    return int(ne[0]) if ne.size else n
-
-
-def lcs_pairs(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Positions (i, j) of a longest common subsequence of the integer sequences ``x`` and ``y``, in order.
-
-    The common prefix and suffix are matched first; the middle runs Hyyrö's bit-parallel LCS (a row of the
-    DP table is one Python integer, m bits: bit j set = no increase at column j+1) keeping each row, then
-    walks back: a match is taken diagonally (always optimal: L[i][j] = L[i-1][j-1] + 1 when x_i = y_j),
-    else left while bit j-1 of the row says L[i][j-1] = L[i][j], else up."""
-    x = np.asarray(x, np.int64)
-    y = np.asarray(y, np.int64)
-    p = _prefix(x, y)
-    s = _prefix(x[p:][::-1], y[p:][::-1])
-    xm, ym = x[p:x.size - s], y[p:y.size - s]
-    pre = np.arange(p, dtype=np.int64)
-    suf_a = np.arange(x.size - s, x.size, dtype=np.int64)
-    suf_b = np.arange(y.size - s, y.size, dtype=np.int64)
-    mid: list[tuple[int, int]] = []
-    n, m = xm.size, ym.size
-    if n and m:
-        common = np.intersect1d(xm, ym)
-        if common.size:
-            masks: dict[int, int] = {}
-            for c in common.tolist():
-                bits = np.zeros(m, np.uint8)
-                bits[ym == c] = 1
-                masks[c] = int.from_bytes(np.packbits(bits, bitorder="little").tobytes(), "little")
-            full = (1 << m) - 1
-            v = full
-            rows = [v]
-            for c in xm.tolist():
-                mk = masks.get(c)
-                if mk is not None:
-                    u = v & mk
-                    v = ((v + u) | (v - u)) & full
-                rows.append(v)
-            i, j = n, m
-            xl, yl = xm.tolist(), ym.tolist()
-            while i > 0 and j > 0:
-                if xl[i - 1] == yl[j - 1]:
-                    mid.append((i - 1, j - 1))
-                    i -= 1
-                    j -= 1
-                elif (rows[i] >> (j - 1)) & 1:
-                    j -= 1
-                else:
-                    i -= 1
-            mid.reverse()
-    pm = np.array(mid, np.int64).reshape(-1, 2) + p
-    return np.concatenate([np.stack([pre, pre], axis=1), pm, np.stack([suf_a, suf_b], axis=1)]).astype(np.int64)
-
-
-def hunks_of(pairs: np.ndarray, n: int, m: int, a_names: list[str], b_names: list[str]) -> list[Hunk]:
-    """The differences between two sequences of lengths n and m, given their matched positions."""
-    out = []
-    prev_a = prev_b = -1
-    for ia, ib in [*pairs.tolist(), (n, m)]:
-        a0, a1, b0, b1 = prev_a + 1, ia, prev_b + 1, ib
-        if a1 > a0 or b1 > b0:
-            if a1 == a0:
-                kind = "added"
-            elif b1 == b0:
-                kind = "removed"
-            elif b1 - b0 == 1 and a1 - a0 >= 2:
-                kind = "fused"
-            else:
-                kind = "replaced"
-            out.append(Hunk(kind, a0, a1, b0, b1, a_names[a0:a1], b_names[b0:b1]))
-        prev_a, prev_b = ia, ib
-    return out
-
-
-def _symbols(names_a: list[str], names_b: list[str]):
-    """The two sequences of names as integers of one shared vocabulary."""
-    vocab: dict[str, int] = {}
-    xa = np.array([vocab.setdefault(s, len(vocab)) for s in names_a], np.int64)
-    xb = np.array([vocab.setdefault(s, len(vocab)) for s in names_b], np.int64)
-    return xa, xb
-
-
-def align_names(names_a: list[str], names_b: list[str]) -> tuple[np.ndarray, list[Hunk], str | None]:
-    n, m = len(names_a), len(names_b)
-    xa, xb = _symbols(names_a, names_b)
-    p = _prefix(xa, xb)
-    s = _prefix(xa[p:][::-1], xb[p:][::-1])
-    if (n - p - s) * (m - p - s) > MAX_ALIGN_CELLS:
-        return (np.zeros((0, 2), np.int64), [],
-                f"kernel sequences too long to align ({n} x {m} kernels after a common prefix of {p})")
-    pairs = lcs_pairs(xa, xb)
-    return pairs, hunks_of(pairs, n, m, names_a, names_b), None
-
-
-def _seq_names(model: TraceModel, idx: np.ndarray) -> list[str]:
-    names = model.names
-    return [names[i] for i in model.name_id[idx].tolist()]
-
-
-def align(a, b, steps_a: Steps, steps_b: Steps, step_a: int = 0, step_b: int | None = None) -> Alignment:
-    """The GPU kernel sequence of A's step ``step_a`` against B's ``step_b`` (default: the same index, or B's
-    last step when B has fewer)."""
-    if step_b is None:
-        step_b = min(step_a, steps_b.n - 1)
-    ka, kb = steps_a.step_kernels(step_a), steps_b.step_kernels(step_b)
-    na, nb = _seq_names(a.model, ka), _seq_names(b.model, kb)
-    pairs, hunks, note = align_names(na, nb)
-    return Alignment(step_a, step_b, len(na), len(nb), int(pairs.shape[0]), hunks, pairs, note)
 
 
 # ------------------------------------------------------------------------------------------- pieces

@@ -1,0 +1,299 @@
+"""What fixing a finding means for the replay, per cause: the host intervals its fix removes from the launching
+threads (and, for copies, the new item durations and the calls that stop waiting; for a sync finding's whole
+check, the GPU items dropped), or the step as one graph replay. The rules per cause: replay.py's module
+docstring."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..trace.model import Kind
+from .intervals import union
+from .replay_model import _CALLS, Replay, _inside, _subtract
+
+#: host-to-device / device-to-host bandwidth of a pinned copy when the trace has none to measure (GB/s = bytes/ns):
+#: a conservative PCIe Gen4 x16 figure (an H200's Gen5 link does about twice that)
+PINNED_GBPS = 25.0
+#: synchronising ops that hand one value of a device tensor to the host (a check's read)
+SCALAR_READS = ("aten::item", "aten::_local_scalar_dense", "aten::is_nonzero")
+
+
+def _frame_intervals(m, name: str | None, kinds=(int(Kind.PYTHON),)):
+    """(start, end, thread) of the events named ``name`` of the given kinds."""
+    if not name:
+        return None
+    try:
+        nid = m.names.index(name)
+    except ValueError:
+        return None
+    idx = np.flatnonzero((m.name_id == nid) & np.isin(m.kind, np.array(kinds, np.uint8)))
+    if idx.size == 0:
+        idx = np.flatnonzero(m.name_id == nid)
+    if idx.size == 0:
+        return None
+    return m.ts_ns[idx], m.ts_ns[idx] + m.dur_ns[idx], m.track[idx].astype(np.int64)
+
+
+def _within(m, idx, fr, window=None):
+    """Mask over idx: the event starts inside one of the frame intervals on its own thread (all True without a
+    frame: then, when the window is clipped, inside the measured steps)."""
+    if fr is None:
+        if window is not None and getattr(window, "clipped", False):
+            return window.cpu_in(m, idx)
+        return np.ones(idx.size, bool)
+    fs, fe, ft = fr
+    ok = np.zeros(idx.size, bool)
+    for t in np.unique(ft).tolist():
+        us, ue = union(fs[ft == t], fe[ft == t])
+        sel = m.track[idx] == t
+        ok[sel] = _inside(us, ue, m.ts_ns[idx[sel]])
+    return ok
+
+
+def _python_own(r: Replay, name: str):
+    m = r.model
+    fr = _frame_intervals(m, name)
+    if fr is None:
+        return None
+    fs, fe, ft = fr
+    py = m.kind == int(Kind.PYTHON)
+    user = (r.flags["user_frame"][m.name_id] | r.flags["launcher_frame"][m.name_id]) & py \
+        & (m.name_id != m.names.index(name))
+    # kept: runtime calls, the ops that issue them, other user frames and kernel launchers; ops that issue no
+    # runtime call (CPU tensor work, views) are host work of the frame
+    calls = np.flatnonzero(np.isin(m.kind, np.array(_CALLS, np.uint8)))
+    ops = np.flatnonzero(m.kind == int(Kind.CPU_OP))
+    issuing = np.zeros(m.n, bool)
+    for t in np.unique(m.track[calls]).tolist():
+        ct = calls[m.track[calls] == t]
+        ot = ops[m.track[ops] == t]
+        if ot.size == 0:
+            continue
+        cs = np.sort(m.ts_ns[ct])
+        # an op issues a call when a call starts inside it
+        a = np.searchsorted(cs, m.ts_ns[ot], side="left")
+        b = np.searchsorted(cs, m.ts_ns[ot] + m.dur_ns[ot], side="left")
+        issuing[ot[b > a]] = True
+    keep_k = np.isin(m.kind, np.array(_CALLS, np.uint8)) | issuing | user
+    S, E, T = [], [], []
+    for t in np.unique(ft).tolist():
+        a_s, a_e = fs[ft == t], fe[ft == t]
+        sl = m.track_slice(int(t))
+        ev = np.arange(sl.start, sl.stop)
+        ev = ev[keep_k[ev]]
+        # only what runs inside the frame (its ancestors enclose it: they are not its children)
+        us, ue = union(a_s, a_e)
+        es, ee = m.ts_ns[ev], m.ts_ns[ev] + m.dur_ns[ev]
+        j = np.clip(np.searchsorted(us, es, side="right") - 1, 0, None)
+        inside = (us.size > 0) & (es >= us[j]) & (ee <= ue[j]) & ~((es == us[j]) & (ee == ue[j]))
+        ev = ev[inside]
+        s, e = _subtract(a_s, a_e, m.ts_ns[ev], m.ts_ns[ev] + m.dur_ns[ev])
+        S.append(s), E.append(e), T.append(np.full(s.size, t, np.int64))
+    return np.concatenate(S), np.concatenate(E), np.concatenate(T)
+
+
+def _check_ops(r: Replay, frame: str | None, reads):
+    """The whole check of a sync finding: ((s, e, thread) to remove, items to drop, number of ops), or None when the
+    frame is not a check (see the sync entry of replay.py's module docstring)."""
+    m = r.model
+    if not frame or reads.size == 0:
+        return None
+    names = np.array([m.names[i] for i in m.name_id[reads].tolist()])
+    if not np.isin(names, SCALAR_READS).all() or (m.kind[reads] != int(Kind.CPU_OP)).any():
+        return None
+    fr = _frame_intervals(m, frame)
+    if fr is None:
+        return None
+    fs, fe, ft = fr
+    nid = m.names.index(frame)
+    py = np.flatnonzero((m.kind == int(Kind.PYTHON)) & (m.name_id != nid) & r.flags["user_frame"][m.name_id])
+    L = m.launch[r.items]
+    S, E, T = [], [], []
+    drop = np.zeros(r.items.size, bool)
+    n_ops = 0
+    ops = np.flatnonzero(m.kind == int(Kind.CPU_OP))
+    for t in np.unique(ft).tolist():
+        us, ue = union(fs[ft == t], fe[ft == t])
+        rd = reads[m.track[reads] == t]
+        rs, re_ = m.ts_ns[rd], m.ts_ns[rd] + m.dur_ns[rd]
+        lt = L[(L >= 0)]
+        lt = lt[m.track[lt] == t]
+        for a, b in zip(us.tolist(), ue.tolist()):
+            inn = (rs >= a) & (rs < b)
+            if not inn.any():
+                return None  # a call of the frame without a read: the frame does more than check
+            last = int(re_[inn].max())
+            if ((m.ts_ns[lt] >= last) & (m.ts_ns[lt] < b)).any():
+                return None  # GPU work after the read: it may use what was computed
+        # the frame's own time: nested user frames excepted (they may do other work)
+        pt = py[m.track[py] == t]
+        ps, pe = m.ts_ns[pt], m.ts_ns[pt] + m.dur_ns[pt]
+        j = np.clip(np.searchsorted(us, ps, side="right") - 1, 0, None)
+        nested = (us.size > 0) & (ps >= us[j]) & (pe <= ue[j]) & ~((ps == us[j]) & (pe == ue[j]))
+        s_, e_ = _subtract(us, ue, ps[nested], pe[nested])
+        S.append(s_), E.append(e_), T.append(np.full(s_.size, t, np.int64))
+        own = _outermost(m, ops[(m.track[ops] == t) & _inside(s_, e_, m.ts_ns[ops])])
+        n_ops += int((~np.isin(own, rd)).sum())
+        sel = (L >= 0) & (m.track[np.where(L >= 0, L, 0)] == t)
+        drop[sel] = _inside(s_, e_, m.ts_ns[L[sel]])
+    return (np.concatenate(S), np.concatenate(E), np.concatenate(T)), drop, n_ops
+
+
+def _outermost(m, idx):
+    """Drop events of idx nested (by time, on the same thread) inside another event of idx."""
+    if idx.size == 0:
+        return idx
+    keep = np.ones(idx.size, bool)
+    for t in np.unique(m.track[idx]).tolist():
+        sel = np.flatnonzero(m.track[idx] == t)
+        ii = idx[sel]
+        o = np.lexsort((-m.dur_ns[ii], m.ts_ns[ii]))
+        s, e = m.ts_ns[ii][o], (m.ts_ns[ii] + m.dur_ns[ii])[o]
+        run = np.maximum.accumulate(e)
+        inner = np.r_[False, e[1:] <= run[:-1]]
+        keep[sel[o]] = ~inner
+    return idx[keep]
+
+
+def _calls_under(r: Replay, mask_names, frame, kinds=(int(Kind.CPU_OP), int(Kind.RUNTIME), int(Kind.DRIVER))):
+    m = r.model
+    idx = np.flatnonzero(mask_names[m.name_id] & np.isin(m.kind, np.array(kinds, np.uint8)))
+    fr = _frame_intervals(m, frame)
+    if frame and fr is None:
+        return np.zeros(0, np.int64)
+    idx = idx[_within(m, idx, fr, r.window)]
+    return _outermost(m, idx)
+
+
+def _copy_removal(r: Replay, kind: str | None, pageable_only: bool, frame):
+    from .activity import copy_kind
+
+    m = r.model
+    memk = int(Kind.MEMCPY)
+    sel = (m.kind[r.items] == memk) & r.has_launch & r.in_window
+    cand = r.items[sel]
+    ok = []
+    for i in cand.tolist():
+        nm = m.name(i)
+        ck = copy_kind(nm)
+        if not ck.startswith(("HtoD", "DtoH")):  # pinned memory and non_blocking are about host copies
+            continue
+        if kind and ck != kind:
+            continue
+        if pageable_only and "Pageable" not in nm:
+            continue
+        ok.append(i)
+    if not ok:
+        return None
+    ok = np.array(ok, np.int64)
+    L = m.launch[ok]
+    fr = _frame_intervals(m, frame)
+    if frame and fr is not None:
+        inn = _within(m, L, fr)
+        ok, L = ok[inn], L[inn]
+    if L.size == 0:
+        return None
+    # on the GPU, a pinned copy of the same bytes: at the trace's pinned bandwidth for this direction
+    pos = np.searchsorted(r.items, ok, sorter=r.item_sort)
+    pos = r.item_sort[pos]
+    dur = r.dur.copy()
+    page = np.array(["Pageable" in m.name(i) for i in ok.tolist()], bool)
+    bw = _pinned_gbps(r, kind)
+    nb = m.nbytes[ok]
+    dur[pos[page]] = np.minimum(dur[pos[page]], np.ceil(nb[page] / bw).astype(np.int64))
+    # median launch-call cost of kernel launches
+    lk = m.launch[r.items[(m.kind[r.items] == int(Kind.KERNEL)) & r.has_launch]]
+    cost = int(np.median(m.dur_ns[lk])) if lk.size else 0
+    S = [m.ts_ns[L] + np.minimum(cost, m.dur_ns[L])]
+    E = [m.ts_ns[L] + m.dur_ns[L]]
+    T = [m.track[L].astype(np.int64)]
+    # sync calls inside the op that issued each copy
+    ops = m.op[L]
+    ops = np.unique(ops[ops >= 0])
+    if ops.size:
+        syn = np.flatnonzero(r.flags["sync_rt"][m.name_id] & np.isin(m.kind, np.array(_CALLS, np.uint8)))
+        for o in ops.tolist():
+            os_, oe = int(m.ts_ns[o]), int(m.ts_ns[o] + m.dur_ns[o])
+            inn = syn[(m.track[syn] == m.track[o]) & (m.ts_ns[syn] >= os_) & (m.ts_ns[syn] < oe)]
+            S.append(m.ts_ns[inn]), E.append(m.ts_ns[inn] + m.dur_ns[inn]), T.append(m.track[inn].astype(np.int64))
+    return (np.concatenate(S), np.concatenate(E), np.concatenate(T)), dur, bw, L
+
+
+def _pinned_gbps(r: Replay, kind: str | None) -> float:
+    """Median bandwidth (GB/s = bytes/ns) of the trace's pinned copies of ``kind`` of 1 MiB or more, else
+    ``PINNED_GBPS``."""
+    from .activity import copy_kind
+
+    m = r.model
+    it = r.items[m.kind[r.items] == int(Kind.MEMCPY)]
+    bws = [m.nbytes[i] / m.dur_ns[i] for i in it.tolist() if "Pinned" in m.name(i) and m.nbytes[i] >= 1 << 20
+           and m.dur_ns[i] > 0 and (not kind or copy_kind(m.name(i)) == kind)]
+    return float(np.median(bws)) if bws else PINNED_GBPS
+
+
+def _n(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def fix_for(a, r: Replay, f):
+    """What fixing finding ``f`` means: ("remove", (s, e, thread), what, None or (item durations, calls that
+    no longer wait)), or ("graph", None, what, None), or None."""
+    m = r.model
+    ev = f.evidence or {}
+    cause = f.cause
+    frame = ev.get("frame")
+    where = f" in `{frame}`" if frame else ""
+    if cause == "launch":
+        # a step that syncs with the host cannot be captured as it is (the launch advice says so): the projection
+        # is of the step once those syncs are on the GPU
+        return ("graph", None, "the step as one CUDA graph replay" + (
+            ", its host syncs moved onto the GPU first" if a.syncs else ""), None)
+    if cause == "python" and frame:
+        iv = _python_own(r, frame)
+        return ("remove", iv, f"remove `{frame}`'s own host time", None) if iv is not None else None
+    if cause == "sync":
+        mask = r.flags["sync_op"] | r.flags["sync_rt"] | r.flags["blocking_copy"]
+        idx = _calls_under(r, mask, frame)
+        if idx.size == 0:
+            return None
+        return ("remove", (m.ts_ns[idx], m.ts_ns[idx] + m.dur_ns[idx], m.track[idx].astype(np.int64)),
+                f"remove the {_n(idx.size, 'synchronising call')}{where}", None)
+    if cause == "allocator":
+        mask = r.flags["alloc"] | r.flags["empty_cache"]
+        idx = _calls_under(r, mask, frame)
+        if idx.size == 0:
+            return None
+        return ("remove", (m.ts_ns[idx], m.ts_ns[idx] + m.dur_ns[idx], m.track[idx].astype(np.int64)),
+                f"remove the {_n(idx.size, 'allocator call')}{where} and their implicit syncs", None)
+    if cause == "copy":
+        kind = ev.get("kind")
+        pageable = bool(ev.get("pageable"))
+        if not kind and f.gap_rows.size:
+            kind = (a.gap_detail(int(f.gap_rows[0])).extra.get("copy") or {}).get("kind")
+        got = _copy_removal(r, kind, pageable, frame)
+        if got is None:
+            return None
+        iv, dur, bw, calls = got
+        return ("remove", iv, f"pinned memory and non_blocking=True: the copies stop blocking the host and run at "
+                              f"{bw:.0f} GB/s", (dur, calls))
+    return None
+
+
+def _graph_owner(a) -> str | None:
+    """The launch finding that gets the graph-replay fix: of those whose gaps mostly came before the next
+    kernel's launch (the CPU was late, not the GPU's own dispatch of queued work), the one explaining the most
+    idle time. Titles are not read: the findings may be worded differently tomorrow."""
+    g, m = a.gaps, a.model
+    best, best_idle = None, -1
+    for f in a.findings:
+        if f.cause != "launch":
+            continue
+        rows = np.asarray(f.gap_rows, np.int64)
+        if rows.size:
+            li = g.launch_idx[rows]
+            queued = (li >= 0) & (m.ts_ns[np.where(li >= 0, li, 0)] < g.start_ns[rows])
+            if queued.mean() > 0.5:
+                continue
+        if f.idle_ns > best_idle:
+            best, best_idle = f.id, f.idle_ns
+    return best

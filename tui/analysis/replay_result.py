@@ -1,0 +1,84 @@
+"""What a replay projects, as the report and the explorer read it: ``DeviceProjection`` (per device: recorded,
+replayed, calibrated and floor spans) and ``Projection`` (per finding, the saving of its fix; the headline)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .replay_model import DEFAULT_GRAPH_GAP_NS
+
+
+@dataclass
+class DeviceProjection:
+    device: int
+    steps: int
+    recorded_ns: int  # recorded span of the window (origin .. last GPU end), all steps
+    replayed_ns: int  # replay of the unchanged trace
+    baseline_ns: int  # replay with the calibrated overhead taken off (= replayed_ns when not calibrated)
+    floor_ns: int  # GPU busy (union of GPU work) in the window: the GPU-side lower bound
+    graph_ns: int  # the window's GPU items back to back at the graph dispatch gap
+    residual_pct: float
+    calibrated: bool
+    overhead_ns: float  # calibrated profiler overhead per recorded host event (0 when not calibrated)
+
+    def per_step(self, ns) -> float:
+        return ns / max(self.steps, 1)
+
+
+@dataclass
+class Projection:
+    """Per device projections and, per finding id, the saving per step (ns) of its fix (None: not projected)."""
+
+    devices: list[DeviceProjection] = field(default_factory=list)
+    saving_ns: dict[str, int | None] = field(default_factory=dict)  # per step
+    what: dict[str, str] = field(default_factory=dict)  # finding id -> the fix that was replayed
+    #: per step, a sync finding's whole check removed (its ops and their GPU work too), where the frame is a check
+    with_ops_ns: dict[str, int] = field(default_factory=dict)
+    calibrated: bool = False
+    steps: int = 1
+    unprofiled_range_ns: tuple[int, int] | None = None  # per step, from the capture's samples
+    graph_gap_ns: int = DEFAULT_GRAPH_GAP_NS
+    graph_gap_observed: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def baseline_ns(self) -> int:
+        """The step time (slowest device), per step."""
+        return max((d.baseline_ns // max(d.steps, 1) for d in self.devices), default=0)
+
+    @property
+    def floor_ns(self) -> int:
+        return max((d.floor_ns // max(d.steps, 1) for d in self.devices), default=0)
+
+    def ranked(self, findings: list) -> list:
+        """``findings`` ranked by the projected saving of their fix (the report's order); those not projected
+        follow in their own order (by idle time). The Markdown, the JSON and the explorer all rank this way."""
+        sv = self.saving_ns
+        return sorted(findings, key=lambda f: (sv.get(f.id) is None, -(sv.get(f.id) or 0)))
+
+    def saving_pct(self, fid: str) -> float | None:
+        s = self.saving_ns.get(fid)
+        b = self.baseline_ns
+        return None if s is None or b <= 0 else 100.0 * s / b
+
+    def headline(self) -> str | None:
+        """"step 14.8 ms un-profiled (7.7–15.1); GPU floor 1.7 ms: host-bound, up to 8.7x faster with the
+        host out of the way"."""
+        if not self.devices:
+            return None
+        from .units import fmt_ns
+
+        b, fl = self.baseline_ns, self.floor_ns
+        what = "un-profiled" if self.calibrated else "profiled"
+        rng = ""
+        if self.calibrated and self.unprofiled_range_ns:
+            lo, hi = self.unprofiled_range_ns
+            rng = f" ({lo / 1e6:.1f}–{hi / 1e6:.1f} ms)" if b >= 1e6 else f" ({lo / 1e3:.0f}–{hi / 1e3:.0f} µs)"
+        s = f"step {fmt_ns(b)} {what}{rng}; GPU floor {fmt_ns(fl)}"
+        if fl > 0 and b > 1.25 * fl:
+            s += f": host-bound, up to {b / fl:.1f}x faster with the host out of the way"
+        elif fl > 0:
+            s += ": GPU-bound, the host is not what limits this step"
+        if not self.calibrated:
+            s += " (profiled time: host-side savings may be overstated)"
+        return s

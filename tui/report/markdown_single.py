@@ -1,0 +1,295 @@
+"""The report of one trace (``single``): headline per device (verdict, collective waits, projection, profiler
+distortion), findings ranked by the projected saving of their fix, idle time by cause, largest gaps with their
+stacks, streams, kernels and op floors, launches, syncs, copies, allocator, collectives; and ``_sections``, each
+trace's own report under its label after a multi-trace table.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..analysis import CAUSES
+from ..analysis.names import display_frame
+from ..analysis.units import fmt_ns as t
+from .markdown_text import _biggest_cause, _bytes, _label, code, esc, inline
+
+_COLL_RE = re.compile(r"^(?:ncclDevKernel_|ncclKernel_)([A-Za-z]+?)(?:_|\(|$)")
+
+
+def _coll_label(name: str) -> str:
+    """``ncclDevKernel_AllReduce_Sum_bf16_RING_LL(...)`` -> ``AllReduce``."""
+    m = _COLL_RE.match(name)
+    return m.group(1) if m else name.split("(")[0]
+
+
+def _wait_text(a, d) -> str:
+    """'222.10 ms waiting for rank 1 in AllReduce' (empty when the device did not wait); the start-up skew part
+    apart: '19.80 ms waiting for rank 1 in AllReduce, and 38.70 ms in the first collective (profiler start-up
+    skew)'."""
+    if not getattr(d, "collective_wait_ns", 0):
+        return ""
+    rm = a.cross_rank
+    rows = [r for r in (rm.rows if rm else []) if r.wait_by_rank.get(a.rank, 0) > 0]
+    st = rm.stats(a.rank) if rm else None
+    steady = st.wait_ns if st else d.collective_wait_ns
+    startup = st.startup_wait_ns if st else 0
+    names = sorted({_coll_label(r.name) for r in rows if r.wait_by_rank[a.rank] > r.startup_wait_by_rank.get(a.rank, 0)})
+    who = f"rank {st.wait_for}" if st and st.wait_for is not None else (
+        f"rank {d.collective_late_rank}" if d.collective_late_rank is not None else "the other ranks")
+    where = f" in {', '.join(names)}" if names else " in collectives"
+    s = f"{t(steady)} waiting for {who}{where}" if steady else ""
+    if startup:
+        n = rm.startup.calls if rm and rm.startup else 1
+        first = "the first collective" if n == 1 else f"the first {n} collectives"
+        s += (", and " if s else "") + f"{t(startup)} in {first} (profiler start-up skew)"
+    return s
+
+
+def window_line(a) -> str | None:
+    note = a.window_note
+    return f"- {esc(note[0].upper() + note[1:])}." if note else None
+
+
+def by_saving(a) -> list:
+    """Findings ranked by the projected saving of their fix; those not projected follow, by idle time."""
+    return a.projection.ranked(a.findings)
+
+
+def saving_line(a, f) -> str | None:
+    """"fix → −1.23 ms per step (−9.1%), un-profiled, calibrated: remove the 32 synchronising calls ..."."""
+    pj = a.projection
+    s, pct = pj.saving_ns.get(f.id), pj.saving_pct(f.id)
+    if s is None or pct is None:
+        return f"fix: {inline(pj.what[f.id])}" if pj.what.get(f.id) else None
+    how = "un-profiled, calibrated" if pj.calibrated else "profiled time"
+    return f"fix → **−{t(s)} per step (−{pct:.1f}%)**, {how}: {inline(pj.what.get(f.id, ''))}"
+
+
+def projection_line(a) -> str | None:
+    h = a.projection.headline()
+    if not h:
+        return None
+    notes = "".join(f"; {n}" for n in a.projection.notes)
+    return f"- Projection: {esc(h)}{esc(notes)}."
+
+
+def headline(a) -> list[str]:
+    out = []
+    if not a.devices:
+        out.append("No GPU activity in this trace: there is no GPU idle time to explain.")
+        wl = window_line(a)
+        if wl:
+            out.append(wl)
+        return out
+    c, ns = _biggest_cause(a)
+    verdicts = {(v.rank, v.device): v for v in getattr(a, "verdicts", [])}
+    for d in a.devices:
+        nm = f" ({esc(d.name)})" if d.name else ""
+        wt = _wait_text(a, d)
+        wt = f"; **{esc(wt)}**" if wt else ""
+        out.append(f"- **cuda:{d.device}**{nm}: GPU idle **{d.idle_pct:.1f}%** of a {t(d.window_ns)} window "
+                   f"({t(d.idle_ns)} idle, kernels busy {t(d.kernel_busy_ns)}, copies {t(d.copy_busy_ns)}){wt}.")
+        v = verdicts.get((d.rank, d.device))
+        if v is not None:
+            out.append(f"  - Verdict: **{v.kind}**: {esc(v.reason)}" + (f"; {esc(v.graph_text())}" if v.graph_text() else "")
+                       + ".")
+    wl = window_line(a)
+    if wl:
+        out.append(wl)
+    if c:
+        share = 100.0 * ns / a.idle_ns if a.idle_ns else 0.0
+        out.append(f"- Biggest cause: **{c}**, {t(ns)} ({share:.0f}% of the idle time).")
+    pl = projection_line(a)
+    if pl:
+        out.append(pl)
+    if a.distortion:
+        dd = a.distortion
+        warn = " — CPU-side gaps are inflated by the profiler" if dd["ratio"] > a.config.large_distortion else ""
+        spread = ""
+        if isinstance(dd.get("ratio_low"), (int, float)) and isinstance(dd.get("ratio_high"), (int, float)):
+            spread = (f"; {dd['ratio_low']:.2f}x–{dd['ratio_high']:.2f}x against the p75–p25 of "
+                      f"{dd.get('unprofiled_n') or '?'} un-profiled runs")
+        out.append(f"- Profiler distortion: the profiled step took {dd['ratio']:.2f}x its un-profiled time "
+                   f"({dd['profiled_us']:.0f} µs vs {dd['unprofiled_us']:.0f} µs median{spread}){warn}.")
+    return out
+
+
+def _stack_lines(frames, limit=7) -> list[str]:
+    fr = frames[-limit:]
+    lines = []
+    if len(frames) > limit:
+        lines.append(f"    … {len(frames) - limit} outer frames")
+    for f in fr:
+        lines.append(f"    {f.kind:<10} {display_frame(f.name)}")
+    return lines
+
+
+def _fence(lines: list[str]) -> list[str]:
+    body = "\n".join(lines)
+    fence = "```"
+    while fence in body:
+        fence += "`"
+    return [fence + "text", *lines, fence]
+
+
+def single(a, top: int, title: bool = True) -> list[str]:
+    L: list[str] = []
+    if title:
+        L.append(f"# gapscope report: {esc(_label(a))}")
+        L.append("")
+    L += headline(a)
+    for w in [w for w in a.warnings if not (a.distortion and w.startswith("the profiler slowed"))][:5]:
+        L.append(f"- ⚠ {esc(w)}")
+    L.append("")
+    if a.findings:
+        L.append("## Findings")
+        L.append("")
+        for i, f in enumerate(by_saving(a)[:top], 1):
+            L.append(f"{i}. **\\[{f.severity}\\] {inline(f.title)}**  ")
+            sv = saving_line(a, f)
+            if sv:
+                L.append(f"   {sv}  ")
+            ev = f.evidence or {}
+            ex = (ev.get("examples") or [None])[0]
+            if ex:
+                L.append(f"   {inline(ex['explanation'])}  ")
+            if ev.get("issued_ops"):
+                L.append("   Ops issued in these gaps: " + ", ".join(code(o, False, 60) for o in ev["issued_ops"][:5]) + "  ")
+            L.append(f"   → {esc(f.suggestion)}")
+        if len(a.findings) > top:
+            L.append(f"\n({len(a.findings) - top} more findings: use --top)")
+        L.append("")
+    ct = a.cause_totals()
+    if len(a.gaps):
+        L.append("## Idle time by cause")
+        L.append("")
+        L.append("| cause | gaps | idle | share |")
+        L.append("|---|---:|---:|---:|")
+        for c in sorted(CAUSES, key=lambda c: -ct[c]["total_ns"]):
+            if ct[c]["count"]:
+                sh = 100.0 * ct[c]["total_ns"] / a.idle_ns if a.idle_ns else 0
+                L.append(f"| {c} | {ct[c]['count']} | {t(ct[c]['total_ns'])} | {sh:.1f}% |")
+        L.append("")
+        n = min(top, len(a.gaps), 3 if top <= 10 else top)
+        L.append(f"## Largest gaps (top {n} of {len(a.gaps)})")
+        L.append("")
+        g = a.gaps
+        for r in range(n):
+            d = a.gap_detail(r)
+            st = (int(g.start_ns[r]) - a.window_start_ns)
+            L.append(f"{r + 1}. **{t(d.dur_ns)}** at +{t(st)} on cuda:{d.device} — **{d.cause}** — next "
+                     f"{code(d.next_op or d.next_kernel, False, 80)}")
+            L.append(f"   {inline(d.explanation)}")
+            if d.stack:
+                L.append("")
+                L += ["   " + x for x in _fence(_stack_lines(d.stack))]
+            L.append("")
+    L += streams_section(a)
+    if a.kernels:
+        L.append("## Kernels")
+        L.append("")
+        L.append("| kernel | calls | total | share | op and input shapes | floor/call | avg/call | bound |")
+        L.append("|---|---:|---:|---:|---|---:|---:|---|")
+        for k in a.kernels[:top]:
+            fl = t(k.floor_ns) if k.floor_ns is not None else "–"
+            op = k.op or ""
+            if op and k.shapes:
+                op += " " + ", ".join(str(x).replace(" ", "") for x in k.shapes if x)
+            if k.floor_ns is None and k.op_floor_calls:
+                fl = "on its op ↓"
+            elif k.floor_ns is not None and k.floored_count < k.count:
+                fl += f" ({k.floored_count} of {k.count} calls)"
+            L.append(f"| {code(k.name, limit=60)} | {k.count} | {t(k.total_ns)} | {k.pct:.1f}% | "
+                     f"{code(op, limit=60) if op else '–'} | {fl} | {t(k.avg_ns)} | {k.bound or '–'} |")
+        L.append("")
+        L.append("Floors are lower bounds per op call from its own shapes (peak compute, and HBM bandwidth for the "
+                 "bytes beyond what the L2 can hold), averaged over the calls that have one.")
+        L.append("")
+        ofl = getattr(a, "op_floors", [])
+        if ofl:
+            L.append("Ops that launch several kernels per call own one floor per call:")
+            L.append("")
+            L.append("| op | kernels per call | calls | floor/call | avg/call | bound |")
+            L.append("|---|---|---:|---:|---:|---|")
+            for o in ofl[:top]:
+                ks = " + ".join(code(x, False, 40) for x in o.kernels[:4]) + (" + …" if len(o.kernels) > 4 else "")
+                L.append(f"| {code(o.op)} | {ks} | {o.count} | {t(o.floor_ns)} | {t(o.avg_ns)} | {o.bound or '–'} |")
+            L.append("")
+    ls = a.launches
+    if ls.get("count"):
+        L.append(f"Launches: {ls['count']} calls, {ls['rate_per_ms']:.1f}/ms, median CPU cost "
+                 f"{t(ls['cost_median_ns'])}, median launch-to-start {t(ls['delay_median_ns'])}, "
+                 f"{ls['kernels_shorter_than_launch']} kernels shorter than their launch call.")
+        L.append("")
+    if a.syncs:
+        L.append("## Syncs")
+        L.append("")
+        L.append("| call | count | time | where |")
+        L.append("|---|---:|---:|---|")
+        for s in a.syncs[:top]:
+            where = ", ".join(f"{code(x['frame'], limit=60)} ×{x['count']}" for x in s["stacks"][:2]) or "–"
+            inner = " → ".join(code(x, False, 40) for x in (s.get("chain") or [])[1:])
+            call = code(s["name"]) + (f" → {inner}" if inner else "")
+            L.append(f"| {call} | {s['count']} | {t(s['total_ns'])} | {where} |")
+        L.append("")
+    if a.copies:
+        L.append("## Copies")
+        L.append("")
+        L.append("| kind | count | bytes | time | GB/s |")
+        L.append("|---|---:|---:|---:|---:|")
+        for c in a.copies[:top]:
+            gb = f"{c['gbps']:.1f}" if c["gbps"] else "–"
+            flag = " ⚠ pageable" if c["pageable"] else ""
+            L.append(f"| {esc(c['kind'])}{flag} | {c['count']} | {_bytes(c['bytes'])} | {t(c['total_ns'])} | {gb} |")
+        L.append("")
+    calls = a.allocator.get("calls") or {}
+    if calls:
+        L.append("Allocator: " + ", ".join(f"{code(k, False)} ×{v['count']} ({t(v['total_ns'])})"
+                                           for k, v in sorted(calls.items(), key=lambda kv: -kv[1]["total_ns"])[:6]) + ".")
+        L.append("")
+    mem = a.allocator.get("memory")
+    if mem:
+        pk = f", peak allocated {_bytes(mem['peak_allocated'])}" if mem.get("peak_allocated") is not None else ""
+        pr = f", peak reserved {_bytes(mem['peak_reserved'])}" if mem.get("peak_reserved") is not None else ""
+        L.append(f"Memory events: {mem['events']} recorded{pk}{pr}.")
+        L.append("")
+    if a.collectives:
+        L.append("## Collectives")
+        L.append("")
+        L.append("| collective | count | time | not overlapped | wait | late rank |")
+        L.append("|---|---:|---:|---:|---:|---:|")
+        for c in a.collectives[:top]:
+            ex = t(c["exposed_ns"]) if c.get("exposed_ns") is not None else "–"
+            lr = c["late_rank"] if c.get("late_rank") is not None else "–"
+            L.append(f"| {code(c['name'], limit=60)} | {c['count']} | {t(c['total_ns'])} | {ex} | "
+                     f"{t(c['wait_ns'])} | {lr} |")
+        L.append("")
+    return L
+
+
+def streams_section(a) -> list[str]:
+    """Per-stream busy/idle/gaps, only for devices with more than one stream running kernels. Shown apart
+    from the device numbers: a stream's idle time is not device idle when another stream is busy."""
+    devs = [d for d in a.devices if sum(1 for v in d.stream_gaps.values() if v["kernels"]) > 1]
+    if not devs:
+        return []
+    L = ["## Streams", "",
+         "Per stream, within the device window (device idle above counts only time when *no* stream runs a kernel).",
+         "", "| device | stream | kernels | busy | idle | gaps | largest gap |", "|---:|---:|---:|---:|---:|---:|---:|"]
+    for d in devs:
+        for sid in sorted(d.stream_gaps):
+            v = d.stream_gaps[sid]
+            if not v["kernels"]:
+                continue
+            L.append(f"| cuda:{d.device} | {sid} | {v['kernels']} | {t(v['busy_ns'])} | {t(v['idle_ns'])} | "
+                     f"{v['gaps']} | {t(v['largest_gap_ns'])} |")
+    L.append("")
+    return L
+
+
+def _sections(analyses, top: int) -> list[str]:
+    """Each trace's own report under its label, after a comparison, an overview or a ranks table."""
+    L: list[str] = []
+    for a in analyses:
+        L += [f"## {esc(_label(a))}", ""] + single(a, top, title=False)
+    return L
