@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from tui.trace import Kind, TraceError, load
-from tui.trace.build import CATEGORY_KIND
 from tui.trace.model import GPU_WORK_KINDS
 
 FLOW = {"s", "f", "t"}
@@ -28,9 +27,20 @@ def _independent(path):
     return doc["traceEvents"] if isinstance(doc, dict) else doc
 
 
+#: the kind of each ``cat``, written out from ../shared/design/kineto-format.md (its categories table and the
+#: old spellings of torch <= 1.10: Kernel, Runtime, Memcpy, Memset, Operator), not read from the loader
+HAND_KIND = {
+    "kernel": Kind.KERNEL, "gpu_memcpy": Kind.MEMCPY, "memcpy": Kind.MEMCPY, "gpu_memset": Kind.MEMSET,
+    "memset": Kind.MEMSET, "cpu_op": Kind.CPU_OP, "operator": Kind.CPU_OP, "python_function": Kind.PYTHON,
+    "cuda_runtime": Kind.RUNTIME, "runtime": Kind.RUNTIME, "cuda_driver": Kind.DRIVER,
+    "user_annotation": Kind.ANNOTATION, "gpu_user_annotation": Kind.GPU_ANNOTATION, "cuda_sync": Kind.SYNC,
+    "overhead": Kind.OVERHEAD, "cpu_instant_event": Kind.INSTANT,
+}
+
+
 def _expected_kind(e) -> Kind:
     cat = e.get("cat")
-    k = CATEGORY_KIND.get(cat.lower()) if isinstance(cat, str) else None
+    k = HAND_KIND.get(cat.lower()) if isinstance(cat, str) else None
     if e.get("ph") in ("i", "I") and k is None:
         return Kind.INSTANT
     return Kind.OTHER if k is None else k
@@ -48,8 +58,7 @@ def test_our_sample_traces():
     from tests.conftest import SAMPLE_TRACES
 
     files = [p for p in _files(SAMPLE_TRACES) if "traceEvents" in _head(p)]
-    if not files:
-        pytest.skip("no sample traces recorded yet")
+    assert len(files) >= 25, files  # the recordings listed in traces/README.md
     assert _check_against_json(files) == 0
     for p in files:
         m = load(p, no_cache=True)
