@@ -134,9 +134,14 @@ def test_two_ranks_links_and_metadata(shared_traces):
 def test_graph_launch_in_real_trace(shared_traces):
     m = load(shared_traces / "h200" / "stack_memory_compile_graph.pt.trace.json.gz", no_cache=True)
     gl = [i for i in range(m.n) if m.name(i) == "cudaGraphLaunch"]
-    assert gl
-    fan = max(m.kernels_of_launch(i).size for i in gl)
-    assert fan > 1
+    # from the raw events: each cudaGraphLaunch fans out to every kernel sharing its correlation
+    events = _independent(shared_traces / "h200" / "stack_memory_compile_graph.pt.trace.json.gz")
+    launches = {e["args"]["correlation"]: e for e in events if e.get("name") == "cudaGraphLaunch"}
+    fan_out = Counter(e["args"]["correlation"] for e in events
+                      if e.get("cat") == "kernel" and e["args"].get("correlation") in launches)
+    assert len(gl) == len(launches) and max(fan_out.values()) > 1
+    got = sorted((int(m.ts_ns[i]), m.kernels_of_launch(i).size) for i in gl)
+    assert got == sorted((int(round(launches[c]["ts"] * 1000)), fan_out[c]) for c in launches)
     assert np.count_nonzero(m.kind == Kind.PYTHON) > 0
     py = np.flatnonzero((m.kind == Kind.PYTHON) & (m.parent >= 0))
     assert py.size and np.all(m.kind[m.parent[py]] == Kind.PYTHON)
