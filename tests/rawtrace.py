@@ -133,8 +133,13 @@ class RawTrace:
         return out
 
     def copies_in(self, device: int, a: int, b: int) -> bool:
-        return any(e.get("cat") in ("gpu_memcpy", "gpu_memset", "Memcpy", "Memset") and self.device_of(e) == device
-                   and ns(e["ts"]) < b and ns(e["ts"]) + ns(e.get("dur", 0)) > a for e in self.x)
+        """Whether a copy or memset ran on ``device`` during [a, b)."""
+        key = ("copies", device)
+        if key not in self._unions:
+            self._unions[key] = union([(ns(e["ts"]), ns(e["ts"]) + max(ns(e.get("dur", 0)), 1)) for e in self.x
+                                       if e.get("cat") in ("gpu_memcpy", "gpu_memset", "Memcpy", "Memset")
+                                       and self.device_of(e) == device])
+        return covered(self._unions[key], a, b) > 0
 
     def thread_events(self, thread) -> list[dict]:
         if thread not in self._thread_events:
