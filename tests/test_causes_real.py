@@ -13,6 +13,7 @@ cause have the property, and the gaps that have the property get the cause."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from tests.rawtrace import BUSY_CATS, RawTrace, covered, is_profiler_name, is_st
 MOST = 0.5  # "most of": a share strictly above one half (design/gap-causes.md)
 
 
+@functools.lru_cache(maxsize=4)  # each trace analysed and read once per module
 def _pairs(path: Path):
     """(cause, RawGap, analysis row) for each analysed gap that is an interior gap of the raw kernels."""
     from tui.analysis import CAUSES, analyze
@@ -58,7 +60,7 @@ def _split(raw: RawTrace, x):
     return b - a, busy_only, p, idle
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def eager_decode():
     return _pairs(SAMPLE_TRACES / "demo-eager.decode.json.gz")
 
