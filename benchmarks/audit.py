@@ -1169,7 +1169,7 @@ def run_report(cmd, cwd, path, whole):
 
 def all_traces():
     out = []
-    for d in (os.path.join(REPO, "traces"), os.path.join(REPO, "..", "shared", "traces"), "/work/shared/traces"):
+    for d in (os.path.join(REPO, "traces"), os.path.join(REPO, "..", "shared", "traces")):
         if not os.path.isdir(d):
             continue
         for root, _, files in os.walk(d):

@@ -20,7 +20,7 @@ _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # one of our own H200 sample traces (stacks, shapes, eager decode); the shared corpus as a fallback
 DEFAULT_SOURCE = os.path.join(_REPO, "traces", "demo-eager.decode.json.gz")
 if not os.path.exists(DEFAULT_SOURCE):
-    DEFAULT_SOURCE = "/work/shared/traces/h200/nccl_two_ranks.rank0.json.gz"
+    DEFAULT_SOURCE = os.path.join(_REPO, "..", "shared", "traces", "h200", "nccl_two_ranks.rank0.json.gz")
 ID_KEYS = ("correlation", "External id", "Python id", "Python parent id", "Record function id")
 
 

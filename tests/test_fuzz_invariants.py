@@ -16,6 +16,7 @@ import json
 import random
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -179,7 +180,7 @@ def check_analysis(a) -> None:
     a.kernels, a.syncs, a.copies, a.allocator, a.collectives, a.launches  # noqa: B018 - they compute lazily
 
 
-def check_case(folder: Path, case: dict, schema: dict | None) -> str:
+def check_case(folder: Path, case: dict, schema: dict) -> str:
     """Load, analyse, report; returns "error" or "ok". Raises AssertionError on a broken invariant."""
     from tui.report import build_json, render_markdown
 
@@ -203,10 +204,7 @@ def check_case(folder: Path, case: dict, schema: dict | None) -> str:
         md = render_markdown([a], top=5)
         assert isinstance(md, str) and "\x1b" not in md
         doc = json.loads(json.dumps(build_json([a], top=20)))
-        if schema is not None:
-            import jsonschema
-
-            jsonschema.validate(doc, schema)
+        jsonschema.validate(doc, schema)  # the schema ships in the package: always checked
     return "ok"
 
 

@@ -36,3 +36,19 @@ def test_capture_imports_without_torch_or_textual():
 def test_capture_never_imports_tui():
     mods = _modules_after_import("import capture, capture.cli")
     assert not any(m == "tui" or m.startswith("tui.") for m in mods)
+
+
+def test_no_absolute_path_of_one_machine_in_code_or_docs():
+    """Code, tests, benchmarks and docs find files relative to the repository (``../shared`` for the shared
+    corpus), never through one machine's folders."""
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    suffixes = (".py", ".sh", ".md", ".toml", ".cfg", ".txt", ".yml", ".yaml")
+    machine = ("/" + "work/", "/" + "home/")  # split so this file does not match itself
+    hits = []
+    for f in files:
+        if not f.endswith(suffixes) or not (ROOT / f).is_file():
+            continue
+        for n, line in enumerate((ROOT / f).read_text(errors="replace").splitlines(), 1):
+            if any(m in line for m in machine):
+                hits.append(f"{f}:{n}: {line.strip()[:120]}")
+    assert files and not hits, "\n".join(hits)

@@ -349,8 +349,7 @@ def test_corpus_through_info_and_report(results, schema, case):
         r = got[f"{case.name}/{cmd}"]
         where = f"{case.name}: gapscope {cmd}: rc {r['rc']}, stderr {r['err'][-1500:]!r}"
         assert r["rc"] in (0, 2), where  # not "hang", "escaped" (a traceback) or 3 (an internal error)
-        assert "Traceback" not in r["err"], where
-        assert r["s"] < 30, where
+        assert "Traceback" not in r["err"], where  # how long each took: benchmarks/bench_robust.py corpus
         if case.outcome == "error":
             assert r["rc"] == 2, where
             lines = r["err"].splitlines()
@@ -374,8 +373,7 @@ def test_corpus_through_info_and_report(results, schema, case):
             doc = json.loads(r["out"])
             jsonschema.validate(doc, sch)
             if case.outcome == "warn" and cmd in case.warn_in:
-                assert any(case.needle in w for t in doc["traces"] for w in t.get("warnings", [])) or \
-                    case.needle in r["out"], where
+                assert any(case.needle in w for t in doc["traces"] for w in t["warnings"]), where
 
 
 # orjson 3.8 overflowed the C stack here (SIGSEGV); pyproject.toml requires orjson >= 3.10, which refuses

@@ -6,13 +6,10 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 SYNC = ROOT / "traces" / "demo-eager-sync.decode.json.gz"
 
 
-@pytest.mark.skipif(not SYNC.exists(), reason="sample trace absent")
 def test_whatif_uses_the_paired_saving_of_the_measured_table(tmp_path, capsys):
     import sys
 
