@@ -54,7 +54,6 @@ def test_whatif_bad_measured_file_is_one_line_exit_2(tmp_path, capsys):
     assert err.startswith("whatif: error: ") and err.count("\n") == 1
 
 
-@pytest.mark.skipif(not SYNC.exists(), reason="sample trace absent")
 def test_whatif_rows_against_the_isolating_twin_and_a_later_traces_folder(tmp_path, capsys):
     import sys
 
