@@ -223,3 +223,26 @@ def test_report_schema_prints_the_packaged_contract(capsys):
     out = capsys.readouterr().out
     assert out == SCHEMA_PATH.read_text()
     assert json.loads(out)["properties"]["schema"]  # a JSON schema, not some other file
+
+
+def test_every_trace_key_the_report_writes_is_in_the_schema_with_its_type(schema):
+    """The contract names every key of ``traces[]`` (a key the schema does not declare is unchecked: an
+    ``idle_pct`` written as a string would pass), and a wrong type there fails validation."""
+    from tui.trace import load
+
+    root = SCHEMA_PATH.parent.parent.parent / "traces"
+    docs = [build_json([analyze(load(str(root / n)))]) for n in ("demo-eager-sync.decode.json.gz",
+                                                              "demo-eager-tp.decode.rank0.json.gz")]
+    declared = set(schema["properties"]["traces"]["items"]["properties"])
+    for doc in docs:
+        jsonschema.validate(doc, schema)
+        for t in doc["traces"]:
+            assert set(t) <= declared, set(t) - declared
+    bad = json.loads(json.dumps(docs[0]))
+    bad["traces"][0]["idle_pct"] = str(bad["traces"][0]["idle_pct"])
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
+    bad = json.loads(json.dumps(docs[0]))
+    bad["traces"][0]["window"]["mode"] = "everything"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
