@@ -671,3 +671,26 @@ def test_projection_in_the_header_and_the_gap_detail(monkeypatch, first):
     row = sc.selected_row
     n, f = next((n, f) for n, f in enumerate(pj.ranked(a.findings), 1) if row in f.gap_rows)
     assert f"finding {n}: fix → −{fmt_dur(pj.saving_ns[f.id])} per step (−{pj.saving_pct(f.id):.1f}%)" in txt
+
+
+def test_a_gap_of_hundreds_of_ms_reads_whole_at_80_columns(tmp_path):
+    """sglang's 463 ms wait read "463.30 m" and "gpu-wa" in the 80-column gap list: the idle column holds the
+    longest duration the formatter writes below a second, and gpu-wait has a short name there."""
+    s = Synth()
+    s.launch(ts=0, dur=2, kernel="k0", k_ts=5, k_dur=10)
+    # the next kernel is launched early and waits ~463 ms behind an event on another stream: a gpu-wait gap
+    s.launch(ts=20, dur=2, kernel="k1", k_ts=463_315.0, k_dur=10)
+    p = s.write(tmp_path / "wait.json")
+
+    async def go():
+        async with opened(p, size=(80, 24)) as (app, pilot):
+            return screen_text(app), app.scene.analysis
+
+    txt, a = run(go())
+    d = fmt_dur(int(a.gaps.dur_ns.max()))
+    assert len(d) == 9 and any(ln.lstrip().startswith(d + "  ") for ln in txt.splitlines()), (d, txt)
+    # the narrow cause column is 6 wide: every registered cause has a name that fits it
+    from tui.analysis import CAUSES
+    from tui.app.gaplist import SHORT_CAUSE
+
+    assert all(len(SHORT_CAUSE.get(c, c)) <= 6 for c in CAUSES), [c for c in CAUSES if len(SHORT_CAUSE.get(c, c)) > 6]

@@ -17,7 +17,7 @@ MAX_LIST = 500
 #: terminals narrower than this get the short gap list (no row number, short cause names)
 NARROW = 120
 #: cause names in the gap list of a narrow terminal
-SHORT_CAUSE = {"collective": "coll", "profiler": "prof", "allocator": "alloc", "host-idle": "host"}
+SHORT_CAUSE = {"collective": "coll", "profiler": "prof", "allocator": "alloc", "host-idle": "host", "gpu-wait": "wait"}
 
 
 def cause_name(i: int) -> str:
@@ -101,7 +101,7 @@ class GapList(RowCachedTable):
         self.narrow = narrow
         if not narrow:
             self.add_column(Text("#"), key="n", width=3)
-        self.add_column(Text("idle", justify="right"), key="dur", width=8)
+        self.add_column(Text("idle", justify="right"), key="dur", width=9)  # "463.30 ms" whole
         self.add_column(Text("cause"), key="cause", width=6 if narrow else 10)
         self.add_column(Text("at", justify="right"), key="at", width=9)
         self.add_column(Text("next op"), key="next")
