@@ -1,6 +1,6 @@
-"""The gap list (a DataTable whose drawn rows are cached per row) and the stack panel (TextView: only changed
-lines repainted, strips kept by content) draw exactly what a plain DataTable / a full repaint draws; so does the
-axis (cached by window) when the lanes' width changes under it."""
+"""The gap list (a Line-API list that owns its rows: tui/app/rowlist.py) shows its rows and pages through them;
+the stack panel (TextView: only changed lines repainted, strips kept by content) draws exactly what a full
+repaint draws; so does the axis (cached by window) when the lanes' width changes under it."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from textual.widgets import DataTable
 
 from tui.app import glyphs as G
 from tui.app.app import GapscopeApp
-from tui.app.panels import RowCachedTable, stack_text
+from tui.app.gaplist import GapList
+from tui.app.panels import stack_text
 from tui.app.screens import DetailScreen
 from tui.app.textdump import screen_text
 from tui.app.textview import wrap_lines
@@ -33,27 +34,34 @@ async def opened(size, ascii=False):
         yield app, pilot
 
 
-def same_as_datatable(gl: RowCachedTable) -> None:
-    """Every visible line of the gap list is what DataTable itself draws for the same state."""
-    assert isinstance(gl, DataTable)
-    for frame in (True, False):  # as the compositor asks (render_lines), and line by line
-        if frame:
-            gl._begin_frame()
-        else:
-            gl._frame = None
-            gl._pseudo_class_state = gl.get_pseudo_class_state()
-        for y in range(gl.size.height + 2):
-            mine = gl.render_line(y)
-            theirs = DataTable._render_line(gl, *_line_args(gl, y))
-            assert list(mine) == list(theirs), f"line {y}"
-    gl._frame = None
-
-
-def _line_args(gl, y):
-    sx, sy = gl.scroll_offset
-    if y >= (gl.header_height if gl.show_header else 0):
-        y += sy
-    return y, sx, sx + gl.size.width, gl.rich_style
+def draws_its_rows(gl: GapList) -> None:
+    """Every visible line of the gap list shows what it holds: the header its column labels, each row line the
+    plain text of that row's cells in column order (cut cells: their start), and only the cursor's line in the
+    cursor's style."""
+    w = gl.size.width
+    header = "".join(seg.text for seg in gl.render_line(0))
+    assert " ".join(c.label.plain for c in gl.columns) == " ".join(header.split()), header
+    sy = int(gl.scroll_offset.y)
+    styles = {}
+    for y in range(1, gl.size.height):
+        r = sy + y - 1
+        segs = list(gl.render_line(y))
+        line = "".join(seg.text for seg in segs)
+        assert len(line) == w, (y, line)
+        if r >= gl.row_count:
+            assert line.strip() == "", (y, line)
+            continue
+        pos = 0
+        for cell in gl.rows[r][1]:
+            want = cell.plain[:4]
+            if want:
+                k = line.find(want, pos)
+                assert k >= 0, (r, want, line)
+                pos = k + len(want)
+        styles[r] = {seg.style.bgcolor for seg in segs if seg.text.strip() and seg.style is not None}
+    if gl.cursor_row in styles:
+        others = set().union(*(v for r, v in styles.items() if r != gl.cursor_row))
+        assert not (styles[gl.cursor_row] & others), (styles[gl.cursor_row], others)
 
 
 def run(coro):
@@ -65,15 +73,14 @@ def test_gap_list_cursor_keys_scroll_and_select(size, ascii):
     async def go():
         async with opened(size, ascii) as (app, pilot):
             sc = app.scene
-            gl = app.query_one("#gaplist", DataTable)
-            assert isinstance(gl, RowCachedTable)
+            gl = app.query_one("#gaplist", GapList)
             assert sc.order.size > 60
             # n / N from the lanes move the list's cursor with the selection
             for key, want in (("n", 1), ("n", 2), ("N", 1)):
                 await pilot.press(key)
                 await pilot.pause()
                 assert sc.selected == want and gl.cursor_row == want
-            same_as_datatable(gl)
+            draws_its_rows(gl)
             # in the list: Down past the last visible row scrolls; the lanes follow every row
             await pilot.press("tab")
             await pilot.pause()
@@ -86,17 +93,17 @@ def test_gap_list_cursor_keys_scroll_and_select(size, ascii):
                 s, e, _ = sc.gap_span(sc.selected_gap)
                 assert sc.view.t0 < s < e < sc.view.t1
             assert gl.scroll_offset.y > 0
-            same_as_datatable(gl)
+            draws_its_rows(gl)
             for _ in range(3):
                 await pilot.press("up")
                 await pilot.pause()
             assert sc.selected == gl.cursor_row == rows + 3
-            same_as_datatable(gl)
-            # the focus changes the cursor's style: still what DataTable draws
+            draws_its_rows(gl)
+            # the focus changes the cursor's style: still one line in it
             await pilot.press("tab")
             await pilot.pause()
             assert app.focused is not gl
-            same_as_datatable(gl)
+            draws_its_rows(gl)
             # Enter in the list: the selected gap's full detail
             gl.focus()
             await pilot.pause()
@@ -243,26 +250,20 @@ def test_text_view_length_changes_update_its_scrollbar_without_a_screen_layout()
     run(go())
 
 
-def test_gap_list_pages_and_draws_the_next_page_ahead():
+def test_gap_list_pages_instead_of_creeping():
     """Stepping with n: the list scrolls once per page (the cursor lands a quarter of the way down), not on
-    every step past the edge, and the rows of the next page are in the row cache before the page turns."""
+    every step past the edge; back up, the same way upwards."""
 
     async def go():
         async with opened((100, 30)) as (app, pilot):
             sc = app.scene
-            gl = app.query_one("#gaplist", DataTable)
-            top = gl.header_height
-            shown = gl.scrollable_content_region.height - top
+            gl = app.query_one("#gaplist", GapList)
+            shown = gl.size.height - 1  # under the header
             lead = shown // 4
             assert shown >= 6 and sc.order.size > 3 * shown
             scrolls = []
             for _ in range(2 * shown + 2):
                 before = round(gl.scroll_y)
-                if gl.cursor_row == round(gl.scroll_y) + shown - 1:
-                    # the last visible row: the rows below it were drawn ahead (not on screen yet)
-                    key0 = gl._row_strips.keys()
-                    below = {k[2] for k in key0}
-                    assert gl.cursor_row + 1 in below and gl.cursor_row + 2 in below
                 await pilot.press("n")
                 await pilot.pause()
                 if round(gl.scroll_y) != before:
@@ -270,20 +271,18 @@ def test_gap_list_pages_and_draws_the_next_page_ahead():
                     assert gl.cursor_row - round(gl.scroll_y) == lead  # a quarter of the way down
                 assert round(gl.scroll_y) <= gl.cursor_row < round(gl.scroll_y) + shown
             assert len(scrolls) == 2, scrolls  # two page turns in two pages of steps, not one per step
-            same_as_datatable(gl)
-            # back up: the list pages up the same way, the cursor a quarter of the way from the bottom
-            ahead_up = 0
-            gl._row_strips.clear()  # only what is drawn from here on (rows shown before stay cached otherwise)
+            draws_its_rows(gl)
+            ups = []
             for _ in range(shown):
-                if gl.cursor_row == round(gl.scroll_y) and gl.cursor_row >= 2:
-                    rows = {k[2] for k in gl._row_strips.keys()}
-                    assert gl.cursor_row - 1 in rows and gl.cursor_row - 2 in rows  # drawn ahead, upwards
-                    ahead_up += 1
+                before = round(gl.scroll_y)
                 await pilot.press("N")
                 await pilot.pause()
+                if round(gl.scroll_y) != before:
+                    ups.append(round(gl.scroll_y))
+                    assert round(gl.scroll_y) + shown - 1 - gl.cursor_row == lead  # a quarter from the bottom
                 assert round(gl.scroll_y) <= gl.cursor_row < round(gl.scroll_y) + shown
-            assert ahead_up == 1
-            same_as_datatable(gl)
+            assert len(ups) == 1, ups
+            draws_its_rows(gl)
 
     run(go())
 
@@ -343,17 +342,17 @@ def test_gap_list_page_keys_home_end_keep_the_cursor_shown():
     async def go():
         async with opened((100, 30)) as (app, pilot):
             sc = app.scene
-            gl = app.query_one("#gaplist", DataTable)
+            gl = app.query_one("#gaplist", GapList)
             gl.focus()
             await pilot.pause()
-            shown = gl.scrollable_content_region.height - gl.header_height
+            shown = gl.size.height - 1
             for key in ("pagedown", "pagedown", "down", "end", "up", "pageup", "home", "pagedown", "up"):
                 await pilot.press(key)
                 await pilot.pause()
                 y = round(gl.scroll_y)
                 assert y <= gl.cursor_row < y + shown, key
                 assert sc.selected == gl.cursor_row, key
-                same_as_datatable(gl)
+                draws_its_rows(gl)
             assert gl.cursor_row > 0
 
     run(go())

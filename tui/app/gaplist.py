@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.binding import Binding
 
 from . import glyphs as G
-from .panels import RowCachedTable
+from .rowlist import RowList
 from .safe import ascii_safe, safe, short_kernel
 from .scene import Scene
 from .timefmt import fmt_at, fmt_dur
@@ -29,69 +29,19 @@ def cause_name(i: int) -> str:
         return str(i)
 
 
-class GapList(RowCachedTable):
-    """The gap list. When the cursor leaves the visible rows it pages (the cursor lands a quarter of the way in
-    from the edge it crossed) instead of creeping one row at a time: stepping through the gaps with `n` scrolled
-    the list, and redrew all its rows and its scroll bar, on two presses in three; now on one in ~25."""
+class GapList(RowList):
+    """The gap list: one row per listed gap, drawn with the Line API (``rowlist.RowList``). When the cursor
+    leaves the rows shown it pages (it lands a quarter of the way in from the edge it crossed)."""
 
     BINDINGS = [Binding("enter", "screen.detail", "detail", show=False),
                 Binding("j", "cursor_down", "next gap", show=False),
                 Binding("k", "cursor_up", "previous gap", show=False)]
-    #: rows of the next page drawn ahead after each cursor move
-    AHEAD = 2
-    _last_row = 0  # the cursor's row at the last move (which way it goes)
 
-    def _scroll_cursor_into_view(self, animate: bool = False) -> None:
-        if self.cursor_type != "row" or self.fixed_rows:
-            super()._scroll_cursor_into_view(animate)
-            return
-        _, y, _, h = self._get_row_region(self.cursor_row)
-        top = self.header_height if self.show_header else 0
-        height = self.scrollable_content_region.height
-        lead = (height - top) // 4
-        if h <= 0 or height - top < 2 * h + lead:
-            super()._scroll_cursor_into_view(animate)
-            return
-        sy = round(self.scroll_y)
-        if y < sy + top:  # above the rows shown: moving up, keep the room above the cursor
-            self.scroll_to(y=max(0, y - (height - h - lead)), animate=False, force=True, immediate=True)
-        elif y + h > sy + height:  # below: moving down
-            self.scroll_to(y=y - top - lead, animate=False, force=True, immediate=True)
-        # a page turn draws ~27 rows not drawn before (~1 ms each): draw the next page's rows a few at a time,
-        # after the frame of each cursor move, so the turn finds them in the row cache
-        down = self.cursor_row >= self._last_row
-        self._last_row = self.cursor_row
-        self.call_after_refresh(self._draw_ahead, down)
-
-    def _draw_ahead(self, down: bool) -> None:
-        if self.cursor_type != "row" or self.fixed_rows or not self.row_count:
-            return
-        self._begin_frame()
-        try:
-            f = self._frame
-            if f is None:
-                return
-            base, sx, sy, width, top, offsets, cur, hover, state = f
-            loc = self._row_locations
-            # rows (indexes into the row lines) just past the edge the cursor moves to
-            shown = self.scrollable_content_region.height - top
-            ids = range(sy + shown, sy + 2 * shown) if down else range(sy - 1, sy - 1 - shown, -1)
-            done = 0
-            for i in ids:
-                if done >= self.AHEAD:
-                    break
-                if not 0 <= i < len(offsets):
-                    break
-                row_key, line_no = offsets[i]
-                row = loc.get(row_key) if row_key in loc else -1
-                key = (row_key, line_no, row, sx, width, base, row == cur, row == hover, state)
-                if key in self._row_strips:
-                    continue
-                # as render_line draws it when shown: virtual y = row line + the header's lines
-                self._render_row_line(key, i + top, sx, sx + width, base)
-                done += 1
-        finally:
-            self._frame = None
+    def action_last(self) -> None:
+        """End: the last gap listed (not the "... more" and "not listed" lines under it)."""
+        gaps = [i for i, (key, _) in enumerate(self.rows) if key is not None and key.isdigit()]
+        if gaps:
+            self.move_cursor(row=gaps[-1])
 
     narrow: bool | None = None  # the columns are those of a terminal under NARROW columns
 

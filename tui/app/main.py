@@ -51,7 +51,7 @@ class MainScreen(Screen):
                     yield Axis(self.glyphs, lv, id="axis")
                     yield lv
                 with Horizontal(id="bottom"):
-                    yield GapList(id="gaplist", cursor_type="row", zebra_stripes=False, cell_padding=1)
+                    yield GapList(id="gaplist")
                     yield StackPanel(id="stack")
             # the kernels and findings views (2, 3) and the search box (/) are mounted when first asked for:
             # their widgets and styles made the screen's construction ~25 ms longer on the way to the first frame
@@ -203,10 +203,10 @@ class MainScreen(Screen):
         if sc is not None and sc.selected_gap >= 0:
             self.goto_gap(sc.selected)
 
-    @on(DataTable.RowHighlighted, "#gaplist")
-    def _gap_highlighted(self, ev: DataTable.RowHighlighted) -> None:
+    @on(GapList.Highlighted, "#gaplist")
+    def _gap_highlighted(self, ev: GapList.Highlighted) -> None:
         sc = self.scene
-        key = ev.row_key.value if ev.row_key is not None else None
+        key = ev.key
         if sc is None or key is None or not str(key).isdigit():
             return
         pos = int(key)

@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import numpy as np
-from rich.style import Style
 from rich.text import Text
-from textual.strip import Strip
-from textual.widgets import DataTable
 
 from ..trace.model import Kind
 from . import glyphs as G
@@ -51,116 +46,6 @@ class T:
 
     def d(self, ns) -> str:
         return fmt_dur(int(ns), ascii=self.ascii)
-
-
-class RowCachedTable(DataTable):
-    """A DataTable (row cursor) whose drawn lines are cached per row rather than per screen line and cursor
-    position: DataTable keys its line cache on the cursor coordinate, so every cursor move re-rendered every
-    visible row that was asked for again (all of them when the list scrolls by one). Here a row is rendered
-    once per (cursor on it or not, hover on it or not, focus, width, contents) and a scroll or a cursor move
-    reuses the strips of every other row. What is drawn is DataTable's own rendering, unchanged."""
-
-    #: cached strips at most (a few screens of rows, in both cursor states)
-    ROW_CACHE = 256
-
-    def __init__(self, *a, **kw):
-        super().__init__(*a, **kw)
-        self._row_strips: OrderedDict = OrderedDict()
-        self._frame: tuple | None = None  # what every line of the frame being drawn shares (render_lines)
-        self._widths_seen: tuple = ()
-
-    def _clear_caches(self) -> None:
-        super()._clear_caches()
-        self._row_strips.clear()
-
-    def notify_style_update(self) -> None:
-        self._row_strips.clear()
-        super().notify_style_update()
-
-    def _begin_frame(self) -> None:
-        """Read once what DataTable reads on every line (reactives, the widget's rich_style: a walk up the DOM)."""
-        self._pseudo_class_state = self.get_pseudo_class_state()
-        widths = self._column_widths()
-        if widths != self._widths_seen:
-            # DataTable widens columns when idle, after the rows were added, without bumping its update count,
-            # and its cell cache is not keyed by width: a row (the header) drawn in between stayed narrow
-            self._widths_seen = widths
-            self._clear_caches()
-        if self.cursor_type != "row" or self.fixed_rows or self.fixed_columns:
-            self._frame = None
-            return
-        sx, sy = self.scroll_offset
-        hover = self.hover_coordinate.row if self._show_hover_cursor else None
-        state = (self.show_cursor, self._show_hover_cursor, self._update_count, self._pseudo_class_state,
-                 self._column_widths())
-        self._frame = (self.rich_style, int(sx), int(sy), self.size.width,
-                       self.header_height if self.show_header else 0, self._y_offsets, self.cursor_coordinate.row,
-                       hover, state)
-
-    def _column_widths(self) -> tuple:
-        """Column widths as drawn: DataTable measures new rows when idle and widens columns without bumping
-        its update count, so a row drawn before that (the header, right after the rows are added) must not be
-        reused after it."""
-        return (self._row_label_column_width, *(c.get_render_width(self) for c in self.ordered_columns))
-
-    def render_lines(self, crop):
-        self._begin_frame()
-        try:
-            return super().render_lines(crop)
-        finally:
-            self._frame = None
-
-    def render_line(self, y: int) -> Strip:
-        f = self._frame
-        if f is None:
-            return super().render_line(y)
-        base, sx, sy, width, top, offsets, cur, hover, state = f
-        # DataTable.render_line + _get_offsets, with the frame's values
-        if y >= top:
-            y += sy
-            i = y - top
-            if not 0 <= i < len(offsets):
-                return Strip.blank(width, base)
-            row_key, line_no = offsets[i]
-        else:
-            row_key, line_no = self._header_row_key, y
-        loc = self._row_locations
-        row = loc.get(row_key) if row_key in loc else -1
-        key = (row_key, line_no, row, sx, width, base, row == cur, row == hover, state)
-        strip = self._row_strips.get(key)
-        if strip is None:
-            strip = self._render_row_line(key, y, sx, sx + width, base)
-        return strip
-
-    def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
-        if self.cursor_type != "row" or self.fixed_rows or self.fixed_columns:
-            return super()._render_line(y, x1, x2, base_style)
-        try:
-            row_key, line_no = self._get_offsets(y)
-        except LookupError:
-            return super()._render_line(y, x1, x2, base_style)
-        loc = self._row_locations
-        row = loc.get(row_key) if row_key in loc else -1
-        hover = self.hover_coordinate.row if self._show_hover_cursor else None
-        state = (self.show_cursor, self._show_hover_cursor, self._update_count, self._pseudo_class_state,
-                 self._column_widths())
-        key = (row_key, line_no, row, x1, self.size.width, base_style, row == self.cursor_coordinate.row,
-               row == hover, state)
-        strip = self._row_strips.get(key)
-        if strip is None:
-            strip = self._render_row_line(key, y, x1, x2, base_style)
-        return strip
-
-    def _render_row_line(self, key: tuple, y: int, x1: int, x2: int, base_style: Style) -> Strip:
-        """DataTable's rendering of the line, cached under ``key``."""
-        strip = self._row_strips[key] = super()._render_line(y, x1, x2, base_style)
-        # DataTable's own caches of this line and row are keyed by the cursor position: never asked for again
-        # here, they would only keep ~2,000 strips and segment lists alive for the garbage collector
-        self._line_cache.clear()
-        self._row_render_cache.clear()
-        if len(self._row_strips) > self.ROW_CACHE:
-            self._row_strips.popitem(last=False)
-        return strip
 
 
 def torch_version(model) -> str | None:

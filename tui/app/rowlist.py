@@ -1,0 +1,273 @@
+"""A list of rows drawn with Textual's Line API: the widget owns its rows (cells as rich Text) and draws each
+visible line itself (``render_line``), caching one strip per (row, cursor on it, hover on it, focus, width).
+A header line stays on top; a row cursor moves with the keys or the mouse and posts ``Highlighted``.
+
+It replaces a DataTable subclass that cached DataTable's own rendering through its private members: this one
+reads nothing of Textual's but the public ScrollView / Line API (``virtual_size``, ``scroll_offset``,
+``get_component_rich_style``)."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+
+@dataclass
+class Column:
+    label: Text
+    key: str
+    width: int | None  # None: the last column takes what is left
+
+
+class RowList(ScrollView, can_focus=True):
+    """Rows of cells under a header, with a row cursor."""
+
+    BINDINGS = [
+        Binding("up", "cursor_up", "up", show=False),
+        Binding("down", "cursor_down", "down", show=False),
+        Binding("pageup", "page_up", "page up", show=False),
+        Binding("pagedown", "page_down", "page down", show=False),
+        Binding("home", "first", "first", show=False),
+        Binding("end", "last", "last", show=False),
+    ]
+    COMPONENT_CLASSES = {"rowlist--header", "rowlist--cursor", "rowlist--hover"}
+    DEFAULT_CSS = """
+    RowList {
+        background: $surface;
+        color: $foreground;
+        & > .rowlist--header { text-style: bold; background: $panel; color: $foreground; }
+        & > .rowlist--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+        & > .rowlist--hover { background: $block-hover-background; }
+        &:focus {
+            background-tint: $foreground 5%;
+            & > .rowlist--cursor {
+                background: $block-cursor-background;
+                color: $block-cursor-foreground;
+                text-style: $block-cursor-text-style;
+            }
+            & > .rowlist--header { background-tint: $foreground 5%; }
+        }
+    }
+    """
+    #: cached strips at most
+    ROW_CACHE = 512
+    #: blank columns each side of a cell
+    PAD = 1
+
+    cursor_row: reactive[int] = reactive(0, always_update=False, repaint=False)
+
+    class Highlighted(Message):
+        """The cursor moved to ``row`` (its key ``key``)."""
+
+        def __init__(self, rowlist: "RowList", row: int, key: str | None) -> None:
+            super().__init__()
+            self.rowlist, self.row, self.key = rowlist, row, key
+
+        @property
+        def control(self) -> "RowList":
+            return self.rowlist
+
+    def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.columns: list[Column] = []
+        self.rows: list[tuple[str | None, list[Text]]] = []
+        self._strips: OrderedDict = OrderedDict()
+        self._hover = -1
+        self._version = 0
+
+    # ------------------------------------------------------------------ contents
+    @property
+    def row_count(self) -> int:
+        return len(self.rows)
+
+    def add_column(self, label: Text | str, *, key: str, width: int | None = None) -> None:
+        self.columns.append(Column(label if isinstance(label, Text) else Text(label), key, width))
+        self._changed()
+
+    def add_row(self, *cells: Text, key: str | None = None) -> None:
+        self.rows.append((key, list(cells)))
+        self._changed()
+
+    def clear(self, columns: bool = False) -> None:
+        self.rows = []
+        if columns:
+            self.columns = []
+        self._hover = -1
+        self.set_reactive(RowList.cursor_row, 0)
+        self._changed()
+
+    def row_key(self, row: int) -> str | None:
+        return self.rows[row][0] if 0 <= row < len(self.rows) else None
+
+    def _changed(self) -> None:
+        self._version += 1
+        self._strips.clear()
+        self.virtual_size = Size(self.size.width, len(self.rows) + 1)
+        self.refresh()
+
+    def notify_style_update(self) -> None:
+        self._strips.clear()
+        super().notify_style_update()
+
+    def on_resize(self) -> None:
+        self.virtual_size = Size(self.size.width, len(self.rows) + 1)
+        self._strips.clear()
+
+    def _on_focus(self, event: events.Focus) -> None:
+        self._strips.clear()
+        self.refresh()
+
+    def _on_blur(self, event: events.Blur) -> None:
+        self._strips.clear()
+        self.refresh()
+
+    # ------------------------------------------------------------------ cursor
+    def move_cursor(self, *, row: int, animate: bool = False) -> None:
+        if not self.rows:
+            return
+        row = max(0, min(int(row), len(self.rows) - 1))
+        old = self.cursor_row
+        self.cursor_row = row
+        if row != old:
+            self.refresh_row(old)
+            self.refresh_row(row)
+            self.post_message(self.Highlighted(self, row, self.row_key(row)))
+        self.scroll_cursor_into_view()
+
+    def refresh_row(self, row: int) -> None:
+        y = row + 1 - int(self.scroll_offset.y)
+        if 1 <= y < self.size.height:
+            self.refresh_lines(y)
+
+    @property
+    def shown_rows(self) -> int:
+        return max(self.size.height - 1, 1)
+
+    def scroll_cursor_into_view(self) -> None:
+        """Keep the cursor's row in view; when it leaves the rows shown, page so that it lands a quarter of the
+        way in from the edge it crossed (stepping through the gaps with `n` then scrolls on one press in ~25,
+        not on two in three)."""
+        h = self.shown_rows
+        sy = int(self.scroll_offset.y)
+        r = self.cursor_row
+        lead = h // 4
+        if r < sy:
+            self.scroll_to(y=max(0, r - (h - 1 - lead)), animate=False, force=True, immediate=True)
+        elif r >= sy + h:
+            self.scroll_to(y=max(0, r - lead), animate=False, force=True, immediate=True)
+
+    def action_cursor_up(self) -> None:
+        self.move_cursor(row=self.cursor_row - 1)
+
+    def action_cursor_down(self) -> None:
+        self.move_cursor(row=self.cursor_row + 1)
+
+    def action_page_up(self) -> None:
+        self.move_cursor(row=self.cursor_row - self.shown_rows)
+
+    def action_page_down(self) -> None:
+        self.move_cursor(row=self.cursor_row + self.shown_rows)
+
+    def action_first(self) -> None:
+        self.move_cursor(row=0)
+
+    def action_last(self) -> None:
+        self.move_cursor(row=len(self.rows) - 1)
+
+    def _row_at(self, y: int) -> int:
+        r = y - 1 + int(self.scroll_offset.y)
+        return r if y >= 1 and 0 <= r < len(self.rows) else -1
+
+    def on_click(self, event: events.Click) -> None:
+        r = self._row_at(event.y)
+        if r >= 0:
+            self.focus()
+            self.move_cursor(row=r)
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        r = self._row_at(event.y)
+        if r != self._hover:
+            old, self._hover = self._hover, r
+            self.refresh_row(old)
+            self.refresh_row(r)
+
+    def on_leave(self, event: events.Leave) -> None:
+        if self._hover >= 0:
+            old, self._hover = self._hover, -1
+            self.refresh_row(old)
+
+    # ------------------------------------------------------------------ drawing
+    def _widths(self, total: int) -> list[int]:
+        fixed = sum(c.width + 2 * self.PAD for c in self.columns if c.width is not None)
+        out = []
+        for c in self.columns:
+            if c.width is not None:
+                out.append(c.width)
+            else:
+                out.append(max(total - fixed - 2 * self.PAD, 1))
+        return out
+
+    def _line(self, cells: list[Text], widths: list[int], style: Style, width: int) -> Strip:
+        pad = " " * self.PAD
+        line = Text(no_wrap=True, end="")
+        for cell, w in zip(cells, widths):
+            t = cell.copy()
+            t.no_wrap = True
+            if cell.justify == "right":
+                t.truncate(w, overflow=cell.overflow or "ellipsis")
+                t.pad_left(w - t.cell_len)
+            else:
+                t.truncate(w, overflow=cell.overflow or "ellipsis", pad=True)
+            line.append(pad)
+            line.append_text(t)
+            line.append(pad)
+        segs = list(line.render(self.app.console))
+        strip = Strip(segs).crop_extend(0, width, None).apply_style(style)
+        return strip
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        base = self.rich_style
+        if y == 0:
+            key = ("header", width, self.has_focus, self._version)
+            strip = self._strips.get(key)
+            if strip is None:
+                strip = self._line([c.label for c in self.columns], self._widths(width),
+                                   base + self.get_component_rich_style("rowlist--header"), width)
+                self._remember(key, strip)
+            return strip
+        r = self._row_at(y)
+        if r < 0:
+            return Strip([Segment(" " * width, base)], width)
+        cur, hov = r == self.cursor_row, r == self._hover
+        key = (r, cur, hov, self.has_focus, width, self._version)
+        strip = self._strips.get(key)
+        if strip is None:
+            style = base
+            if hov and not cur:
+                style = style + self.get_component_rich_style("rowlist--hover")
+            if cur:
+                style = style + self.get_component_rich_style("rowlist--cursor")
+            strip = self._line(self.rows[r][1], self._widths(width), style, width)
+            self._remember(key, strip)
+        return strip
+
+    def _remember(self, key, strip: Strip) -> None:
+        self._strips[key] = strip
+        if len(self._strips) > self.ROW_CACHE:
+            self._strips.popitem(last=False)
