@@ -89,6 +89,7 @@ class RowList(ScrollView, can_focus=True):
         self._strips: OrderedDict = OrderedDict()
         self._hover = -1
         self._version = 0
+        self._base: Style | None = None  # the widget's style while a frame is drawn (render_lines)
 
     # ------------------------------------------------------------------ contents
     @property
@@ -240,9 +241,17 @@ class RowList(ScrollView, can_focus=True):
         strip = Strip(segs).crop_extend(0, width, None).apply_style(style)
         return strip
 
+    def render_lines(self, crop):
+        # the widget's rich_style is a walk up the DOM: once a frame, not once a line
+        self._base = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._base = None
+
     def render_line(self, y: int) -> Strip:
         width = self.size.width
-        base = self.rich_style
+        base = self._base if self._base is not None else self.rich_style
         if y == 0:
             key = ("header", width, self.has_focus, self._version)
             strip = self._strips.get(key)
