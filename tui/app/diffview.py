@@ -230,16 +230,6 @@ class DiffLanes(LanesView):
             sc.lane_cursor = y
         self.screen.refresh_view()
 
-    def on_mouse_scroll_down(self, event) -> None:
-        if event.ctrl or event.shift:
-            event.stop()
-            self.screen.action_zoom(0.5)
-
-    def on_mouse_scroll_up(self, event) -> None:
-        if event.ctrl or event.shift:
-            event.stop()
-            self.screen.action_zoom(2.0)
-
     def render_line(self, y: int) -> Strip:
         sc = self.scene
         if sc is not None:
