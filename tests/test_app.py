@@ -665,3 +665,22 @@ def test_a_trace_read_before_the_screen_is_mounted_still_opens(tmp_path, monkeyp
         order.clear()
         run(go())
         assert order == ["mounted", "scene"]
+
+
+def test_header_says_the_distortion_is_unknown_when_the_unprofiled_time_is_longer(tmp_path):
+    """hf-llama.decode's capture timed 213.5 ms un-profiled for a 49.7 ms recording (a loaded node): a ratio
+    below 1 is no distortion; the header says it cannot be read (the report: nothing calibrated)."""
+    s = Synth(meta={"gapscope": {"profiled_us": 1000.0, "unprofiled_us": 4000.0, "torch": "2.13.0"}})
+    s.launch(ts=0, dur=2, kernel="k0", k_ts=5, k_dur=10)
+    s.launch(ts=100, dur=2, kernel="k1", k_ts=200, k_dur=10)
+    p = s.write(tmp_path / "slow_unprofiled.json")
+
+    for size in ((80, 24), (160, 30)):
+        async def go():
+            async with opened(p, size=size) as (app, pilot):
+                return screen_text(app)
+
+        lines = run(go()).splitlines()
+        head = "\n".join(lines[:next(i for i, ln in enumerate(lines) if " span " in ln)])
+        assert "un-profiled slower than profiled: distortion unknown" in head, head
+        assert "0.25x" not in head

@@ -251,7 +251,12 @@ def header_warnings(scene: Scene, narrow: bool = False) -> list[str]:
             lim = 1.3
         noisy = [w for w in (getattr(a, "warnings", None) or []) if w.startswith("times on this node vary")][:1] \
             if dist.get("timing_noisy") else []  # the capture's un-profiled times spread widely (tui.analysis.core)
-        if narrow and noisy:  # one line at 80 columns: "times on this node vary 1.7x" is its first clause
+        if dist["ratio"] < 1.0:
+            # the profiler only adds time: an un-profiled time longer than the profiled one was not measured under
+            # the recording's conditions (a loaded node); no distortion can be read from it (the report says so)
+            vary = f" (times vary {noisy[0].split(';')[0].split()[-1]})" if noisy else ""
+            out.append(f"un-profiled slower than profiled: distortion unknown{vary}")
+        elif narrow and noisy:  # one line at 80 columns: "times on this node vary 1.7x" is its first clause
             vary = noisy[0].split(";")[0].replace("times on this node ", "")
             out.append(f"profiler distortion {dist['ratio']:.2f}x uncertain: un-profiled times {vary}")
         else:
