@@ -246,3 +246,16 @@ def test_every_trace_key_the_report_writes_is_in_the_schema_with_its_type(schema
     bad["traces"][0]["window"]["mode"] = "everything"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schema)
+
+
+def test_markdown_calls_a_distortion_below_one_unknown(tmp_path):
+    """An un-profiled time longer than the profiled run (hf-llama.decode: 213.5 ms against 50.0 ms) is no
+    distortion of 0.23x: the profiler only adds time, so the report says the timing was disturbed."""
+    from tui.trace import load
+
+    p = sync_trace(tmp_path, meta={"gapscope": {"phase": "decode", "profiled_us": 1000.0, "unprofiled_us": 4000.0}})
+    md = render_markdown([analyze(load(str(p), no_cache=True))])
+    line = next(ln for ln in md.splitlines() if ln.startswith("- Profiler distortion"))
+    assert line.startswith("- Profiler distortion: unknown: the un-profiled median (4000 µs) is longer than the "
+                           "profiled run (1000 µs)"), line
+    assert "0.25x" not in md

@@ -109,8 +109,14 @@ def headline(a) -> list[str]:
         if isinstance(dd.get("ratio_low"), (int, float)) and isinstance(dd.get("ratio_high"), (int, float)):
             spread = (f"; {dd['ratio_low']:.2f}x–{dd['ratio_high']:.2f}x against the p75–p25 of "
                       f"{dd.get('unprofiled_n') or '?'} un-profiled runs")
-        out.append(f"- Profiler distortion: the profiled step took {dd['ratio']:.2f}x its un-profiled time "
-                   f"({dd['profiled_us']:.0f} µs vs {dd['unprofiled_us']:.0f} µs median{spread}){warn}.")
+        if dd["ratio"] < 1.0:
+            # the profiler only adds time: this un-profiled time was not measured under the recording's conditions
+            out.append(f"- Profiler distortion: unknown: the un-profiled median ({dd['unprofiled_us']:.0f} µs) is "
+                       f"longer than the profiled run ({dd['profiled_us']:.0f} µs), which the profiler cannot cause; "
+                       f"the un-profiled timing was disturbed (a loaded node){spread}.")
+        else:
+            out.append(f"- Profiler distortion: the profiled step took {dd['ratio']:.2f}x its un-profiled time "
+                       f"({dd['profiled_us']:.0f} µs vs {dd['unprofiled_us']:.0f} µs median{spread}){warn}.")
     return out
 
 
