@@ -221,15 +221,6 @@ class DiffLanes(LanesView):
         Binding("pagedown", "screen.lane(10)", "page down", show=False),
     ]
 
-    def on_click(self, event) -> None:
-        sc = self.scene
-        if sc is None:
-            return
-        y = int(event.y) + int(self.scroll_offset.y)
-        if 0 <= y < len(sc.rows()):
-            sc.lane_cursor = y
-        self.screen.refresh_view()
-
     def render_line(self, y: int) -> Strip:
         sc = self.scene
         if sc is not None:
