@@ -17,7 +17,7 @@ import sys
 import tempfile
 from typing import Any
 
-from .recorder import CaptureError
+from .recorder import PROFILER_WARMUP, CaptureError
 
 EPILOG = """\
 examples:
@@ -54,6 +54,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=int, default=3, metavar="N", help="un-profiled warm-up calls per phase (default 3)")
     p.add_argument("--active", type=int, default=None, metavar="N",
                    help="profiled calls per phase (default: 1 for prefill, 4 for decode, 1 otherwise)")
+    p.add_argument("--profiler-warmup", type=int, default=PROFILER_WARMUP, metavar="N",
+                   help="profiled steps run before the measured window and left out of it: the profiler's own "
+                        f"start-up cost lands there (default {PROFILER_WARMUP})")
     p.add_argument("--repeats", type=int, default=DEFAULT_ROUNDS, metavar="N",
                    help="at least N rounds of un-profiled timing, every phase once per round, interleaved "
                         f"(default {DEFAULT_ROUNDS}); min, p25, median, p75, max and n go into the metadata")
@@ -141,6 +144,8 @@ def _main(argv: list[str]) -> int:
         raise CaptureError("--active must be at least 1")
     if args.warmup < 0 or args.repeats < 1:
         raise CaptureError("--warmup must be >= 0 and --repeats >= 1")
+    if args.profiler_warmup < 0:
+        raise CaptureError("--profiler-warmup must be >= 0")
     if not args.budget >= 0 or args.max_rounds < 1:
         raise CaptureError("--budget must be >= 0 seconds and --max-rounds >= 1")
     if not args.dist_timeout > 0:
@@ -337,7 +342,8 @@ def _demo(args) -> int:
 
 
 def _timing_options(args) -> dict:
-    return {"repeats": args.repeats, "budget_s": args.budget or None, "max_rounds": args.max_rounds}
+    return {"repeats": args.repeats, "budget_s": args.budget or None, "max_rounds": args.max_rounds,
+            "profiler_warmup": args.profiler_warmup}
 
 
 def _demo_name(args) -> str:

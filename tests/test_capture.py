@@ -29,6 +29,14 @@ def _names(path) -> list[str]:
     return [m.name(i) for i in range(m.n)]
 
 
+def _names_in_steps(path) -> list[str]:
+    """Names of the events that start inside a measured ``gapscope.step#k`` range (the profiler's warm-up step
+    before them is recorded too, outside the window)."""
+    m = load(str(path), no_cache=True)
+    rng = [(int(m.ts_ns[i]), int(m.ts_ns[i] + m.dur_ns[i])) for i in range(m.n) if m.name(i).startswith("gapscope.step#")]
+    return [m.name(i) for i in range(m.n) if any(a <= m.ts_ns[i] < b for a, b in rng)]
+
+
 def _count(names: list[str], what: str) -> int:
     return sum(1 for n in names if n == what)
 
@@ -69,12 +77,53 @@ def test_record_window_holds_exactly_active_steps(tmp_path):
     r = capture.record(step, name="mm", out_dir=str(tmp_path), warmup=2, active=3, repeats=2, quiet=True)
     assert r.path == str(tmp_path / "mm.json.gz")
     assert open(r.path, "rb").read(2) == b"\x1f\x8b"
-    # warm-up + timing repeats + the window, nothing more
-    assert step.calls == 2 + 2 * 3 + 3
+    # warm-up + timing repeats + the profiler's warm-up step + the window, nothing more
+    assert step.calls == 2 + 2 * 3 + 1 + 3
     names = _names(r.path)
     assert sorted(n for n in names if n.startswith("gapscope.step#")) == ["gapscope.step#0", "gapscope.step#1", "gapscope.step#2"]
-    assert _count(names, "test.marker") == 3  # warm-up and timing calls are outside the window
+    # un-profiled warm-up and timing calls are not recorded; the profiler's warm-up step is, in its own range
+    assert _count(names, "test.marker") == 3 + 1
+    assert _count(names, "gapscope.profiler_warmup") == 1
     assert _listing(tmp_path) == ["mm.json.gz"]  # no temporary files left behind
+
+
+def test_profiler_warmup_step_is_recorded_before_the_window_and_left_out_of_it(tmp_path):
+    from tui.analysis import analyze
+
+    r = capture.record(Counter(), name="pw", out_dir=str(tmp_path), warmup=1, active=2, repeats=1, quiet=True,
+                       stacks=False)
+    m = load(r.path, no_cache=True)
+    assert m.gapscope_meta["profiler_warmup"] == 1
+    ranges = {}
+    for i in range(m.n):
+        nm = m.name(i)
+        if nm in ("gapscope.profiler_warmup", "gapscope.step#0", "gapscope.step#1", "test.marker"):
+            ranges.setdefault(nm, []).append((int(m.ts_ns[i]), int(m.ts_ns[i] + m.dur_ns[i])))
+    (ws, we), = ranges["gapscope.profiler_warmup"]
+    first_step = min(s for s, _ in ranges["gapscope.step#0"])
+    assert we <= first_step  # the warm-up step ends (and is synchronised) before the window begins
+    inside = [s for s, e in ranges["test.marker"] if ws <= s and e <= we]
+    assert len(inside) == 1
+    # the analysis window is made of the two measured steps only (a CPU trace is not clipped: no GPU work, but
+    # the step ranges it would clip to are these)
+    a = analyze(m)
+    assert a.window.steps == ["gapscope.step#0", "gapscope.step#1"]
+    from tui.analysis.window import STEP_RE
+
+    assert STEP_RE.match("gapscope.profiler_warmup") is None
+
+
+def test_profiler_warmup_zero_records_the_window_alone(tmp_path):
+    step = Counter()
+    r = capture.record(step, name="pw0", out_dir=str(tmp_path), warmup=1, active=2, repeats=1, quiet=True,
+                       stacks=False, profiler_warmup=0)
+    names = _names(r.path)
+    assert step.calls == 1 + 2 + 2 and _count(names, "test.marker") == 2
+    assert _count(names, "gapscope.profiler_warmup") == 0
+    assert load(r.path, no_cache=True).gapscope_meta["profiler_warmup"] == 0
+    with pytest.raises(CaptureError, match="profiler_warmup"):
+        capture.record(Counter(), name="pw1", out_dir=str(tmp_path), active=1, repeats=1, quiet=True,
+                       profiler_warmup=-1)
 
 
 def test_record_metadata(tmp_path):
@@ -166,9 +215,10 @@ def test_session_writes_one_file_per_phase(tmp_path):
     s.phase("prefill", pre)
     s.phase("decode", dec, active=3, warmup=1)
     assert _listing(tmp_path) == ["model.decode.json.gz", "model.prefill.json.gz"]
-    assert pre.calls == 3 + 1 + 1 and dec.calls == 1 + 3 + 3  # each phase has its own warm-up
+    # each phase has its own warm-up, timing and profiler warm-up step
+    assert pre.calls == 3 + 1 + 1 + 1 and dec.calls == 1 + 3 + 1 + 3
     assert load(str(tmp_path / "model.decode.json.gz"), no_cache=True).gapscope_meta["phase"] == "decode"
-    assert _count(_names(tmp_path / "model.decode.json.gz"), "test.marker") == 3
+    assert _count(_names_in_steps(tmp_path / "model.decode.json.gz"), "test.marker") == 3
     assert [r.phase for r in s.results] == ["prefill", "decode"]
 
 
@@ -198,7 +248,8 @@ def test_session_times_every_phase_before_the_first_window(tmp_path, monkeypatch
     pre = s.phase("prefill", Logged(log, "p"))
     dec = s.phase("decode", Logged(log, "d"), active=2)
     # the window's warm-up calls still run right before it (un-profiled), then the window itself
-    assert log == [("p", False), ("p", True), ("d", False), ("d", True), ("d", True)]
+    # the profiled calls: each phase's profiler warm-up step, then its window
+    assert log == [("p", False), ("p", True), ("p", True), ("d", False), ("d", True), ("d", True), ("d", True)]
     for r, n in ((pre, 1), (dec, 2)):
         g = load(r.path, no_cache=True).gapscope_meta
         assert g["timed_after_profiler"] is False and g["active"] == n
@@ -247,7 +298,7 @@ def test_demo_both_phases_tiny(tmp_path, capsys, monkeypatch):
     dec = load(str(tmp_path / "demo-eager.decode.json.gz"), no_cache=True)
     g = dec.gapscope_meta
     assert g["phase"] == "decode" and g["active"] == 4 and g["workload"]["size"] == "tiny"
-    names = [dec.name(i) for i in range(dec.n)]
+    names = _names_in_steps(tmp_path / "demo-eager.decode.json.gz")
     assert _count(names, "layer.0") == 4 and _count(names, "layer.1") == 4  # one per decode step
     assert any(n.endswith(": _decode") for n in names)  # Python stacks are on by default
     pre = load(str(tmp_path / "demo-eager.prefill.json.gz"), no_cache=True)
@@ -267,7 +318,7 @@ def test_demo_injected_cause_shows_its_function(tmp_path, capsys, inject):
                          "--out", str(tmp_path), "--repeats", "1", "--warmup", "1"], capsys)
     assert rc == 0, err
     path = tmp_path / f"demo-eager-{inject}.decode.json.gz"
-    names = _names(path)
+    names = _names_in_steps(path)
     fn = INJECT_FUNCS[inject]
     hits = [n for n in names if n.endswith(f": {fn}")]
     per_layer = inject in ("sync", "alloc", "python")
@@ -390,7 +441,9 @@ def test_small_size_and_memory_option(tmp_path, capsys):
     g = m.gapscope_meta
     assert g["workload"]["config"]["n_layers"] == 4 and g["options"]["memory"] is True
     assert any(m.name(i) == "[memory]" for i in range(m.n))  # allocator events were recorded
-    assert sum(1 for i in range(m.n) if m.name(i).startswith("layer.")) == 4
+    # 4 layers in the one measured step (and 4 more in the profiler's warm-up step before it)
+    assert sum(1 for n in _names_in_steps(tmp_path / "demo-eager-nostacks.decode.json.gz") if n.startswith("layer.")) == 4
+    assert sum(1 for i in range(m.n) if m.name(i).startswith("layer.")) == 8
 
 
 def test_gapscope_dispatches_capture(tmp_path, capsys):
@@ -445,7 +498,7 @@ def test_two_ranks_on_gloo_with_a_late_rank(tmp_path):
         assert [0, 1] in g["process_groups"].values()
         assert m.rank == r
         assert g["workload"]["late_rank"] == 1 and g["workload"]["tensor_parallel"] == 2
-        names = [m.name(i) for i in range(m.n)]
+        names = _names_in_steps(tmp_path / f"{stem}.decode.rank{r}.json.gz")
         straggler[r] = sum(1 for n in names if n.endswith(": _straggler_work"))
         assert _count(names, "gapscope.step#1") == 1
         assert any("all_reduce" in n for n in names)

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..trace.model import Kind, TraceModel, TrackKind
 from .intervals import Coverage, GroupedCoverage
-from .names import name_flags
+from .names import STEP_ANNOTATION_RE, name_flags
 from .thresholds import Thresholds
 
 #: Kind as plain ints: numpy compares a column with an IntEnum member ~10x slower than with an int
@@ -200,7 +200,7 @@ class CpuSets:
         ann = (kind == KI.ANNOTATION) & on_cpu
         if ann.any():
             # step ranges (torch's and the capture's) wrap the whole step: not activity of their own
-            step = np.array([n.startswith(("ProfilerStep#", "gapscope.step#")) for n in model.names], dtype=bool)
+            step = np.array([bool(STEP_ANNOTATION_RE.match(n)) for n in model.names], dtype=bool)
             ann &= ~step[nid]
         sync_rt = rt & (flags["sync_rt"][nid] | flags["blocking_copy"][nid])
         # aten ops holding a synchronising runtime call (``.cpu()`` is aten::to -> ... -> cudaStreamSynchronize)

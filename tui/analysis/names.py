@@ -72,8 +72,9 @@ _LIB_PATH_RE = re.compile(
 #: gapscope's own capture scaffolding (the step loop, the command line), not the workload: never the
 #: frame a finding is about. ``capture/demo.py`` is the demo workload and stays a user frame.
 CAPTURE_FRAME_RE = re.compile(r"(^|/)capture/(recorder|cli|__main__|__init__)\.py\(")
-#: the capture's step ranges; like ``ProfilerStep#N`` they wrap a whole step and say nothing about a gap
-STEP_ANNOTATION_RE = re.compile(r"^(ProfilerStep#|gapscope\.step#)")
+#: the capture's step ranges (and its profiler warm-up step's, before the window); like ``ProfilerStep#N`` they wrap
+#: a whole step and say nothing about a gap
+STEP_ANNOTATION_RE = re.compile(r"^(ProfilerStep#|gapscope\.step#|gapscope\.profiler_warmup$)")
 
 
 #: the profiler's own frames and ops: record_function enter/exit (torch's profiler.py context manager, the
