@@ -417,3 +417,55 @@ def test_no_whole_check_when_work_follows_the_read_or_the_sync_reads_nothing():
     p = project(a)
     f = next(f for f in a.findings if f.cause == "sync")
     assert f.id not in p.with_ops_ns and p.what[f.id].startswith("remove the 1 synchronising call")
+
+
+# ------------------------------------------------------------------ the allocator's after-effect (issue #14)
+def _alloc_rounds(slow_us: float = 10.0, rounds: int = 6):
+    """``rounds`` rounds of: a ``cudaMalloc`` (50 µs), then 8 iterations 40 µs apart, each an ``aten::add`` of 20 µs
+    holding a 2 µs launch of a 1 µs kernel. The first 3 iterations after the call take ``slow_us`` longer (the cold
+    host); iterations 0-4 start within 200 µs of the call's end, 5-7 after. Host-bound: every host µs is step time."""
+    s = Synth()
+    t = 10.0
+    for _ in range(rounds):
+        s.runtime("cudaMalloc", t, 50)
+        t += 50
+        for i in range(8):
+            d = 20 + (slow_us if i < 3 else 0)
+            s.cpu_op("aten::add", t + 40 * i, d)
+            s.launch("cudaLaunchKernel", t + 40 * i + 1, 2, kernel="add", k_ts=t + 40 * i + 8, k_dur=1)
+        t += 8 * 40
+    s.annotation("gapscope.step#0", 0, t + 20)
+    return s
+
+
+def test_after_effect_is_the_excess_over_the_same_names_away_from_the_calls():
+    from tui.analysis.replay_fixes import COLD_NS, _after_effect
+
+    a = analyze(model_of(_alloc_rounds()))
+    m = a.model
+    r = Replay(m, a.window, a.flags)
+    calls = np.flatnonzero(np.array([n == "cudaMalloc" for n in m.names])[m.name_id])
+    assert calls.size == 6
+    (s_, e_, t_), total = _after_effect(a, r, calls)
+    # aten::add's own time is 18 µs away from the calls and 28 µs in the 3 slow iterations after each: 6 x 3 x 10 µs;
+    # the launch calls (2 µs everywhere) add nothing, the 2 normal iterations inside the 200 µs add nothing
+    assert total == 180 * US
+    assert int((e_ - s_).sum()) == 180 * US
+    ce = np.sort(m.ts_ns[calls] + m.dur_ns[calls])
+    k = np.searchsorted(ce, s_, side="right") - 1
+    assert (k >= 0).all() and (e_ - ce[k] <= COLD_NS).all()  # only after a call, within COLD_NS
+    # removed with the calls, the host-bound step gets shorter by both: 6 x 50 µs + 180 µs
+    base = _span(r)
+    both = r.removal(np.r_[m.ts_ns[calls], s_], np.r_[m.ts_ns[calls] + m.dur_ns[calls], e_],
+                     np.r_[m.track[calls].astype(np.int64), t_])
+    assert base - _span(r, both) == (300 + 180) * US
+
+
+def test_no_after_effect_when_the_host_is_as_fast_after_the_calls():
+    from tui.analysis.replay_fixes import _after_effect
+
+    a = analyze(model_of(_alloc_rounds(slow_us=0)))
+    m = a.model
+    r = Replay(m, a.window, a.flags)
+    calls = np.flatnonzero(np.array([n == "cudaMalloc" for n in m.names])[m.name_id])
+    assert _after_effect(a, r, calls) is None
