@@ -54,8 +54,11 @@ CUDA_OK=$($PY -c 'import torch; print(int(torch.cuda.is_available()))' 2>/dev/nu
 # 1. measured pairs
 ROUNDS=${ROUNDS:-40}
 PAIRS_BUDGET=${PAIRS_BUDGET:-45}
+FRAME_TIMES=${FRAME_TIMES:-0}  # N > 0: also the injected functions' own wall times (whatif_pairs.py --frame-times N)
+FT=()
+[ "$FRAME_TIMES" -gt 0 ] && FT=(--frame-times "$FRAME_TIMES")
 rec pairs 130 $PY benchmarks/whatif_pairs.py --out "$OUT/whatif_measured.json" --size "$SIZE" --rounds "$ROUNDS" \
-    --budget "$PAIRS_BUDGET" --max-rounds 100
+    --budget "$PAIRS_BUDGET" --max-rounds 100 "${FT[@]}"
 
 # 2. Hugging Face Llama (random weights, no download)
 if ! $PY -c 'import transformers' >/dev/null 2>&1 && [ -n "${WHEELS:-}" ]; then
@@ -65,7 +68,11 @@ fi
 $PY -c 'import transformers, sys; print("transformers", transformers.__version__)' >>"$LOG" 2>&1
 HF_SIZE=full
 [ "$SIZE" = tiny ] && HF_SIZE=tiny
-HF_LLAMA_SIZE=$HF_SIZE rec hf-llama 110 $PY -m capture run benchmarks.hf_llama:steps --name hf-llama --out "$T" --overwrite
+if $PY -c 'import transformers' >/dev/null 2>&1; then
+    HF_LLAMA_SIZE=$HF_SIZE rec hf-llama 110 $PY -m capture run benchmarks.hf_llama:steps --name hf-llama --out "$T" --overwrite
+else
+    echo "=== hf-llama: skipped, no transformers (WHEELS=DIR installs it)" | tee -a "$LOG"
+fi
 
 # 3. the demo's one-GPU sample traces, under the names traces/ has
 demo() {  # demo LABEL SECONDS OPTIONS...
@@ -73,15 +80,19 @@ demo() {  # demo LABEL SECONDS OPTIONS...
     shift 2
     rec "$label" "$limit" $PY -m capture demo --size "$SIZE" --out "$T" --overwrite "$@"
 }
+# the what-if pairs' traces first, the other samples after them
 demo eager 50 --phase both
-demo eager-nostacks 45 --phase both --no-stacks
-[ "$CUDA_OK" = 1 ] && demo graph 45 --mode graph --phase both
 for c in sync alloc python copy; do
     demo "eager-$c" 50 --phase both --inject "$c"
 done
 demo eager-sampling 50 --phase decode --inject sampling
-# 4. torch.compile last (its warm-up compiles)
-[ "$CUDA_OK" = 1 ] && demo compile 150 --mode compile --phase decode --dist-timeout 600
+[ "$CUDA_OK" = 1 ] && demo graph 45 --mode graph --phase both
+demo eager-nostacks 45 --phase both --no-stacks
+# 4. torch.compile last (its warm-up compiles); COMPILE=0 skips it
+[ "$CUDA_OK" = 1 ] && [ "${COMPILE:-1}" = 1 ] && demo compile 150 --mode compile --phase decode --dist-timeout 600
+# 5. the pairs once more at the end (PAIRS_AGAIN=1): how far the node drifted while the traces were recorded
+[ "${PAIRS_AGAIN:-0}" = 1 ] && rec pairs-again 130 $PY benchmarks/whatif_pairs.py --out "$OUT/whatif_measured_run2.json" \
+    --size "$SIZE" --rounds "$ROUNDS" --budget "$PAIRS_BUDGET" --max-rounds 100 "${FT[@]}"
 
 # one line per trace from its own metadata (stdlib only)
 $PY - "$T" <<'EOF' 2>&1 | tee -a "$LOG"

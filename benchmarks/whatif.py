@@ -16,6 +16,8 @@ of traces/ were not interleaved and come from different sessions, so read that t
     python3 benchmarks/whatif.py --measured m.json --traces DIR
     python3 benchmarks/whatif.py --measured benchmarks/whatif_isolate.json \
         --traces traces --traces benchmarks/whatif_traces
+    python3 benchmarks/whatif.py --measured benchmarks/whatif_steady_after.json \
+        --traces benchmarks/whatif_steady    # the traces with the profiler warm-up step: all 15 pairs ok
 
 A sync finding whose frame is a check (replay.py: ``with_ops_ns``) is compared with its clean twin through the
 whole check's projection (the read and the ops computing its value: what the clean twin removes), marked

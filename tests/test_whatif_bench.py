@@ -90,3 +90,25 @@ def test_whatif_rows_against_the_isolating_twin_and_a_later_traces_folder(tmp_pa
     assert whatif.main(["--traces", str(later), "--measured", str(mj), "--json"]) == 0
     out = capsys.readouterr().out
     assert [r["fixed"] for r in json.loads(out[out.index("\n[") + 1:])] == ["demo-eager.decode"]
+
+
+def test_every_pair_of_the_steady_traces_is_within_target(capsys):
+    """Issue #14's done-criterion on real data: the what-if traces re-recorded on the H200 with the profiler warm-up
+    step (benchmarks/whatif_steady/, picked by benchmarks/pick_steady.py) against the pairs measured right after
+    them (benchmarks/whatif_steady_after.json). A change to the replay model that moves any projection out of
+    ±35% / ±5 points of its measured saving, or above 2x it, fails here."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import whatif
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    assert whatif.main(["--traces", str(ROOT / "benchmarks" / "whatif_steady"), "--measured",
+                        str(ROOT / "benchmarks" / "whatif_steady_after.json"), "--json"]) == 0
+    out = capsys.readouterr().out
+    rows = json.loads(out[out.index("\n[") + 1:])
+    assert len(rows) == 15  # 11 pairs against the clean or graph twin, 4 against an isolating twin
+    bad = [(r["bad"], r["fixed"], r["projected_pct"], r["measured_pct"]) for r in rows if r["verdict"] != "ok"]
+    assert bad == []
+    assert all(r["calibrated"] for r in rows)
