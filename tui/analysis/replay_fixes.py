@@ -349,11 +349,7 @@ def fix_for(a, r: Replay, f):
         what = f"remove the {_n(idx.size, 'allocator call')}{where} and their implicit syncs"
         # the runtime calls under them (cudaFree, cudaMalloc) are the ones whose after-effect is looked for
         rt = np.flatnonzero(r.flags["alloc"][m.name_id] & np.isin(m.kind, np.array(_CALLS, np.uint8)))
-        keep = np.zeros(rt.size, bool)
-        for t in np.unique(T[0]).tolist():
-            on = m.track[rt] == t
-            keep[on] = _inside(*union(S[0][T[0] == t], E[0][T[0] == t]), m.ts_ns[rt[on]])
-        rt = rt[keep]
+        rt = rt[_within(m, rt, (S[0], E[0], T[0]))]
         after = _after_effect(a, r, rt) if rt.size else None
         if after is not None:
             (s2, e2, t2), x = after
