@@ -354,9 +354,10 @@ def fix_for(a, r: Replay, f):
         if after is not None:
             (s2, e2, t2), x = after
             S.append(s2), E.append(e2), T.append(t2)
+            from .replay_calibrate import _steps
             from .units import fmt_ns
 
-            what += f", and the host work they slowed right after them ({fmt_ns(x)} recorded)"
+            what += f", and the host work they slowed right after them ({fmt_ns(x / _steps(a))} per step, recorded)"
         return ("remove", (np.concatenate(S), np.concatenate(E), np.concatenate(T)), what, None)
     if cause == "copy":
         kind = ev.get("kind")
