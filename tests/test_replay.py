@@ -450,7 +450,7 @@ def test_after_effect_is_the_excess_over_the_same_names_away_from_the_calls():
     # aten::add's own time is 18 µs away from the calls and 28 µs in the 3 slow iterations after each: 6 x 3 x 10 µs;
     # the launch calls (2 µs everywhere) add nothing, the 2 normal iterations inside the 200 µs add nothing
     assert total == 180 * US
-    assert int((e_ - s_).sum()) == 180 * US
+    assert int((e_ - s_).sum()) == total
     ce = np.sort(m.ts_ns[calls] + m.dur_ns[calls])
     k = np.searchsorted(ce, s_, side="right") - 1
     assert (k >= 0).all() and (e_ - ce[k] <= COLD_NS).all()  # only after a call, within COLD_NS

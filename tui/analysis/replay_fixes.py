@@ -306,8 +306,9 @@ def _after_effect(a, r: Replay, calls):
             p, q = cut[:-1], cut[1:]
             keep = q > p
             p, q = p[keep], q[keep]
-            S.append(q - np.round((q - p) * f).astype(np.int64)), E.append(q), T.append(np.full(q.size, t, np.int64))
-            total += int(round(float(excess[j])))
+            cut_s = q - np.round((q - p) * f).astype(np.int64)
+            S.append(cut_s), E.append(q), T.append(np.full(q.size, t, np.int64))
+            total += int((q - cut_s).sum())  # what is removed, so that the figure the fix states is what it takes off
     if not S:
         return None
     return (np.concatenate(S), np.concatenate(E), np.concatenate(T)), total
