@@ -50,6 +50,10 @@ What is checked (one line per mismatch, ``trace: claim: reported X, events say Y
   time (built-ins included) and its time matches within 1 µs.
 * ``devices[].verdict`` (when present): kernels linked to a cudaGraphLaunch / hipGraphLaunch and the
   number of those launches.
+* the allocator fix's after-effect ("the host work they slowed right after them (X per step, recorded)"):
+  each event's own time on the thread (the innermost op or runtime call, else Python frame), the events within
+  200 µs after an allocator call of the frame against the median of the same name away from the calls
+  (``after_effect_ns``).
 
 Each trace ends with a summary (claims checked, mismatches, not checkable). Exit status 1 when any
 mismatch was found, 2 on a usage error.
@@ -811,7 +815,7 @@ def check_host(A, tr, p, host, origin):
          f"`{_short(cr.get('name'), 50)}`", f"`{_short(best[0], 50)}` ({us(best[1])})")
 
 
-_STEP = re.compile(r"^(ProfilerStep#|gapscope\.step#)")
+_STEP = re.compile(r"^(ProfilerStep#|gapscope\.step#|gapscope\.profiler_warmup$)")
 _NOT_WORKLOAD = re.compile(r"_record_function_(enter|exit)|(^|/)torch/(autograd|profiler)/profiler\.py\("
                            r"|(^|/)capture/(recorder|cli|__main__|__init__)\.py\(")
 
@@ -1156,6 +1160,103 @@ def check_findings(A, tr, rep, devs, mine, origin):
                  us(listed[c][1]))
     if not saw_short:
         A.na("short-gap finding (absent)")
+    for f in rep.get("findings", []):
+        fix = f.get("fix") or ""
+        m = _AFTER_RE.search(fix) if f.get("cause") == "allocator" else None
+        if m is None:
+            continue
+        frame = (f.get("evidence") or {}).get("frame")
+        val, half = parse_dur(m.group(1), m.group(2))
+        got = after_effect_ns(tr, frame)
+        if got is None:
+            A.ok(False, f"finding {f.get('id')} after-effect", fix[m.start():m.end()], "no allocator call in the frame")
+            continue
+        steps = len({v.name for evs in tr.threads.values() for v in evs if v.kind == "ann" and STEP_RE.match(v.name)}) or 1
+        A.ok(abs(val - got / steps) <= half + 500, f"finding {f.get('id')} after-effect per step",
+             f"{m.group(1)} {m.group(2)}", f"{got / steps / 1000:.1f} µs")
+
+
+# ------------------------------------------------------------------ the allocator fix's after-effect
+#: "... and the host work they slowed right after them (564.0 µs per step, recorded)"
+_AFTER_RE = re.compile(r"slowed right after them \((-?\d+(?:\.\d+)?) (s|ms|µs|ns) per step, recorded\)")
+AFTER_NS = 200_000  # the window after each call
+AFTER_MIN_REF = 3  # instances of a name away from every call needed for its usual own time
+
+
+def _credits(tr, key) -> list:
+    """[(event, ns)]: each instant of the thread goes to one event: the innermost aten op or runtime call; else
+    the innermost Python frame; where the thread recorded no Python frame, the innermost range that is not a
+    step range. Events credited nothing are left out."""
+    evs = tr.threads[key]
+    has_py = any(v.kind == "py" for v in evs)
+    bounds = sorted({t for v in evs for t in (v.s, v.e)})
+    stacks = {"cpu": [], "py": [], "ann": []}
+    fam = {"op": "cpu", "runtime": "cpu", "py": "py", "ann": "ann"}
+    credit = {}
+    i = 0
+    for t, t2 in zip(bounds, bounds[1:]):
+        while i < len(evs) and evs[i].s <= t:
+            v = evs[i]
+            st = stacks[fam[v.kind]]
+            while st and st[-1].e <= v.s:
+                st.pop()
+            st.append(v)
+            i += 1
+        for st in stacks.values():
+            while st and st[-1].e <= t:
+                st.pop()
+        who = stacks["cpu"][-1] if stacks["cpu"] else stacks["py"][-1] if stacks["py"] else None
+        if who is None and not has_py:
+            anns = [v for v in stacks["ann"] if not _STEP.match(v.name)]
+            who = anns[-1] if anns else None
+        if who is not None:
+            k = id(who)
+            credit[k] = (who, credit.get(k, (who, 0))[1] + t2 - t)
+    return [c for c in credit.values() if c[1] > 0]
+
+
+def after_effect_ns(tr, frame):
+    """What the allocator fix of ``frame`` takes off as the after-effect, in ns over the trace: per thread, the
+    allocator runtime calls starting inside a Python frame named ``frame`` (else any event of that name); the own time of every event starting
+    within AFTER_NS of a call's end (and before the next call) against the median own time of its name away from
+    every call (AFTER_MIN_REF instances at least); per call the excess, at least 0, at most those events' own time
+    and at most the stretch after the call (AFTER_NS or up to the next call)."""
+    total, found = 0, False
+    for key, evs in tr.threads.items():
+        # the frame a finding names is a Python frame, else (no Python frame of that name) a range or an op
+        fr = [(v.s, v.e) for v in evs if v.kind == "py" and v.name == frame] or \
+            [(v.s, v.e) for v in evs if v.name == frame]
+        if not fr:
+            continue
+        fr = _union(fr)
+        calls = sorted((v for v in evs if v.kind == "runtime" and v.name in ALLOC_NAMES and _inside(fr, v.s)),
+                       key=lambda v: v.s)
+        if not calls:
+            continue
+        found = True
+        ends = [c.e for c in calls]
+        civ = _union([(c.s, c.e) for c in calls])
+        near = defaultdict(list)  # call -> [(name, own)]
+        far = defaultdict(list)  # name -> [own]
+        for v, ns in _credits(tr, key):
+            j = bisect.bisect_right(ends, v.s) - 1
+            nxt = calls[j + 1].s if 0 <= j < len(calls) - 1 else float("inf")
+            if j >= 0 and v.s - ends[j] < AFTER_NS and v.s < nxt:
+                near[j].append((v.name, ns))
+            elif not _inside(civ, v.s):
+                far[v.name].append(ns)
+        med = {}
+        for n, xs in far.items():
+            if len(xs) >= AFTER_MIN_REF:
+                xs = sorted(xs)
+                h = len(xs) // 2
+                med[n] = xs[h] if len(xs) % 2 else (xs[h - 1] + xs[h]) / 2
+        for j, rows in near.items():
+            ex = sum(ns - med[n] for n, ns in rows if n in med)
+            busy = sum(ns for _, ns in rows)
+            span = min(AFTER_NS, (calls[j + 1].s if j + 1 < len(calls) else float("inf")) - ends[j])
+            total += max(0, min(ex, busy, span))
+    return total if found else None
 
 
 # -------------------------------------------------------------------------------------------- driver

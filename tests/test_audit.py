@@ -454,3 +454,26 @@ def test_the_frame_times_quoted_in_a_host_work_explanation(tr, text, wrong, need
         assert bad == []
     else:
         assert any(needle in line for line in bad), bad
+
+
+def test_the_allocator_fix_after_effect_is_recomputed_from_the_events():
+    """The allocator fix's "host work they slowed right after them (X per step, recorded)", recomputed by the checker's
+    own reading of the events of the real alloc trace: right as reported, and a changed figure is a mismatch."""
+    path = ROOT / "traces" / "demo-eager-alloc.decode.json.gz"
+    out = subprocess.run([sys.executable, "-m", "tui", "report", "--json", "--top", "100000", str(path)], cwd=ROOT,
+                         capture_output=True, text=True)
+    rep = json.loads(out.stdout)
+    tr = audit.Trace(audit.read_trace(str(path)))
+    f = next(f for f in rep["findings"] if f["cause"] == "allocator")
+    assert "slowed right after them (564.0 µs per step, recorded)" in f["fix"]
+    assert audit.after_effect_ns(tr, f["evidence"]["frame"]) == pytest.approx(4 * 564.0e3, abs=4 * 50)
+
+    def mismatches(r):
+        A = audit.audit_report(str(path), tr, r, "t")
+        return [m for m in A.mismatches if "after-effect" in m]
+
+    assert mismatches(rep) == []
+    bad = copy.deepcopy(rep)
+    g = next(f for f in bad["findings"] if f["cause"] == "allocator")
+    g["fix"] = g["fix"].replace("564.0 µs per step", "764.0 µs per step")
+    assert len(mismatches(bad)) == 1
