@@ -694,3 +694,33 @@ def test_a_gap_of_hundreds_of_ms_reads_whole_at_80_columns(tmp_path):
     from tui.app.gaplist import SHORT_CAUSE
 
     assert all(len(SHORT_CAUSE.get(c, c)) <= 6 for c in CAUSES), [c for c in CAUSES if len(SHORT_CAUSE.get(c, c)) > 6]
+
+
+def test_findings_view_reads_whole_after_a_resize():
+    """Resized while the findings view (3) was shown, the table kept the headers' widths: "idle" cut 22.06 ms to
+    "22.0" and 48.6 µs to "48.6", and the finding to "launch…" at 200 columns. The durations and the saving read
+    whole at both sizes, and the finding fills the width."""
+    _need(SYNC)
+
+    async def go():
+        async with opened(SYNC, size=(80, 24)) as (app, pilot):
+            await pilot.press("3")
+            await pilot.pause()
+            small = screen_text(app)
+            await pilot.resize_terminal(200, 50)
+            await pilot.pause()
+            await pilot.pause(0.2)
+            return small, screen_text(app), app.scene
+
+    small, wide, sc = run(go())
+    from tui.app.tables import findings_of
+
+    a = sc.analysis
+    f0 = findings_of(sc)[0][2]
+    for txt in (small, wide):
+        row = next(ln for ln in txt.splitlines() if ln.startswith(" 1 "))
+        assert fmt_dur(int(f0.idle_ns)) in row, row
+        s = a.projection.saving_ns.get(f0.id)
+        assert s is None or f"−{fmt_dur(s)}" in row, row
+    wide_row = next(ln for ln in wide.splitlines() if ln.startswith(" 1 "))
+    assert f0.title in wide_row  # 200 columns hold the whole title

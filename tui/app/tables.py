@@ -207,8 +207,7 @@ class FindingsView(TableView):
         pj = None if sc.multi else projection_of(sc.analysis)
         cols = ("#", "rank", "severity", "idle", "finding") if sc.multi else \
             ("#", "severity", "idle", "saves/step", "finding") if pj is not None else ("#", "severity", "idle", "finding")
-        for c in cols:
-            ft.add_column(Text(c), key=c)
+        rows = []
         for n, (pi, i, f) in enumerate(findings_of(sc)):
             cells = [Text(str(n + 1)), Text(str(f.severity)), Text(fm.d(f.idle_ns)),
                      Text(fm.text(_located(f)), no_wrap=True, overflow=fm.ov)]
@@ -218,7 +217,15 @@ class FindingsView(TableView):
                 s = pj.saving_ns.get(f.id)
                 cells.insert(3, Text("–" if s is None else fm.text(f"−{fm.d(s)}" if s > 0 else fm.d(0)),
                                      justify="right"))
-            ft.add_row(*cells, key=f"{pi}:{i}")
+            rows.append((cells, f"{pi}:{i}"))
+        # explicit widths, as in the kernels view: a table refilled while shown (a resize) kept its auto widths at
+        # the headers' ("idle" cut 136.1 µs to "136.") until it was filled again; the finding takes what is left
+        ws = [max([len(c)] + [r[0][k].cell_len for r in rows]) for k, c in enumerate(cols[:-1])]
+        for c, w in zip(cols[:-1], ws):
+            ft.add_column(Text(c), key=c, width=w)
+        ft.add_column(Text(cols[-1]), key=cols[-1], width=max(width - 1 - sum(w + 2 for w in ws) - 2, 12))
+        for cells, key in rows:
+            ft.add_row(*cells, key=key)
         self.show_info(0)
 
     def show_info(self, i: int | tuple[int, int]) -> None:
