@@ -724,3 +724,29 @@ def test_findings_view_reads_whole_after_a_resize():
         assert s is None or f"−{fmt_dur(s)}" in row, row
     wide_row = next(ln for ln in wide.splitlines() if ln.startswith(" 1 "))
     assert f0.title in wide_row  # 200 columns hold the whole title
+
+
+def test_a_resize_keeps_the_highlighted_finding():
+    """The findings view refilled on a resize went back to its first row (and the info box to finding 1)."""
+    _need(SYNC)
+
+    async def go():
+        async with opened(SYNC, size=(80, 24)) as (app, pilot):
+            await pilot.press("3")
+            await pilot.pause()
+            await pilot.press("down")
+            await pilot.pause()
+            await pilot.resize_terminal(160, 48)
+            await pilot.pause()
+            await pilot.pause(0.2)
+            from textual.widgets import DataTable
+
+            return app.screen.query_one("#findings", DataTable).cursor_row, screen_text(app), app.scene
+
+    row, txt, sc = run(go())
+    from tui.app.tables import findings_of
+
+    assert row == 1
+    f1 = findings_of(sc)[1][2]
+    info = txt[txt.index("▔"):] if "▔" in txt else txt
+    assert f1.title[:40] in info.replace("\n", " ")

@@ -569,7 +569,10 @@ class MainScreen(Screen):
         if self.query(TableView):  # else filled when first shown (action_view)
             self._tables_width = self.size.width
             for view in self.query(TableView):
+                row = view.table.cursor_row
                 view.fill(self.scene, self.size.width)
+                if 0 < row < view.table.row_count:  # a resize keeps the highlighted row (and its info box)
+                    view.table.move_cursor(row=row)
 
     def find_in_lanes(self, name: str) -> None:
         """Enter on a kernel (view 2): the lanes, on its first call."""
