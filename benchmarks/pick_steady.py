@@ -20,11 +20,7 @@ from pathlib import Path
 
 def _timing(path: Path):
     g = json.loads(gzip.decompress(path.read_bytes())).get("gapscope") or {}
-    if isinstance(g, str):
-        g = json.loads(g)
     u = g.get("unprofiled") or {}
-    if isinstance(u, str):
-        u = json.loads(u.replace("'", '"').replace("True", "true").replace("False", "false"))
     steps = int(g.get("active") or 1)
     return float(u["p75_us"]) / float(u["p25_us"]), float(u["median_us"]) / steps / 1e3, bool(g.get("timing_noisy"))
 
