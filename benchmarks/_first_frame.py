@@ -9,7 +9,7 @@ import time
 def watch_first_frame() -> dict:
     """Patch the lanes widget; the returned dict gets ``"t"`` (perf_counter) at the first lane line drawn with a
     trace loaded."""
-    from tui.app.timeline import LanesView
+    from gapscope.tui.app.timeline import LanesView
 
     first: dict = {}
     orig = LanesView.render_line

@@ -3,10 +3,10 @@
 
     python3 benchmarks/audit.py TRACE...              # audit these traces
     python3 benchmarks/audit.py --all                 # every trace in traces/ and ../shared/traces/
-    python3 benchmarks/audit.py --report-cmd "python3 -m tui" --cwd OTHER_CHECKOUT TRACE
+    python3 benchmarks/audit.py --report-cmd "python3 -m gapscope" --cwd OTHER_CHECKOUT TRACE
 
 For each trace it runs ``<report-cmd> report --json --top 100000 TRACE`` as a subprocess (the report
-under test, by default this checkout's ``python3 -m tui``), parses the JSON and recomputes every number
+under test, by default this checkout's ``python3 -m gapscope``), parses the JSON and recomputes every number
 and name it can from the raw Kineto events, read here with nothing but the standard library
 (``json``/``gzip``). Nothing is imported from ``tui/`` and no code is shared with it: the point is
 two independent readings of the same events. Files a strict JSON parser rejects (the known-broken
@@ -1320,8 +1320,8 @@ def main(argv=None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("traces", nargs="*")
     ap.add_argument("--all", action="store_true", help="every trace in traces/ and ../shared/traces/")
-    ap.add_argument("--report-cmd", default=f"{shlex.quote(sys.executable)} -m tui",
-                    help="command that runs gapscope (default: this Python, -m tui)")
+    ap.add_argument("--report-cmd", default=f"{shlex.quote(sys.executable)} -m gapscope",
+                    help="command that runs gapscope (default: this Python, -m gapscope)")
     ap.add_argument("--cwd", default=REPO, help="directory to run the report command in (default: this checkout)")
     ap.add_argument("--whole-trace", action="store_true", help="audit the report's --whole-trace window")
     a = ap.parse_args(argv)

@@ -21,9 +21,9 @@ sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
 
-from tui.analysis import analyze  # noqa: E402
-from tui.analysis.compare import compare, lcs_pairs, match_gaps  # noqa: E402
-from tui.trace import load  # noqa: E402
+from gapscope.tui.analysis import analyze  # noqa: E402
+from gapscope.tui.analysis.compare import compare, lcs_pairs, match_gaps  # noqa: E402
+from gapscope.tui.trace import load  # noqa: E402
 
 PAIRS = [("demo-eager.decode.json.gz", "demo-eager-python.decode.json.gz"),
          ("demo-eager.decode.json.gz", "demo-graph.decode.json.gz"),

@@ -5,7 +5,7 @@
     python benchmarks/bench_hostile.py --list
 
 The cases are built by ``tests/hostile.py`` in a temporary folder (``--dir`` to keep and reuse them; a case
-already there is not built again). Every command runs in a fresh process (``python -m tui CMD --no-cache
+already there is not built again). Every command runs in a fresh process (``python -m gapscope CMD --no-cache
 CASE``, in the checkout given by ``--repo``) under a wall-clock limit; printed per command: wall time, CPU time (user + system, all its processes; the machine may
 be shared, and CPU time moves less with the load), exit
 status, the peak RSS of the largest process of the command (``ru_maxrss`` from ``wait4``: the loader's

@@ -29,7 +29,7 @@ sys.path.insert(0, {repo!r})
 mode, path = sys.argv[1], sys.argv[2]
 import orjson
 import numpy
-from tui.trace import load  # imports are not part of either measurement
+from gapscope.tui.trace import load  # imports are not part of either measurement
 t = time.perf_counter()
 if mode == "floor":
     gc.disable()

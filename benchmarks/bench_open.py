@@ -15,7 +15,7 @@ Default traces: one sample trace (traces/demo-eager.decode.json.gz) and /tmp/gap
   warm      the same with the cache entry written by a previous open
   load      tui.trace.load(path, no_cache=True) alone (the loader, no app)
   analysis  tui.analysis.analyze(model) + its report tables, on the cached model; ratio to cold load
-  report    `python -m tui report TRACE > /dev/null` end to end (subprocess wall, empty cache)
+  report    `python -m gapscope report TRACE > /dev/null` end to end (subprocess wall, empty cache)
   keys      (--keys, biggest trace only) pan / zoom / next gap at 200x50 through the Pilot: CPU time of the
             process from the key press to the redrawn screen (the pilot's own idle waits dominate wall time)
             --keys-only: only that, on the biggest trace; --repo DIR (repeatable) runs the same child against
@@ -46,8 +46,8 @@ import asyncio, gc, gzip, json, os, resource, sys, time
 sys.path.insert(0, {repo!r})
 mode, path = sys.argv[1], sys.argv[2]
 import numpy, orjson
-from tui.trace import load
-from tui.analysis import analyze
+from gapscope.tui.trace import load
+from gapscope.tui.analysis import analyze
 
 
 def rss():
@@ -81,7 +81,7 @@ elif mode == "analysis":
     out["s"] = time.perf_counter() - t
     out["gaps"] = len(a.gaps)
 elif mode in ("open", "keys"):
-    from tui.app.app import GapscopeApp
+    from gapscope.tui.app.app import GapscopeApp
     sys.path.insert(0, {bench!r})
     from _first_frame import watch_first_frame
 
@@ -227,7 +227,7 @@ def profile(path: str, env: dict) -> None:
     """cProfile of what the explorer's load thread does before the first frame: load + lanes (Scene)."""
     code = (f"import sys; sys.path.insert(0, {REPO!r})\n"
             "import cProfile, pstats, io, time\n"
-            "from tui.trace import load\nfrom tui.app.scene import Scene\n"
+            "from gapscope.tui.trace import load\nfrom gapscope.tui.app.scene import Scene\n"
             "pr = cProfile.Profile(); t = time.perf_counter(); pr.enable()\n"
             f"m = load({path!r}, no_cache=True); s = Scene({path!r}, m)\n"
             "pr.disable(); print(f'load + lanes under cProfile: {time.perf_counter() - t:.2f} s (parent process)')\n"

@@ -80,7 +80,7 @@ def failfast(repeats: int) -> int:
 
 
 def _timed_worker(rank: int, world: int, port: int, folder: str, rcs) -> None:
-    from capture import cli as capture_cli
+    from gapscope.capture import cli as capture_cli
 
     os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})

@@ -5,8 +5,8 @@
 For every trace (default: traces/*.json.gz of this repository plus /tmp/gapscope-bench/big_100M.json when it
 exists) it writes into OUT_DIR:
 
-  NAME.md          the Markdown report (what `python -m tui report TRACE` prints)
-  NAME.json        the JSON report (what `python -m tui report --json TRACE` prints)
+  NAME.md          the Markdown report (what `python -m gapscope report TRACE` prints)
+  NAME.json        the JSON report (what `python -m gapscope report --json TRACE` prints)
   NAME.details     repr() of ``a.gap_detail(i)`` for the first 200 gaps, from a fresh ``analyze(model)`` (so the
                    details come from ``gap_detail`` alone, not from the findings having computed them)
 
@@ -41,14 +41,14 @@ def main() -> int:
     ap.add_argument("traces", nargs="*")
     args = ap.parse_args()
     sys.path.insert(0, os.path.abspath(args.repo))
-    import tui
+    import gapscope.tui as tui
 
     assert os.path.abspath(os.path.dirname(os.path.dirname(tui.__file__))) == os.path.abspath(args.repo), tui.__file__
-    from tui.analysis import analyze
-    from tui.analysis.ranks import analyze_ranks
-    from tui.report import render_markdown, to_json_text
-    from tui.report.cli import DEFAULT_TOP_JSON, DEFAULT_TOP_MARKDOWN
-    from tui.trace import load
+    from gapscope.tui.analysis import analyze
+    from gapscope.tui.analysis.ranks import analyze_ranks
+    from gapscope.tui.report import render_markdown, to_json_text
+    from gapscope.tui.report.cli import DEFAULT_TOP_JSON, DEFAULT_TOP_MARKDOWN
+    from gapscope.tui.trace import load
 
     traces = args.traces or sorted(glob.glob(os.path.join(HERE, "traces", "*.json.gz")))
     if not args.traces and os.path.exists(BIG):

@@ -26,8 +26,8 @@ _CHILD = r"""
 import asyncio, os, sys, threading, time
 sys.path.insert(0, {repo!r})
 import numpy, orjson
-from tui.trace import load
-from tui.app.app import GapscopeApp
+from gapscope.tui.trace import load
+from gapscope.tui.app.app import GapscopeApp
 sys.path.insert(0, {bench!r})
 from _first_frame import watch_first_frame
 

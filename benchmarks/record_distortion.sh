@@ -77,8 +77,8 @@ done
 rec post-profiler 90 $PY - "$SIZE" "$REPEATS" <<'EOF'
 import statistics, sys, time
 import torch
-from capture import demo as demo_mod
-from capture.recorder import measure
+from gapscope.capture import demo as demo_mod
+from gapscope.capture.recorder import measure
 size, repeats = sys.argv[1], int(sys.argv[2])
 cuda = torch.cuda.is_available()
 d = demo_mod.Demo(size, "eager", device="cuda" if cuda else "cpu")

@@ -30,9 +30,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tui.analysis import analyze  # noqa: E402
-from tui.analysis.replay import Replay, _frame_intervals, _within, fix_for  # noqa: E402
-from tui.trace import load  # noqa: E402
+from gapscope.tui.analysis import analyze  # noqa: E402
+from gapscope.tui.analysis.replay import Replay, _frame_intervals, _within, fix_for  # noqa: E402
+from gapscope.tui.trace import load  # noqa: E402
 
 #: (bad trace, cause, frame, measured key, isolating twin's key or None, clean twin's key)
 CASES = [

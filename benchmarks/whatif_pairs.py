@@ -76,7 +76,7 @@ def _frame_times(steps, n, sync):
     the function's wall time (its waits for the GPU included) and the step's (median, p25, p75, in us)."""
     import torch
 
-    from capture import demo as dm
+    from gapscope.capture import demo as dm
 
     out = {}
     for (v, ph), st in steps.items():
@@ -148,7 +148,7 @@ def main(argv=None) -> int:
 
     import torch
 
-    from capture.demo import Demo
+    from gapscope.capture.demo import Demo
 
     cuda = torch.cuda.is_available()
     dev = torch.device("cuda" if cuda else "cpu")

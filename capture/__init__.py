@@ -3,7 +3,7 @@
 Imports only torch and the standard library, and torch only when a capture actually runs,
 so that the package stays importable on machines without torch.
 
-    import capture
+    import gapscope.capture as capture
     r = capture.record(step, name="decode", active=4)      # warm-up, timing, narrow window
     s = capture.Session(name="llama"); s.phase("prefill", f); s.phase("decode", g, active=8)
 """

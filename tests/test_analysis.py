@@ -7,8 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.synth import Synth
-from tui.analysis import CAUSES, analyze
-from tui.trace.build import ColumnBuilder
+from gapscope.tui.analysis import CAUSES, analyze
+from gapscope.tui.trace.build import ColumnBuilder
 
 
 def model_of(s: Synth):
@@ -160,7 +160,7 @@ def test_cpu_only_trace_has_no_devices():
 
 
 def test_shared_traces_analyse(shared_traces):
-    from tui.trace import load
+    from gapscope.tui.trace import load
 
     n = 0
     for p in sorted(shared_traces.glob("*/*")):
@@ -216,7 +216,7 @@ def test_breakdown_partitions_the_cpu_window(cpu, ks):
 
 def _sweep_idle(model, device):
     """Independent idle computation for one device: plain-Python sorted sweep over kernel intervals."""
-    from tui.trace.model import Kind, TrackKind
+    from gapscope.tui.trace.model import Kind, TrackKind
 
     tracks = {t.id for t in model.tracks if t.kind is TrackKind.GPU and t.device == device}
     work, ks = [], []
@@ -243,7 +243,7 @@ def _sweep_idle(model, device):
 def test_real_traces_idle_matches_independent_sweep(shared_traces):
     """CUDA-graph decode (many tiny kernels) and NCCL traces: exact ns agreement with a plain sweep."""
     from tests.conftest import SAMPLE_TRACES
-    from tui.trace import load
+    from gapscope.tui.trace import load
 
     paths = [shared_traces / "thirdparty" / "tracelens__vllm_decode_full_graph_execution.json.gz",
              shared_traces / "h200" / "nccl_two_ranks.rank0.json.gz",

@@ -6,7 +6,7 @@ import numpy as np
 
 from tests.test_causes import base, sync_scenario
 from tests.test_analysis import model_of
-from tui.analysis import CAUSE_EXPLANATIONS, CAUSES, Analysis, Thresholds, analyze
+from gapscope.tui.analysis import CAUSE_EXPLANATIONS, CAUSES, Analysis, Thresholds, analyze
 
 
 def test_contract():

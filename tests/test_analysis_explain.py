@@ -3,9 +3,9 @@
 import numpy as np
 
 from tests.conftest import SAMPLE_TRACES
-from tui.analysis import CAUSES, analyze
-from tui.analysis.names import builtin_name, display_frame
-from tui.trace import load
+from gapscope.tui.analysis import CAUSES, analyze
+from gapscope.tui.analysis.names import builtin_name, display_frame
+from gapscope.tui.trace import load
 
 
 def test_builtin_frame_names():

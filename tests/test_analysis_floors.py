@@ -6,8 +6,8 @@ import pytest
 
 from tests.synth import Synth
 from tests.test_analysis import model_of
-from tui.analysis import analyze
-from tui.analysis.floors import floor_ns, op_cost, peaks_for
+from gapscope.tui.analysis import analyze
+from gapscope.tui.analysis.floors import floor_ns, op_cost, peaks_for
 
 BF = "c10::BFloat16"
 
@@ -170,7 +170,7 @@ def _all_traces():
 def test_no_row_is_below_its_floor(path):
     """A floor is a lower bound: on every sample and shared trace, the floored calls of each kernel row (and
     each multi-kernel op row) took at least their summed floors."""
-    from tui.trace import load
+    from gapscope.tui.trace import load
 
     a = analyze(load(path))
     for k in a.kernels:
@@ -189,7 +189,7 @@ def test_json_carries_op_floors_and_the_floored_calls():
 
     import jsonschema
 
-    from tui.report import build_json
+    from gapscope.tui.report import build_json
 
     s = Synth()
     _mm(s, 0, 64, 4096, 4096, ["gemm_splitK", "splitKreduce"], 20, [12, 2])

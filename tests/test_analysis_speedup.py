@@ -14,11 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.synth import Synth
-from tui.analysis import analyze
-from tui.analysis.stacks import signature_frame
-from tui.trace import load
-from tui.trace.build import ColumnBuilder
-from tui.trace.model import Kind
+from gapscope.tui.analysis import analyze
+from gapscope.tui.analysis.stacks import signature_frame
+from gapscope.tui.trace import load
+from gapscope.tui.trace.build import ColumnBuilder
+from gapscope.tui.trace.model import Kind
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLES = sorted(glob.glob(os.path.join(ROOT, "traces", "*.json.gz")))

@@ -11,9 +11,9 @@ import pytest
 from tests.conftest import SAMPLE_TRACES
 from tests.synth import Synth
 from tests.test_analysis import model_of
-from tui.analysis import analyze, analyze_ranks
-from tui.analysis.stacks import Frame, signature_frame
-from tui.report import build_json, render_markdown
+from gapscope.tui.analysis import analyze, analyze_ranks
+from gapscope.tui.analysis.stacks import Frame, signature_frame
+from gapscope.tui.report import build_json, render_markdown
 
 AR = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
 
@@ -187,8 +187,8 @@ def test_collective_wait_per_rank_and_in_the_report():
 
 
 def test_report_top(tmp_path, capsys):
-    from tui.cli import main
-    from tui.report.cli import report_top
+    from gapscope.tui.cli import main
+    from gapscope.tui.report.cli import report_top
 
     def ns(**kw):
         return argparse.Namespace(**{"json": False, "top": None, **kw})
@@ -209,7 +209,7 @@ def test_report_top(tmp_path, capsys):
 def _sample(name):
     p = SAMPLE_TRACES / name
     assert p.is_file(), p  # in the repository: missing is a failure
-    from tui.trace import load
+    from gapscope.tui.trace import load
 
     return load(str(p), no_cache=True)
 

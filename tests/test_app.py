@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from tests.synth import Synth
-from tui.app.app import GapscopeApp
-from tui.app.lanes import time_to_col
-from tui.app.navigate import event_under_cursor
-from tui.app.textdump import screen_text
+from gapscope.tui.app.app import GapscopeApp
+from gapscope.tui.app.lanes import time_to_col
+from gapscope.tui.app.navigate import event_under_cursor
+from gapscope.tui.app.textdump import screen_text
 
 SCHEMA = Path(__file__).resolve().parent.parent / "tui" / "report" / "findings.schema.json"  # the contract shipped in the package
 
@@ -199,7 +199,7 @@ def test_export_writes_report_and_svg_without_overwriting(tmp_path):
 
 
 def test_export_falls_back_to_cwd_when_trace_folder_is_read_only(tmp_path, monkeypatch):
-    import tui.app.export as export
+    import gapscope.tui.app.export as export
 
     ro = tmp_path / "ro"
     ro.mkdir()
@@ -414,12 +414,12 @@ def test_ranks_of_one_job_share_a_tab_grouped_by_rank(shared_traces):
 def test_escape_cancels_a_slow_load(tmp_path, monkeypatch):
     import threading
 
-    import tui.trace
+    import gapscope.tui.trace
 
     p = three_gaps(tmp_path)
     release = threading.Event()
     started = threading.Event()
-    real = tui.trace.load
+    real = gapscope.tui.trace.load
 
     def slow_load(path, **kw):
         started.set()
@@ -535,7 +535,7 @@ def test_command_line_errors_are_one_line(tmp_path, argv, needle):
     trace = three_gaps(tmp_path)
     argv = [a.replace("{trace}", str(trace)) for a in argv]
     env = {k: v for k, v in os.environ.items() if k != "GAPSCOPE_FORCE_TUI"}
-    r = subprocess.run([sys.executable, "-m", "tui", *argv], cwd=ROOT, capture_output=True, text=True, timeout=60,
+    r = subprocess.run([sys.executable, "-m", "gapscope", *argv], cwd=ROOT, capture_output=True, text=True, timeout=60,
                        env=env)
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
@@ -610,7 +610,7 @@ def test_large_trace_freezes_the_heap_until_exit(tmp_path, monkeypatch):
     walks them during key presses); the app's exit undoes it, and small traces are left alone."""
     import gc
 
-    import tui.app.app as appmod
+    import gapscope.tui.app.app as appmod
 
     p = three_gaps(tmp_path)
     assert gc.get_freeze_count() == 0
@@ -634,13 +634,13 @@ def test_a_trace_read_before_the_screen_is_mounted_still_opens(tmp_path, monkeyp
     """The load starts on the app's Load event, so a small trace (here: one already in memory) is ready before
     the widgets it fills exist; its scene is added only once the screen is mounted (it failed with
     NoMatches('#lanes') in a clean-clone CI run)."""
-    import tui.app.app as appmod
-    import tui.trace
+    import gapscope.tui.app.app as appmod
+    import gapscope.tui.trace
 
     p = three_gaps(tmp_path)
-    model = tui.trace.load(str(p), no_cache=True)
+    model = gapscope.tui.trace.load(str(p), no_cache=True)
     monkeypatch.setattr(tui.trace, "load", lambda path, **kw: model)
-    from tui.app.main import MainScreen
+    from gapscope.tui.app.main import MainScreen
 
     order = []
     orig_mount, orig_add = MainScreen.on_mount, appmod.GapscopeApp._add_scene

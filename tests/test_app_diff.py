@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from tests.conftest import SAMPLE_TRACES
-from tui.app.diffview import DiffApp, DiffScene, DiffScreen
-from tui.app.textdump import screen_text
-from tui.cli import main
+from gapscope.tui.app.diffview import DiffApp, DiffScene, DiffScreen
+from gapscope.tui.app.textdump import screen_text
+from gapscope.tui.cli import main
 
 A = SAMPLE_TRACES / "demo-eager.decode.json.gz"
 B = SAMPLE_TRACES / "demo-eager-python.decode.json.gz"
@@ -59,8 +59,8 @@ def test_diff_snapshot(snap_compare, pair, size):
 
 
 def _scene(pair) -> DiffScene:
-    from tui.analysis import analyze
-    from tui.trace import load
+    from gapscope.tui.analysis import analyze
+    from gapscope.tui.trace import load
 
     ma, mb = (load(p, no_cache=True) for p in pair)
     return DiffScene(pair[0], ma, analyze(ma), pair[1], mb, analyze(mb))
@@ -129,7 +129,7 @@ def test_explorer_D_opens_the_diff_of_two_tabs(pair):
 
 
 async def _test_explorer_D_opens_the_diff_of_two_tabs(pair):
-    from tui.app.app import GapscopeApp
+    from gapscope.tui.app.app import GapscopeApp
 
     app = GapscopeApp(list(pair), load_opts={"no_cache": True})
     async with app.run_test(size=(100, 30)) as pilot:
@@ -163,7 +163,7 @@ def test_explorer_D_is_off_with_one_trace(pair):
 
 
 async def _test_explorer_D_is_off_with_one_trace(pair):
-    from tui.app.app import GapscopeApp
+    from gapscope.tui.app.app import GapscopeApp
 
     app = GapscopeApp([pair[0]], load_opts={"no_cache": True})
     async with app.run_test(size=(100, 30)) as pilot:

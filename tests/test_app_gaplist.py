@@ -13,13 +13,13 @@ from rich.console import Console
 from rich.text import Text
 from textual.widgets import DataTable
 
-from tui.app import glyphs as G
-from tui.app.app import GapscopeApp
-from tui.app.gaplist import GapList
-from tui.app.panels import stack_text
-from tui.app.screens import DetailScreen
-from tui.app.textdump import screen_text
-from tui.app.textview import wrap_lines
+from gapscope.tui.app import glyphs as G
+from gapscope.tui.app.app import GapscopeApp
+from gapscope.tui.app.gaplist import GapList
+from gapscope.tui.app.panels import stack_text
+from gapscope.tui.app.screens import DetailScreen
+from gapscope.tui.app.textdump import screen_text
+from gapscope.tui.app.textview import wrap_lines
 
 TRACE = Path(__file__).resolve().parent.parent / "traces" / "demo-eager-sync.decode.json.gz"
 
@@ -174,7 +174,7 @@ def test_wrap_lines_on_every_gap_of_a_trace():
 def test_text_view_repaints_only_changed_lines_and_shows_the_new_text():
     from textual.app import App
 
-    from tui.app.textview import TextView
+    from gapscope.tui.app.textview import TextView
 
     class One(App):
         def compose(self):
@@ -216,7 +216,7 @@ def test_text_view_repaints_only_changed_lines_and_shows_the_new_text():
 def test_text_view_length_changes_update_its_scrollbar_without_a_screen_layout():
     from textual.app import App
 
-    from tui.app.textview import TextView
+    from gapscope.tui.app.textview import TextView
 
     class One(App):
         def compose(self):
@@ -321,7 +321,7 @@ def test_tables_and_search_box_are_mounted_when_first_asked_for():
 def test_large_trace_freezes_the_heap_and_makes_full_collections_rare(monkeypatch):
     import gc
 
-    import tui.app.app as A
+    import gapscope.tui.app.app as A
 
     monkeypatch.setattr(A, "FREEZE_EVENTS", 1)  # the sample counts as large
     before = gc.get_threshold()

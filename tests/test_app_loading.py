@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.test_app import run, settle, three_gaps
-from tui.app.app import GapscopeApp
+from gapscope.tui.app.app import GapscopeApp
 
 
 def _open(path, opts):
@@ -20,9 +20,9 @@ def _open(path, opts):
 
 
 def test_load_options_reach_the_reader(tmp_path, monkeypatch):
-    import tui.trace
+    import gapscope.tui.trace
 
-    real = tui.trace.load
+    real = gapscope.tui.trace.load
     calls = []
 
     def reader(path, **kw):
@@ -38,9 +38,9 @@ def test_load_options_reach_the_reader(tmp_path, monkeypatch):
 def test_a_type_error_is_not_retried_without_the_options(tmp_path, monkeypatch):
     """The old `_load` called the reader again without options when a TypeError said "unexpected keyword":
     --max-size was then ignored without a word. Now that is an error, and the reader is called once."""
-    import tui.trace
+    import gapscope.tui.trace
 
-    real = tui.trace.load
+    real = gapscope.tui.trace.load
     calls = []
 
     def old_reader(path, **kw):  # a reader (or a bug inside one) that does not take max_size

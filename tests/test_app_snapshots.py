@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import SAMPLE_TRACES
-from tui.app.app import GapscopeApp
-from tui.app.textdump import screen_text
+from gapscope.tui.app.app import GapscopeApp
+from gapscope.tui.app.textdump import screen_text
 
 pytest.importorskip("pytest_textual_snapshot")
 

@@ -28,19 +28,19 @@ def test_explorer_modules_stay_small(path):
 
 
 def test_the_css_is_a_tcss_file_shipped_with_the_package():
-    from tui.app.app import GapscopeApp
+    from gapscope.tui.app.app import GapscopeApp
 
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
     assert GapscopeApp.CSS_PATH == "gapscope.tcss" and not GapscopeApp.CSS
     assert "#gaplist" in (APP / "gapscope.tcss").read_text()
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
-    assert "*.tcss" in data["tui.app"]
+    assert "*.tcss" in data["gapscope.tui.app"]
 
 
 def test_failure_is_one_line_and_keeps_bad_input_as_it_is():
-    from tui.app.loading import failure
-    from tui.errors import GapscopeError
+    from gapscope.tui.app.loading import failure
+    from gapscope.tui.errors import GapscopeError
 
     assert failure("loading", GapscopeError("t.json: not a trace")) == "t.json: not a trace"
     assert failure("analysis", GapscopeError("no window")) == "analysis failed: no window"

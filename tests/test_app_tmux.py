@@ -35,7 +35,7 @@ def _wait_for(session: str, needle: str, timeout: float = 30.0) -> str:
 
 def _report_largest(trace) -> tuple[int, str, str]:
     """(gaps counted, largest gap's duration, its start) from `gapscope report`."""
-    md = subprocess.run([sys.executable, "-m", "tui", "report", str(trace), "--no-cache"], cwd=ROOT, check=True,
+    md = subprocess.run([sys.executable, "-m", "gapscope", "report", str(trace), "--no-cache"], cwd=ROOT, check=True,
                         capture_output=True, text=True, timeout=120).stdout
     total = int(re.search(r"## Largest gaps \(top \d+ of (\d+)\)", md).group(1))
     m = re.search(r"^1\. \*\*([^*]+)\*\* at \+(\S+ \S+) on", md, re.M)
@@ -67,7 +67,7 @@ def test_real_command_in_tmux(shared_traces, tmp_path, lang):
     trace = shared_traces / "h200" / "stack_memory_compile_graph.pt.trace.json.gz"
     session = f"gapscope-test-{os.getpid()}-{lang.replace('.', '')}"
     env = f"cd {ROOT} && LANG={lang} LC_ALL={lang} TERM=xterm-256color GAPSCOPE_CACHE_DIR={tmp_path}"
-    cmd = f"{env} {sys.executable} -m tui {trace} --no-cache; echo EXIT=$?; sleep 30"
+    cmd = f"{env} {sys.executable} -m gapscope {trace} --no-cache; echo EXIT=$?; sleep 30"
     _tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", cmd)
     try:
         screen = _wait_for(session, "gap 1/")

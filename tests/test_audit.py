@@ -3,7 +3,7 @@
 A small Kineto trace is written here by hand, and with it, by hand, the report that is right about it
 (every number below is worked out in the comments from the events, not taken from gapscope). The
 checker must find 0 mismatches in that report, and exactly the planted mismatch in each copy of it
-that is wrong in one checked way. One more test runs the real ``python3 -m tui report`` on a trace
+that is wrong in one checked way. One more test runs the real ``python3 -m gapscope report`` on a trace
 where its output is right, and one reads a trace a strict JSON parser rejects.
 """
 
@@ -460,7 +460,7 @@ def test_the_allocator_fix_after_effect_is_recomputed_from_the_events():
     """The allocator fix's "host work they slowed right after them (X per step, recorded)", recomputed by the checker's
     own reading of the events of the real alloc trace: right as reported, and a changed figure is a mismatch."""
     path = ROOT / "traces" / "demo-eager-alloc.decode.json.gz"
-    out = subprocess.run([sys.executable, "-m", "tui", "report", "--json", "--top", "100000", str(path)], cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", "gapscope", "report", "--json", "--top", "100000", str(path)], cwd=ROOT,
                          capture_output=True, text=True)
     rep = json.loads(out.stdout)
     tr = audit.Trace(audit.read_trace(str(path)))

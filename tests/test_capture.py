@@ -15,10 +15,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import capture  # noqa: E402
-from capture import cli as capture_cli  # noqa: E402
-from capture.recorder import CaptureError  # noqa: E402
-from tui.trace import load  # noqa: E402
+import gapscope.capture as capture  # noqa: E402
+from gapscope.capture import cli as capture_cli  # noqa: E402
+from gapscope.capture.recorder import CaptureError  # noqa: E402
+from gapscope.tui.trace import load  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -88,7 +88,7 @@ def test_record_window_holds_exactly_active_steps(tmp_path):
 
 
 def test_profiler_warmup_step_is_recorded_before_the_window_and_left_out_of_it(tmp_path):
-    from tui.analysis import analyze
+    from gapscope.tui.analysis import analyze
 
     r = capture.record(Counter(), name="pw", out_dir=str(tmp_path), warmup=1, active=2, repeats=1, quiet=True,
                        stacks=False)
@@ -108,7 +108,7 @@ def test_profiler_warmup_step_is_recorded_before_the_window_and_left_out_of_it(t
     # the step ranges it would clip to are these)
     a = analyze(m)
     assert a.window.steps == ["gapscope.step#0", "gapscope.step#1"]
-    from tui.analysis.window import STEP_RE
+    from gapscope.tui.analysis.window import STEP_RE
 
     assert STEP_RE.match("gapscope.profiler_warmup") is None
 
@@ -236,7 +236,7 @@ class Logged:
 def test_session_times_every_phase_before_the_first_window(tmp_path, monkeypatch):
     # Kineto may leave CUPTI attached after a window: a later un-profiled timing in the same process
     # would be slowed by it, so every phase is timed before the first profiler session
-    from capture import recorder
+    from gapscope.capture import recorder
 
     monkeypatch.setattr(recorder, "_PROFILER_SESSIONS", [0])
     log: list = []
@@ -259,7 +259,7 @@ def test_session_times_every_phase_before_the_first_window(tmp_path, monkeypatch
 
 
 def test_timing_after_a_window_is_flagged(tmp_path, monkeypatch):
-    from capture import recorder
+    from gapscope.capture import recorder
 
     monkeypatch.setattr(recorder, "_PROFILER_SESSIONS", [0])
     a = capture.record(Counter(), name="a", out_dir=str(tmp_path), active=1, repeats=1, stacks=False, quiet=True)
@@ -288,7 +288,7 @@ def _cli(argv, capsys):
 
 
 def test_demo_both_phases_tiny(tmp_path, capsys, monkeypatch):
-    from capture import recorder
+    from gapscope.capture import recorder
 
     monkeypatch.setattr(recorder, "_PROFILER_SESSIONS", [0])
     rc, out, err = _cli(["demo", "--size", "tiny", "--cpu", "--out", str(tmp_path), "--repeats", "1", "--warmup", "1"], capsys)
@@ -447,7 +447,7 @@ def test_small_size_and_memory_option(tmp_path, capsys):
 
 
 def test_gapscope_dispatches_capture(tmp_path, capsys):
-    from tui.cli import main as gapscope_main
+    from gapscope.tui.cli import main as gapscope_main
 
     rc = gapscope_main(["capture", "demo", "--size", "tiny", "--cpu", "--phase", "prefill", "--out", str(tmp_path),
                         "--repeats", "1", "--warmup", "1", "--no-stacks"])
@@ -603,7 +603,7 @@ class Timed:
 
 
 def test_measure_all_interleaves_the_phases_and_keeps_their_spread(monkeypatch):
-    from capture import recorder
+    from gapscope.capture import recorder
 
     clock = FakeTime()
     monkeypatch.setattr(recorder, "time", clock)
@@ -624,7 +624,7 @@ def test_measure_all_interleaves_the_phases_and_keeps_their_spread(monkeypatch):
 
 
 def test_measure_all_adds_rounds_within_the_budget(monkeypatch):
-    from capture import recorder
+    from gapscope.capture import recorder
 
     clock = FakeTime()
     monkeypatch.setattr(recorder, "time", clock)
@@ -640,9 +640,9 @@ def test_measure_all_adds_rounds_within_the_budget(monkeypatch):
 
 
 def test_noisy_timing_goes_into_the_metadata_the_output_and_the_analysis(tmp_path, monkeypatch):
-    from capture import recorder
-    from tui.analysis import analyze
-    from tui.app.panels import header_warnings
+    from gapscope.capture import recorder
+    from gapscope.tui.analysis import analyze
+    from gapscope.tui.app.panels import header_warnings
 
     clock = FakeTime()
     monkeypatch.setattr(recorder, "time", clock)

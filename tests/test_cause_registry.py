@@ -11,9 +11,9 @@ import numpy as np
 
 from tests.synth import Synth
 from tests.test_analysis import model_of
-from tui.analysis import CAUSES, analyze
-from tui.analysis import causes as registry
-from tui.report import build_json, render_markdown
+from gapscope.tui.analysis import CAUSES, analyze
+from gapscope.tui.analysis import causes as registry
+from gapscope.tui.report import build_json, render_markdown
 
 SCHEMA = Path(__file__).resolve().parent.parent / "tui" / "report" / "findings.schema.json"
 
@@ -70,7 +70,7 @@ def test_a_registered_cause_is_used_everywhere():
         doc = build_json([a])
         assert doc["causes"]["polling"]["count"] == 1
         assert "polling" in render_markdown([a])
-        from tui.app import glyphs
+        from gapscope.tui.app import glyphs
 
         assert glyphs.CAUSE_LETTERS["polling"] == "Q" and glyphs.CAUSE_COLOURS["polling"] == "bright_blue"
     assert "polling" not in CAUSES

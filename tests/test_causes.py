@@ -8,7 +8,7 @@ import pytest
 
 from tests.synth import Synth
 from tests.test_analysis import model_of
-from tui.analysis import CAUSES, Thresholds, analyze
+from gapscope.tui.analysis import CAUSES, Thresholds, analyze
 
 
 def base(next_launch=195.0, next_k=200.0) -> Synth:
@@ -208,8 +208,8 @@ def test_thresholds_are_configurable():
 
 @pytest.mark.parametrize("cause", CAUSES)
 def test_every_cause_has_an_explanation_and_suggestion(cause):
-    from tui.analysis import CAUSE_EXPLANATIONS
-    from tui.analysis.findings import SUGGESTIONS
+    from gapscope.tui.analysis import CAUSE_EXPLANATIONS
+    from gapscope.tui.analysis.findings import SUGGESTIONS
 
     assert CAUSE_EXPLANATIONS[cause] and SUGGESTIONS[cause]
 

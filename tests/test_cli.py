@@ -2,11 +2,11 @@ import subprocess
 import sys
 
 from tests.conftest import ROOT
-from tui import __version__
+from gapscope.tui import __version__
 
 
 def gapscope(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "tui", *args], cwd=ROOT, capture_output=True, text=True, **kw)
+    return subprocess.run([sys.executable, "-m", "gapscope", *args], cwd=ROOT, capture_output=True, text=True, **kw)
 
 
 def test_version():

@@ -9,9 +9,9 @@ import pytest
 from tests.conftest import SAMPLE_TRACES
 from tests.synth import Synth
 from tests.test_analysis import model_of
-from tui.analysis import analyze
-from tui.trace.model import Kind
-from tui.analysis.compare import align_names, compare, find_steps, lcs_pairs, match_gaps
+from gapscope.tui.analysis import analyze
+from gapscope.tui.trace.model import Kind
+from gapscope.tui.analysis.compare import align_names, compare, find_steps, lcs_pairs, match_gaps
 
 KD = 5.0  # µs, every kernel unless told
 
@@ -173,7 +173,7 @@ def test_profiler_steps_and_window_fallback():
 def _sample(name):
     p = SAMPLE_TRACES / name
     assert p.is_file(), p  # in the repository: missing is a failure
-    from tui.trace import load
+    from gapscope.tui.trace import load
 
     return analyze(load(str(p), no_cache=True))
 
@@ -229,8 +229,8 @@ def test_compare_on_shared_traces_against_a_sample(shared_traces):
     import jsonschema
 
     from tests.test_report import SCHEMA_PATH
-    from tui.report import build_json
-    from tui.trace import load
+    from gapscope.tui.report import build_json
+    from gapscope.tui.trace import load
 
     schema = json.loads(SCHEMA_PATH.read_text())
     ref = _sample("demo-graph.decode.json.gz")
@@ -252,7 +252,7 @@ def test_compare_on_shared_traces_against_a_sample(shared_traces):
 
 
 def test_report_says_which_gaps_of_b_are_new():
-    from tui.report import build_json, render_markdown
+    from gapscope.tui.report import build_json, render_markdown
 
     a, b = pair()
     g = build_json([a, b])["comparison"]["gaps"]

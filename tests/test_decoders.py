@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from tests.conftest import SAMPLE_TRACES
-from tui.trace import build, decode_dicts, decode_typed, parallel, read
-from tui.trace.build import ColumnBuilder
-from tui.trace.decode_common import SlowLane
-from tui.trace.model import NO_ID
+from gapscope.tui.trace import build, decode_dicts, decode_typed, parallel, read
+from gapscope.tui.trace.build import ColumnBuilder
+from gapscope.tui.trace.decode_common import SlowLane
+from gapscope.tui.trace.model import NO_ID
 
 pytestmark = pytest.mark.skipif(decode_typed._DEC_EV is None, reason="msgspec is not installed")
 

@@ -14,10 +14,10 @@ import pytest
 from tests.conftest import SAMPLE_TRACES
 from tests.synth import Synth
 from tests.test_analysis import model_of
-from tui.analysis import CAUSES, Thresholds, analyze
-from tui.report import build_json, render_markdown
-from tui.trace import load
-from tui.trace.model import Kind
+from gapscope.tui.analysis import CAUSES, Thresholds, analyze
+from gapscope.tui.report import build_json, render_markdown
+from gapscope.tui.trace import load
+from gapscope.tui.trace.model import Kind
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "traces"
 
@@ -227,7 +227,7 @@ def test_no_frameless_python_finding_beside_a_framed_one():
 # ------------------------------------------------------------------------------ own time: who ran at t
 def _own(s: Synth, a_us: float, b_us: float) -> dict[str, int]:
     """host_time of [a_us, b_us) on the Synth's thread, as {name: ns} (events of one name added up)."""
-    from tui.analysis.hosttime import host_time
+    from gapscope.tui.analysis.hosttime import host_time
 
     m = model_of(s)
     an = analyze(m)

@@ -23,9 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.synth import Synth, damage_bytes
-from tui.analysis import CAUSES, analyze
-from tui.errors import GapscopeError
-from tui.trace import TraceError, load
+from gapscope.tui.analysis import CAUSES, analyze
+from gapscope.tui.errors import GapscopeError
+from gapscope.tui.trace import TraceError, load
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "tui" / "report" / "findings.schema.json"  # the contract shipped in the package
 
@@ -182,7 +182,7 @@ def check_analysis(a) -> None:
 
 def check_case(folder: Path, case: dict, schema: dict) -> str:
     """Load, analyse, report; returns "error" or "ok". Raises AssertionError on a broken invariant."""
-    from tui.report import build_json, render_markdown
+    from gapscope.tui.report import build_json, render_markdown
 
     p = write_case(folder, case)
     try:
@@ -261,7 +261,7 @@ _HOSTILE = {
 @pytest.mark.parametrize("shape", sorted(_HOSTILE))
 def test_hostile_shapes_keep_the_invariants(tmp_path, schema, shape):
     from tests import hostile as H
-    from tui.report import build_json, render_markdown
+    from gapscope.tui.report import build_json, render_markdown
 
     p = _HOSTILE[shape](H, tmp_path / "h.json")
     m = load(p, no_cache=True)

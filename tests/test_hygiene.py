@@ -1,5 +1,6 @@
 """Import rules of ARCHITECTURE.md: the headless layers never pull in textual, and only capture touches torch."""
 
+import re
 import subprocess
 import sys
 
@@ -15,8 +16,8 @@ def _modules_after_import(stmt: str) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    "module", ["tui.trace", "tui.analysis", "tui.analysis.compare", "tui.report", "tui.cli", "tui.errors", "tui.fsutil",
-               "tui.app"]
+    "module", ["gapscope.tui.trace", "gapscope.tui.analysis", "gapscope.tui.analysis.compare", "gapscope.tui.report", "gapscope.tui.cli", "gapscope.tui.errors", "gapscope.tui.fsutil",
+               "gapscope.tui.app"]
 )
 def test_headless_modules_import_neither_textual_nor_torch(module):
     mods = _modules_after_import(f"import {module}")
@@ -25,17 +26,49 @@ def test_headless_modules_import_neither_textual_nor_torch(module):
     assert "torch" not in mods, f"{module} imported torch"
 
 
-def test_capture_imports_without_torch_or_textual():
-    mods = _modules_after_import("import capture, capture.cli")
-    assert "capture.cli" in mods
+@pytest.mark.parametrize("stmt", ["import gapscope.capture, gapscope.capture.cli", "import capture, capture.cli"],
+                         ids=["installed", "checkout"])
+def test_capture_imports_without_torch_or_textual(stmt):
+    """``gapscope.capture`` as installed, and ``capture`` as a GPU node runs it from a checkout (``python -m capture``)."""
+    mods = _modules_after_import(stmt)
+    assert stmt.split(",")[-1].strip().split()[-1] in mods
     assert "textual" not in mods and "orjson" not in mods
     # torch is imported lazily, only when a capture actually runs
     assert "torch" not in mods
 
 
-def test_capture_never_imports_tui():
-    mods = _modules_after_import("import capture, capture.cli")
-    assert not any(m == "tui" or m.startswith("tui.") for m in mods)
+@pytest.mark.parametrize("stmt", ["import gapscope.capture, gapscope.capture.cli", "import capture, capture.cli"],
+                         ids=["installed", "checkout"])
+def test_capture_never_imports_tui(stmt):
+    mods = _modules_after_import(stmt)
+    assert not any(m in ("tui", "gapscope.tui") or m.startswith(("tui.", "gapscope.tui.")) for m in mods)
+
+
+def test_the_package_list_holds_every_package_folder_under_one_name():
+    """The wheel installs one top-level name, gapscope; a sub-package missing from pyproject's list would be left out
+    of it silently."""
+    tomllib = pytest.importorskip("tomllib")
+    st = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert {p.split(".")[0] for p in st["packages"]} == {"gapscope"}
+    dirs = st["package-dir"]
+    on_disk = set()
+    for pkg, folder in dirs.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / folder).parts
+            on_disk.add(".".join((pkg, *rel)))
+    assert on_disk == set(st["packages"])
+
+
+def test_only_the_gapscope_name_is_imported_from_the_checkout_by_tests_and_benchmarks():
+    """A test importing ``tui.x`` would load a second copy of every module beside ``gapscope.tui.x`` (its patches
+    and isinstance checks would miss)."""
+    files = subprocess.run(["git", "ls-files", "tests", "benchmarks"], cwd=ROOT, capture_output=True, text=True,
+                           check=True).stdout.split()
+    bad = re.compile(r"^\s*(from|import)\s+tui\b|[\"']tui\.(trace|analysis|report|app|cli)\b|-m tui\b")
+    hits = [f"{f}:{n}" for f in files if f.endswith(".py")
+            for n, line in enumerate((ROOT / f).read_text().splitlines(), 1)
+            if bad.search(line) and f != "tests/test_hygiene.py"]
+    assert files and not hits, hits
 
 
 def test_no_absolute_path_of_one_machine_in_code_or_docs():

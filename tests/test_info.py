@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.synth import Synth
-from tui.trace.info import ascii_safe
+from gapscope.tui.trace.info import ascii_safe
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def _run(*args, env_extra=None):
     env = dict(os.environ)
     env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-m", "tui", "info", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "gapscope", "info", *map(str, args)], capture_output=True, text=True,
                           cwd=ROOT, env=env, timeout=120)
 
 

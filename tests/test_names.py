@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from tui.analysis import analyze, names
-from tui.analysis.names import name_flags
-from tui.trace import load
+from gapscope.tui.analysis import analyze, names
+from gapscope.tui.analysis.names import name_flags
+from gapscope.tui.trace import load
 
 # name -> the one flag it must raise (every other runtime flag stays down)
 TABLE = {

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-import tui.fsutil as fsutil
+import gapscope.tui.fsutil as fsutil
 from tests.synth import Synth
-from tui.cli import main
+from gapscope.tui.cli import main
 
 SAMPLE = Path(__file__).resolve().parent.parent / "traces" / "demo-eager-sync.decode.json.gz"
 
@@ -125,7 +125,7 @@ def test_report_o_through_the_real_command_exit_2_file_unchanged(tmp_path):
     t = _trace(tmp_path)
     out = tmp_path / "r.json"
     out.write_bytes(b"{}")
-    r = subprocess.run([sys.executable, "-m", "tui", "report", "--no-cache", "--json", "-o", str(out), str(t)],
+    r = subprocess.run([sys.executable, "-m", "gapscope", "report", "--no-cache", "--json", "-o", str(out), str(t)],
                        capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parent.parent)
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.count("\n") == 1 and r.stderr.startswith("gapscope: error: ") and "already exists" in r.stderr
@@ -185,7 +185,7 @@ def test_report_to_stdout_closed_early_is_not_an_error(tmp_path):
     import sys
 
     t = _trace(tmp_path)
-    r = subprocess.run(f"{sys.executable} -m tui report --no-cache {t} | head -c 10", shell=True,
+    r = subprocess.run(f"{sys.executable} -m gapscope report --no-cache {t} | head -c 10", shell=True,
                        capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parent.parent)
     assert r.stdout == "# gapscope" and "Traceback" not in r.stderr
 
@@ -193,8 +193,8 @@ def test_report_to_stdout_closed_early_is_not_an_error(tmp_path):
 # ------------------------------------------------------------------------------------ explorer export
 def _export_in_app(trace: Path, *presses):
     from tests.test_app import settle
-    from tui.app.app import GapscopeApp
-    from tui.app.textdump import screen_text
+    from gapscope.tui.app.app import GapscopeApp
+    from gapscope.tui.app.textdump import screen_text
 
     async def go():
         app = GapscopeApp([str(trace)], load_opts={"no_cache": True})
@@ -226,7 +226,7 @@ def test_export_failing_at_its_last_file_takes_back_the_first_ones(tmp_path, mon
     written a moment before are removed again, so a failed export leaves the folder as it was."""
     t = _trace(tmp_path)
     before = _listing(t.parent)
-    import tui.app.export as export
+    import gapscope.tui.app.export as export
 
     real = export.atomic_write_text
 
@@ -254,7 +254,7 @@ def test_export_twice_writes_new_names_and_keeps_the_first(tmp_path):
 def test_cache_write_failure_keeps_the_load_and_the_previous_entry(tmp_path, monkeypatch):
     import numpy as np
 
-    from tui.trace import cache, load
+    from gapscope.tui.trace import cache, load
 
     cdir = tmp_path / "cache"
     monkeypatch.setenv("GAPSCOPE_CACHE_DIR", str(cdir))
@@ -292,8 +292,8 @@ def test_cache_folder_under_a_file_does_not_fail_the_load(tmp_path, monkeypatch,
 # -------------------------------------------------------------------------------------------- capture
 def test_captured_trace_is_linked_into_place_from_a_temporary_name(tmp_path, monkeypatch):
     pytest.importorskip("torch")
-    import capture
-    import capture.recorder as rec
+    import gapscope.capture as capture
+    import gapscope.capture.recorder as rec
     from tests.test_capture import Counter
 
     moves = []
@@ -313,8 +313,8 @@ def test_captured_trace_is_linked_into_place_from_a_temporary_name(tmp_path, mon
 
 def test_capture_export_failing_leaves_nothing(tmp_path, monkeypatch):
     torch = pytest.importorskip("torch")
-    import capture
-    from capture.recorder import CaptureError
+    import gapscope.capture as capture
+    from gapscope.capture.recorder import CaptureError
     from tests.test_capture import Counter
 
     (tmp_path / "x.json.gz").write_bytes(b"precious")
@@ -332,7 +332,7 @@ def test_capture_export_failing_leaves_nothing(tmp_path, monkeypatch):
 def test_written_files_get_the_usual_permissions(tmp_path):
     import stat
 
-    from tui.fsutil import atomic_write_text
+    from gapscope.tui.fsutil import atomic_write_text
 
     old = os.umask(0o022)
     try:

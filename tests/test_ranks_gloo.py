@@ -15,7 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from capture import cli as capture_cli  # noqa: E402
+from gapscope.capture import cli as capture_cli  # noqa: E402
 
 from tests.test_capture import _free_port
 
@@ -47,15 +47,15 @@ def gloo_run(tmp_path_factory):
 
 
 def _report(*args) -> subprocess.CompletedProcess:
-    r = subprocess.run([sys.executable, "-m", "tui", "report", *map(str, args)], cwd=ROOT, capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "gapscope", "report", *map(str, args)], cwd=ROOT, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     return r
 
 
 def test_gloo_traces_hold_cpu_side_collectives_only(gloo_run):
-    from tui.analysis.ranks import timeline
-    from tui.trace import load
+    from gapscope.tui.analysis.ranks import timeline
+    from gapscope.tui.trace import load
 
     for r in (0, 1):
         m = load(str(gloo_run / f"{STEM}.decode.rank{r}.json.gz"), no_cache=True)

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from tests.synth import Synth
-from tui.analysis import analyze
-from tui.analysis.replay import Replay, _calls_under, _python_own, project
-from tui.trace.build import ColumnBuilder
+from gapscope.tui.analysis import analyze
+from gapscope.tui.analysis.replay import Replay, _calls_under, _python_own, project
+from gapscope.tui.trace.build import ColumnBuilder
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 US = 1_000  # ns
@@ -133,7 +133,7 @@ def test_an_unprofiled_time_longer_than_the_recording_is_not_a_calibration():
     """hf-llama.decode: the capture's un-profiled median (213.5 ms for the 4 steps, 15 of 24 runs on a loaded
     node) is 4.3x the profiled recording (49.7 ms). No per-event overhead makes the replay longer, so nothing was
     calibrated: the projection stays in profiled time and says why, not "un-profiled, calibrated"."""
-    from tui.report.markdown import render_markdown
+    from gapscope.tui.report.markdown import render_markdown
 
     s = _pipelined_with_sync()
     s.top["gapscope"] = {"profiled_us": 2023.0, "unprofiled_us": 4 * 2023.0,
@@ -153,8 +153,8 @@ def test_an_unprofiled_time_longer_than_the_recording_is_not_a_calibration():
 def test_markdown_says_the_fix_and_ranks_findings_by_saving():
     import re
 
-    from tui.report.markdown import render_markdown
-    from tui.trace import load
+    from gapscope.tui.report.markdown import render_markdown
+    from gapscope.tui.trace import load
 
     md = render_markdown([analyze(model_of(_pipelined_with_sync()))])
     assert "fix → **−108.0 µs per step (−5.3%)**, profiled time: remove the 1 synchronising call in" in md
@@ -241,7 +241,7 @@ def _samples():
 
 @pytest.mark.parametrize("path", _samples(), ids=lambda p: p.name)
 def test_replay_reproduces_every_sample_within_2pct(path):
-    from tui.trace import load
+    from gapscope.tui.trace import load
 
     a = analyze(load(str(path), no_cache=True))
     p = project(a)
@@ -252,7 +252,7 @@ def test_replay_reproduces_every_sample_within_2pct(path):
 
 
 def test_calibrated_sample_says_so_and_ranks_the_injected_frame():
-    from tui.trace import load
+    from gapscope.tui.trace import load
 
     a = analyze(load(str(TRACES / "demo-eager-python.decode.json.gz"), no_cache=True))
     p = a.projection
@@ -269,8 +269,8 @@ def test_calibrated_sample_says_so_and_ranks_the_injected_frame():
 
 
 def test_report_json_carries_savings():
-    from tui.report.jsonout import build_json
-    from tui.trace import load
+    from gapscope.tui.report.jsonout import build_json
+    from gapscope.tui.trace import load
 
     a = analyze(load(str(TRACES / "demo-eager-sync.decode.json.gz"), no_cache=True))
     doc = build_json([a])
@@ -298,7 +298,7 @@ def test_explorer_finding_info_shows_the_saving(tmp_path):
             await pilot.pause()
             fs = app.scene.analysis.findings
             sync = next(k for k, f in enumerate(fs) if f.cause == "sync")
-            from tui.app.tables import FindingsView
+            from gapscope.tui.app.tables import FindingsView
 
             app.query_one(FindingsView).show_info(sync)
             await pilot.pause()
@@ -310,7 +310,7 @@ def test_explorer_finding_info_shows_the_saving(tmp_path):
 
 
 def test_two_rank_sample_says_how_collectives_are_treated():
-    from tui.trace import load
+    from gapscope.tui.trace import load
 
     a = analyze(load(str(TRACES / "demo-eager-tp.decode.rank0.json.gz"), no_cache=True))
     p = a.projection
@@ -329,8 +329,8 @@ def _shared():
 
 @pytest.mark.skipif(not _shared(), reason="shared traces absent")
 def test_shared_traces_replay_within_2pct_and_project_without_error():
-    from tui.errors import GapscopeError
-    from tui.trace import load
+    from gapscope.tui.errors import GapscopeError
+    from gapscope.tui.trace import load
 
     seen = 0
     for path in _shared():
@@ -439,7 +439,7 @@ def _alloc_rounds(slow_us: float = 10.0, rounds: int = 6):
 
 
 def test_after_effect_is_the_excess_over_the_same_names_away_from_the_calls():
-    from tui.analysis.replay_fixes import COLD_NS, _after_effect
+    from gapscope.tui.analysis.replay_fixes import COLD_NS, _after_effect
 
     a = analyze(model_of(_alloc_rounds()))
     m = a.model
@@ -462,7 +462,7 @@ def test_after_effect_is_the_excess_over_the_same_names_away_from_the_calls():
 
 
 def test_no_after_effect_when_the_host_is_as_fast_after_the_calls():
-    from tui.analysis.replay_fixes import _after_effect
+    from gapscope.tui.analysis.replay_fixes import _after_effect
 
     a = analyze(model_of(_alloc_rounds(slow_us=0)))
     m = a.model

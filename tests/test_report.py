@@ -11,10 +11,10 @@ import pytest
 from tests.synth import Synth
 from tests.test_analysis import model_of
 from tests.test_causes import base, sync_scenario
-from tui.analysis import analyze
-from tui.cli import main
-from tui.report import build_json, render_markdown, write_reports
-from tui.report.markdown import code, esc, inline
+from gapscope.tui.analysis import analyze
+from gapscope.tui.cli import main
+from gapscope.tui.report import build_json, render_markdown, write_reports
+from gapscope.tui.report.markdown import code, esc, inline
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "tui" / "report" / "findings.schema.json"  # the contract shipped in the package
 
@@ -34,7 +34,7 @@ def sync_trace(tmp_path, name="sync.json", meta=None) -> Path:
 
 
 def test_json_validates_on_synthetic(tmp_path, schema):
-    from tui.trace import load
+    from gapscope.tui.trace import load
 
     p = sync_trace(tmp_path, meta={"gapscope": {"phase": "decode", "profiled_us": 300.0, "unprofiled_us": 150.0}})
     a = analyze(load(str(p), no_cache=True))
@@ -52,7 +52,7 @@ def test_json_validates_on_synthetic(tmp_path, schema):
 
 
 def test_json_validates_on_shared_traces(shared_traces, schema):
-    from tui.trace import load
+    from gapscope.tui.trace import load
 
     for p in sorted(shared_traces.glob("*/*")):
         if p.suffix == ".md":
@@ -63,7 +63,7 @@ def test_json_validates_on_shared_traces(shared_traces, schema):
 
 
 def test_markdown_headline_findings_and_stack(tmp_path):
-    from tui.trace import load
+    from gapscope.tui.trace import load
 
     a = analyze(load(str(sync_trace(tmp_path)), no_cache=True))
     md = render_markdown([a])
@@ -129,7 +129,7 @@ def test_write_reports_picks_free_stem(tmp_path):
 
 
 def test_two_traces_before_after(tmp_path, schema):
-    from tui.trace import load
+    from gapscope.tui.trace import load
 
     a = analyze(load(str(sync_trace(tmp_path, "before.json")), no_cache=True))
     s = base()
@@ -163,7 +163,7 @@ def test_two_traces_before_after(tmp_path, schema):
 
 def test_json_comparison_on_sample_pair(schema):
     from tests.conftest import SAMPLE_TRACES
-    from tui.trace import load
+    from gapscope.tui.trace import load
 
     names = ["demo-eager.prefill.json.gz", "demo-eager.decode.json.gz"]
     assert all((SAMPLE_TRACES / n).is_file() for n in names), names  # in the repository: missing is a failure
@@ -183,7 +183,7 @@ def test_json_comparison_on_sample_pair(schema):
 
 def test_json_validates_on_sample_traces(schema):
     from tests.conftest import SAMPLE_TRACES
-    from tui.trace import load
+    from gapscope.tui.trace import load
 
     files = sorted(SAMPLE_TRACES.glob("*.json.gz"))
     assert len(files) >= 25, files  # the recordings listed in traces/README.md
@@ -197,8 +197,8 @@ def test_json_validates_on_sample_traces(schema):
 def test_report_on_a_cpu_capture(tmp_path, capsys, schema, monkeypatch):
     """A trace made by our own capture on this CPU-only machine: no GPU activity, still a valid report."""
     pytest.importorskip("torch")
-    from capture import cli as capture_cli
-    from capture import recorder
+    from gapscope.capture import cli as capture_cli
+    from gapscope.capture import recorder
 
     monkeypatch.setattr(recorder, "_PROFILER_SESSIONS", [0], raising=False)
     rc = capture_cli.main(["demo", "--size", "tiny", "--cpu", "--phase", "decode", "--active", "2",
@@ -217,7 +217,7 @@ def test_report_on_a_cpu_capture(tmp_path, capsys, schema, monkeypatch):
 
 def test_report_schema_prints_the_packaged_contract(capsys):
     """`gapscope report --schema` prints the schema shipped in the package, byte for byte, without a trace."""
-    from tui.cli import main
+    from gapscope.tui.cli import main
 
     assert main(["report", "--schema"]) == 0
     out = capsys.readouterr().out
@@ -228,7 +228,7 @@ def test_report_schema_prints_the_packaged_contract(capsys):
 def test_every_trace_key_the_report_writes_is_in_the_schema_with_its_type(schema):
     """The contract names every key of ``traces[]`` (a key the schema does not declare is unchecked: an
     ``idle_pct`` written as a string would pass), and a wrong type there fails validation."""
-    from tui.trace import load
+    from gapscope.tui.trace import load
 
     root = SCHEMA_PATH.parent.parent.parent / "traces"
     docs = [build_json([analyze(load(str(root / n)))]) for n in ("demo-eager-sync.decode.json.gz",
@@ -251,7 +251,7 @@ def test_every_trace_key_the_report_writes_is_in_the_schema_with_its_type(schema
 def test_markdown_calls_a_distortion_below_one_unknown(tmp_path):
     """An un-profiled time longer than the profiled run (hf-llama.decode: 213.5 ms against 50.0 ms) is no
     distortion of 0.23x: the profiler only adds time, so the report says the timing was disturbed."""
-    from tui.trace import load
+    from gapscope.tui.trace import load
 
     p = sync_trace(tmp_path, meta={"gapscope": {"phase": "decode", "profiled_us": 1000.0, "unprofiled_us": 4000.0}})
     md = render_markdown([analyze(load(str(p), no_cache=True))])

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.synth import Synth, damage_bytes
-from tui.trace import Kind, TraceError, load
+from gapscope.tui.trace import Kind, TraceError, load
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,7 +49,7 @@ def _kineto_layout(doc: dict) -> bytes:
 def _cli(path) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     env.pop("GAPSCOPE_DEBUG", None)
-    return subprocess.run([sys.executable, "-m", "tui", "info", str(path)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "gapscope", "info", str(path)], capture_output=True, text=True,
                           cwd=ROOT, env=env, timeout=60)
 
 
@@ -123,7 +123,7 @@ def test_gzip_bomb_stops_at_limit(tmp_path):
     assert len(comp) < 200_000
     with pytest.raises(TraceError, match=r"decompresses past the limit of 1.0 MiB.*--max-size"):
         load(p, no_cache=True, max_size="1M")
-    r = subprocess.run([sys.executable, "-m", "tui", "info", "--max-size", "1M", str(p)], capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "gapscope", "info", "--max-size", "1M", str(p)], capture_output=True,
                        text=True, cwd=ROOT, timeout=60)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "decompresses past the limit" in r.stderr
 
@@ -319,7 +319,7 @@ def test_odd_top_levels(tmp_path, data, n, warning):
 def test_value_that_never_closes_costs_one_event(tmp_path, monkeypatch):
     """An unclosed '[' inside one event's args: that event is skipped, every other one is kept (and
     the widening of pieces that this provokes is bounded, or it would be quadratic)."""
-    from tui.trace import reader
+    from gapscope.tui.trace import reader
 
     t = Synth()
     for i in range(3000):
@@ -337,7 +337,7 @@ def test_value_that_never_closes_costs_one_event(tmp_path, monkeypatch):
 
 
 def test_bare_nan_everywhere_is_repaired_per_piece(tmp_path, monkeypatch):
-    from tui.trace import reader
+    from gapscope.tui.trace import reader
 
     t = Synth()
     for i in range(500):

@@ -252,7 +252,7 @@ _DRIVER = r"""
 import contextlib, io, json, os, resource, signal, sys, time
 resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
 sys.path.insert(0, os.getcwd())
-from tui.cli import main
+from gapscope.tui.cli import main
 
 class Hang(BaseException):
     pass
@@ -383,7 +383,7 @@ def test_corpus_through_info_and_report(results, schema, case):
 def test_very_deep_nesting_is_refused_not_a_crash(tmp_path, make):
     p = make(tmp_path)
     env = dict(os.environ, GAPSCOPE_CACHE_DIR=str(tmp_path / "cache"))
-    r = subprocess.run([sys.executable, "-m", "tui", "info", "--no-cache", str(p)], cwd=ROOT, env=env,
+    r = subprocess.run([sys.executable, "-m", "gapscope", "info", "--no-cache", str(p)], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode in (0, 2), (r.returncode, r.stderr[-500:])
     assert "Traceback" not in r.stderr
@@ -402,7 +402,7 @@ def test_report_output_escapes_control_characters_but_keeps_the_names(results):
 @pytest.mark.parametrize("make,needle", [(_dup_unsorted, "duplicate"), (_overlap_stream, "overlap")],
                          ids=["duplicated_events", "overlapping_kernels_one_stream"])
 def test_odd_but_loadable_inputs_are_warned_about(tmp_path, make, needle):
-    from tui.trace import load
+    from gapscope.tui.trace import load
 
     m = load(str(make(tmp_path)), no_cache=True)
     assert any(needle in w for w in m.warnings), m.warnings

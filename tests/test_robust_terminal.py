@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.test_app import settle
-from tui.app.app import GapscopeApp
-from tui.app.textdump import screen_text
+from gapscope.tui.app.app import GapscopeApp
+from gapscope.tui.app.textdump import screen_text
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "traces" / "demo-eager-sync.decode.json.gz"
@@ -135,7 +135,7 @@ def test_sample_trace_in_tmux(tmp_path, env):
     session = f"gapscope-term-{os.getpid()}-{env['TERM']}-{env['LANG'].replace('.', '')}-{len(env)}"
     exports = " ".join(f"{k}={v}" for k, v in {**env, "LC_ALL": env["LANG"]}.items())
     cmd = (f"cd {ROOT} && env -u NO_COLOR -u GAPSCOPE_FORCE_TUI {exports} GAPSCOPE_CACHE_DIR={tmp_path} "
-           f"{sys.executable} -m tui {SAMPLE}; echo EXIT=$?; sleep 30")
+           f"{sys.executable} -m gapscope {SAMPLE}; echo EXIT=$?; sleep 30")
     _tmux("new-session", "-d", "-s", session, "-x", "80", "-y", "24", cmd)
     try:
         _tmux("set-option", "-t", session, "mouse", "off", check=False)
@@ -168,7 +168,7 @@ def test_bad_trace_in_tmux_shows_the_error_screen_then_one_line(tmp_path):
     bad.write_bytes(b"not a trace")
     session = f"gapscope-term-{os.getpid()}-bad"
     cmd = (f"cd {ROOT} && env -u NO_COLOR -u GAPSCOPE_FORCE_TUI TERM=xterm LANG=C.UTF-8 LC_ALL=C.UTF-8 "
-           f"GAPSCOPE_CACHE_DIR={tmp_path} {sys.executable} -m tui {bad}; echo EXIT=$?; sleep 30")
+           f"GAPSCOPE_CACHE_DIR={tmp_path} {sys.executable} -m gapscope {bad}; echo EXIT=$?; sleep 30")
     _tmux("new-session", "-d", "-s", session, "-x", "80", "-y", "24", cmd)
     try:
         screen = _wait_for(session, "gapscope: error:")

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from tests.synth import Synth
-from tui.trace import TraceError
-from tui.trace.multi import expand, load_many
+from gapscope.tui.trace import TraceError
+from gapscope.tui.trace.multi import expand, load_many
 
 
 @pytest.fixture(autouse=True)

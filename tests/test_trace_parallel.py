@@ -9,8 +9,8 @@ import os
 import numpy as np
 import pytest
 
-from tui.trace import parallel, read, reader
-from tui.trace.cache import _ARRAYS
+from gapscope.tui.trace import parallel, read, reader
+from gapscope.tui.trace.cache import _ARRAYS
 
 SAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "traces",
                       "demo-eager.decode.json.gz")
@@ -108,7 +108,7 @@ def test_bare_array_and_gzip_split_equal_serial(tmp_path, monkeypatch, doc):
 def test_background_cache_write_then_warm_equals_cold(tmp_path, monkeypatch, doc):
     import threading
 
-    from tui.trace import cache, load
+    from gapscope.tui.trace import cache, load
 
     monkeypatch.setenv("GAPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(read, "BACKGROUND_CACHE_MIN", 1)

@@ -11,9 +11,9 @@ import pickle
 import numpy as np
 import pytest
 
-from tui.trace import build, decode_typed, load, parallel, read, reader
-from tui.trace.cache import _ARRAYS
-from tui.trace.model import ARGS_DROP, BlobList, Kind
+from gapscope.tui.trace import build, decode_typed, load, parallel, read, reader
+from gapscope.tui.trace.cache import _ARRAYS
+from gapscope.tui.trace.model import ARGS_DROP, BlobList, Kind
 
 pytestmark = pytest.mark.skipif(decode_typed._DEC_EV is None, reason="msgspec is not installed")
 

@@ -13,8 +13,8 @@ import pytest
 from tests.conftest import SAMPLE_TRACES
 from tests.synth import Synth
 from tests.test_analysis import model_of
-from tui.analysis import analyze
-from tui.trace import load
+from gapscope.tui.analysis import analyze
+from gapscope.tui.trace import load
 
 
 def _v(s):
@@ -90,8 +90,8 @@ def test_collective_wait_is_not_gpu_bound():
 
 
 def test_json_and_markdown_show_the_verdict(tmp_path):
-    from tui.report import build_json
-    from tui.report.markdown import render_markdown
+    from gapscope.tui.report import build_json
+    from gapscope.tui.report.markdown import render_markdown
 
     s = Synth()
     for i in range(4):
@@ -161,7 +161,7 @@ def test_raw_graph_counts_of_demo_graph():
 
 def test_explorer_header_shows_the_verdict(tmp_path):
     from tests.test_app import opened, run
-    from tui.app.textdump import screen_text
+    from gapscope.tui.app.textdump import screen_text
 
     s = Synth()
     for i in range(4):

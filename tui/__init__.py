@@ -1,3 +1,5 @@
-"""gapscope: why was the GPU idle? Trace model, analysis, report and terminal explorer."""
+"""gapscope: why was the GPU idle? Trace model, analysis, report and terminal explorer (installed as ``gapscope.tui``)."""
 
-__version__ = "0.1.0"
+from .. import __version__  # one version, in the gapscope package
+
+__all__ = ["__version__"]

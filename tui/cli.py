@@ -152,7 +152,7 @@ def _main(argv: list[str]) -> int:
     if _first_positional(argv) not in (None, *SUBCOMMANDS):
         argv = ["open", *argv]
     if argv and argv[0] == "capture":
-        from capture.cli import main as capture_main
+        from ..capture.cli import main as capture_main
 
         return capture_main(argv[1:])
     if argv[:1] == ["report"] and "--schema" in argv:

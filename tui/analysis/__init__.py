@@ -1,6 +1,6 @@
 """Analysis layer: gaps, causes, stacks, kernels, floors, findings. No textual, no torch.
 
-    from tui.analysis import analyze
+    from gapscope.tui.analysis import analyze
     a = analyze(model)                 # window="steps" (default) or "all"
     a.window_note, a.devices, a.gaps, a.gap_detail(0), a.findings, a.kernels
 

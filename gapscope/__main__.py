@@ -1,0 +1,7 @@
+"""``python -m gapscope ...``: the same as the ``gapscope`` command."""
+
+import sys
+
+from .tui.cli import main
+
+sys.exit(main())
