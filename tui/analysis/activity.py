@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..trace.model import Kind, TraceModel, TrackKind
-from .floors import floor_ns, peaks_for
+from .floors import peaks_for
 from .intervals import Coverage
 from .stacks import StackIndex, signature_frame
 
@@ -23,7 +23,8 @@ KI = SimpleNamespace(**{k.name: int(k) for k in Kind})
 class KernelStat:
     """One kernel name. Floors are per op call, from that call's own shapes (floors.py), summed over the calls
     whose op launched this kernel alone; the calls whose op launched several kernels share one floor, kept on
-    the op's row (``OpFloorStat``) and counted here in ``op_floor_calls``."""
+    the op's row (``OpFloorStat``) and counted here in ``op_floor_calls``. Achieved figures are over the
+    floored calls: their FLOPs and the bytes their ops must touch, per second of their kernel time."""
 
     name: str
     count: int
@@ -39,6 +40,26 @@ class KernelStat:
     floored_count: int = 0  # calls with a floor of their own
     floored_total_ns: int = 0  # kernel time of those calls (never below floor_total_ns)
     op_floor_calls: int = 0  # calls whose floor is on their op's row
+    flops: float = 0.0  # FLOPs of the floored calls
+    nbytes: float = 0.0  # bytes their ops touch (inputs read, output written)
+    peak_pct: float | None = None  # time at the device's peak for each call's bound / their kernel time, %
+    l2_resident: int = 0  # floored calls faster than their HBM floor: their data was in the L2
+    dtype: str | None = None  # the floored calls' most common element type
+
+    @property
+    def tflops(self) -> float | None:
+        return self.flops / self.floored_total_ns / 1e3 if self.floored_total_ns and self.flops else None
+
+    @property
+    def gbps(self) -> float | None:
+        return self.nbytes / self.floored_total_ns if self.floored_total_ns and self.nbytes else None
+
+    @property
+    def floor_pct(self) -> float | None:
+        """Floor / average over the floored calls, %: 100 means the kernel runs at its floor."""
+        if self.floor_total_ns is None or not self.floored_total_ns:
+            return None
+        return 100.0 * self.floor_total_ns / self.floored_total_ns
 
 
 @dataclass
@@ -54,6 +75,11 @@ class OpFloorStat:
     bound: str | None
     shapes: list | None = None
     device: int | None = None
+    flops: float = 0.0
+    nbytes: float = 0.0
+    peak_pct: float | None = None
+    l2_resident: int = 0
+    dtype: str | None = None
 
     @property
     def floor_ns(self) -> float:
@@ -63,19 +89,62 @@ class OpFloorStat:
     def avg_ns(self) -> float:
         return self.total_ns / self.count if self.count else 0.0
 
+    @property
+    def tflops(self) -> float | None:
+        return self.flops / self.total_ns / 1e3 if self.total_ns and self.flops else None
+
+    @property
+    def gbps(self) -> float | None:
+        return self.nbytes / self.total_ns if self.total_ns and self.nbytes else None
+
+    @property
+    def floor_pct(self) -> float | None:
+        return 100.0 * self.floor_total_ns / self.total_ns if self.total_ns else None
+
 
 @dataclass
-class _CallFloors:
-    """Per kernel of the window: the op call it belongs to and that call's floor."""
+class CallFloors:
+    """Per kernel of the window: the op call it belongs to and that call's floor (NaN: none). Calls whose op
+    launched several kernels repeat the call's figures on each of its kernels."""
 
     k: np.ndarray  # kernel indices
     call: np.ndarray  # launching op event, or -1
     single: np.ndarray  # bool: the op call launched this kernel alone (its floor is this kernel's)
     multi: np.ndarray  # bool: the op call launched several kernels, all in the window (its floor is the op's)
-    floor: dict[int, tuple[float, str, list]]  # op call -> (floor ns, bound, input dims)
+    floor: np.ndarray  # float: the call's floor, ns (NaN where the call has none)
+    compute: np.ndarray  # bool: the call's floor is its compute term
+    flops: np.ndarray  # float: the call's FLOPs
+    nbytes: np.ndarray  # float: bytes the call's op touches
+    hbm_bytes: np.ndarray  # float: of those, the bytes its floor makes cross HBM
+    peak_ns: np.ndarray  # float: the call's time at the device's peak for its bound (no clock headroom)
+    resident: np.ndarray  # bool: the call ran faster than its HBM floor (L2-resident)
+    shape: np.ndarray  # int: index into ``shapes`` of the call's input dims (-1: none)
+    dtype: np.ndarray  # int: index into ``dtypes``
+    shapes: list
+    dtypes: list
+
+    @property
+    def has(self) -> np.ndarray:
+        return ~np.isnan(self.floor)
 
 
-def _call_floors(model: TraceModel, k: np.ndarray, window, flags) -> _CallFloors:
+#: the ids Kineto adds to every op's args: two calls with the same shapes differ only in these
+_ID_RE = re.compile(rb'"(?:External id|external id|Ev Idx|Record function id|Sequence number|Fwd thread id|'
+                    rb'Python id|Python parent id|correlation)"\s*:\s*-?\d+\s*,?\s*')
+#: how many earlier calls of the device a call looks back at for an input one of them wrote (bmm -> softmax
+#: -> copy_ -> bmm is three)
+REUSE_LOOKBACK = 8
+
+
+def call_floors(model: TraceModel, k: np.ndarray, window, flags) -> CallFloors:
+    """The floor of each op call that launched kernels of ``k`` (floors.py), with the L2 reuse of the step:
+    an input with the shape and type an earlier call of the device wrote, when that output and everything
+    costed since fit in the L2 (``REUSE_LOOKBACK`` calls back at most), does not cross HBM. Ops without a cost
+    model are not counted as touching anything, so the reuse can only be overstated: the floor stays a lower
+    bound. A call faster than that floor is L2-resident and gets the resident floor (floors.memory_ns).
+    Costs are parsed once per distinct (op, shapes, types, arguments): shapes repeat every layer and step."""
+    from .floors import FLOOR_OPS, compute_ns, op_cost_detail, peak_for_dtype
+
     kind = model.kind
     call = model.op[k].astype(np.int64).copy()
     L = model.launch[k]
@@ -102,34 +171,145 @@ def _call_floors(model: TraceModel, k: np.ndarray, window, flags) -> _CallFloors
         multi = clean & (n_kern[pos] > 1) & (n_out[pos] == 0)
     else:
         single = multi = np.zeros(k.size, bool)
-    floor: dict[int, tuple[float, str, list]] = {}
-    from .floors import FLOOR_OPS
-
+    nk = k.size
+    out = CallFloors(k, call, single, multi, np.full(nk, np.nan), np.zeros(nk, bool), np.zeros(nk), np.zeros(nk),
+                     np.zeros(nk), np.zeros(nk), np.zeros(nk, bool), np.full(nk, -1, np.int64),
+                     np.zeros(nk, np.int64), [], [])
     known = np.array([n in FLOOR_OPS for n in model.names], dtype=bool)
-    want = np.unique(call[(single | multi)])
-    want = want[known[model.name_id[want]]]
-    dev_of = {t.id: t.device for t in model.tracks if t.kind is TrackKind.GPU}
-    if not any(peaks_for(model.device_name(d)) for d in set(dev_of.values())):
-        want = want[:0]  # no GPU with known peaks: no call can have a floor
-    first_k = {}
-    for kk, c in zip(k[single | multi].tolist(), call[single | multi].tolist()):
-        first_k.setdefault(c, kk)
-    cache: dict[tuple, tuple] = {}
-    for c in want.tolist():
+    sel = np.flatnonzero(single | multi)
+    sel = sel[known[model.name_id[call[sel]]]]
+    gdev = np.array([t.device if t.kind is TrackKind.GPU else -1 for t in model.tracks] + [-1], np.int64)
+    devs = np.unique(gdev[model.track[k[sel]]]) if sel.size else np.zeros(0, np.int64)
+    peaks = {int(d): peaks_for(model.device_name(int(d))) for d in devs.tolist() if d >= 0}
+    peaks = {d: p for d, p in peaks.items() if p is not None}
+    if sel.size == 0 or not peaks:
+        return out
+    # one row per call, in the order its first kernel started on each device
+    o = np.lexsort((model.ts_ns[k[sel]], call[sel]))
+    sel = sel[o]
+    first = np.r_[True, call[sel][1:] != call[sel][:-1]]
+    c_first = sel[first]  # kernel position of each call's first kernel
+    calls = call[c_first]
+    c_of = np.cumsum(first) - 1  # kernel (of sel) -> call row
+    c_time = np.bincount(c_of, weights=model.dur_ns[k[sel]], minlength=calls.size)
+    c_dev = gdev[model.track[k[c_first]]]
+    o2 = np.lexsort((model.ts_ns[k[c_first]], c_dev))
+    # costs, once per distinct args blob (the ids Kineto adds stripped) and op
+    aid = model.args_id[calls].astype(np.int64)
+    offs, data = model.args.offs, model.args.data
+    a0 = offs[np.maximum(aid, 0)].tolist()
+    a1 = offs[np.maximum(aid, 0) + 1].tolist()
+    nid = model.name_id[calls].tolist()
+    uniq: dict[tuple, int] = {}
+    u_of = np.empty(calls.size, np.int64)
+    firsts = []
+    for i, (x, y, n, ai) in enumerate(zip(a0, a1, nid, aid.tolist())):
+        key = (n, _ID_RE.sub(b"", data[x:y]) if ai >= 0 else b"")
+        u = uniq.get(key)
+        if u is None:
+            u = uniq[key] = len(firsts)
+            firsts.append(i)
+        u_of[i] = u
+    sig_ix: dict = {}
+    shape_ix: dict[str, int] = {}
+    dtype_ix: dict[str, int] = {}
+    U = len(firsts)
+    R = 3  # inputs tracked for reuse per call (the rest never count as reused)
+    u_ok = np.zeros(U, bool)
+    u_flops, u_bytes = np.zeros(U), np.zeros(U)
+    u_read = np.full((U, R), -1, np.int64)
+    u_rbytes = np.zeros((U, R))
+    u_write, u_wbytes = np.full(U, -2, np.int64), np.zeros(U)
+    u_shape, u_dtype = np.full(U, -1, np.int64), np.zeros(U, np.int64)
+    dts = []
+    for u, i in enumerate(firsts):
+        c = int(calls[i])
         args = model.event_args(c)
+        try:
+            cost = op_cost_detail(model.names[model.name_id[c]], args)
+        except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError):
+            cost = None
+        if cost is None:
+            continue
+        u_ok[u] = True
+        u_flops[u], u_bytes[u] = cost.flops, cost.nbytes
+        for j, (sg, nb) in enumerate(cost.reads[:R]):
+            u_read[u, j] = sig_ix.setdefault(sg, len(sig_ix))
+            u_rbytes[u, j] = nb
+        if cost.write is not None:
+            u_write[u] = sig_ix.setdefault(cost.write[0], len(sig_ix))
+            u_wbytes[u] = cost.write[1]
         dims = args.get("Input Dims")
-        dev = dev_of.get(int(model.track[first_k[c]]))
-        key = (int(model.name_id[c]), repr(dims), repr(args.get("Input type")), repr(args.get("Concrete Inputs")), dev)
-        r = cache.get(key)
-        if r is None:
-            try:
-                f, b = floor_ns(model.names[model.name_id[c]], args, model.device_name(dev) if dev is not None else None)
-            except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError):
-                f, b = None, None
-            r = cache[key] = (f, b)
-        if r[0] is not None:
-            floor[c] = (float(r[0]), r[1], dims)
-    return _CallFloors(k, call, single, multi, floor)
+        key = repr(dims)
+        if key not in shape_ix:
+            shape_ix[key] = len(out.shapes)
+            out.shapes.append(dims)
+        u_shape[u] = shape_ix[key]
+        if cost.dtype not in dtype_ix:
+            dtype_ix[cost.dtype] = len(dts)
+            dts.append(cost.dtype)
+        u_dtype[u] = dtype_ix[cost.dtype]
+    out.dtypes = dts
+    ok_c = u_ok[u_of] & np.isin(c_dev, list(peaks))
+    # L2 reuse, per device in start order: an input matching the output of one of the last calls
+    r_sig, r_bytes = u_read[u_of], u_rbytes[u_of]
+    w_sig, w_bytes = u_write[u_of], u_wbytes[u_of]
+    nb = np.where(ok_c, u_bytes[u_of], 0.0)
+    l2 = np.array([peaks[int(d)][4] * 1e6 if int(d) in peaks else 0.0 for d in c_dev.tolist()])
+    reused = np.zeros((calls.size, R), bool)
+    so = o2
+    cum = np.r_[0.0, np.cumsum(nb[so])]
+    dv = c_dev[so]
+    for j in range(1, REUSE_LOOKBACK + 1):
+        if j >= so.size:
+            break
+        cur, prev = so[j:], so[:-j]
+        pos_c = np.arange(j, so.size)
+        between = cum[pos_c] - cum[pos_c - j + 1]  # bytes of the calls strictly between
+        fits = (dv[j:] == dv[:-j]) & ok_c[prev] & (between + w_bytes[prev] <= l2[cur])
+        reused[cur] |= fits[:, None] & (r_sig[cur] == w_sig[prev][:, None]) & (r_sig[cur] >= 0)
+    reuse_b = (reused * r_bytes).sum(axis=1)
+    # floors by device: compute, HBM, and the resident one where the call beat its HBM floor
+    dt_names = np.array(dts + [""], dtype=object)
+    fl = np.full(calls.size, np.nan)
+    comp = np.zeros(calls.size, bool)
+    hbm = np.zeros(calls.size)
+    pk = np.zeros(calls.size)
+    res = np.zeros(calls.size, bool)
+    for d, p in peaks.items():
+        m = ok_c & (c_dev == d)
+        if not m.any():
+            continue
+        rate = np.array([peak_for_dtype(p, t) for t in dts], dtype=float)[u_dtype[u_of[m]]]
+        flops = u_flops[u_of[m]]
+        t_c = np.array([compute_ns(f, dts[t], p) for f, t in zip(flops.tolist(), u_dtype[u_of[m]].tolist())])
+        by = np.maximum(u_bytes[u_of[m]] - reuse_b[m], 0.0)
+        t_m = by / p[3]
+        f_h = np.maximum(t_c, t_m)
+        beat = c_time[m] < f_h
+        by_r = np.where(beat, np.maximum(by - 2 * p[4] * 1e6, 0.0), by)
+        t_m = by_r / p[3]
+        f = np.maximum(t_c, t_m)
+        f[f == 0.0] = np.nan
+        fl[m] = f
+        comp[m] = t_c >= t_m
+        hbm[m] = by_r
+        res[m] = beat
+        pk[m] = np.where(t_c >= t_m, flops / (rate * 1e3), t_m)
+    del dt_names
+    # back to kernels: every kernel of a call carries the call's figures
+    ks = sel
+    cr = c_of
+    out.floor[ks] = fl[cr]
+    out.compute[ks] = comp[cr]
+    out.flops[ks] = np.where(np.isnan(fl[cr]), 0.0, u_flops[u_of[cr]])
+    out.nbytes[ks] = np.where(np.isnan(fl[cr]), 0.0, u_bytes[u_of[cr]])
+    out.hbm_bytes[ks] = hbm[cr]
+    out.peak_ns[ks] = pk[cr]
+    out.resident[ks] = res[cr] & ~np.isnan(fl[cr])
+    out.shape[ks] = u_shape[u_of[cr]]
+    out.dtype[ks] = u_dtype[u_of[cr]]
+    return out
 
 
 def _top(values) -> object:
@@ -140,7 +320,16 @@ def _top(values) -> object:
     return next(v for v in values if repr(v) == best)
 
 
-def kernel_stats(model: TraceModel, top: int = 30, window=None, flags=None) -> list[KernelStat]:
+def _most(ix: np.ndarray, table: list):
+    """The most common entry of ``table`` among the indices ``ix`` (ties: the lowest index)."""
+    ix = ix[ix >= 0]
+    if ix.size == 0:
+        return None
+    return table[int(np.bincount(ix).argmax())]
+
+
+def kernel_stats(model: TraceModel, top: int = 30, window=None, flags=None, floors: CallFloors | None = None
+                 ) -> list[KernelStat]:
     k = np.flatnonzero(model.kind == KI.KERNEL)
     if window is not None:
         k = k[window.gpu_in(model, k)]
@@ -153,7 +342,8 @@ def kernel_stats(model: TraceModel, top: int = 30, window=None, flags=None) -> l
     grand = float(dur.sum()) or 1.0
     order = np.argsort(-tot, kind="stable")
     gtr = {t.id: t.device for t in model.tracks if t.kind is TrackKind.GPU}
-    cf = _call_floors(model, k, window, flags)
+    cf = floors if floors is not None else call_floors(model, k, window, flags)
+    fhas = cf.has
     out = []
     for name_id in order[:top]:
         if cnt[name_id] == 0:
@@ -163,45 +353,50 @@ def kernel_stats(model: TraceModel, top: int = 30, window=None, flags=None) -> l
         st = KernelStat(model.names[name_id], int(cnt[name_id]), int(dur[sel].sum()),
                         100.0 * float(tot[name_id]) / grand, avg_ns=float(tot[name_id]) / cnt[name_id])
         st.device = gtr.get(int(model.track[ks[0]]))
-        calls = cf.call[sel]
         ops = model.op[ks]
         ops = ops[ops >= 0]
         on = -1
         if ops.size:
             on = Counter(model.name_id[ops].tolist()).most_common(1)[0][0]
             st.op = model.names[on]
-        mine = [(c, d) for c, d, s1 in zip(calls.tolist(), dur[sel].tolist(), cf.single[sel].tolist())
-                if s1 and c in cf.floor]
-        st.op_floor_calls = int(np.count_nonzero(cf.multi[sel] & np.isin(calls, list(cf.floor))))
-        if mine:
-            fl = [cf.floor[c] for c, _ in mine]
-            st.floor_total_ns = float(sum(f for f, _, _ in fl))
-            st.floored_count = len(mine)
-            st.floored_total_ns = int(sum(d for _, d in mine))
+        mine = sel & cf.single & fhas
+        st.op_floor_calls = int(np.count_nonzero(sel & cf.multi & fhas))
+        if mine.any():
+            fl = cf.floor[mine]
+            st.floor_total_ns = float(fl.sum())
+            st.floored_count = int(mine.sum())
+            st.floored_total_ns = int(dur[mine].sum())
             st.floor_ns = st.floor_total_ns / st.floored_count
-            comp = sum(f for f, b, _ in fl if b == "compute")
+            comp = float(fl[cf.compute[mine]].sum())
             st.bound = "compute" if comp >= st.floor_total_ns - comp else "memory"
-            st.shapes = _top([dm for _, _, dm in fl])
+            st.shapes = _most(cf.shape[mine], cf.shapes)
+            st.dtype = _most(cf.dtype[mine], cf.dtypes)
+            st.flops = float(cf.flops[mine].sum())
+            st.nbytes = float(cf.nbytes[mine].sum())
+            st.peak_pct = 100.0 * float(cf.peak_ns[mine].sum()) / st.floored_total_ns if st.floored_total_ns else None
+            st.l2_resident = int(np.count_nonzero(cf.resident[mine]))
         elif on >= 0:
             st.shapes = model.event_args(int(ops[model.name_id[ops] == on][0])).get("Input Dims")
         out.append(st)
     return out
 
 
-def op_floor_stats(model: TraceModel, window=None, flags=None) -> list[OpFloorStat]:
+def op_floor_stats(model: TraceModel, window=None, flags=None, floors: CallFloors | None = None
+                   ) -> list[OpFloorStat]:
     """The op calls that launched several kernels, grouped by (op, kernel names), with one floor per call."""
     k = np.flatnonzero(model.kind == KI.KERNEL)
     if window is not None:
         k = k[window.gpu_in(model, k)]
     if k.size == 0:
         return []
-    cf = _call_floors(model, k, window, flags)
-    sel = cf.multi & np.isin(cf.call, list(cf.floor))
+    cf = floors if floors is not None else call_floors(model, k, window, flags)
+    sel = cf.multi & cf.has
     if not sel.any():
         return []
+    pos = np.flatnonzero(sel)
     ks, calls = k[sel], cf.call[sel]
     o = np.lexsort((model.ts_ns[ks], calls))
-    ks, calls = ks[o], calls[o]
+    ks, calls, pos = ks[o], calls[o], pos[o]
     starts = np.flatnonzero(np.r_[True, calls[1:] != calls[:-1]])
     ends = np.r_[starts[1:], calls.size]
     gtr = {t.id: t.device for t in model.tracks if t.kind is TrackKind.GPU}
@@ -209,15 +404,19 @@ def op_floor_stats(model: TraceModel, window=None, flags=None) -> list[OpFloorSt
     for a, b in zip(starts.tolist(), ends.tolist()):
         c = int(calls[a])
         key = (int(model.name_id[c]), tuple(model.name_id[ks[a:b]].tolist()))
-        groups.setdefault(key, []).append((c, int(model.dur_ns[ks[a:b]].sum()), int(ks[a])))
+        groups.setdefault(key, []).append((int(pos[a]), int(model.dur_ns[ks[a:b]].sum()), int(ks[a])))
     out = []
     for (on, kn), rows in groups.items():
-        fl = [cf.floor[c] for c, _, _ in rows]
-        ft = float(sum(f for f, _, _ in fl))
-        comp = sum(f for f, b, _ in fl if b == "compute")
-        out.append(OpFloorStat(model.names[on], [model.names[x] for x in kn], len(rows), sum(d for _, d, _ in rows),
-                               ft, "compute" if comp >= ft - comp else "memory", _top([dm for _, _, dm in fl]),
-                               gtr.get(int(model.track[rows[0][2]]))))
+        p = np.array([r[0] for r in rows], np.int64)
+        t = sum(d for _, d, _ in rows)
+        fl = cf.floor[p]
+        ft = float(fl.sum())
+        comp = float(fl[cf.compute[p]].sum())
+        out.append(OpFloorStat(model.names[on], [model.names[x] for x in kn], len(rows), t,
+                               ft, "compute" if comp >= ft - comp else "memory", _most(cf.shape[p], cf.shapes),
+                               gtr.get(int(model.track[rows[0][2]])), float(cf.flops[p].sum()),
+                               float(cf.nbytes[p].sum()), 100.0 * float(cf.peak_ns[p].sum()) / t if t else None,
+                               int(np.count_nonzero(cf.resident[p])), _most(cf.dtype[p], cf.dtypes)))
     out.sort(key=lambda r: -r.total_ns)
     return out
 

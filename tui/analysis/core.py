@@ -217,13 +217,20 @@ class Analysis:
         return project(self)
 
     @cached_property
+    def call_floors(self):
+        """Each kernel's op call and its floor (activity.call_floors), once for every table that reads them."""
+        k = np.flatnonzero(self.model.kind == int(Kind.KERNEL))
+        k = k[self.window.gpu_in(self.model, k)] if self.window is not None else k
+        return activity.call_floors(self.model, k, self.window, self.flags)
+
+    @cached_property
     def kernels(self) -> list:
-        return activity.kernel_stats(self.model, window=self.window, flags=self.flags)
+        return activity.kernel_stats(self.model, window=self.window, flags=self.flags, floors=self.call_floors)
 
     @cached_property
     def op_floors(self) -> list:
         """Ops whose calls launched several kernels: one floor per call, against all its kernels."""
-        return activity.op_floor_stats(self.model, window=self.window, flags=self.flags)
+        return activity.op_floor_stats(self.model, window=self.window, flags=self.flags, floors=self.call_floors)
 
     @cached_property
     def verdicts(self) -> list:

@@ -7,13 +7,18 @@ a lower bound whatever the matmul precision setting was.
 
 A floor must never exceed the time a kernel can take, so each term is counted the way that gives the least:
 compute peaks allow for clocks above the rated boost (``CLOCK_HEADROOM``); bytes are those the op must touch
-(``op_cost``) and only those beyond twice the L2 must cross HBM, since the cache can hold inputs at the
-kernel's start and outputs at its end (a softmax on scores the matmul just wrote reads them from L2).
+(``op_cost``). Every byte crosses HBM (``floor_ns``) unless it can be in the L2 when the kernel starts: an
+input that an earlier kernel of the step just wrote, with less than the L2 touched since (the caller models
+that reuse over the step, activity.py, and passes the reused bytes as ``l2_reused``). Weights re-read once per
+step by a many-layer model are not: between two reads the step touches far more than the L2. A call that
+still runs faster than that floor had data in the L2 the model cannot see; it is *L2-resident* and its floor
+is the one that only counts the bytes beyond twice the L2 (``resident=True``), for that call alone.
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 # name substring -> (bf16/fp16 dense TFLOP/s, tf32 dense TFLOP/s, fp32 non-tensor TFLOP/s, GB/s, L2 MB).
 # First match wins: "GH200" before "H200", which it contains.
@@ -31,6 +36,14 @@ PEAKS: list[tuple[str, tuple[float, float, float, float, float]]] = [
     ("L40S", (362.0, 183.0, 91.6, 864.0, 96.0)),
     ("L4", (121.0, 60.0, 30.3, 300.0, 48.0)),
     ("RTX 4090", (165.2, 82.6, 82.6, 1008.0, 72.0)),
+    # AMD Instinct (dense matrix rates; no TF32 before MI300, so fp32 matmuls take the fp32 matrix rate; the
+    # cache is the last level the GPU has: MI300's 256 MB Infinity Cache, MI200's L2)
+    ("MI325X", (1307.4, 653.7, 163.4, 6000.0, 256.0)),
+    ("MI300X", (1307.4, 653.7, 163.4, 5300.0, 256.0)),
+    ("MI300A", (980.6, 490.3, 122.6, 5300.0, 256.0)),
+    ("MI250X", (383.0, 95.7, 95.7, 3277.0, 16.0)),
+    ("MI250", (362.1, 90.5, 90.5, 3277.0, 16.0)),
+    ("MI210", (181.0, 45.3, 45.3, 1638.0, 16.0)),
 ]
 
 ELEM_BYTES = {
@@ -65,9 +78,15 @@ REDUCE_OPS = {"aten::sum", "aten::mean", "aten::amax", "aten::max", "aten::argma
 CAT_OPS = {"aten::cat"}
 #: gathers read only the rows they return: embedding(weight, indices), index_select(self, dim, index)
 GATHER_OPS = {"aten::embedding", "aten::index_select"}
+#: convolutions -> positions of (stride, padding, dilation, transposed, groups) in their arguments
+#: (``Concrete Inputs``); None: the op has no such argument (cudnn_convolution is never transposed)
+CONV_OPS = {"aten::conv2d": (3, 4, 5, None, 6), "aten::conv1d": (3, 4, 5, None, 6),
+            "aten::conv3d": (3, 4, 5, None, 6), "aten::convolution": (3, 4, 5, 6, 8),
+            "aten::_convolution": (3, 4, 5, 6, 8), "aten::cudnn_convolution": (3, 2, 4, None, 5),
+            "aten::miopen_convolution": (4, 3, 5, None, 6)}
 #: every op with a cost model (kept for callers that test membership)
 MEMORY_OPS = ELEMENTWISE_OPS | CONVERT_OPS | INPLACE_OPS | REDUCE_OPS | CAT_OPS | GATHER_OPS
-FLOOR_OPS = MATMUL_OPS | set(SDPA_OPS) | MEMORY_OPS
+FLOOR_OPS = MATMUL_OPS | set(SDPA_OPS) | MEMORY_OPS | set(CONV_OPS)
 
 #: the vendors' TFLOP/s are at the rated boost clock; GPUs run above it (H100/H200 SXM: 1980 MHz against the
 #: 1830 MHz of the datasheet, +8%), so the compute floor uses peaks 15% higher to stay a lower bound
@@ -129,10 +148,77 @@ def _causal(op: str, args: dict) -> bool:
     return False
 
 
+class Cost(NamedTuple):
+    """What one op call must at least do. ``reads``: its inputs as (signature, bytes), a signature being
+    (dims, element type); ``write``: its output the same way (None when its type or shape is unknown). The
+    signatures let the caller see an input that an earlier call wrote (activity.py's L2 reuse)."""
+
+    flops: float
+    nbytes: float
+    dtype: str
+    reads: tuple = ()
+    write: tuple | None = None
+
+
+def _sig(d, t) -> tuple:
+    return (tuple(d), t)
+
+
+def _ints(v) -> list[int] | None:
+    """'[2, 2]' -> [2, 2]; '1' -> [1]; anything else None."""
+    if not isinstance(v, str):
+        return None
+    v = v.strip().strip("[]").strip()
+    if not v:
+        return None
+    try:
+        return [int(x) for x in v.split(",")]
+    except ValueError:
+        return None
+
+
+def _conv_cost(op: str, args: dict, ts) -> Cost | None:
+    """A forward convolution: input [N, C, *spatial], weight [K, C/groups, *kernel]; the output's spatial size
+    from stride, padding and dilation (``Concrete Inputs``). FLOPs 2 * N * K * prod(out) * C/groups *
+    prod(kernel); bytes: input, weight and output once each. A transposed convolution is left out."""
+    if len(ts) < 2:
+        return None
+    (x, tx), (w, tw) = ts[0], ts[1]
+    nd = len(x) - 2
+    if nd < 1 or len(w) != len(x):
+        return None
+    st, pa, di, tr, gr = CONV_OPS[op]
+    if tr is not None and _concrete(args, tr) != "False":
+        return None
+    stride, pad, dil = (_ints(_concrete(args, j)) for j in (st, pa, di))
+    groups = _ints(_concrete(args, gr))
+    if stride is None or pad is None or dil is None or groups is None or len(groups) != 1 or groups[0] < 1:
+        return None
+    stride, pad, dil = ([v[0]] * nd if len(v) == 1 else v for v in (stride, pad, dil))
+    if not (len(stride) == len(pad) == len(dil) == nd) or min(stride) < 1 or min(dil) < 1:
+        return None
+    out_sp = [(x[2 + i] + 2 * pad[i] - dil[i] * (w[2 + i] - 1) - 1) // stride[i] + 1 for i in range(nd)]
+    if min(out_sp) < 1 or w[1] * groups[0] != x[1]:
+        return None
+    eb = _eb(tx)
+    out = [x[0], w[0]] + out_sp
+    flops = 2.0 * _numel(out) * w[1] * math.prod(w[2:])
+    nbytes = _numel(x) * eb + _numel(w) * _eb(tw) + _numel(out) * eb
+    return Cost(flops, float(nbytes), tx, ((_sig(x, tx), _numel(x) * eb), (_sig(w, tw), _numel(w) * _eb(tw))),
+                (_sig(out, tx), _numel(out) * eb))
+
+
 def op_cost(op: str, args: dict) -> tuple[float, float, str] | None:
     """(flops, bytes, dtype) that one call of ``op`` must at least do, from its recorded shapes; None when
-    unknown. Each input is counted with its own element size; a count that could exceed the work really done
-    (an output whose type is not recorded, the rows a gather skips, keys a causal mask skips) is left out."""
+    unknown (see ``op_cost_detail``)."""
+    c = op_cost_detail(op, args)
+    return None if c is None else (c.flops, c.nbytes, c.dtype)
+
+
+def op_cost_detail(op: str, args: dict) -> Cost | None:
+    """What one call of ``op`` must at least do, from its recorded shapes; None when unknown. Each input is
+    counted with its own element size; a count that could exceed the work really done (an output whose type
+    is not recorded, the rows a gather skips, keys a causal mask skips) is left out."""
     ts = _tensors(args)
     if not ts:
         return None
@@ -141,6 +227,8 @@ def op_cost(op: str, args: dict) -> tuple[float, float, str] | None:
     if not eb:
         return None
     flops = 0.0
+    if op in CONV_OPS:
+        return _conv_cost(op, args, ts)
     if op in MATMUL_OPS:
         mats = [(d, t) for d, t in ts if len(d) >= 2]
         if op in ("aten::addmm", "aten::baddbmm", "aten::addbmm") and len(mats) >= 3:
@@ -152,17 +240,23 @@ def op_cost(op: str, args: dict) -> tuple[float, float, str] | None:
             m_, k, n = math.prod(a[:-1]), a[-1], b[0]
             flops = 2.0 * m_ * k * n
             out = m_ * n
+            odims = list(a[:-1]) + [n]
         else:
             batch_a = math.prod(a[:-2]) if len(a) > 2 else 1
             batch_b = math.prod(b[:-2]) if len(b) > 2 else 1
             batch = max(batch_a, batch_b)
+            lead = list(a[:-2]) if batch_a >= batch_b else list(b[:-2])
             if op == "aten::addbmm":  # the batch is summed into one [m, n] output
                 out = a[-2] * b[-1]
+                lead = []
             else:
                 out = batch * a[-2] * b[-1]
+            odims = lead + [a[-2], b[-1]]
             flops = 2.0 * batch * a[-2] * a[-1] * b[-1]
-        nbytes = _numel(a) * _eb(ta) + _numel(b) * _eb(tb) + out * min(_eb(ta) or eb, _eb(tb) or eb)
-        return flops, float(nbytes), dtype
+        oe = min(_eb(ta) or eb, _eb(tb) or eb)
+        nbytes = _numel(a) * _eb(ta) + _numel(b) * _eb(tb) + out * oe
+        return Cost(flops, float(nbytes), dtype, ((_sig(a, ta), _numel(a) * _eb(ta)), (_sig(b, tb), _numel(b) * _eb(tb))),
+                    (_sig(odims, ta), out * oe) if _eb(ta) == oe else None)
     if op in SDPA_OPS:
         if len(ts) < 3 or len(ts[0][0]) != 4 or len(ts[1][0]) != 4 or len(ts[2][0]) != 4:
             return None
@@ -179,9 +273,13 @@ def op_cost(op: str, args: dict) -> tuple[float, float, str] | None:
         flops = 2.0 * b * h * pairs * (e + ev)
         nbytes = (_numel(q) * _eb(tq) + b * h * L * ev * _eb(tq)
                   + b * k_[1] * keys * k_[-1] * _eb(tk) + b * v[1] * keys * ev * _eb(tv))
-        return flops, float(nbytes), dtype
+        return Cost(flops, float(nbytes), dtype, ((_sig(q, tq), _numel(q) * _eb(tq)),),
+                    (_sig([b, h, L, ev], tq), b * h * L * ev * _eb(tq)))
     ins = sum(_numel(d) * _eb(t) for d, t in ts)
     big = max(_numel(d) for d, _ in ts)
+    bigd = next(d for d, _ in ts if _numel(d) == big)
+    reads = tuple((_sig(d, t), _numel(d) * _eb(t)) for d, t in ts)
+    write = (_sig(bigd, dtype), big * eb)
     # an out= variant records its output as the last tensor argument: when the last tensor could be the
     # output, the output is not counted a second time
     out = 0 if len(ts) > 1 and _numel(ts[-1][0]) == big else big
@@ -189,13 +287,21 @@ def op_cost(op: str, args: dict) -> tuple[float, float, str] | None:
         nbytes = ins + out * eb
     elif op in CONVERT_OPS:
         nbytes = ins + out * 1
+        write = None  # its type is not recorded
     elif op in INPLACE_OPS:
         nbytes = ins
+        d0, t0 = ts[0]
+        write = (_sig(d0, t0), _numel(d0) * _eb(t0))
+        if op == "aten::copy_":  # the destination is written, not read
+            reads = reads[1:]
     elif op in REDUCE_OPS:
         nbytes = _numel(ts[0][0]) * eb
+        write = None
     elif op in CAT_OPS:
         nbytes = 2 * ins
+        write = None
     elif op in GATHER_OPS:
+        write = None
         if op == "aten::embedding":
             w, idx = ts[0][0], (ts[1] if len(ts) > 1 else None)
             if idx is None or len(w) != 2:
@@ -210,31 +316,46 @@ def op_cost(op: str, args: dict) -> tuple[float, float, str] | None:
             d = int(dim) % len(x)
             rows = _numel(ix)
             nbytes = 2 * (_numel(x) // max(x[d], 1)) * rows * eb + rows * _eb(ti)
+        reads = ()  # only the rows it returns are read
     else:
         return None
-    return flops, float(nbytes), dtype
+    return Cost(flops, float(nbytes), dtype, reads, write)
 
 
-def floor_ns(op: str, args: dict, device_name: str | None) -> tuple[float | None, str | None]:
-    """(floor in ns, 'compute' | 'memory') or (None, None) when shapes or the GPU are unknown."""
+def peak_for_dtype(p, dtype: str) -> float:
+    """The dense TFLOP/s a matmul of ``dtype`` can reach on a GPU with peaks ``p`` (a PEAKS entry)."""
+    half, tf32, fp32 = p[0], p[1], p[2]
+    if dtype in ("c10::Half", "c10::BFloat16"):
+        return half
+    if dtype.startswith("c10::Float8"):
+        return 2 * half
+    if dtype == "float":
+        return tf32
+    return fp32
+
+
+def compute_ns(flops: float, dtype: str, p) -> float:
+    """Time of ``flops`` at the peak rate (with clock headroom), ns."""
+    return flops / (peak_for_dtype(p, dtype) * CLOCK_HEADROOM * 1e3) if flops else 0.0  # TFLOP/s = 1e3 flop/ns
+
+
+def memory_ns(nbytes: float, p, resident: bool = False) -> float:
+    """Time to move ``nbytes`` through HBM, ns; ``resident``: only the bytes beyond twice the L2."""
+    return max(nbytes - (2 * p[4] * 1e6 if resident else 0.0), 0.0) / p[3]  # GB/s = bytes/ns
+
+
+def floor_ns(op: str, args: dict, device_name: str | None, resident: bool = False,
+             l2_reused: float = 0.0) -> tuple[float | None, str | None]:
+    """(floor in ns, 'compute' | 'memory') or (None, None) when shapes or the GPU are unknown. Every byte
+    crosses HBM but ``l2_reused`` (inputs still in the L2); ``resident``: only the bytes beyond twice the L2."""
     p = peaks_for(device_name)
     if p is None:
         return None, None
-    c = op_cost(op, args)
+    c = op_cost_detail(op, args)
     if c is None:
         return None, None
-    flops, nbytes, dtype = c
-    half, tf32, fp32, bw, l2_mb = p
-    if dtype in ("c10::Half", "c10::BFloat16"):
-        peak = half
-    elif dtype.startswith("c10::Float8"):
-        peak = 2 * half
-    elif dtype == "float":
-        peak = tf32
-    else:
-        peak = fp32
-    t_compute = flops / (peak * CLOCK_HEADROOM * 1e3) if flops else 0.0  # TFLOP/s = 1e3 flop/ns
-    t_mem = max(nbytes - 2 * l2_mb * 1e6, 0.0) / bw  # GB/s = bytes/ns
+    t_compute = compute_ns(c.flops, c.dtype, p)
+    t_mem = memory_ns(max(c.nbytes - l2_reused, 0.0), p, resident)
     if t_compute == t_mem == 0.0:
         return None, None
     if t_compute >= t_mem:
