@@ -109,6 +109,10 @@ class Finding:
     suggestion: str
     gap_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     cause: str | None = None
+    #: an op pattern (cause "pattern"): its kernels and their durations once fixed (what the replay runs)
+    kernels: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    kernel_after_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    host_removed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # CPU ops the fix removes
 
 
 
@@ -224,6 +228,13 @@ class Analysis:
         return activity.call_floors(self.model, k, self.window, self.flags)
 
     @cached_property
+    def patterns(self) -> list:
+        """Op patterns that make kernels slow (eager attention, fp32 matmuls, ...; patterns.py)."""
+        from .patterns import find_patterns
+
+        return find_patterns(self)
+
+    @cached_property
     def kernels(self) -> list:
         return activity.kernel_stats(self.model, window=self.window, flags=self.flags, floors=self.call_floors)
 
@@ -237,7 +248,13 @@ class Analysis:
         """Per device: gpu-bound, host-bound or mixed, with the launch-queue evidence (verdict.py)."""
         from .verdict import device_verdicts
 
-        return device_verdicts(self.model, self.devices, self.flags, self.window)
+        from .verdict import gpu_bound_reason
+
+        out = device_verdicts(self.model, self.devices, self.flags, self.window)
+        for v in out:  # a GPU-bound device points at its kernels and patterns
+            if v.kind == "gpu-bound":
+                v.reason = gpu_bound_reason(v, self.kernels, self.patterns)
+        return out
 
     @cached_property
     def launches(self) -> dict:

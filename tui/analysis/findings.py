@@ -103,6 +103,32 @@ def round_trip_rows(a, rows: np.ndarray) -> dict[int, str | None]:
     return {r: s for r, s in out.items() if s in sites}
 
 
+def pattern_findings(a) -> list:
+    """One finding per op pattern (patterns.py): kernel time per step, evidence, fix and what the fix saves of
+    the kernel time (the replay turns that into step time)."""
+    from .core import Finding
+
+    out = []
+    k = a.call_floors.k
+    total = int(a.model.dur_ns[k].sum()) or 1
+    window = sum(d.window_ns for d in a.devices) or 1
+    steps = a.step_count or 1
+    for p in a.patterns:
+        share = 100.0 * p.kernel_ns / total
+        title = (f"{p.title}: {_fmt(p.kernel_ns // steps)} of kernel time per step ({share:.0f}% of all kernel "
+                 f"time)")
+        ev = {"pattern": p.kind, "calls": p.calls, "kernel_us": p.kernel_ns / 1e3, "per_step_us": p.kernel_ns / 1e3 / steps,
+              "share_of_kernel_pct": share, "steps": steps, "after_us": p.after_ns / 1e3,
+              "kernel_saving_us": p.saving_ns / 1e3, "kernel_saving_per_step_us": p.saving_ns / 1e3 / steps,
+              "estimate": p.estimate, "ops": p.ops,
+              "fix_replayed": f"{p.kind} fixed: its kernels cut from {_fmt(p.kernel_ns // steps)} to "
+                              f"{_fmt(p.after_ns // steps)} per step ({p.estimate})"}
+        out.append(Finding(id="", severity=_severity(p.saving_ns / window), title=title, idle_ns=0, evidence=ev,
+                           suggestion=p.fix, cause="pattern", kernels=p.kernels, kernel_after_ns=p.kernel_after_ns,
+                           host_removed=p.host_removed))
+    return out
+
+
 def build_findings(a) -> list:
     from .core import Finding
 
@@ -254,6 +280,7 @@ def build_findings(a) -> list:
                 suggestion=("Copy from pinned host memory (tensor.pin_memory(), once) with non_blocking=True: pageable "
                             "copies are staged through a pinned buffer by the driver and block the host."),
                 gap_rows=np.zeros(0, np.int64), cause="copy"))
+    out += pattern_findings(a)
     if a.distortion and a.distortion["ratio"] > cfg.large_distortion:
         out.append(Finding(
             id="", severity="info", title=f"the profiler slowed this step {a.distortion['ratio']:.2f}x",

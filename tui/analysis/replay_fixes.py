@@ -360,6 +360,17 @@ def fix_for(a, r: Replay, f):
 
             what += f", and the host work they slowed right after them ({fmt_ns(x / _steps(a))} per step, recorded)"
         return ("remove", (np.concatenate(S), np.concatenate(E), np.concatenate(T)), what, None)
+    if cause == "pattern" and f.kernels.size:
+        # the pattern's kernels run for what the fix leaves of them (patterns.py estimates it)
+        pos = np.searchsorted(r.items, f.kernels, sorter=r.item_sort)
+        ok = pos < r.items.size
+        pos = r.item_sort[np.minimum(pos, r.items.size - 1)]
+        ok &= r.items[pos] == f.kernels
+        dur = r.dur.copy()
+        dur[pos[ok]] = np.minimum(dur[pos[ok]], f.kernel_after_ns[ok])
+        h = f.host_removed  # the ops the fix removes take their host dispatch with them
+        iv = (m.ts_ns[h], m.ts_ns[h] + m.dur_ns[h], m.track[h].astype(np.int64))
+        return ("remove", iv, ev.get("fix_replayed") or "the pattern fixed", (dur, None))
     if cause == "copy":
         kind = ev.get("kind")
         pageable = bool(ev.get("pageable"))

@@ -48,6 +48,17 @@ Cause rules (see ../shared/design/gap-causes.md; the first rule that holds wins)
     When the launch call was issued so early that less than this share of the gap lies in
     [t0, t_launch], the CPU was not the bottleneck: the gap is launch-to-start latency ("launch").
 
+Op patterns (patterns.py):
+
+``pattern_min_share`` (0.02)
+    An op pattern is a finding when its calls' kernel time is at least this share of the window's kernel time.
+``attn_min_seq`` (128)
+    Eager attention: the score matrix's query and key lengths are at least this (a shorter one is cheap).
+``matmul_align`` (8)
+    fp16/bf16 matmul dimensions that are not multiples of this (16 bytes) miss the aligned tensor-core kernels.
+``large_copy_bytes`` (4 MiB)
+    A copy or dtype conversion moving at least this much is a large copy.
+
 Several ranks (see ranks/):
 
 ``clock_tolerance_ns`` (100000)
@@ -93,6 +104,10 @@ class Thresholds:
     startup_skew_share: float = 0.5
     late_blame_share: float = 0.2
     late_blame_top: int = 3
+    pattern_min_share: float = 0.02
+    attn_min_seq: int = 128
+    matmul_align: int = 8
+    large_copy_bytes: int = 4 << 20
 
 
 DEFAULT = Thresholds()

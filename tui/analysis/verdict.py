@@ -210,3 +210,30 @@ def _decide(v: Verdict) -> tuple[str, str]:
     elif T > S and T > B:
         why += " (the GPU waited on a dependency, not on the host)"
     return "mixed", why + lat + tail
+
+
+#: kernel rows named in a GPU-bound verdict
+GPU_BOUND_TOP = 5
+
+
+def gpu_bound_reason(v: Verdict, kernels: list, patterns: list) -> str:
+    """'kernels ran 96% of the window; the top 5 kernels are 71% of it, at 38–90% of their floors; 2 patterns
+    found' (the floors part only where the top rows have floors), then the launch evidence of ``v.reason``."""
+    B = v.share(v.busy_ns)
+    mine = [k for k in kernels if k.device in (None, v.device)][:GPU_BOUND_TOP]
+    out = f"kernels ran {100 * B:.0f}% of the window"
+    if mine and v.window_ns > 0:
+        top = sum(k.total_ns for k in mine)
+        out += f"; the top {len(mine)} kernels are {100 * top / v.window_ns:.0f}% of it"
+        pct = [k.floor_pct for k in mine if k.floor_pct is not None]
+        if pct:
+            lo, hi = min(pct), max(pct)
+            rng = f"{lo:.0f}%" if round(lo) == round(hi) else f"{lo:.0f}–{hi:.0f}%"
+            out += f", at {rng} of their floors" + (f" ({len(pct)} of {len(mine)} have one)" if len(pct) < len(mine)
+                                                    else "")
+    n = len(patterns)
+    out += f"; {n} pattern{'' if n == 1 else 's'} found"
+    rest = v.reason.split(", median launch-to-start", 1)
+    if len(rest) == 2:
+        out += ", median launch-to-start" + rest[1]
+    return out

@@ -1,0 +1,375 @@
+"""Op patterns that make kernels slow, read from the trace alone (torch.profiler's ``_pattern_matcher`` needs the
+live profiler object; this works on a file): each is the op calls that form it, their kernel time, the evidence
+(ops, shapes, dtypes), the fix, and what the fix leaves of their kernel time.
+
+- ``eager-attention``: a [.., L, S] score matrix materialised by a matmul of Q [.., L, d] with K^T [.., d, S]
+  (d at most ``ATTN_MAX_HEAD_DIM``, L and S at least ``attn_min_seq``) and a softmax over it. Every op call
+  that reads or writes a tensor of that shape is part of it (the two matmuls, the mask add, the scale, the
+  softmax and its dtype casts, the copies). Fix: ``scaled_dot_product_attention`` (flash / memory-efficient);
+  it leaves the two matmuls' work in one fused kernel, estimated at the rate the trace's own matmuls of the
+  pattern ran (their kernel time kept), everything else removed.
+- ``fp32-matmul``: float32 matmuls and convolutions. Without TF32 (no ``tf32`` in the kernel name) the fix is
+  TF32 (or bf16 autocast), estimated as each call's time scaled by the device's fp32 -> TF32 peak ratio; with
+  TF32, bf16, scaled by TF32 -> bf16. Never below the call's floor.
+- ``unaligned-matmul``: fp16/bf16 matmuls with an inner or output dimension not a multiple of 8 (16 bytes):
+  tensor-core kernels need aligned rows, so cuBLAS falls back to slower kernels (5633 -> a cutlass sm75 kernel).
+  Fix: pad the dimension; estimated as each call at the floor / time ratio the trace's aligned matmuls of the
+  same type reach (their time-weighted mean), never slower than it ran.
+- ``copies``: large copies and dtype conversions (``copy_``, ``to``, ``contiguous``, ``clone`` moving at least
+  ``large_copy_bytes``), with the dtype round trips among them (up to float32 and back); fix: keep one dtype and
+  layout; estimated as the copies removed.
+
+Calls claimed by one pattern are not counted again by a later one. A pattern is a finding when its kernel time
+is at least ``pattern_min_share`` of the window's kernel time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..trace.model import TrackKind
+from .floors import CONV_OPS, MATMUL_OPS, peaks_for
+
+ATTN_MAX_HEAD_DIM = 256
+HALF = ("c10::BFloat16", "c10::Half")
+SOFTMAX_OPS = {"aten::softmax", "aten::_softmax", "aten::_safe_softmax", "aten::log_softmax", "aten::_log_softmax"}
+COPY_OPS = {"aten::copy_", "aten::to", "aten::_to_copy", "aten::contiguous", "aten::clone"}
+SHORT_TYPE = {"c10::BFloat16": "bf16", "c10::Half": "fp16", "float": "fp32", "double": "fp64", "long int": "int64",
+              "int": "int32", "bool": "bool"}
+
+
+@dataclass
+class Pattern:
+    kind: str  # "eager-attention" | "fp32-matmul" | "unaligned-matmul" | "copies"
+    title: str
+    fix: str  # the advice
+    estimate: str  # how the saving is estimated
+    kernel_ns: int  # kernel time of the pattern's calls in the window
+    after_ns: int  # what the fix leaves of it (estimated)
+    calls: int
+    ops: list = field(default_factory=list)  # [{op, shapes, dtypes, calls, kernel_us}] largest first
+    kernels: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # kernel event indices
+    kernel_after_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # their durations after
+    rows: list = field(default_factory=list)  # the calls (rows of the gathered table) it claims
+    host_removed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # CPU ops the fix removes
+
+    @property
+    def saving_ns(self) -> int:
+        return max(self.kernel_ns - self.after_ns, 0)
+
+
+@dataclass
+class _Calls:
+    """The op calls that launched kernels of the window (one row per call), with their parsed shapes."""
+
+    call: np.ndarray  # op event
+    op: list  # op names
+    dims: list  # input dims (list of lists, [] where not a tensor)
+    types: list  # input types
+    kernel_ns: np.ndarray
+    floor: np.ndarray  # NaN: none
+    dev: np.ndarray
+    first: np.ndarray  # kernel position (of cf.k) of its first kernel
+    kernels: list  # per call, kernel positions (of cf.k)
+    names: list  # per call, the first kernel's name
+
+
+def _gather(a, wanted: set) -> _Calls | None:
+    m, cf = a.model, a.call_floors
+    pos = np.flatnonzero(cf.call >= 0)
+    if pos.size == 0:
+        return None
+    isw = np.array([n in wanted for n in m.names], bool)
+    pos = pos[isw[m.name_id[cf.call[pos]]]]
+    if pos.size == 0:
+        return None
+    o = np.lexsort((m.ts_ns[cf.k[pos]], cf.call[pos]))
+    pos = pos[o]
+    c = cf.call[pos]
+    starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+    ends = np.r_[starts[1:], c.size]
+    calls = c[starts]
+    kn = np.add.reduceat(m.dur_ns[cf.k[pos]], starts) if pos.size else np.zeros(0, np.int64)
+    gdev = np.array([t.device if t.kind is TrackKind.GPU else -1 for t in m.tracks] + [-1], np.int64)
+    first = pos[starts]
+    dims, types, ops = [], [], []
+    memo: dict = {}
+    for e in calls.tolist():
+        args = m.event_args(e)
+        key = (int(m.name_id[e]), repr(args.get("Input Dims")), repr(args.get("Input type")))
+        r = memo.get(key)
+        if r is None:
+            d = args.get("Input Dims") or []
+            t = args.get("Input type") or []
+            r = memo[key] = ([x if isinstance(x, list) and all(isinstance(v, int) for v in x) else [] for x in d],
+                             [x if isinstance(x, str) else "" for x in t])
+        dims.append(r[0])
+        types.append(r[1])
+        ops.append(m.names[m.name_id[e]])
+    return _Calls(calls, ops, dims, types, kn.astype(np.int64), cf.floor[first], gdev[m.track[cf.k[first]]], first,
+                  [pos[s:e] for s, e in zip(starts.tolist(), ends.tolist())],
+                  [m.names[m.name_id[cf.k[p]]] for p in first.tolist()])
+
+
+def _short(t: str) -> str:
+    return SHORT_TYPE.get(t, t)
+
+
+def _ops_evidence(C: _Calls, rows: list[int], limit: int = 8) -> list[dict]:
+    """Group the calls by (op, shapes, types): the evidence table, by kernel time."""
+    g: dict[tuple, list] = {}
+    for i in rows:
+        key = (C.op[i], repr([d for d in C.dims[i] if d]), repr([_short(t) for t, d in zip(C.types[i], C.dims[i]) if d]))
+        e = g.setdefault(key, [0, 0, i])
+        e[0] += 1
+        e[1] += int(C.kernel_ns[i])
+    out = []
+    for (op, _, _), (n, ns, i) in sorted(g.items(), key=lambda kv: -kv[1][1])[:limit]:
+        out.append({"op": op, "shapes": [d for d in C.dims[i] if d],
+                    "dtypes": [_short(t) for t, d in zip(C.types[i], C.dims[i]) if d], "calls": n,
+                    "kernel_us": round(ns / 1e3, 3), "kernel": C.names[i]})
+    return out
+
+
+def _kernels_after(a, C: _Calls, rows: list[int], after_call: dict[int, float]) -> tuple[np.ndarray, np.ndarray]:
+    """The kernels of the calls ``rows`` and their durations once fixed: each call's ``after_call`` time shared
+    over its kernels in proportion to their durations."""
+    m, cf = a.model, a.call_floors
+    ks, ds = [], []
+    for i in rows:
+        p = C.kernels[i]
+        k = cf.k[p]
+        d = m.dur_ns[k].astype(np.float64)
+        tot = d.sum()
+        f = (after_call.get(i, 0.0) / tot) if tot > 0 else 0.0
+        ks.append(k)
+        ds.append(np.floor(d * min(f, 1.0)).astype(np.int64))
+    if not ks:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(ks), np.concatenate(ds)
+
+
+def _outermost_ops(a, calls: np.ndarray) -> np.ndarray:
+    """Each op call's outermost enclosing aten op (``aten::softmax`` above ``aten::_softmax``, ``aten::to`` above
+    ``aten::copy_``): the host dispatch a fix that removes the op takes away."""
+    m = a.model
+    from ..trace.model import Kind
+
+    cur = calls.copy()
+    for _ in range(64):
+        par = m.parent[cur]
+        up = (par >= 0)
+        up[up] &= (m.kind[par[up]] == int(Kind.CPU_OP))
+        if not up.any():
+            break
+        cur = np.where(up, par, cur)
+    return np.unique(cur)
+
+
+def _make(a, C, kind, rows, after_call, title, fix, estimate, remove_host: bool = False) -> Pattern:
+    kernels, after = _kernels_after(a, C, rows, after_call)
+    kns = int(sum(int(C.kernel_ns[i]) for i in rows))
+    gone = np.array([C.call[i] for i in rows if after_call.get(i, 0.0) <= 0.0], np.int64)
+    host = _outermost_ops(a, gone) if remove_host and gone.size else np.zeros(0, np.int64)
+    return Pattern(kind, title, fix, estimate, kns, int(after.sum()), len(rows), _ops_evidence(C, rows), kernels,
+                   after, list(rows), host)
+
+
+def _is_half(t: str) -> bool:
+    return t in HALF
+
+
+def _attention(a, C: _Calls, claimed: set) -> Pattern | None:
+    cfg = a.config
+    scores: dict[tuple, list] = {}  # (batch, L, S) of QK^T outputs -> those matmul calls
+    for i, (op, d) in enumerate(zip(C.op, C.dims)):
+        if op not in MATMUL_OPS or op == "aten::linear":
+            continue
+        mats = [x for x in d if len(x) >= 3]
+        if len(mats) < 2:
+            continue
+        q, kt = mats[-2], mats[-1]
+        L, dh, S = q[-2], q[-1], kt[-1]
+        if kt[-2] == dh and dh <= ATTN_MAX_HEAD_DIM and L >= cfg.attn_min_seq and S >= cfg.attn_min_seq:
+            lead = q[:-2] if len(q) >= len(kt) else kt[:-2]
+            scores.setdefault((int(np.prod(lead)), L, S), []).append(i)
+    if not scores:
+        return None
+    sm = set()
+    for i, (op, d) in enumerate(zip(C.op, C.dims)):
+        if op in SOFTMAX_OPS and d and d[0] and len(d[0]) >= 3:
+            x = d[0]
+            key = (int(np.prod(x[:-2])), x[-2], x[-1])
+            if key in scores:
+                sm.add(key)
+    if not sm:
+        return None
+    qk = {i for key in sm for i in scores[key]}
+    rows = []
+    for i, d in enumerate(C.dims):
+        if i in claimed:
+            continue
+        if i in qk:  # writes the scores (its inputs are Q and K)
+            rows.append(i)
+            continue
+        for x in d:
+            if len(x) >= 3 and (int(np.prod(x[:-2])), x[-2], x[-1]) in sm:
+                rows.append(i)
+                break
+    # the matmuls of the pattern (QK^T writes the scores, PV reads them) keep their time: the fused kernel does
+    # their FLOPs at about the rate they ran; the rest (softmax, mask, scale, casts, copies) goes
+    after = {i: float(C.kernel_ns[i]) for i in rows if C.op[i] in MATMUL_OPS}
+    b, L, S = max(sm, key=lambda s: s[0] * s[1] * s[2])
+    n_sm = sum(1 for i in rows if C.op[i] in SOFTMAX_OPS)
+    title = (f"eager attention: a [{b}, {L}, {S}] score matrix is written, softmaxed and read back by "
+             f"{len(rows)} op calls ({n_sm} softmax)")
+    fix = ("Use fused attention: torch.nn.functional.scaled_dot_product_attention (Hugging Face: "
+           "attn_implementation=\"sdpa\" or \"flash_attention_2\"). The score matrix then never reaches memory: the "
+           "softmax, mask, scale, dtype casts and copies around it disappear, and the two matmuls become one "
+           "flash-attention kernel.")
+    est = ("the fix keeps the two matmuls' kernel time (one fused kernel doing their FLOPs at the rate they ran) "
+           "and removes every other op that reads or writes the score matrix, kernels and host dispatch")
+    return _make(a, C, "eager-attention", rows, after, title, fix, est, remove_host=True)
+
+
+def _fp32(a, C: _Calls, claimed: set) -> Pattern | None:
+    m = a.model
+    rows = [i for i, (op, t) in enumerate(zip(C.op, C.types)) if i not in claimed and (op in MATMUL_OPS or op in CONV_OPS)
+            and t and t[0] == "float"]
+    if not rows:
+        return None
+    after = {}
+    no_tf32 = 0
+    for i in rows:
+        p = peaks_for(m.device_name(int(C.dev[i]))) if C.dev[i] >= 0 else None
+        if p is None:
+            return None
+        tf32 = "tf32" in C.names[i].lower()
+        no_tf32 += (not tf32)
+        half, t32, f32 = p[0], p[1], p[2]
+        frm, to = (t32, half) if tf32 or t32 <= f32 else (f32, t32)
+        t = float(C.kernel_ns[i]) * frm / to
+        fl = C.floor[i]
+        after[i] = max(t, fl) if not np.isnan(fl) else t
+        after[i] = min(after[i], float(C.kernel_ns[i]))
+    convs = sum(1 for i in rows if C.op[i] in CONV_OPS)
+    what = " and ".join(x for x in (f"{len(rows) - convs} matmuls" if len(rows) > convs else "",
+                                    f"{convs} convolutions" if convs else "") if x)
+    if no_tf32 >= len(rows) / 2:
+        title = f"fp32 without TF32: {what} run on the CUDA cores in float32"
+        fix = ("Let fp32 matmuls use the tensor cores: torch.backends.cuda.matmul.allow_tf32 = True and "
+               "torch.backends.cudnn.allow_tf32 = True (or torch.set_float32_matmul_precision(\"high\")), or run "
+               "the model in bf16 (torch.autocast(\"cuda\", dtype=torch.bfloat16)); convolutions also like "
+               "channels_last (model.to(memory_format=torch.channels_last)).")
+        est = "each call's time scaled by the device's fp32 -> TF32 peak ratio, never below its floor"
+    else:
+        title = f"fp32 matmuls: {what} in TF32 where bf16 would do"
+        fix = ("Run the model in bf16 (torch.autocast(\"cuda\", dtype=torch.bfloat16)): twice the tensor-core rate "
+               "of TF32 and half the bytes.")
+        est = "each call's time scaled by the device's TF32 -> bf16 peak ratio, never below its floor"
+    return _make(a, C, "fp32-matmul", rows, after, title, fix, est)
+
+
+def _unaligned(a, C: _Calls, claimed: set) -> Pattern | None:
+    cfg = a.config
+
+    def dims_of(i):
+        mats = [x for x in C.dims[i] if len(x) >= 2]
+        if C.op[i] in ("aten::addmm", "aten::baddbmm", "aten::addbmm") and len(mats) >= 3:
+            mats = mats[1:3]
+        if len(mats) < 2:
+            return None
+        x, w = mats[0], mats[1]
+        if C.op[i] == "aten::linear":
+            return x[-1], w[0]
+        return x[-1], w[-1]
+
+    half = [i for i, (op, t) in enumerate(zip(C.op, C.types)) if op in MATMUL_OPS and t and _is_half(t[0])]
+    bad, good = [], []
+    for i in half:
+        kn = dims_of(i)
+        if kn is None:
+            continue
+        (bad if any(v % cfg.matmul_align for v in kn) else good).append(i)
+    bad = [i for i in bad if i not in claimed]
+    if not bad:
+        return None
+    # the efficiency (floor / time) the aligned matmuls reach, time-weighted
+    gf = [i for i in good if not np.isnan(C.floor[i])]
+    gt = sum(float(C.kernel_ns[i]) for i in gf)
+    eff = sum(float(C.floor[i]) for i in gf) / gt if gt > 0 else None
+    after = {}
+    for i in bad:
+        fl = C.floor[i]
+        if eff is None or np.isnan(fl) or eff <= 0:
+            after[i] = float(C.kernel_ns[i])
+        else:
+            after[i] = min(float(fl) / eff, float(C.kernel_ns[i]))
+    odd = sorted({v for i in bad for v in (dims_of(i) or ()) if v % cfg.matmul_align})
+    title = (f"matmul dimensions not multiples of {cfg.matmul_align}: {len(bad)} fp16/bf16 matmul calls with "
+             f"{', '.join(str(v) for v in odd[:4])}")
+    fix = (f"Pad the dimension to a multiple of {cfg.matmul_align} (64 is better still: e.g. intermediate_size "
+           f"{odd[0]} -> {odd[0] + (-odd[0]) % 64}); tensor-core GEMM kernels need rows aligned to 16 bytes, so "
+           "cuBLAS falls back to slower kernels for these shapes.")
+    est = ("each call at the floor / time ratio the trace's aligned fp16/bf16 matmuls reach "
+           + (f"({100 * eff:.0f}%, time-weighted)" if eff else "(none here: no saving estimated)"))
+    return _make(a, C, "unaligned-matmul", bad, after, title, fix, est)
+
+
+def _copies(a, C: _Calls, claimed: set) -> Pattern | None:
+    from .floors import ELEM_BYTES
+
+    cfg = a.config
+    rows = []
+    up, down = set(), set()
+    for i, (op, d, t) in enumerate(zip(C.op, C.dims, C.types)):
+        if i in claimed or op not in COPY_OPS or not d or not d[0]:
+            continue
+        nb = int(np.prod(d[0])) * ELEM_BYTES.get(t[0] if t else "", 0)
+        if nb < cfg.large_copy_bytes:
+            continue
+        rows.append(i)
+        if op == "aten::copy_" and len(d) > 1 and len(t) > 1:
+            dst, src = t[0], t[1]
+            if dst == "float" and _is_half(src):
+                up.add(repr(d[0]))
+            elif _is_half(dst) and src == "float":
+                down.add(repr(d[0]))
+    if not rows:
+        return None
+    trips = up & down
+    title = f"large copies: {len(rows)} copy or conversion calls of at least {cfg.large_copy_bytes // (1 << 20)} MiB"
+    if trips:
+        title += f", {len(trips)} shape(s) converted to float32 and back"
+    fix = ("Avoid the copies: keep one dtype end to end (no .float() ... .to(bfloat16) around an op; softmax and "
+           "norms take dtype= or compute in float32 internally), use views instead of .contiguous() / .clone() where "
+           "the next op accepts strided input, or let torch.compile fuse the conversions into their neighbours.")
+    est = "the copies removed, kernels and host dispatch"
+    return _make(a, C, "copies", rows, {}, title, fix, est, remove_host=True)
+
+
+WANTED = MATMUL_OPS | set(CONV_OPS) | SOFTMAX_OPS | COPY_OPS | {
+    "aten::add", "aten::add_", "aten::mul", "aten::div", "aten::masked_fill", "aten::masked_fill_", "aten::where",
+    "aten::dropout", "aten::native_dropout", "aten::sub", "aten::exp"}
+
+
+def find_patterns(a) -> list[Pattern]:
+    """The patterns of the analysis window whose kernel time is at least ``pattern_min_share`` of it."""
+    k = a.call_floors.k
+    if k.size == 0:
+        return []
+    total = int(a.model.dur_ns[k].sum())
+    C = _gather(a, WANTED)
+    if C is None or total <= 0:
+        return []
+    out, claimed = [], set()
+    for fn in (_attention, _fp32, _unaligned, _copies):
+        p = fn(a, C, claimed)
+        if p is None or p.kernel_ns < a.config.pattern_min_share * total:
+            continue
+        claimed |= set(p.rows)
+        out.append(p)
+    out.sort(key=lambda p: -p.saving_ns)
+    return out
