@@ -312,6 +312,19 @@ def call_floors(model: TraceModel, k: np.ndarray, window, flags) -> CallFloors:
     return out
 
 
+def achieved_text(row) -> str:
+    """'670 TFLOP/s, 1.2 TB/s' for a kernel or op row (its bound's figure first); '–' without a floor."""
+    tf, gb = row.tflops, row.gbps
+    parts = []
+    if tf is not None:
+        parts.append(f"{tf:.3g} TFLOP/s" if tf >= 1 else f"{tf * 1e3:.3g} GFLOP/s")
+    if gb is not None:
+        parts.append(f"{gb / 1e3:.3g} TB/s" if gb >= 1000 else f"{gb:.3g} GB/s")
+    if row.bound == "memory":
+        parts.reverse()
+    return ", ".join(parts) if parts else "–"
+
+
 def _top(values) -> object:
     c = Counter(repr(v) for v in values)
     if not c:

@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
+from ..analysis.activity import achieved_text
 from ..analysis.names import display_frame
 from . import glyphs as G
 from .safe import ascii_safe, safe, short_kernel
@@ -123,6 +124,20 @@ class TableView(Vertical):
             self.show_info(k)
 
 
+def kernel_patterns(sc, pi: int, name: str) -> list:
+    """The op patterns of part ``pi`` that hold kernels named ``name``."""
+    pt = sc.parts[pi] if sc is not None and 0 <= pi < len(sc.parts) else None
+    a = pt.analysis if pt is not None else None
+    if a is None:
+        return []
+    m = a.model
+    out = []
+    for p in getattr(a, "patterns", []) or []:
+        if p.kernels.size and any(m.names[n] == name for n in np.unique(m.name_id[p.kernels]).tolist()):
+            out.append(p)
+    return out
+
+
 class KernelsView(TableView):
     NAME = "kernels"
 
@@ -136,24 +151,29 @@ class KernelsView(TableView):
             return
         # the columns that fit the width (the info box below the table shows every field of the kernel); the
         # kernel's name gets what is left. A multi-rank tab lists every rank's kernels with a rank column.
-        cols = [("calls", 6), ("total", 9), ("%", 5), ("floor", 9), ("bound", 7)]
+        cols = [("calls", 6), ("total", 9), ("%", 5), ("floor", 9), ("bound", 7), ("peak", 5)]
         if tables_multi(sc):
             cols.insert(0, ("rank", 4))
         if width >= 110:
+            cols.append(("achieved", 22))
             cols.append(("op", 16))
         if width >= 150:
             cols.append(("shapes", 24))
         name_w = max(width - 1 - sum(w + 2 for _, w in cols) - 2, 12)
         kt.add_column(Text("kernel"), key="kernel", width=name_w)
         for c, w in cols:
-            kt.add_column(Text(c, justify="left" if c in ("bound", "op", "shapes") else "right"), key=c, width=w)
+            kt.add_column(Text(c, justify="left" if c in ("bound", "op", "shapes", "achieved") else "right"), key=c,
+                          width=w)
         for pi, i, k in kernels_of(sc):
             cells = {"rank": Text(str(rank_of(sc, pi)), justify="right"),
                      "calls": Text(str(k.count), justify="right"),
                      "total": Text(fm.d(k.total_ns), justify="right"),
                      "%": Text(f"{float(k.pct):.1f}", justify="right"),
                      "floor": Text(fm.d(k.floor_ns) if getattr(k, "floor_ns", None) else "-", justify="right"),
-                     "bound": Text(str(k.bound or "-")),
+                     "bound": Text(str(k.bound or "-") + ("*" if getattr(k, "l2_resident", 0) else "")),
+                     "peak": Text("-" if getattr(k, "peak_pct", None) is None else f"{k.peak_pct:.0f}%",
+                                  justify="right"),
+                     "achieved": Text(fm.text(achieved_text(k)), no_wrap=True, overflow=fm.ov),
                      "op": Text(fm.text(str(k.op or "-")), no_wrap=True, overflow=fm.ov),
                      "shapes": Text(fm.text(str(k.shapes or "-")), no_wrap=True, overflow=fm.ov)}
             kt.add_row(Text(fm.text(short_kernel(k.name)), no_wrap=True, overflow=fm.ov),
@@ -179,8 +199,18 @@ class KernelsView(TableView):
             if getattr(k, "floor_ns", None):
                 t.append(fm.text(f"; floor {fm.d(k.floor_ns)} ({k.bound or '?'}-bound)"))
             t.append("\n")
+            if getattr(k, "floor_pct", None) is not None:
+                t.append(fm.text(f"achieved {achieved_text(k)}, {k.peak_pct:.0f}% of peak, at {k.floor_pct:.0f}% of its "
+                                 f"floor over {k.floored_count} calls"))
+                if k.l2_resident:
+                    t.append(fm.text(f"; L2-resident in {k.l2_resident} of them (faster than their HBM floor)"))
+                t.append("\n")
             if k.op:
                 t.append(fm.text(f"from {k.op}") + (fm.text(f"  shapes {k.shapes}") if k.shapes else "") + "\n")
+            pi = i[0] if isinstance(i, tuple) else (ks[i][0] if 0 <= i < len(ks) else 0)
+            for p in kernel_patterns(sc, pi, k.name):
+                t.append(fm.text(f"pattern: {p.title} (fix saves about {fm.d(p.saving_ns)} of kernel time)") + "\n",
+                         style="yellow")
             t.append("Enter: find it in the lanes", style="dim")
         self.query_one("#kernelinfo", Static).update(t)
 

@@ -28,6 +28,14 @@ from ..analysis import CAUSES
 SCHEMA = "gapscope.findings/1"
 
 
+def achieved_entry(row) -> dict:
+    """A kernel or op row's achieved figures (over its floored calls)."""
+    r3 = (lambda x: None if x is None else round(x, 3))
+    return {"flops": row.flops, "bytes": row.nbytes, "tflops": r3(row.tflops), "gbps": r3(row.gbps),
+            "peak_pct": r3(row.peak_pct), "floor_pct": r3(row.floor_pct), "l2_resident_calls": row.l2_resident,
+            "dtype": row.dtype}
+
+
 def _us(ns) -> float:
     return round(float(ns) / 1e3, 3)
 
@@ -270,14 +278,14 @@ def build_json(analyses, top: int = 50) -> dict:
                  "floor_us": None if k.floor_ns is None else _us(k.floor_ns), "bound": k.bound,
                  "floor_total_us": None if k.floor_total_ns is None else _us(k.floor_total_ns),
                  "floored_calls": k.floored_count, "floored_total_us": _us(k.floored_total_ns),
-                 "op_floor_calls": k.op_floor_calls}
+                 "op_floor_calls": k.op_floor_calls, **achieved_entry(k)}
             if multi:
                 e["trace"] = ti
             doc["kernels"].append(e)
         for o in getattr(a, "op_floors", [])[:top]:
             e = {"op": o.op, "kernels": o.kernels, "count": o.count, "total_us": _us(o.total_ns),
                  "avg_us": _us(o.avg_ns), "floor_us": _us(o.floor_ns), "floor_total_us": _us(o.floor_total_ns),
-                 "bound": o.bound, "shapes": o.shapes}
+                 "bound": o.bound, "shapes": o.shapes, **achieved_entry(o)}
             if multi:
                 e["trace"] = ti
             doc.setdefault("op_floors", []).append(e)

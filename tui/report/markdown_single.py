@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from ..analysis import CAUSES
+from ..analysis.activity import achieved_text
 from ..analysis.names import display_frame
 from ..analysis.units import fmt_ns as t
 from .markdown_text import _biggest_cause, _bytes, _label, code, esc, inline
@@ -138,6 +139,21 @@ def _fence(lines: list[str]) -> list[str]:
     return [fence + "text", *lines, fence]
 
 
+def _pattern_lines(ev: dict) -> list[str]:
+    """An op pattern's evidence: what the fix saves of the kernel time, and its largest op groups."""
+    from ..analysis.units import fmt_ns
+
+    out = [f"   Kernel time {fmt_ns(int(ev['per_step_us'] * 1e3))} per step in {ev['calls']} op calls; the fix "
+           f"leaves about {fmt_ns(int(ev['after_us'] * 1e3 / max(ev['steps'], 1)))} "
+           f"(−{fmt_ns(int(ev['kernel_saving_per_step_us'] * 1e3))} of kernel time per step; estimate: "
+           f"{esc(ev['estimate'])})  "]
+    for o in ev.get("ops", [])[:4]:
+        shp = ", ".join(str(x).replace(" ", "") for x in o["shapes"])
+        out.append(f"   - {code(o['op'], False)} {code(shp, False, 80)} {'/'.join(o['dtypes'])}: {o['calls']} calls, "
+                   f"{fmt_ns(int(o['kernel_us'] * 1e3))}  ")
+    return out
+
+
 def single(a, top: int, title: bool = True) -> list[str]:
     L: list[str] = []
     if title:
@@ -161,6 +177,8 @@ def single(a, top: int, title: bool = True) -> list[str]:
                 L.append(f"   {inline(ex['explanation'])}  ")
             if ev.get("issued_ops"):
                 L.append("   Ops issued in these gaps: " + ", ".join(code(o, False, 60) for o in ev["issued_ops"][:5]) + "  ")
+            if f.cause == "pattern":
+                L += _pattern_lines(ev)
             L.append(f"   → {esc(f.suggestion)}")
         if len(a.findings) > top:
             L.append(f"\n({len(a.findings) - top} more findings: use --top)")
@@ -194,8 +212,9 @@ def single(a, top: int, title: bool = True) -> list[str]:
     if a.kernels:
         L.append("## Kernels")
         L.append("")
-        L.append("| kernel | calls | total | share | op and input shapes | floor/call | avg/call | bound |")
-        L.append("|---|---:|---:|---:|---|---:|---:|---|")
+        L.append("| kernel | calls | total | share | op and input shapes | floor/call | avg/call | bound | achieved | "
+                 "of peak |")
+        L.append("|---|---:|---:|---:|---|---:|---:|---|---:|---:|")
         for k in a.kernels[:top]:
             fl = t(k.floor_ns) if k.floor_ns is not None else "–"
             op = k.op or ""
@@ -205,21 +224,30 @@ def single(a, top: int, title: bool = True) -> list[str]:
                 fl = "on its op ↓"
             elif k.floor_ns is not None and k.floored_count < k.count:
                 fl += f" ({k.floored_count} of {k.count} calls)"
+            bd = k.bound or "–"
+            if k.l2_resident:
+                bd += f", L2-resident ({k.l2_resident} of {k.floored_count})" if k.l2_resident < k.floored_count \
+                    else ", L2-resident"
             L.append(f"| {code(k.name, limit=60)} | {k.count} | {t(k.total_ns)} | {k.pct:.1f}% | "
-                     f"{code(op, limit=60) if op else '–'} | {fl} | {t(k.avg_ns)} | {k.bound or '–'} |")
+                     f"{code(op, limit=60) if op else '–'} | {fl} | {t(k.avg_ns)} | {bd} | {achieved_text(k)} | "
+                     f"{'–' if k.peak_pct is None else f'{k.peak_pct:.0f}%'} |")
         L.append("")
-        L.append("Floors are lower bounds per op call from its own shapes (peak compute, and HBM bandwidth for the "
-                 "bytes beyond what the L2 can hold), averaged over the calls that have one.")
+        L.append("Floors are lower bounds per op call from its own shapes: peak compute, and HBM bandwidth for every "
+                 "byte but an input an earlier kernel of the step just wrote that can still be in the L2; a call "
+                 "faster than that is L2-resident and counts only the bytes beyond twice the L2. Achieved: the "
+                 "floored calls' FLOPs and the bytes their ops touch per second of kernel time; of peak: their time "
+                 "at the device's peak for each call's bound over their kernel time.")
         L.append("")
         ofl = getattr(a, "op_floors", [])
         if ofl:
             L.append("Ops that launch several kernels per call own one floor per call:")
             L.append("")
-            L.append("| op | kernels per call | calls | floor/call | avg/call | bound |")
-            L.append("|---|---|---:|---:|---:|---|")
+            L.append("| op | kernels per call | calls | floor/call | avg/call | bound | achieved | of peak |")
+            L.append("|---|---|---:|---:|---:|---|---:|---:|")
             for o in ofl[:top]:
                 ks = " + ".join(code(x, False, 40) for x in o.kernels[:4]) + (" + …" if len(o.kernels) > 4 else "")
-                L.append(f"| {code(o.op)} | {ks} | {o.count} | {t(o.floor_ns)} | {t(o.avg_ns)} | {o.bound or '–'} |")
+                L.append(f"| {code(o.op)} | {ks} | {o.count} | {t(o.floor_ns)} | {t(o.avg_ns)} | {o.bound or '–'} | "
+                         f"{achieved_text(o)} | {'–' if o.peak_pct is None else f'{o.peak_pct:.0f}%'} |")
             L.append("")
     ls = a.launches
     if ls.get("count"):

@@ -1,0 +1,159 @@
+"""Op patterns (patterns.py) on synthetic traces with hand-computed answers, and on the real twins of
+traces/: detected on the slow variant, not on its fix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.conftest import SAMPLE_TRACES
+from tests.synth import Synth
+from tests.test_analysis import model_of
+from gapscope.tui.analysis import analyze
+
+BF = "c10::BFloat16"
+H = 1.15  # floors.CLOCK_HEADROOM
+
+
+def _op(s, ts, name, dims, types, kernel, k_ts, k_dur):
+    s.cpu_op(name, ts, 9, **{"Input Dims": dims, "Input type": types})
+    s.launch(ts=ts + 1, dur=2, kernel=kernel, k_ts=k_ts, k_dur=k_dur)
+
+
+def _kinds(a):
+    return {p.kind: p for p in a.patterns}
+
+
+def _attention(fused: bool):
+    s = Synth()
+    if fused:
+        q = [1, 16, 1024, 128]
+        _op(s, 0, "aten::_scaled_dot_product_flash_attention", [q, q, q], [BF] * 3, "flash", 100, 60)
+    else:
+        _op(s, 0, "aten::bmm", [[16, 1024, 128], [16, 128, 1024]], [BF, BF], "qk", 100, 30)
+        _op(s, 20, "aten::_softmax", [[16, 1024, 1024], [], []], [BF, "Scalar", "Scalar"], "softmax", 140, 40)
+        _op(s, 40, "aten::bmm", [[16, 1024, 1024], [16, 1024, 128]], [BF, BF], "pv", 190, 30)
+    _op(s, 60, "aten::mm", [[1024, 2048], [2048, 2048]], [BF, BF], "mlp", 300, 100)
+    return analyze(model_of(s))
+
+
+def test_eager_attention_on_a_synthetic_trace():
+    """QK^T, softmax over [16, 1024, 1024] and PV: 100 µs of kernels; the fix keeps the two matmuls (60 µs)."""
+    a = _attention(fused=False)
+    p = _kinds(a)["eager-attention"]
+    assert (p.calls, p.kernel_ns, p.after_ns, p.saving_ns) == (3, 100_000, 60_000, 40_000)
+    assert {o["op"] for o in p.ops} == {"aten::bmm", "aten::_softmax"}
+    assert "scaled_dot_product_attention" in p.fix
+    # the softmax's host dispatch goes with it (its outermost op)
+    assert [a.model.names[a.model.name_id[e]] for e in p.host_removed.tolist()] == ["aten::_softmax"]
+    (f,) = [f for f in a.findings if f.cause == "pattern"]
+    assert f.evidence["pattern"] == "eager-attention" and f.evidence["kernel_saving_us"] == 40.0
+    assert f.evidence["share_of_kernel_pct"] == pytest.approx(50.0)
+
+
+def test_fused_attention_is_no_pattern():
+    assert "eager-attention" not in _kinds(_attention(fused=True))
+
+
+def _mm(dtype, kernel, k, n, dur, s=None, ts=0):
+    s = s or Synth()
+    _op(s, ts, "aten::mm", [[1024, k], [k, n]], [dtype, dtype], kernel, 100 + ts * 10, dur)
+    return s
+
+
+def test_fp32_matmul_without_tf32():
+    """A float32 [1024,1024] x [1024,1024] on an sgemm kernel for 100 µs: TF32 leaves 100 x 67 / 494.5 µs (above
+    its 3.78 µs floor)."""
+    a = analyze(model_of(_mm("float", "ampere_sgemm_128x64_nn", 1024, 1024, 100)))
+    p = _kinds(a)["fp32-matmul"]
+    assert p.after_ns == int(100_000 * 67.0 / 494.5) and "allow_tf32" in p.fix
+    assert p.title.startswith("fp32 without TF32")
+    # already TF32: bf16 halves it
+    a = analyze(model_of(_mm("float", "sm80_xmma_gemm_tf32f32_tf32f32_f32", 1024, 1024, 100)))
+    p = _kinds(a)["fp32-matmul"]
+    assert p.after_ns == int(100_000 * 494.5 / 989.0) and p.title.startswith("fp32 matmuls")
+    assert "fp32-matmul" not in _kinds(analyze(model_of(_mm(BF, "nvjet", 1024, 1024, 100))))
+
+
+def test_unaligned_matmul_dims():
+    """[1024,2048] x [2048,5633] bf16 at 200 µs next to an aligned [1024,2048] x [2048,5632] at 40 µs: the fix
+    leaves the odd one at the aligned one's floor/time ratio."""
+    s = _mm(BF, "cutlass_75_align1", 2048, 5633, 200)
+    _mm(BF, "nvjet_aligned", 2048, 5632, 40, s=s, ts=30)
+    a = analyze(model_of(s))
+    p = _kinds(a)["unaligned-matmul"]
+    fl_bad = 2 * 1024 * 2048 * 5633 / (989.0 * H * 1e3)
+    fl_good = 2 * 1024 * 2048 * 5632 / (989.0 * H * 1e3)
+    assert p.calls == 1 and p.kernel_ns == 200_000
+    assert p.after_ns == pytest.approx(fl_bad * 40_000 / fl_good, abs=1)
+    assert "5633 -> 5696" in p.fix
+    s = _mm(BF, "nvjet_aligned", 2048, 5632, 40)
+    assert "unaligned-matmul" not in _kinds(analyze(model_of(s)))
+
+
+def test_dtype_round_trip_copies():
+    """.float() then .to(bf16) of a [1, 1024, 2048] tensor (8 MB and 4 MiB): both copies, one round trip."""
+    s = Synth()
+    d = [[1, 1024, 2048], [1, 1024, 2048]]
+    _op(s, 0, "aten::copy_", d, ["float", BF], "up", 100, 20)
+    _op(s, 20, "aten::copy_", d, [BF, "float"], "down", 130, 10)
+    p = _kinds(analyze(model_of(s)))["copies"]
+    assert (p.calls, p.kernel_ns, p.after_ns) == (2, 30_000, 0)
+    assert "1 shape(s) converted to float32 and back" in p.title
+    s = Synth()
+    _op(s, 0, "aten::copy_", [[1, 1024, 1024], [1, 1024, 1024]], [BF, BF], "small", 100, 20)  # 2 MiB
+    assert "copies" not in _kinds(analyze(model_of(s)))
+
+
+def _real(name):
+    from gapscope.tui.trace import load
+
+    return analyze(load(SAMPLE_TRACES / f"{name}.json.gz"))
+
+
+def test_eager_attention_on_the_real_twins():
+    a = _real("hf-attn.prefill_eager")
+    p = _kinds(a)["eager-attention"]
+    assert "[16, 1024, 1024]" in p.title
+    ops = {o["op"] for o in p.ops}
+    assert {"aten::bmm", "aten::_softmax", "aten::copy_"} <= ops
+    # more than a third of the kernel time; the fix leaves under a fifth of it
+    total = int(a.model.dur_ns[a.call_floors.k].sum())
+    assert p.kernel_ns > total / 3 and p.after_ns < p.kernel_ns / 5
+    assert "eager-attention" not in _kinds(_real("hf-attn.prefill_sdpa"))
+
+
+def test_unaligned_matmul_on_the_real_twins():
+    p = _kinds(_real("hf-mlp.prefill_i5633"))["unaligned-matmul"]
+    assert "5633" in p.title and any("cutlass_75" in o["kernel"] for o in p.ops)
+    assert p.after_ns < p.kernel_ns / 3
+    assert "unaligned-matmul" not in _kinds(_real("hf-mlp.prefill_i5632"))
+
+
+def test_fp32_convolutions_on_the_real_twins():
+    a = _real("resnet50.fp32")
+    p = _kinds(a)["fp32-matmul"]
+    assert p.title.startswith("fp32 without TF32") and "convolutions" in p.title
+    assert any(o["op"] == "aten::cudnn_convolution" for o in p.ops)
+    # the GPU-bound verdict points at the kernels, their floors and the pattern
+    (v,) = a.verdicts
+    assert v.kind == "gpu-bound" and "the top 5 kernels are" in v.reason and "1 pattern found" in v.reason
+    assert "fp32-matmul" not in _kinds(_real("resnet50.bf16_cl"))
+
+
+def test_mixtral_decode_gemv_has_its_hbm_floor():
+    """[1,5632] x [5632,1024] bf16: 11.5 MB of weights, at least 2.4 µs at 4.8 TB/s (it was a 10 ns compute floor
+    when every byte under twice the L2 was taken as free)."""
+    a = _real("hf-mixtral.decode_eager")
+    cf = a.call_floors
+    i = next(j for j, sh in enumerate(cf.shapes) if sh and sh[:2] == [[1, 5632], [5632, 1024]])
+    sel = (cf.shape == i) & cf.has & ~cf.resident
+    assert sel.sum() > 0
+    weights = 5632 * 1024 * 2
+    assert np.all(cf.floor[sel] >= weights / 4800.0) and np.all(cf.floor[sel] <= (weights + 2 * 5632 * 2 + 2048) / 4800.0)
+    # it launches a split-K GEMM and its reduction: each call's kernels together take at least the call's floor
+    calls, inv = np.unique(cf.call[sel], return_inverse=True)
+    took = np.bincount(inv, weights=a.model.dur_ns[cf.k[sel]])
+    fl = np.zeros(calls.size)
+    fl[inv] = cf.floor[sel]
+    assert np.all(took >= fl)
