@@ -599,6 +599,8 @@ def audit_report(path: str, tr: Trace, rep: dict, label: str, whole: bool = Fals
             A.eq_us(f"causes.{c}.total_us", v.get("total_us"), by_cause[c][1])
 
     check_tables(A, tr, rep, devs, mode)
+    check_floors(A, tr, rep, devs)
+    check_patterns(A, tr, rep, devs)
     check_collectives(A, tr, rep, devs)
     check_launches(A, tr, rep, devs)
     check_findings(A, tr, rep, devs, mine, origin)
@@ -867,6 +869,200 @@ def verdict_check(A, tr, D, r):
             A.na("verdict graph counts (no graph launches)")
 
 
+# ------------------------------------------------------------------------- floors, achieved, patterns
+ELEM = {"float": 4, "double": 8, "c10::Half": 2, "c10::BFloat16": 2}
+SHORT = {"c10::BFloat16": "bf16", "c10::Half": "fp16", "float": "fp32", "double": "fp64", "long int": "int64",
+         "int": "int32", "bool": "bool"}
+MM = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear"}
+#: convolutions: positions of stride, padding, dilation, groups in Concrete Inputs (forward, not transposed)
+CONV = {"aten::cudnn_convolution": (3, 2, 4, 5), "aten::conv2d": (3, 4, 5, 6), "aten::convolution": (3, 4, 5, 8),
+        "aten::_convolution": (3, 4, 5, 8)}
+#: the H200's datasheet: dense bf16 / tf32 TFLOP/s, GB/s, L2 MB; compute floors allow 15% clock headroom
+H200 = (989.0, 494.5, 4800.0, 50.0)
+HEADROOM = 1.15
+
+
+def launching_op(tr, g):
+    """The innermost aten op around GPU op g's launch call (on the launching thread)."""
+    L = tr.launch(g)
+    if L is None:
+        return None
+    ops = [v for v in tr.around(tr.thread_of[id(L)], L.s, L.e) if v.kind == "op"]
+    return ops[-1] if ops else None
+
+
+def _tensors_of(op):
+    d = op.args.get("Input Dims") or []
+    t = op.args.get("Input type") or []
+    return [(x, t[i] if i < len(t) else "") for i, x in enumerate(d)
+            if isinstance(x, list) and x and all(isinstance(v, int) for v in x)]
+
+
+def _prod(xs):
+    n = 1
+    for v in xs:
+        n *= v
+    return n
+
+
+def mm_conv_cost(op):
+    """(flops, bytes, dtype) of a matmul or forward convolution call, computed here; None for other ops."""
+    ts = _tensors_of(op)
+    if op.name in MM:
+        ms = [x for x in ts if len(x[0]) >= 2]
+        if op.name in ("aten::addmm", "aten::baddbmm") and len(ms) >= 3:
+            ms = ms[1:3]
+        if len(ms) < 2:
+            return None
+        (a, ta), (b, tb) = ms[0], ms[1]
+        ea, eb = ELEM.get(ta, 0), ELEM.get(tb, 0)
+        if not ea:
+            return None
+        if op.name == "aten::linear":
+            m, k, n, batch = _prod(a[:-1]), a[-1], b[0], 1
+        else:
+            batch = max(_prod(a[:-2]), _prod(b[:-2]))
+            m, k, n = a[-2], a[-1], b[-1]
+        return 2.0 * batch * m * k * n, float(_prod(a) * ea + _prod(b) * eb + batch * m * n * min(ea, eb or ea)), ta
+    if op.name in CONV:
+        if len(ts) < 2:
+            return None
+        (x, tx), (w, tw) = ts[0], ts[1]
+        c = op.args.get("Concrete Inputs") or []
+        pos = CONV[op.name]
+        try:
+            st, pa, di, gr = (json.loads(c[j]) if c[j].startswith("[") else [int(c[j])] for j in pos)
+        except (IndexError, ValueError, AttributeError):
+            return None
+        if op.name in ("aten::convolution", "aten::_convolution") and c[6] != "False":
+            return None
+        nd = len(x) - 2
+        st, pa, di = ([v[0]] * nd if len(v) == 1 else v for v in (st, pa, di))
+        out = [x[0], w[0]] + [(x[2 + i] + 2 * pa[i] - di[i] * (w[2 + i] - 1) - 1) // st[i] + 1 for i in range(nd)]
+        e = ELEM.get(tx, 0)
+        return 2.0 * _prod(out) * w[1] * _prod(w[2:]), float((_prod(x) + _prod(out)) * e + _prod(w) * ELEM.get(tw, 0)), tx
+    return None
+
+
+def check_floors(A, tr, rep, devs):
+    """Kernel rows of matmuls and convolutions whose every call has its own floor: FLOPs and bytes recomputed
+    from each call's shapes; the floor between the resident floor (bytes beyond twice the L2) and the HBM
+    floor (every byte) summed over the calls (H200 only); achieved TFLOP/s and GB/s from those; peak_pct at
+    most 115% (clock headroom) unless a call was L2-resident. Every row and op row: avg >= 0.9 x floor."""
+    ks = [k for D in devs.values() for k in D.kernels]
+    by = defaultdict(list)
+    for k in ks:
+        by[k.name].append(k)
+    dev_name = {d.get("device"): d.get("name") for d in rep.get("devices", [])}
+    for r in rep.get("kernels", []):
+        p = f"kernels `{_short(r.get('name'), 50)}`"
+        f, n = r.get("floor_us"), r.get("floored_calls") or 0
+        if f is not None and n:  # the row's average (every call) against its floor per floored call
+            avg = r["total_us"] / max(r.get("count") or 1, 1)
+            A.ok(avg + 0.0005 >= 0.9 * f, f"{p} avg >= 0.9 x floor", f"floor {f} µs",
+                 f"avg {avg:.3f} µs over {r.get('count')} calls")
+        if f is None or n != r.get("count") or n == 0:
+            continue
+        mine = by.get(r.get("name"), [])
+        costs = []
+        for k in mine:
+            op = launching_op(tr, k)
+            c = mm_conv_cost(op) if op is not None else None
+            if c is None:
+                break
+            costs.append((k, c))
+        if len(costs) != len(mine) or not costs:
+            A.na("floor recompute (not a matmul / convolution row)")
+            continue
+        fl = sum(c[0] for _, c in costs)
+        by_ = sum(c[1] for _, c in costs)
+        A.ok(abs(fl - r.get("flops", 0)) <= 1e-6 * max(fl, 1), f"{p} flops", r.get("flops"), fl)
+        A.ok(abs(by_ - r.get("bytes", 0)) <= 1e-6 * max(by_, 1), f"{p} bytes", r.get("bytes"), by_)
+        tot_ns = sum(k.dur for k in mine)
+        if tot_ns > 0 and r.get("tflops") is not None:
+            A.ok(abs(r["tflops"] - fl / tot_ns / 1e3) <= 0.0006 + 1e-6 * r["tflops"], f"{p} tflops", r["tflops"],
+                 f"{fl / tot_ns / 1e3:.3f}")
+        if tot_ns > 0 and r.get("gbps") is not None:
+            A.ok(abs(r["gbps"] - by_ / tot_ns) <= 0.0006 + 1e-6 * r["gbps"], f"{p} gbps", r["gbps"], f"{by_ / tot_ns:.3f}")
+        if r.get("peak_pct") is not None and not r.get("l2_resident_calls"):
+            A.ok(r["peak_pct"] <= 100 * HEADROOM + 0.01, f"{p} peak_pct <= 115%", r["peak_pct"], "a lower bound's share")
+        dname = dev_name.get(mine[0].pid) or ""
+        if "H200" in dname and "GH200" not in dname:
+            def comp(c):
+                rate = H200[0] if c[2] in ("c10::BFloat16", "c10::Half") else H200[1] if c[2] == "float" else None
+                return c[0] / (rate * HEADROOM * 1e3) if rate else None
+            cs = [comp(c) for _, c in costs]
+            if any(x is None for x in cs):
+                A.na("floor bounds (element type)")
+                continue
+            hi = sum(max(x, c[1] / H200[2]) for x, (_, c) in zip(cs, costs))
+            lo = sum(max(x, max(c[1] - 2 * H200[3] * 1e6, 0) / H200[2]) for x, (_, c) in zip(cs, costs))
+            got = r["floor_total_us"] * 1e3
+            A.ok(lo - n <= got <= hi + n, f"{p} floor_total between the resident and the HBM floor",
+                 f"{got:.0f} ns", f"[{lo:.0f}, {hi:.0f}] ns")
+    for o in rep.get("op_floors", []):
+        n = o.get("count") or 0
+        if n:
+            A.ok(o["total_us"] + 0.0005 * n >= 0.9 * o["floor_us"] * n, f"op_floors `{o.get('op')}` avg >= 0.9 x floor",
+                 f"floor {o['floor_us']} µs", f"avg {o['total_us'] / n:.3f} µs")
+
+
+def check_patterns(A, tr, rep, devs):
+    """Each op-pattern finding's evidence rows: the calls of that op with those shapes and dtypes that launched
+    kernels in the window, and their kernel time, recounted from the raw events; each pattern's own claim (a
+    softmax over the score shape, an odd dimension, fp32, a large copy)."""
+    fs = [f for f in rep.get("findings", []) if f.get("cause") == "pattern"]
+    if not fs:
+        A.na("pattern findings (none)")
+        return
+    groups = defaultdict(lambda: [set(), 0])
+    for D in devs.values():
+        for k in D.kernels:
+            op = launching_op(tr, k)
+            if op is None:
+                continue
+            ts = _tensors_of(op)
+            key = (op.name, json.dumps([d for d, _ in ts]), json.dumps([SHORT.get(t, t) for _, t in ts]))
+            g = groups[key]
+            g[0].add(id(op))
+            g[1] += k.dur
+    for f in fs:
+        ev = f.get("evidence") or {}
+        pid = f"finding {f.get('id')} ({ev.get('pattern')})"
+        ops = ev.get("ops") or []
+        for o in ops:
+            key = (o["op"], json.dumps(o["shapes"]), json.dumps(o["dtypes"]))
+            n, ns = len(groups[key][0]), groups[key][1]
+            A.ok(o["calls"] == n, f"{pid} `{o['op']}` {o['shapes']} calls", o["calls"], n)
+            A.ok(abs(o["kernel_us"] * 1e3 - ns) <= 1 + n, f"{pid} `{o['op']}` {o['shapes']} kernel time",
+                 f"{o['kernel_us']} µs", us(ns))
+            kind = ev.get("pattern")
+            if kind == "unaligned-matmul":
+                dims = [v for d in o["shapes"] for v in d[-2:]]
+                A.ok(any(v % 8 for v in dims) and set(o["dtypes"]) <= {"bf16", "fp16"}, f"{pid} odd fp16/bf16 dims",
+                     o["shapes"], "a dimension not a multiple of 8")
+            elif kind == "fp32-matmul":
+                A.ok(o["dtypes"][:1] == ["fp32"], f"{pid} fp32", o["dtypes"], "float32 inputs")
+            elif kind == "copies":
+                nb = _prod(o["shapes"][0]) * {"fp32": 4, "bf16": 2, "fp16": 2, "fp64": 8}.get(o["dtypes"][0], 0)
+                A.ok(nb >= 4 << 20, f"{pid} large copy", f"{nb} bytes", ">= 4 MiB")
+        if ops and len(ops) < 8:
+            tot = sum(o["kernel_us"] for o in ops)
+            A.ok(abs(tot - ev.get("kernel_us", 0)) <= 0.001 * len(ops) + 0.001, f"{pid} kernel_us = its ops' sum",
+                 ev.get("kernel_us"), f"{tot:.3f}")
+        if ev.get("pattern") == "eager-attention":
+            m = re.search(r"\[(\d+), (\d+), (\d+)\] score matrix", f.get("title", ""))
+            ok = False
+            if m:
+                b, L, S = (int(x) for x in m.groups())
+                for (name, shp, _), g in groups.items():
+                    if "softmax" in name and g[0]:
+                        d = json.loads(shp)
+                        if d and len(d[0]) >= 3 and d[0][-2:] == [L, S] and _prod(d[0][:-2]) == b:
+                            ok = True
+            A.ok(ok, f"{pid} a softmax over the score matrix", f.get("title", "")[:60], "a softmax call of that shape")
+
+
 # ------------------------------------------------------------------------------------------ tables
 def check_tables(A, tr, rep, devs, mode):
     steps = mode == "steps"
@@ -890,10 +1086,13 @@ def check_tables(A, tr, rep, devs, mode):
         A.ok(abs(r.get("pct", 0) - pct) <= 0.0011, f"{p} pct", r.get("pct"), f"{pct:.3f}")
         f = r.get("floor_us")
         if f is not None and mine:
-            avg = tot / len(mine) / 1e3
-            A.ok(avg + 0.0005 >= f, f"{p} floor (a lower bound: avg >= floor)", f"floor {f} µs",
-                 f"avg {avg:.3f} µs over {len(mine)} calls (total {tot / 1e3:.3f} µs < floor x count "
-                 f"{f * len(mine):.3f} µs)")
+            # the floor is per floored call: those calls took at least their floors
+            nf = r.get("floored_calls") or len(mine)
+            took = r.get("floored_total_us", tot / 1e3)
+            A.ok(took + 0.0005 * nf >= f * nf, f"{p} floor (a lower bound: the floored calls took >= their floors)",
+                 f"floor {f} µs x {nf} calls", f"{took:.3f} µs")
+            if nf == len(mine):
+                A.eq_us(f"{p} floored_total_us", took, tot)
     listed = {r.get("name") for r in rows}
     if rows and len(listed) < len(by):
         low = min(r.get("total_us", 0) for r in rows)

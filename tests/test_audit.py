@@ -477,3 +477,38 @@ def test_the_allocator_fix_after_effect_is_recomputed_from_the_events():
     g = next(f for f in bad["findings"] if f["cause"] == "allocator")
     g["fix"] = g["fix"].replace("564.0 µs per step", "764.0 µs per step")
     assert len(mismatches(bad)) == 1
+
+
+@pytest.fixture(scope="module")
+def attn():
+    """The eager-attention prefill (traces/), its raw events and the report of this checkout."""
+    path = ROOT / "traces" / "hf-attn.prefill_eager.json.gz"
+    tr = audit.Trace(audit.read_trace(str(path)))
+    rep = audit.run_report(f"{sys.executable} -m gapscope", str(ROOT), str(path), False)
+    return path, tr, rep
+
+
+def _row(rep, pred):
+    return next(r for r in rep["kernels"] if pred(r))
+
+
+def test_floor_achieved_and_pattern_claims_are_recomputed(attn):
+    path, tr, rep = attn
+    A = audit.audit_report(str(path), tr, rep, "t")
+    assert A.mismatches == []
+    # a matmul row's FLOPs, a floor above the HBM floor, the pattern's call count and kernel time: each caught
+    for what, change, needle in [
+        ("flops", lambda r: _row(r, lambda k: k.get("op") == "aten::mm" and k.get("flops")).update(
+            flops=_row(r, lambda k: k.get("op") == "aten::mm" and k.get("flops"))["flops"] * 1.01), "flops"),
+        ("floor", lambda r: _row(r, lambda k: k.get("op") == "aten::mm" and k.get("flops")).update(
+            floor_total_us=_row(r, lambda k: k.get("op") == "aten::mm" and k.get("flops"))["floored_total_us"]),
+         "floor_total between the resident and the HBM floor"),
+        ("pattern calls", lambda r: next(f for f in r["findings"] if f.get("cause") == "pattern")["evidence"]["ops"][0]
+         .update(calls=999), "calls"),
+        ("pattern time", lambda r: next(f for f in r["findings"] if f.get("cause") == "pattern")["evidence"]["ops"][0]
+         .update(kernel_us=1.0), "kernel time"),
+    ]:
+        bad = copy.deepcopy(rep)
+        change(bad)
+        got = audit.audit_report(str(path), tr, bad, "t").mismatches
+        assert any(needle in line for line in got), (what, got)

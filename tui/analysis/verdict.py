@@ -219,9 +219,10 @@ GPU_BOUND_TOP = 5
 def gpu_bound_reason(v: Verdict, kernels: list, patterns: list) -> str:
     """'kernels ran 96% of the window; the top 5 kernels are 71% of it, at 38–90% of their floors; 2 patterns
     found' (the floors part only where the top rows have floors), then the launch evidence of ``v.reason``."""
-    B = v.share(v.busy_ns)
+    # the busy share (or the queue evidence) that made it gpu-bound comes first; the launch latency last
+    head, sep, tail = v.reason.partition(", median launch-to-start")
     mine = [k for k in kernels if k.device in (None, v.device)][:GPU_BOUND_TOP]
-    out = f"kernels ran {100 * B:.0f}% of the window"
+    out = head
     if mine and v.window_ns > 0:
         top = sum(k.total_ns for k in mine)
         out += f"; the top {len(mine)} kernels are {100 * top / v.window_ns:.0f}% of it"
@@ -233,7 +234,4 @@ def gpu_bound_reason(v: Verdict, kernels: list, patterns: list) -> str:
                                                     else "")
     n = len(patterns)
     out += f"; {n} pattern{'' if n == 1 else 's'} found"
-    rest = v.reason.split(", median launch-to-start", 1)
-    if len(rest) == 2:
-        out += ", median launch-to-start" + rest[1]
-    return out
+    return out + sep + tail
