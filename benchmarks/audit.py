@@ -1026,6 +1026,19 @@ def check_patterns(A, tr, rep, devs):
             g = groups[key]
             g[0].add(id(op))
             g[1] += k.dur
+    # the optimizer pattern's rows are per op name, over the calls launched inside Optimizer.step ranges
+    opt = defaultdict(lambda: [set(), 0])
+    steps = {key: [(v.s, v.e) for v in evs if v.name.startswith("Optimizer.step#")] for key, evs in tr.threads.items()}
+    if any(steps.values()):
+        for D in devs.values():
+            for k in D.kernels:
+                L = tr.launch(k)
+                if L is None or not any(s0 <= L.s < s1 for s0, s1 in steps.get(tr.thread_of[id(L)], [])):
+                    continue
+                op = launching_op(tr, k)
+                if op is not None:
+                    opt[op.name][0].add(id(op))
+                    opt[op.name][1] += k.dur
     for f in fs:
         ev = f.get("evidence") or {}
         pid = f"finding {f.get('id')} ({ev.get('pattern')})"
@@ -1033,6 +1046,8 @@ def check_patterns(A, tr, rep, devs):
         for o in ops:
             key = (o["op"], json.dumps(o["shapes"]), json.dumps(o["dtypes"]))
             n, ns = len(groups[key][0]), groups[key][1]
+            if ev.get("pattern") == "optimizer":
+                n, ns = len(opt[o["op"]][0]), opt[o["op"]][1]
             A.ok(o["calls"] == n, f"{pid} `{o['op']}` {o['shapes']} calls", o["calls"], n)
             A.ok(abs(o["kernel_us"] * 1e3 - ns) <= 1 + n, f"{pid} `{o['op']}` {o['shapes']} kernel time",
                  f"{o['kernel_us']} µs", us(ns))

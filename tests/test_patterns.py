@@ -183,3 +183,54 @@ def test_the_kernels_view_shows_achieved_figures_and_the_pattern():
             assert "pattern: matmul dimensions not multiples of 8" in txt
 
     asyncio.run(go())
+
+
+def _sgd(foreach: bool, params: int = 20):
+    """One Optimizer.step#SGD.step range: per parameter an aten::mul_ and an aten::add_ on a [1024, 1024] fp32
+    (4 MB each, 4 µs kernels), or one aten::_foreach_add_ over them all."""
+    s = Synth()
+    s.annotation("Optimizer.step#SGD.step", 0, 1000)
+    p = [1024, 1024]
+    if foreach:
+        s.cpu_op("aten::_foreach_add_", 10, 50, **{"Input Dims": [[p] * params, [p] * params], "Input type": [
+            "GenericList[Tensor]", "GenericList[Tensor]"]})
+        s.launch(ts=11, dur=2, kernel="multi_tensor_apply", k_ts=100, k_dur=40)
+    else:
+        t = 10
+        for i in range(params):
+            for j, op in enumerate(("aten::mul_", "aten::add_")):
+                s.cpu_op(op, t, 9, **{"Input Dims": [p, p] if op == "aten::add_" else [p, []],
+                                      "Input type": ["float", "float"] if op == "aten::add_" else ["float", "Scalar"]})
+                s.launch(ts=t + 1, dur=2, kernel=op[6:-1], k_ts=100 + 10 * (2 * i + j), k_dur=4)
+                t += 10
+    return analyze(model_of(s))
+
+
+def test_optimizer_without_foreach():
+    """40 per-parameter calls in one step, 160 µs of kernels: each kernel at most at its op's floor, the 40 ops'
+    host dispatch removed. The floors see one [1024, 1024] fp32 signature, and an input like an output one of the
+    last calls wrote is taken as in the L2 (one input per earlier output): mul_0 reads 4 MB (873 ns), add_0 8 - 4
+    MB (873 ns); every later call finds all its inputs among the outputs before it, so it has no floor and keeps
+    its 4 µs (the floors stay lower bounds; the estimate claims nothing for those)."""
+    a = _sgd(foreach=False)
+    p = _kinds(a)["optimizer"]
+    assert (p.calls, p.kernel_ns) == (40, 160_000)
+    mb4 = 1024 * 1024 * 4
+    assert p.after_ns == 2 * int(mb4 / 4800.0) + 38 * 4000
+    assert p.host_removed.size == 40 and "foreach=True" in p.fix
+    assert "40 per-parameter op calls per optimizer step (2 kinds of op, 1 step)" in p.title
+    assert "optimizer" not in _kinds(_sgd(foreach=True))
+    assert "optimizer" not in _kinds(_sgd(foreach=False, params=4))  # 8 calls: below optimizer_min_ops
+
+
+def test_optimizer_without_foreach_on_real_training_traces():
+    from gapscope.tui.trace import load
+    from tests.conftest import SHARED_TRACES
+
+    a = analyze(load(SHARED_TRACES / "thirdparty" / "kineto__tbp_2021-06_resnet50_nw0_worker0.1623143089861.pt.trace.json.gz"))
+    p = _kinds(a)["optimizer"]
+    assert "SGD.step runs 483 per-parameter op calls per optimizer step" in p.title
+    assert {o["op"] for o in p.ops} == {"aten::add_", "aten::mul_"}
+    # ROCm's minitoy trainer steps SGD with foreach: no pattern
+    b = analyze(load(SHARED_TRACES / "thirdparty" / "hta__amd_mi250_minitoy_train_ROCm6_2_kineto.json.gz"))
+    assert "optimizer" not in _kinds(b)

@@ -267,7 +267,9 @@ def call_floors(model: TraceModel, k: np.ndarray, window, flags) -> CallFloors:
         pos_c = np.arange(j, so.size)
         between = cum[pos_c] - cum[pos_c - j + 1]  # bytes of the calls strictly between
         fits = (dv[j:] == dv[:-j]) & ok_c[prev] & (between + w_bytes[prev] <= l2[cur])
-        reused[cur] |= fits[:, None] & (r_sig[cur] == w_sig[prev][:, None]) & (r_sig[cur] >= 0)
+        hit = fits[:, None] & (r_sig[cur] == w_sig[prev][:, None]) & (r_sig[cur] >= 0) & ~reused[cur]
+        # one output is one tensor: it can be the input of at most one argument (add_(x, x) reads it once)
+        reused[cur] |= hit & (np.cumsum(hit, axis=1) == 1)
     reuse_b = (reused * r_bytes).sum(axis=1)
     # floors by device: compute, HBM, and the resident one where the call beat its HBM floor
     dt_names = np.array(dts + [""], dtype=object)

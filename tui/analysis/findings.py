@@ -115,14 +115,15 @@ def pattern_findings(a) -> list:
     steps = a.step_count or 1
     for p in a.patterns:
         share = 100.0 * p.kernel_ns / total
-        title = (f"{p.title}: {_fmt(p.kernel_ns // steps)} of kernel time per step ({share:.0f}% of all kernel "
+        per = " per step" if a.step_count else ""
+        title = (f"{p.title}: {_fmt(p.kernel_ns // steps)} of kernel time{per} ({share:.0f}% of all kernel "
                  f"time)")
         ev = {"pattern": p.kind, "calls": p.calls, "kernel_us": p.kernel_ns / 1e3, "per_step_us": p.kernel_ns / 1e3 / steps,
-              "share_of_kernel_pct": share, "steps": steps, "after_us": p.after_ns / 1e3,
+              "share_of_kernel_pct": share, "steps": steps, "measured_steps": a.step_count, "after_us": p.after_ns / 1e3,
               "kernel_saving_us": p.saving_ns / 1e3, "kernel_saving_per_step_us": p.saving_ns / 1e3 / steps,
               "estimate": p.estimate, "ops": p.ops,
               "fix_replayed": f"{p.kind} fixed: its kernels cut from {_fmt(p.kernel_ns // steps)} to "
-                              f"{_fmt(p.after_ns // steps)} per step ({p.estimate})"}
+                              f"{_fmt(p.after_ns // steps)}{per} ({p.estimate})"}
         out.append(Finding(id="", severity=_severity(p.saving_ns / window), title=title, idle_ns=0, evidence=ev,
                            suggestion=p.fix, cause="pattern", kernels=p.kernels, kernel_after_ns=p.kernel_after_ns,
                            host_removed=p.host_removed))

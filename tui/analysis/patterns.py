@@ -19,8 +19,13 @@ live profiler object; this works on a file): each is the op calls that form it, 
   ``large_copy_bytes``), with the dtype round trips among them (up to float32 and back); fix: keep one dtype and
   layout; estimated as the copies removed.
 
+- ``optimizer``: an ``Optimizer.step#...`` range whose kernels come from per-parameter ops (at least
+  ``optimizer_min_ops`` calls per step, no ``_foreach_`` / ``_fused_`` op): fix ``foreach=True`` / ``fused=True``;
+  estimated as each kernel at its op's floor and the per-parameter ops' host dispatch removed.
+
 Calls claimed by one pattern are not counted again by a later one. A pattern is a finding when its kernel time
-is at least ``pattern_min_share`` of the window's kernel time.
+is at least ``pattern_min_share`` of the window's kernel time (the optimizer's, whose cost is mostly host
+dispatch, whatever its kernel time).
 """
 
 from __future__ import annotations
@@ -350,6 +355,60 @@ def _copies(a, C: _Calls, claimed: set) -> Pattern | None:
     return _make(a, C, "copies", rows, {}, title, fix, est, remove_host=True)
 
 
+def _optimizer(a, claimed_kernels: np.ndarray) -> Pattern | None:
+    """``Optimizer.step#...`` ranges whose kernels come from per-parameter ops (no ``_foreach_`` / ``_fused_`` op
+    inside): a Python loop over the parameters, one small kernel per op and parameter."""
+    m, cf, cfg = a.model, a.call_floors, a.config
+    names = [i for i, n in enumerate(m.names) if n.startswith("Optimizer.step#")]
+    if not names:
+        return None
+    rng = np.flatnonzero(np.isin(m.name_id, np.array(names, m.name_id.dtype)) & (m.dur_ns > 0))
+    if rng.size == 0:
+        return None
+    L = m.launch[cf.k]
+    inside = np.zeros(cf.k.size, bool)
+    for r in rng.tolist():
+        t0, t1, tr = int(m.ts_ns[r]), int(m.ts_ns[r] + m.dur_ns[r]), int(m.track[r])
+        ok = L >= 0
+        lt = np.where(ok, L, 0)
+        inside |= ok & (m.track[lt] == tr) & (m.ts_ns[lt] >= t0) & (m.ts_ns[lt] < t1)
+    inside &= ~np.isin(cf.k, claimed_kernels) & (cf.call >= 0)
+    if not inside.any():
+        return None
+    calls = np.unique(cf.call[inside])
+    opn = [m.names[m.name_id[c]] for c in calls.tolist()]
+    if any("_foreach_" in n or "_fused_" in n for n in opn):
+        return None
+    n_steps = int(rng.size)
+    if calls.size < cfg.optimizer_min_ops * n_steps:
+        return None
+    ks = cf.k[inside]
+    kns = int(m.dur_ns[ks].sum())
+    # no floor (an unknown GPU, an op without a cost model): no kernel saving is claimed for it
+    fl = np.where(np.isnan(cf.floor[inside]), np.inf, cf.floor[inside])
+    # the fused update moves at least the bytes the per-parameter ops move: each kernel at most at its call's
+    # floor (shared over the call's kernels), none above its recorded time
+    after = np.minimum(np.floor(fl * m.dur_ns[ks] / np.maximum(
+        np.bincount(np.searchsorted(calls, cf.call[inside]), weights=m.dur_ns[ks])[np.searchsorted(calls, cf.call[inside])],
+        1)), m.dur_ns[ks]).astype(np.int64)
+    from collections import Counter
+
+    cnt = Counter(opn)
+    opt = m.names[m.name_id[rng[0]]].split("#", 1)[1]
+    ops = [{"op": o, "shapes": [], "dtypes": [], "calls": c, "kernel_us": round(float(m.dur_ns[ks][np.isin(
+        cf.call[inside], calls[np.array([x == o for x in opn])])].sum()) / 1e3, 3), "kernel": ""}
+           for o, c in cnt.most_common(8)]
+    title = (f"optimizer without foreach/fused: {opt} runs {calls.size // n_steps} per-parameter op calls per "
+             f"optimizer step ({len(cnt)} kinds of op, {n_steps} step{'' if n_steps == 1 else 's'})")
+    fix = ("Use the multi-tensor optimizer: torch.optim.<Optimizer>(params, foreach=True), or fused=True where the "
+           "optimizer has it (Adam, AdamW, SGD on CUDA): one kernel updates many parameters instead of one small "
+           "kernel per op and parameter, and the host stops dispatching them one by one.")
+    est = ("each kernel at most at its op's floor (a fused update moves the same bytes once; kept as recorded where "
+           "the op has no floor), and the per-parameter ops' host dispatch removed")
+    host = _outermost_ops(a, calls)
+    return Pattern("optimizer", title, fix, est, kns, int(after.sum()), int(calls.size), ops, ks, after, [], host)
+
+
 WANTED = MATMUL_OPS | set(CONV_OPS) | SOFTMAX_OPS | COPY_OPS | {
     "aten::add", "aten::add_", "aten::mul", "aten::div", "aten::masked_fill", "aten::masked_fill_", "aten::where",
     "aten::dropout", "aten::native_dropout", "aten::sub", "aten::exp"}
@@ -370,6 +429,10 @@ def find_patterns(a) -> list[Pattern]:
         if p is None or p.kernel_ns < a.config.pattern_min_share * total:
             continue
         claimed |= set(p.rows)
+        out.append(p)
+    taken = np.concatenate([p.kernels for p in out]) if out else np.zeros(0, np.int64)
+    p = _optimizer(a, taken)  # its cost is mostly host dispatch: no kernel-share threshold
+    if p is not None:
         out.append(p)
     out.sort(key=lambda p: -p.saving_ns)
     return out

@@ -58,6 +58,8 @@ Op patterns (patterns.py):
     fp16/bf16 matmul dimensions that are not multiples of this (16 bytes) miss the aligned tensor-core kernels.
 ``large_copy_bytes`` (4 MiB)
     A copy or dtype conversion moving at least this much is a large copy.
+``optimizer_min_ops`` (16)
+    An optimizer step without foreach/fused ops is a pattern when it runs at least this many op calls per step.
 
 Several ranks (see ranks/):
 
@@ -108,6 +110,7 @@ class Thresholds:
     attn_min_seq: int = 128
     matmul_align: int = 8
     large_copy_bytes: int = 4 << 20
+    optimizer_min_ops: int = 16
 
 
 DEFAULT = Thresholds()

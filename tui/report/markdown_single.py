@@ -143,14 +143,15 @@ def _pattern_lines(ev: dict) -> list[str]:
     """An op pattern's evidence: what the fix saves of the kernel time, and its largest op groups."""
     from ..analysis.units import fmt_ns
 
-    out = [f"   Kernel time {fmt_ns(int(ev['per_step_us'] * 1e3))} per step in {ev['calls']} op calls; the fix "
+    per = " per step" if ev.get("measured_steps") else ""
+    out = [f"   Kernel time {fmt_ns(int(ev['per_step_us'] * 1e3))}{per} in {ev['calls']} op calls; the fix "
            f"leaves about {fmt_ns(int(ev['after_us'] * 1e3 / max(ev['steps'], 1)))} "
-           f"(−{fmt_ns(int(ev['kernel_saving_per_step_us'] * 1e3))} of kernel time per step; estimate: "
+           f"(−{fmt_ns(int(ev['kernel_saving_per_step_us'] * 1e3))} of kernel time{per}; estimate: "
            f"{esc(ev['estimate'])})  "]
     for o in ev.get("ops", [])[:4]:
         shp = ", ".join(str(x).replace(" ", "") for x in o["shapes"])
-        out.append(f"   - {code(o['op'], False)} {code(shp, False, 80)} {'/'.join(o['dtypes'])}: {o['calls']} calls, "
-                   f"{fmt_ns(int(o['kernel_us'] * 1e3))}  ")
+        what = f" {code(shp, False, 80)} {'/'.join(o['dtypes'])}" if shp else ""
+        out.append(f"   - {code(o['op'], False)}{what}: {o['calls']} calls, {fmt_ns(int(o['kernel_us'] * 1e3))}  ")
     return out
 
 
