@@ -257,7 +257,7 @@ def call_floors(model: TraceModel, k: np.ndarray, window, flags) -> CallFloors:
     nb = np.where(ok_c, u_bytes[u_of], 0.0)
     l2 = np.array([peaks[int(d)][4] * 1e6 if int(d) in peaks else 0.0 for d in c_dev.tolist()])
     reused = np.zeros((calls.size, R), bool)
-    so = o2
+    so = o2  # call rows in device, start order
     cum = np.r_[0.0, np.cumsum(nb[so])]
     dv = c_dev[so]
     for j in range(1, REUSE_LOOKBACK + 1):
@@ -272,7 +272,6 @@ def call_floors(model: TraceModel, k: np.ndarray, window, flags) -> CallFloors:
         reused[cur] |= hit & (np.cumsum(hit, axis=1) == 1)
     reuse_b = (reused * r_bytes).sum(axis=1)
     # floors by device: compute, HBM, and the resident one where the call beat its HBM floor
-    dt_names = np.array(dts + [""], dtype=object)
     fl = np.full(calls.size, np.nan)
     comp = np.zeros(calls.size, bool)
     hbm = np.zeros(calls.size)
@@ -298,7 +297,6 @@ def call_floors(model: TraceModel, k: np.ndarray, window, flags) -> CallFloors:
         hbm[m] = by_r
         res[m] = beat
         pk[m] = np.where(t_c >= t_m, flops / (rate * 1e3), t_m)
-    del dt_names
     # back to kernels: every kernel of a call carries the call's figures
     ks = sel
     cr = c_of
