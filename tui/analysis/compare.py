@@ -345,8 +345,7 @@ def compare(a, b, align_step: int = 0) -> Comparison:
         al = align(a, b, sa, sb, min(max(align_step, 0), sa.n - 1))
         if al.note:
             notes.append(al.note)
-    sv = step_verdict(a, b, sa, sb)
-    notes.extend(sv.notes)
+    sv = step_verdict(a, b, sa, sb)  # its own notes (timed in different runs) stay with it: sv.notes
     return Comparison(_summary(a, sa), _summary(b, sb), _cause_deltas(a, b, sa, sb), _kernel_deltas(a, b, sa, sb),
                       _finding_deltas(a, b, sa.n, sb.n), al, notes, sv, sa, sb)
 

@@ -394,7 +394,7 @@ class DiffScreen(Screen):
             tb.add_row(Text(""), Text(""), Text(""),
                        Text(self._t(f"kernel sequence of {c.steps_a.names[al.step_a]}: {al.a_kernels} -> "
                                     f"{al.b_kernels} kernels, {al.matched} in order; {parts}"), style="dim"))
-        for note in c.notes:
+        for note in c.step.warnings + c.step.notes + c.notes:
             tb.add_row(Text(""), Text(""), Text(""), Text(self._t("note: " + note), style="dim"))
 
     def _status(self) -> Text:

@@ -199,7 +199,7 @@ def unprofiled_entry(sv) -> dict:
 
     return {"basis": sv.basis, "stands_in": sv.stands_in, "missing": sv.missing, "a": side(sv.a), "b": side(sv.b),
             "delta_us": r(sv.delta_us), "delta_pct": r(sv.delta_pct), "verdict": sv.verdict, "overlap": sv.overlap,
-            "distortion_differs": sv.distortion_differs, "same_run": sv.same_run, "warnings": list(sv.warnings),
+            "distortion_differs": sv.distortion_differs, "same_run": sv.same_run, "warnings": list(sv.warnings), "notes": list(sv.notes),
             "headline": sv.headline()}
 
 

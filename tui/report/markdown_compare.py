@@ -92,7 +92,7 @@ def before_after(analyses, top: int) -> list[str]:
     L.append(f"- **{esc(sv.headline())}**.")
     if sv.stands_in:
         L.append(f"- ⚠ {esc(sv.stands_in)}.")
-    for w in sv.warnings:
+    for w in sv.warnings + sv.notes:
         L.append(f"- ⚠ {esc(w)}.")
     L.append(f"- kernel time per step: {us(c.a.kernel_us_per_step)} → {us(c.b.kernel_us_per_step)} "
              f"({_signed(c.b.kernel_us_per_step - c.a.kernel_us_per_step)}"
