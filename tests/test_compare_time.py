@@ -101,7 +101,7 @@ def test_a_profiled_step_time_stands_in_without_unprofiled_times():
     sv = c.step
     assert (sv.basis, sv.missing, sv.a.basis, sv.a.source) == ("profiled", "B", "profiled", "steps")
     assert sv.stands_in == ("profiled step time (the CPU step ranges) stands in: B has no un-profiled time "
-                            "(record with `gapscope capture` to get one)")
+                            "(gapscope capture records one)")
     assert (sv.a.us, sv.b.us, sv.a.n, sv.b.n) == pytest.approx((55.0, 53.0, 2, 4))
     # only B has 4 steps for a spread: the 3% rule decides; -2/55 = -3.6%
     assert (sv.a.has_spread, sv.b.has_spread, sv.overlap) == (False, True, None)
@@ -113,6 +113,22 @@ def test_a_profiled_step_time_stands_in_without_unprofiled_times():
     md = render_markdown([c_a := _timed([A_STEP] * 2, META_A), _timed([B_STEP] * 4, None)])
     assert c_a is not None and "- ⚠ profiled step time (the CPU step ranges) stands in: B has no un-profiled" in md
     assert "| step time, profiled (no un-profiled time) | 55.0 µs | 53.0 µs | −2.0 µs (−4%) |" in md
+
+
+def test_neither_trace_timed_and_a_trace_without_step_ranges():
+    # neither has metadata; B has no step ranges: its window (first kernel start to last kernel end: 4 x 53 µs less
+    # the first step's 10 µs before its first kernel = 202 µs) is its one step
+    a = _timed([A_STEP] * 2, None)
+    s = stepped([B_STEP] * 4)
+    s.events = [e for e in s.events if not str(e.get("name", "")).startswith("gapscope.step#")]
+    b = analyze(model_of(s))
+    sv = compare(a, b).step
+    assert (sv.missing, sv.a.source, sv.b.source, sv.b.n) == ("both", "steps", "window", 1)
+    assert sv.b.us == pytest.approx(202.0)
+    assert sv.stands_in == ("profiled step time (A: the CPU step ranges, B: the analysis window) stands in: "
+                            "neither trace has an un-profiled time (gapscope capture records one)")
+    assert (sv.verdict, sv.delta_us) == ("slower", pytest.approx(147.0))
+    assert "no un-profiled time in either trace" in sv.headline()
 
 
 def test_a_change_under_three_percent_without_spreads_is_no_clear_change():

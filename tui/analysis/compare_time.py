@@ -173,10 +173,11 @@ def step_verdict(a, b, steps_a, steps_b) -> StepVerdict:
     else:
         sa, sb, basis = profiled_time(a, steps_a), profiled_time(b, steps_b), "profiled"
         missing = "both" if ua is None and ub is None else "A" if ua is None else "B"
-        who = "neither trace has" if missing == "both" else f"{missing} has"
-        src = "the analysis window" if "window" in (sa.source, sb.source) else "the CPU step ranges"
-        stands_in = (f"profiled step time ({src}) stands in: {who} no un-profiled time "
-                     "(record with `gapscope capture` to get one)")
+        who = "neither trace has an" if missing == "both" else f"{missing} has no"
+        name = {"steps": "the CPU step ranges", "window": "the analysis window"}
+        src = name[sa.source] if sa.source == sb.source else f"A: {name[sa.source]}, B: {name[sb.source]}"
+        stands_in = (f"profiled step time ({src}) stands in: {who} un-profiled time "
+                     "(gapscope capture records one)")
     delta = sb.us - sa.us
     pct = 100.0 * delta / sa.us if sa.us > 0 else None
     overlap = None
