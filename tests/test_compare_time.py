@@ -194,3 +194,35 @@ def test_pairs_of_different_runs_say_so():
     c = compare(_analysis("demo-eager-sync.decode"), _analysis("demo-eager.decode"))
     assert c.step.same_run is False
     assert any(n.startswith("A and B were timed un-profiled in different capture runs") for n in c.step.notes)
+
+
+def test_the_diff_header_shows_the_same_verdict():
+    import asyncio
+
+    from gapscope.tui.app.diffview import DiffApp, DiffScreen
+    from gapscope.tui.app.textdump import screen_text
+
+    pair = [str(SAMPLE_TRACES / f"{n}.json.gz") for n in ("hf-attn.prefill_eager", "hf-attn.prefill_sdpa")]
+    ma, mb = (_meta_of(n) for n in ("hf-attn.prefill_eager", "hf-attn.prefill_sdpa"))
+    pct = 100.0 * (mb["unprofiled"]["median_us"] - ma["unprofiled"]["median_us"]) / ma["unprofiled"]["median_us"]
+
+    async def go():
+        app = DiffApp(*pair, load_opts={"no_cache": True})
+        async with app.run_test(size=(80, 24)) as pilot:
+            last = None
+            for _ in range(60):
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+                now = screen_text(app)
+                if isinstance(app.screen, DiffScreen) and now == last and not app.workers:
+                    break
+                last = now
+            return screen_text(app), app.screen.scene.cmp
+
+    txt, c = asyncio.run(go())
+    line = txt.splitlines()[1]
+    # verdict first, so that 80 columns keep it; the rest is the report's headline, cut to the width
+    assert line.startswith("faster: step 6.17 ms → 5.34 ms un-profiled (" + f"{pct:+.1f}%; ".replace("-", "−")), line
+    head = c.step.headline(lead=True)
+    assert line.rstrip("…") == head[:len(line.rstrip("…"))] and len(line) <= 80
+    assert c.step.headline().endswith(": faster")
