@@ -159,7 +159,7 @@ def _same_run(ma: dict, mb: dict) -> bool | None:
     ca, cb = ma.get("captured_at"), mb.get("captured_at")
     if not (isinstance(ca, str) and isinstance(cb, str)):
         return None
-    return ca == cb and ma.get("argv") == mb.get("argv") and ma.get("phase") != mb.get("phase")
+    return ca == cb and ma.get("argv") == mb.get("argv")
 
 
 def step_verdict(a, b, steps_a, steps_b) -> StepVerdict:
