@@ -61,6 +61,17 @@ Op patterns (patterns.py):
 ``optimizer_min_ops`` (16)
     An optimizer step without foreach/fused ops is a pattern when it runs at least this many op calls per step.
 
+Before/after (compare_time.py):
+
+``distortion_differs`` (1.15)
+    Two captures whose profiler distortions (profiled / un-profiled time) differ by more than this factor
+    (larger over smaller) get a warning: the profiler inflated their CPU-side idle by different amounts, so
+    profiled idle and GPU span do not compare between them; the un-profiled step time still does.
+``no_change_share`` (0.03)
+    A step time that moved by less than this share of A's is "no clear change" when neither side has a
+    p25–p75 spread to judge by (a single time, or one profiled step each); with spreads, overlapping
+    p25–p75 ranges decide.
+
 Several ranks (see ranks/):
 
 ``clock_tolerance_ns`` (100000)
@@ -111,6 +122,8 @@ class Thresholds:
     matmul_align: int = 8
     large_copy_bytes: int = 4 << 20
     optimizer_min_ops: int = 16
+    distortion_differs: float = 1.15
+    no_change_share: float = 0.03
 
 
 DEFAULT = Thresholds()
