@@ -10,7 +10,8 @@ live profiler object; this works on a file): each is the op calls that form it, 
   pattern ran (their kernel time kept), everything else removed.
 - ``fp32-matmul``: float32 matmuls and convolutions. Without TF32 (no ``tf32`` in the kernel name) the fix is
   TF32 (or bf16 autocast), estimated as each call's time scaled by the device's fp32 -> TF32 peak ratio; with
-  TF32, bf16, scaled by TF32 -> bf16. Never below the call's floor.
+  TF32, bf16, scaled by TF32 -> bf16. Never below the call's floor. A GPU without known peaks gets no estimate,
+  so no finding.
 - ``unaligned-matmul``: fp16/bf16 matmuls with an inner or output dimension not a multiple of 8 (16 bytes):
   tensor-core kernels need aligned rows, so cuBLAS falls back to slower kernels (5633 -> a cutlass sm75 kernel).
   Fix: pad the dimension; estimated as each call at the floor / time ratio the trace's aligned matmuls of the
