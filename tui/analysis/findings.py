@@ -32,6 +32,10 @@ ROUND_TRIP_ADVICE = (
     "straight back), or overlap it a step behind (use step k's result while step k+1 already runs).")
 
 
+#: most severe first
+SEVERITIES = ("high", "medium", "low", "info")
+
+
 def _severity(share: float) -> str:
     if share >= 0.10:
         return "high"
@@ -40,6 +44,19 @@ def _severity(share: float) -> str:
     if share >= 0.005:
         return "low"
     return "info"
+
+
+def rank_severity(findings: list, projection) -> None:
+    """Severity from what the ranking uses, so that a finding never ranks below a less severe one: in the
+    report's order (``Projection.ranked``: by projected saving, then the findings not projected), a projected
+    finding's severity is its saving's share of the step (the same bands as idle's share of the window); one
+    not projected keeps its idle-based severity; and none is more severe than a finding ranked above it."""
+    cap = 0
+    for f in projection.ranked(findings):
+        pct = projection.saving_pct(f.id)
+        own = _severity(pct / 100.0) if pct is not None else f.severity
+        cap = max(cap, SEVERITIES.index(own))
+        f.severity = SEVERITIES[cap]
 
 
 def _host_json(a, thr: int, host: dict | None) -> dict | None:
