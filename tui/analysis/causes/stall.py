@@ -3,8 +3,9 @@ module on first use, a ``cudaGraphLaunch`` uploading its graph), one op's own CP
 on its first call, a custom op's host work), a compile or guard region (``Torch-Compiled Region``) or a data
 loader's range took most of the CPU's part of the gap (``gaps.one_holder``; at least ``stall_min_ns``).
 ``launch`` is many short dispatches back to back; this is one long one, and the advice is about that thing,
-not torch.compile or CUDA graphs. One Python frame holding the gap is the ``python`` cause (it names the frame
-and its own time)."""
+not torch.compile or CUDA graphs. Its rule comes before ``python``'s: a long CPU-only op (host tensor work) or a
+compile range holding the gap is named as that op or range with the advice for it. One Python frame holding the
+gap is the ``python`` cause (it names the frame and its own time)."""
 
 from __future__ import annotations
 
@@ -68,7 +69,7 @@ def explain(a, d, tl):
         own = " (its own time, not its callees')" if h["kind"] in ("op", "compile", "range", "loader") else ""
         body = (f"{what}, {name}{_where(a, d)}, held the CPU for {fmt_ns(h['ns'])}{own} of the "
                 f"{fmt_ns(h['of_ns'])} before {nk} was launched")
-    return f"{body}: a one-off stall, not a stream of short dispatches; GPU idle {fmt_ns(d.dur_ns)}."
+    return f"{body}: one thing held the CPU, not a stream of short dispatches; GPU idle {fmt_ns(d.dur_ns)}."
 
 
 def group(a, d):
@@ -96,20 +97,29 @@ ADVICE = {
 }
 
 
+REPEATED = ("It held {n} gaps, so it is not only a first call: its host work runs every time (a custom op's "
+            "wrapper, a CPU fallback, shape-dependent set-up): move it out of the loop or make the op cheaper on "
+            "the host.")
+
+
 def advise(a, details, ev):
     kinds = []
     for d in details:
         k = d.extra["held_by"]["kind"]
         if k not in kinds:
             kinds.append(k)
-    return " ".join(ADVICE[k] for k in kinds)
+    s = " ".join(ADVICE[k] for k in kinds)
+    n = int(ev.get("gaps") or 0)
+    if n > 1 and any(k in ("op", "range", "compile", "driver") for k in kinds):
+        s += " " + REPEATED.format(n=n)
+    return s
 
 
 CAUSE = Cause(
-    name="stall", order=65, letter="T", colour="bright_red",
+    name="stall", order=55, letter="T", colour="bright_red",
     summary="one call, op or range (a slow driver call, one op's own CPU time, a compile region, the data loader) "
             "held the launching thread for most of the gap: a one-off stall, not a stream of dispatches",
-    title="{n} gaps held by one slow `{what}`{where} cost {t} of GPU idle",
+    title="{n} gaps each held by one `{what}` alone{where} cost {t} of GPU idle",
     suggestion=ADVICE["driver"],
     rule=rule, gather=gather, explain=explain, group=group, advise=advise,
 )
