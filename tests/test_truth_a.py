@@ -170,6 +170,21 @@ def test_severity_never_rises_down_the_ranking_synthetic():
     assert all(by_id[f["id"]] == f["severity"] for f in doc["findings"])
 
 
+def test_readme_sample_severities_follow_the_ranking():
+    """The README's trace (``gapscope traces/demo-eager-sync.decode.json.gz``): by idle share, the second finding
+    (attn, 48.6 µs of idle) read [info] and the seventh (62 gaps in forward, 3.17 ms) [medium]; ranked by saving,
+    each reads the band of its saving's share of the step, and none is above a finding ranked before it."""
+    a = analyze(load(SAMPLE_TRACES / "demo-eager-sync.decode.json.gz"))
+    ranked = _check_monotone(a)
+    pj = a.projection
+    for f in ranked:
+        pct = pj.saving_pct(f.id)
+        if pct is not None and f is ranked[0]:
+            assert f.severity == ("high" if pct >= 10 else "medium" if pct >= 3 else "low" if pct >= 0.5 else "info")
+    attn = next(f for f in ranked if "demo.py(165): attn" in f.title)
+    assert ranked.index(attn) == 1 and attn.severity != "info"
+
+
 def test_severity_follows_the_ranking_on_real_traces():
     for p in (SAMPLE_TRACES / "hf-mixtral.decode_eager.json.gz", SAMPLE_TRACES / "demo-eager.decode.json.gz",
               _shared("thirdparty/tracelens__b200_eager_trace.json.gz")):

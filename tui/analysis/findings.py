@@ -229,6 +229,15 @@ def build_findings(a) -> list:
             hj = _host_json(a, d.thread_track, host)
             if hj:
                 ex["host"] = hj
+            hb = d.extra.get("held_by")
+            if hb and d.thread_track >= 0:
+                # the one call, op or range holding the gap (causes/stall.py), on the launching thread
+                t = a.model.tracks[d.thread_track]
+                to = int(g.end_ns[r]) if hb["launch_call"] else int(g.t_launch_ns[r])
+                ex["held_by"] = {"name": hb["name"], "kind": hb["kind"], "self_us": hb["ns"] / 1e3,
+                                 "of_us": hb["of_ns"] / 1e3, "launch_call": hb["launch_call"], "pid": t.pid,
+                                 "tid": t.tid, "from_us": (int(g.start_ns[r]) - window_start) / 1e3,
+                                 "to_us": (to - window_start) / 1e3}
             ev["examples"].append(ex)
         if cause == "launch":
             ls = a.launches

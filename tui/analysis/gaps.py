@@ -395,12 +395,19 @@ def typical_launch_delay(model: TraceModel, flags) -> int:
     return 10_000
 
 
-def one_holder(stacks, model: TraceModel, cfg: Thresholds, thread, t0, t1, tl, launch, late, in_launch):
+#: ranges named for what they are (compile, guards, data loading), not for the code they run: a holder even
+#: when nothing was launched below them (other long CPU-only ops are host work: the ``python`` cause's)
+NAMED_RANGE = ("Torch-Compiled Region", "TorchDynamo", "CompiledFunction", "DataLoader")
+
+
+def one_holder(stacks, model: TraceModel, cfg: Thresholds, thread, t0, t1, tl, launch, late, in_launch,
+               host_op=None):
     """Per gap, the one call, op or range that holds it (-1 when none is named), its ns and what they are a
     share of. A launch call that ran on the CPU for most of the gap holds the gap (``of`` = the gap); else the
     event with the most own time in [t0, t_launch] on the launching thread (``hosttime``'s rule: each instant
     goes to the innermost event running), when it is a runtime/driver call, an aten op or a range, not a
-    Python frame (the ``python`` cause names those), and the launch was not late (``of`` = t_launch - t0).
+    Python frame nor a long CPU-only op (host work: the ``python`` cause names those with their own time) unless
+    it is a compile or data-loader range (``NAMED_RANGE``), and the launch was not late (``of`` = t_launch - t0).
     Only gaps of at least ``stall_min_ns`` are looked at: the rule is for one-off stalls."""
     from .hosttime import host_time
 
@@ -419,10 +426,14 @@ def one_holder(stacks, model: TraceModel, cfg: Thresholds, thread, t0, t1, tl, l
     kind = model.kind
     ok_kind = np.zeros(len(Kind) + 1, bool)
     ok_kind[[KI.RUNTIME, KI.DRIVER, KI.CPU_OP, KI.ANNOTATION]] = True
+    named = np.array([any(k in nm for k in NAMED_RANGE) for nm in model.names], dtype=bool)
     for r in cand.tolist():
         ht = host_time(stacks, model, int(thread[r]), int(t0[r]), int(tl[r]))
         if ht.events.size and ok_kind[kind[ht.events[0]]]:
-            ev[r], ns[r] = int(ht.events[0]), int(ht.ns[0])
+            e = int(ht.events[0])
+            if host_op is not None and host_op[e] and not named[model.name_id[e]]:
+                continue
+            ev[r], ns[r] = e, int(ht.ns[0])
     return ev, ns, of
 
 
@@ -488,7 +499,7 @@ def classify(model: TraceModel, cols: dict, cfg: Thresholds, flags=None, cpu: Cp
 
         stacks = StackIndex(model, flags)
     ctx.held_ev, ctx.held_ns, ctx.held_of = one_holder(stacks, model, cfg, thread, t0, t1, tl, launch, late,
-                                                       ctx.in_launch)
+                                                       ctx.in_launch, cpu.host_op)
     rules = registry.all_causes()
     if n:
         conds = [np.asarray(c.rule(ctx), dtype=bool) for c in rules]

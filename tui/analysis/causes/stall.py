@@ -3,8 +3,8 @@ module on first use, a ``cudaGraphLaunch`` uploading its graph), one op's own CP
 on its first call, a custom op's host work), a compile or guard region (``Torch-Compiled Region``) or a data
 loader's range took most of the CPU's part of the gap (``gaps.one_holder``; at least ``stall_min_ns``).
 ``launch`` is many short dispatches back to back; this is one long one, and the advice is about that thing,
-not torch.compile or CUDA graphs. Its rule comes before ``python``'s: a long CPU-only op (host tensor work) or a
-compile range holding the gap is named as that op or range with the advice for it. One Python frame holding the
+not torch.compile or CUDA graphs. Its rule comes before ``python``'s, so a compile or data-loader range holding the gap is named as
+such with the advice for it; a long CPU-only op (host tensor work, host-side sampling) stays ``python``'s. One Python frame holding the
 gap is the ``python`` cause (it names the frame and its own time)."""
 
 from __future__ import annotations
