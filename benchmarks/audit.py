@@ -50,6 +50,10 @@ What is checked (one line per mismatch, ``trace: claim: reported X, events say Y
   time (built-ins included) and its time matches within 1 µs.
 * ``devices[].verdict`` (when present): kernels linked to a cudaGraphLaunch / hipGraphLaunch and the
   number of those launches.
+* stalls (``examples[].held_by``): the one call, op or range named holds most of [gap start, launch] on the
+  launching thread (the next kernel's launch call: most of the gap) and at least 100 µs, with the reported own
+  time, by my own sweep (``holder_in``: each piece to the innermost op or runtime call, else Python frame, else
+  range); and no ``launch`` example is held that way by one call or op.
 * the allocator fix's after-effect ("the host work they slowed right after them (X per step, recorded)"):
   each event's own time on the thread (the innermost op or runtime call, else Python frame), the events within
   200 µs after an allocator call of the frame against the median of the same name away from the calls
