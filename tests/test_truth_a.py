@@ -230,3 +230,58 @@ def test_mi300x_trace_names_its_device_everywhere():
 
 def test_cause_order_has_stall_before_python_and_launch():
     assert CAUSES.index("allocator") < CAUSES.index("stall") < CAUSES.index("python") < CAUSES.index("launch")
+
+
+# ------------------------------------------------------------------------------ the audit's own reading
+def _audit():
+    import importlib.util
+
+    from tests.conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("gapscope_audit_ta", ROOT / "benchmarks" / "audit.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_audit_recomputes_the_holder_of_a_stall(tmp_path):
+    """benchmarks/audit.py's own sweep finds the same holder (name, own time, interval) for the slow driver call,
+    and catches a changed figure, a changed name, and a stall relabelled as launch."""
+    import copy
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    audit = _audit()
+    path = _slow_driver_call().write(tmp_path / "stall.json")
+    out = subprocess.run([sys.executable, "-m", "gapscope", "report", "--json", "--top", "100000", str(path)],
+                         cwd=ROOT, capture_output=True, text=True, check=True)
+    rep = json.loads(out.stdout)
+    tr = audit.Trace(audit.read_trace(str(path)))
+    key = ("1000", "1000")
+    v, ns = audit.holder_in(tr, key, 100_000, 6_150_000)
+    assert (v.name, ns) == ("cudaLaunchKernel", 6_002_000)
+
+    def held(r):
+        A = audit.audit_report(str(path), tr, r, "t")
+        return A, [m for m in A.mismatches if "held" in m]
+
+    A, bad = held(rep)
+    assert bad == [] and A.mismatches == []
+    f = next(f for f in rep["findings"] if f["cause"] == "stall")
+    hb = f["evidence"]["examples"][0]["held_by"]
+    assert (hb["name"], hb["self_us"], hb["of_us"], hb["launch_call"]) == ("cudaLaunchKernel", 6002.0, 6050.0, False)
+    r2 = copy.deepcopy(rep)
+    next(f for f in r2["findings"] if f["cause"] == "stall")["evidence"]["examples"][0]["held_by"]["self_us"] = 5002.0
+    assert any("held_by self_us" in m for m in held(r2)[1])
+    r3 = copy.deepcopy(rep)
+    next(f for f in r3["findings"] if f["cause"] == "stall")["evidence"]["examples"][0]["held_by"]["name"] = "aten::topk"
+    assert any("held_by name" in m for m in held(r3)[1])
+    r4 = copy.deepcopy(rep)
+    ex = next(f for f in r4["findings"] if f["cause"] == "stall")["evidence"]["examples"][0]
+    ex["cause"] = "launch"
+    del ex["held_by"]
+    next(f for f in r4["findings"] if f["cause"] == "stall")["evidence"]["cause"] = "launch"
+    assert any("launch gap held by no one call" in m for m in held(r4)[1])
