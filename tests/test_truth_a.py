@@ -148,6 +148,30 @@ def test_real_launch_baselines_exclude_queued_kernels():
         assert not busy.any(), j
 
 
+def test_dlrm_trace_waits_are_not_usual_latency():
+    """HTA's sampled DLRM trace (rank 0): over every launched kernel the median launch-to-start latency is
+    10.8 ms (kernels queued behind busy ones); over those that started on an idle GPU it is 7 µs. The 8 gaps
+    whose kernel was launched inside the gap and started 28 µs .. 43 ms after its launch were "the usual
+    launch-to-start latency" (launch) against the old baseline; they are gpu-wait. The largest: 5.01 ms, the
+    kernel started 4.66 ms after its launch while the thread sat in All2All_Pooled_WaitBackward."""
+    a = analyze(load(_shared("thirdparty/hta__trace_filter_sampled_rank-0.json.gz")))
+    m, g = a.model, a.gaps
+    assert typical_launch_delay(m, a.flags) == 7_000
+    L = g.launch_idx
+    has = L >= 0
+    lts = m.ts_ns[np.where(has, L, 0)]
+    wait = g.end_ns - lts
+    # launched inside the gap, in its first half, then waited between the new floor and the old one
+    rows = np.flatnonzero(has & (lts >= g.start_ns) & (2 * (lts - g.start_ns) < g.dur_ns)
+                          & (wait > 4 * 7_000) & (wait <= 4 * 10_815_000))
+    assert rows.size == 8
+    assert {CAUSES[int(c)] for c in g.cause[rows]} == {"gpu-wait"}
+    d = a.gap_detail(int(rows[0]))
+    assert d.dur_ns == 5_009_000 and "started 4.66 ms after its launch call" in d.explanation
+    assert "the usual launch-to-start latency" not in d.explanation
+    assert "`All2All_Pooled_WaitBackward`" in d.explanation
+
+
 # ------------------------------------------------------------------------------ item 5: severity vs rank
 def _check_monotone(a):
     ranked = a.projection.ranked(a.findings)

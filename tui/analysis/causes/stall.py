@@ -10,7 +10,7 @@ gap is the ``python`` cause (it names the frame and its own time)."""
 from __future__ import annotations
 
 from ...trace.model import Kind
-from ..names import display_frame
+from ..names import STEP_ANNOTATION_RE, display_frame
 from ..units import fmt_ns
 from . import Cause
 
@@ -52,7 +52,7 @@ def gather(a, x):
 def _where(a, d) -> str:
     """`aten::topk` around a runtime call: the op it ran in."""
     h = d.extra["held_by"]
-    ops = [f.name for f in d.stack if f.kind == "op" and f.event != h["event"]]
+    ops = [f.name for f in d.stack if f.kind == "op" and f.event != h["event"] and not STEP_ANNOTATION_RE.match(f.name)]
     return f" in `{ops[-1]}`" if ops else ""
 
 
