@@ -395,6 +395,10 @@ def typical_launch_delay(model: TraceModel, flags) -> int:
     return 10_000
 
 
+#: ``one_holder``'s screen: sample points per gap, and the share of them one event must run at
+SCREEN_POINTS = 33
+SCREEN_SHARE = 0.4
+
 #: ranges named for what they are (compile, guards, data loading), not for the code they run: a holder even
 #: when nothing was launched below them (other long CPU-only ops are host work: the ``python`` cause's)
 NAMED_RANGE = ("Torch-Compiled Region", "TorchDynamo", "CompiledFunction", "DataLoader")
@@ -427,6 +431,47 @@ def one_holder(stacks, model: TraceModel, cfg: Thresholds, thread, t0, t1, tl, l
     ok_kind = np.zeros(len(Kind) + 1, bool)
     ok_kind[[KI.RUNTIME, KI.DRIVER, KI.CPU_OP, KI.ANNOTATION]] = True
     named = np.array([any(k in nm for k in NAMED_RANGE) for nm in model.names], dtype=bool)
+    if cand.size:
+        # a cheap screen before the exact credit: 33 evenly spaced points of [t0, t_launch], the event running
+        # innermost at each (hosttime's rule, without looking through ranges); only a gap where one non-Python
+        # event runs at 13 of them or more (40%) can have one holding more than half of it
+        pts = np.linspace(t0[cand], tl[cand] - 1, SCREEN_POINTS, axis=1).astype(np.int64)
+        th = np.repeat(thread[cand], SCREEN_POINTS).reshape(pts.shape)
+        cpu_in = stacks.innermost("cpu", th.ravel(), pts.ravel()).reshape(pts.shape)
+        py_in = stacks.innermost("py", th.ravel(), pts.ravel()).reshape(pts.shape)
+        is_ann = (cpu_in >= 0) & (kind[np.maximum(cpu_in, 0)] == KI.ANNOTATION)
+        who = np.where((cpu_in >= 0) & ~is_ann, cpu_in, np.where(py_in >= 0, -1, cpu_in))
+        srt = np.sort(who, axis=1)
+        # the longest run of one event per row (sorted, so a run is equal neighbours)
+        brk = np.ones(srt.shape, bool)
+        brk[:, 1:] = srt[:, 1:] != srt[:, :-1]
+        run_id = np.cumsum(brk, axis=1)
+        best = np.zeros(cand.size, np.int64)
+        mode = np.full(cand.size, -1, np.int64)
+        for k in range(1, SCREEN_POINTS + 1):  # count per run id: fine, 33 columns
+            hit = (run_id == k) & (srt >= 0)
+            c = hit.sum(axis=1)
+            up = c > best
+            best = np.where(up, c, best)
+            mode = np.where(up, srt[np.arange(cand.size), np.argmax(hit, axis=1)], mode)
+        # and that event's time inside the interval must exceed the share itself (its own time is no more)
+        me = np.maximum(mode, 0)
+        inside = np.minimum(model.ts_ns[me] + model.dur_ns[me], tl[cand]) - np.maximum(model.ts_ns[me], t0[cand])
+        keep = (best >= int(SCREEN_SHARE * SCREEN_POINTS)) & (mode >= 0) & (inside > cfg.most * of[cand])
+        # an upper bound of its own time: its time inside minus its direct children's there (ranges excepted:
+        # a range inside an op can count as the op's time); one pass over the parent column for all rows
+        cand, mode, inside = cand[keep], mode[keep], inside[keep]
+        if cand.size:
+            um, first = np.unique(mode, return_index=True)
+            child = np.flatnonzero(np.isin(model.parent, um) & (kind != KI.ANNOTATION))
+            pos = np.searchsorted(um, model.parent[child])
+            row = cand[first[pos]]  # a child is clipped to the interval of the first gap its parent holds
+            cl = np.maximum(np.minimum(model.ts_ns[child] + model.dur_ns[child], tl[row])
+                            - np.maximum(model.ts_ns[child], t0[row]), 0)
+            sub = np.bincount(pos, weights=cl, minlength=um.size)[np.searchsorted(um, mode)]
+            # a parent shared by two gaps: its children were clipped to one of them only, so no bound there
+            shared = np.bincount(np.searchsorted(um, mode), minlength=um.size)[np.searchsorted(um, mode)] > 1
+            cand = cand[shared | (inside - sub > cfg.most * of[cand])]
     for r in cand.tolist():
         ht = host_time(stacks, model, int(thread[r]), int(t0[r]), int(tl[r]))
         if ht.events.size and ok_kind[kind[ht.events[0]]]:
