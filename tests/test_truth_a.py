@@ -82,6 +82,21 @@ def test_a_compile_region_holding_a_gap_gets_compile_advice():
     assert "lazy module loading" not in f.suggestion
 
 
+def test_demo_compile_region_holds_a_gap():
+    """Our torch.compile decode (H200): one gap of 635.8 µs where `Torch-Compiled Region: 0/1` ran 511.9 µs of its
+    own in the 618.2 µs before the next launch, Python frames recorded (ranges inside the region are looked
+    through, as hosttime does): a stall with the compile advice, not launch-bound."""
+    a = analyze(load(SAMPLE_TRACES / "demo-compile.decode.json.gz"))
+    rows = np.flatnonzero(a.gaps.cause == CAUSES.index("stall"))
+    held = [a.gap_detail(int(r)).extra["held_by"] for r in rows]
+    comp = [h for h in held if h["kind"] == "compile"]
+    assert len(comp) == 1
+    h = comp[0]
+    assert h["name"] == "Torch-Compiled Region: 0/1" and round(h["ns"] / 100) == 5119 and round(h["of_ns"] / 100) == 6182
+    f = next(f for f in a.findings if f.cause == "stall" and "Torch-Compiled Region" in f.title)
+    assert "recompilation or guard evaluation" in f.suggestion
+
+
 def test_b200_eager_op_own_time_holds_its_gap():
     """vLLM gpt-oss on a B200: the largest gap (2.64 ms) is one aten::addmm's own CPU time, 2.41 ms of the 2.61 ms
     before the next launch (hosttime's own-time rule; benchmarks/audit.py recomputes it from the raw events)."""

@@ -439,8 +439,16 @@ def one_holder(stacks, model: TraceModel, cfg: Thresholds, thread, t0, t1, tl, l
         th = np.repeat(thread[cand], SCREEN_POINTS).reshape(pts.shape)
         cpu_in = stacks.innermost("cpu", th.ravel(), pts.ravel()).reshape(pts.shape)
         py_in = stacks.innermost("py", th.ravel(), pts.ravel()).reshape(pts.shape)
-        is_ann = (cpu_in >= 0) & (kind[np.maximum(cpu_in, 0)] == KI.ANNOTATION)
-        who = np.where((cpu_in >= 0) & ~is_ann, cpu_in, np.where(py_in >= 0, -1, cpu_in))
+        # hosttime's rule per point (a Python frame is no holder: -1)
+        c0 = np.maximum(cpu_in, 0)
+        is_ann = (cpu_in >= 0) & (kind[c0] == KI.ANNOTATION)
+        step = is_ann & stacks.flags["step_range"][model.name_id[c0]]
+        work = np.full(cpu_in.shape, -1, np.int64)
+        thru = is_ann & (py_in >= 0)
+        if thru.any():  # a range inside an op labels the op: the op runs there
+            work[thru] = stacks.through_annotations(cpu_in[thru], pts[thru])
+        who = np.where((cpu_in >= 0) & ~is_ann, cpu_in,
+                       np.where(work >= 0, work, np.where(py_in >= 0, -1, np.where(is_ann & ~step, cpu_in, -1))))
         srt = np.sort(who, axis=1)
         # the longest run of one event per row (sorted, so a run is equal neighbours)
         brk = np.ones(srt.shape, bool)
