@@ -52,7 +52,8 @@ def gather(a, x):
 def _where(a, d) -> str:
     """`aten::topk` around a runtime call: the op it ran in."""
     h = d.extra["held_by"]
-    ops = [f.name for f in d.stack if f.kind == "op" and f.event != h["event"] and not STEP_ANNOTATION_RE.match(f.name)]
+    ops = [f.name for f in d.stack if f.kind == "op" and f.event != h["event"] and f.name != h["name"]
+           and not STEP_ANNOTATION_RE.match(f.name)]
     return f" in `{ops[-1]}`" if ops else ""
 
 
