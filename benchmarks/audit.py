@@ -50,6 +50,10 @@ What is checked (one line per mismatch, ``trace: claim: reported X, events say Y
   time (built-ins included) and its time matches within 1 µs.
 * ``devices[].verdict`` (when present): kernels linked to a cudaGraphLaunch / hipGraphLaunch and the
   number of those launches.
+* stalls (``examples[].held_by``): the one call, op or range named holds most of [gap start, launch] on the
+  launching thread (the next kernel's launch call: most of the gap) and at least 100 µs, with the reported own
+  time, by my own sweep (``holder_in``: each piece to the innermost op or runtime call, else Python frame, else
+  range); and no ``launch`` example is held that way by one call or op.
 * the allocator fix's after-effect ("the host work they slowed right after them (X per step, recorded)"):
   each event's own time on the thread (the innermost op or runtime call, else Python frame), the events within
   200 µs after an allocator call of the frame against the median of the same name away from the calls
@@ -1346,6 +1350,10 @@ def check_findings(A, tr, rep, devs, mine, origin):
                         A.ok(L.s < g0, f"{q} 'already queued'", "launched before the gap",
                              f"launched {us(L.s - g0)} after the gap started")
                 check_host(A, tr, q, ex.get("host"), origin)
+                if ex.get("held_by") is not None or cause == "stall":
+                    check_held(A, tr, q, ex.get("held_by"), g0, g1, D, ex, origin)
+                elif ex.get("cause") == "launch":
+                    check_not_held(A, tr, q, g0, g1, D, ex)
             if durs:
                 lg = ev.get("largest_gap_us")
                 A.eq_us(f"{p} largest_gap_us (its largest example)", lg, max(durs))
@@ -1394,6 +1402,74 @@ def check_findings(A, tr, rep, devs, mine, origin):
         steps = len({v.name for evs in tr.threads.values() for v in evs if v.kind == "ann" and STEP_RE.match(v.name)}) or 1
         A.ok(abs(val - got / steps) <= half + 500, f"finding {f.get('id')} after-effect per step",
              f"{m.group(1)} {m.group(2)}", f"{got / steps / 1000:.1f} µs")
+
+
+# ------------------------------------------------------------------ the one call or op holding a gap
+STALL_MIN_NS = 100_000  # gapscope's stall_min_ns (thresholds.py), a documented number
+
+
+def holder_in(tr, key, a, b):
+    """(event, ns) credited the most of [a, b) on thread ``key``, by my own sweep: each elementary piece goes to
+    the innermost aten op or runtime call open there, else the innermost Python frame, else (no Python frame on
+    the thread) the innermost range that is not a step range; (None, 0) when nothing ran."""
+    evs = [v for v in tr.threads[key] if v.s < b and v.e > a and v.kind in ("op", "runtime", "py", "ann")]
+    has_py = any(v.kind == "py" for v in tr.threads[key])
+    cuts = sorted({a, b} | {t for v in evs for t in (v.s, v.e) if a < t < b})
+    credit = {}
+    for t, t2 in zip(cuts, cuts[1:]):
+        open_ = [v for v in evs if v.s <= t < v.e]
+        cpu = [v for v in open_ if v.kind in ("op", "runtime")]
+        py = [v for v in open_ if v.kind == "py"]
+        ann = [v for v in open_ if v.kind == "ann" and not _STEP.match(v.name)]
+        # innermost = latest start, then shortest
+        pick = lambda vs: max(vs, key=lambda v: (v.s, -v.e)) if vs else None  # noqa: E731
+        who = pick(cpu) or pick(py) or (pick(ann) if not has_py else None)
+        if who is not None:
+            k = id(who)
+            credit[k] = (who, credit.get(k, (who, 0))[1] + t2 - t)
+    if not credit:
+        return None, 0
+    return max(credit.values(), key=lambda c: c[1])
+
+
+def check_held(A, tr, p, hb, g0, g1, D, ex, origin):
+    """A stall's example: the one call or op named holds most of [gap start, launch] (the launch call: most of
+    the gap) on the launching thread, with the time the report gives."""
+    L = _next_launch(tr, g1, D, {"kernel": ex.get("next_kernel")})
+    if not A.ok(hb is not None and L is not None, f"{p} held_by", "present" if hb else "absent",
+                "a launch call" if L else "no launch call"):
+        return
+    key = (str(L.pid), str(L.tid))
+    A.ok((str(hb.get("pid")), str(hb.get("tid"))) == key, f"{p} held_by thread", f"{hb.get('pid')}/{hb.get('tid')}",
+         f"{L.pid}/{L.tid}")
+    if hb.get("launch_call"):
+        ns, name, of = min(L.e, g1) - max(L.s, g0), L.name, g1 - g0
+    else:
+        b = max(min(L.s, g1), g0)
+        v, ns = holder_in(tr, key, g0, b)
+        name, of = (v.name if v is not None else None), b - g0
+        A.eq_us(f"{p} held_by to_us (the launch)", hb.get("to_us"), b - origin)
+    A.eq_us(f"{p} held_by from_us (the gap start)", hb.get("from_us"), g0 - origin)
+    A.ok(hb.get("name") == name, f"{p} held_by name", _short(hb.get("name"), 50), _short(name, 50))
+    A.eq_us(f"{p} held_by self_us", hb.get("self_us"), ns, tol=1)
+    A.eq_us(f"{p} held_by of_us", hb.get("of_us"), of, tol=1)
+    A.ok(2 * ns > of and ns >= STALL_MIN_NS, f"{p} held_by holds most of it", f"{us(ns)} of {us(of)}",
+         "at least half and 100 µs")
+
+
+def check_not_held(A, tr, p, g0, g1, D, ex):
+    """A launch example ("many short dispatches"): no one call or op holds most of [gap start, launch] (when the
+    launch came in the second half of the gap or later: else the gap is launch latency)."""
+    L = _next_launch(tr, g1, D, {"kernel": ex.get("next_kernel")})
+    if L is None:
+        return
+    b = max(min(L.s, g1), g0)
+    if 2 * (b - g0) < g1 - g0 or 2 * (min(L.e, g1) - max(L.s, g0)) > g1 - g0:
+        return
+    v, ns = holder_in(tr, (str(L.pid), str(L.tid)), g0, b)
+    held = v is not None and 2 * ns > b - g0 and ns >= STALL_MIN_NS and v.kind != "py"
+    A.ok(not held, f"{p} launch gap held by no one call", "launch (many dispatches)",
+         f"`{_short(v.name, 50)}` {us(ns)} of {us(b - g0)}" if held else "")
 
 
 # ------------------------------------------------------------------ the allocator fix's after-effect

@@ -10,7 +10,7 @@ from gapscope.tui.analysis import CAUSE_EXPLANATIONS, CAUSES, Analysis, Threshol
 
 
 def test_contract():
-    assert tuple(CAUSES) == ("copy", "collective", "sync", "gpu-wait", "profiler", "allocator", "python", "launch",
+    assert tuple(CAUSES) == ("copy", "collective", "sync", "gpu-wait", "profiler", "allocator", "stall", "python", "launch",
                              "host-idle")
     assert set(CAUSE_EXPLANATIONS) == set(CAUSES)
     s = base()

@@ -79,12 +79,14 @@ def test_sglang_493ms_wait_is_named_with_the_copy_behind_it():
     assert "launch-bound" not in next(f.title for f in a.findings)
 
 
-def test_a_slow_launch_call_is_launch_and_says_so():
-    """MI250: hipLaunchKernel itself ran 6.54 ms of a 6.63 ms gap: the host's issuing, not a GPU-side wait."""
+def test_a_slow_launch_call_is_a_stall_and_says_so():
+    """MI250: hipLaunchKernel itself ran 6.54 ms of a 6.63 ms gap: the host's issuing, not a GPU-side wait, and
+    one call, not many dispatches (issue 23: a ``stall``)."""
     a = analyze(load(_shared("thirdparty/hta__amd_mi250_minitoy_train_ROCm6_2_kineto.json.gz")))
     i, cause, d = _largest(a)
-    assert cause == "launch"
-    assert d.explanation.startswith("The launch call `hipLaunchKernel` itself ran on the CPU for 6.54 ms")
+    assert cause == "stall"
+    assert d.explanation.startswith("One runtime call, the launch call `hipLaunchKernel` of `aten::add_`, ran on "
+                                    "the CPU for 6.54 ms of the gap")
 
 
 # ------------------------------------------------------------------------------ item 3: own time

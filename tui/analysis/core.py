@@ -65,6 +65,8 @@ class GapTable:
 
     def __init__(self, device, start, end, cause, next_idx, launch_idx, thread, t_launch, breakdown):
         o = np.lexsort((start, device, -(end - start))) if start.size else np.zeros(0, np.int64)
+        #: the rows' positions in the classifier's columns (for the columns it returns beside these)
+        self.order = o
         self.device = device[o].astype(np.int32)
         self.start_ns = start[o].astype(np.int64)
         self.end_ns = end[o].astype(np.int64)
@@ -127,10 +129,11 @@ class Analysis:
         self.window: AnalysisWindow = compute_window(model, window)
         self.devices: list[DeviceStats]
         self.devices, cols = device_stats_and_gaps(model, self.window.device if self.window.clipped else None)
-        res, self.cpu, _ = classify(model, cols, self.config, self.flags)
+        self.stacks = StackIndex(model, self.flags)
+        res, self.cpu, _ = classify(model, cols, self.config, self.flags, stacks=self.stacks)
         self.gaps = GapTable(cols["device"], cols["start"], cols["end"], res["cause"], cols["next"], res["launch"],
                              res["thread"], res["t_launch"], res["breakdown"])
-        self.stacks = StackIndex(model, self.flags)
+        self._held = tuple(np.asarray(x)[self.gaps.order] for x in res["held"])
         self._details: dict[int, GapDetail] = {}
         #: gap row -> (time, event) of ``_holder_points``, for the Python-held gaps whose frame was taken
         self._holders: dict[int, tuple[int, int]] = {}
@@ -216,9 +219,12 @@ class Analysis:
     @cached_property
     def projection(self):
         """What fixing each finding saves per step, from a replay of the trace (replay.py; on demand)."""
+        from .findings import rank_severity
         from .replay import project
 
-        return project(self)
+        p = project(self)
+        rank_severity(self.findings, p)
+        return p
 
     @cached_property
     def call_floors(self):
@@ -396,6 +402,12 @@ class Analysis:
             for j, e in zip(k.tolist(), sig.tolist()):
                 out[j] = m.name(e) if e >= 0 else None
         return out
+
+    def gap_holder(self, i: int) -> tuple[int, int, int]:
+        """(event, ns, of which ns) of the one call, op or range holding gap ``i`` (``gaps.one_holder``;
+        event -1: none)."""
+        ev, ns, of = self._held
+        return int(ev[i]), int(ns[i]), int(of[i])
 
     def _sync_anchor(self, thr: int, t0: int, tl: int) -> int:
         """A time inside the synchronising call that makes the gap: the one open at t0 (or ending just

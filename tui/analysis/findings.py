@@ -32,6 +32,10 @@ ROUND_TRIP_ADVICE = (
     "straight back), or overlap it a step behind (use step k's result while step k+1 already runs).")
 
 
+#: most severe first
+SEVERITIES = ("high", "medium", "low", "info")
+
+
 def _severity(share: float) -> str:
     if share >= 0.10:
         return "high"
@@ -40,6 +44,19 @@ def _severity(share: float) -> str:
     if share >= 0.005:
         return "low"
     return "info"
+
+
+def rank_severity(findings: list, projection) -> None:
+    """Severity from what the ranking uses, so that a finding never ranks below a less severe one: in the
+    report's order (``Projection.ranked``: by projected saving, then the findings not projected), a projected
+    finding's severity is its saving's share of the step (the same bands as idle's share of the window); one
+    not projected keeps its idle-based severity; and none is more severe than a finding ranked above it."""
+    cap = 0
+    for f in projection.ranked(findings):
+        pct = projection.saving_pct(f.id)
+        own = _severity(pct / 100.0) if pct is not None else f.severity
+        cap = max(cap, SEVERITIES.index(own))
+        f.severity = SEVERITIES[cap]
 
 
 def _host_json(a, thr: int, host: dict | None) -> dict | None:
@@ -239,6 +256,15 @@ def build_findings(a) -> list:
             hj = _host_json(a, d.thread_track, host)
             if hj:
                 ex["host"] = hj
+            hb = d.extra.get("held_by")
+            if hb and d.thread_track >= 0:
+                # the one call, op or range holding the gap (causes/stall.py), on the launching thread
+                t = a.model.tracks[d.thread_track]
+                to = int(g.end_ns[r]) if hb["launch_call"] else int(g.t_launch_ns[r])
+                ex["held_by"] = {"name": hb["name"], "kind": hb["kind"], "self_us": hb["ns"] / 1e3,
+                                 "of_us": hb["of_ns"] / 1e3, "launch_call": hb["launch_call"], "pid": t.pid,
+                                 "tid": t.tid, "from_us": (int(g.start_ns[r]) - window_start) / 1e3,
+                                 "to_us": (to - window_start) / 1e3}
             ev["examples"].append(ex)
         if cause == "launch":
             ls = a.launches

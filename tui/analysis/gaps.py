@@ -346,23 +346,151 @@ class RuleContext:
     overhead_share: np.ndarray  # ns of the gap covered by profiler overhead events on the launching thread
     #: the launch call itself (e.g. a cudaGraphLaunch uploading its graph) ran on the CPU for most of the gap
     in_launch: np.ndarray
+    #: the one event holding the gap (``one_holder``): the event or -1, its own ns, and what it is a share of
+    held_ev: np.ndarray = None
+    held_ns: np.ndarray = None
+    held_of: np.ndarray = None
 
 
-def _typical_launch_delay(model: TraceModel, flags) -> int:
-    """Median launch-to-start latency of kernels launched one by one (graph replays excluded: all their
-    kernels hang off one launch call); 10 µs when the trace has none."""
-    k = np.flatnonzero((model.kind == KI.KERNEL) & (model.launch >= 0))
+def idle_start_kernels(model: TraceModel, flags) -> np.ndarray:
+    """Kernels launched one by one (graph replays excluded: all their kernels hang off one launch call) that
+    started on an idle device: no kernel, copy or memset of their device ran at any instant between their
+    launch call and their start. Only their launch-to-start latency is the GPU's own launch latency; a kernel
+    queued behind busy kernels (a prefill's deep queue: 229 ms on the sglang server) measures the queue."""
+    kind = model.kind
+    gpu = np.flatnonzero((kind == KI.KERNEL) | (kind == KI.MEMCPY) | (kind == KI.MEMSET))
+    if gpu.size == 0:
+        return gpu
+    trk_dev = np.array([t.device if t.kind is TrackKind.GPU else -1 for t in model.tracks], dtype=np.int64)
+    dev = trk_dev[model.track[gpu]]
+    gpu, dev = gpu[dev >= 0], dev[dev >= 0]
+    ts = model.ts_ns[gpu]
+    end = ts + model.dur_ns[gpu]
+    o = np.lexsort((ts, dev))
+    gpu, dev, ts, end = gpu[o], dev[o], ts[o], end[o]
+    # per device, the latest end of the work that started before each item (exclusive running max)
+    prev_end = np.full(gpu.size, np.iinfo(np.int64).min, np.int64)
+    first = np.r_[True, dev[1:] != dev[:-1]]
+    starts = np.flatnonzero(first)
+    for a, b in zip(starts.tolist(), np.r_[starts[1:], gpu.size].tolist()):
+        if b - a > 1:
+            prev_end[a + 1:b] = np.maximum.accumulate(end[a:b - 1])
+    L = model.launch[gpu]
+    ok = (kind[gpu] == KI.KERNEL) & (L >= 0)
+    Ls = np.where(ok, L, 0)
+    ok &= ~flags["graph_launch"][model.name_id[Ls]]
+    lts = model.ts_ns[Ls]
+    # idle from the launch to the start: everything that started earlier had ended by the launch (work that
+    # starts in between ends after it starts, so it is caught by the same running maximum)
+    ok &= (prev_end <= lts) & (ts >= lts)
+    return gpu[ok]
+
+
+def typical_launch_delay(model: TraceModel, flags) -> int:
+    """Median launch-to-start latency of the kernels that started on an idle device (``idle_start_kernels``);
+    10 µs when the trace has none."""
+    k = idle_start_kernels(model, flags)
     if k.size:
-        L = model.launch[k]
-        single = ~flags["graph_launch"][model.name_id[L]]
-        d = model.ts_ns[k[single]] - model.ts_ns[L[single]]
-        d = d[d >= 0]
-        if d.size:
-            return int(np.median(d))
+        return int(np.median(model.ts_ns[k] - model.ts_ns[model.launch[k]]))
     return 10_000
 
 
-def classify(model: TraceModel, cols: dict, cfg: Thresholds, flags=None, cpu: CpuSets | None = None):
+#: ``one_holder``'s screen: sample points per gap, and the share of them one event must run at
+SCREEN_POINTS = 33
+SCREEN_SHARE = 0.4
+
+#: ranges named for what they are (compile, guards, data loading), not for the code they run: a holder even
+#: when nothing was launched below them (other long CPU-only ops are host work: the ``python`` cause's)
+NAMED_RANGE = ("Torch-Compiled Region", "TorchDynamo", "CompiledFunction", "DataLoader")
+
+
+def one_holder(stacks, model: TraceModel, cfg: Thresholds, thread, t0, t1, tl, launch, late, in_launch,
+               host_op=None):
+    """Per gap, the one call, op or range that holds it (-1 when none is named), its ns and what they are a
+    share of. A launch call that ran on the CPU for most of the gap holds the gap (``of`` = the gap); else the
+    event with the most own time in [t0, t_launch] on the launching thread (``hosttime``'s rule: each instant
+    goes to the innermost event running), when it is a runtime/driver call, an aten op or a range, not a
+    Python frame nor a long CPU-only op (host work: the ``python`` cause names those with their own time) unless
+    it is a compile or data-loader range (``NAMED_RANGE``), and the launch was not late (``of`` = t_launch - t0).
+    Only gaps of at least ``stall_min_ns`` are looked at: the rule is for one-off stalls."""
+    from .hosttime import host_time
+
+    n = t0.shape[0]
+    ev = np.full(n, -1, np.int64)
+    ns = np.zeros(n, np.int64)
+    of = np.maximum(tl - t0, 0).astype(np.int64)
+    g = t1 - t0
+    has_l = launch >= 0
+    Ls = np.where(has_l, launch, 0)
+    lts = model.ts_ns[Ls] if n else np.zeros(0, np.int64)
+    inside = (np.minimum(lts + model.dur_ns[Ls], t1) - np.maximum(lts, t0)) if n else np.zeros(0, np.int64)
+    il = in_launch & (inside >= cfg.stall_min_ns)
+    ev[il], ns[il], of[il] = launch[il], inside[il], g[il]
+    cand = np.flatnonzero(~il & (thread >= 0) & ~late & (of >= cfg.stall_min_ns))
+    kind = model.kind
+    ok_kind = np.zeros(len(Kind) + 1, bool)
+    ok_kind[[KI.RUNTIME, KI.DRIVER, KI.CPU_OP, KI.ANNOTATION]] = True
+    named = np.array([any(k in nm for k in NAMED_RANGE) for nm in model.names], dtype=bool)
+    if cand.size:
+        # a cheap screen before the exact credit: 33 evenly spaced points of [t0, t_launch], the event running
+        # innermost at each (hosttime's rule, without looking through ranges); only a gap where one non-Python
+        # event runs at 13 of them or more (40%) can have one holding more than half of it
+        pts = np.linspace(t0[cand], tl[cand] - 1, SCREEN_POINTS, axis=1).astype(np.int64)
+        th = np.repeat(thread[cand], SCREEN_POINTS).reshape(pts.shape)
+        cpu_in = stacks.innermost("cpu", th.ravel(), pts.ravel()).reshape(pts.shape)
+        py_in = stacks.innermost("py", th.ravel(), pts.ravel()).reshape(pts.shape)
+        # hosttime's rule per point (a Python frame is no holder: -1)
+        c0 = np.maximum(cpu_in, 0)
+        is_ann = (cpu_in >= 0) & (kind[c0] == KI.ANNOTATION)
+        step = is_ann & stacks.flags["step_range"][model.name_id[c0]]
+        work = np.full(cpu_in.shape, -1, np.int64)
+        thru = is_ann & (py_in >= 0)
+        if thru.any():  # a range inside an op labels the op: the op runs there
+            work[thru] = stacks.through_annotations(cpu_in[thru], pts[thru])
+        who = np.where((cpu_in >= 0) & ~is_ann, cpu_in,
+                       np.where(work >= 0, work, np.where(py_in >= 0, -1, np.where(is_ann & ~step, cpu_in, -1))))
+        srt = np.sort(who, axis=1)
+        # the longest run of one event per row (sorted, so a run is equal neighbours)
+        brk = np.ones(srt.shape, bool)
+        brk[:, 1:] = srt[:, 1:] != srt[:, :-1]
+        run_id = np.cumsum(brk, axis=1)
+        best = np.zeros(cand.size, np.int64)
+        mode = np.full(cand.size, -1, np.int64)
+        for k in range(1, SCREEN_POINTS + 1):  # count per run id: fine, 33 columns
+            hit = (run_id == k) & (srt >= 0)
+            c = hit.sum(axis=1)
+            up = c > best
+            best = np.where(up, c, best)
+            mode = np.where(up, srt[np.arange(cand.size), np.argmax(hit, axis=1)], mode)
+        # and that event's time inside the interval must exceed the share itself (its own time is no more)
+        me = np.maximum(mode, 0)
+        inside = np.minimum(model.ts_ns[me] + model.dur_ns[me], tl[cand]) - np.maximum(model.ts_ns[me], t0[cand])
+        keep = (best >= int(SCREEN_SHARE * SCREEN_POINTS)) & (mode >= 0) & (inside > cfg.most * of[cand])
+        # an upper bound of its own time: its time inside minus its direct children's there (ranges excepted:
+        # a range inside an op can count as the op's time); one pass over the parent column for all rows
+        cand, mode, inside = cand[keep], mode[keep], inside[keep]
+        if cand.size:
+            um, first = np.unique(mode, return_index=True)
+            child = np.flatnonzero(np.isin(model.parent, um) & (kind != KI.ANNOTATION))
+            pos = np.searchsorted(um, model.parent[child])
+            row = cand[first[pos]]  # a child is clipped to the interval of the first gap its parent holds
+            cl = np.maximum(np.minimum(model.ts_ns[child] + model.dur_ns[child], tl[row])
+                            - np.maximum(model.ts_ns[child], t0[row]), 0)
+            sub = np.bincount(pos, weights=cl, minlength=um.size)[np.searchsorted(um, mode)]
+            # a parent shared by two gaps: its children were clipped to one of them only, so no bound there
+            shared = np.bincount(np.searchsorted(um, mode), minlength=um.size)[np.searchsorted(um, mode)] > 1
+            cand = cand[shared | (inside - sub > cfg.most * of[cand])]
+    for r in cand.tolist():
+        ht = host_time(stacks, model, int(thread[r]), int(t0[r]), int(tl[r]))
+        if ht.events.size and ok_kind[kind[ht.events[0]]]:
+            e = int(ht.events[0])
+            if host_op is not None and host_op[e] and not named[model.name_id[e]]:
+                continue
+            ev[r], ns[r] = e, int(ht.ns[0])
+    return ev, ns, of
+
+
+def classify(model: TraceModel, cols: dict, cfg: Thresholds, flags=None, cpu: CpuSets | None = None, stacks=None):
     """Cause index per gap plus the columns the details need (launch, thread, breakdown). The rules are
     the registry's (``causes/``), tried in order; a gap no rule claims gets the largest of python,
     dispatch (launch) and idle (host-idle) in its breakdown."""
@@ -405,7 +533,7 @@ def classify(model: TraceModel, cols: dict, cfg: Thresholds, flags=None, cpu: Cp
     bd = cpu.breakdown(thread, t0, tl)
     wpos = w > 0
     late = has_l & (w < cfg.late_launch_share * g)
-    wait_floor = max(cfg.wait_min_ns, cfg.wait_latency_factor * _typical_launch_delay(model, flags))
+    wait_floor = max(cfg.wait_min_ns, cfg.wait_latency_factor * typical_launch_delay(model, flags))
     ctx = RuleContext(
         model=model, cfg=cfg, flags=flags, cpu=cpu, n=n, device=dev, t0=t0, t1=t1, g=g, launch=launch,
         has_launch=has_l, thread=thread, t_launch=tl, w=w, wpos=wpos,
@@ -419,6 +547,12 @@ def classify(model: TraceModel, cols: dict, cfg: Thresholds, flags=None, cpu: Cp
         in_launch=has_l & ((np.minimum(lts + np.where(has_l, model.dur_ns[np.where(has_l, launch, 0)], 0), t1)
                             - np.maximum(lts, t0)) > cfg.most * g),
     )
+    if stacks is None:
+        from .stacks import StackIndex
+
+        stacks = StackIndex(model, flags)
+    ctx.held_ev, ctx.held_ns, ctx.held_of = one_holder(stacks, model, cfg, thread, t0, t1, tl, launch, late,
+                                                       ctx.in_launch, cpu.host_op)
     rules = registry.all_causes()
     if n:
         conds = [np.asarray(c.rule(ctx), dtype=bool) for c in rules]
@@ -435,4 +569,5 @@ def classify(model: TraceModel, cols: dict, cfg: Thresholds, flags=None, cpu: Cp
         "thread": thread,
         "t_launch": tl,
         "breakdown": bd,
+        "held": (ctx.held_ev, ctx.held_ns, ctx.held_of),
     }, cpu, flags

@@ -75,6 +75,16 @@ class HostTime:
         return int(self.ns[hit[0]]) if hit.size else 0
 
 
+def _longest(model, thread: int, sl) -> int:
+    """The longest event duration on ``thread`` (cached on the model: a property of the loaded trace)."""
+    cache = model.__dict__.setdefault("_longest_by_track", {})
+    v = cache.get(thread)
+    if v is None:
+        d = model.dur_ns[sl]
+        v = cache[thread] = int(d.max()) if d.size else 0
+    return v
+
+
 def host_time(stacks, model, thread: int, a: int, b: int) -> HostTime:
     """Credit every nanosecond of [a, b) on ``thread`` to one event (see the module's rule)."""
     a, b = int(a), int(b)
@@ -87,8 +97,11 @@ def host_time(stacks, model, thread: int, a: int, b: int) -> HostTime:
     # every boundary of the thread's events inside (a, b): events are sorted by start on their track, and an
     # event that ends inside (a, b) started before b
     hi = int(np.searchsorted(ts, b, side="left"))
-    s_in = ts[:hi]
-    e_in = end[:hi]
+    # events that end after a started at most the thread's longest duration before it: no need to scan the
+    # thread's whole history (one call per gap on a long thread was O(events) each)
+    lo = int(np.searchsorted(ts, a - _longest(model, thread, sl), side="left"))
+    s_in = ts[lo:hi]
+    e_in = end[lo:hi]
     cuts = np.concatenate(([a, b], s_in[(s_in > a) & (s_in < b)], e_in[(e_in > a) & (e_in < b)]))
     cuts = np.unique(cuts)
     lo_t, hi_t = cuts[:-1], cuts[1:]

@@ -371,6 +371,24 @@ def fix_for(a, r: Replay, f):
         h = f.host_removed  # the ops the fix removes take their host dispatch with them
         iv = (m.ts_ns[h], m.ts_ns[h] + m.dur_ns[h], m.track[h].astype(np.int64))
         return ("remove", iv, ev.get("fix_replayed") or "the pattern fixed", (dur, None))
+    if cause == "stall":
+        # each gap's one holder, its time inside the CPU's part of the gap. A slow launch call of the next
+        # kernel is not projected: the replay keeps each un-queued kernel's recorded launch-to-start latency,
+        # which holds that call's time, so removing the call's host time would claim a saving of 0
+        S, E, T = [], [], []
+        for row in np.asarray(f.gap_rows, np.int64).tolist():
+            e, _, _ = a.gap_holder(row)
+            if e < 0 or e == int(a.gaps.launch_idx[row]):
+                continue
+            t0, t1 = int(a.gaps.start_ns[row]), int(a.gaps.t_launch_ns[row])
+            s_, e_ = max(int(m.ts_ns[e]), t0), min(int(m.ts_ns[e] + m.dur_ns[e]), t1)
+            if e_ > s_:
+                S.append(s_), E.append(e_), T.append(int(m.track[e]))
+        if not S:
+            return None
+        return ("remove", (np.array(S, np.int64), np.array(E, np.int64), np.array(T, np.int64)),
+                f"the {_n(len(S), 'stall')} in `{ev.get('kind') or frame}` gone (warmed up or fixed): their time "
+                f"in the gaps removed", None)
     if cause == "copy":
         kind = ev.get("kind")
         pageable = bool(ev.get("pageable"))

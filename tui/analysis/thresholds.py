@@ -42,8 +42,16 @@ Cause rules (see ../shared/design/gap-causes.md; the first rule that holds wins)
 ``wait_latency_factor`` (4), ``wait_min_ns`` (20000)
     ``gpu-wait``: the next kernel was queued before the gap began, or launched early in it (see
     ``late_launch_share``) and then waited longer than max(20 µs, 4x the trace's median launch-to-start
-    latency of kernels launched one by one) to start. The CPU had already issued it: the GPU waited on
+    latency of the kernels that started on an idle device: launched one by one, with nothing of their device
+    running between their launch and their start; a kernel queued behind busy kernels measures the queue)
+    to start. The CPU had already issued it: the GPU waited on
     something else (an event from another stream or process, its own graph dispatch, work not traced).
+``stall_min_ns`` (100000)
+    ``stall``: one call, op or range holds a gap when its own time in [t0, t_launch] (or the launch call's
+    time in the gap) is most of it and at least 100 µs. Below that, one op or launch call taking most of a gap
+    is ordinary dispatch (a cudaLaunchKernel costs 2-10 µs, an eager op's dispatch tens of µs) and stays
+    ``launch``; above it the time is one thing's (a 6 ms cudaLaunchKernel loading its module, a 2.4 ms addmm,
+    a compile region) and the advice is about that thing.
 ``late_launch_share`` (0.5)
     When the launch call was issued so early that less than this share of the gap lies in
     [t0, t_launch], the CPU was not the bottleneck: the gap is launch-to-start latency ("launch").
@@ -110,6 +118,7 @@ class Thresholds:
     late_launch_share: float = 0.5
     wait_latency_factor: int = 4
     wait_min_ns: int = 20_000
+    stall_min_ns: int = 100_000
     #: findings: at most this many gaps get a full stack to build a signature (largest first)
     max_detailed_gaps: int = 2_000
     clock_tolerance_ns: int = 100_000

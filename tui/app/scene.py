@@ -64,13 +64,9 @@ def lane_empty(ln: Lane, t0: int, t1: int) -> bool:
 
 
 def device_label(model, dev: int) -> str:
-    """``cuda:N`` and the GPU's name: its deviceProperties entry, else the one name every entry shares (a GPU
-    track numbered unlike its deviceProperties, as on some ROCm traces)."""
+    """``cuda:N`` and the GPU's name (``TraceModel.device_name``: the report and the JSON use the same)."""
     nm = model.device_name(dev)
     props = [p for p in model.devices if isinstance(p, dict)]
-    if not nm:
-        names = {str(p.get("name")) for p in props if p.get("name")}
-        nm = names.pop() if len(names) == 1 else None
     if not nm:  # no name recorded (some ROCm traces): what `gapscope info` shows, SMs and memory
         p = next((p for p in props if p.get("id") == dev), props[0] if props else None)
         sms, mem = (p.get("numSms"), p.get("totalGlobalMem")) if p else (None, None)

@@ -331,6 +331,7 @@ def build_json(analyses, top: int = 50) -> dict:
             if multi:
                 e["trace"] = ti
             doc["collectives"].append(e)
+        a.projection  # noqa: B018 - the severities follow the ranking by projected saving (rank_severity)
         for f in a.findings:
             e = {"id": f"t{ti}:{f.id}" if multi else f.id, "severity": f.severity, "title": f.title,
                  "idle_us": _us(f.idle_ns), "evidence": _jsonable(f.evidence), "suggestion": f.suggestion,

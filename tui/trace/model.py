@@ -231,11 +231,18 @@ class TraceModel:
         return None
 
     def device_name(self, device: int) -> str | None:
-        for p in self.devices:
-            if isinstance(p, dict) and p.get("id") == device:
+        """The GPU's name: its ``deviceProperties`` entry, else the one name every entry shares. The one source of
+        device names for the report, the JSON and the explorer: a ROCm trace can number its GPU tracks unlike its
+        deviceProperties (sglang on an MI300X: kernels on device 9, one entry with id 0, "AMD Instinct MI300X")."""
+        props = [p for p in self.devices if isinstance(p, dict)]
+        for p in props:
+            if p.get("id") == device:
                 n = p.get("name")
-                return str(n) if n is not None else None
-        return None
+                if n:
+                    return str(n)
+                break
+        names = {str(p.get("name")) for p in props if p.get("name")}
+        return names.pop() if len(names) == 1 else None
 
     def gpu_tracks(self) -> list[Track]:
         return [t for t in self.tracks if t.kind is TrackKind.GPU]
