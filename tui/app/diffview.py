@@ -27,6 +27,7 @@ from . import glyphs as G
 from .lanes import Lane, Segments, cell_edges, segment_text
 from .safe import ascii_safe, safe, short_kernel
 from .scene import Row, Scene
+from .tables import Table
 from .timefmt import fmt_dur
 from .timeline import Axis, LanesView, _runs, label_width
 
@@ -283,6 +284,7 @@ class DiffScreen(Screen):
         Binding("w,plus,equals_sign", "zoom(2.0)", "zoom", key_display="w/s"),
         Binding("s,minus", "zoom(0.5)", "zoom out", show=False),
         Binding("0,home", "fit", "fit step", show=False),
+        Binding("x", "swap", "swap A/B"),
         Binding("escape,q", "leave", "back"),
     ]
 
@@ -300,7 +302,7 @@ class DiffScreen(Screen):
         yield Axis(self.glyphs, lv, id="daxis")
         yield lv
         yield Static(id="dstatus")
-        yield DataTable(id="deltas", cursor_type="row", zebra_stripes=False, cell_padding=1)
+        yield Table(id="deltas", cursor_type="row", zebra_stripes=False, cell_padding=1)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -470,6 +472,26 @@ class DiffScreen(Screen):
         self.scene.fit_step()
         self.refresh_view()
 
+    def action_swap(self) -> None:
+        """B before A: the same two traces the other way round (a new comparison, off the event loop)."""
+        self.query_one("#dstatus", Static).update(Text("swapping before and after ..."))
+        self._swap()
+
+    @work(thread=True, exclusive=True, group="swap")
+    def _swap(self) -> None:
+        a, b = self.scene.parts
+        try:
+            sc = DiffScene(b.path, b.model, b.analysis, a.path, a.model, a.analysis)
+        except Exception as exc:  # noqa: BLE001 - one line in the status bar, the view stays
+            from .loading import debugging, failure
+
+            if debugging(exc):
+                raise
+            self.app.call_from_thread(self.query_one("#dstatus", Static).update, Text(failure("swap", exc)))
+            return
+        self.app.call_from_thread(self.app.switch_screen, DiffScreen(sc, self.glyphs,
+                                                                     quit_on_leave=self.quit_on_leave))
+
     def action_leave(self) -> None:
         if self.quit_on_leave:
             self.app.exit()
@@ -569,10 +591,14 @@ def run_diff(args) -> int:
 
 
 def diff_pair(scenes: list, current: int):
-    """(A, B) for D in the explorer: this tab's trace and the next tab's, when both are analysed single traces."""
+    """(A, B) for D in the explorer: this tab's trace and the next tab's, when both are analysed single traces,
+    in tab order (the order the files were given, as ``gapscope diff A B``): the earlier tab is A, before,
+    whichever of the two is shown (from the last tab, D compared it against the first as before, swapped).
+    ``x`` in the diff view swaps them."""
     if len(scenes) < 2:
         return None
-    a, b = scenes[current], scenes[(current + 1) % len(scenes)]
+    i, j = sorted((current, (current + 1) % len(scenes)))
+    a, b = scenes[i], scenes[j]
     if a.multi or b.multi or a.analysis is None or b.analysis is None:
         return None
     return a.part, b.part

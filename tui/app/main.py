@@ -20,8 +20,8 @@ from . import keys
 from .diffview import diff_pair
 from .gaplist import MAX_LIST, NARROW, GapList
 from .loading import debugging, failure
-from .navigate import (event_under_cursor, focus_gap, gap_under_cursor, move_cursor, next_event_start,
-                       range_at_cursor, show_event, status_parts)
+from .navigate import (TIGHT_CONTEXT, event_under_cursor, focus_gap, gap_under_cursor, move_cursor,
+                       next_event_start, range_at_cursor, show_event, status_parts)
 from .panels import StackPanel, event_text, header_text, stack_text
 from .scene import Scene
 from .screens import DetailScreen, HelpScreen
@@ -167,13 +167,13 @@ class MainScreen(Screen):
         self.query_one("#status", Static).update(Text(self.fmt.text("  " + " | ".join(parts)), no_wrap=True,
                                                       overflow=self.fmt.ov), layout=False)
 
-    def goto_gap(self, pos: int, *, list_cursor: bool = True) -> None:
+    def goto_gap(self, pos: int, *, list_cursor: bool = True, context: float = 1.0) -> None:
         sc = self.scene
         if sc is None or not sc.any_analysis or not sc.order.size:
             return
         gid = sc.select(pos)
         pos = sc.selected
-        focus_gap(sc, gid, self.lanes.cells_width())
+        focus_gap(sc, gid, self.lanes.cells_width(), context=context)
         self.lanes.ensure_cursor_visible()
         if list_cursor and pos < MAX_LIST:
             gl = self.query_one(GapList)
@@ -199,8 +199,25 @@ class MainScreen(Screen):
             self.goto_gap(max(sc.selected - 1, 0))
 
     def action_focus_gap(self) -> None:
+        """`f`: the selected gap with its context; on a gap shown so already (after `n`), tighter: the gap
+        fills the window; tighter than that, the status line says so (it changed nothing before)."""
         sc = self.scene
-        if sc is not None and sc.selected_gap >= 0:
+        if sc is None or sc.selected_gap < 0:
+            return
+        v, cw = sc.view, self.lanes.cells_width()
+        now = (v.t0, v.t1)
+        targets = []
+        for ctx in (1.0, TIGHT_CONTEXT):
+            v.focus(*sc.gap_span(sc.selected_gap)[:2], cw, context=ctx)
+            targets.append((v.t0, v.t1))
+        v.t0, v.t1 = now
+        if now == targets[1] or targets[0] == targets[1] and now == targets[0]:
+            self.goto_gap(sc.selected, context=TIGHT_CONTEXT)
+            self.refresh_status("f: zoomed to the gap already (w zooms further, 0 fits the window)")
+        elif now == targets[0]:
+            self.goto_gap(sc.selected, context=TIGHT_CONTEXT)
+            self.refresh_status("f again: the gap fills the window (f after n shows it with context)")
+        else:
             self.goto_gap(sc.selected)
 
     @on(GapList.Highlighted, "#gaplist")
@@ -226,7 +243,7 @@ class MainScreen(Screen):
 
     def action_fit(self) -> None:
         if self.scene is not None:
-            self.scene.view.fit()
+            self.scene.view.fit(*self.scene.fit_extent())
             self.refresh_view()
 
     def action_cursor(self, d: int) -> None:
@@ -335,7 +352,9 @@ class MainScreen(Screen):
         if pair is None:
             self.refresh_status("D compares two analysed single-trace tabs: open two traces")
             return
-        self.refresh_status("comparing the two traces step by step ...")
+        names = [os.path.basename(p.path) for p in pair]
+        self.refresh_status(f"comparing {names[0]} (A, before) with {names[1]} (B, after) step by step "
+                            "... (x in the diff swaps them)")
         self._build_diff(*pair)
 
     @work(thread=True, exclusive=True, group="diff")
@@ -490,9 +509,13 @@ class MainScreen(Screen):
             self.refresh_status(failure("export", exc))
             return
         self.app.last_export = paths
-        self.refresh_status("wrote " + ", ".join(paths))
-        # one line each: the text is made safe line by line (safe() shows a newline inside a name as "\n")
-        self.notify("\n".join(self.fmt.text(s) for s in ["wrote", *paths]), title="export", timeout=8)
+        folders = {os.path.dirname(p) for p in paths}
+        names = [os.path.basename(p) for p in paths] if len(folders) == 1 else paths
+        where = f" in {folders.pop() or '.'}" if len(folders) == 1 else ""
+        self.refresh_status("wrote " + ", ".join(names) + where)
+        # one line each (the folder once, then the file names, as the notice is narrow): the text is made safe
+        # line by line (safe() shows a newline inside a name as "\n")
+        self.notify("\n".join(self.fmt.text(s) for s in [f"wrote{where}:", *names]), title="export", timeout=8)
 
     def action_escape(self) -> None:
         if self.app.loading is not None:

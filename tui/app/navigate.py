@@ -46,11 +46,16 @@ def gap_under_cursor(sc: Scene | None, cw: int) -> int:
     return int(ln.segs.ref[r]) if r >= 0 else -1
 
 
-def focus_gap(sc: Scene, gid: int, cw: int) -> None:
-    """The view on gap ``gid`` (with context), the lane cursor on its device's gap row so Enter explains it."""
+#: `f` on a gap already shown with its context (after `n`): the context on each side, as a fraction of the gap
+TIGHT_CONTEXT = 0.05
+
+
+def focus_gap(sc: Scene, gid: int, cw: int, context: float = 1.0) -> None:
+    """The view on gap ``gid`` (with ``context`` times its length on each side), the lane cursor on its
+    device's gap row so Enter explains it."""
     a, b, dev = sc.gap_span(gid)
     part = int(sc.g_part[gid])
-    sc.view.focus(a, b, cw)
+    sc.view.focus(a, b, cw, context=context)
     for i, r in enumerate(sc.rows()):
         if r.lane is not None and r.lane.kind == "gaps" and r.lane.device == dev and r.lane.part == part:
             sc.lane_cursor = i
@@ -118,7 +123,11 @@ def status_parts(sc: Scene, ev: int, d) -> list[str]:
     parts = []
     if sc.search_query:
         if sc.matches.size:
-            parts.append(f"find '{sc.search_query}': {sc.match_pos + 1}/{sc.matches.size} (n/N, Esc ends)")
+            n_in = int(np.count_nonzero(sc.match_in))
+            out = int(sc.matches.size) - n_in
+            here = "" if not out or sc.match_in[sc.match_pos] else ", this one outside"
+            parts.append(f"find '{sc.search_query}': {sc.match_pos + 1}/{sc.matches.size}"
+                         + (f" ({n_in} in the window, {out} outside{here})" if out else "") + " (n/N, Esc ends)")
         else:
             parts.append(f"find '{sc.search_query}': no match")
     if sc.cause_filter is not None:

@@ -13,6 +13,7 @@ from .lanes import Lane, Segments, UnionIndex, build_lanes
 from .view import View
 
 # kinds that / finds: what a person would call a kernel, an op, a range or a Python function
+GPU_KINDS = np.array([Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET], dtype=np.uint8)
 SEARCH_KINDS = np.array([Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.CPU_OP, Kind.ANNOTATION, Kind.PYTHON,
                          Kind.RUNTIME], dtype=np.uint8)
 
@@ -129,6 +130,7 @@ class Scene:
         self.matches = np.zeros(0, dtype=np.int64)
         self.match_parts = np.zeros(0, dtype=np.int64)
         self.match_pos = -1
+        self.match_in = np.zeros(0, dtype=bool)  # the matches inside the analysed window
         self._rows: list[Row] | None = None
         self._full: list[Row] | None = None  # every row, before the lanes with nothing in view are folded
         self._rows_key: int | None = None  # the view span the rows were folded for
@@ -142,6 +144,7 @@ class Scene:
         #: (the trace's own timestamps)
         self.time_mode = "window"
         self._win0: int | None = None  # the analysed window's start (aligned), set when analyses land
+        self._win1: int | None = None  # and its end (aligned)
         self.visited = False  # shown once on screen (a tab opens on its largest gap the first time)
 
     @property
@@ -153,6 +156,14 @@ class Scene:
             return self.offset
         # (Analysis.window_start_ns walks the devices: ~0.8 ms on a 100 MB trace, and the axis asks per frame)
         return self._win0 if self._win0 is not None else self.view.lo
+
+    def fit_extent(self) -> tuple[int, int]:
+        """What `0` fits (aligned ns): the analysed window, the span the report's numbers are of (the union of
+        the parts' windows in a multi-rank tab); the whole trace until the analysis is in or where it has no
+        device window."""
+        if self._win0 is not None and self._win1 is not None and self._win1 > self._win0:
+            return self._win0, self._win1
+        return self.view.lo, self.view.hi
 
     @property
     def origin_label(self) -> str:
@@ -330,7 +341,8 @@ class Scene:
                 for ln in host:
                     out.append(Row(ln))
                     if ln.kind == "cpu" and ln.expanded:
-                        out.extend(Row(d) for d in ln.depth_rows)
+                        out.extend(Row(d) for d in ln.depth_rows if not (d.harness if not ln.show_harness
+                                                                         else d.harness_fold))
             devs = sorted({ln.device for ln in pt.lanes if ln.device >= 0} |
                           {d for (p, d) in self.gap_lanes if p == pi})
             for dev in devs:
@@ -355,10 +367,21 @@ class Scene:
         ln = self.cursor_lane()
         if ln is None or ln.kind not in ("cpu", "depth"):
             return False
-        if ln.kind == "depth":  # collapse the parent thread
+        if ln.kind == "depth":  # collapse the parent thread (on a launcher row: show / fold the launcher levels)
+            row = ln
             for p in self.lanes:
                 if p.kind == "cpu" and p.track == ln.track and p.part == ln.part:
                     ln = p
+            if (row.harness_fold or row.harness) and ln.kind == "cpu":
+                ln.show_harness = not ln.show_harness
+                self.invalidate_rows()
+                want = row if row.harness_fold else next((d for d in ln.depth_rows if d.harness_fold), row)
+                if ln.show_harness:
+                    want = next((d for d in ln.depth_rows if d.harness), row)
+                for i, r in enumerate(self.rows()):
+                    if r.lane is want:
+                        self.lane_cursor = i
+                return True
         if not ln.depth_rows:
             return False
         ln.expanded = not ln.expanded
@@ -415,6 +438,9 @@ class Scene:
     def _merge_gaps(self) -> None:
         starts = [int(pt.analysis.window_start_ns) + pt.offset for pt in self.parts if pt.analysis is not None]
         self._win0 = min(starts) if starts else None
+        ends = [max(int(d.window_end_ns) for d in pt.analysis.devices) + pt.offset for pt in self.parts
+                if pt.analysis is not None and pt.analysis.devices]
+        self._win1 = max(ends) if ends and self._win0 is not None else None
         cols = {k: [] for k in ("part", "row", "start", "end", "dur", "cause", "device")}
         for pi, pt in enumerate(self.parts):
             a = pt.analysis
@@ -501,9 +527,13 @@ class Scene:
 
     # ----------------------------------------------------------------- search
     def search(self, query: str) -> int:
+        """Every kernel, copy, op, range, frame and runtime call whose name holds ``query`` (any case), in time
+        order; ``match_in`` says which of them the analysed window holds, by the analysis' own rule (what the
+        kernels view counts: a GPU event overlapping its device's window, a CPU event starting in a step).
+        The first match shown is the one nearest the cursor."""
         self.search_query = query
         q = query.lower()
-        evs, parts, ts = [], [], []
+        evs, parts, ts, ins = [], [], [], []
         if q:
             for pi, pt in enumerate(self.parts):
                 m = pt.model
@@ -515,17 +545,29 @@ class Scene:
                 evs.append(hit)
                 parts.append(np.full(hit.size, pi, np.int64))
                 ts.append(m.ts_ns[hit] + pt.offset)
+                win = getattr(pt.analysis, "window", None)
+                if win is None:
+                    ins.append(np.ones(hit.size, bool))
+                else:
+                    gpu = np.isin(m.kind[hit], GPU_KINDS)
+                    inside = np.zeros(hit.size, bool)
+                    inside[gpu] = win.gpu_in(m, hit[gpu])
+                    inside[~gpu] = win.cpu_in(m, hit[~gpu])
+                    ins.append(inside)
         if not evs or not sum(e.size for e in evs):
             self.matches = np.zeros(0, dtype=np.int64)
             self.match_parts = np.zeros(0, dtype=np.int64)
+            self.match_in = np.zeros(0, dtype=bool)
             self.match_pos = -1
             return 0
-        ev, pa, t = np.concatenate(evs), np.concatenate(parts), np.concatenate(ts)
+        ev, pa, t, inside = np.concatenate(evs), np.concatenate(parts), np.concatenate(ts), np.concatenate(ins)
         o = np.lexsort((pa, t))
-        self.matches, self.match_parts, t = ev[o], pa[o], t[o]
-        # start from the first match at or after the cursor
+        self.matches, self.match_parts, t, self.match_in = ev[o], pa[o], t[o], inside[o]
+        # start from the match nearest the cursor (either side)
         i = int(np.searchsorted(t, self.view.cursor, side="left"))
-        self.match_pos = i if i < t.size else 0
+        if i >= t.size or (i > 0 and self.view.cursor - t[i - 1] <= t[i] - self.view.cursor):
+            i -= 1
+        self.match_pos = max(i, 0)
         self.active = int(self.match_parts[self.match_pos])
         return int(self.matches.size)
 
@@ -582,9 +624,19 @@ class Scene:
         tr = int(m.track[ev])
         k = int(m.kind[ev])
         t = int(m.ts_ns[ev]) + self.parts[part].offset
+        thread = -1  # an expanded thread's row: the event's own depth row below it is the better answer
         for i, r in enumerate(self.rows()):
             ln = r.lane
             if ln is None or ln.part != part:
+                continue
+            if thread >= 0:
+                if ln.kind != "depth":
+                    return thread
+                if ln.iv is not None and not ln.harness_fold:
+                    j = int(np.searchsorted(ln.iv.starts, t))
+                    hi = int(np.searchsorted(ln.iv.starts, t, side="right"))
+                    if ev in ln.iv.idx[j:hi].tolist():
+                        return i
                 continue
             if k in (Kind.MEMCPY, Kind.MEMSET):
                 if ln.kind == "copy" and ln.iv is not None:
@@ -594,6 +646,8 @@ class Scene:
                         return i
             elif k == Kind.ANNOTATION and ln.kind == "ranges":
                 return i
+            elif ln.track == tr and ln.kind == "cpu" and ln.expanded:
+                thread = i
             elif ln.track == tr and ln.kind in ("stream", "cpu"):
                 return i
-        return -1
+        return thread
