@@ -25,6 +25,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from . import glyphs as G
 from .lanes import Lane, Segments, cell_edges, segment_text
+from .loading import debugging, failure
 from .safe import ascii_safe, safe, short_kernel
 from .scene import Row, Scene
 from .tables import Table
@@ -483,14 +484,10 @@ class DiffScreen(Screen):
         try:
             sc = DiffScene(b.path, b.model, b.analysis, a.path, a.model, a.analysis)
         except Exception as exc:  # noqa: BLE001 - one line in the status bar, the view stays
-            from .loading import debugging, failure
-
             if debugging(exc):
                 raise
-            self.app.call_from_thread(self.query_one("#dstatus", Static).update, Text(failure("swap", exc)))
-            return
-        self.app.call_from_thread(self.app.switch_screen, DiffScreen(sc, self.glyphs,
-                                                                     quit_on_leave=self.quit_on_leave))
+            return self.app.call_from_thread(self.query_one("#dstatus", Static).update, Text(failure("swap", exc)))
+        self.app.call_from_thread(self.app.switch_screen, DiffScreen(sc, self.glyphs, quit_on_leave=self.quit_on_leave))
 
     def action_leave(self) -> None:
         if self.quit_on_leave:
@@ -591,10 +588,8 @@ def run_diff(args) -> int:
 
 
 def diff_pair(scenes: list, current: int):
-    """(A, B) for D in the explorer: this tab's trace and the next tab's, when both are analysed single traces,
-    in tab order (the order the files were given, as ``gapscope diff A B``): the earlier tab is A, before,
-    whichever of the two is shown (from the last tab, D compared it against the first as before, swapped).
-    ``x`` in the diff view swaps them."""
+    """(A, B) for D: this tab's trace and the next tab's (both analysed single traces), in tab order, as
+    ``gapscope diff A B``: from the last tab, A was the last and B the first, before and after swapped."""
     if len(scenes) < 2:
         return None
     i, j = sorted((current, (current + 1) % len(scenes)))

@@ -20,7 +20,7 @@ from . import keys
 from .diffview import diff_pair
 from .gaplist import MAX_LIST, NARROW, GapList
 from .loading import debugging, failure
-from .navigate import (TIGHT_CONTEXT, event_under_cursor, focus_gap, gap_under_cursor, move_cursor,
+from .navigate import (event_under_cursor, focus_context, focus_gap, gap_under_cursor, move_cursor,
                        next_event_start, range_at_cursor, show_event, status_parts)
 from .panels import StackPanel, event_text, header_text, stack_text
 from .scene import Scene
@@ -199,26 +199,13 @@ class MainScreen(Screen):
             self.goto_gap(max(sc.selected - 1, 0))
 
     def action_focus_gap(self) -> None:
-        """`f`: the selected gap with its context; on a gap shown so already (after `n`), tighter: the gap
-        fills the window; tighter than that, the status line says so (it changed nothing before)."""
+        """`f`: the selected gap with its context; shown so already (after `n`), tighter (focus_context)."""
         sc = self.scene
-        if sc is None or sc.selected_gap < 0:
-            return
-        v, cw = sc.view, self.lanes.cells_width()
-        now = (v.t0, v.t1)
-        targets = []
-        for ctx in (1.0, TIGHT_CONTEXT):
-            v.focus(*sc.gap_span(sc.selected_gap)[:2], cw, context=ctx)
-            targets.append((v.t0, v.t1))
-        v.t0, v.t1 = now
-        if now == targets[1] or targets[0] == targets[1] and now == targets[0]:
-            self.goto_gap(sc.selected, context=TIGHT_CONTEXT)
-            self.refresh_status("f: zoomed to the gap already (w zooms further, 0 fits the window)")
-        elif now == targets[0]:
-            self.goto_gap(sc.selected, context=TIGHT_CONTEXT)
-            self.refresh_status("f again: the gap fills the window (f after n shows it with context)")
-        else:
-            self.goto_gap(sc.selected)
+        if sc is not None and sc.selected_gap >= 0:
+            ctx, msg = focus_context(sc, self.lanes.cells_width())
+            self.goto_gap(sc.selected, context=ctx)
+            if msg:
+                self.refresh_status(msg)
 
     @on(GapList.Highlighted, "#gaplist")
     def _gap_highlighted(self, ev: GapList.Highlighted) -> None:
@@ -352,9 +339,8 @@ class MainScreen(Screen):
         if pair is None:
             self.refresh_status("D compares two analysed single-trace tabs: open two traces")
             return
-        names = [os.path.basename(p.path) for p in pair]
-        self.refresh_status(f"comparing {names[0]} (A, before) with {names[1]} (B, after) step by step "
-                            "... (x in the diff swaps them)")
+        a, b = (os.path.basename(p.path) for p in pair)
+        self.refresh_status(f"comparing {a} (A, before) with {b} (B, after) ... (x in the diff swaps them)")
         self._build_diff(*pair)
 
     @work(thread=True, exclusive=True, group="diff")
@@ -496,7 +482,7 @@ class MainScreen(Screen):
         self.app.push_screen(HelpScreen(self.glyphs, legend_only=True))
 
     def action_export(self) -> None:
-        from .export import export_all
+        from .export import export_all, export_message
 
         sc = self.scene
         if sc is None:
@@ -506,16 +492,11 @@ class MainScreen(Screen):
             svg = self.app.export_screenshot()
             paths = export_all(analyses, sc.parts[0].path, svg)
         except Exception as exc:  # noqa: BLE001 - a full disk, a folder we cannot write: one line
-            self.refresh_status(failure("export", exc))
-            return
-        self.app.last_export = paths
-        folders = {os.path.dirname(p) for p in paths}
-        names = [os.path.basename(p) for p in paths] if len(folders) == 1 else paths
-        where = f" in {folders.pop() or '.'}" if len(folders) == 1 else ""
-        self.refresh_status("wrote " + ", ".join(names) + where)
-        # one line each (the folder once, then the file names, as the notice is narrow): the text is made safe
-        # line by line (safe() shows a newline inside a name as "\n")
-        self.notify("\n".join(self.fmt.text(s) for s in [f"wrote{where}:", *names]), title="export", timeout=8)
+            return self.refresh_status(failure("export", exc))
+        self.app.last_export, (status, lines) = paths, export_message(paths)
+        self.refresh_status(status)
+        # one line each: the text is made safe line by line (safe() shows a newline inside a name as "\n")
+        self.notify("\n".join(self.fmt.text(s) for s in lines), title="export", timeout=8)
 
     def action_escape(self) -> None:
         if self.app.loading is not None:

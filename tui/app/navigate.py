@@ -61,6 +61,25 @@ def focus_gap(sc: Scene, gid: int, cw: int, context: float = 1.0) -> None:
             sc.lane_cursor = i
 
 
+def focus_context(sc: Scene, cw: int) -> tuple[float, str]:
+    """(context, message) for `f` on the selected gap: its usual context, or where the view shows it so
+    already (right after `n`), TIGHT_CONTEXT (the gap fills the window), and where it is that tight already,
+    the same with a message saying so."""
+    v = sc.view
+    now = (v.t0, v.t1, v.cursor)
+    a, b, _ = sc.gap_span(sc.selected_gap)
+    targets = []
+    for ctx in (1.0, TIGHT_CONTEXT):
+        v.focus(a, b, cw, context=ctx)
+        targets.append((v.t0, v.t1))
+    v.t0, v.t1, v.cursor = now
+    if now[:2] == targets[1]:
+        return TIGHT_CONTEXT, "f: zoomed to the gap already (w zooms further, 0 fits the window)"
+    if now[:2] == targets[0]:
+        return TIGHT_CONTEXT, "f again: the gap fills the window (n shows the next with its context)"
+    return 1.0, ""
+
+
 def move_cursor(sc: Scene, d: int, cw: int) -> None:
     """The time cursor ``d`` cells on; past an edge of the window, the window pans a quarter."""
     v = sc.view

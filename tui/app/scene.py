@@ -12,11 +12,6 @@ from ..trace.model import Kind, TraceModel
 from .lanes import Lane, Segments, UnionIndex, build_lanes
 from .view import View
 
-# kinds that / finds: what a person would call a kernel, an op, a range or a Python function
-GPU_KINDS = np.array([Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET], dtype=np.uint8)
-SEARCH_KINDS = np.array([Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.CPU_OP, Kind.ANNOTATION, Kind.PYTHON,
-                         Kind.RUNTIME], dtype=np.uint8)
-
 
 @dataclass
 class Part:
@@ -406,34 +401,10 @@ class Scene:
         self.invalidate_rows()
 
     def rank_summary(self) -> list[dict]:
-        """Per rank of a multi-rank tab, in rank order: ``rank``, ``idle_pct`` (None: no GPU work or not analysed
-        yet), ``analysed``, ``wait_ns`` (collective wait for other ranks) and ``wait_for`` (the rank it waited
-        for most), ``skew`` (that wait is profiler start-up skew), ``late`` ((arrived last, of, frame) when
-        the cross-rank analysis names this rank late at half its collectives or more, else None)."""
-        out = []
-        for pi, pt in enumerate(self.parts):
-            a = pt.analysis
-            rank = pt.model.rank if pt.model.rank is not None else pi
-            e = {"rank": rank, "idle_pct": None, "analysed": a is not None, "wait_ns": 0, "wait_for": None,
-                 "skew": False, "late": None}
-            out.append(e)
-            if a is None:
-                continue
-            if getattr(a, "devices", None):
-                e["idle_pct"] = float(a.idle_pct)
-            rm = getattr(a, "cross_rank", None)  # ranks.RankMatch
-            if rm is None:
-                continue
-            st = rm.stats(rank)
-            if st is not None and (st.wait_ns or st.startup_wait_ns):
-                e["wait_ns"] = int(st.wait_ns or st.startup_wait_ns)
-                e["wait_for"] = st.wait_for if st.wait_ns else (rm.startup.late_rank if rm.startup else None)
-                e["skew"] = not st.wait_ns  # all of it profiler start-up skew
-            le = rm.late_rank(rank)
-            if le is not None and le.count and 2 * le.count >= max(le.of, 1):
-                b = (le.blamed or [None])[0]
-                e["late"] = (int(le.count), int(le.of), b.func if b else None)
-        return out
+        """Per rank of a multi-rank tab, in rank order (tui/app/ranksummary.py)."""
+        from .ranksummary import rank_summary
+
+        return rank_summary(self)
 
     def _merge_gaps(self) -> None:
         starts = [int(pt.analysis.window_start_ns) + pt.offset for pt in self.parts if pt.analysis is not None]
@@ -527,47 +498,16 @@ class Scene:
 
     # ----------------------------------------------------------------- search
     def search(self, query: str) -> int:
-        """Every kernel, copy, op, range, frame and runtime call whose name holds ``query`` (any case), in time
-        order; ``match_in`` says which of them the analysed window holds, by the analysis' own rule (what the
-        kernels view counts: a GPU event overlapping its device's window, a CPU event starting in a step).
-        The first match shown is the one nearest the cursor."""
+        """Every kernel, copy, op, range, frame and runtime call whose name holds ``query`` (tui/app/matches.py),
+        in time order, ``match_in`` those in the analysed window; the first shown is the nearest the cursor."""
+        from .matches import find, nearest
+
         self.search_query = query
-        q = query.lower()
-        evs, parts, ts, ins = [], [], [], []
-        if q:
-            for pi, pt in enumerate(self.parts):
-                m = pt.model
-                ids = [i for i, nm in enumerate(m.names) if q in nm.lower()]
-                if not ids:
-                    continue
-                hit = np.flatnonzero(np.isin(m.name_id, np.asarray(ids, dtype=np.int32)) &
-                                     np.isin(m.kind, SEARCH_KINDS))
-                evs.append(hit)
-                parts.append(np.full(hit.size, pi, np.int64))
-                ts.append(m.ts_ns[hit] + pt.offset)
-                win = getattr(pt.analysis, "window", None)
-                if win is None:
-                    ins.append(np.ones(hit.size, bool))
-                else:
-                    gpu = np.isin(m.kind[hit], GPU_KINDS)
-                    inside = np.zeros(hit.size, bool)
-                    inside[gpu] = win.gpu_in(m, hit[gpu])
-                    inside[~gpu] = win.cpu_in(m, hit[~gpu])
-                    ins.append(inside)
-        if not evs or not sum(e.size for e in evs):
-            self.matches = np.zeros(0, dtype=np.int64)
-            self.match_parts = np.zeros(0, dtype=np.int64)
-            self.match_in = np.zeros(0, dtype=bool)
+        self.matches, self.match_parts, t, self.match_in = find(self.parts, query)
+        if not self.matches.size:
             self.match_pos = -1
             return 0
-        ev, pa, t, inside = np.concatenate(evs), np.concatenate(parts), np.concatenate(ts), np.concatenate(ins)
-        o = np.lexsort((pa, t))
-        self.matches, self.match_parts, t, self.match_in = ev[o], pa[o], t[o], inside[o]
-        # start from the match nearest the cursor (either side)
-        i = int(np.searchsorted(t, self.view.cursor, side="left"))
-        if i >= t.size or (i > 0 and self.view.cursor - t[i - 1] <= t[i] - self.view.cursor):
-            i -= 1
-        self.match_pos = max(i, 0)
+        self.match_pos = nearest(t, self.view.cursor)
         self.active = int(self.match_parts[self.match_pos])
         return int(self.matches.size)
 
