@@ -141,14 +141,15 @@ def status_parts(sc: Scene, ev: int, d) -> list[str]:
     other end of its launch link, the cursor's time (``d`` formats a duration)."""
     parts = []
     if sc.search_query:
+        q = sc.search_query if len(sc.search_query) <= 40 else sc.search_query[:39] + "…"  # the count stays in view
         if sc.matches.size:
             n_in = int(np.count_nonzero(sc.match_in))
             out = int(sc.matches.size) - n_in
             here = "" if not out or sc.match_in[sc.match_pos] else ", this one outside"
-            parts.append(f"find '{sc.search_query}': {sc.match_pos + 1}/{sc.matches.size}"
+            parts.append(f"find '{q}': {sc.match_pos + 1}/{sc.matches.size}"
                          + (f" ({n_in} in the window, {out} outside{here})" if out else "") + " (n/N, Esc ends)")
         else:
-            parts.append(f"find '{sc.search_query}': no match")
+            parts.append(f"find '{q}': no match")
     if sc.cause_filter is not None:
         parts.append(f"filter: {cause_name(sc.cause_filter)}")
     if sc.finding_filter is not None:
