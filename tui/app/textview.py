@@ -66,8 +66,12 @@ def hang(line: Text, width: int) -> list[Text]:
         while end > pos + 1 and cell_len(plain[pos:end]) > room:
             end -= 1  # wide characters
         lo = pos + max(room // 3, 1)
-        brk = max(plain.rfind(" ", lo, end), plain.rfind("/", lo, end))
-        cut = brk + 1 if brk >= lo else end
+        sp = plain.rfind(" ", lo, end + 1)  # a space just past the width is dropped: the word before fits
+        sl = plain.rfind("/", lo, end)
+        nxt = plain.find(" ", sp + 1) if sp >= lo else -1
+        word = (nxt if nxt >= 0 else len(plain)) - sp - 1  # the word after that space
+        # at a space, unless the word after it (a path) is too long for a line of its own: then after a "/"
+        cut = sp if sp >= lo and (word <= width - indent or sl < sp) else sl + 1 if sl >= lo else end
         cuts.append(cut)
         pos = cut
         while pos < len(plain) and plain[pos] == " ":  # a break at spaces drops them
