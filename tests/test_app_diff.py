@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from tests.conftest import SAMPLE_TRACES
-from gapscope.tui.app.diffview import DiffApp, DiffScene, DiffScreen
+from gapscope.tui.app.diffapp import DiffApp
+from gapscope.tui.app.diffview import DiffScene, DiffScreen
 from gapscope.tui.app.textdump import screen_text
 from gapscope.tui.cli import main
 

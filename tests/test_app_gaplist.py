@@ -140,7 +140,36 @@ def test_stack_panel_repaints_every_changed_line():
     run(go())
 
 
-def test_wrap_lines_is_rich_wrap():
+def _chars(lines, console) -> list[tuple[str, object]]:
+    """(character, style) of every non-space character of ``lines``, in order."""
+    return [(ch, ln.get_style_at_offset(console, k)) for ln in lines for k, ch in enumerate(ln.plain) if ch != " "]
+
+
+def _check_wrap(t: Text, console, width: int) -> list[Text]:
+    """wrap_lines against its rule, line by line: every line fits; a line that fits is kept as it is; a longer
+    one loses only the spaces at its breaks, each character keeps its style, and the continuation lines of an
+    indented line are indented two deeper (a third of the width at most)."""
+    from rich.cells import cell_len
+
+    got = wrap_lines(t, console, width)
+    want = []
+    for line in t.split(allow_blank=True):
+        one = wrap_lines(line, console, width) if line.plain else [line]
+        assert all(cell_len(ln.plain) <= max(width, 2) for ln in one), (width, [ln.plain for ln in one])
+        assert _chars(one, console) == _chars([line], console)
+        if line.cell_len <= width:
+            assert [(ln.plain, ln.spans) for ln in one] == [(line.plain, line.spans)]
+        lead = len(line.plain) - len(line.plain.lstrip(" "))
+        if lead:
+            assert all(len(ln.plain) - len(ln.plain.lstrip(" ")) >= min(lead + 2, width // 3) for ln in one[1:])
+        want += one
+    assert [(ln.plain, ln.spans) for ln in got] == [(ln.plain, ln.spans) for ln in want]
+    return got
+
+
+def test_wrap_lines_keeps_every_character_and_style():
+    """Issue 26, friction 1: the stack panel at 80x24 (34 cells) broke frames and paths anywhere, the rest of a
+    frame at the left edge (``utils.py:2`` / ``394``); now a path breaks between folders, under the frame."""
     console = Console(width=80, file=None, force_terminal=True, color_system=None)
     t = Text(no_wrap=False, overflow="fold")
     t.append("gap 1/723 ", style="bold").append("347 µs", style="bold yellow").append(" idle\n")
@@ -148,11 +177,12 @@ def test_wrap_lines_is_rich_wrap():
     t.append("\n")
     t.append("  py  " + "x" * 130 + "  capture/demo.py:282", style="green").append("\n")
     t.append("wide 漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字 end   \n")
+    t.append("  py  generate  ").append("transformers/generation/utils.py:2394", style="dim").append("\n")
     t.append("trailing spaces      ")
-    for width in (1, 7, 20, 33, 80, 200):
-        want = list(t.wrap(console, width, overflow="fold"))
-        got = wrap_lines(t, console, width)
-        assert [(ln.plain, ln.spans, ln.style) for ln in got] == [(ln.plain, ln.spans, ln.style) for ln in want]
+    for width in (7, 20, 33, 34, 80, 200):
+        _check_wrap(t, console, width)
+    got = [ln.plain for ln in wrap_lines(t, console, 34)]
+    assert "  py  generate  transformers/" in got and "    generation/utils.py:2394" in got
     assert wrap_lines(Text(), console, 10) == []
 
 
@@ -165,8 +195,7 @@ def test_wrap_lines_on_every_gap_of_a_trace():
                 sc.select(pos)
                 t = stack_text(sc, G.UNICODE)
                 for width in (30, 45):
-                    want = [(ln.plain, ln.spans) for ln in t.wrap(console, width, overflow="fold")]
-                    assert [(ln.plain, ln.spans) for ln in wrap_lines(t, console, width)] == want
+                    _check_wrap(t, console, width)
 
     run(go())
 

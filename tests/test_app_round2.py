@@ -131,7 +131,10 @@ def test_export_message_has_one_path_a_line(tmp_path):
 
     msgs, paths = run(go())
     assert msgs and "\\n" not in msgs[-1]
-    assert msgs[-1].split("\n") == ["wrote", *paths]
+    # the folder once, then one file name a line (issue 26: the notice is narrow, over the stack panel)
+    folder = {str(Path(x).parent) for x in paths}
+    assert len(folder) == 1
+    assert msgs[-1].split("\n") == [f"wrote in {folder.pop()}:", *(Path(x).name for x in paths)]
 
 
 # ------------------------------------------------------- defect 5 and friction 1: lanes at 80x24, two ranks

@@ -199,7 +199,8 @@ def test_pairs_of_different_runs_say_so():
 def test_the_diff_header_shows_the_same_verdict():
     import asyncio
 
-    from gapscope.tui.app.diffview import DiffApp, DiffScreen
+    from gapscope.tui.app.diffapp import DiffApp
+    from gapscope.tui.app.diffview import DiffScreen
     from gapscope.tui.app.textdump import screen_text
 
     pair = [str(SAMPLE_TRACES / f"{n}.json.gz") for n in ("hf-attn.prefill_eager", "hf-attn.prefill_sdpa")]

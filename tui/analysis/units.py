@@ -13,3 +13,13 @@ def fmt_ns(ns) -> str:
     if abs(ns) >= 1e3:
         return f"{ns / 1e3:.1f} µs"
     return f"{ns:.0f} ns"
+
+
+def fmt_bytes(n) -> str:
+    """A byte count as the report writes it: 512 B, 1.5 KiB, 256.0 MiB (powers of 1024)."""
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"

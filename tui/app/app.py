@@ -17,7 +17,6 @@ from .loading import (LOAD_OPTS, AnalysisFailed, AnalysisReady, Loader, LoadFail
 from .main import MainScreen
 from .safe import ascii_safe, safe
 from .scene import Scene
-from .screens import ErrorScreen
 from .timeline import LanesView
 
 #: models of this many events and more have their objects moved out of the collector's reach once loaded
@@ -128,9 +127,11 @@ class GapscopeApp(App):
 
     @on(LoadFailed)
     def _fail(self, ev: LoadFailed) -> None:
+        # the explorer ends at once and the command line prints the one line (exit 2), as `gapscope report`
+        # does: a screen that showed it and waited for q made a script or a typo cost a key press
         self.error = ev.text
         self.loading = None
-        self.push_screen(ErrorScreen(self._text(ev.text)))
+        self.exit(return_code=2)
 
     @on(SceneLoaded)
     def _scene_loaded(self, ev: SceneLoaded) -> None:

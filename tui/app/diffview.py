@@ -1,7 +1,7 @@
 """Before/after: two analysed traces, A's lanes above B's on one step-aligned time axis.
 
-``gapscope diff A B`` opens it (``DiffApp``); in the explorer, ``D`` opens it on the current tab and the next
-one. The lanes are the explorer's own (``LanesView`` drawing a ``Scene`` of two parts); ``DiffScene`` only
+``gapscope diff A B`` opens it (``DiffApp``, tui/app/diffapp.py); in the explorer, ``D`` opens it on the current
+tab and the next one. The lanes are the explorer's own (``LanesView`` drawing a ``Scene`` of two parts); ``DiffScene`` only
 chooses the rows and moves B in time so that its step k starts (first kernel) where A's step k starts. The
 numbers come from ``tui.analysis.compare`` (per step); the list under the lanes shows them, biggest change
 first. Gaps of B with no listed gap of A at the same place in the aligned kernel sequence are marked on a row
@@ -17,7 +17,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import work
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.strip import Strip
@@ -25,8 +25,10 @@ from textual.widgets import DataTable, Footer, Static
 
 from . import glyphs as G
 from .lanes import Lane, Segments, cell_edges, segment_text
+from .loading import debugging, failure
 from .safe import ascii_safe, safe, short_kernel
 from .scene import Row, Scene
+from .tables import Table
 from .timefmt import fmt_dur
 from .timeline import Axis, LanesView, _runs, label_width
 
@@ -284,6 +286,7 @@ class DiffScreen(Screen):
         Binding("w,plus,equals_sign", "zoom(2.0)", "zoom", key_display="w/s"),
         Binding("s,minus", "zoom(0.5)", "zoom out", show=False),
         Binding("0,home", "fit", "fit step", show=False),
+        Binding("x", "swap", "swap A/B"),
         Binding("escape,q", "leave", "back"),
     ]
 
@@ -301,7 +304,7 @@ class DiffScreen(Screen):
         yield Axis(self.glyphs, lv, id="daxis")
         yield lv
         yield Static(id="dstatus")
-        yield DataTable(id="deltas", cursor_type="row", zebra_stripes=False, cell_padding=1)
+        yield Table(id="deltas", cursor_type="row", zebra_stripes=False, cell_padding=1)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -491,6 +494,22 @@ class DiffScreen(Screen):
         self.scene.fit_step()
         self.refresh_view()
 
+    def action_swap(self) -> None:
+        """B before A: the same two traces the other way round (a new comparison, off the event loop)."""
+        self.query_one("#dstatus", Static).update(Text("swapping before and after ..."))
+        self._swap()
+
+    @work(thread=True, exclusive=True, group="swap")
+    def _swap(self) -> None:
+        a, b = self.scene.parts
+        try:
+            sc = DiffScene(b.path, b.model, b.analysis, a.path, a.model, a.analysis)
+        except Exception as exc:  # noqa: BLE001 - one line in the status bar, the view stays
+            if debugging(exc):
+                raise
+            return self.app.call_from_thread(self.query_one("#dstatus", Static).update, Text(failure("swap", exc)))
+        self.app.call_from_thread(self.app.switch_screen, DiffScreen(sc, self.glyphs, quit_on_leave=self.quit_on_leave))
+
     def action_leave(self) -> None:
         if self.quit_on_leave:
             self.app.exit()
@@ -501,99 +520,13 @@ class DiffScreen(Screen):
         self._lanes().sync_rows()
 
 
-class DiffApp(App):
-    """``gapscope diff A B``: loads and analyses both traces in a worker, then shows the before/after screen."""
-
-    TITLE = "gapscope diff"
-    ENABLE_COMMAND_PALETTE = False
-
-    def __init__(self, path_a: str, path_b: str, *, ascii: bool = False, load_opts: dict | None = None):
-        super().__init__()
-        self.paths = [path_a, path_b]
-        self.glyphs = G.ASCII if ascii else G.UNICODE
-        self.load_opts = dict(load_opts or {})
-        self.error: str | None = None
-
-    def compose(self) -> ComposeResult:
-        yield Static(self._t(f"loading {os.path.basename(self.paths[0])} and {os.path.basename(self.paths[1])} "
-                             "..."), id="loading")
-
-    def _t(self, s: str) -> str:
-        s = safe(s)
-        return ascii_safe(s) if self.glyphs.ascii else s
-
-    def on_mount(self) -> None:
-        self.load()
-
-    @work(thread=True, exclusive=True)
-    def load(self) -> None:
-        from ..analysis import analyze
-        from ..errors import GapscopeError
-        from ..trace import load
-
-        try:
-            models = [load(p, **self.load_opts) for p in self.paths]
-            analyses = [analyze(m) for m in models]
-            scene = DiffScene(self.paths[0], models[0], analyses[0], self.paths[1], models[1], analyses[1])
-        except GapscopeError as exc:
-            self.call_from_thread(self._fail, str(exc))
-            return
-        except MemoryError:
-            self.call_from_thread(self._fail, "out of memory (try --max-size or smaller traces)")
-            return
-        except Exception as exc:  # noqa: BLE001 - one line, never a traceback
-            if os.environ.get("GAPSCOPE_DEBUG"):
-                raise
-            self.call_from_thread(self._fail, f"internal error ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})")
-            return
-        self.call_from_thread(self._show_diff, scene)
-
-    def _show_diff(self, scene: DiffScene) -> None:
-        self.push_screen(DiffScreen(scene, self.glyphs, quit_on_leave=True))
-
-    def _fail(self, msg: str) -> None:
-        self.error = msg
-        self.exit(return_code=2)
-
-
-def run_diff(args) -> int:
-    """``gapscope diff A B``: check the two paths, then run the app."""
-    import sys
-
-    from ..errors import GapscopeError
-    from .glyphs import locale_is_utf8
-
-    paths = list(args.traces)
-    if len(paths) != 2:
-        raise GapscopeError(f"diff compares two traces, not {len(paths)}")
-    for p in paths:
-        if not os.path.exists(p):
-            raise GapscopeError(f"{p}: no such file")
-        if os.path.isdir(p):
-            raise GapscopeError(f"{p}: is a directory, not a trace file")
-    opts = {}
-    if getattr(args, "no_cache", False):
-        opts["no_cache"] = True
-    if getattr(args, "max_size", None) is not None:
-        from ..trace.read import parse_size
-
-        opts["max_size"] = parse_size(args.max_size)
-    if not sys.stdout.isatty() and not os.environ.get("GAPSCOPE_FORCE_TUI"):
-        raise GapscopeError("the diff view needs a terminal; for text output use: gapscope report A B")
-    app = DiffApp(paths[0], paths[1], ascii=bool(getattr(args, "ascii", False)) or not locale_is_utf8(),
-                  load_opts=opts)
-    app.run()
-    if app.error:
-        sys.stderr.write(f"gapscope: error: {app.error}\n")
-        return 2
-    return 0
-
-
 def diff_pair(scenes: list, current: int):
-    """(A, B) for D in the explorer: this tab's trace and the next tab's, when both are analysed single traces."""
+    """(A, B) for D: this tab's trace and the next tab's (both analysed single traces), in tab order, as
+    ``gapscope diff A B``: from the last tab, A was the last and B the first, before and after swapped."""
     if len(scenes) < 2:
         return None
-    a, b = scenes[current], scenes[(current + 1) % len(scenes)]
+    i, j = sorted((current, (current + 1) % len(scenes)))
+    a, b = scenes[i], scenes[j]
     if a.multi or b.multi or a.analysis is None or b.analysis is None:
         return None
     return a.part, b.part

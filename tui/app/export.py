@@ -64,3 +64,12 @@ def export_all(analyses: list, trace_path: str, svg: str | None) -> list[str]:
                 pass
         raise
     return written
+
+
+def export_message(paths: list[str]) -> tuple[str, list[str]]:
+    """(the status line, the notice's lines) after an export: the folder once, then the file names, one a line
+    (the notice is narrow, over the stack panel; full paths wrapped over the gap list at 80x24)."""
+    folders = {os.path.dirname(p) for p in paths}
+    names = [os.path.basename(p) for p in paths] if len(folders) == 1 else list(paths)
+    where = f" in {folders.pop() or '.'}" if len(folders) == 1 else ""
+    return "wrote " + ", ".join(names) + where, [f"wrote{where}:", *names]

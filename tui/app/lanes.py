@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..analysis.names import HARNESS_FRAME_RE
 from ..trace.model import Kind, TraceModel
 
 # --------------------------------------------------------------------------- categories
@@ -236,6 +237,11 @@ class Lane:
     not_python: UnionIndex | None = None  # cpu: any activity other than python frames
     segs: Segments | None = None  # ranges, depth rows
     expanded: bool = False
+    # depth rows: ``harness`` on a launcher level (runpy, the capture's cli/recorder), ``harness_fold`` (the number
+    # of such levels) on the one row that stands for them; cpu: ``show_harness`` shows those levels instead
+    harness: bool = False
+    harness_fold: int = 0
+    show_harness: bool = False
     part: int = 0  # which loaded trace (rank) of the scene the lane belongs to
     # cpu: the expandable stack depth rows are built on first use (most threads are never expanded, and they
     # were a third of the time to build the lanes of a big trace); has_depth says whether there are any
@@ -344,21 +350,46 @@ def _cpu_lane(model: TraceModel, tr, rank) -> Lane | None:
 
 def _depth_rows(model: TraceModel, tr, rank, act: np.ndarray, akind: np.ndarray) -> list[Lane]:
     """The expandable depth rows of a thread: python frames by their tree depth, then ranges/ops/runtime by time
-    nesting."""
+    nesting; every level (a Hugging Face forward sits 25 to 36 frames deep). The leading python levels that
+    hold only launcher frames (runpy, the capture's cli and recorder: one frame each, around everything) also
+    get one row that stands for them, shown instead of them until space on it (``Lane.show_harness``)."""
     d = model.depth[act].astype(np.int64)
     rows = []
     is_py = akind == Kind.PYTHON
+    harness = np.zeros(act.size, bool)
+    if is_py.any():
+        nid = model.name_id[act[is_py]]
+        ids = [u for u in _distinct_ids(nid).tolist() if HARNESS_FRAME_RE.search(model.names[u])]
+        if ids:
+            harness[is_py] = np.isin(nid, ids)
+    n_harness = 0
+    if is_py.any():
+        for lvl in range(int(d[is_py].max()) + 1):
+            at = is_py & (d == lvl)
+            if not at.any() or not harness[at].all():
+                break
+            n_harness = lvl + 1
     for label, m in (("py", is_py), ("op", ~is_py)):
         if not m.any():
             continue
-        for lvl in range(min(int(d[m].max()) + 1, 24)):
+        for lvl in range(int(d[m].max()) + 1):
             mm = m & (d == lvl)
             if not mm.any():
                 continue
             sub = act[mm]
             iv = Intervals.of(model, sub)
             rows.append(Lane("depth", f"  {label} {lvl}", rank=rank, track=tr.id, iv=iv,
-                             segs=Segments(iv.starts, iv.ends, iv.idx)))
+                             segs=Segments(iv.starts, iv.ends, iv.idx), harness=label == "py" and lvl < n_harness))
+    if n_harness >= 2:  # one level is a row either way
+        # drawn with the innermost launcher frames (they span what the outer ones do); arrays of its own, as
+        # each row is shifted on its own (Lane.shift)
+        iv = Intervals.of(model, act[is_py & (d == n_harness - 1)])
+        fold = Lane("depth", f"  py 0-{n_harness - 1} launcher", rank=rank, track=tr.id, iv=iv,
+                    segs=Segments(iv.starts, iv.ends, iv.idx), harness_fold=n_harness)
+        rows.insert(0, fold)
+    else:
+        for r in rows:
+            r.harness = False
     return rows
 
 

@@ -20,8 +20,8 @@ from . import keys
 from .diffview import diff_pair
 from .gaplist import MAX_LIST, NARROW, GapList
 from .loading import debugging, failure
-from .navigate import (event_under_cursor, focus_gap, gap_under_cursor, move_cursor, next_event_start,
-                       range_at_cursor, show_event, status_parts)
+from .navigate import (event_under_cursor, focus_context, focus_gap, gap_under_cursor, move_cursor,
+                       next_event_start, range_at_cursor, show_event, status_parts)
 from .panels import StackPanel, event_text, header_text, stack_text
 from .scene import Scene
 from .screens import DetailScreen, HelpScreen
@@ -167,13 +167,13 @@ class MainScreen(Screen):
         self.query_one("#status", Static).update(Text(self.fmt.text("  " + " | ".join(parts)), no_wrap=True,
                                                       overflow=self.fmt.ov), layout=False)
 
-    def goto_gap(self, pos: int, *, list_cursor: bool = True) -> None:
+    def goto_gap(self, pos: int, *, list_cursor: bool = True, context: float = 1.0) -> None:
         sc = self.scene
         if sc is None or not sc.any_analysis or not sc.order.size:
             return
         gid = sc.select(pos)
         pos = sc.selected
-        focus_gap(sc, gid, self.lanes.cells_width())
+        focus_gap(sc, gid, self.lanes.cells_width(), context=context)
         self.lanes.ensure_cursor_visible()
         if list_cursor and pos < MAX_LIST:
             gl = self.query_one(GapList)
@@ -199,9 +199,13 @@ class MainScreen(Screen):
             self.goto_gap(max(sc.selected - 1, 0))
 
     def action_focus_gap(self) -> None:
+        """`f`: the selected gap with its context; shown so already (after `n`), tighter (focus_context)."""
         sc = self.scene
         if sc is not None and sc.selected_gap >= 0:
-            self.goto_gap(sc.selected)
+            ctx, msg = focus_context(sc, self.lanes.cells_width())
+            self.goto_gap(sc.selected, context=ctx)
+            if msg:
+                self.refresh_status(msg)
 
     @on(GapList.Highlighted, "#gaplist")
     def _gap_highlighted(self, ev: GapList.Highlighted) -> None:
@@ -226,7 +230,7 @@ class MainScreen(Screen):
 
     def action_fit(self) -> None:
         if self.scene is not None:
-            self.scene.view.fit()
+            self.scene.view.fit(*self.scene.fit_extent())
             self.refresh_view()
 
     def action_cursor(self, d: int) -> None:
@@ -335,7 +339,8 @@ class MainScreen(Screen):
         if pair is None:
             self.refresh_status("D compares two analysed single-trace tabs: open two traces")
             return
-        self.refresh_status("comparing the two traces step by step ...")
+        a, b = (os.path.basename(p.path) for p in pair)
+        self.refresh_status(f"comparing {a} (A, before) with {b} (B, after) ... (x in the diff swaps them)")
         self._build_diff(*pair)
 
     @work(thread=True, exclusive=True, group="diff")
@@ -477,7 +482,7 @@ class MainScreen(Screen):
         self.app.push_screen(HelpScreen(self.glyphs, legend_only=True))
 
     def action_export(self) -> None:
-        from .export import export_all
+        from .export import export_all, export_message
 
         sc = self.scene
         if sc is None:
@@ -487,12 +492,11 @@ class MainScreen(Screen):
             svg = self.app.export_screenshot()
             paths = export_all(analyses, sc.parts[0].path, svg)
         except Exception as exc:  # noqa: BLE001 - a full disk, a folder we cannot write: one line
-            self.refresh_status(failure("export", exc))
-            return
-        self.app.last_export = paths
-        self.refresh_status("wrote " + ", ".join(paths))
+            return self.refresh_status(failure("export", exc))
+        self.app.last_export, (status, lines) = paths, export_message(paths)
+        self.refresh_status(status)
         # one line each: the text is made safe line by line (safe() shows a newline inside a name as "\n")
-        self.notify("\n".join(self.fmt.text(s) for s in ["wrote", *paths]), title="export", timeout=8)
+        self.notify("\n".join(self.fmt.text(s) for s in lines), title="export", timeout=8)
 
     def action_escape(self) -> None:
         if self.app.loading is not None:

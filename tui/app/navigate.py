@@ -46,14 +46,38 @@ def gap_under_cursor(sc: Scene | None, cw: int) -> int:
     return int(ln.segs.ref[r]) if r >= 0 else -1
 
 
-def focus_gap(sc: Scene, gid: int, cw: int) -> None:
-    """The view on gap ``gid`` (with context), the lane cursor on its device's gap row so Enter explains it."""
+#: `f` on a gap already shown with its context (after `n`): the context on each side, as a fraction of the gap
+TIGHT_CONTEXT = 0.05
+
+
+def focus_gap(sc: Scene, gid: int, cw: int, context: float = 1.0) -> None:
+    """The view on gap ``gid`` (with ``context`` times its length on each side), the lane cursor on its
+    device's gap row so Enter explains it."""
     a, b, dev = sc.gap_span(gid)
     part = int(sc.g_part[gid])
-    sc.view.focus(a, b, cw)
+    sc.view.focus(a, b, cw, context=context)
     for i, r in enumerate(sc.rows()):
         if r.lane is not None and r.lane.kind == "gaps" and r.lane.device == dev and r.lane.part == part:
             sc.lane_cursor = i
+
+
+def focus_context(sc: Scene, cw: int) -> tuple[float, str]:
+    """(context, message) for `f` on the selected gap: its usual context, or where the view shows it so
+    already (right after `n`), TIGHT_CONTEXT (the gap fills the window), and where it is that tight already,
+    the same with a message saying so."""
+    v = sc.view
+    now = (v.t0, v.t1, v.cursor)
+    a, b, _ = sc.gap_span(sc.selected_gap)
+    targets = []
+    for ctx in (1.0, TIGHT_CONTEXT):
+        v.focus(a, b, cw, context=ctx)
+        targets.append((v.t0, v.t1))
+    v.t0, v.t1, v.cursor = now
+    if now[:2] == targets[1]:
+        return TIGHT_CONTEXT, "f: zoomed to the gap already (w zooms further, 0 fits the window)"
+    if now[:2] == targets[0]:
+        return TIGHT_CONTEXT, "f again: the gap fills the window (n shows the next with its context)"
+    return 1.0, ""
 
 
 def move_cursor(sc: Scene, d: int, cw: int) -> None:
@@ -117,10 +141,15 @@ def status_parts(sc: Scene, ev: int, d) -> list[str]:
     other end of its launch link, the cursor's time (``d`` formats a duration)."""
     parts = []
     if sc.search_query:
+        q = sc.search_query if len(sc.search_query) <= 40 else sc.search_query[:39] + "…"  # the count stays in view
         if sc.matches.size:
-            parts.append(f"find '{sc.search_query}': {sc.match_pos + 1}/{sc.matches.size} (n/N, Esc ends)")
+            n_in = int(np.count_nonzero(sc.match_in))
+            out = int(sc.matches.size) - n_in
+            here = "" if not out or sc.match_in[sc.match_pos] else ", this one outside"
+            parts.append(f"find '{q}': {sc.match_pos + 1}/{sc.matches.size}"
+                         + (f" ({n_in} in the window, {out} outside{here})" if out else "") + " (n/N, Esc ends)")
         else:
-            parts.append(f"find '{sc.search_query}': no match")
+            parts.append(f"find '{q}': no match")
     if sc.cause_filter is not None:
         parts.append(f"filter: {cause_name(sc.cause_filter)}")
     if sc.finding_filter is not None:

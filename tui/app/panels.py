@@ -233,11 +233,15 @@ def ranks_line(scene: Scene, glyphs: G.Glyphs, width: int | None = None) -> list
         line = build(ents, compact)
         if room is None or size(line) <= room:
             return line
-    # the ranks that matter first: late ones, then the longest waits; shown in rank order
-    pri = sorted(range(len(ents)), key=lambda i: (ents[i]["late"] is None, -ents[i]["wait_ns"], i))
+    # the ranks that matter first, and listed first: the late ones (named late, or the rank the others wait
+    # for: 8 DLRM ranks hid rank 5, whom five ranks waited for, behind "+3 more" as it waits for nobody), then
+    # the longest waits
+    waited = [sum(1 for e in ents if e["wait_ns"] > 0 and e["wait_for"] == x["rank"]) for x in ents]
+    pri = sorted(range(len(ents)), key=lambda i: (ents[i]["late"] is None and not waited[i], -waited[i],
+                                                  -ents[i]["wait_ns"], i))
     keep: list[int] = []
     for i in pri:
-        trial = sorted(keep + [i])
+        trial = keep + [i]
         if size(build([ents[j] for j in trial], True, len(ents) - len(trial))) > room:
             break
         keep = trial

@@ -1,11 +1,13 @@
 """The stats of a time range of the lanes (`m` twice, or `M` on a range): busy and idle per stream, the
-idle gaps in it by cause, and its kernels. Plain numpy over the scene; drawn as rich Text."""
+idle gaps in it by cause, its kernels, and the launching threads' own time in it (Python frames, and ops and
+runtime calls). Plain numpy over the scene; drawn as rich Text."""
 
 from __future__ import annotations
 
 import numpy as np
 from rich.text import Text
 
+from ..analysis.names import display_frame
 from ..trace.model import Kind
 from . import glyphs as G
 from .panels import T
@@ -52,7 +54,42 @@ def range_stats(sc: Scene, a: int, b: int) -> dict:
                 cnt = np.bincount(inv)
                 order = np.argsort(-tot, kind="stable")
                 p["kernels"] = [(m.names[int(ids[i])], int(cnt[i]), int(tot[i])) for i in order]
+        p["host"] = host_stats(pt, a - pt.offset, b - pt.offset) if an is not None else []
         out["parts"].append(p)
+    return out
+
+
+#: at most this many launching threads in the range's stats (a trace with several launch threads is rare)
+HOST_THREADS = 2
+
+
+def host_stats(pt, a: int, b: int, k: int = 6) -> list[dict]:
+    """The launching threads' own time in [a, b) (trace time of part ``pt``), each nanosecond credited to the
+    one event running innermost (tui.analysis.hosttime, the rule of the python cause): per thread with
+    launches (most launches first), ``frames`` (Python frames by own time: (name, ns)), ``ops`` (ops,
+    runtime and driver calls by own time), ``busy`` and ``idle`` ns. Threads with no credited time in the
+    range are left out."""
+    from ..analysis.hosttime import host_time
+
+    m, an = pt.model, pt.analysis
+    launch = np.asarray(m.launch)
+    gpu = np.flatnonzero(np.isin(m.kind, [Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET]))
+    calls = launch[gpu]
+    calls = calls[calls >= 0]
+    if not calls.size:
+        return []
+    tracks, n = np.unique(m.track[calls], return_counts=True)
+    py = m.kind == Kind.PYTHON
+    ops = np.isin(m.kind, [Kind.CPU_OP, Kind.RUNTIME, Kind.DRIVER, Kind.SYNC])
+    out = []
+    for tr in tracks[np.argsort(-n, kind="stable")][:HOST_THREADS].tolist():
+        ht = host_time(an.stacks, m, int(tr), a, b)
+        busy = int(ht.ns.sum())
+        if not busy:
+            continue
+        out.append({"thread": next((x.name for x in m.tracks if x.id == int(tr)), f"thread {tr}"), "busy": busy, "idle": int(ht.idle_ns),
+                    "frames": [(m.name(e), ns) for e, ns in ht.by_name(m, mask=py, k=k)],
+                    "ops": [(m.name(e), ns) for e, ns in ht.by_name(m, mask=ops, k=k)]})
     return out
 
 
@@ -73,7 +110,7 @@ def range_text(sc: Scene, a: int, b: int, glyphs: G.Glyphs, top: int = 12) -> Te
         if p["causes"]:
             t.add(f"GPU idle gaps in the range: {p['gaps']}, by cause (idle inside the range)", "bold").nl()
             for cause, (n, ns) in sorted(p["causes"].items(), key=lambda kv: -kv[1][1]):
-                t.add(f"  {cause:<11}", G.CAUSE_COLOURS.get(cause)).add(f"{n:>6} gaps {t.d(ns):>10}").nl()
+                t.add(f"  {cause:<11}", G.CAUSE_COLOURS.get(cause)).add(f"{n:>6} gap{'s' if n != 1 else ' '} {t.d(ns):>10}").nl()
         elif p["streams"]:
             t.add("no GPU idle gap in the range", "italic").nl()
         if p["kernels"]:
@@ -82,5 +119,13 @@ def range_text(sc: Scene, a: int, b: int, glyphs: G.Glyphs, top: int = 12) -> Te
                 t.add(f"  {t.d(ns):>10} {n:>5}x  ").add(short_kernel(name), "bright_cyan").nl()
             if len(p["kernels"]) > top:
                 t.add(f"  ... {len(p['kernels']) - top} more", "dim").nl()
+        for h in p["host"]:
+            t.add(f"{h['thread']}: own time in the range, {t.d(h['busy'])} busy, {t.d(h['idle'])} not "
+                  "recorded", "bold").nl()
+            for what, rows in (("python frames", h["frames"]), ("ops and runtime calls", h["ops"])):
+                if rows:
+                    t.add(f"  {what}:", "bold").nl()
+                    for name, ns in rows:
+                        t.add(f"  {t.d(ns):>10}  ").add(display_frame(name)).nl()
     t.nl().add("Esc closes; Esc again clears the range", "dim")
     return t.text

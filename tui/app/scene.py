@@ -12,10 +12,6 @@ from ..trace.model import Kind, TraceModel
 from .lanes import Lane, Segments, UnionIndex, build_lanes
 from .view import View
 
-# kinds that / finds: what a person would call a kernel, an op, a range or a Python function
-SEARCH_KINDS = np.array([Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.CPU_OP, Kind.ANNOTATION, Kind.PYTHON,
-                         Kind.RUNTIME], dtype=np.uint8)
-
 
 @dataclass
 class Part:
@@ -125,6 +121,7 @@ class Scene:
         self.matches = np.zeros(0, dtype=np.int64)
         self.match_parts = np.zeros(0, dtype=np.int64)
         self.match_pos = -1
+        self.match_in = np.zeros(0, dtype=bool)  # the matches inside the analysed window
         self._rows: list[Row] | None = None
         self._full: list[Row] | None = None  # every row, before the lanes with nothing in view are folded
         self._rows_key: int | None = None  # the view span the rows were folded for
@@ -138,6 +135,7 @@ class Scene:
         #: (the trace's own timestamps)
         self.time_mode = "window"
         self._win0: int | None = None  # the analysed window's start (aligned), set when analyses land
+        self._win1: int | None = None  # and its end (aligned)
         self.visited = False  # shown once on screen (a tab opens on its largest gap the first time)
 
     @property
@@ -149,6 +147,14 @@ class Scene:
             return self.offset
         # (Analysis.window_start_ns walks the devices: ~0.8 ms on a 100 MB trace, and the axis asks per frame)
         return self._win0 if self._win0 is not None else self.view.lo
+
+    def fit_extent(self) -> tuple[int, int]:
+        """What `0` fits (aligned ns): the analysed window, the span the report's numbers are of (the union of
+        the parts' windows in a multi-rank tab); the whole trace until the analysis is in or where it has no
+        device window."""
+        if self._win0 is not None and self._win1 is not None and self._win1 > self._win0:
+            return self._win0, self._win1
+        return self.view.lo, self.view.hi
 
     @property
     def origin_label(self) -> str:
@@ -326,7 +332,8 @@ class Scene:
                 for ln in host:
                     out.append(Row(ln))
                     if ln.kind == "cpu" and ln.expanded:
-                        out.extend(Row(d) for d in ln.depth_rows)
+                        out.extend(Row(d) for d in ln.depth_rows if not (d.harness if not ln.show_harness
+                                                                         else d.harness_fold))
             devs = sorted({ln.device for ln in pt.lanes if ln.device >= 0} |
                           {d for (p, d) in self.gap_lanes if p == pi})
             for dev in devs:
@@ -351,10 +358,21 @@ class Scene:
         ln = self.cursor_lane()
         if ln is None or ln.kind not in ("cpu", "depth"):
             return False
-        if ln.kind == "depth":  # collapse the parent thread
+        if ln.kind == "depth":  # collapse the parent thread (on a launcher row: show / fold the launcher levels)
+            row = ln
             for p in self.lanes:
                 if p.kind == "cpu" and p.track == ln.track and p.part == ln.part:
                     ln = p
+            if (row.harness_fold or row.harness) and ln.kind == "cpu":
+                ln.show_harness = not ln.show_harness
+                self.invalidate_rows()
+                want = row if row.harness_fold else next((d for d in ln.depth_rows if d.harness_fold), row)
+                if ln.show_harness:
+                    want = next((d for d in ln.depth_rows if d.harness), row)
+                for i, r in enumerate(self.rows()):
+                    if r.lane is want:
+                        self.lane_cursor = i
+                return True
         if not ln.depth_rows:
             return False
         ln.expanded = not ln.expanded
@@ -379,38 +397,17 @@ class Scene:
         self.invalidate_rows()
 
     def rank_summary(self) -> list[dict]:
-        """Per rank of a multi-rank tab, in rank order: ``rank``, ``idle_pct`` (None: no GPU work or not analysed
-        yet), ``analysed``, ``wait_ns`` (collective wait for other ranks) and ``wait_for`` (the rank it waited
-        for most), ``skew`` (that wait is profiler start-up skew), ``late`` ((arrived last, of, frame) when
-        the cross-rank analysis names this rank late at half its collectives or more, else None)."""
-        out = []
-        for pi, pt in enumerate(self.parts):
-            a = pt.analysis
-            rank = pt.model.rank if pt.model.rank is not None else pi
-            e = {"rank": rank, "idle_pct": None, "analysed": a is not None, "wait_ns": 0, "wait_for": None,
-                 "skew": False, "late": None}
-            out.append(e)
-            if a is None:
-                continue
-            if getattr(a, "devices", None):
-                e["idle_pct"] = float(a.idle_pct)
-            rm = getattr(a, "cross_rank", None)  # ranks.RankMatch
-            if rm is None:
-                continue
-            st = rm.stats(rank)
-            if st is not None and (st.wait_ns or st.startup_wait_ns):
-                e["wait_ns"] = int(st.wait_ns or st.startup_wait_ns)
-                e["wait_for"] = st.wait_for if st.wait_ns else (rm.startup.late_rank if rm.startup else None)
-                e["skew"] = not st.wait_ns  # all of it profiler start-up skew
-            le = rm.late_rank(rank)
-            if le is not None and le.count and 2 * le.count >= max(le.of, 1):
-                b = (le.blamed or [None])[0]
-                e["late"] = (int(le.count), int(le.of), b.func if b else None)
-        return out
+        """Per rank of a multi-rank tab, in rank order (tui/app/ranksummary.py)."""
+        from .ranksummary import rank_summary
+
+        return rank_summary(self)
 
     def _merge_gaps(self) -> None:
         starts = [int(pt.analysis.window_start_ns) + pt.offset for pt in self.parts if pt.analysis is not None]
         self._win0 = min(starts) if starts else None
+        ends = [max(int(d.window_end_ns) for d in pt.analysis.devices) + pt.offset for pt in self.parts
+                if pt.analysis is not None and pt.analysis.devices]
+        self._win1 = max(ends) if ends and self._win0 is not None else None
         cols = {k: [] for k in ("part", "row", "start", "end", "dur", "cause", "device")}
         for pi, pt in enumerate(self.parts):
             a = pt.analysis
@@ -497,31 +494,16 @@ class Scene:
 
     # ----------------------------------------------------------------- search
     def search(self, query: str) -> int:
+        """Every kernel, copy, op, range, frame and runtime call whose name holds ``query`` (tui/app/matches.py),
+        in time order, ``match_in`` those in the analysed window; the first shown is the nearest the cursor."""
+        from .matches import find, nearest
+
         self.search_query = query
-        q = query.lower()
-        evs, parts, ts = [], [], []
-        if q:
-            for pi, pt in enumerate(self.parts):
-                m = pt.model
-                ids = [i for i, nm in enumerate(m.names) if q in nm.lower()]
-                if not ids:
-                    continue
-                hit = np.flatnonzero(np.isin(m.name_id, np.asarray(ids, dtype=np.int32)) &
-                                     np.isin(m.kind, SEARCH_KINDS))
-                evs.append(hit)
-                parts.append(np.full(hit.size, pi, np.int64))
-                ts.append(m.ts_ns[hit] + pt.offset)
-        if not evs or not sum(e.size for e in evs):
-            self.matches = np.zeros(0, dtype=np.int64)
-            self.match_parts = np.zeros(0, dtype=np.int64)
+        self.matches, self.match_parts, t, self.match_in = find(self.parts, query)
+        if not self.matches.size:
             self.match_pos = -1
             return 0
-        ev, pa, t = np.concatenate(evs), np.concatenate(parts), np.concatenate(ts)
-        o = np.lexsort((pa, t))
-        self.matches, self.match_parts, t = ev[o], pa[o], t[o]
-        # start from the first match at or after the cursor
-        i = int(np.searchsorted(t, self.view.cursor, side="left"))
-        self.match_pos = i if i < t.size else 0
+        self.match_pos = nearest(t, self.view.cursor)
         self.active = int(self.match_parts[self.match_pos])
         return int(self.matches.size)
 
@@ -578,9 +560,19 @@ class Scene:
         tr = int(m.track[ev])
         k = int(m.kind[ev])
         t = int(m.ts_ns[ev]) + self.parts[part].offset
+        thread = -1  # an expanded thread's row: the event's own depth row below it is the better answer
         for i, r in enumerate(self.rows()):
             ln = r.lane
             if ln is None or ln.part != part:
+                continue
+            if thread >= 0:
+                if ln.kind != "depth":
+                    return thread
+                if ln.iv is not None and not ln.harness_fold:
+                    j = int(np.searchsorted(ln.iv.starts, t))
+                    hi = int(np.searchsorted(ln.iv.starts, t, side="right"))
+                    if ev in ln.iv.idx[j:hi].tolist():
+                        return i
                 continue
             if k in (Kind.MEMCPY, Kind.MEMSET):
                 if ln.kind == "copy" and ln.iv is not None:
@@ -590,6 +582,8 @@ class Scene:
                         return i
             elif k == Kind.ANNOTATION and ln.kind == "ranges":
                 return i
+            elif ln.track == tr and ln.kind == "cpu" and ln.expanded:
+                thread = i
             elif ln.track == tr and ln.kind in ("stream", "cpu"):
                 return i
-        return -1
+        return thread

@@ -1,4 +1,5 @@
-"""Modal screens: help (keys and legend), detail of one thing, loading, and the one-line error screen."""
+"""Modal screens: help (keys and legend) and detail of one thing. (Bad input ends the explorer with the one-line
+error, printed by the command line.)"""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen, Screen
+from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from . import glyphs as G
@@ -112,24 +113,3 @@ class DetailScreen(_Scrolling, ModalScreen):
     def compose(self) -> ComposeResult:
         with VerticalScroll():
             yield Static(self.text)
-
-
-class ErrorScreen(Screen):
-    """Bad input: the one-line message, never a traceback."""
-
-    BINDINGS = [Binding("escape,q,enter", "app.quit", "quit")]
-    DEFAULT_CSS = """
-    ErrorScreen { align: center middle; }
-    ErrorScreen > Static { width: auto; max-width: 100%; height: auto; }
-    """
-
-    def __init__(self, message: str):
-        super().__init__()
-        self.message = message
-
-    def compose(self) -> ComposeResult:
-        t = Text()
-        t.append("gapscope: error: ", style="bold red")
-        t.append(self.message)
-        t.append("\n\nq quits", style="dim")
-        yield Static(t)

@@ -8,12 +8,14 @@ import numpy as np
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
 from ..analysis.activity import achieved_text
 from ..analysis.names import display_frame
 from . import glyphs as G
+from .evidence import evidence_lines
 from .safe import ascii_safe, safe, short_kernel
 from .scene import Scene
 from .timefmt import fmt_dur
@@ -96,6 +98,13 @@ def findings_of(sc: Scene | None) -> list:
     return out
 
 
+class Table(DataTable):
+    """A DataTable that also answers ``j`` / ``k`` (the lanes' and the gap list's down / up): the kernels and
+    findings views and the diff view's list of changes, where they did nothing."""
+
+    BINDINGS = [Binding("j", "cursor_down", "down", show=False), Binding("k", "cursor_up", "up", show=False)]
+
+
 class TableView(Vertical):
     """A table of ``NAME`` (id NAME) above an info box (id NAME[:-1] + "info"); the view's id is NAME + "view"."""
 
@@ -107,7 +116,7 @@ class TableView(Vertical):
         self.scene: Scene | None = None
 
     def compose(self) -> ComposeResult:
-        yield DataTable(id=self.NAME, cursor_type="row")
+        yield Table(id=self.NAME, cursor_type="row")
         with VerticalScroll(classes="infobox"):
             yield Static(id=self.NAME[:-1] + "info")
 
@@ -271,8 +280,9 @@ class FindingsView(TableView):
             f = fs[i][2] if 0 <= i < len(fs) else None
         if f is not None:
             t.append(fm.text(f.title) + "\n", style="bold")
+            ng = np.asarray(getattr(f, 'gap_rows', ())).size
             t.append(fm.text(f"{f.severity}, {fm.d(f.idle_ns)} of GPU idle explained, "
-                                f"{np.asarray(getattr(f, 'gap_rows', ())).size} gaps") + "\n")
+                                f"{ng} gap{'' if ng == 1 else 's'}") + "\n")
             pa = pt.analysis if isinstance(i, tuple) and pt is not None else getattr(sc, "analysis", None)
             pj = projection_of(pa)
             if pj is not None:
@@ -284,8 +294,8 @@ class FindingsView(TableView):
             if f.suggestion:
                 t.append("suggestion: ", style="bold green")
                 t.append(fm.text(str(f.suggestion)) + "\n")
-            for k, v in list((f.evidence or {}).items())[:12]:
-                t.append(fm.text(f"  {k}: {v}")[:300] + "\n", style="dim")
+            for ln in evidence_lines(f.evidence, ascii=fm.ascii)[:16]:
+                t.append(fm.text("  " + ln)[:300] + "\n", style="dim")
             t.append("Enter: its gaps in the gap list (n walks them, Esc: all gaps)", style="dim")
         self.query_one("#findinginfo", Static).update(t)
 

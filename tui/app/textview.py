@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -36,8 +37,10 @@ def _line_key(line: Text) -> tuple:
 
 
 def wrap_lines(text: Text, console, width: int) -> list[Text]:
-    """``text.wrap(console, width, overflow="fold")`` as a list, without the word-splitting pass for the
-    lines that already fit (most of a stack panel's)."""
+    """``text`` wrapped to ``width``: the lines that fit as they are; a longer line broken after a space or a
+    ``/`` (a path breaks between its folders, not inside a name); an indented line's continuation lines go
+    under its own indent plus two, so that a wrapped frame still reads as one frame (a bare fold put
+    ``utils.py:2`` / ``394`` at the left edge of an 80x24 stack panel)."""
     if not text:
         return []
     if "\t" in text.plain or text.justify not in (None, "default"):
@@ -47,7 +50,41 @@ def wrap_lines(text: Text, console, width: int) -> list[Text]:
         if line.cell_len <= width:
             out.append(line)
         else:
-            out.extend(line.wrap(console, width, overflow="fold"))
+            out.extend(hang(line, width))
+    return out
+
+
+def hang(line: Text, width: int) -> list[Text]:
+    """One line too long for ``width``, broken as ``wrap_lines`` says (styles kept)."""
+    plain = line.plain
+    lead = len(plain) - len(plain.lstrip(" "))
+    indent = min(lead + 2, max(width // 3, 0)) if lead else 0  # prose (no indent) wraps flush
+    cuts: list[int] = []
+    pos, room = 0, width
+    while cell_len(plain[pos:]) > room:
+        end = pos + max(room, 1)
+        while end > pos + 1 and cell_len(plain[pos:end]) > room:
+            end -= 1  # wide characters
+        lo = pos + max(room // 3, 1)
+        sp = plain.rfind(" ", lo, end + 1)  # a space just past the width is dropped: the word before fits
+        sl = plain.rfind("/", lo, end)
+        nxt = plain.find(" ", sp + 1) if sp >= lo else -1
+        word = (nxt if nxt >= 0 else len(plain)) - sp - 1  # the word after that space
+        # at a space, unless the word after it (a path) is too long for a line of its own: then after a "/"
+        cut = sp if sp >= lo and (word <= width - indent or sl < sp) else sl + 1 if sl >= lo else end
+        cuts.append(cut)
+        pos = cut
+        while pos < len(plain) and plain[pos] == " ":  # a break at spaces drops them
+            pos += 1
+        if pos > cut:
+            cuts.append(pos)
+        room = max(width - indent, 1)
+    pieces = list(line.divide(cuts))
+    out = [pieces[0]]
+    for k, piece in enumerate(pieces[1:], 1):
+        if not piece.plain.strip(" "):
+            continue  # the spaces dropped at a break
+        out.append(Text(" " * indent) + piece)
     return out
 
 

@@ -25,12 +25,14 @@ class View:
     def span(self) -> int:
         return self.t1 - self.t0
 
-    def fit(self) -> None:
-        """The whole trace, with a sliver of margin so edge kernels are not cut."""
-        m = max((self.hi - self.lo) // 100, 1)
-        self.t0, self.t1 = self.lo - m, self.hi + m
+    def fit(self, lo: int | None = None, hi: int | None = None) -> None:
+        """[lo, hi) (the whole trace when not given), with a sliver of margin so edge kernels are not cut."""
+        lo = self.lo if lo is None else lo
+        hi = max(self.hi if hi is None else hi, lo + 1)
+        m = max((hi - lo) // 100, 1)
+        self.t0, self.t1 = lo - m, hi + m
         if not (self.t0 <= self.cursor < self.t1):
-            self.cursor = self.lo
+            self.cursor = lo
 
     def _limits(self, width: int) -> tuple[int, int]:
         return max(width * MIN_NS_PER_CELL, 2), max((self.hi - self.lo) * 4, width * 2, 2)

@@ -15,6 +15,6 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from ..app.diffview import run_diff
+    from ..app.diffapp import run_diff
 
     return run_diff(args)
