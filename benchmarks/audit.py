@@ -45,6 +45,8 @@ What is checked (one line per mismatch, ``trace: claim: reported X, events say Y
   "X of W" (X <= W), "held the CPU for X" vs the named frame's own (exclusive) time in that interval on
   the launching thread, "recorded nothing for X" vs the thread's unrecorded time, allocator and sync
   time vs those calls there, a named copy exists.
+* the two stacks of every listed gap: ``stack_at_idle`` (the launching thread's events open at the gap start,
+  outermost first by my own nesting) and ``launch_stack`` (open at the launch call's start).
 * ``host`` objects (when the report has them): each frame's own time in [from, to) on that thread,
   recomputed from its python_function / cpu_op / runtime events; the credited frame has the most own
   time (built-ins included) and its time matches within 1 µs.
@@ -571,6 +573,7 @@ def audit_report(path: str, tr: Trace, rep: dict, label: str, whole: bool = Fals
         check_next(A, tr, p, g0, g1, D, g.get("next_op") or {})
         if "explanation" in g:
             check_explanation(A, tr, p, g0, g1, D, g.get("next_op") or {}, g.get("explanation") or "")
+        check_stacks(A, tr, p, g0, g1, D, g)
         check_host(A, tr, p, g.get("host"), origin)
     missing = [k for k in mine if k not in seen]
     if missing:
@@ -645,6 +648,40 @@ def _next_launch(tr, g1, D, nx):
     ks = [k for k in cands if k.name == nx.get("kernel")] or cands
     Ls = [L for L in (tr.launch(k) for k in ks) if L is not None]
     return min(Ls, key=lambda L: L.s) if Ls else None
+
+
+# ------------------------------------------------------------------------------------------ stacks
+def stack_at(tr, key, t) -> list:
+    """Names of the CPU events of thread ``key`` open at t (s <= t < e: Python frames, ranges, aten ops, runtime
+    calls), outermost first by my own nesting order (``_nest_key``)."""
+    if key not in tr._starts:
+        tr.around(key, 0, 0)
+    evs = tr.threads.get(key, [])
+    st = tr._starts[key]
+    lo = bisect.bisect_left(st, t - tr._maxdur[key])
+    hi = bisect.bisect_right(st, t)
+    return [v.name for v in evs[lo:hi] if v.s <= t < v.e]
+
+
+def check_stacks(A, tr, p, g0, g1, D, g):
+    """``stack_at_idle``: the launching thread's stack at the gap start (the moment the GPU went idle);
+    ``launch_stack``: its stack at the launch call's start. The thread is the launch call's (by correlation)."""
+    if "stack_at_idle" not in g and "launch_stack" not in g:
+        A.na("gap stacks (absent)")
+        return
+    L = _next_launch(tr, g1, D, g.get("next_op") or {})
+    if L is None:
+        A.na("gap stacks (no launch call)")
+        return
+    key = tr.thread_of[id(L)]
+    for field, t in (("stack_at_idle", g0), ("launch_stack", L.s)):
+        if field not in g:
+            A.na(f"gap {field} (absent)")
+            continue
+        want = stack_at(tr, key, t)
+        got = list(g.get(field) or [])
+        A.ok(got == want, f"{p} {field}", " > ".join(_short(x, 40) for x in got[-4:]) or "[]",
+             " > ".join(_short(x, 40) for x in want[-4:]) or "[]")
 
 
 # ------------------------------------------------------------------------------------ explanations

@@ -85,6 +85,8 @@ class GapDetail:
     row: int
     cause: str
     explanation: str
+    #: the stack the cause points to (its evidence, and the frame findings group by): the launch stack of a
+    #: launch gap, the synchronising call of a sync gap, the frame holding the CPU of a python gap, ...
     stack: list[Frame]
     breakdown: dict[str, int]
     next_kernel: str
@@ -97,6 +99,9 @@ class GapDetail:
     device: int = 0
     signature: str | None = None  # the frame a person would fix (for grouping into findings)
     extra: dict = field(default_factory=dict)
+    #: the launching thread's stack at t0, the moment the GPU went idle (what the CPU was doing as the queue ran
+    #: dry); ``launch_stack`` is the other fixed point: what finally fed the GPU
+    idle_stack: list[Frame] = field(default_factory=list)
 
 
 @dataclass
@@ -341,8 +346,9 @@ class Analysis:
         else:
             stack, extra = st.stack_at(thr, t0), {}
         sig = signature_frame(stack)
+        idle_stack = st.stack_at(thr, t0) if thr >= 0 else []
         det = GapDetail(i, cause, "", stack, bd, nk, launch, next_op, launch_stack, thr, t0, dur, int(g.device[i]),
-                        sig.name if sig else None, extra)
+                        sig.name if sig else None, extra, idle_stack)
         det.explanation = self._explain(det, tl)
         return det
 
