@@ -4,6 +4,7 @@
     python3 benchmarks/audit.py TRACE...              # audit these traces
     python3 benchmarks/audit.py --all                 # every trace in traces/ and ../shared/traces/
     python3 benchmarks/audit.py --report-cmd "python3 -m gapscope" --cwd OTHER_CHECKOUT TRACE
+    python3 benchmarks/audit.py --ranks RANK0_TRACE RANK1_TRACE...   # the ranks of one job, reported together
 
 For each trace it runs ``<report-cmd> report --json --top 100000 TRACE`` as a subprocess (the report
 under test, by default this checkout's ``python3 -m gapscope``), parses the JSON and recomputes every number
@@ -56,6 +57,11 @@ What is checked (one line per mismatch, ``trace: claim: reported X, events say Y
   each event's own time on the thread (the innermost op or runtime call, else Python frame), the events within
   200 µs after an allocator call of the frame against the median of the same name away from the calls
   (``after_effect_ns``).
+
+* with ``--ranks`` (the traces of one job, reported together): each late rank's calls (it arrived last after
+  the clock alignment, start-up calls aside), their count, the waits it caused, and the comparison interval
+  of blame: per compared call, from the end of the previous collective on the issuing thread to this launch, the
+  late rank's total against the median of the other ranks' (``audit_ranks``); the clock offsets.
 
 Each trace ends with a summary (claims checked, mismatches, not checkable). Exit status 1 when any
 mismatch was found, 2 on a usage error.
@@ -1296,6 +1302,235 @@ def after_effect_ns(tr, frame):
     return total if found else None
 
 
+# ------------------------------------------------------------------------------------ ranks of one job
+#: my own lists: the c10d API ops that are one collective call on the CPU side, the backend ranges that run them
+COLL_OP_RE = re.compile(r"^(record_param_comms$|c10d::|c10d_functional::|_c10d_functional::|nccl:|gloo:)")
+BACKEND_RE = re.compile(r"^(gloo|nccl|mpi|ucc):")
+KERNEL_COLL_RE = re.compile(r"^(?:ncclDevKernel_|ncclKernel_)([A-Za-z]+?)(?:_|\(|$)")
+C10D_RE = re.compile(r"^(?:_?c10d(?:_functional)?::)_*(?P<n>[A-Za-z0-9_]+?)_*$")
+P2P = {"send", "recv", "sendrecv", "isend", "irecv"}
+CLOCK_MIN_MATCHES = 3  # calls needed before the collectives' end times correct a time base
+
+
+class RankCalls:
+    """One rank's collective calls in the analysed window, in start order: (pg, coll, start, end, issue, thread)."""
+
+    def __init__(self, tr, doc, mode, whole):
+        di = doc.get("distributedInfo") if isinstance(doc, dict) else None
+        di = di if isinstance(di, dict) else {}
+        self.rank = _int(di.get("rank"))
+        b = doc.get("baseTimeNanoseconds") if isinstance(doc, dict) else None
+        self.base = int(b) if isinstance(b, (int, float)) and not isinstance(b, bool) else 0
+        cfg = di.get("pg_config")
+        dflt = str(cfg[0]["pg_name"]) if isinstance(cfg, list) and len(cfg) == 1 and isinstance(cfg[0], dict) \
+            and cfg[0].get("pg_name") is not None else "?"
+        self.calls = []
+        devs, _ = build_devices(tr, mode)
+        ks = []
+        for g in tr.gpu:
+            D = devs.get(g.pid)
+            if g.kind == "kernel" and COLL_KERNEL.match(g.name) and D is not None and g.s < D.w1 and (
+                    g.e > D.w0 or (g.e == g.s and g.s >= D.w0)):
+                ks.append(g)
+        if ks:
+            self.side = "gpu"
+            for g in sorted(ks, key=lambda g: g.s):
+                a = dict(g.args)
+                x = _int(a.get("External id"))
+                if "Process Group Name" not in a and x is not None and x in tr.op_by_ext:
+                    a = {**tr.op_by_ext[x].args, **a}
+                L = tr.launch(g)
+                self.calls.append((_pg(a, dflt), _coll(g.name, a), g.s, g.e, L.s if L else g.s,
+                                   tr.thread_of[id(L)] if L else None))
+        else:
+            self.side = "cpu"
+            ops = []
+            for key, evs in tr.threads.items():
+                open_coll = []  # collective ops still open: an op inside one is part of that call
+                for v in evs:
+                    if v.kind != "op":
+                        continue
+                    while open_coll and open_coll[-1].e <= v.s:
+                        open_coll.pop()
+                    if COLL_OP_RE.match(v.name):
+                        if not open_coll and (whole or not tr.steps or tr.in_steps(v.s)):
+                            ops.append((v, key))
+                        open_coll.append(v)
+            ops.sort(key=lambda o: o[0].s)
+            threads = {k for _, k in ops}
+            rng = sorted((v for k, evs in tr.threads.items() if k not in threads for v in evs
+                          if v.kind == "ann" and BACKEND_RE.match(v.name)), key=lambda v: v.s)
+            rng = [v for v in rng if ops and v.s >= ops[0][0].s]
+            for i, (v, key) in enumerate(ops):
+                end = max(rng[i].e, v.s) if i < len(rng) else v.e
+                inner = [o for o in tr.around(key, v.s, v.s) if o.kind == "op" and o.name == "record_param_comms"
+                         and o.s >= v.s and o.e <= v.e]
+                a = inner[0].args if inner else v.args
+                self.calls.append((_pg(a, dflt), _coll(v.name, a), v.s, end, v.s, key))
+        self.first = min((v.s for evs in tr.threads.values() for v in evs), default=0)
+        self.first = min([self.first] + [g.s for g in tr.gpu]) if tr.gpu else self.first
+
+    def interval(self, i):
+        """[end of the previous call on its thread, this launch): its length, or None (the thread's first)."""
+        pg, coll, s, e, iss, th = self.calls[i]
+        if th is None:
+            return None
+        prev = [j for j, c in enumerate(self.calls) if c[5] == th and c[4] < iss]
+        if not prev:
+            return None
+        p = max(prev, key=lambda j: self.calls[j][4])
+        return iss - min(max(self.calls[p][4], self.calls[p][3]), iss)
+
+
+def _pg(a, dflt):
+    p = a.get("Process Group Name")
+    if p is None:
+        p = a.get("Process Group Description")
+    return str(p) if p is not None else dflt
+
+
+def _coll(label, a):
+    c = a.get("Collective name")
+    if isinstance(c, str) and c:
+        return c.lower()
+    m = KERNEL_COLL_RE.match(label) or None
+    if m:
+        return m.group(1).lower()
+    m = C10D_RE.match(label)
+    return m.group("n").replace("_base", "").lower() if m else label.lower()
+
+
+def _median_int(v):
+    v = sorted(v)
+    h = len(v) // 2
+    return v[h] if len(v) % 2 else (v[h - 1] + v[h]) // 2
+
+
+def audit_ranks(docs_trs, rep, label) -> Audit:
+    """The late-rank claims of a ranks report (``ranks.late[]``): which calls each rank arrived last at, the waits
+    it caused, and the comparison interval: per call, from the end of the previous call on the issuing thread to
+    this launch, the late rank's summed against the median of the other ranks' (``compared``, ``interval_us``,
+    ``others_interval_us``). The ranks' calls are matched by process group and order; the clock offset of each
+    rank is its time base's, corrected by the median of its collectives' end times against the lowest rank's
+    where those agree (checked against ``ranks.clock``). Taken from the report, not recomputed: how many leading
+    calls are start-up skew (``ranks.startup.calls``)."""
+    A = Audit(label)
+    rk = rep.get("ranks")
+    if not isinstance(rk, dict):
+        A.na("ranks (no ranks section)")
+        return A
+    modes = [((t.get("window") or {}).get("mode")) or "all" for t in rep.get("traces", [])]
+    by_path = {}
+    for t, md in zip(rep.get("traces", []), modes):
+        by_path[t.get("rank")] = md
+    R = sorted((RankCalls(tr, doc, by_path.get(_int((doc.get("distributedInfo") or {}).get("rank")), "steps"),
+                          False) for doc, tr in docs_trs), key=lambda x: (x.rank is None, x.rank or 0))
+    # groups: process group -> members and their calls in order
+    groups = []
+    for pg in sorted({c[0] for x in R for c in x.calls}):
+        per = [[i for i, c in enumerate(x.calls) if c[0] == pg] for x in R]
+        mem = [r for r in range(len(R)) if per[r]]
+        if len(mem) < 2:
+            continue
+        n = min(len(per[r]) for r in mem)
+        key = [[("p2p" if R[r].calls[i][1] in P2P else R[r].calls[i][1]) for i in per[r][:n]] for r in mem]
+        if any(k != key[0] for k in key):
+            A.na(f"ranks: group {pg} matched by name (not re-derived)")
+            return A
+        groups.append((mem, [per[r][:n] for r in mem]))
+    # clocks
+    shift = [(x.base - R[0].base) if (R[0].base and x.base) else 0 for x in R]
+    rep_clock = {c.get("rank"): c for c in rk.get("clock") or []}
+    for r in range(1, len(R)):
+        d = []
+        for mem, idx in groups:
+            if mem[0] != 0 or r not in mem:
+                continue
+            j = mem.index(r)
+            d += [R[r].calls[a][3] + shift[r] - R[0].calls[b][3] for a, b in zip(idx[j], idx[0])]
+        if d:
+            d.sort()
+            h = len(d) // 2
+            med = d[h] if len(d) % 2 else (d[h - 1] + d[h]) / 2
+            dev = sorted(abs(x - med) for x in d)
+            mad = dev[h] if len(dev) % 2 else (dev[h - 1] + dev[h]) / 2
+            if mad <= abs(med) / 4 and len(d) >= CLOCK_MIN_MATCHES:
+                shift[r] -= int(round(med))
+        c = rep_clock.get(R[r].rank)
+        if c is not None:
+            A.eq_us(f"ranks.clock rank {R[r].rank} offset_us", c.get("offset_us"), shift[r])
+    # columns in time order; the first ``startup.calls`` are start-up skew (the report's count)
+    cols = sorted((min(R[r].calls[idx[k][c]][2] + shift[r] for k, r in enumerate(mem)), g, c)
+                  for g, (mem, idx) in enumerate(groups) for c in range(len(idx[0])))
+    n_su = int((rk.get("startup") or {}).get("calls") or 0)
+    startup = {(g, c) for _, g, c in cols[:n_su]}
+    late = defaultdict(list)  # rank position -> [(call, {partner position: call}, waits caused)]
+    matched = Counter()
+    for g, (mem, idx) in enumerate(groups):
+        for c in range(len(idx[0])):
+            if (g, c) in startup:
+                continue
+            st = [R[r].calls[idx[k][c]][2] + shift[r] for k, r in enumerate(mem)]
+            en = [R[r].calls[idx[k][c]][3] + shift[r] for k, r in enumerate(mem)]
+            for r in mem:
+                matched[r] += 1
+            last = max(st)
+            if last - min(st) <= 0:
+                continue
+            k = st.index(last)
+            waits = sum(min(max(last - s_, 0), e_ - s_) for s_, e_ in zip(st, en))
+            late[mem[k]].append((idx[k][c], {r: idx[j][c] for j, r in enumerate(mem) if j != k}, waits))
+    pos = {x.rank: i for i, x in enumerate(R)}
+    for e in rk.get("late") or []:
+        r = pos.get(e.get("rank"))
+        p = f"ranks.late rank {e.get('rank')}"
+        if not A.ok(r is not None and late.get(r), f"{p} exists", "a late rank", "it arrived last at no call"):
+            continue
+        calls = late[r]
+        A.ok(e.get("count") == len(calls), f"{p} count", e.get("count"), len(calls))
+        A.ok(e.get("of") == matched[r], f"{p} of", e.get("of"), matched[r])
+        A.eq_us(f"{p} waits_caused_us", e.get("waits_caused_us"), sum(w for _, _, w in calls), tol=len(calls))
+        n = mine_t = theirs_t = 0
+        for i, partners, _ in calls:
+            mine = R[r].interval(i)
+            theirs = [R[q].interval(j) for q, j in partners.items()]
+            theirs = [x for x in theirs if x is not None]
+            if mine is None or not theirs:
+                continue
+            n += 1
+            mine_t += mine
+            theirs_t += _median_int(theirs)
+        A.ok(e.get("compared") == n, f"{p} compared", e.get("compared"), n)
+        A.eq_us(f"{p} interval_us (previous collective's end to the launch)", e.get("interval_us"), mine_t,
+                tol=max(n, 1))
+        A.eq_us(f"{p} others_interval_us (median of the others', same calls)", e.get("others_interval_us"),
+                theirs_t, tol=max(n, 1))
+    return A
+
+
+def audit_ranks_paths(paths, cmd, cwd, whole=False, out=sys.stdout):
+    label = " + ".join(os.path.basename(p) for p in paths)
+    docs_trs = []
+    for pth in paths:
+        doc = read_trace(pth)
+        docs_trs.append((doc, Trace(doc)))
+    argv = shlex.split(cmd) + ["report", "--json", "--top", "100000"] + (["--whole-trace"] if whole else []) + [
+        os.path.abspath(p) for p in paths]
+    pr = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+    if pr.returncode != 0:
+        A = Audit(label)
+        A.ok(False, "report", f"no JSON ({pr.stderr.strip()[-160:]})", "readable traces")
+    else:
+        A = audit_ranks(docs_trs, json.loads(pr.stdout), label)
+    for line in A.mismatches:
+        print(line, file=out)
+    nc = sum(A.unchecked.values())
+    detail = ", ".join(f"{k} x{v}" for k, v in sorted(A.unchecked.items()))
+    print(f"{label}: summary: {A.checked} claims checked, {len(A.mismatches)} mismatches, {nc} not checkable"
+          + (f" ({detail})" if detail else ""), file=out)
+    return A
+
+
 # -------------------------------------------------------------------------------------------- driver
 def run_report(cmd, cwd, path, whole):
     argv = shlex.split(cmd) + ["report", "--json", "--top", "100000"] + (["--whole-trace"] if whole else []) + [path]
@@ -1361,7 +1596,15 @@ def main(argv=None) -> int:
                     help="command that runs gapscope (default: this Python, -m gapscope)")
     ap.add_argument("--cwd", default=REPO, help="directory to run the report command in (default: this checkout)")
     ap.add_argument("--whole-trace", action="store_true", help="audit the report's --whole-trace window")
+    ap.add_argument("--ranks", action="store_true",
+                    help="the traces are the ranks of one job: audit the report of them together (late ranks)")
     a = ap.parse_args(argv)
+    if a.ranks:
+        if len(a.traces) < 2:
+            ap.print_usage(sys.stderr)
+            return 2
+        A = audit_ranks_paths(a.traces, a.report_cmd, a.cwd, a.whole_trace)
+        return 1 if A.mismatches else 0
     paths = list(a.traces) + (all_traces() if a.all else [])
     if not paths:
         ap.print_usage(sys.stderr)

@@ -79,3 +79,34 @@ def test_late_rank_finding_leads_the_explorer_findings_view_by_the_waits_it_caus
 
     ids = asyncio.run(go())
     assert ids[0] == "late-rank-1" and ids[1] == "collective-wait-0"
+
+
+def test_audit_recomputes_the_comparison_interval_from_the_raw_events(tmp_path):
+    """benchmarks/audit.py --ranks: the report of the two synthetic ranks agrees with the raw events; a report
+    whose intervals start at the previous launch (the rule before issue 23) is caught."""
+    import copy
+    import importlib.util
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("gapscope_audit_ranks", ROOT / "benchmarks" / "audit.py")
+    audit = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(audit)
+    paths = [late_profiler_rank(r).write(tmp_path / f"job.rank{r}.json") for r in (0, 1)]
+    rep = json.loads(subprocess.run([sys.executable, "-m", "gapscope", "report", "--json", "--whole-trace",
+                                     *map(str, paths)], cwd=ROOT, capture_output=True, text=True, check=True).stdout)
+    docs = [(json.loads(p.read_text()), None) for p in paths]
+    docs = [(d, audit.Trace(d)) for d, _ in docs]
+    A = audit.audit_ranks(docs, rep, "job")
+    assert A.mismatches == [] and A.checked >= 7
+    late = next(e for e in rep["ranks"]["late"] if e["rank"] == 1)
+    assert (late["compared"], late["interval_us"], late["others_interval_us"]) == (3, 1275.0, 375.0)
+    bad = copy.deepcopy(rep)
+    e = next(e for e in bad["ranks"]["late"] if e["rank"] == 1)
+    e["interval_us"], e["others_interval_us"] = 1440.0, 6440.0  # from the previous launch
+    lines = audit.audit_ranks(docs, bad, "job").mismatches
+    assert any("interval_us" in ln and "events say 1275.000 µs" in ln for ln in lines)
+    assert any("others_interval_us" in ln and "events say 375.000 µs" in ln for ln in lines)
