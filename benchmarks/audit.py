@@ -53,6 +53,8 @@ What is checked (one line per mismatch, ``trace: claim: reported X, events say Y
   time (built-ins included) and its time matches within 1 µs.
 * ``devices[].verdict`` (when present): kernels linked to a cudaGraphLaunch / hipGraphLaunch and the
   number of those launches.
+* a sync finding's fix, "remove the N synchronising calls in `frame`": N is the outermost synchronising calls
+  starting inside that frame in the window (``sync_calls``).
 * the allocator fix's after-effect ("the host work they slowed right after them (X per step, recorded)"):
   each event's own time on the thread (the innermost op or runtime call, else Python frame), the events within
   200 µs after an allocator call of the frame against the median of the same name away from the calls
@@ -1203,6 +1205,7 @@ def check_findings(A, tr, rep, devs, mine, origin):
                  us(listed[c][1]))
     if not saw_short:
         A.na("short-gap finding (absent)")
+    check_sync_fix_counts(A, tr, rep)
     for f in rep.get("findings", []):
         fix = f.get("fix") or ""
         m = _AFTER_RE.search(fix) if f.get("cause") == "allocator" else None
@@ -1217,6 +1220,56 @@ def check_findings(A, tr, rep, devs, mine, origin):
         steps = len({v.name for evs in tr.threads.values() for v in evs if v.kind == "ann" and STEP_RE.match(v.name)}) or 1
         A.ok(abs(val - got / steps) <= half + 500, f"finding {f.get('id')} after-effect per step",
              f"{m.group(1)} {m.group(2)}", f"{got / steps / 1000:.1f} µs")
+
+
+# ------------------------------------------------------------------ the sync fix's count of calls
+#: "remove the 352 synchronising calls in `frame`" (the frame is absent for a finding without one)
+_SYNC_FIX_RE = re.compile(r"^remove the (\d+) synchronising calls?(?: in `(.+?)`)?(?:;|$)")
+
+
+def sync_calls(tr, frame, in_steps, exclude=()):
+    """The outermost synchronising calls (ops and runtime calls of SYNC_NAMES) starting inside a Python frame
+    named ``frame`` on their thread (else inside any event of that name; no frame: anywhere), inside the step
+    ranges when ``in_steps``, and not inside a frame named in ``exclude`` (the other sync findings' frames)."""
+    n = 0
+    for key, evs in tr.threads.items():
+        def spans(name):
+            fr = [(v.s, v.e) for v in evs if v.kind == "py" and v.name == name] or \
+                [(v.s, v.e) for v in evs if v.name == name]
+            return _union(fr)
+        fr = spans(frame) if frame else None
+        ex = [spans(x) for x in exclude]
+        last_end = None
+        for v in sorted((v for v in evs if v.kind in ("op", "runtime") and v.name in SYNC_NAMES),
+                        key=lambda v: (v.s, -v.e)):
+            if last_end is not None and v.e <= last_end:
+                continue  # inside the previous one: one synchronisation
+            last_end = v.e if last_end is None else max(last_end, v.e)
+            if in_steps and not tr.in_steps(v.s):
+                continue
+            if fr is not None and not _inside(fr, v.s):
+                continue
+            if any(_inside(x, v.s) for x in ex):
+                continue
+            n += 1
+    return n
+
+
+def check_sync_fix_counts(A, tr, rep):
+    """A sync finding's fix counts the synchronising calls it removes: those of its frame in the window (a finding
+    without a frame: the window's calls that no other sync finding's frame holds)."""
+    mode = (((rep.get("traces") or [{}])[0].get("window") or {}).get("mode")) or "all"
+    fs = [f for f in rep.get("findings", []) if f.get("cause") == "sync" and _SYNC_FIX_RE.match(f.get("fix") or "")]
+    frames = [(f.get("evidence") or {}).get("frame") for f in fs]
+    for f in fs:
+        m = _SYNC_FIX_RE.match(f["fix"])
+        frame = (f.get("evidence") or {}).get("frame")
+        if (m.group(2) or None) != frame:
+            A.ok(False, f"finding {f.get('id')} fix frame", m.group(2), frame)
+            continue
+        other = [x for x in frames if x and x != frame] if not frame else []
+        got = sync_calls(tr, frame, mode == "steps" and bool(tr.steps), other)
+        A.ok(int(m.group(1)) == got, f"finding {f.get('id')} fix: synchronising calls", m.group(1), got)
 
 
 # ------------------------------------------------------------------ the allocator fix's after-effect

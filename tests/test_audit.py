@@ -151,7 +151,9 @@ def right_report(path="t.json"):
              "evidence": {"cause": "python", "gaps": 1, "idle_us": 50.0, "share_of_window_pct": 35.461,
                           "largest_gap_us": 50.0, "frame": "main.py(30): post",
                           "examples": [example(0, 75.0, 50.0, "relu_k", "aten::relu", SLEEP_EXPLANATION, host=HOST)]}},
+            # the fix counts calls: aten::item [100, 130) in step, its _local_scalar_dense and sync inside it
             {"id": "sync-1", "severity": "high", "cause": "sync", "idle_us": 49.0, "suggestion": "",
+             "fix": "remove the 1 synchronising call in `main.py(10): step`",
              "title": "1 sync from `main.py(10): step` cost 49.0 µs of GPU idle",
              "evidence": {"cause": "sync", "gaps": 1, "idle_us": 49.0, "share_of_window_pct": 34.752,
                           "largest_gap_us": 49.0, "frame": "main.py(10): step",
@@ -316,6 +318,10 @@ WRONG = [
     ("'already queued' finding whose kernel was not", ("findings", 2, "title"),
      "1 gap where the next kernel was already queued (GPU-side latency) cost 8.0 µs of GPU idle", "'already queued'"),
     ("verdict text", ("devices", 0, "verdict", "text"), "4 kernels from 2 graph replays", "verdict text"),
+    ("sync fix counting nested calls", ("findings", 1, "fix"), "remove the 3 synchronising calls in `main.py(10): step`",
+     "finding sync-1 fix: synchronising calls"),
+    ("sync fix of another frame", ("findings", 1, "fix"), "remove the 1 synchronising call in `main.py(20): work`",
+     "finding sync-1 fix frame"),
     # the launch stack given as the stack at the gap start (what the report did before issue 23)
     ("stack at idle is the launch stack", ("gaps", 0, "stack_at_idle"),
      ["main.py(10): step", "aten::relu", "cudaLaunchKernel"], "gap 0 (device 0, start 75.0 µs) stack_at_idle"),
