@@ -76,3 +76,31 @@ def test_mixtral_decode_attention_launches_fed_gaps_the_thread_ran_dry_elsewhere
         assert g["cpu_stack"] == g["launch_stack"]  # the launch cause points at what fed the GPU
         assert g["launch_stack"][-1] == g["next_op"]["launch"]
     assert any(g["stack_at_idle"][-1].startswith("transformers/cache_utils.py(") for g in att)
+
+
+def test_explorer_stack_panel_names_both_stacks(tmp_path):
+    import asyncio
+
+    from gapscope.tui.app.app import GapscopeApp
+    from gapscope.tui.app.panels import stack_text
+
+    p = rotary_then_attention(tmp_path)
+
+    async def go():
+        app = GapscopeApp([str(p)], load_opts={"no_cache": True})
+        async with app.run_test(size=(160, 48)) as pilot:
+            for _ in range(3):
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+            return stack_text(app.scene, app.glyphs, full=True).plain
+
+    txt = asyncio.run(go())
+    i = txt.index("launching thread when the GPU went idle (innermost first):")
+    j = txt.index("launch stack (what fed the GPU")
+    assert i < j
+    idle, launch = txt[i:j], txt[j:]
+    # innermost first: aten::mul, then apply_rotary_pos_emb; the launch stack below the frame they share (forward)
+    assert idle.index("aten::mul") < idle.index("apply_rotary_pos_emb") < idle.index("forward")
+    assert "model.py(30): attention" not in idle and "model.py:30" not in idle
+    assert launch.index("cudaLaunchKernel") < launch.index("aten::_flash_attention_forward") < launch.index("attention")
+    assert "outer frames of the stack above" in launch
