@@ -104,3 +104,26 @@ def test_explorer_stack_panel_names_both_stacks(tmp_path):
     assert "model.py(30): attention" not in idle and "model.py:30" not in idle
     assert launch.index("cudaLaunchKernel") < launch.index("aten::_flash_attention_forward") < launch.index("attention")
     assert "outer frames of the stack above" in launch
+
+
+def test_frames_of_the_same_interval_list_the_caller_first():
+    """Integer-µs traces (hta's): ``aten::to`` and the ``aten::_to_copy`` it calls share their interval; the stack
+    lists the caller first (audit: the same order from External ids), and the signature is the inner op."""
+    s = Synth()
+    s.launch(ts=0, dur=2, kernel="k0", k_ts=5, k_dur=10)  # GPU idle from 15
+    s.cpu_op("aten::to", 10, 20)
+    s.cpu_op("aten::_to_copy", 10, 20)
+    s.cpu_op("aten::copy_", 12, 16)
+    s.launch(ts=20, dur=3, kernel="k1", k_ts=40, k_dur=5)
+    a = analyze(model_of_synth(s))
+    d = a.gap_detail(0)
+    assert (d.start_ns, d.dur_ns) == (15_000, 25_000)
+    assert [f.name for f in d.idle_stack] == ["aten::to", "aten::_to_copy", "aten::copy_"]
+    assert [f.name for f in d.launch_stack] == ["aten::to", "aten::_to_copy", "aten::copy_", "cudaLaunchKernel"]
+    assert a.gap_signatures([0]) == [d.signature]
+
+
+def model_of_synth(s):
+    from tests.test_analysis import model_of
+
+    return model_of(s)
