@@ -12,6 +12,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
 from ..analysis.names import display_frame
+from ..analysis.ranks import effect_ns
 from . import glyphs as G
 from .safe import ascii_safe, safe, short_kernel
 from .scene import Scene
@@ -87,8 +88,6 @@ def findings_of(sc: Scene | None) -> list:
     out = [(pi, i, f) for pi in parts for i, f in enumerate(getattr(sc.parts[pi].analysis, "findings", None)
                                                                or [])]
     if sc.multi:
-        from ..analysis.ranks import effect_ns
-
         # on a tie (the late rank's finding and the wait it caused) the late rank first, as the report
         out.sort(key=lambda e: (-effect_ns(e[2]), not str(e[2].id).startswith("late-rank-"), e[0], e[1]))
     elif out:
