@@ -4,6 +4,7 @@
     python3 benchmarks/audit.py TRACE...              # audit these traces
     python3 benchmarks/audit.py --all                 # every trace in traces/ and ../shared/traces/
     python3 benchmarks/audit.py --report-cmd "python3 -m gapscope" --cwd OTHER_CHECKOUT TRACE
+    python3 benchmarks/audit.py --ranks RANK0_TRACE RANK1_TRACE...   # the ranks of one job, reported together
 
 For each trace it runs ``<report-cmd> report --json --top 100000 TRACE`` as a subprocess (the report
 under test, by default this checkout's ``python3 -m gapscope``), parses the JSON and recomputes every number
@@ -45,6 +46,8 @@ What is checked (one line per mismatch, ``trace: claim: reported X, events say Y
   "X of W" (X <= W), "held the CPU for X" vs the named frame's own (exclusive) time in that interval on
   the launching thread, "recorded nothing for X" vs the thread's unrecorded time, allocator and sync
   time vs those calls there, a named copy exists.
+* the two stacks of every listed gap: ``stack_at_idle`` (the launching thread's events open at the gap start,
+  outermost first by my own nesting) and ``launch_stack`` (open at the launch call's start).
 * ``host`` objects (when the report has them): each frame's own time in [from, to) on that thread,
   recomputed from its python_function / cpu_op / runtime events; the credited frame has the most own
   time (built-ins included) and its time matches within 1 µs.
@@ -54,6 +57,8 @@ What is checked (one line per mismatch, ``trace: claim: reported X, events say Y
   launching thread (the next kernel's launch call: most of the gap) and at least 100 µs, with the reported own
   time, by my own sweep (``holder_in``: each piece to the innermost op or runtime call, else Python frame, else
   range); and no ``launch`` example is held that way by one call or op.
+* a sync finding's fix, "remove the N synchronising calls in `frame`": N is the outermost synchronising calls
+  starting inside that frame in the window (``sync_calls``).
 * the allocator fix's after-effect ("the host work they slowed right after them (X per step, recorded)"):
   each event's own time on the thread (the innermost op or runtime call, else Python frame), the events within
   200 µs after an allocator call of the frame against the median of the same name away from the calls
@@ -65,6 +70,10 @@ What is checked (one line per mismatch, ``trace: claim: reported X, events say Y
   below A's: faster; wholly above: slower; overlapping: no clear change), the basis (un-profiled only when both
   traces have the times), whether the distortions (profiled / un-profiled median) differ by more than 1.15x;
   and that the Markdown report (``report A B``) opens "What changed" with the same verdict.
+* with ``--ranks`` (the traces of one job, reported together): each late rank's calls (it arrived last after
+  the clock alignment, start-up calls aside), their count, the waits it caused, and the comparison interval
+  of blame: per compared call, from the end of the previous collective on the issuing thread to this launch, the
+  late rank's total against the median of the other ranks' (``audit_ranks``); the clock offsets.
 
 Each trace ends with a summary (claims checked, mismatches, not checkable). Exit status 1 when any
 mismatch was found, 2 on a usage error.
@@ -582,6 +591,7 @@ def audit_report(path: str, tr: Trace, rep: dict, label: str, whole: bool = Fals
         check_next(A, tr, p, g0, g1, D, g.get("next_op") or {})
         if "explanation" in g:
             check_explanation(A, tr, p, g0, g1, D, g.get("next_op") or {}, g.get("explanation") or "")
+        check_stacks(A, tr, p, g0, g1, D, g)
         check_host(A, tr, p, g.get("host"), origin)
     missing = [k for k in mine if k not in seen]
     if missing:
@@ -658,6 +668,40 @@ def _next_launch(tr, g1, D, nx):
     ks = [k for k in cands if k.name == nx.get("kernel")] or cands
     Ls = [L for L in (tr.launch(k) for k in ks) if L is not None]
     return min(Ls, key=lambda L: L.s) if Ls else None
+
+
+# ------------------------------------------------------------------------------------------ stacks
+def stack_at(tr, key, t) -> list:
+    """Names of the CPU events of thread ``key`` open at t (s <= t < e: Python frames, ranges, aten ops, runtime
+    calls), outermost first by my own nesting order (``_nest_key``)."""
+    if key not in tr._starts:
+        tr.around(key, 0, 0)
+    evs = tr.threads.get(key, [])
+    st = tr._starts[key]
+    lo = bisect.bisect_left(st, t - tr._maxdur[key])
+    hi = bisect.bisect_right(st, t)
+    return [v.name for v in evs[lo:hi] if v.s <= t < v.e]
+
+
+def check_stacks(A, tr, p, g0, g1, D, g):
+    """``stack_at_idle``: the launching thread's stack at the gap start (the moment the GPU went idle);
+    ``launch_stack``: its stack at the launch call's start. The thread is the launch call's (by correlation)."""
+    if "stack_at_idle" not in g and "launch_stack" not in g:
+        A.na("gap stacks (absent)")
+        return
+    L = _next_launch(tr, g1, D, g.get("next_op") or {})
+    if L is None:
+        A.na("gap stacks (no launch call)")
+        return
+    key = tr.thread_of[id(L)]
+    for field, t in (("stack_at_idle", g0), ("launch_stack", L.s)):
+        if field not in g:
+            A.na(f"gap {field} (absent)")
+            continue
+        want = stack_at(tr, key, t)
+        got = list(g.get(field) or [])
+        A.ok(got == want, f"{p} {field}", " > ".join(_short(x, 40) for x in got[-4:]) or "[]",
+             " > ".join(_short(x, 40) for x in want[-4:]) or "[]")
 
 
 # ------------------------------------------------------------------------------------ explanations
@@ -1388,6 +1432,7 @@ def check_findings(A, tr, rep, devs, mine, origin):
                  us(listed[c][1]))
     if not saw_short:
         A.na("short-gap finding (absent)")
+    check_sync_fix_counts(A, tr, rep)
     for f in rep.get("findings", []):
         fix = f.get("fix") or ""
         m = _AFTER_RE.search(fix) if f.get("cause") == "allocator" else None
@@ -1472,6 +1517,56 @@ def check_not_held(A, tr, p, g0, g1, D, ex):
          f"`{_short(v.name, 50)}` {us(ns)} of {us(b - g0)}" if held else "")
 
 
+# ------------------------------------------------------------------ the sync fix's count of calls
+#: "remove the 352 synchronising calls in `frame`" (the frame is absent for a finding without one)
+_SYNC_FIX_RE = re.compile(r"^remove the (\d+) synchronising calls?(?: in `(.+?)`)?(?:;|$)")
+
+
+def sync_calls(tr, frame, in_steps, exclude=()):
+    """The outermost synchronising calls (ops and runtime calls of SYNC_NAMES) starting inside a Python frame
+    named ``frame`` on their thread (else inside any event of that name; no frame: anywhere), inside the step
+    ranges when ``in_steps``, and not inside a frame named in ``exclude`` (the other sync findings' frames)."""
+    n = 0
+    for key, evs in tr.threads.items():
+        def spans(name):
+            fr = [(v.s, v.e) for v in evs if v.kind == "py" and v.name == name] or \
+                [(v.s, v.e) for v in evs if v.name == name]
+            return _union(fr)
+        fr = spans(frame) if frame else None
+        ex = [spans(x) for x in exclude]
+        last_end = None
+        for v in sorted((v for v in evs if v.kind in ("op", "runtime") and v.name in SYNC_NAMES),
+                        key=lambda v: (v.s, -v.e)):
+            if last_end is not None and v.e <= last_end:
+                continue  # inside the previous one: one synchronisation
+            last_end = v.e if last_end is None else max(last_end, v.e)
+            if in_steps and not tr.in_steps(v.s):
+                continue
+            if fr is not None and not _inside(fr, v.s):
+                continue
+            if any(_inside(x, v.s) for x in ex):
+                continue
+            n += 1
+    return n
+
+
+def check_sync_fix_counts(A, tr, rep):
+    """A sync finding's fix counts the synchronising calls it removes: those of its frame in the window (a finding
+    without a frame: the window's calls that no other sync finding's frame holds)."""
+    mode = (((rep.get("traces") or [{}])[0].get("window") or {}).get("mode")) or "all"
+    fs = [f for f in rep.get("findings", []) if f.get("cause") == "sync" and _SYNC_FIX_RE.match(f.get("fix") or "")]
+    frames = [(f.get("evidence") or {}).get("frame") for f in fs]
+    for f in fs:
+        m = _SYNC_FIX_RE.match(f["fix"])
+        frame = (f.get("evidence") or {}).get("frame")
+        if (m.group(2) or None) != frame:
+            A.ok(False, f"finding {f.get('id')} fix frame", m.group(2), frame)
+            continue
+        other = [x for x in frames if x and x != frame] if not frame else []
+        got = sync_calls(tr, frame, mode == "steps" and bool(tr.steps), other)
+        A.ok(int(m.group(1)) == got, f"finding {f.get('id')} fix: synchronising calls", m.group(1), got)
+
+
 # ------------------------------------------------------------------ the allocator fix's after-effect
 #: "... and the host work they slowed right after them (564.0 µs per step, recorded)"
 _AFTER_RE = re.compile(r"slowed right after them \((-?\d+(?:\.\d+)?) (s|ms|µs|ns) per step, recorded\)")
@@ -1553,6 +1648,235 @@ def after_effect_ns(tr, frame):
             span = min(AFTER_NS, (calls[j + 1].s if j + 1 < len(calls) else float("inf")) - ends[j])
             total += max(0, min(ex, busy, span))
     return total if found else None
+
+
+# ------------------------------------------------------------------------------------ ranks of one job
+#: my own lists: the c10d API ops that are one collective call on the CPU side, the backend ranges that run them
+COLL_OP_RE = re.compile(r"^(record_param_comms$|c10d::|c10d_functional::|_c10d_functional::|nccl:|gloo:)")
+BACKEND_RE = re.compile(r"^(gloo|nccl|mpi|ucc):")
+KERNEL_COLL_RE = re.compile(r"^(?:ncclDevKernel_|ncclKernel_)([A-Za-z]+?)(?:_|\(|$)")
+C10D_RE = re.compile(r"^(?:_?c10d(?:_functional)?::)_*(?P<n>[A-Za-z0-9_]+?)_*$")
+P2P = {"send", "recv", "sendrecv", "isend", "irecv"}
+CLOCK_MIN_MATCHES = 3  # calls needed before the collectives' end times correct a time base
+
+
+class RankCalls:
+    """One rank's collective calls in the analysed window, in start order: (pg, coll, start, end, issue, thread)."""
+
+    def __init__(self, tr, doc, mode, whole):
+        di = doc.get("distributedInfo") if isinstance(doc, dict) else None
+        di = di if isinstance(di, dict) else {}
+        self.rank = _int(di.get("rank"))
+        b = doc.get("baseTimeNanoseconds") if isinstance(doc, dict) else None
+        self.base = int(b) if isinstance(b, (int, float)) and not isinstance(b, bool) else 0
+        cfg = di.get("pg_config")
+        dflt = str(cfg[0]["pg_name"]) if isinstance(cfg, list) and len(cfg) == 1 and isinstance(cfg[0], dict) \
+            and cfg[0].get("pg_name") is not None else "?"
+        self.calls = []
+        devs, _ = build_devices(tr, mode)
+        ks = []
+        for g in tr.gpu:
+            D = devs.get(g.pid)
+            if g.kind == "kernel" and COLL_KERNEL.match(g.name) and D is not None and g.s < D.w1 and (
+                    g.e > D.w0 or (g.e == g.s and g.s >= D.w0)):
+                ks.append(g)
+        if ks:
+            self.side = "gpu"
+            for g in sorted(ks, key=lambda g: g.s):
+                a = dict(g.args)
+                x = _int(a.get("External id"))
+                if "Process Group Name" not in a and x is not None and x in tr.op_by_ext:
+                    a = {**tr.op_by_ext[x].args, **a}
+                L = tr.launch(g)
+                self.calls.append((_pg(a, dflt), _coll(g.name, a), g.s, g.e, L.s if L else g.s,
+                                   tr.thread_of[id(L)] if L else None))
+        else:
+            self.side = "cpu"
+            ops = []
+            for key, evs in tr.threads.items():
+                open_coll = []  # collective ops still open: an op inside one is part of that call
+                for v in evs:
+                    if v.kind != "op":
+                        continue
+                    while open_coll and open_coll[-1].e <= v.s:
+                        open_coll.pop()
+                    if COLL_OP_RE.match(v.name):
+                        if not open_coll and (whole or not tr.steps or tr.in_steps(v.s)):
+                            ops.append((v, key))
+                        open_coll.append(v)
+            ops.sort(key=lambda o: o[0].s)
+            threads = {k for _, k in ops}
+            rng = sorted((v for k, evs in tr.threads.items() if k not in threads for v in evs
+                          if v.kind == "ann" and BACKEND_RE.match(v.name)), key=lambda v: v.s)
+            rng = [v for v in rng if ops and v.s >= ops[0][0].s]
+            for i, (v, key) in enumerate(ops):
+                end = max(rng[i].e, v.s) if i < len(rng) else v.e
+                inner = [o for o in tr.around(key, v.s, v.s) if o.kind == "op" and o.name == "record_param_comms"
+                         and o.s >= v.s and o.e <= v.e]
+                a = inner[0].args if inner else v.args
+                self.calls.append((_pg(a, dflt), _coll(v.name, a), v.s, end, v.s, key))
+        self.first = min((v.s for evs in tr.threads.values() for v in evs), default=0)
+        self.first = min([self.first] + [g.s for g in tr.gpu]) if tr.gpu else self.first
+
+    def interval(self, i):
+        """[end of the previous call on its thread, this launch): its length, or None (the thread's first)."""
+        pg, coll, s, e, iss, th = self.calls[i]
+        if th is None:
+            return None
+        prev = [j for j, c in enumerate(self.calls) if c[5] == th and c[4] < iss]
+        if not prev:
+            return None
+        p = max(prev, key=lambda j: self.calls[j][4])
+        return iss - min(max(self.calls[p][4], self.calls[p][3]), iss)
+
+
+def _pg(a, dflt):
+    p = a.get("Process Group Name")
+    if p is None:
+        p = a.get("Process Group Description")
+    return str(p) if p is not None else dflt
+
+
+def _coll(label, a):
+    c = a.get("Collective name")
+    if isinstance(c, str) and c:
+        return c.lower()
+    m = KERNEL_COLL_RE.match(label) or None
+    if m:
+        return m.group(1).lower()
+    m = C10D_RE.match(label)
+    return m.group("n").replace("_base", "").lower() if m else label.lower()
+
+
+def _median_int(v):
+    v = sorted(v)
+    h = len(v) // 2
+    return v[h] if len(v) % 2 else (v[h - 1] + v[h]) // 2
+
+
+def audit_ranks(docs_trs, rep, label) -> Audit:
+    """The late-rank claims of a ranks report (``ranks.late[]``): which calls each rank arrived last at, the waits
+    it caused, and the comparison interval: per call, from the end of the previous call on the issuing thread to
+    this launch, the late rank's summed against the median of the other ranks' (``compared``, ``interval_us``,
+    ``others_interval_us``). The ranks' calls are matched by process group and order; the clock offset of each
+    rank is its time base's, corrected by the median of its collectives' end times against the lowest rank's
+    where those agree (checked against ``ranks.clock``). Taken from the report, not recomputed: how many leading
+    calls are start-up skew (``ranks.startup.calls``)."""
+    A = Audit(label)
+    rk = rep.get("ranks")
+    if not isinstance(rk, dict):
+        A.na("ranks (no ranks section)")
+        return A
+    modes = [((t.get("window") or {}).get("mode")) or "all" for t in rep.get("traces", [])]
+    by_path = {}
+    for t, md in zip(rep.get("traces", []), modes):
+        by_path[t.get("rank")] = md
+    R = sorted((RankCalls(tr, doc, by_path.get(_int((doc.get("distributedInfo") or {}).get("rank")), "steps"),
+                          False) for doc, tr in docs_trs), key=lambda x: (x.rank is None, x.rank or 0))
+    # groups: process group -> members and their calls in order
+    groups = []
+    for pg in sorted({c[0] for x in R for c in x.calls}):
+        per = [[i for i, c in enumerate(x.calls) if c[0] == pg] for x in R]
+        mem = [r for r in range(len(R)) if per[r]]
+        if len(mem) < 2:
+            continue
+        n = min(len(per[r]) for r in mem)
+        key = [[("p2p" if R[r].calls[i][1] in P2P else R[r].calls[i][1]) for i in per[r][:n]] for r in mem]
+        if any(k != key[0] for k in key):
+            A.na(f"ranks: group {pg} matched by name (not re-derived)")
+            return A
+        groups.append((mem, [per[r][:n] for r in mem]))
+    # clocks
+    shift = [(x.base - R[0].base) if (R[0].base and x.base) else 0 for x in R]
+    rep_clock = {c.get("rank"): c for c in rk.get("clock") or []}
+    for r in range(1, len(R)):
+        d = []
+        for mem, idx in groups:
+            if mem[0] != 0 or r not in mem:
+                continue
+            j = mem.index(r)
+            d += [R[r].calls[a][3] + shift[r] - R[0].calls[b][3] for a, b in zip(idx[j], idx[0])]
+        if d:
+            d.sort()
+            h = len(d) // 2
+            med = d[h] if len(d) % 2 else (d[h - 1] + d[h]) / 2
+            dev = sorted(abs(x - med) for x in d)
+            mad = dev[h] if len(dev) % 2 else (dev[h - 1] + dev[h]) / 2
+            if mad <= abs(med) / 4 and len(d) >= CLOCK_MIN_MATCHES:
+                shift[r] -= int(round(med))
+        c = rep_clock.get(R[r].rank)
+        if c is not None:
+            A.eq_us(f"ranks.clock rank {R[r].rank} offset_us", c.get("offset_us"), shift[r])
+    # columns in time order; the first ``startup.calls`` are start-up skew (the report's count)
+    cols = sorted((min(R[r].calls[idx[k][c]][2] + shift[r] for k, r in enumerate(mem)), g, c)
+                  for g, (mem, idx) in enumerate(groups) for c in range(len(idx[0])))
+    n_su = int((rk.get("startup") or {}).get("calls") or 0)
+    startup = {(g, c) for _, g, c in cols[:n_su]}
+    late = defaultdict(list)  # rank position -> [(call, {partner position: call}, waits caused)]
+    matched = Counter()
+    for g, (mem, idx) in enumerate(groups):
+        for c in range(len(idx[0])):
+            if (g, c) in startup:
+                continue
+            st = [R[r].calls[idx[k][c]][2] + shift[r] for k, r in enumerate(mem)]
+            en = [R[r].calls[idx[k][c]][3] + shift[r] for k, r in enumerate(mem)]
+            for r in mem:
+                matched[r] += 1
+            last = max(st)
+            if last - min(st) <= 0:
+                continue
+            k = st.index(last)
+            waits = sum(min(max(last - s_, 0), e_ - s_) for s_, e_ in zip(st, en))
+            late[mem[k]].append((idx[k][c], {r: idx[j][c] for j, r in enumerate(mem) if j != k}, waits))
+    pos = {x.rank: i for i, x in enumerate(R)}
+    for e in rk.get("late") or []:
+        r = pos.get(e.get("rank"))
+        p = f"ranks.late rank {e.get('rank')}"
+        if not A.ok(r is not None and late.get(r), f"{p} exists", "a late rank", "it arrived last at no call"):
+            continue
+        calls = late[r]
+        A.ok(e.get("count") == len(calls), f"{p} count", e.get("count"), len(calls))
+        A.ok(e.get("of") == matched[r], f"{p} of", e.get("of"), matched[r])
+        A.eq_us(f"{p} waits_caused_us", e.get("waits_caused_us"), sum(w for _, _, w in calls), tol=len(calls))
+        n = mine_t = theirs_t = 0
+        for i, partners, _ in calls:
+            mine = R[r].interval(i)
+            theirs = [R[q].interval(j) for q, j in partners.items()]
+            theirs = [x for x in theirs if x is not None]
+            if mine is None or not theirs:
+                continue
+            n += 1
+            mine_t += mine
+            theirs_t += _median_int(theirs)
+        A.ok(e.get("compared") == n, f"{p} compared", e.get("compared"), n)
+        A.eq_us(f"{p} interval_us (previous collective's end to the launch)", e.get("interval_us"), mine_t,
+                tol=max(n, 1))
+        A.eq_us(f"{p} others_interval_us (median of the others', same calls)", e.get("others_interval_us"),
+                theirs_t, tol=max(n, 1))
+    return A
+
+
+def audit_ranks_paths(paths, cmd, cwd, whole=False, out=sys.stdout):
+    label = " + ".join(os.path.basename(p) for p in paths)
+    docs_trs = []
+    for pth in paths:
+        doc = read_trace(pth)
+        docs_trs.append((doc, Trace(doc)))
+    argv = shlex.split(cmd) + ["report", "--json", "--top", "100000"] + (["--whole-trace"] if whole else []) + [
+        os.path.abspath(p) for p in paths]
+    pr = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+    if pr.returncode != 0:
+        A = Audit(label)
+        A.ok(False, "report", f"no JSON ({pr.stderr.strip()[-160:]})", "readable traces")
+    else:
+        A = audit_ranks(docs_trs, json.loads(pr.stdout), label)
+    for line in A.mismatches:
+        print(line, file=out)
+    nc = sum(A.unchecked.values())
+    detail = ", ".join(f"{k} x{v}" for k, v in sorted(A.unchecked.items()))
+    print(f"{label}: summary: {A.checked} claims checked, {len(A.mismatches)} mismatches, {nc} not checkable"
+          + (f" ({detail})" if detail else ""), file=out)
+    return A
 
 
 # -------------------------------------------------------------------------------------------- driver
@@ -1695,7 +2019,15 @@ def main(argv=None) -> int:
     ap.add_argument("--whole-trace", action="store_true", help="audit the report's --whole-trace window")
     ap.add_argument("--pair", nargs=2, action="append", default=[], metavar=("A", "B"),
                     help="audit the before/after verdict of `report A B` (comparison.unprofiled); repeatable")
+    ap.add_argument("--ranks", action="store_true",
+                    help="the traces are the ranks of one job: audit the report of them together (late ranks)")
     a = ap.parse_args(argv)
+    if a.ranks:
+        if len(a.traces) < 2:
+            ap.print_usage(sys.stderr)
+            return 2
+        A = audit_ranks_paths(a.traces, a.report_cmd, a.cwd, a.whole_trace)
+        return 1 if A.mismatches else 0
     paths = list(a.traces) + (all_traces() if a.all else [])
     if not paths and not a.pair:
         ap.print_usage(sys.stderr)

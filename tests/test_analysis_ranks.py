@@ -212,8 +212,8 @@ def test_cpu_side_collectives_name_the_late_rank_and_its_stack():
     assert (b.func, b.file, b.line, b.calls) == ("_straggler_work", "capture/demo.py", 112, 3)
     assert (b.late_ns, b.others_ns, b.excess_ns) == (885_000, 0, 885_000)
     md = render_markdown(aa)
-    assert ("rank 1 arrived last 4 times (of 4), the others waited 1.20 ms for it; between its collective launches "
-            "(3 compared) its thread spent longer than the other ranks' in `_straggler_work` (capture/demo.py:112): "
+    assert ("rank 1 arrived last 4 times (of 4), the others waited 1.20 ms for it; from the end of each previous "
+            "collective to its launch (3 compared) its thread spent longer than the other ranks' in `_straggler_work` (capture/demo.py:112): "
             "885.0 µs own time vs 0 ns") in md
     assert "| 0 | cpu |" in md and "### Late ranks" in md
     f0 = [f.title for f in aa[0].findings if f.id == "collective-wait-0"]
@@ -245,8 +245,9 @@ def test_summaries_combined_on_rank_0_name_the_late_rank(tmp_path):
     assert comb["phases"][0]["late"][0]["rank"] == 1
     assert comb["phases"][0]["late"][0]["blamed"][0]["excess_us"] == 885.0
     assert comb["lines"][0].startswith("rank 1 arrived last 4 times (of 4), the others waited 1.20 ms for it; "
-                                       "between its collective launches (3 compared) its thread spent longer than "
-                                       "the other ranks' in `_straggler_work` (capture/demo.py:112)")
+                                       "from the end of each previous collective to its launch (3 compared) its "
+                                       "thread spent longer than the other ranks' in `_straggler_work` "
+                                       "(capture/demo.py:112)")
 
 
 def test_explorer_lanes_use_the_corrected_offset():

@@ -305,12 +305,12 @@ def test_stack_panel_shortens_builtin_frames_and_shows_innermost_first():
     txt, det = run(go())
     assert "object at 0x" not in txt and "pybind11_builtins" not in txt
     lines = txt.splitlines()
-    i = next(k for k, ln in enumerate(lines) if "CPU stack at gap start" in ln)
+    i = next(k for k, ln in enumerate(lines) if "launching thread when the GPU went idle" in ln)
     first = lines[i + 1].split("▏")[-1]
     # the innermost frame first, as the report writes it (display_frame: no "of <object at 0x...>" tail)
     from gapscope.tui.analysis.names import display_frame
 
-    assert display_frame(det.stack[-1].name)[:30] in first
+    assert display_frame(det.idle_stack[-1].name)[:30] in first
 
 
 # ------------------------------------------------------------------------- friction 1: 80x24 layout

@@ -115,10 +115,19 @@ def right_report(path="t.json"):
         "streams": [{"rank": None, "device": 0, "stream": 7, "busy_us": 33.0, "idle_us": 108.0, "gaps": 4,
                      "largest_gap_us": 50.0, "kernels": 6}],
         "gaps": [  # largest first; starts relative to the origin (75 µs)
-            gap(75.0, 50.0, "python", "relu_k", "cudaLaunchKernel", "aten::relu", SLEEP_EXPLANATION, host=HOST),
-            gap(23.0, 49.0, "sync", "mul_k", "cudaLaunchKernel", "aten::mul", SYNC_EXPLANATION),
-            gap(128.0, 8.0, "launch", "g1", "cudaGraphLaunch", None, GRAPH_EXPLANATION),
-            gap(20.0, 1.0, "launch", "add_k", "cudaLaunchKernel", "aten::add", QUEUED_EXPLANATION),
+            # stack_at_idle: the events of thread 100 open at the gap start (ts <= t0 < end); launch_stack: open
+            # at the launch call's start (the call itself included)
+            gap(75.0, 50.0, "python", "relu_k", "cudaLaunchKernel", "aten::relu", SLEEP_EXPLANATION, host=HOST,
+                # t0 = 150: aten::mul [140, 150) has ended, post [150, 190) has begun, sleep [152, ...) not yet
+                stack_at_idle=["main.py(10): step", "main.py(30): post"],
+                launch_stack=["main.py(10): step", "aten::relu", "cudaLaunchKernel"]),
+            gap(23.0, 49.0, "sync", "mul_k", "cudaLaunchKernel", "aten::mul", SYNC_EXPLANATION,
+                stack_at_idle=["main.py(10): step"], launch_stack=["main.py(10): step", "aten::mul", "cudaLaunchKernel"]),
+            gap(128.0, 8.0, "launch", "g1", "cudaGraphLaunch", None, GRAPH_EXPLANATION,
+                stack_at_idle=["main.py(10): step"],
+                launch_stack=["main.py(10): step", "main.py(40): replay", "cudaGraphLaunch"]),
+            gap(20.0, 1.0, "launch", "add_k", "cudaLaunchKernel", "aten::add", QUEUED_EXPLANATION,
+                stack_at_idle=["main.py(10): step"], launch_stack=["main.py(10): step", "aten::add", "cudaLaunchKernel"]),
         ],
         "causes": {"copy": {"count": 0, "total_us": 0.0}, "sync": {"count": 1, "total_us": 49.0},
                    "python": {"count": 1, "total_us": 50.0}, "launch": {"count": 2, "total_us": 9.0}},
@@ -142,8 +151,10 @@ def right_report(path="t.json"):
              "evidence": {"cause": "python", "gaps": 1, "idle_us": 50.0, "share_of_window_pct": 35.461,
                           "largest_gap_us": 50.0, "frame": "main.py(30): post",
                           "examples": [example(0, 75.0, 50.0, "relu_k", "aten::relu", SLEEP_EXPLANATION, host=HOST)]}},
+            # the fix counts calls: aten::item [100, 130) in step, its _local_scalar_dense and sync inside it
             {"id": "sync-1", "severity": "high", "cause": "sync", "idle_us": 49.0, "suggestion": "",
-             "title": "1 sync from `main.py(10): step` cost 49.0 µs of GPU idle",
+             "fix": "remove the 1 synchronising call in `main.py(10): step`",
+             "title": "1 gap after a sync from `main.py(10): step` cost 49.0 µs of GPU idle",
              "evidence": {"cause": "sync", "gaps": 1, "idle_us": 49.0, "share_of_window_pct": 34.752,
                           "largest_gap_us": 49.0, "frame": "main.py(10): step",
                           "examples": [example(1, 23.0, 49.0, "mul_k", "aten::mul", SYNC_EXPLANATION)]}},
@@ -240,9 +251,9 @@ WRONG = [
     ("allocator total", ("allocator", "cudaMalloc", "total_us"), 5.0, "allocator `cudaMalloc` total_us"),
     ("allocator row missing", ("allocator",), {}, "allocator table row `cudaMalloc`"),
     ("finding idle vs evidence", ("findings", 0, "idle_us"), 60.0, "idle_us vs evidence"),
-    ("finding title count", ("findings", 1, "title"), "2 syncs from `main.py(10): step` cost 49.0 µs of GPU idle",
+    ("finding title count", ("findings", 1, "title"), "2 gaps after syncs from `main.py(10): step` cost 49.0 µs of GPU idle",
      "title count"),
-    ("finding title time", ("findings", 1, "title"), "1 sync from `main.py(10): step` cost 59.0 µs of GPU idle",
+    ("finding title time", ("findings", 1, "title"), "1 gap after a sync from `main.py(10): step` cost 59.0 µs of GPU idle",
      "title time"),
     ("finding largest gap", ("findings", 0, "evidence", "largest_gap_us"), 70.0, "largest_gap_us"),
     ("finding share", ("findings", 0, "evidence", "share_of_window_pct"), 50.0, "share_of_window_pct"),
@@ -307,6 +318,16 @@ WRONG = [
     ("'already queued' finding whose kernel was not", ("findings", 2, "title"),
      "1 gap where the next kernel was already queued (GPU-side latency) cost 8.0 µs of GPU idle", "'already queued'"),
     ("verdict text", ("devices", 0, "verdict", "text"), "4 kernels from 2 graph replays", "verdict text"),
+    ("sync fix counting nested calls", ("findings", 1, "fix"), "remove the 3 synchronising calls in `main.py(10): step`",
+     "finding sync-1 fix: synchronising calls"),
+    ("sync fix of another frame", ("findings", 1, "fix"), "remove the 1 synchronising call in `main.py(20): work`",
+     "finding sync-1 fix frame"),
+    # the launch stack given as the stack at the gap start (what the report did before issue 23)
+    ("stack at idle is the launch stack", ("gaps", 0, "stack_at_idle"),
+     ["main.py(10): step", "aten::relu", "cudaLaunchKernel"], "gap 0 (device 0, start 75.0 µs) stack_at_idle"),
+    ("stack at idle misses a frame", ("gaps", 1, "stack_at_idle"), [], "stack_at_idle"),
+    ("launch stack of another call", ("gaps", 2, "launch_stack"), ["main.py(10): step", "main.py(40): replay"],
+     "launch_stack"),
 ]
 
 

@@ -69,7 +69,7 @@ def test_markdown_headline_findings_and_stack(tmp_path):
     md = render_markdown([a])
     assert md.startswith("# gapscope report: sync.json")
     assert "Biggest cause: **sync**" in md
-    assert "1 sync from `model.py(42): hook` cost 100.0 µs of GPU idle" in md
+    assert "1 gap after a sync from `model.py(42): hook` cost 100.0 µs of GPU idle" in md
     assert "cudaStreamSynchronize" in md and "Remove the host synchronisation" in md
     assert len(md.splitlines()) < 80
 
@@ -143,7 +143,7 @@ def test_two_traces_before_after(tmp_path, schema):
     assert "| sync | 100.0 µs | 1 | 0 ns | 0 | **−100.0 µs** |" in md
     assert "| python | 0 ns | 0 | 100.0 µs | 1 | **+100.0 µs** |" in md
     assert "- new in B: 1 gap while host work from `serve.py(88): postprocess`" in md
-    assert "- gone in B: 1 sync from `model.py(42): hook`" in md
+    assert "- gone in B: 1 gap after a sync from `model.py(42): hook`" in md
     doc = build_json([a, b])
     jsonschema.validate(doc, schema)
     assert {g["trace"] for g in doc["gaps"]} == {0, 1}

@@ -87,6 +87,8 @@ class GapDetail:
     row: int
     cause: str
     explanation: str
+    #: the stack the cause points to (its evidence, and the frame findings group by): the launch stack of a
+    #: launch gap, the synchronising call of a sync gap, the frame holding the CPU of a python gap, ...
     stack: list[Frame]
     breakdown: dict[str, int]
     next_kernel: str
@@ -99,6 +101,9 @@ class GapDetail:
     device: int = 0
     signature: str | None = None  # the frame a person would fix (for grouping into findings)
     extra: dict = field(default_factory=dict)
+    #: the launching thread's stack at t0, the moment the GPU went idle (what the CPU was doing as the queue ran
+    #: dry); ``launch_stack`` is the other fixed point: what finally fed the GPU
+    idle_stack: list[Frame] = field(default_factory=list)
 
 
 @dataclass
@@ -371,21 +376,22 @@ class Analysis:
         else:
             stack, extra = st.stack_at(thr, t0), {}
         sig = signature_frame(stack)
+        idle_stack = st.stack_at(thr, t0) if thr >= 0 else []
         det = GapDetail(i, cause, "", stack, bd, nk, launch, next_op, launch_stack, thr, t0, dur, int(g.device[i]),
-                        sig.name if sig else None, extra)
+                        sig.name if sig else None, extra, idle_stack)
         det.explanation = self._explain(det, tl)
         return det
 
     def gap_signatures(self, rows) -> list[str | None]:
         """``gap_detail(r).signature`` for each row, without building the details: the stacks of the
-        Python-held and collective gaps are taken all at once (``_holder_points``, ``signature_events``);
-        other causes, and rows already detailed, go through ``gap_detail``."""
+        Python-held, sync and collective gaps are taken all at once (``_holder_points``, ``_sync_anchor``,
+        ``signature_events``); other causes, and rows already detailed, go through ``gap_detail``."""
         m, g = self.model, self.gaps
         rows = np.asarray(rows, np.int64)
         out: list[str | None] = [None] * rows.size
         cause = g.cause[rows]
-        py_c, coll_c = CAUSES.index("python"), CAUSES.index("collective")
-        fast = np.array([(c == py_c or c == coll_c) and r not in self._details
+        py_c, coll_c, sync_c = CAUSES.index("python"), CAUSES.index("collective"), CAUSES.index("sync")
+        fast = np.array([c in (py_c, coll_c, sync_c) and r not in self._details
                          for r, c in zip(rows.tolist(), cause.tolist())], dtype=bool)
         for k in np.flatnonzero(~fast).tolist():
             out[k] = self.gap_detail(int(rows[k])).signature
@@ -398,6 +404,10 @@ class Analysis:
                 at, ev = self._holder_points(thr[py], g.start_ns[r[py]], g.t_launch_ns[r[py]])
                 t[py] = at
                 self._holders.update(zip(r[py].tolist(), zip(at.tolist(), ev.tolist())))
+            # a sync gap's stack is taken inside its synchronising call (causes/sync.py's gather)
+            for j in np.flatnonzero(cause[k] == sync_c).tolist():
+                rr = int(r[j])
+                t[j] = self._sync_anchor(int(g.thread[rr]), int(g.start_ns[rr]), int(g.t_launch_ns[rr]))
             sig = self.stacks.signature_events(thr, t)
             for j, e in zip(k.tolist(), sig.tolist()):
                 out[j] = m.name(e) if e >= 0 else None

@@ -179,7 +179,7 @@ def project(a) -> Projection:
                 chk = _check_ops(r, frame, reads)
             except (ValueError, IndexError, KeyError):
                 chk = None
-            if chk is not None:
+            if chk is not None and chk[2] > 0:  # no op of the frame computed the values: the read alone
                 (cs, ce, ct), drop, n_ops = chk
                 end = r.run(r.removal(cs, ce, ct), c, drop=drop)
                 sv2 = int(round(max(base_step - max(r.span(end).values()) / steps, sv)))

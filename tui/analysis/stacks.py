@@ -175,13 +175,15 @@ class StackIndex:
         ts = m.ts_ns[evs].tolist() if evs else []
         en = self.end[evs].tolist() if evs else []
         kd = m.kind[evs].tolist() if evs else []
-        order = sorted(range(len(evs)), key=lambda k: (ts[k], -en[k], 0 if kd[k] == _PY else 1))
+        # frames of the same interval (integer-µs traces: aten::to and the aten::_to_copy it calls): the caller
+        # first, as it is further up its chain (a chain lists innermost first)
+        order = sorted(range(len(evs)), key=lambda k: (ts[k], -en[k], 0 if kd[k] == _PY else 1, -k))
         return [self.frame(evs[k]) for k in order]
 
     def signature_events(self, thread, t) -> np.ndarray:
         """``signature_frame(stack_at(thread, t)).event`` (-1 for None), vectorised over arrays of (thread, t):
         the same frames (the ``_chain`` of the innermost 'cpu' and 'py' events, zero-length ancestors
-        included), in the same order (``stack_at``'s sort, ties in chain order) and the same choice (innermost
+        included), in the same order (``stack_at``'s sort, ties outermost first) and the same choice (innermost
         user Python frame, else innermost annotation that is not a step range, else innermost op or sync
         call), without building Frame lists. For the findings, which group ~2,000 gaps by this frame."""
         m = self.m
@@ -206,7 +208,8 @@ class StackIndex:
                 tp = t[pts]
                 keep = ((m.ts_ns[cur] <= tp) & (tp < self.end[cur])) | (m.dur_ns[cur] == 0)
                 if keep.any():
-                    self._offer(best, best_ev, pts[keep], cur[keep], fam_no * 100_000 + level)
+                    # stack_at puts a caller before a callee of the same interval: the later one is the inner
+                    self._offer(best, best_ev, pts[keep], cur[keep], fam_no * 100_000 - level)
                 cur = self._up.get(fam, m.parent)[cur].astype(np.int64)
                 live = cur >= 0
                 pts, cur = pts[live], cur[live]

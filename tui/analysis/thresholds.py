@@ -94,8 +94,8 @@ Several ranks (see ranks/):
     ``clock_tolerance_ns``. Only the first collectives (until one does not qualify) can be start-up skew.
 ``late_blame_share`` (0.2)
     A frame is blamed for a late rank when its excess own time (the late rank's minus the other ranks'
-    median, in the intervals between collective launches) is at least this share of how late the rank was
-    in those calls (per call the longest wait of another rank). A host that is evenly slower spreads its
+    median, in the intervals from each previous collective's end to the launch) is at least this share of how
+    late the rank was in those calls (per call the longest wait of another rank). A host that is evenly slower spreads its
     excess over many frames, none of which reaches it.
 ``late_blame_top`` (3)
     At most this many blamed frames are named.

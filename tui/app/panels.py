@@ -376,11 +376,19 @@ def stack_text(scene: Scene, glyphs: G.Glyphs, *, full: bool = False) -> Text:
     fix = _finding_fix(a, row)
     if fix:
         t.add(fix, "bold").nl()
-    if det.stack:
-        t.add("CPU stack at gap start (innermost first):", "bold").nl()
-        frames_block(t, det.stack, full)
+    # two stacks, two names: the launching thread when the GPU went idle (t0) and the launch that fed it; the
+    # stack the cause points to (a sync call, the frame holding the CPU) only where it is neither
+    idle = det.idle_stack
+    if idle:
+        t.add("launching thread when the GPU went idle (innermost first):", "bold").nl()
+        frames_block(t, idle, full)
     else:
-        t.add("CPU stack at gap start: nothing recorded", "bold").nl()
+        t.add("launching thread when the GPU went idle: nothing recorded", "bold").nl()
+    names = [f.name for f in det.stack]
+    if det.stack and names != [f.name for f in idle] and names != [f.name for f in det.launch_stack]:
+        same = common_outer(idle, det.stack)
+        t.add(f"stack the {det.cause} cause points to (innermost first):", "bold").nl()
+        frames_block(t, det.stack[same:], full, outer=same)
     if det.breakdown:
         tid = det.thread_track
         who = scene.model.tracks[tid].name if 0 <= tid < len(scene.model.tracks) else "launching thread"
@@ -399,12 +407,13 @@ def stack_text(scene: Scene, glyphs: G.Glyphs, *, full: bool = False) -> Text:
         t.add(" via ").add(det.launch, "yellow")
     t.nl()
     if det.launch_stack:
-        # a diff against the gap-start stack: the frames they share are one line
-        same = common_outer(det.stack or [], det.launch_stack)
-        if same == len(det.launch_stack) and same == len(det.stack or []):
-            t.add("launch stack: the same as at gap start", "bold").nl()
+        # a diff against the stack when the GPU went idle: the frames they share are one line
+        same = common_outer(idle, det.launch_stack)
+        if same == len(det.launch_stack) and same == len(idle):
+            t.add("launch stack (what fed the GPU): the same as when it went idle", "bold").nl()
         else:
-            t.add("launch stack (innermost first, below the frames it shares with the gap start):", "bold").nl()
+            t.add("launch stack (what fed the GPU; innermost first, below the frames it shares with the stack "
+                  "above):", "bold").nl()
             frames_block(t, det.launch_stack[same:], full, outer=same)
     return t.text
 

@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Static
 
 from ..analysis.activity import achieved_text
 from ..analysis.names import display_frame
+from ..analysis.ranks import effect_ns
 from . import glyphs as G
 from .evidence import evidence_lines
 from .safe import ascii_safe, safe, short_kernel
@@ -82,14 +83,16 @@ def projection_of(a):
 def findings_of(sc: Scene | None) -> list:
     """(part, index, finding) listed in the findings view: the active trace's in the report's order (ranked by
     the projected saving of their fix, as ``gapscope report``; by idle time where there is no projection); in
-    a multi-rank tab every rank's (the waiting rank's finding names the late one), largest idle first."""
+    a multi-rank tab every rank's (the waiting rank's finding names the late one), largest effect first (idle
+    time; the waits a late rank caused for its finding, which explains no idle of its own), as the report."""
     if sc is None:
         return []
     parts = range(len(sc.parts)) if sc.multi else [sc.active]
     out = [(pi, i, f) for pi in parts for i, f in enumerate(getattr(sc.parts[pi].analysis, "findings", None)
                                                                or [])]
     if sc.multi:
-        out.sort(key=lambda e: (-int(e[2].idle_ns), e[0], e[1]))
+        # on a tie (the late rank's finding and the wait it caused) the late rank first, as the report
+        out.sort(key=lambda e: (-effect_ns(e[2]), not str(e[2].id).startswith("late-rank-"), e[0], e[1]))
     elif out:
         pj = projection_of(sc.parts[sc.active].analysis)
         if pj is not None:  # the report's order (Projection.ranked; sorted() is stable)

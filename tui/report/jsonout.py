@@ -120,6 +120,8 @@ def gap_entries(a, top: int, ti: int | None = None) -> list[dict]:
             "cause": d.cause,
             "next_op": {"kernel": d.next_kernel, "launch": d.launch, "op": d.next_op},
             "cpu_stack": [f.name for f in d.stack],
+            "stack_at_idle": [f.name for f in d.idle_stack],
+            "launch_stack": [f.name for f in d.launch_stack],
             "cpu_breakdown": {k: _us(v) for k, v in d.breakdown.items()},
             "explanation": d.explanation,
         }

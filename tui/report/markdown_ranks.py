@@ -78,8 +78,8 @@ def ranks_table(analyses) -> list[str]:
     if rm.late:
         L.append("### Late ranks")
         L.append("")
-        L.append("What made a rank late: per frame, its thread's own time between collective launches minus the "
-                 "other ranks' (median) in the same intervals.")
+        L.append("What made a rank late: per frame, its thread's own time from the end of each previous collective "
+                 "to its launch minus the other ranks' (median) in the same intervals.")
         L.append("")
         L.append("| rank | arrived last | others waited | frame | own time | others (median) | excess |")
         L.append("|---:|---:|---:|---|---:|---:|---:|")

@@ -131,6 +131,27 @@ def _stack_lines(frames, limit=7) -> list[str]:
     return lines
 
 
+def gap_stacks_lines(d) -> list[str]:
+    """A gap's two stacks under their own names (the launching thread when the GPU went idle, and the launch that
+    fed it), plus the stack the cause points to where it is neither (a sync call, the frame holding the CPU)."""
+    names = [f.name for f in d.idle_stack]
+    launch = [f.name for f in d.launch_stack]
+    out = []
+    for title, frames in (("Launching thread when the GPU went idle:", d.idle_stack),
+                          ("Launch stack (what fed the GPU):", d.launch_stack)):
+        if frames is d.launch_stack and frames and launch == names:
+            out += ["", "   Launch stack (what fed the GPU): the same as when the GPU went idle."]
+            continue
+        out += ["", f"   {title}" + ("" if frames else " nothing recorded.")]
+        if frames:
+            out += ["   " + x for x in _fence(_stack_lines(frames))]
+    cs = [f.name for f in d.stack]
+    if d.stack and cs != names and cs != launch:
+        out += ["", f"   Stack the {d.cause} cause points to:"]
+        out += ["   " + x for x in _fence(_stack_lines(d.stack))]
+    return out
+
+
 def _fence(lines: list[str]) -> list[str]:
     body = "\n".join(lines)
     fence = "```"
@@ -205,9 +226,7 @@ def single(a, top: int, title: bool = True) -> list[str]:
             L.append(f"{r + 1}. **{t(d.dur_ns)}** at +{t(st)} on cuda:{d.device} — **{d.cause}** — next "
                      f"{code(d.next_op or d.next_kernel, False, 80)}")
             L.append(f"   {inline(d.explanation)}")
-            if d.stack:
-                L.append("")
-                L += ["   " + x for x in _fence(_stack_lines(d.stack))]
+            L += gap_stacks_lines(d)
             L.append("")
     L += streams_section(a)
     if a.kernels:

@@ -57,7 +57,9 @@ CAUSE = Cause(
     name="sync", order=30, letter="S", colour="red",
     summary="the launching thread was waiting in a synchronising call when the GPU ran dry; the gap is the time it "
             "took the CPU to submit new work",
-    title="{n} syncs{where} cost {t} of GPU idle",
+    # the count is of gaps (one synchronising call can leave several; calls are counted by the fix that removes
+    # them): "855 syncs" beside "remove the 856 synchronising calls" read as two counts of one thing
+    title="{n} gaps after syncs{where} cost {t} of GPU idle",
     suggestion="Remove the host synchronisation: avoid .item()/.cpu()/.tolist()/printing GPU values in the loop, keep "
                "the decision on the GPU (torch.where, sampling on device), or read the value one step later.",
     rule=rule, gather=gather, explain=explain, advise=advise, by_frame=True,

@@ -15,7 +15,7 @@ Thresholds: ``Thresholds.clock_*``, ``startup_skew_share``, ``late_blame_*`` (th
 
 from __future__ import annotations
 
-from .job import FINDING_PREFIXES, align_clocks, analyze_ranks, match_collectives
+from .job import FINDING_PREFIXES, align_clocks, analyze_ranks, effect_ns, match_collectives
 from .match import match_timelines
 from .records import Blamed, ClockCheck, CollectiveRow, LateRank, RankMatch, RankStats, StartupSkew
 from .summary import combine_summaries, summarise
@@ -24,5 +24,5 @@ from .timeline import Timeline, base_ns, same_job, timeline
 
 __all__ = ["FINDING_PREFIXES", "Blamed", "ClockCheck", "CollectiveRow", "LateRank", "RankMatch", "RankStats",
            "StartupSkew", "Timeline", "align_clocks", "analyze_ranks", "base_ns", "blame_clause",
-           "combine_summaries", "late_sentence", "match_collectives", "match_timelines", "same_job",
+           "combine_summaries", "effect_ns", "late_sentence", "match_collectives", "match_timelines", "same_job",
            "startup_sentence", "summarise", "timeline"]

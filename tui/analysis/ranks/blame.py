@@ -1,7 +1,9 @@
-"""What made a late rank late: its host timeline since its previous collective launch against the other ranks'.
+"""What made a late rank late: its host timeline since its previous collective ended against the other ranks'.
 
 For every steady-state call a rank arrived last at, take on each rank the issuing thread's own time per frame
-(owntime.py) from the previous collective launch on that thread to this launch (``Timeline.own``). Per frame,
+(owntime.py) from the end of the previous collective on that thread (all ranks leave it together: the one
+starting point they share; from its launch, the others' wait inside it counted as their time) to this launch
+(``Timeline.own``, ``Timeline.since``). Per frame,
 the late rank's own time minus the median of the other ranks' own time in their same interval is the frame's
 excess; summed over the calls. A frame is **blamed** when its excess is at least ``late_blame_share`` of how
 late the rank was in the compared calls (per call the longest wait of another rank) and it is not itself a

@@ -35,6 +35,15 @@ _ADVICE = ("Shorten or move that work, or balance it across ranks; or overlap th
            "(bucketing, async_op=True and wait later).")
 
 
+def effect_ns(f: Finding) -> int:
+    """What a finding is ranked by among several ranks' (the report's ``_effect_us``, the explorer's findings
+    view): its idle time, or for a cross-rank finding (time inside collectives, not GPU idle) its
+    ``evidence["effect_us"]``: the waits a late rank caused, the wait of a waiting rank."""
+    ev = f.evidence if isinstance(f.evidence, dict) else {}
+    eff = ev.get("effect_us")
+    return max(int(f.idle_ns), int(round(float(eff) * 1e3)) if isinstance(eff, (int, float)) else 0)
+
+
 def _severity(share: float) -> str:
     # the same cut-offs as the single-rank findings (findings.py)
     return "high" if share >= 0.10 else "medium" if share >= 0.03 else "low" if share >= 0.005 else "info"

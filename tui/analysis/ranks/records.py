@@ -112,7 +112,7 @@ class LateRank:
     waits_caused_ns: int  # summed over the other ranks
     late_by_ns: int  # per call the longest wait of another rank (how late it was), summed
     compared: int  # calls whose interval since the previous launch could be compared with the other ranks'
-    interval_ns: int  # the late rank's time between launches, over the compared calls
+    interval_ns: int  # the late rank's time from each previous collective's end to its launch, compared calls
     others_interval_ns: int  # the others' (median per call), summed
     blamed: list[Blamed] = field(default_factory=list)  # the frames that differ (empty: none stands out)
     top_excess: list[Blamed] = field(default_factory=list)  # the largest excesses, blamed or not

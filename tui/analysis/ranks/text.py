@@ -24,21 +24,24 @@ def blamed_text(b: Blamed) -> str:
 
 
 def blame_clause(le: LateRank) -> str:
-    """What made the rank late, from its host timeline between collective launches against the others'."""
+    """What made the rank late, from its host timeline since each previous collective ended (every rank's common
+    point) up to its launch, against the others' in the same intervals."""
     if not le.compared:
         return ""
     if le.blamed:
-        return (f"; between its collective launches ({le.compared} compared) its thread spent longer than the "
-                f"other ranks' in " + "; ".join(blamed_text(b) for b in le.blamed))
+        return (f"; from the end of each previous collective to its launch ({le.compared} compared) its thread "
+                f"spent longer than the other ranks' in " + "; ".join(blamed_text(b) for b in le.blamed))
     top = ", ".join(f"{frame_text(b)} +{fmt_ns(b.excess_ns)}" for b in le.top_excess[:3])
-    return (f"; no frame stands out: between its collective launches ({le.compared} compared) its thread took "
+    return (f"; no frame stands out: from the end of each previous collective to its launch ({le.compared} "
+            f"compared) its thread took "
             f"{fmt_ns(le.interval_ns)} against the others' {fmt_ns(le.others_interval_ns)} (median)"
             + (f"; the largest excesses, each too small or too even to blame: {top}" if top else ""))
 
 
 def late_sentence(le: LateRank) -> str:
-    """'rank 1 arrived last 64 times (of 64), the others waited 222.10 ms for it; between its collective
-    launches its thread spent more time than the other ranks' in `_straggler_work` (...): ...'."""
+    """'rank 1 arrived last 64 times (of 64), the others waited 222.10 ms for it; from the end of each previous
+    collective to its launch (63 compared) its thread spent longer than the other ranks' in `_straggler_work`
+    (...): ...'."""
     return (f"rank {le.rank} arrived last {_times(le.count)} (of {le.of}), the others waited "
             f"{fmt_ns(le.waits_caused_ns)} for it" + blame_clause(le))
 
@@ -55,12 +58,12 @@ def startup_sentence(su: StartupSkew, rank=None) -> str:
 
 def wait_sentence(st: RankStats, late: LateRank | None) -> str:
     """'rank 0 waited 222.10 ms inside its collectives for late rank 1 (not GPU idle: ...); rank 1 spent
-    +155.90 ms in `_straggler_work` (capture/demo.py:112) between launches'."""
+    +155.90 ms in `_straggler_work` (capture/demo.py:112) before its launches'."""
     who = f"late rank {st.wait_for}" if st.wait_for is not None else "the other ranks"
     s = f"rank {st.rank} waited {fmt_ns(st.wait_ns)} inside its collectives for {who} (collective wait, not GPU idle)"
     if late is not None and late.blamed:
         s += (f"; rank {late.rank} spent " + ", ".join(f"+{fmt_ns(b.excess_ns)} in {frame_text(b)}" for b in late.blamed)
-              + " between launches, against the others")
+              + " before its launches, against the others")
     elif late is not None and late.compared:
         s += f"; no single frame of rank {late.rank} stands out"
     return s
