@@ -219,12 +219,14 @@ class Replay:
 
     # ------------------------------------------------------------------ running
     def run(self, removed: dict[int, _Removed] | None = None, c: float = 0.0, dur=None, nowait=None,
-            drop=None) -> np.ndarray:
+            drop=None, fuse=None) -> np.ndarray:
         """Replayed end of every item (``self.items`` order), with ``removed`` host time squeezed out of the
         threads and ``c`` ns of profiler overhead taken off every host event the thread recorded; ``dur``
         replaces the items' durations (``self.items`` order); the calls in ``nowait`` (event indices) no longer
         wait for the GPU; the items in ``drop`` (a mask, ``self.items`` order) do not run: they take no time,
-        hold up nothing, and their end is -1e30."""
+        hold up nothing, and their end is -1e30; the items in ``fuse`` (a mask, ``self.items`` order) run as the
+        nodes of one CUDA graph: each at the trace's median launch latency after its (replayed) launch call, and
+        one graph dispatch gap after its stream's previous item (replay_frames.py: a frame as one fused call)."""
         removed = removed or {}
         o = self.origin
         na = self.anchors.size
@@ -258,8 +260,13 @@ class Replay:
             fs[sel] = o + a
             fe[sel] = o + b
         # the launch latency includes the launch call's recorded overhead: it loses c too
-        lat = np.maximum(self.lat - c, 0).tolist() if c > 0 else self.lat.tolist()
-        qg, start = self.qgap.tolist(), self.start.tolist()
+        lat = np.maximum(self.lat - c, 0) if c > 0 else self.lat
+        qg = self.qgap
+        if fuse is not None:
+            fz = np.asarray(fuse, bool)
+            lat = np.where(fz, max(self.launch_lat_ns - c, 0), lat)
+            qg = np.where(fz, self.graph_gap_ns, qg)
+        lat, qg, start = lat.tolist(), qg.tolist(), self.start.tolist()
         dur = (self.dur if dur is None else np.asarray(dur, np.int64)).tolist()
         trk, dev, has, ia = self.trk.tolist(), self.dev.tolist(), self.has_launch.tolist(), self.item_anchor.tolist()
         dropped = np.asarray(drop, bool).tolist() if drop is not None else None
