@@ -2,9 +2,10 @@
 
 * **a frame as one fused GPU call** (``frame_whatifs``): the step with the frame's whole subtree of host time
   removed (its own time, its children, the built-ins and ops it calls, its synchronising calls and the run-ahead
-  the host lost in them) but for one op's dispatch per call (``dispatch_ns``: the median duration of the op that
-  issued a kernel launch), and its GPU work kept, launched as the nodes of one CUDA graph: the first at the
-  trace's median launch latency after that dispatch, the others back to back at the graph dispatch gap.
+  the host lost in them) and one op's dispatch per call put in its place (``dispatch_ns``: the median un-profiled
+  cost of an op that launches a kernel), and its GPU work kept, launched as the nodes of one CUDA graph: the
+  first at the trace's median launch latency after that dispatch, the others back to back at the graph dispatch
+  gap.
   This is "if this function were one fused GPU call" (a batched / grouped implementation, a compiled region), the
   fix a user makes to an eager loop. Own time of one frame and its sync drains are the wrong units for it: the
   experts loop of a MoE layer costs all the host work of its subtree.
@@ -77,10 +78,11 @@ def items_under(r: Replay, iv) -> np.ndarray:
     return out
 
 
-def dispatch_ns(r: Replay) -> int:
-    """The host cost of one fused call: the median recorded duration of the outermost aten op around each kernel
-    launch (what calling one op from Python costs: dispatch, its inner ops, the launch call), 0 when no launch is
-    inside an op. A fused function is still one op to call and launch."""
+def dispatch_ns(r: Replay, c: float = 0.0) -> int:
+    """The host cost of one fused call, un-profiled: the median over the outermost aten ops around kernel launches
+    (what calling one op from Python costs: dispatch, its inner ops, the launch call) of the op's recorded duration
+    less ``c`` per host event recorded in it; 0 when no launch is inside an op. A fused function is still one op
+    to call and launch."""
     from .replay_fixes import _outermost
 
     m = r.model
@@ -90,23 +92,19 @@ def dispatch_ns(r: Replay) -> int:
     L = m.launch[k]
     ops = np.flatnonzero((m.kind == int(Kind.CPU_OP)) & np.isin(m.track, np.unique(m.track[L])))
     top = _outermost(m, ops)
-    got = []
+    cost = []
     for t in np.unique(m.track[L]).tolist():
         o = top[m.track[top] == t]
         o = o[np.argsort(m.ts_ns[o], kind="stable")]
         lt = m.ts_ns[L[m.track[L] == t]]
         j = np.searchsorted(m.ts_ns[o], lt, side="right") - 1
         ok = (j >= 0) & (lt < (m.ts_ns[o] + m.dur_ns[o])[np.clip(j, 0, None)])
-        got.append(np.unique(o[j[ok]]))
-    got = np.concatenate(got) if got else np.zeros(0, np.int64)
-    return int(np.median(m.dur_ns[got])) if got.size else 0
-
-
-def fused_removal(m, idx, keep_ns: int):
-    """The host intervals a frame's fused what-if removes: each outermost call's interval less its first
-    ``keep_ns`` (the fused call's own dispatch), per thread. Returns (start, end, thread) arrays."""
-    s, e, t = subtree_intervals(m, idx)
-    return np.minimum(s + keep_ns, e), e, t
+        got = np.unique(o[j[ok]])
+        ev = r.host_ev.get(int(t), np.zeros(0, np.int64))
+        n = np.searchsorted(ev, m.ts_ns[got] + m.dur_ns[got], side="left") - np.searchsorted(ev, m.ts_ns[got])
+        cost.append(np.maximum(m.dur_ns[got] - c * n, 0))
+    cost = np.concatenate(cost) if cost else np.zeros(0)
+    return int(np.median(cost)) if cost.size else 0
 
 
 def candidates(a, r: Replay, rec_step_ns: float, extra=()) -> list[tuple[str, int]]:
@@ -148,9 +146,11 @@ def frame_whatif(a, r: Replay, name: str, c: float, base_step: float):
     if allc.size == 0:
         return None
     inw = frame_calls(m, name, r.window)
-    fz = items_under(r, subtree_intervals(m, allc))
-    iv = fused_removal(m, allc, dispatch_ns(r))
-    end = r.run(r.removal(*iv), c, fuse=fz)
+    iv = subtree_intervals(m, allc)
+    fz = items_under(r, iv)
+    d = dispatch_ns(r, c)
+    end = r.run(r.removal(*iv), c, fuse=fz, insert={int(t): (iv[0][iv[2] == t], np.full(int((iv[2] == t).sum()), d))
+                                                     for t in np.unique(iv[2]).tolist()})
     proj = max(r.span(end).values()) / steps
     s_w, e_w, _ = subtree_intervals(m, inw)
     under = fz & r.in_window

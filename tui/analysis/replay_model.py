@@ -219,14 +219,17 @@ class Replay:
 
     # ------------------------------------------------------------------ running
     def run(self, removed: dict[int, _Removed] | None = None, c: float = 0.0, dur=None, nowait=None,
-            drop=None, fuse=None) -> np.ndarray:
+            drop=None, fuse=None, insert=None) -> np.ndarray:
         """Replayed end of every item (``self.items`` order), with ``removed`` host time squeezed out of the
         threads and ``c`` ns of profiler overhead taken off every host event the thread recorded; ``dur``
         replaces the items' durations (``self.items`` order); the calls in ``nowait`` (event indices) no longer
         wait for the GPU; the items in ``drop`` (a mask, ``self.items`` order) do not run: they take no time,
         hold up nothing, and their end is -1e30; the items in ``fuse`` (a mask, ``self.items`` order) run as the
         nodes of one CUDA graph: each at the trace's median launch latency after its (replayed) launch call, and
-        one graph dispatch gap after its stream's previous item (replay_frames.py: a frame as one fused call)."""
+        one graph dispatch gap after its stream's previous item (replay_frames.py: a frame as one fused call);
+        ``insert`` ({thread: (points, ns)}, recorded times) adds host time on a thread: every anchor at or after a
+        point (since the origin) starts that much later, in replayed (un-profiled) time: the fused call's own
+        dispatch."""
         removed = removed or {}
         o = self.origin
         na = self.anchors.size
@@ -257,6 +260,16 @@ class Replay:
                 # overhead never makes time run backwards: each anchor's start and end keep their order
                 seq = np.maximum.accumulate(np.column_stack((a, b)).ravel()).reshape(-1, 2)
                 a, b = seq[:, 0], seq[:, 1]
+            ins = (insert or {}).get(int(thr))
+            if ins is not None:
+                pts, add = (np.asarray(x) for x in ins)
+                keep = pts >= o
+                pts, add = pts[keep], add[keep].astype(np.float64)
+                if pts.size:
+                    oo = np.argsort(pts, kind="stable")
+                    pts, cum = pts[oo], np.concatenate(([0.0], np.cumsum(add[oo])))
+                    a = a + cum[np.searchsorted(pts, ts, side="right")]
+                    b = b + cum[np.searchsorted(pts, te, side="right")]
             fs[sel] = o + a
             fe[sel] = o + b
         # the launch latency includes the launch call's recorded overhead: it loses c too
