@@ -174,11 +174,16 @@ def frame_whatifs(a, r: Replay, c: float, base_step: float, rec_step_ns: float) 
     return out
 
 
+#: the causes whose gaps are host work a frame's fused what-if removes (launch findings keep the graph replay of
+#: the whole step; gpu-wait, collective, profiler gaps are not the host's)
+ATTACH_CAUSES = ("python", "sync", "allocator", "copy")
+
+
 def attach(a, frames: list) -> dict[str, str]:
-    """Finding id -> the frame whose fused what-if is its figure: of the listed frames, the innermost (least
-    inclusive host time) under which at least FRAME_ATTACH_SHARE of the finding's idle time lies (each gap placed
-    at the middle of [its start, its next launch call] on its launching thread), or the finding's own frame.
-    Launch findings keep the graph replay (the whole step), theirs is not a frame's fix."""
+    """Finding id -> the frame whose fused what-if is its figure: the finding's own frame when it is listed, else
+    of the listed frames the innermost (least inclusive host time) under which at least FRAME_ATTACH_SHARE of the
+    finding's idle time lies (each gap placed at the middle of [its start, its next launch call] on its launching
+    thread). Only host-side findings (``ATTACH_CAUSES``)."""
     if not frames:
         return {}
     m, g = a.model, a.gaps
@@ -186,29 +191,28 @@ def attach(a, frames: list) -> dict[str, str]:
     order = sorted(frames, key=lambda w: (w.host_ns, w.frame))
     out = {}
     for f in a.findings:
-        if f.cause == "launch":
+        if f.cause not in ATTACH_CAUSES:
             continue
         fr = (f.evidence or {}).get("frame")
+        if fr in ivs:
+            out[f.id] = fr
+            continue
         rows = np.asarray(f.gap_rows, np.int64)
-        hit = None
-        if rows.size:
-            th = g.thread[rows].astype(np.int64)
-            mid = (g.start_ns[rows] + np.maximum(g.t_launch_ns[rows], g.start_ns[rows])) // 2
-            w8 = g.dur_ns[rows].astype(np.float64)
-            tot = float(w8.sum()) or 1.0
-            for w in order:
-                s, e, t = ivs[w.frame]
-                ok = np.zeros(rows.size, bool)
-                for tt in np.unique(t).tolist():
-                    sel = th == tt
-                    ok[sel] = _inside(s[t == tt], e[t == tt], mid[sel])
-                if float(w8[ok].sum()) / tot >= FRAME_ATTACH_SHARE:
-                    hit = w.frame
-                    break
-        if hit is None and fr in ivs:
-            hit = fr
-        if hit is not None:
-            out[f.id] = hit
+        if rows.size == 0:
+            continue
+        th = g.thread[rows].astype(np.int64)
+        mid = (g.start_ns[rows] + np.maximum(g.t_launch_ns[rows], g.start_ns[rows])) // 2
+        w8 = g.dur_ns[rows].astype(np.float64)
+        tot = float(w8.sum()) or 1.0
+        for w in order:
+            s, e, t = ivs[w.frame]
+            ok = np.zeros(rows.size, bool)
+            for tt in np.unique(t).tolist():
+                sel = th == tt
+                ok[sel] = _inside(s[t == tt], e[t == tt], mid[sel])
+            if float(w8[ok].sum()) / tot >= FRAME_ATTACH_SHARE:
+                out[f.id] = w.frame
+                break
     return out
 
 

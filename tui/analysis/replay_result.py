@@ -112,4 +112,8 @@ class Projection:
             s += ": GPU-bound, the host is not what limits this step"
         if not self.calibrated:
             s += " (profiled time: host-side savings may be overstated)"
+        w = self.frames[0] if self.frames else None
+        if w is not None and w.saving_ns > 0 and b > 0:
+            s += (f"; as one fused GPU call, `{w.frame}` would save {fmt_ns(w.saving_ns)} per step "
+                  f"({100.0 * w.saving_ns / b:.1f}%)")
         return s
