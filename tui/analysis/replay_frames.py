@@ -148,9 +148,17 @@ def frame_whatif(a, r: Replay, name: str, c: float, base_step: float):
     inw = frame_calls(m, name, r.window)
     iv = subtree_intervals(m, allc)
     fz = items_under(r, iv)
+    # one op's dispatch per call that launches GPU work (a call that launches nothing becomes nothing)
     d = dispatch_ns(r, c)
-    end = r.run(r.removal(*iv), c, fuse=fz, insert={int(t): (iv[0][iv[2] == t], np.full(int((iv[2] == t).sum()), d))
-                                                     for t in np.unique(iv[2]).tolist()})
+    lts = m.ts_ns[m.launch[r.items[fz]]]
+    lth = m.track[m.launch[r.items[fz]]].astype(np.int64)
+    ins = {}
+    for t in np.unique(iv[2]).tolist():
+        s0, e0 = iv[0][iv[2] == t], iv[1][iv[2] == t]
+        lt = np.sort(lts[lth == t])
+        busy = np.searchsorted(lt, e0, side="left") > np.searchsorted(lt, s0, side="left")
+        ins[int(t)] = (s0[busy], np.full(int(busy.sum()), d))
+    end = r.run(r.removal(*iv), c, fuse=fz, insert=ins)
     proj = max(r.span(end).values()) / steps
     s_w, e_w, _ = subtree_intervals(m, inw)
     under = fz & r.in_window
@@ -218,7 +226,8 @@ def attach(a, frames: list) -> dict[str, str]:
 
 def round_trips(a, r: Replay, f):
     """The round trips of a round-trip finding: per gap, on its launching thread, the synchronising read open in
-    the gap (outermost) and the first host-to-device copy launched after it, before the next launch. Returns
+    the gap (outermost, from the start of the aten op around it) and the first host-to-device copy launched after
+    it, before the next launch. Returns
     ((start, end, thread) host intervals from each read's start to its copy back's launch call end, mask over
     ``r.items`` of the two copies (the device-to-host copies launched inside the reads, the copies back), number
     of round trips) or None."""
@@ -245,6 +254,13 @@ def round_trips(a, r: Replay, f):
             continue
         top = int(idx[np.lexsort((m.ts_ns[idx], m.depth[idx].astype(np.int64)))[0]])
         ss, se = int(m.ts_ns[top]), int(m.ts_ns[top] + m.dur_ns[top])
+        # the read is the op that issued the sync (``.cpu()``: aten::to, its copy to the host launched before the
+        # cudaStreamSynchronize inside it): from the start of the outermost aten op around it
+        sl = m.track_slice(th)
+        ops = np.arange(sl.start, sl.stop)
+        ops = ops[(m.kind[ops] == int(Kind.CPU_OP)) & (m.ts_ns[ops] <= ss) & (m.ts_ns[ops] + m.dur_ns[ops] >= se)]
+        if ops.size:
+            ss = int(m.ts_ns[ops].min())
         k = np.flatnonzero((h_thr == th) & (h_ts >= se) & (h_ts <= b0))
         if k.size == 0:
             continue
