@@ -477,3 +477,32 @@ def test_the_allocator_fix_after_effect_is_recomputed_from_the_events():
     g = next(f for f in bad["findings"] if f["cause"] == "allocator")
     g["fix"] = g["fix"].replace("564.0 µs per step", "764.0 µs per step")
     assert len(mismatches(bad)) == 1
+
+
+def test_the_frame_whatifs_subtree_host_time_is_recomputed_from_the_events():
+    """Issue #25: each frame_whatifs row's calls, inclusive host time per step and GPU work under the frame, recomputed
+    by the checker from the raw events of the real Mixtral trace (the eager experts' forward among them): right as
+    reported, and a changed host time or GPU item count is a mismatch."""
+    path = ROOT / "traces" / "hf-mixtral.decode_eager.json.gz"
+    out = subprocess.run([sys.executable, "-m", "gapscope", "report", "--json", "--top", "100000", str(path)], cwd=ROOT,
+                         capture_output=True, text=True)
+    rep = json.loads(out.stdout)
+    tr = audit.Trace(audit.read_trace(str(path)))
+    rows = {w["frame"]: w for w in rep["frame_whatifs"]}
+    w = rows["transformers/models/mixtral/modeling_mixtral.py(69): forward"]
+    assert w["calls"] == 32 and w["gpu_items"] == 1632  # 8 layers x 4 steps; the experts' kernels and copies
+
+    devs, mode = audit.build_devices(tr, "steps")
+
+    def mismatches(r):
+        A = audit.Audit("t")
+        audit.check_frames(A, tr, r, devs, mode)
+        assert A.checked >= 6 * len(r["frame_whatifs"])
+        return A.mismatches
+
+    assert mismatches(rep) == []
+    bad = copy.deepcopy(rep)
+    k = [x["frame"] for x in bad["frame_whatifs"]].index(w["frame"])
+    bad["frame_whatifs"][k]["host_us"] += 1.0
+    bad["frame_whatifs"][k]["gpu_items"] -= 1
+    assert len(mismatches(bad)) == 2
