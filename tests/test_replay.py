@@ -579,3 +579,50 @@ def test_a_host_round_trip_is_removed_whole():
     # the frame as one fused call also goes beyond: the rest of the frame too, the copies kept (back to back after
     # k0: 215.417..218.417, 218.834..220.834), k1 after them: 220.834..320.834
     assert p.frame_of[rt[0].id] == "user.py(60): pick" and p.best_ns(rt[0].id) == 589 * US - 320_834
+
+
+def test_frame_whatifs_in_json_markdown_and_the_explorer(tmp_path):
+    """The functions table and a finding's fused figure say the same in the JSON (schema-valid), the Markdown and the
+    explorer's finding detail."""
+    import json
+
+    import jsonschema
+    from textual.widgets import Static
+
+    from gapscope.tui.report.jsonout import build_json
+    from gapscope.tui.report.markdown import render_markdown
+    from tests.test_app import opened, run
+
+    a = analyze(model_of(_experts_step()))
+    doc = build_json([a])
+    schema = json.loads((Path(__file__).resolve().parent.parent / "tui" / "report" / "findings.schema.json").read_text())
+    jsonschema.validate(doc, schema)
+    rows = {w["frame"]: w for w in doc["frame_whatifs"]}
+    ex = rows["user.py(40): experts"]
+    assert (ex["calls"], ex["host_us"], ex["gpu_us"], ex["gpu_items"], ex["saving_us"]) == (1, 150.0, 40.0, 2, 146.0)
+    assert ex["saving_pct"] == 35.01 and ex["findings"] == ["sync-1"]
+    sync = next(f for f in doc["findings"] if f["id"] == "sync-1")
+    assert sync["frame_whatif"] == {"frame": "user.py(40): experts", "saving_us": 146.0, "saving_pct": 35.01}
+    assert all(f["frame_whatif"] is None for f in doc["findings"] if f["id"] not in sum(
+        (w["findings"] for w in doc["frame_whatifs"]), []))
+    md = render_markdown([a])
+    assert "| `user.py(40): experts` | 1 | 150.0 µs | 40.0 µs | −146.0 µs (−35.0%) | sync-1 |" in md
+    assert "replace the function → **−146.0 µs per step (−35.0%)** with `user.py(40): experts` as one fused" in md
+    p = _experts_step().write(tmp_path / "experts.json")
+
+    async def go():
+        async with opened(p, size=(160, 50)) as (app, pilot):
+            await pilot.press("3")
+            await pilot.pause()
+            from gapscope.tui.app.tables import FindingsView, findings_of
+
+            k = next(n for n, e in enumerate(findings_of(app.scene)) if e[2].cause == "sync")
+            app.query_one(FindingsView).show_info(k)
+            await pilot.pause()
+            w = app.query_one("#findinginfo", Static)
+            txt = str(getattr(w, "renderable", None) or getattr(w, "content", ""))
+            assert "replace the function → −146.0 µs per step (−35.0%) with user.py(40): experts" in txt, txt
+            assert "functions as one fused GPU call" in txt and "−185.0 µs (−44.4%)  host 200.0 µs  user.py(10): prep" \
+                in txt, txt
+
+    run(go())
