@@ -26,6 +26,11 @@ Rows whose fixed twin is an isolating variant (``sync-noitem``, ``alloc-keep``: 
 what the finding's fix removes) are shown when the measured table has that variant; their measured saving is
 whatif_pairs.py's ``saving_pct_fix_only``.
 
+``--pairs real`` (or ``all``, the default) adds the real clients of traces/ (``REAL_PAIRS``: benchmarks/hf_clients.py,
+one ``capture run`` per pair), measured from their own metadata (1 - fixed / bad of the un-profiled medians, the
+same at the p25s and p75s as the spread), projected by the frame's what-if as one fused GPU call (Mixtral's eager
+experts), the round trip removed whole (host sampling), or "not covered" where no finding projects the fix.
+
 A pair passes when the projection is within ±35% (relative) or ±5 points of the measured saving, and
 no finding projects more than 2x its fix's measured saving.
 """
