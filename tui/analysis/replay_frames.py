@@ -168,7 +168,8 @@ def frame_whatif(a, r: Replay, name: str, c: float, base_step: float):
 
 
 def frame_whatifs(a, r: Replay, c: float, base_step: float, rec_step_ns: float) -> list:
-    """The frames that matter (see ``candidates``), each as one fused GPU call, by projected saving."""
+    """The frames that matter (see ``candidates``), each as one fused GPU call, by projected saving; those that
+    would save nothing (the GPU is the limit: resnet50.fp32) are left out."""
     extra = {(f.evidence or {}).get("frame") for f in a.findings} - {None}
     out = []
     for name, _ in candidates(a, r, rec_step_ns, extra):
@@ -176,7 +177,7 @@ def frame_whatifs(a, r: Replay, c: float, base_step: float, rec_step_ns: float) 
             w = frame_whatif(a, r, name, c, base_step)
         except (ValueError, IndexError, KeyError):
             w = None
-        if w is not None:
+        if w is not None and w.saving_ns > 0:  # a frame whose fusing buys nothing (a GPU-bound step) is not a fix
             out.append(w)
     out.sort(key=lambda w: (-w.saving_ns, w.frame))
     return out
