@@ -532,7 +532,7 @@ def test_a_frame_as_one_fused_gpu_call_removes_its_whole_subtree():
     sync = [f for f in a.findings if f.cause == "sync"][0]
     assert p.frame_of[sync.id] == "user.py(40): experts"
     assert p.best_ns(sync.id) == 146 * US > p.saving_ns[sync.id]
-    assert p.headline().endswith("; as one fused GPU call, `user.py(10): prep` would save 185.0 µs per step (44.4%)")
+    assert p.fused_text() == "as one fused GPU call, `user.py(10): prep` would save 185.0 µs per step (44.4%)"
 
 
 def _round_trip_step():
@@ -606,6 +606,8 @@ def test_frame_whatifs_in_json_markdown_and_the_explorer(tmp_path):
     assert all(f["frame_whatif"] is None for f in doc["findings"] if f["id"] not in sum(
         (w["findings"] for w in doc["frame_whatifs"]), []))
     md = render_markdown([a])
+    assert "host out of the way (profiled time: host-side savings may be overstated); as one fused GPU call, " \
+        "\\`user.py(10): prep\\` would save 185.0 µs per step (44.4%)." in md
     assert "| `user.py(40): experts` | 1 | 150.0 µs | 40.0 µs | −146.0 µs (−35.0%) | sync-1 |" in md
     assert "replace the function → **−146.0 µs per step (−35.0%)** with `user.py(40): experts` as one fused" in md
     p = _experts_step().write(tmp_path / "experts.json")

@@ -101,7 +101,9 @@ def projection_line(a) -> str | None:
     if not h:
         return None
     notes = "".join(f"; {n}" for n in a.projection.notes)
-    return f"- Projection: {esc(h)}{esc(notes)}."
+    ft = a.projection.fused_text()
+    fused = f"; {esc(ft)}" if ft else ""
+    return f"- Projection: {esc(h)}{fused}{esc(notes)}."
 
 
 def headline(a) -> list[str]:
