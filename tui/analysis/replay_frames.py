@@ -275,7 +275,12 @@ def round_trips(a, r: Replay, f):
     is_copy = (m.kind[r.items] == int(Kind.MEMCPY))
     # the copies: every copy launched inside a round trip's host interval (the read's copy to the host, the copy
     # back); kernels launched there (a slice, a cast before the read) stay
-    drop = is_copy & items_under(r, iv)
+    # (the finding's gaps come largest first: the intervals sorted and merged per thread for the lookup)
+    S2, E2, T2 = [], [], []
+    for t in np.unique(iv[2]).tolist():
+        us, ue = union(iv[0][iv[2] == t], iv[1][iv[2] == t])
+        S2.append(us), E2.append(ue), T2.append(np.full(us.size, t, np.int64))
+    drop = is_copy & items_under(r, (np.concatenate(S2), np.concatenate(E2), np.concatenate(T2)))
     drop |= np.isin(L, np.array(back_calls, np.int64))
     return iv, drop, len(S)
 
