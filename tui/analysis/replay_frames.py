@@ -25,15 +25,8 @@ from ..trace.model import Kind
 from .intervals import union
 from .replay_model import Replay, _inside
 
-#: a frame's what-if is listed when its inclusive host time takes at least this share of the recorded step
-FRAME_MIN_SHARE = 0.05
-#: ... and at most this share: a frame that holds (nearly) the whole step is the step itself, whose fused
-#: what-if is the launch finding's graph replay (the model's forward, the harness's step function)
-FRAME_MAX_SHARE = 0.8
-#: at most this many frames are replayed (largest inclusive host time first; each is one replay)
-FRAME_TOP = 10
-#: a finding's figure is its frame's when at least this share of its idle time lies under the frame
-FRAME_ATTACH_SHARE = 0.5
+#: which frames get the what-if and which findings carry it: ``Thresholds.frame_min_share``, ``frame_max_share``,
+#: ``frame_top``, ``frame_attach_share`` (thresholds.py)
 
 
 def frame_calls(m, name: str, window=None):
@@ -109,8 +102,9 @@ def dispatch_ns(r: Replay, c: float = 0.0) -> int:
 
 def candidates(a, r: Replay, rec_step_ns: float, extra=()) -> list[tuple[str, int]]:
     """(frame, inclusive host ns in the window) of the user frames on launching threads whose inclusive host time
-    per step is within [FRAME_MIN_SHARE, FRAME_MAX_SHARE] of the recorded step, largest first (at most FRAME_TOP;
+    per step is within [frame_min_share, frame_max_share] of the recorded step, largest first (at most frame_top;
     the frames in ``extra``, those the findings name, come first when they qualify)."""
+    cfg = a.config
     m = r.model
     steps = max(_steps(a), 1)
     thr = np.unique(r.a_thr)
@@ -124,10 +118,10 @@ def candidates(a, r: Replay, rec_step_ns: float, extra=()) -> list[tuple[str, in
         s, e, _ = subtree_intervals(m, idx)
         incl = int((e - s).sum())
         share = incl / steps / rec_step_ns if rec_step_ns > 0 else 0.0
-        if FRAME_MIN_SHARE <= share <= FRAME_MAX_SHARE:
+        if cfg.frame_min_share <= share <= cfg.frame_max_share:
             out.append((m.names[nid], incl))
     out.sort(key=lambda x: (x[0] not in extra, -x[1], x[0]))
-    return out[:FRAME_TOP]
+    return out[:cfg.frame_top]
 
 
 def _steps(a) -> int:
@@ -190,7 +184,7 @@ ATTACH_CAUSES = ("python", "sync", "allocator", "copy")
 
 def attach(a, frames: list) -> dict[str, str]:
     """Finding id -> the frame whose fused what-if is its figure: the finding's own frame when it is listed, else
-    of the listed frames the innermost (least inclusive host time) under which at least FRAME_ATTACH_SHARE of the
+    of the listed frames the innermost (least inclusive host time) under which at least frame_attach_share of the
     finding's idle time lies (each gap placed at the middle of [its start, its next launch call] on its launching
     thread). Only host-side findings (``ATTACH_CAUSES``)."""
     if not frames:
@@ -219,7 +213,7 @@ def attach(a, frames: list) -> dict[str, str]:
             for tt in np.unique(t).tolist():
                 sel = th == tt
                 ok[sel] = _inside(s[t == tt], e[t == tt], mid[sel])
-            if float(w8[ok].sum()) / tot >= FRAME_ATTACH_SHARE:
+            if float(w8[ok].sum()) / tot >= a.config.frame_attach_share:
                 out[f.id] = w.frame
                 break
     return out
