@@ -106,6 +106,9 @@ def kernel_row(name, total, pct, floor=None):
 def right_report(path="t.json"):
     return {
         "schema": "gapscope.findings/1",
+        # what gapscope reports: the one frame holding 5-80% of the window, 40 µs of host work that launches nothing
+        "frame_whatifs": [{"frame": "main.py(30): post", "calls": 1, "host_us": 40.0, "gpu_us": 0.0, "gpu_items": 0,
+                           "saving_us": 40.0, "saving_pct": 28.37, "findings": ["python-1"]}],
         "traces": [{"path": path, "events": 27, "window_us": 141.0, "phase": None, "rank": None,
                     "distortion": None, "origin_us": 75.0, "window": {"mode": "all", "steps": []}}],
         "devices": [{"rank": None, "device": 0, "name": None, "window_us": 141.0, "kernel_busy_us": 33.0,
