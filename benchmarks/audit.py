@@ -58,6 +58,13 @@ What is checked (one line per mismatch, ``trace: claim: reported X, events say Y
   200 µs after an allocator call of the frame against the median of the same name away from the calls
   (``after_effect_ns``).
 
+* ``--pair A B`` (before/after): ``comparison.unprofiled`` of ``report --json A B`` against each trace's own
+  metadata (``gapscope`` → ``unprofiled``, ``active``, ``profiled_us``): per-step median, p25, p75 (the
+  window's figure divided by ``active``), the change in µs and %, the verdict by its rule (B's p25–p75 wholly
+  below A's: faster; wholly above: slower; overlapping: no clear change), the basis (un-profiled only when both
+  traces have the times), whether the distortions (profiled / un-profiled median) differ by more than 1.15x;
+  and that the Markdown report (``report A B``) opens "What changed" with the same verdict.
+
 Each trace ends with a summary (claims checked, mismatches, not checkable). Exit status 1 when any
 mismatch was found, 2 on a usage error.
 """
@@ -1375,6 +1382,79 @@ def audit_path(path, cmd, cwd, whole=False, out=sys.stdout):
     return A
 
 
+def _run_text(cmd, cwd, argv):
+    p = subprocess.run(shlex.split(cmd) + argv, cwd=cwd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"report failed ({p.returncode}): {p.stderr.strip().splitlines()[-1:]}")
+    return p.stdout
+
+
+def audit_pair(pa, pb, cmd, cwd, out=sys.stdout):
+    """``comparison.unprofiled`` of the pair's report against the two traces' metadata (see the module text)."""
+    label = f"{os.path.basename(pa)} -> {os.path.basename(pb)}"
+    A = Audit(label)
+    metas = []
+    for p in (pa, pb):
+        doc = read_trace(p)
+        metas.append(doc.get("gapscope") if isinstance(doc, dict) and isinstance(doc.get("gapscope"), dict) else {})
+    ap, bp = os.path.abspath(pa), os.path.abspath(pb)
+    rep = json.loads(_run_text(cmd, cwd, ["report", "--json", ap, bp]))
+    md = _run_text(cmd, cwd, ["report", ap, bp])
+    u = (rep.get("comparison") or {}).get("unprofiled")
+    if not A.ok(isinstance(u, dict), "comparison.unprofiled", type(u).__name__, "an object"):
+        print(A.mismatches[0], file=out)
+        return A
+
+    def per_step(m):
+        q = m.get("unprofiled") if isinstance(m.get("unprofiled"), dict) else None
+        k = m.get("active")
+        if q is None or not isinstance(k, int) or k < 1 or not all(
+                isinstance(q.get(x), (int, float)) for x in ("median_us", "p25_us", "p75_us")):
+            return None
+        return {x: q[x] / k for x in ("median_us", "p25_us", "p75_us")}
+
+    sa, sb = per_step(metas[0]), per_step(metas[1])
+    both = sa is not None and sb is not None
+    A.ok(u["basis"] == ("unprofiled" if both else "profiled"), "unprofiled.basis", u["basis"],
+         "unprofiled" if both else "profiled (a trace has no un-profiled times)")
+    if both:
+        close = lambda x, y: x is not None and abs(x - y) <= 0.002  # noqa: E731 - 3 decimals of µs
+        for side, s in (("a", sa), ("b", sb)):
+            for key, want in (("step_us", s["median_us"]), ("p25_us", s["p25_us"]), ("p75_us", s["p75_us"])):
+                A.ok(close(u[side][key], want), f"unprofiled.{side}.{key}", u[side][key], f"{want:.3f}")
+        d = sb["median_us"] - sa["median_us"]
+        A.ok(close(u["delta_us"], d), "unprofiled.delta_us", u["delta_us"], f"{d:.3f}")
+        pct = 100.0 * d / sa["median_us"]
+        A.ok(u["delta_pct"] is not None and abs(u["delta_pct"] - pct) <= 0.002, "unprofiled.delta_pct",
+             u["delta_pct"], f"{pct:.3f}")
+        if sb["p75_us"] < sa["p25_us"]:
+            want = "faster"
+        elif sb["p25_us"] > sa["p75_us"]:
+            want = "slower"
+        else:
+            want = "no clear change"
+        A.ok(u["verdict"] == want, "unprofiled.verdict", u["verdict"], want)
+        ra, rb = (m.get("profiled_us") / m["unprofiled"]["median_us"]
+                  if isinstance(m.get("profiled_us"), (int, float)) else None for m in metas)
+        if ra and rb:
+            A.ok(u["distortion_differs"] == (max(ra, rb) / min(ra, rb) > 1.15), "unprofiled.distortion_differs",
+                 u["distortion_differs"], f"{ra:.2f}x vs {rb:.2f}x")
+        else:
+            A.na("unprofiled.distortion_differs")
+    else:
+        A.na("unprofiled (profiled stand-in)")
+    body = md.split("## What changed\n\n", 1)[-1].splitlines()
+    first = body[0] if body else ""
+    A.ok(first.endswith(f": {u['verdict']}**.") or f": {u['verdict']} (" in first, "Markdown's first change",
+         first[:120], f"the verdict '{u['verdict']}'")
+    for line in A.mismatches:
+        print(line, file=out)
+    nc = sum(A.unchecked.values())
+    print(f"{label}: summary: {A.checked} claims checked, {len(A.mismatches)} mismatches, {nc} not checkable",
+          file=out)
+    return A
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -1384,12 +1464,19 @@ def main(argv=None) -> int:
                     help="command that runs gapscope (default: this Python, -m gapscope)")
     ap.add_argument("--cwd", default=REPO, help="directory to run the report command in (default: this checkout)")
     ap.add_argument("--whole-trace", action="store_true", help="audit the report's --whole-trace window")
+    ap.add_argument("--pair", nargs=2, action="append", default=[], metavar=("A", "B"),
+                    help="audit the before/after verdict of `report A B` (comparison.unprofiled); repeatable")
     a = ap.parse_args(argv)
     paths = list(a.traces) + (all_traces() if a.all else [])
-    if not paths:
+    if not paths and not a.pair:
         ap.print_usage(sys.stderr)
         return 2
     bad = 0
+    for pa, pb in a.pair:
+        P = audit_pair(pa, pb, a.report_cmd, a.cwd)
+        if P.mismatches:
+            bad += 1
+        sys.stdout.flush()
     for pth in paths:
         A = audit_path(pth, a.report_cmd, a.cwd, a.whole_trace)
         if A is not None and A.mismatches:

@@ -47,7 +47,7 @@ def main() -> int:
     from gapscope.tui.analysis import analyze
     from gapscope.tui.analysis.ranks import analyze_ranks
     from gapscope.tui.report import render_markdown, to_json_text
-    from gapscope.tui.report.cli import DEFAULT_TOP_JSON, DEFAULT_TOP_MARKDOWN
+    from gapscope.tui.commands.report import DEFAULT_TOP_JSON, DEFAULT_TOP_MARKDOWN
     from gapscope.tui.trace import load
 
     traces = args.traces or sorted(glob.glob(os.path.join(HERE, "traces", "*.json.gz")))

@@ -188,7 +188,7 @@ def test_collective_wait_per_rank_and_in_the_report():
 
 def test_report_top(tmp_path, capsys):
     from gapscope.tui.cli import main
-    from gapscope.tui.report.cli import report_top
+    from gapscope.tui.commands.report import report_top
 
     def ns(**kw):
         return argparse.Namespace(**{"json": False, "top": None, **kw})

@@ -426,7 +426,7 @@ def test_escape_cancels_a_slow_load(tmp_path, monkeypatch):
         release.wait(20)
         return real(path, **kw)
 
-    monkeypatch.setattr(tui.trace, "load", slow_load)
+    monkeypatch.setattr(gapscope.tui.trace, "load", slow_load)
 
     async def go():
         app = GapscopeApp([str(p)], load_opts={"no_cache": True})
@@ -639,7 +639,7 @@ def test_a_trace_read_before_the_screen_is_mounted_still_opens(tmp_path, monkeyp
 
     p = three_gaps(tmp_path)
     model = gapscope.tui.trace.load(str(p), no_cache=True)
-    monkeypatch.setattr(tui.trace, "load", lambda path, **kw: model)
+    monkeypatch.setattr(gapscope.tui.trace, "load", lambda path, **kw: model)
     from gapscope.tui.app.main import MainScreen
 
     order = []

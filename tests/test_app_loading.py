@@ -29,7 +29,7 @@ def test_load_options_reach_the_reader(tmp_path, monkeypatch):
         calls.append(kw)
         return real(path, **kw)
 
-    monkeypatch.setattr(tui.trace, "load", reader)
+    monkeypatch.setattr(gapscope.tui.trace, "load", reader)
     error, scenes = _open(three_gaps(tmp_path), {"no_cache": True, "max_size": 10 ** 9})
     assert (error, scenes) == (None, 1)
     assert calls == [{"no_cache": True, "max_size": 10 ** 9}]
@@ -49,7 +49,7 @@ def test_a_type_error_is_not_retried_without_the_options(tmp_path, monkeypatch):
             raise TypeError("load() got an unexpected keyword argument 'max_size'")
         return real(path, no_cache=True)
 
-    monkeypatch.setattr(tui.trace, "load", old_reader)
+    monkeypatch.setattr(gapscope.tui.trace, "load", old_reader)
     error, scenes = _open(three_gaps(tmp_path), {"no_cache": True, "max_size": 100})
     assert scenes == 0 and len(calls) == 1
     assert error.endswith("loading failed (internal error TypeError: "

@@ -56,3 +56,34 @@ def test_options_before_the_trace_still_open_the_trace(tmp_path):
     # the words were taken as `open --max-size 1K TRACE`: without a terminal the explorer refuses politely
     # (the size check comes later, when it loads the trace)
     assert lines == ["gapscope: error: the explorer needs a terminal; for text output use: gapscope report TRACE"]
+
+
+def test_every_command_is_one_module_with_add_parser_and_run():
+    """commands/: one module per command, listed once in COMMANDS, the parser built from them; none imports the cli
+    module (the old ``cli`` <-> ``report.cli`` cycle)."""
+    import ast
+
+    from gapscope.tui.cli import build_parser
+    from gapscope.tui.commands import COMMANDS
+
+    folder = ROOT / "tui" / "commands"
+    modules = {p.stem for p in folder.glob("*.py")} - {"__init__", "common"}
+    assert modules == {c.NAME for c in COMMANDS} == {"open", "info", "report", "diff", "capture"}
+    for c in COMMANDS:
+        assert callable(c.add_parser) and (callable(getattr(c, "run", None)) or callable(getattr(c, "run_argv", None)))
+        tree = ast.parse((folder / f"{c.__name__.rsplit('.', 1)[-1]}.py").read_text())
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        assert "cli" not in imported and not any(m.endswith(".cli") and "capture" not in m for m in imported)
+    sub = next(a for a in build_parser()._subparsers._group_actions)
+    assert list(sub.choices) == [c.NAME for c in COMMANDS]
+
+
+def test_report_top_default_is_left_to_the_report():
+    """--top not given: 10 for Markdown, 50 for JSON; an explicit --top 10 with --json stays 10."""
+    from gapscope.tui.cli import build_parser
+    from gapscope.tui.commands.report import report_top
+
+    p = build_parser()
+    assert report_top(p.parse_args(["report", "t.json"])) == 10
+    assert report_top(p.parse_args(["report", "--json", "t.json"])) == 50
+    assert report_top(p.parse_args(["report", "--json", "--top", "10", "t.json"])) == 10

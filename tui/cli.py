@@ -5,8 +5,9 @@
     gapscope report TRACE... [--json]  findings as Markdown or JSON
     gapscope capture demo|run ...      record traces (needs torch)
 
-Subcommand modules are imported only when used, so ``gapscope info`` never pays for textual
-and nothing but ``capture`` touches torch.
+Each command is one module of ``commands/`` (``add_parser`` and ``run``); this module builds the parser from them,
+runs the one chosen and turns every failure into one line. A command imports what it needs inside ``run``, so
+``gapscope info`` never pays for textual and nothing but ``capture`` touches torch.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ import os
 import sys
 
 from . import __version__
+from .commands import BY_NAME, COMMANDS
+from .commands.common import VALUE_OPTIONS
 from .errors import GapscopeError
 
-SUBCOMMANDS = ("info", "report", "capture", "open", "diff")
 
 EPILOG = """\
 examples:
@@ -40,18 +42,8 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def _trace_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("traces", nargs="+", metavar="TRACE", help="trace file(s): .json or .json.gz")
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the columnar cache")
-    p.add_argument(
-        "--max-size",
-        metavar="BYTES",
-        default=None,
-        help="refuse traces larger than this once decompressed (default 8G; suffixes K, M, G)",
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
+    """The whole parser, one sub-parser per module of ``commands``."""
     parser = _Parser(
         prog="gapscope",
         description="Why was the GPU idle? Explore PyTorch profiler traces in the terminal.",
@@ -60,39 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"gapscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    p_open = sub.add_parser("open", help="open the explorer (the default command)")
-    _trace_args(p_open)
-    p_open.add_argument("--ascii", action="store_true", help="plain ASCII glyphs (default when the locale is not UTF-8)")
-
-    p_info = sub.add_parser("info", help="summarise what a trace holds")
-    _trace_args(p_info)
-    p_info.add_argument("--json", action="store_true", help="print JSON instead of text")
-
-    p_rep = sub.add_parser("report", help="write the findings report (Markdown, or JSON with --json)")
-    _trace_args(p_rep)
-    p_rep.add_argument("--json", action="store_true", help="JSON following findings.schema.json")
-    p_rep.add_argument("--schema", action="store_true",
-                       help="print the JSON report's schema (the contract shipped in the package) and exit")
-    p_rep.add_argument(
-        "--top", type=int, default=None, metavar="N",
-        help="gaps, kernels and findings to list (default 10; 50 gaps with --json)",
-    )
-    p_rep.add_argument(
-        "--whole-trace", action="store_true",
-        help="analyse the whole trace, not only the measured gapscope.step ranges of a gapscope capture",
-    )
-    p_rep.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout (never overwrites unless --force)")
-    p_rep.add_argument("--force", action="store_true", help="allow -o to replace an existing file")
-
-    p_diff = sub.add_parser("diff", help="before/after: two traces' lanes on one step-aligned axis, with the changes")
-    p_diff.add_argument("traces", nargs=2, metavar="TRACE", help="A (before) and B (after): .json or .json.gz")
-    p_diff.add_argument("--no-cache", action="store_true", help="do not read or write the columnar cache")
-    p_diff.add_argument("--max-size", metavar="BYTES", default=None,
-                        help="refuse traces larger than this once decompressed (default 8G; suffixes K, M, G)")
-    p_diff.add_argument("--ascii", action="store_true", help="plain ASCII glyphs (default when the locale is not UTF-8)")
-
-    sub.add_parser("capture", help="record traces with torch.profiler (see: gapscope capture --help)", add_help=False)
+    for command in COMMANDS:
+        command.add_parser(sub)
     return parser
 
 
@@ -126,9 +87,6 @@ def main(argv: list[str] | None = None) -> int:
         return 3
 
 
-_VALUE_OPTIONS = ("--max-size",)
-
-
 def _first_positional(argv: list[str]) -> str | None:
     """The first word that is not an option (or an option's value), or None."""
     skip = False
@@ -138,7 +96,7 @@ def _first_positional(argv: list[str]) -> str | None:
             continue
         if tok == "--":
             return None
-        if tok in _VALUE_OPTIONS:
+        if tok in VALUE_OPTIONS:
             skip = True
             continue
         if tok.startswith("-"):
@@ -149,40 +107,18 @@ def _first_positional(argv: list[str]) -> str | None:
 
 def _main(argv: list[str]) -> int:
     # `gapscope [OPTIONS] TRACE` is `gapscope open [OPTIONS] TRACE`
-    if _first_positional(argv) not in (None, *SUBCOMMANDS):
+    if _first_positional(argv) not in (None, *BY_NAME):
         argv = ["open", *argv]
-    if argv and argv[0] == "capture":
-        from ..capture.cli import main as capture_main
-
-        return capture_main(argv[1:])
-    if argv[:1] == ["report"] and "--schema" in argv:
-        from .report import schema_text
-
-        sys.stdout.write(schema_text())
-        return 0
+    if argv and argv[0] == "capture":  # capture parses its own words (and needs torch only once it records)
+        return BY_NAME["capture"].run_argv(argv[1:])
+    if argv[:1] == ["report"] and "--schema" in argv:  # the schema needs no trace
+        return BY_NAME["report"].run(argparse.Namespace(schema=True))
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 2
-    if args.command == "info":
-        from .trace.info import run_info
-
-        return run_info(args)
-    if args.command == "report":
-        from .report.cli import run_report
-
-        return run_report(args)
-    if args.command == "diff":
-        from .app.diffview import run_diff
-
-        return run_diff(args)
-    if args.command == "open":
-        from .app import run_app
-
-        return run_app(args)
-    parser.error(f"unknown command {args.command!r}")
-    return 2
+    return BY_NAME[args.command].run(args)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -19,6 +19,10 @@ steps against 5), so every number is **per step**: a total divided by the trace'
   (the comparison says so). The differences are hunks between matched kernels: ``added`` (only B kernels),
   ``removed`` (only A kernels), ``fused`` (several A kernels replaced by one B kernel in the same place) and
   ``replaced`` (anything else).
+* **Step time** (``step``, compare_time.py): the verdict "faster / slower / no clear change" on the captures'
+  un-profiled step time (their p25–p75 spreads decide), a profiled stand-in where a trace has none, and a
+  warning when the two captures' distortions differ (their profiled idle is then not comparable). Every
+  rendering opens with it, before kernel time, GPU span and idle.
 * **Gaps** (``match_gaps``): a listed gap of B is *new* when the kernel that ends it is aligned to an A kernel
   that no listed gap of A ends, or is not aligned at all; the explorer marks those.
 
@@ -42,12 +46,13 @@ from ..trace.model import TraceModel
 from .compare_align import MAX_ALIGN_CELLS, Alignment, Hunk, _prefix, _seq_names, _symbols, align, align_names, \
     hunks_of, lcs_pairs
 from .compare_steps import PROFILER_STEP_RE, Steps, _dedupe, find_steps
+from .compare_time import StepTime, StepVerdict, step_verdict
 from .gaps import CAUSES
 
 #: the names this module held before the steps and the alignment moved out, re-exported so that
 #: ``from tui.analysis.compare import ...`` keeps working
 __all__ = ["compare", "match_gaps", "Comparison", "CauseDelta", "KernelDelta", "FindingDelta", "StepSummary",
-           "GapMatch", "finding_kind", "SAME_SHARE", "Steps", "find_steps", "PROFILER_STEP_RE", "_dedupe", "Alignment",
+           "GapMatch", "finding_kind", "SAME_SHARE", "StepTime", "StepVerdict", "step_verdict", "Steps", "find_steps", "PROFILER_STEP_RE", "_dedupe", "Alignment",
            "Hunk", "align", "align_names", "lcs_pairs", "hunks_of", "MAX_ALIGN_CELLS", "_prefix", "_symbols",
            "_seq_names"]
 
@@ -131,6 +136,7 @@ class Comparison:
     findings: list[FindingDelta]  # new and gone and changed first, by |per_step_delta_us|
     alignment: Alignment | None
     notes: list[str]
+    step: StepVerdict | None = None  # the verdict in un-profiled step time (or its profiled stand-in)
     steps_a: Steps = field(repr=False, default=None)
     steps_b: Steps = field(repr=False, default=None)
 
@@ -339,8 +345,9 @@ def compare(a, b, align_step: int = 0) -> Comparison:
         al = align(a, b, sa, sb, min(max(align_step, 0), sa.n - 1))
         if al.note:
             notes.append(al.note)
+    sv = step_verdict(a, b, sa, sb)  # its own notes (timed in different runs) stay with it: sv.notes
     return Comparison(_summary(a, sa), _summary(b, sb), _cause_deltas(a, b, sa, sb), _kernel_deltas(a, b, sa, sb),
-                      _finding_deltas(a, b, sa.n, sb.n), al, notes, sa, sb)
+                      _finding_deltas(a, b, sa.n, sb.n), al, notes, sv, sa, sb)
 
 
 # ------------------------------------------------------------------------------------------------ gaps

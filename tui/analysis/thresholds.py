@@ -48,6 +48,17 @@ Cause rules (see ../shared/design/gap-causes.md; the first rule that holds wins)
     When the launch call was issued so early that less than this share of the gap lies in
     [t0, t_launch], the CPU was not the bottleneck: the gap is launch-to-start latency ("launch").
 
+Before/after (compare_time.py):
+
+``distortion_differs`` (1.15)
+    Two captures whose profiler distortions (profiled / un-profiled time) differ by more than this factor
+    (larger over smaller) get a warning: the profiler inflated their CPU-side idle by different amounts, so
+    profiled idle and GPU span do not compare between them; the un-profiled step time still does.
+``no_change_share`` (0.03)
+    A step time that moved by less than this share of A's is "no clear change" when neither side has a
+    p25–p75 spread to judge by (a single time, or one profiled step each); with spreads, overlapping
+    p25–p75 ranges decide.
+
 Several ranks (see ranks/):
 
 ``clock_tolerance_ns`` (100000)
@@ -105,6 +116,8 @@ class Thresholds:
     frame_max_share: float = 0.8
     frame_top: int = 10
     frame_attach_share: float = 0.5
+    distortion_differs: float = 1.15
+    no_change_share: float = 0.03
 
 
 DEFAULT = Thresholds()

@@ -34,6 +34,7 @@ NEW_STYLE = Style(color="bright_red", bold=True)
 MATCH_STYLE = Style(color="bright_cyan", bold=True)
 SIDE = ("A", "B")
 ROLE = ("before", "after")
+VERDICT_STYLE = {"faster": "bold green", "slower": "bold bright_red", "no clear change": "bold yellow"}
 
 class DiffScene(Scene):
     """Two traces (A = part 0, B = part 1); B's lanes are shifted so the current steps line up."""
@@ -263,7 +264,7 @@ class DiffScreen(Screen):
 
     CSS = """
     DiffScreen { layout: vertical; }
-    #dhead { height: 2; background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
+    #dhead { height: 3; background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
     #dlanes { height: auto; max-height: 60%; }
     #dstatus { height: 1; background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
     #deltas { height: 1fr; min-height: 3; scrollbar-size-vertical: 1; scrollbar-size-horizontal: 0; }
@@ -335,9 +336,22 @@ class DiffScreen(Screen):
             t.append(self._t(os.path.basename(sc.parts[pi].path)))
             t.append(f" ({s.steps} step{'s' if s.steps != 1 else ''})   ")
         t.append("\n")
+        # the verdict in un-profiled step time first (compare_time.py): profiled idle can rise while the step
+        # gets faster; verdict word leading, so that an 80-column header that cuts the line still shows it
+        sv = c.step
+        head = sv.headline(lead=True)
+        word = head[:len(sv.verdict)]
+        t.append(self._t(word), style=VERDICT_STYLE.get(sv.verdict, ""))
+        t.append(self._t(head[len(word):]))
+        if sv.warnings:
+            t.append(self._t(f"   ! distortion {sv.a.distortion:.2f}x vs {sv.b.distortion:.2f}x: profiled idle "
+                             "does not compare"), style="yellow")
+        elif sv.stands_in:
+            t.append(self._t("   ! no un-profiled time: profiled step time stands in"), style="yellow")
+        t.append("\n")
         t.append(self._t(sc.step_label()), style="bold")
         t.append(self._t(f"   GPU idle per step {self._d(c.a.idle_us_per_step)} -> {self._d(c.b.idle_us_per_step)} "
-                         f"({self._signed(c.idle_delta_us_per_step)})"))
+                         f"({self._signed(c.idle_delta_us_per_step)}, profiled)"))
         return t
 
     def _fill_deltas(self) -> None:
@@ -352,6 +366,13 @@ class DiffScreen(Screen):
             tb.add_row(r(self._d(a)), r(self._d(b)), r(self._signed(d)), Text(self._t(what), style=style or ""),
                        key=key)
 
+        sv = c.step  # the same order as the report: step time, kernel time, then GPU span and idle
+        row("step time, un-profiled (median)" if sv.basis == "unprofiled" else "step time, profiled (stand-in)",
+            sv.a.us, sv.b.us, sv.delta_us, VERDICT_STYLE.get(sv.verdict))
+        row("kernel time", c.a.kernel_us_per_step, c.b.kernel_us_per_step,
+            c.b.kernel_us_per_step - c.a.kernel_us_per_step)
+        row("GPU span", c.a.gpu_span_us_per_step, c.b.gpu_span_us_per_step,
+            c.b.gpu_span_us_per_step - c.a.gpu_span_us_per_step)
         row("GPU idle", c.a.idle_us_per_step, c.b.idle_us_per_step, c.idle_delta_us_per_step, "bold")
         for d in c.causes:
             row(f"cause {d.cause} ({d.a_count_per_step:g} -> {d.b_count_per_step:g} gaps)", d.a_idle_us_per_step,
@@ -373,7 +394,7 @@ class DiffScreen(Screen):
             tb.add_row(Text(""), Text(""), Text(""),
                        Text(self._t(f"kernel sequence of {c.steps_a.names[al.step_a]}: {al.a_kernels} -> "
                                     f"{al.b_kernels} kernels, {al.matched} in order; {parts}"), style="dim"))
-        for note in c.notes:
+        for note in c.step.warnings + c.step.notes + c.notes:
             tb.add_row(Text(""), Text(""), Text(""), Text(self._t("note: " + note), style="dim"))
 
     def _status(self) -> Text:

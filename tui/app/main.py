@@ -111,7 +111,7 @@ class MainScreen(Screen):
         width = hd.size.width or self.size.width
         text = header_text(sc, self.app.current, len(self.app.scenes), self.glyphs, width=width)
         hd.update(text)
-        self._fit_lanes(min(len(text.plain.split("\n")), 5))
+        self._fit_lanes(min(len(text.plain.split("\n")), 6))  # the header's max-height (gapscope.tcss)
 
     def _fit_lanes(self, header_lines: int | None = None) -> None:
         """The lanes' height cap, as rows: what the screen has left after the header, the axis, the status and

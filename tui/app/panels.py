@@ -72,6 +72,20 @@ def _finding_fix(a, row: int) -> str | None:
     return None
 
 
+def top_fix(a) -> tuple[str, str] | None:
+    """The first finding ranked by projected saving (the report's finding 1), as ("−2.87 ms per step (−77.9%),
+    un-profiled", "the step as one CUDA graph replay"), or None before the projection or when nothing is projected."""
+    pj = vars(a).get("projection") if a is not None else None
+    if pj is None:
+        return None
+    for f in pj.ranked(a.findings):
+        s, pct = pj.saving_ns.get(f.id), pj.saving_pct(f.id)
+        if s is not None and pct is not None and s > 0:
+            how = "un-profiled" if pj.calibrated else "profiled time"
+            return f"−{fmt_dur(s)} per step (−{pct:.1f}%), {how}", pj.what.get(f.id) or f.title or ""
+    return None
+
+
 def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs, width: int | None = None) -> Text:
     t = T(glyphs.ascii)
     t.text = Text(no_wrap=True, overflow="crop" if glyphs.ascii else "ellipsis")
@@ -113,6 +127,10 @@ def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs, width: i
         if v is not None and v.graph_text():
             t.add(sep).add(v.graph_text())
         pj = vars(a).get("projection")  # the loader computes it (app/loading.py); a line of its own where wide
+        fix = top_fix(a)
+        if fix is not None:  # what to do first, at every width: the saving leads so that a cut line keeps it
+            saving, what = fix
+            t.nl().add("top fix → ", "bold").add(saving, "bold green").add(": " + what if what else "")
         if not narrow and pj is not None and pj.headline():
             t.nl()
             t.add("projection: " + pj.headline(), "bold" if pj.calibrated else "")

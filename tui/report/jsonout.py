@@ -177,13 +177,30 @@ def comparison_entry(cmp, top: int = 50, gm=None, b=None) -> dict:
               "note": x.note,
               "hunks": [{"kind": h.kind, "a": [h.a0, h.a1], "b": [h.b0, h.b1], "a_kernels": h.a_names[:20],
                          "b_kernels": h.b_names[:20]} for h in x.hunks[:top]]}
-    out = {"a": 0, "b": 1, "per": "step", "notes": list(cmp.notes), "steps": {"a": summary(cmp.a),
+    out = {"a": 0, "b": 1, "per": "step", "notes": list(cmp.notes), "unprofiled": unprofiled_entry(cmp.step),
+           "steps": {"a": summary(cmp.a),
                                                                            "b": summary(cmp.b)},
            "idle_delta_us_per_step": round(cmp.idle_delta_us_per_step, 3), "causes": causes,
            "kernels": kernels, "findings": findings, "alignment": al}
     if gm is not None and b is not None:
         out["gaps"] = new_gaps_entry(b, cmp, gm, top)
     return out
+
+
+def unprofiled_entry(sv) -> dict:
+    """``comparison.unprofiled``: the before/after verdict in un-profiled step time (compare_time.py), per step;
+    ``basis`` says whether a profiled step time stands in."""
+    r = lambda x: None if x is None else round(float(x), 3)  # noqa: E731
+
+    def side(s):
+        return {"basis": s.basis, "source": s.source, "step_us": r(s.us), "p25_us": r(s.p25_us),
+                "p75_us": r(s.p75_us), "min_us": r(s.min_us), "max_us": r(s.max_us), "n": s.n, "active": s.active,
+                "distortion": r(s.distortion)}
+
+    return {"basis": sv.basis, "stands_in": sv.stands_in, "missing": sv.missing, "a": side(sv.a), "b": side(sv.b),
+            "delta_us": r(sv.delta_us), "delta_pct": r(sv.delta_pct), "verdict": sv.verdict, "overlap": sv.overlap,
+            "distortion_differs": sv.distortion_differs, "same_run": sv.same_run, "warnings": list(sv.warnings), "notes": list(sv.notes),
+            "headline": sv.headline()}
 
 
 def new_gaps_entry(b, cmp, gm, top: int = 10) -> dict:

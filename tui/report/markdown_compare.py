@@ -88,8 +88,21 @@ def before_after(analyses, top: int) -> list[str]:
     L.append("")
     L.append("## What changed")
     L.append("")
-    L.append(f"- GPU idle per step: {us(c.a.idle_us_per_step)} → {us(c.b.idle_us_per_step)} "
-             f"(**{_signed(c.idle_delta_us_per_step)}**{_pct(c.a.idle_us_per_step, c.b.idle_us_per_step, ', ', '')}).")
+    sv = c.step  # the verdict first: what the user feels is the step time without the profiler
+    L.append(f"- **{esc(sv.headline())}**.")
+    if sv.stands_in:
+        L.append(f"- ⚠ {esc(sv.stands_in)}.")
+    for w in sv.warnings + sv.notes:
+        L.append(f"- ⚠ {esc(w)}.")
+    L.append(f"- kernel time per step: {us(c.a.kernel_us_per_step)} → {us(c.b.kernel_us_per_step)} "
+             f"({_signed(c.b.kernel_us_per_step - c.a.kernel_us_per_step)}"
+             f"{_pct(c.a.kernel_us_per_step, c.b.kernel_us_per_step, ', ', '')}).")
+    L.append(f"- GPU span per step{' (profiled)' if sv.basis == 'unprofiled' else ''}: "
+             f"{us(c.a.gpu_span_us_per_step)} → {us(c.b.gpu_span_us_per_step)} "
+             f"({_signed(c.b.gpu_span_us_per_step - c.a.gpu_span_us_per_step)}"
+             f"{_pct(c.a.gpu_span_us_per_step, c.b.gpu_span_us_per_step, ', ', '')}); "
+             f"GPU idle per step: {us(c.a.idle_us_per_step)} → {us(c.b.idle_us_per_step)} "
+             f"({_signed(c.idle_delta_us_per_step)}{_pct(c.a.idle_us_per_step, c.b.idle_us_per_step, ', ', '')}).")
     for d in c.causes[:3]:
         if d.per_step_delta_us:
             L.append(f"- {d.cause}: {us(d.a_idle_us_per_step)} → {us(d.b_idle_us_per_step)} per step "
@@ -117,9 +130,12 @@ def before_after(analyses, top: int) -> list[str]:
     L.append("")
     L.append("| per step | A | B | change |")
     L.append("|---|---:|---:|---:|")
-    rows = [("GPU idle", c.a.idle_us_per_step, c.b.idle_us_per_step, True),
-            ("GPU span (first kernel to last)", c.a.gpu_span_us_per_step, c.b.gpu_span_us_per_step, True),
+    step_row = ("step time, un-profiled (median)" if sv.basis == "unprofiled" else
+                "step time, profiled (no un-profiled time)")
+    rows = [(step_row, sv.a.us, sv.b.us, True),
             ("kernel time", c.a.kernel_us_per_step, c.b.kernel_us_per_step, True),
+            ("GPU span (first kernel to last)", c.a.gpu_span_us_per_step, c.b.gpu_span_us_per_step, True),
+            ("GPU idle", c.a.idle_us_per_step, c.b.idle_us_per_step, True),
             ("kernels", c.a.kernels_per_step, c.b.kernels_per_step, False),
             ("gaps", c.a.gaps_per_step, c.b.gaps_per_step, False)]
     for name, x, y, is_time in rows:

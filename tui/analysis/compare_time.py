@@ -1,0 +1,204 @@
+"""Before/after verdict in un-profiled time: ``step_verdict(a, b, steps_a, steps_b) -> StepVerdict``. No UI here.
+
+The profiler inflates host-side time, and by different amounts in two captures (an eager model is slowed 2x, a
+CUDA-graph replay of the same model barely), so profiled idle and GPU span can rise while the step gets
+faster (Llama prefill, eager → sdpa attention: idle per step up, the step 13% faster). The capture
+(capture/recorder.py) times ``active`` steps without the profiler many times and writes their min, p25,
+median, p75, max and n into the trace's metadata (``gapscope`` → ``unprofiled``); that is the figure a user
+feels, so a comparison opens with it:
+
+* **Per step**: each sample covers the capture's ``active`` steps (``gapscope.active``; else the steps the
+  comparison found), so every figure is divided by that number.
+* **Verdict** from the spread: "faster" when B's p25–p75 range lies wholly below A's, "slower" when wholly
+  above, "no clear change" when they overlap. Without a spread on both sides (a single time, a stand-in with
+  fewer than ``MIN_SPREAD_STEPS`` steps), a change of less than ``no_change_share`` (thresholds.py) of A's time
+  is "no clear change".
+* **Stand-in**: when either trace has no un-profiled time, both sides use the profiled step time (the mean of
+  the CPU step ranges, their p25–p75 with at least ``MIN_SPREAD_STEPS`` steps; the analysis window for a trace
+  without step ranges), and ``stands_in`` says so: mixing an un-profiled and a profiled time would compare the
+  profiler's overhead, not the change.
+* **Distortion**: when the two captures' distortions (profiled / un-profiled) differ by more than
+  ``distortion_differs`` (thresholds.py), a warning says that profiled idle and span are not comparable.
+* **Same run**: both phases of one ``gapscope capture run`` (same ``captured_at`` and ``argv``) were timed in
+  the same interleaved rounds; timings of different runs also carry the machine's drift between them (a note).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .units import fmt_ns
+
+#: a profiled stand-in gets a p25–p75 spread from its step ranges only with at least this many steps
+MIN_SPREAD_STEPS = 4
+
+FASTER, SLOWER, UNCLEAR = "faster", "slower", "no clear change"
+
+
+@dataclass
+class StepTime:
+    """One trace's step time, per step, in µs: the capture's un-profiled timing or a profiled stand-in."""
+
+    basis: str  # "unprofiled" | "profiled"
+    source: str  # "capture" (un-profiled samples), "steps" (profiled CPU step ranges), "window" (no step ranges)
+    us: float  # un-profiled: the median sample; profiled: the mean step
+    p25_us: float | None = None
+    p75_us: float | None = None
+    min_us: float | None = None
+    max_us: float | None = None
+    n: int | None = None  # un-profiled samples, or profiled steps
+    active: int = 1  # steps per un-profiled sample (the capture's window)
+    distortion: float | None = None  # profiled / un-profiled, whole window
+
+    @property
+    def has_spread(self) -> bool:
+        return self.p25_us is not None and self.p75_us is not None
+
+
+@dataclass
+class StepVerdict:
+    a: StepTime
+    b: StepTime
+    basis: str  # "unprofiled" (both sides) or "profiled" (the stand-in)
+    stands_in: str | None  # what stands in for the un-profiled times, and why; None when both have them
+    delta_us: float  # b - a, per step
+    delta_pct: float | None  # 100 * (b - a) / a; None when a is 0
+    verdict: str  # "faster" | "slower" | "no clear change"
+    overlap: bool | None  # the p25–p75 ranges overlap; None without a spread on both sides
+    distortion_differs: bool
+    same_run: bool | None  # both timed in one capture run (interleaved rounds); None when unknown
+    missing: str | None = None  # the stand-in's reason: "A", "B" or "both" have no un-profiled time
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def headline(self, lead: bool = False) -> str:
+        """``step 6.17 ms → 5.34 ms un-profiled (−13.4%; p25–p75 6.08–6.25 ms → 5.27–5.48 ms): faster``; with
+        ``lead`` the verdict comes first (``faster: step 6.17 ms → ...``), for a narrow header that may be cut."""
+        a, b = self.a, self.b
+        what = "un-profiled" if self.basis == "unprofiled" else "profiled"
+        bits = [_pct(self.delta_pct) if self.delta_pct is not None else _signed_us(self.delta_us)]
+        if a.has_spread and b.has_spread:
+            bits.append(f"p25–p75 {_range(a)} → {_range(b)}")
+        if self.missing:
+            bits.append("no un-profiled time in " + {"both": "either trace"}.get(self.missing, self.missing))
+        why = " (the p25–p75 ranges overlap)" if self.verdict == UNCLEAR and self.overlap else ""
+        body = f"step {_us(a.us)} → {_us(b.us)} {what} ({'; '.join(bits)})"
+        return f"{self.verdict}{why}: {body}" if lead else f"{body}: {self.verdict}{why}"
+
+
+def _us(x: float) -> str:
+    return fmt_ns(int(round(x * 1e3)))
+
+
+def _signed_us(x: float) -> str:
+    return ("+" if x > 0 else "−" if x < 0 else "") + _us(abs(x))
+
+
+def _pct(p: float) -> str:
+    return f"{p:+.1f}%".replace("-", "−")
+
+
+def _range(s: StepTime) -> str:
+    lo, hi = fmt_ns(int(round(s.p25_us * 1e3))), fmt_ns(int(round(s.p75_us * 1e3)))
+    lo_num, lo_unit = lo.rsplit(" ", 1)
+    return f"{lo_num}–{hi}" if hi.endswith(" " + lo_unit) else f"{lo}–{hi}"
+
+
+def _num(v) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and v > 0 else None
+
+
+def _active(meta: dict, steps) -> int:
+    n = meta.get("active")
+    return int(n) if isinstance(n, int) and not isinstance(n, bool) and n >= 1 else max(int(steps.n), 1)
+
+
+def unprofiled_time(analysis, steps) -> StepTime | None:
+    """The capture's un-profiled time per step (the median of its samples, with the spread of the
+    ``unprofiled`` block, else of ``unprofiled_samples_us``), or None when the trace has none."""
+    meta = analysis.model.gapscope_meta or {}
+    d = analysis.distortion
+    med = _num(d.get("unprofiled_us")) if d else _num(meta.get("unprofiled_us"))
+    if med is None:
+        return None
+    k = _active(meta, steps)
+    lo = p25 = p75 = hi = None
+    n = None
+    if d and d.get("unprofiled_p25_us") is not None:  # validated by the analysis (core.py): min <= p25 <= p75 <= max
+        lo, p25, p75, hi = (float(d[f"unprofiled_{q}_us"]) for q in ("min", "p25", "p75", "max"))
+        n = d.get("unprofiled_n")
+    else:
+        smp = meta.get("unprofiled_samples_us")
+        if isinstance(smp, list):
+            v = np.array([x for x in smp if _num(x) is not None], float)
+            if v.size:
+                lo, p25, p75, hi = (float(x) for x in np.percentile(v, [0, 25, 75, 100]))
+                n = int(v.size)
+    per = lambda x: None if x is None else x / k  # noqa: E731
+    ratio = float(d["ratio"]) if d and _num(d.get("ratio")) is not None else None
+    return StepTime("unprofiled", "capture", med / k, per(p25), per(p75), per(lo), per(hi), n, k, ratio)
+
+
+def profiled_time(analysis, steps) -> StepTime:
+    """The profiled step time: the mean of the CPU step ranges (with p25–p75 from ``MIN_SPREAD_STEPS`` steps on),
+    or the analysis window as one step when the trace has no step ranges."""
+    d = analysis.distortion
+    ratio = float(d["ratio"]) if d and _num(d.get("ratio")) is not None else None
+    dur = (np.asarray(steps.end_ns, np.int64) - np.asarray(steps.start_ns, np.int64)).astype(float) / 1e3
+    src = "window" if steps.source == "window" else "steps"
+    s = StepTime("profiled", src, float(dur.mean()) if dur.size else 0.0, n=int(dur.size), active=int(dur.size),
+                 distortion=ratio)
+    if dur.size >= MIN_SPREAD_STEPS:
+        s.min_us, s.p25_us, s.p75_us, s.max_us = (float(x) for x in np.percentile(dur, [0, 25, 75, 100]))
+    return s
+
+
+def _same_run(ma: dict, mb: dict) -> bool | None:
+    ca, cb = ma.get("captured_at"), mb.get("captured_at")
+    if not (isinstance(ca, str) and isinstance(cb, str)):
+        return None
+    return ca == cb and ma.get("argv") == mb.get("argv")
+
+
+def step_verdict(a, b, steps_a, steps_b) -> StepVerdict:
+    """Is B (after) faster than A (before)? Decided on the un-profiled step time when both traces have one, else on
+    the profiled step time (``stands_in`` says which and why)."""
+    cfg = a.config
+    ua, ub = unprofiled_time(a, steps_a), unprofiled_time(b, steps_b)
+    stands_in = missing = None
+    if ua is not None and ub is not None:
+        sa, sb, basis = ua, ub, "unprofiled"
+    else:
+        sa, sb, basis = profiled_time(a, steps_a), profiled_time(b, steps_b), "profiled"
+        missing = "both" if ua is None and ub is None else "A" if ua is None else "B"
+        who = "neither trace has an" if missing == "both" else f"{missing} has no"
+        name = {"steps": "the CPU step ranges", "window": "the analysis window"}
+        src = name[sa.source] if sa.source == sb.source else f"A: {name[sa.source]}, B: {name[sb.source]}"
+        stands_in = (f"profiled step time ({src}) stands in: {who} un-profiled time "
+                     "(gapscope capture records one)")
+    delta = sb.us - sa.us
+    pct = 100.0 * delta / sa.us if sa.us > 0 else None
+    overlap = None
+    if sa.has_spread and sb.has_spread:
+        overlap = not (sb.p75_us < sa.p25_us or sb.p25_us > sa.p75_us)
+        verdict = UNCLEAR if overlap else FASTER if delta < 0 else SLOWER
+    elif pct is None:
+        verdict = UNCLEAR if delta == 0 else SLOWER
+    else:
+        verdict = UNCLEAR if abs(pct) < 100.0 * cfg.no_change_share else FASTER if delta < 0 else SLOWER
+    da, db = (ua.distortion if ua else None), (ub.distortion if ub else None)
+    differs = bool(da and db and max(da, db) / min(da, db) > cfg.distortion_differs)
+    warnings, notes = [], []
+    if differs:
+        more = "B's" if db > da else "A's"
+        warnings.append(f"the profiler slowed A {da:.2f}x and B {db:.2f}x: their profiled idle and GPU span do "
+                        f"not compare ({more} are inflated more); the un-profiled step time does")
+    ma, mb = a.model.gapscope_meta or {}, b.model.gapscope_meta or {}
+    same = _same_run(ma, mb)
+    if basis == "unprofiled" and same is False:
+        notes.append("A and B were timed un-profiled in different capture runs (captured_at "
+                     f"{ma.get('captured_at')} and {mb.get('captured_at')}): the machine's drift between runs is in "
+                     "the change too")
+    return StepVerdict(sa, sb, basis, stands_in, delta, pct, verdict, overlap, differs, same, missing, warnings, notes)

@@ -1,0 +1,78 @@
+"""``gapscope report TRACE... [--json] [--top N] [-o FILE] [--force] [--whole-trace] [--schema]``."""
+
+from __future__ import annotations
+
+import sys
+
+from ..errors import GapscopeError
+from .common import add_trace_args
+
+NAME = "report"
+HELP = "write the findings report (Markdown, or JSON with --json)"
+
+#: what --top means when it is not given: 10 for Markdown (a person reads it), 50 gaps for --json
+DEFAULT_TOP_MARKDOWN = 10
+DEFAULT_TOP_JSON = 50
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(NAME, help=HELP)
+    add_trace_args(p)
+    p.add_argument("--json", action="store_true", help="JSON following findings.schema.json")
+    p.add_argument("--schema", action="store_true",
+                   help="print the JSON report's schema (the contract shipped in the package) and exit")
+    p.add_argument("--top", type=int, default=None, metavar="N",
+                   help=f"gaps, kernels and findings to list (default {DEFAULT_TOP_MARKDOWN}; "
+                        f"{DEFAULT_TOP_JSON} gaps with --json)")
+    p.add_argument("--whole-trace", action="store_true",
+                   help="analyse the whole trace, not only the measured gapscope.step ranges of a gapscope capture")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write to FILE instead of stdout (never overwrites unless --force)")
+    p.add_argument("--force", action="store_true", help="allow -o to replace an existing file")
+
+
+def analyses_for(paths, args) -> list:
+    """The analyses of the traces named: one job's ranks together (``analyze_ranks``), any others one each."""
+    from ..analysis import analyze
+    from ..analysis.ranks import analyze_ranks, same_job
+    from ..trace.multi import load_many
+
+    models = load_many(paths, no_cache=bool(getattr(args, "no_cache", False)), max_size=getattr(args, "max_size", None))
+    # window: "steps" (the measured gapscope.step#k ranges, the default) or "all" (a --whole-trace flag)
+    window = "all" if getattr(args, "whole_trace", False) else "steps"
+    if len(models) > 1 and same_job(models):
+        return analyze_ranks(models, window=window)
+    return [analyze(m, window=window) for m in models]
+
+
+def report_top(args) -> int:
+    """The number of gaps/kernels/findings to list: ``--top N`` as given, else 10 for Markdown and 50 for JSON."""
+    top = getattr(args, "top", None)
+    if top is None:
+        return DEFAULT_TOP_JSON if getattr(args, "json", False) else DEFAULT_TOP_MARKDOWN
+    if top < 1:
+        raise GapscopeError("--top must be a positive number")
+    return top
+
+
+def run(args) -> int:
+    if getattr(args, "schema", False):
+        from ..report import schema_text
+
+        sys.stdout.write(schema_text())
+        return 0
+    top = report_top(args)
+    analyses = analyses_for(args.traces, args)
+    from ..report import render_markdown, to_json_text
+
+    text = to_json_text(analyses, top=top) if args.json else render_markdown(analyses, top)
+    out = getattr(args, "output", None)
+    if out:
+        from ..fsutil import atomic_write_text
+
+        atomic_write_text(out, text, overwrite=bool(getattr(args, "force", False)))
+        sys.stderr.write(f"gapscope: wrote {out}\n")
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    return 0
