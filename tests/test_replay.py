@@ -628,3 +628,13 @@ def test_frame_whatifs_in_json_markdown_and_the_explorer(tmp_path):
                 in txt, txt
 
     run(go())
+
+
+def test_the_explorer_top_fix_is_the_figure_the_finding_ranks_by():
+    """The round trip's finding ranks by its frame's fused what-if (268.2 µs: the whole of `pick`, its copies kept)
+    over its own fix (264.0 µs): the explorer's top-fix line says that figure and the frame, as the report's order."""
+    from gapscope.tui.app.panels import top_fix
+
+    a = analyze(model_of(_round_trip_step()))
+    a.projection  # noqa: B018 - the loader computes it before the line is shown
+    assert top_fix(a) == ("−268.2 µs per step (−45.5%), profiled time", "user.py(60): pick as one fused GPU call")
