@@ -23,7 +23,9 @@ import numpy as np
 
 from ..trace.model import Kind
 from .intervals import union
-from .replay_model import Replay, _inside
+from .replay_calibrate import steps_of
+from .replay_fixes import outermost
+from .replay_model import Replay, inside
 
 #: which frames get the what-if and which findings carry it: ``Thresholds.frame_min_share``, ``frame_max_share``,
 #: ``frame_top``, ``frame_attach_share`` (thresholds.py)
@@ -67,7 +69,7 @@ def items_under(r: Replay, iv) -> np.ndarray:
     lt = m.track[Lc].astype(np.int64)
     for th in np.unique(t).tolist():
         sel = has & (lt == th)
-        out[sel] = _inside(s[t == th], e[t == th], m.ts_ns[Lc[sel]])
+        out[sel] = inside(s[t == th], e[t == th], m.ts_ns[Lc[sel]])
     return out
 
 
@@ -76,15 +78,13 @@ def dispatch_ns(r: Replay, c: float = 0.0) -> int:
     (what calling one op from Python costs: dispatch, its inner ops, the launch call) of the op's recorded duration
     less ``c`` per host event recorded in it; 0 when no launch is inside an op. A fused function is still one op
     to call and launch."""
-    from .replay_fixes import _outermost
-
     m = r.model
     k = r.items[r.has_launch & (m.kind[r.items] == int(Kind.KERNEL))]
     if k.size == 0:
         return 0
     L = m.launch[k]
     ops = np.flatnonzero((m.kind == int(Kind.CPU_OP)) & np.isin(m.track, np.unique(m.track[L])))
-    top = _outermost(m, ops)
+    top = outermost(m, ops)
     cost = []
     for t in np.unique(m.track[L]).tolist():
         o = top[m.track[top] == t]
@@ -106,7 +106,7 @@ def candidates(a, r: Replay, rec_step_ns: float, extra=()) -> list[tuple[str, in
     the frames in ``extra``, those the findings name, come first when they qualify)."""
     cfg = a.config
     m = r.model
-    steps = max(_steps(a), 1)
+    steps = max(steps_of(a), 1)
     thr = np.unique(r.a_thr)
     py = np.flatnonzero((m.kind == int(Kind.PYTHON)) & r.flags["user_frame"][m.name_id]
                         & np.isin(m.track, thr))
@@ -124,18 +124,12 @@ def candidates(a, r: Replay, rec_step_ns: float, extra=()) -> list[tuple[str, in
     return out[:cfg.frame_top]
 
 
-def _steps(a) -> int:
-    from .replay_calibrate import _steps as steps
-
-    return steps(a)
-
-
 def frame_whatif(a, r: Replay, name: str, c: float, base_step: float):
     """The what-if of one frame as one fused GPU call: a ``FrameWhatIf`` (per step figures) or None."""
     from .replay_result import FrameWhatIf
 
     m = r.model
-    steps = max(_steps(a), 1)
+    steps = max(steps_of(a), 1)
     allc = frame_calls(m, name)
     if allc.size == 0:
         return None
@@ -212,7 +206,7 @@ def attach(a, frames: list) -> dict[str, str]:
             ok = np.zeros(rows.size, bool)
             for tt in np.unique(t).tolist():
                 sel = th == tt
-                ok[sel] = _inside(s[t == tt], e[t == tt], mid[sel])
+                ok[sel] = inside(s[t == tt], e[t == tt], mid[sel])
             if float(w8[ok].sum()) / tot >= a.config.frame_attach_share:
                 out[f.id] = w.frame
                 break
@@ -243,15 +237,17 @@ def round_trips(a, r: Replay, f):
         th, a0, b0 = int(g.thread[rr]), int(g.start_ns[rr]), int(g.t_launch_ns[rr])
         if th < 0:
             continue
-        idx = a._thread_events(th, a0 - slack, max(b0, a0 + 1))
+        sl = m.track_slice(th)
+        idx = np.arange(sl.start, sl.stop)
         idx = idx[cpu.sync_mask[idx]]
+        # the synchronising calls on the thread open in [gap start - slack, next launch) (findings.round_trip_rows)
+        idx = idx[(m.ts_ns[idx] < max(b0, a0 + 1)) & (m.ts_ns[idx] + m.dur_ns[idx] > a0 - slack)]
         if idx.size == 0:
             continue
         top = int(idx[np.lexsort((m.ts_ns[idx], m.depth[idx].astype(np.int64)))[0]])
         ss, se = int(m.ts_ns[top]), int(m.ts_ns[top] + m.dur_ns[top])
         # the read is the op that issued the sync (``.cpu()``: aten::to, its copy to the host launched before the
         # cudaStreamSynchronize inside it): from the start of the outermost aten op around it
-        sl = m.track_slice(th)
         ops = np.arange(sl.start, sl.stop)
         ops = ops[(m.kind[ops] == int(Kind.CPU_OP)) & (m.ts_ns[ops] <= ss) & (m.ts_ns[ops] + m.dur_ns[ops] >= se)]
         if ops.size:

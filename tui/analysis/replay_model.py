@@ -47,12 +47,16 @@ def _subtract(a_s, a_e, b_s, b_e):
     return union(lo[keep], hi[keep])
 
 
-def _inside(s, e, t):
+def inside(s, e, t):
     """t inside one of the sorted disjoint intervals [s, e)."""
     if s.size == 0:
         return np.zeros(np.shape(t), bool)
     j = np.searchsorted(s, t, side="right") - 1
     return (j >= 0) & (t < e[np.clip(j, 0, None)])
+
+
+#: the name the older modules use
+_inside = inside
 
 
 class _Removed:
