@@ -59,6 +59,9 @@ What is checked (one line per mismatch, ``trace: claim: reported X, events say Y
   range); and no ``launch`` example is held that way by one call or op.
 * a sync finding's fix, "remove the N synchronising calls in `frame`": N is the outermost synchronising calls
   starting inside that frame in the window (``sync_calls``).
+* ``frame_whatifs``: each frame's calls in the window, its inclusive host time per step (per thread the union of
+  its python_function calls starting in a step range) and the GPU work launched under it (launch call by
+  correlation inside one of its calls; the item overlapping its device's window): ``check_frames``.
 * the allocator fix's after-effect ("the host work they slowed right after them (X per step, recorded)"):
   each event's own time on the thread (the innermost op or runtime call, else Python frame), the events within
   200 µs after an allocator call of the frame against the median of the same name away from the calls
@@ -625,7 +628,64 @@ def audit_report(path: str, tr: Trace, rep: dict, label: str, whole: bool = Fals
     check_collectives(A, tr, rep, devs)
     check_launches(A, tr, rep, devs)
     check_findings(A, tr, rep, devs, mine, origin)
+    check_frames(A, tr, rep, devs, mode)
     return A
+
+
+def _step_count(tr) -> int:
+    """Steps in the window: distinct ``gapscope.step#k`` ranges, else distinct ``ProfilerStep#N``, else 1."""
+    names = {v.name for evs in tr.threads.values() for v in evs if v.kind == "ann"}
+    n = sum(1 for x in names if STEP_RE.match(x))
+    return n or sum(1 for x in names if x.startswith("ProfilerStep#")) or 1
+
+
+def frame_subtree(tr, frame, mode):
+    """{thread: union of the Python frame's call intervals} over all its calls, and the same for the calls starting
+    inside a step range (steps mode; all calls otherwise): the frame's whole subtree of host time."""
+    every, inw = {}, {}
+    for key, evs in tr.threads.items():
+        calls = [(v.s, v.e) for v in evs if v.kind == "py" and v.name == frame]
+        if not calls:
+            continue
+        every[key] = _union(calls)
+        w = [c for c in calls if mode != "steps" or not tr.steps or tr.in_steps(c[0])]
+        if w:
+            inw[key] = _union(w)
+    return every, inw
+
+
+def check_frames(A, tr, rep, devs, mode):
+    """``frame_whatifs``: each frame's calls in the window, its inclusive host time per step (the union of its
+    calls per thread) and the GPU work launched under it (launch call by correlation inside one of its calls on
+    the same thread; the item overlapping its device's window), recomputed from the raw events."""
+    fws = rep.get("frame_whatifs")
+    if fws is None:
+        A.na("frame_whatifs (absent)")
+        return
+    steps = _step_count(tr)
+    for i, w in enumerate(fws):
+        fr = w.get("frame")
+        p = f"frame_whatifs[{i}] ({_short(str(fr))})"
+        every, inw = frame_subtree(tr, fr, mode)
+        n = sum(1 for key, evs in tr.threads.items() for v in evs if v.kind == "py" and v.name == fr
+                and (mode != "steps" or not tr.steps or tr.in_steps(v.s)))
+        A.ok(w.get("calls") == n, f"{p} calls", w.get("calls"), n)
+        host = sum(e - s for iv in inw.values() for s, e in iv)
+        A.eq_us(f"{p} host_us", w.get("host_us"), host // steps)
+        gpu, items = 0, 0
+        for g in tr.gpu:
+            D = devs.get(g.pid)
+            if D is None or not (g.e > D.w0 and g.s < D.w1 or g.s == g.e and D.w0 <= g.s <= D.w1):
+                continue
+            L = tr.launch(g)
+            iv = every.get(tr.thread_of.get(id(L))) if L is not None else None
+            if iv and _inside(iv, L.s):
+                gpu += g.e - g.s
+                items += 1
+        A.ok(w.get("gpu_items") == items, f"{p} gpu_items", w.get("gpu_items"), items)
+        A.eq_us(f"{p} gpu_us", w.get("gpu_us"), gpu // steps)
+        sv, pct = w.get("saving_us"), w.get("saving_pct")
+        A.ok(isinstance(sv, (int, float)) and sv >= 0 and (pct is None or pct >= 0), f"{p} saving", sv, ">= 0")
 
 
 def _nearest(mine, key, origin):

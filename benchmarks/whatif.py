@@ -26,6 +26,11 @@ Rows whose fixed twin is an isolating variant (``sync-noitem``, ``alloc-keep``: 
 what the finding's fix removes) are shown when the measured table has that variant; their measured saving is
 whatif_pairs.py's ``saving_pct_fix_only``.
 
+``--pairs real`` (or ``all``, the default) adds the real clients of traces/ (``REAL_PAIRS``: benchmarks/hf_clients.py,
+one ``capture run`` per pair), measured from their own metadata (1 - fixed / bad of the un-profiled medians, the
+same at the p25s and p75s as the spread), projected by the frame's what-if as one fused GPU call (Mixtral's eager
+experts), the round trip removed whole (host sampling), or "not covered" where no finding projects the fix.
+
 A pair passes when the projection is within ±35% (relative) or ±5 points of the measured saving, and
 no finding projects more than 2x its fix's measured saving.
 """
@@ -65,6 +70,18 @@ PAIRS = [
 ]
 #: fixed twins that are isolating variants: their rows need the measured table's entry
 ISOLATING = ("-sync-noitem.", "-alloc-keep.")
+#: real clients (benchmarks/hf_clients.py, one ``capture run`` per pair: both phases timed un-profiled in the same
+#: interleaved rounds): (bad, fixed, what the fix is, the frame or finding kind that names it). The projected
+#: saving is: ``frame``, the frame's what-if as one fused GPU call (replay_frames.py); ``round-trip``, the round
+#: trip finding of that frame; ``pattern``, a finding whose evidence ``pattern`` is that name (none on main yet
+#: for eager attention: the row says "not covered"); ``none``, no finding projects that fix (GPU-side changes)
+REAL_PAIRS = [
+    ("hf-mixtral.decode_eager", "hf-mixtral.decode_batched", "frame", "modeling_mixtral.py(69): forward"),
+    ("hf-sampling.decode_host", "hf-sampling.decode_gpu", "round-trip", "hf_clients.py(162): pick"),
+    ("hf-attn.prefill_eager", "hf-attn.prefill_sdpa", "pattern", "eager-attention"),
+    ("hf-mlp.prefill_i5633", "hf-mlp.prefill_i5632", "none", None),
+    ("resnet50.fp32", "resnet50.bf16_cl", "none", None),
+]
 
 
 def _finding(a, cause, frame):
@@ -117,6 +134,74 @@ def _measured(name, path: Path, table: dict | None, stat: str):
     return (float(x) if isinstance(x, (int, float)) else None), n
 
 
+def _unprofiled(path: Path) -> dict | None:
+    """A trace's un-profiled quantiles (metadata ``gapscope.unprofiled``), us."""
+    u = (load(str(path), no_cache=True).gapscope_meta or {}).get("unprofiled")
+    ok = isinstance(u, dict) and all(isinstance(u.get(k), (int, float)) for k in ("p25_us", "median_us", "p75_us"))
+    return u if ok else None
+
+
+def _real_projection(a, how: str, what: str | None):
+    """(finding or frame named, projected %) of a real pair's fix, or (None, None) when nothing projects it."""
+    pj = a.projection
+    base = pj.baseline_ns
+    if base <= 0:
+        return None, None
+    if how == "frame":
+        w = next((w for w in pj.frames if what and what in w.frame), None)
+        return (w.frame, 100.0 * w.saving_ns / base) if w else (None, None)
+    for f in pj.ranked(a.findings):
+        ev = f.evidence or {}
+        if how == "round-trip" and ev.get("pattern") == "round-trip" and what and what in str(ev.get("frame") or ""):
+            return f.id, pj.saving_pct(f.id)
+        if how == "pattern" and (ev.get("pattern") == what or ev.get("kind") == what) and \
+                pj.saving_ns.get(f.id) is not None:
+            return f.id, pj.saving_pct(f.id)
+    return None, None
+
+
+def real_rows(tdirs, fmt, want_json_rows: list):
+    """The real-client pairs whose two traces are in the folders: projected against measured (the two traces'
+    un-profiled medians; the spread is the saving at their p25s and at their p75s)."""
+    def tpath(name):
+        for d in reversed(tdirs):
+            if (d / f"{name}.json.gz").exists():
+                return d / f"{name}.json.gz"
+        return None
+
+    for bad, fixed, how, what in REAL_PAIRS:
+        pb, pf = tpath(bad), tpath(fixed)
+        if pb is None or pf is None:
+            continue
+        ub, uf = _unprofiled(pb), _unprofiled(pf)
+        a = analyze(load(str(pb), no_cache=True))
+        who, proj = _real_projection(a, how, what)
+        meas = spread = None
+        if ub and uf:
+            meas = 100.0 * (1 - uf["median_us"] / ub["median_us"])
+            spread = (100.0 * (1 - uf["p25_us"] / ub["p25_us"]), 100.0 * (1 - uf["p75_us"] / ub["p75_us"]))
+        verdict = _verdict(proj, meas) if proj is not None else "not covered"
+        row = {"bad": bad, "fixed": fixed, "finding": who, "figure": how, "projected_pct": proj,
+               "measured_pct": meas, "measured_p25_p75_pct": list(spread) if spread else None,
+               "bad_ms": ub and ub["median_us"] / 1e3, "fixed_ms": uf and uf["median_us"] / 1e3,
+               "n": [int((ub or {}).get("n") or 0), int((uf or {}).get("n") or 0)],
+               "calibrated": a.projection.calibrated, "verdict": verdict, "real": True}
+        want_json_rows.append(row)
+        sp = f" ({spread[0]:.1f}–{spread[1]:.1f})" if spread else ""
+        label = {"frame": " (as one fused call)", "round-trip": " (whole round trip)"}.get(how, "")
+        print(f"| {bad} | {fixed} | {(who or '–').replace('|', '/')}{label if who else ''} | {fmt(proj)} | "
+              f"{fmt(meas)}{sp} | {(row['bad_ms'] or 0):.2f} / {(row['fixed_ms'] or 0):.2f} ({row['n'][0]}, "
+              f"{row['n'][1]}) | {'yes' if a.projection.calibrated else 'no'} | {verdict} |")
+
+
+def _verdict(proj, meas) -> str:
+    if proj is None or meas is None:
+        return "n/a"
+    ok = abs(proj - meas) <= 5 or (meas > 0 and abs(proj - meas) <= 0.35 * meas)
+    over = meas > 0 and proj > 2 * meas
+    return "ok" if ok and not over else ("over 2x" if over else "miss")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--traces", action="append", help="a folder of traces (default traces/); given again, a trace "
@@ -124,6 +209,8 @@ def main(argv=None) -> int:
     ap.add_argument("--measured", help="JSON of measured un-profiled step times per variant")
     ap.add_argument("--stat", choices=("min", "median"), default="median")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON too")
+    ap.add_argument("--pairs", choices=("all", "demo", "real"), default="all",
+                    help="the demo's injected pairs, the real clients' (their own metadata times), or both")
     args = ap.parse_args(argv)
     table = None
     if args.measured:
@@ -142,10 +229,11 @@ def main(argv=None) -> int:
 
     rows = []
     seen: dict = {}
+    fmt = (lambda x: "–" if x is None else f"{x:.1f}%")
     print("| bad variant | fixed twin | finding | projected saving | measured saving | bad / fixed (ms, n) | "
           "calibrated | verdict |")
     print("|---|---|---|---:|---:|---:|---|---|")
-    for bad, fixed, cause, frame in PAIRS:
+    for bad, fixed, cause, frame in (PAIRS if args.pairs != "real" else []):
         pb, pf = tpath(bad), tpath(fixed)
         if not pb.exists() or (table is None and not pf.exists()):  # the twin's trace is needed only for its time
             continue
@@ -169,22 +257,18 @@ def main(argv=None) -> int:
             meas = paired[0]
             if isinstance(paired[1], (int, float)) and isinstance(paired[2], (int, float)):
                 spread = f" ({paired[1]:.1f}–{paired[2]:.1f})"
-        if proj is None or meas is None:
-            verdict = "n/a"
-        else:
-            ok = abs(proj - meas) <= 5 or (meas > 0 and abs(proj - meas) <= 0.35 * meas)
-            over = meas > 0 and proj > 2 * meas
-            verdict = "ok" if ok and not over else ("over 2x" if over else "miss")
+        verdict = _verdict(proj, meas)
         row = {"bad": bad, "fixed": fixed, "finding": f.id if f else None, "projected_pct": proj,
                "figure": "whole check" if wo is not None else "fix",
                "measured_pct": meas, "bad_ms": mb and mb / 1e3, "fixed_ms": mf and mf / 1e3, "n": [nb, nf],
                "calibrated": a.projection.calibrated, "verdict": verdict}
         rows.append(row)
-        fmt = (lambda x: "–" if x is None else f"{x:.1f}%")
         print(f"| {bad} | {fixed} | {row['finding'] or '–'}{' (whole check)' if wo is not None else ''} | "
               f"{fmt(proj)} | {fmt(meas)}{spread} | "
               f"{(mb or 0) / 1e3:.2f} / {(mf or 0) / 1e3:.2f} ({nb}, {nf}) | "
               f"{'yes' if a.projection.calibrated else 'no'} | {verdict} |")
+    if args.pairs != "demo":
+        real_rows(tdirs, fmt, rows)
     if args.json:
         print(json.dumps(rows, indent=1))
     return 0

@@ -106,6 +106,9 @@ def kernel_row(name, total, pct, floor=None):
 def right_report(path="t.json"):
     return {
         "schema": "gapscope.findings/1",
+        # what gapscope reports: the one frame holding 5-80% of the window, 40 µs of host work that launches nothing
+        "frame_whatifs": [{"frame": "main.py(30): post", "calls": 1, "host_us": 40.0, "gpu_us": 0.0, "gpu_items": 0,
+                           "saving_us": 40.0, "saving_pct": 28.37, "findings": ["python-1"]}],
         "traces": [{"path": path, "events": 27, "window_us": 141.0, "phase": None, "rank": None,
                     "distortion": None, "origin_us": 75.0, "window": {"mode": "all", "steps": []}}],
         "devices": [{"rank": None, "device": 0, "name": None, "window_us": 141.0, "kernel_busy_us": 33.0,
@@ -533,3 +536,32 @@ def test_floor_achieved_and_pattern_claims_are_recomputed(attn):
         change(bad)
         got = audit.audit_report(str(path), tr, bad, "t").mismatches
         assert any(needle in line for line in got), (what, got)
+
+
+def test_the_frame_whatifs_subtree_host_time_is_recomputed_from_the_events():
+    """Issue #25: each frame_whatifs row's calls, inclusive host time per step and GPU work under the frame, recomputed
+    by the checker from the raw events of the real Mixtral trace (the eager experts' forward among them): right as
+    reported, and a changed host time or GPU item count is a mismatch."""
+    path = ROOT / "traces" / "hf-mixtral.decode_eager.json.gz"
+    out = subprocess.run([sys.executable, "-m", "gapscope", "report", "--json", "--top", "100000", str(path)], cwd=ROOT,
+                         capture_output=True, text=True)
+    rep = json.loads(out.stdout)
+    tr = audit.Trace(audit.read_trace(str(path)))
+    rows = {w["frame"]: w for w in rep["frame_whatifs"]}
+    w = rows["transformers/models/mixtral/modeling_mixtral.py(69): forward"]
+    assert w["calls"] == 32 and w["gpu_items"] == 1632  # 8 layers x 4 steps; the experts' kernels and copies
+
+    devs, mode = audit.build_devices(tr, "steps")
+
+    def mismatches(r):
+        A = audit.Audit("t")
+        audit.check_frames(A, tr, r, devs, mode)
+        assert A.checked == 5 * len(r["frame_whatifs"])
+        return A.mismatches
+
+    assert mismatches(rep) == []
+    bad = copy.deepcopy(rep)
+    k = [x["frame"] for x in bad["frame_whatifs"]].index(w["frame"])
+    bad["frame_whatifs"][k]["host_us"] += 1.0
+    bad["frame_whatifs"][k]["gpu_items"] -= 1
+    assert len(mismatches(bad)) == 2

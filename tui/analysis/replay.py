@@ -79,15 +79,16 @@ from __future__ import annotations
 import numpy as np
 
 from .replay_calibrate import CAL_SLACK, NO_HOST, _calibrate, _steps
+from .replay_frames import attach, frame_whatifs, round_trip_fix
 from .replay_fixes import (PINNED_GBPS, SCALAR_READS, _calls_under, _check_ops, _copy_removal, _frame_intervals,
                            _graph_owner, _n, _outermost, _pinned_gbps, _python_own, _within, fix_for)
 from .replay_model import (_CALLS, _MAYBE_WAIT, _WORK, DEFAULT_GRAPH_GAP_NS, DEFAULT_LAUNCH_NS, QUEUED_NS, Replay,
                            _inside, _Removed, _subtract)
-from .replay_result import DeviceProjection, Projection
+from .replay_result import DeviceProjection, FrameWhatIf, Projection
 
 #: the public entry; the other names are re-exported from the modules that now hold them (replay_model,
 #: replay_fixes, replay_calibrate, replay_result), so that ``from tui.analysis.replay import ...`` keeps working
-__all__ = ["project", "Projection", "DeviceProjection", "Replay", "fix_for", "QUEUED_NS", "DEFAULT_LAUNCH_NS",
+__all__ = ["project", "Projection", "DeviceProjection", "FrameWhatIf", "Replay", "fix_for", "QUEUED_NS", "DEFAULT_LAUNCH_NS",
            "DEFAULT_GRAPH_GAP_NS", "NO_HOST", "PINNED_GBPS", "SCALAR_READS", "_MAYBE_WAIT", "_WORK", "_CALLS",
            "_subtract", "_inside", "_Removed", "_frame_intervals", "_within", "_python_own", "_check_ops", "_outermost",
            "_calls_under", "_copy_removal", "_pinned_gbps", "_n", "_steps", "_calibrate", "_graph_owner"]
@@ -156,6 +157,20 @@ def project(a) -> Projection:
         if f.cause == "launch" and f.id != graph_owner:
             p.saving_ns[f.id] = None
             continue
+        if (f.evidence or {}).get("pattern") == "round-trip":
+            # the whole round trip (the read, the host work on its result, the copies), not the frame's own time
+            try:
+                rt = round_trip_fix(a, r, f)
+            except (ValueError, IndexError, KeyError):
+                rt = None
+            if rt is not None:
+                (s, e, t), drop, what = rt
+                end = r.run(r.removal(s, e, t), c, drop=drop)
+                sv = int(round(max(base_step - max(r.span(end).values()) / steps, 0.0)))
+                p.saving_ns[f.id] = sv
+                p.what[f.id] = what
+                seen[(what, sv)] = f.id
+                continue
         try:
             fx = fix_for(a, r, f)
         except (ValueError, IndexError, KeyError):
@@ -197,4 +212,7 @@ def project(a) -> Projection:
         seen[(what, sv)] = f.id
         p.saving_ns[f.id] = sv
         p.what[f.id] = what
+    # each frame that matters as one fused GPU call, and the findings whose gaps lie under one
+    p.frames = frame_whatifs(a, r, c, base_step, max(rec.values()) / steps)
+    p.frame_of = attach(a, p.frames)
     return p

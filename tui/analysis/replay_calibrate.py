@@ -12,7 +12,8 @@ from .replay_model import Replay
 NO_HOST = 1e12
 
 
-def _steps(a) -> int:
+def steps_of(a) -> int:
+    """Steps in the analysis window: the capture's step ranges, else torch.profiler's ProfilerStep#N, else 1."""
     w = a.window
     n = len(set(w.steps)) if getattr(w, "clipped", False) else 0
     if n:
@@ -25,6 +26,10 @@ def _steps(a) -> int:
         if idx.size:
             return int(np.unique(m.name_id[idx]).size)
     return 1
+
+
+#: the name the older modules use
+_steps = steps_of
 
 
 #: an un-profiled time up to this factor above the replayed recording is the same step within timing noise

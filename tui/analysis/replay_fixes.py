@@ -139,7 +139,7 @@ def _check_ops(r: Replay, frame: str | None, reads):
     return (np.concatenate(S), np.concatenate(E), np.concatenate(T)), drop, n_ops
 
 
-def _outermost(m, idx):
+def outermost(m, idx):
     """Drop events of idx nested (by time, on the same thread) inside another event of idx."""
     if idx.size == 0:
         return idx
@@ -153,6 +153,10 @@ def _outermost(m, idx):
         inner = np.r_[False, e[1:] <= run[:-1]]
         keep[sel[o]] = ~inner
     return idx[keep]
+
+
+#: the name the older code uses
+_outermost = outermost
 
 
 def _calls_under(r: Replay, mask_names, frame, kinds=(int(Kind.CPU_OP), int(Kind.RUNTIME), int(Kind.DRIVER))):

@@ -47,12 +47,16 @@ def _subtract(a_s, a_e, b_s, b_e):
     return union(lo[keep], hi[keep])
 
 
-def _inside(s, e, t):
+def inside(s, e, t):
     """t inside one of the sorted disjoint intervals [s, e)."""
     if s.size == 0:
         return np.zeros(np.shape(t), bool)
     j = np.searchsorted(s, t, side="right") - 1
     return (j >= 0) & (t < e[np.clip(j, 0, None)])
+
+
+#: the name the older modules use
+_inside = inside
 
 
 class _Removed:
@@ -219,12 +223,17 @@ class Replay:
 
     # ------------------------------------------------------------------ running
     def run(self, removed: dict[int, _Removed] | None = None, c: float = 0.0, dur=None, nowait=None,
-            drop=None) -> np.ndarray:
+            drop=None, fuse=None, insert=None) -> np.ndarray:
         """Replayed end of every item (``self.items`` order), with ``removed`` host time squeezed out of the
         threads and ``c`` ns of profiler overhead taken off every host event the thread recorded; ``dur``
         replaces the items' durations (``self.items`` order); the calls in ``nowait`` (event indices) no longer
         wait for the GPU; the items in ``drop`` (a mask, ``self.items`` order) do not run: they take no time,
-        hold up nothing, and their end is -1e30."""
+        hold up nothing, and their end is -1e30; the items in ``fuse`` (a mask, ``self.items`` order) run as the
+        nodes of one CUDA graph: each at the trace's median launch latency after its (replayed) launch call, and
+        one graph dispatch gap after its stream's previous item (replay_frames.py: a frame as one fused call);
+        ``insert`` ({thread: (points, ns)}, recorded times) adds host time on a thread: every anchor at or after a
+        point (since the origin) starts that much later, in replayed (un-profiled) time: the fused call's own
+        dispatch."""
         removed = removed or {}
         o = self.origin
         na = self.anchors.size
@@ -255,11 +264,26 @@ class Replay:
                 # overhead never makes time run backwards: each anchor's start and end keep their order
                 seq = np.maximum.accumulate(np.column_stack((a, b)).ravel()).reshape(-1, 2)
                 a, b = seq[:, 0], seq[:, 1]
+            ins = (insert or {}).get(int(thr))
+            if ins is not None:
+                pts, add = (np.asarray(x) for x in ins)
+                keep = pts >= o
+                pts, add = pts[keep], add[keep].astype(np.float64)
+                if pts.size:
+                    oo = np.argsort(pts, kind="stable")
+                    pts, cum = pts[oo], np.concatenate(([0.0], np.cumsum(add[oo])))
+                    a = a + cum[np.searchsorted(pts, ts, side="right")]
+                    b = b + cum[np.searchsorted(pts, te, side="right")]
             fs[sel] = o + a
             fe[sel] = o + b
         # the launch latency includes the launch call's recorded overhead: it loses c too
-        lat = np.maximum(self.lat - c, 0).tolist() if c > 0 else self.lat.tolist()
-        qg, start = self.qgap.tolist(), self.start.tolist()
+        lat = np.maximum(self.lat - c, 0) if c > 0 else self.lat
+        qg = self.qgap
+        if fuse is not None:
+            fz = np.asarray(fuse, bool)
+            lat = np.where(fz, max(self.launch_lat_ns - c, 0), lat)
+            qg = np.where(fz, self.graph_gap_ns, qg)
+        lat, qg, start = lat.tolist(), qg.tolist(), self.start.tolist()
         dur = (self.dur if dur is None else np.asarray(dur, np.int64)).tolist()
         trk, dev, has, ia = self.trk.tolist(), self.dev.tolist(), self.has_launch.tolist(), self.item_anchor.tolist()
         dropped = np.asarray(drop, bool).tolist() if drop is not None else None

@@ -99,6 +99,14 @@ Several ranks (see ranks/):
     excess over many frames, none of which reaches it.
 ``late_blame_top`` (3)
     At most this many blamed frames are named.
+``frame_min_share`` (0.05), ``frame_max_share`` (0.8)
+    A user frame gets a "one fused GPU call" what-if (replay_frames.py) when its inclusive host time per step is
+    within this share of the recorded step: below, it is not worth a replay; above, it is the step itself, whose
+    fused what-if is the launch finding's graph replay (the model's forward, the harness's step).
+``frame_top`` (10)
+    At most this many frames are replayed (largest inclusive host time first, the findings' frames before).
+``frame_attach_share`` (0.5)
+    A finding carries a frame's figure when at least this share of its idle time lies under the frame.
 """
 
 from __future__ import annotations
@@ -131,6 +139,10 @@ class Thresholds:
     matmul_align: int = 8
     large_copy_bytes: int = 4 << 20
     optimizer_min_ops: int = 16
+    frame_min_share: float = 0.05
+    frame_max_share: float = 0.8
+    frame_top: int = 10
+    frame_attach_share: float = 0.5
     distortion_differs: float = 1.15
     no_change_share: float = 0.03
 

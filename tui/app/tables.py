@@ -294,11 +294,22 @@ class FindingsView(TableView):
                     how = "un-profiled, calibrated" if pj.calibrated else "profiled time"
                     t.append(fm.text(f"fix → −{fm.d(s)} per step (−{pj.saving_pct(f.id):.1f}%), {how}: "
                                         f"{pj.what.get(f.id, '')}") + "\n", style="bold")
+                w = pj.frame_whatif(f.id)
+                if w is not None and pj.baseline_ns > 0:
+                    t.append(fm.text(f"replace the function → −{fm.d(w.saving_ns)} per step "
+                                        f"(−{100.0 * w.saving_ns / pj.baseline_ns:.1f}%) with {w.frame} as one fused "
+                                        "GPU call") + "\n", style="bold")
             if f.suggestion:
                 t.append("suggestion: ", style="bold green")
                 t.append(fm.text(str(f.suggestion)) + "\n")
             for ln in evidence_lines(f.evidence, ascii=fm.ascii)[:16]:
                 t.append(fm.text("  " + ln)[:300] + "\n", style="dim")
+            if pj is not None and pj.frames and pj.baseline_ns > 0:
+                # the report's "Functions as one fused GPU call" table (replay_frames.py), its first rows
+                t.append("functions as one fused GPU call (saving per step, host per step):\n", style="bold")
+                for w in pj.frames[:5]:
+                    t.append(fm.text(f"  −{fm.d(w.saving_ns)} (−{100.0 * w.saving_ns / pj.baseline_ns:.1f}%)  "
+                                        f"host {fm.d(w.host_ns)}  {w.frame}")[:300] + "\n")
             t.append("Enter: its gaps in the gap list (n walks them, Esc: all gaps)", style="dim")
         self.query_one("#findinginfo", Static).update(t)
 

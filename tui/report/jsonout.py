@@ -256,6 +256,35 @@ def saving_entry(a, f) -> dict:
             "fix": pj.what.get(f.id), "saving_whole_check_us": None if w is None else _us(w)}
 
 
+def frame_whatif_entries(a, tix=None) -> list[dict]:
+    """``frame_whatifs``: the frames that matter, each as one fused GPU call (replay_frames.py), per step, by
+    projected saving, with the findings their figure is attached to."""
+    pj = a.projection
+    base = pj.baseline_ns
+    out = []
+    for w in pj.frames:
+        e = {"frame": w.frame, "calls": w.calls, "host_us": _us(w.host_ns), "gpu_us": _us(w.gpu_ns),
+             "gpu_items": w.gpu_items, "saving_us": _us(w.saving_ns),
+             "saving_pct": round(100.0 * w.saving_ns / base, 2) if base > 0 else None,
+             "findings": [fid for fid, fr in pj.frame_of.items() if fr == w.frame]}
+        if tix is not None:
+            e["trace"] = tix
+            e["findings"] = [f"t{tix}:{x}" for x in e["findings"]]
+        out.append(e)
+    return out
+
+
+def frame_entry(a, f) -> dict | None:
+    """``findings[].frame_whatif``: the fused what-if of the frame this finding's gaps lie under, or null."""
+    pj = a.projection
+    w = pj.frame_whatif(f.id)
+    if w is None:
+        return None
+    base = pj.baseline_ns
+    return {"frame": w.frame, "saving_us": _us(w.saving_ns),
+            "saving_pct": round(100.0 * w.saving_ns / base, 2) if base > 0 else None}
+
+
 def build_json(analyses, top: int = 50) -> dict:
     if not isinstance(analyses, (list, tuple)):
         analyses = [analyses]
@@ -337,12 +366,13 @@ def build_json(analyses, top: int = 50) -> dict:
         for f in a.findings:
             e = {"id": f"t{ti}:{f.id}" if multi else f.id, "severity": f.severity, "title": f.title,
                  "idle_us": _us(f.idle_ns), "evidence": _jsonable(f.evidence), "suggestion": f.suggestion,
-                 "cause": f.cause, **saving_entry(a, f)}
+                 "cause": f.cause, **saving_entry(a, f), "frame_whatif": frame_entry(a, f)}
             if multi:
                 e["trace"] = ti
             doc["findings"].append(e)
         if a.launches.get("count"):
             doc.setdefault("launches", []).append({"trace": ti, **_jsonable(a.launches)})
+        doc.setdefault("frame_whatifs", []).extend(frame_whatif_entries(a, tix))
     for c in CAUSES:
         doc["causes"][c]["total_us"] = _us(causes_ns[c])
     if multi:
