@@ -79,8 +79,8 @@ REAL_PAIRS = [
     ("hf-mixtral.decode_eager", "hf-mixtral.decode_batched", "frame", "modeling_mixtral.py(69): forward"),
     ("hf-sampling.decode_host", "hf-sampling.decode_gpu", "round-trip", "hf_clients.py(162): pick"),
     ("hf-attn.prefill_eager", "hf-attn.prefill_sdpa", "pattern", "eager-attention"),
-    ("hf-mlp.prefill_i5633", "hf-mlp.prefill_i5632", "none", None),
-    ("resnet50.fp32", "resnet50.bf16_cl", "none", None),
+    ("hf-mlp.prefill_i5633", "hf-mlp.prefill_i5632", "pattern", "unaligned-matmul"),
+    ("resnet50.fp32", "resnet50.bf16_cl", "pattern", "fp32-matmul"),
 ]
 
 
