@@ -638,3 +638,51 @@ def test_the_explorer_top_fix_is_the_figure_the_finding_ranks_by():
     a = analyze(model_of(_round_trip_step()))
     a.projection  # noqa: B018 - the loader computes it before the line is shown
     assert top_fix(a) == ("−268.2 µs per step (−45.5%), profiled time", "user.py(60): pick as one fused GPU call")
+
+
+def _loop_with_event_wait(wait_us: float, n: int = 6, at: int = 3):
+    """``_loop(10, n=n, prep="op")`` where iteration ``at`` first makes its stream wait on an event
+    (``cudaStreamWaitEvent``, recorded by something the trace does not show) and its kernel starts ``wait_us`` after
+    the usual 5 µs launch latency: a gpu-wait gap no host change shortens."""
+    s = Synth()
+    t, end = 10.0, 0.0
+    for i in range(n):
+        s.cpu_op("aten::mm", t, 102)
+        t += 100
+        if i == at:
+            s.runtime("cudaStreamWaitEvent", t - 10, 3)
+        k = max(t + 5 + (wait_us if i == at else 0), end)
+        s.launch("cudaLaunchKernel", t, 2, kernel=f"k{i}", k_ts=k, k_dur=10)
+        end = k + 10
+        t += 2
+    s.annotation("gapscope.step#0", 0, max(t, end) + 1)
+    return s, end
+
+
+def test_graph_replay_keeps_an_external_event_wait():
+    """tracelens' sglang decode (MI300X): the step's idle is one 463 ms gap where a kernel sat queued behind a
+    ``hipStreamWaitEvent`` on an event the trace does not show recorded, and the launch finding's graph fix projected
+    −97.9% of the step. A CUDA graph replays the same wait. Here six 10 µs kernels, the fourth 2 ms behind an event
+    wait: as one graph the step is the kernels back to back, one graph gap before each, and the 2 ms wait (less the
+    one graph gap it already covers), 60 µs + 5 x 417 ns + 2 ms; the fix text says what stays."""
+    W = 2000
+    s, end = _loop_with_event_wait(W)
+    a = analyze(model_of(s))
+    from gapscope.tui.analysis.causes import code
+
+    waits = a.gaps.cause == code("gpu-wait")
+    assert int(waits.sum()) == 1 and int(a.gaps.dur_ns[waits][0]) == (87 + 5 + W) * US
+    p = project(a)
+    f = next(f for f in a.findings if f.cause == "launch" and p.saving_ns.get(f.id) is not None)
+    gg = p.graph_gap_ns
+    assert gg == 417 and p.baseline_ns == end * US
+    assert p.saving_ns[f.id] == end * US - (6 * 10 * US + 5 * gg + W * US)
+    assert p.what[f.id] == ("the step as one CUDA graph replay; the 2.00 ms per step the GPU waited on dependencies "
+                            "(1 gpu-wait gap: an event wait, another stream) stays: a graph does not remove it")
+    # the step without the wait: nothing kept, the old figure
+    s, end = _loop_with_event_wait(0)
+    a = analyze(model_of(s))
+    p = project(a)
+    f = next(f for f in a.findings if f.cause == "launch" and p.saving_ns.get(f.id) is not None)
+    assert p.saving_ns[f.id] == end * US - (6 * 10 * US + 6 * p.graph_gap_ns)
+    assert p.what[f.id] == "the step as one CUDA graph replay"

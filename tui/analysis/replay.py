@@ -81,7 +81,8 @@ import numpy as np
 from .replay_calibrate import CAL_SLACK, NO_HOST, _calibrate, _steps
 from .replay_frames import attach, frame_whatifs, round_trip_fix
 from .replay_fixes import (PINNED_GBPS, SCALAR_READS, _calls_under, _check_ops, _copy_removal, _frame_intervals,
-                           _graph_owner, _n, _outermost, _pinned_gbps, _python_own, _within, fix_for)
+                           _graph_owner, _n, _outermost, _pinned_gbps, _python_own, _within, dependency_waits, fix_for,
+                           graph_nodes)
 from .replay_model import (_CALLS, _MAYBE_WAIT, _WORK, DEFAULT_GRAPH_GAP_NS, DEFAULT_LAUNCH_NS, QUEUED_NS, Replay,
                            _inside, _Removed, _subtract)
 from .replay_result import DeviceProjection, FrameWhatIf, Projection
@@ -106,7 +107,9 @@ def project(a) -> Projection:
     p.steps = steps
     rec = r.span(r.end.astype(np.float64))
     rep = r.span(r.run())
-    floor, graph = r.floor(), r.graph()
+    # the graph what-if keeps the GPU's waits on dependencies the host's issuing cannot explain
+    floor = r.floor()
+    graph = r.graph({d: ns for d, (ns, _) in dependency_waits(a, r).items()})
     dist = a.distortion
     c = 0.0
     slow = max(rec, key=lambda d: rec[d]) if rec else None

@@ -318,6 +318,49 @@ def _after_effect(a, r: Replay, calls):
     return (np.concatenate(S), np.concatenate(E), np.concatenate(T)), total
 
 
+def dependency_waits(a, r: Replay) -> dict[int, tuple[int, int]]:
+    """Per device: (ns, gaps) the GPU waited on a dependency that no change to the host's issuing removes, over
+    the window: the ``gpu-wait`` gaps (the next kernel was queued before the gap, or launched early in it and held
+    far longer than the usual latency: an event wait on another stream or process, work the trace does not show).
+    Of each such gap the part after its launch call plus the trace's usual launch latency (of the kernels that
+    started on an idle device, the one the cause's rule uses) and one graph dispatch gap is kept (what the host's
+    issuing can explain goes); a kept part below ``wait_min_ns`` is dispatch, not a wait. A CUDA graph replays the same dependencies: on tracelens' sglang decode (MI300X) one 463.3 ms gap waited
+    on a ``hipStreamWaitEvent``, and the graph what-if without it projected −97.9% of the step."""
+    from .causes import code
+    from .gaps import typical_launch_delay
+
+    g, m = a.gaps, a.model
+    if len(g) == 0:
+        return {}
+    rows = np.flatnonzero(g.cause == code("gpu-wait"))
+    if rows.size == 0:
+        return {}
+    t0, t1 = g.start_ns[rows], g.end_ns[rows]
+    li = g.launch_idx[rows]
+    # the launch call's own start (t_launch_ns is clipped to the gap): a kernel launched just before the gap
+    # still had its usual latency to go
+    tl = np.where(li >= 0, m.ts_ns[np.where(li >= 0, li, 0)], t1)
+    ready = np.maximum(t0, tl + typical_launch_delay(m, a.flags)) + r.graph_gap_ns
+    kept = np.clip(t1 - ready, 0, None)
+    ok = kept >= a.config.wait_min_ns
+    out: dict[int, tuple[int, int]] = {}
+    dv = g.device[rows]
+    for d in np.unique(dv[ok]).tolist():
+        sel = ok & (dv == d)
+        out[int(d)] = (int(kept[sel].sum()), int(sel.sum()))
+    return out
+
+
+def graph_nodes(r: Replay) -> tuple[int, int]:
+    """(items of the window launched by a graph launch call, items of the window): a step whose kernels already
+    are graph nodes gains from "the step as one graph" only the others and the host gaps between them."""
+    m = r.model
+    sel = r.in_window & r.has_launch
+    L = m.launch[r.items[sel]]
+    gl = r.flags["graph_launch"][m.name_id[L]] if L.size else np.zeros(0, bool)
+    return int(np.count_nonzero(gl)), int(np.count_nonzero(r.in_window))
+
+
 def _n(n: int, what: str) -> str:
     return f"{n} {what}{'' if n == 1 else 's'}"
 
@@ -333,8 +376,23 @@ def fix_for(a, r: Replay, f):
     if cause == "launch":
         # a step that syncs with the host cannot be captured as it is (the launch advice says so): the projection
         # is of the step once those syncs are on the GPU
-        return ("graph", None, "the step as one CUDA graph replay" + (
-            ", its host syncs moved onto the GPU first" if a.syncs else ""), None)
+        nodes, items = graph_nodes(r)
+        if items and nodes >= items:
+            return None  # every item already is a graph node: there is no graph to add
+        what = "the step as one CUDA graph replay"
+        if nodes:
+            what += (f" ({nodes} of its {items} GPU items already are graph nodes: it adds the other "
+                     f"{items - nodes} and the host gaps between them)")
+        what += ", its host syncs moved onto the GPU first" if a.syncs else ""
+        kept = dependency_waits(a, r)
+        if kept:
+            from .replay_calibrate import _steps
+            from .units import fmt_ns
+
+            ns, n = sum(k for k, _ in kept.values()), sum(k for _, k in kept.values())
+            what += (f"; the {fmt_ns(ns / _steps(a))} per step the GPU waited on dependencies ({_n(n, 'gpu-wait gap')}"
+                     f": an event wait, another stream) stays: a graph does not remove it")
+        return ("graph", None, what, None)
     if cause == "python" and frame:
         iv = _python_own(r, frame)
         return ("remove", iv, f"remove `{frame}`'s own host time", None) if iv is not None else None

@@ -346,9 +346,11 @@ class Replay:
                 out[dv] = int((ue - us).sum())
         return out
 
-    def graph(self) -> dict[int, int]:
+    def graph(self, keep: dict[int, int] | None = None) -> dict[int, int]:
         """The window's GPU items back to back, one graph dispatch gap before each (per stream, the longest
-        stream counts)."""
+        stream counts), plus ``keep`` (device -> ns): the time the GPU waited on dependencies a graph does not
+        remove (replay_fixes.py, ``dependency_waits``)."""
+        keep = keep or {}
         out = {}
         for dv in self.devices:
             sel = self.in_window & (self.dev == dv)
@@ -358,7 +360,7 @@ class Replay:
             for t in np.unique(self.trk[sel]).tolist():
                 ss = sel & (self.trk == t)
                 best = max(best, int(self.dur[ss].sum()) + int(ss.sum()) * self.graph_gap_ns)
-            out[dv] = best
+            out[dv] = best + int(keep.get(dv, 0))
         return out
 
     # ----------------------------------------------------------- removals
