@@ -686,3 +686,58 @@ def test_graph_replay_keeps_an_external_event_wait():
     f = next(f for f in a.findings if f.cause == "launch" and p.saving_ns.get(f.id) is not None)
     assert p.saving_ns[f.id] == end * US - (6 * 10 * US + 6 * p.graph_gap_ns)
     assert p.what[f.id] == "the step as one CUDA graph replay"
+
+
+def test_graph_replay_fix_says_what_it_adds_to_a_step_of_graph_replays():
+    """tracelens' sglang decode: 544 of its 558 GPU items came from one ``hipGraphLaunch``, and the launch finding's
+    fix read "the step as one CUDA graph replay" as if nothing were a graph yet. Here three graph replays of two 10
+    µs kernels each (1 µs apart inside a replay), 100 µs of op dispatch before each launch: as one graph the six
+    kernels run back to back at the observed 1 µs graph gap, and the fix says it joins the three replays."""
+    s = Synth()
+    t, end = 10.0, 0.0
+    for i in range(3):
+        s.cpu_op("aten::mm", t, 102)
+        t += 100
+        rt, k = s.launch("cudaGraphLaunch", t, 2, kernel=f"g{i}a", k_ts=max(t + 5, end), k_dur=10)
+        c = rt["args"]["correlation"]
+        s.kernel(f"g{i}b", k["ts"] + 11, 10, corr=c)
+        end = k["ts"] + 21
+        t += 2
+    s.annotation("gapscope.step#0", 0, max(t, end) + 1)
+    a = analyze(model_of(s))
+    p = project(a)
+    f = next(f for f in a.findings if f.cause == "launch" and p.saving_ns.get(f.id) is not None)
+    assert p.graph_gap_observed and p.graph_gap_ns == 1 * US
+    assert p.saving_ns[f.id] == end * US - (6 * 10 * US + 6 * US)
+    assert p.what[f.id] == ("the step's 3 graph replays as one (all its 6 GPU items already are graph nodes: it "
+                            "removes the host gaps between the replays)")
+
+
+def test_sglang_decode_graph_fix_keeps_the_event_wait():
+    """tracelens' sglang decode (AMD MI300X, 544 of 555 kernels from one graph replay): the step's 473.75 ms are
+    463.30 ms of gpu-wait (one gap where a kernel sat queued behind a ``hipStreamWaitEvent``), 686 µs of other idle
+    and 9.77 ms of GPU work. The launch finding's graph fix projected −463.98 ms (−97.9%); kept, the wait leaves
+    −735.1 µs: the idle outside gpu-wait plus the host's part of the waiting gap (no finding projects 2x more)."""
+    from gapscope.tui.analysis.causes import code
+    from gapscope.tui.trace import load
+
+    path = Path(__file__).resolve().parent.parent.parent / "shared" / "traces" / "thirdparty" / \
+        "tracelens__sglang_Qwen3-8B_decode.json.gz"
+    a = analyze(load(str(path)))
+    p = project(a)
+    g = a.gaps
+    wait = g.cause == code("gpu-wait")
+    big = int(np.flatnonzero(wait)[np.argmax(g.dur_ns[wait])])
+    assert 463_000_000 < g.dur_ns[big] < 464_000_000
+    # what a graph can remove: the idle outside gpu-wait, and the waiting gap's part before its launch (38.3 µs)
+    removable = int(g.dur_ns[~wait].sum()) + int(g.t_launch_ns[big] - g.start_ns[big])
+    for f in a.findings:
+        s = p.saving_ns.get(f.id)
+        if s is not None:
+            assert s <= 2 * max(f.idle_ns, removable), (f.id, s)
+    f = next(f for f in a.findings if f.cause == "launch" and p.saving_ns.get(f.id) is not None)
+    assert p.saving_ns[f.id] <= 1.1 * removable and 600_000 < p.saving_ns[f.id] < 800_000
+    assert "(544 of its 558 GPU items already are graph nodes: it adds the other 14 and the host gaps between them)" \
+        in p.what[f.id]
+    assert "; the 463.25 ms per step the GPU waited on dependencies (1 gpu-wait gap: an event wait, another stream) " \
+        "stays: a graph does not remove it" in p.what[f.id]

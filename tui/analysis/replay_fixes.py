@@ -351,14 +351,15 @@ def dependency_waits(a, r: Replay) -> dict[int, tuple[int, int]]:
     return out
 
 
-def graph_nodes(r: Replay) -> tuple[int, int]:
-    """(items of the window launched by a graph launch call, items of the window): a step whose kernels already
-    are graph nodes gains from "the step as one graph" only the others and the host gaps between them."""
+def graph_nodes(r: Replay) -> tuple[int, int, int]:
+    """(items of the window launched by a graph launch call, items of the window, graph launch calls that launched
+    them): a step whose kernels already are graph nodes gains from "the step as one graph" only the others and
+    the host gaps between them and between the replays."""
     m = r.model
     sel = r.in_window & r.has_launch
     L = m.launch[r.items[sel]]
     gl = r.flags["graph_launch"][m.name_id[L]] if L.size else np.zeros(0, bool)
-    return int(np.count_nonzero(gl)), int(np.count_nonzero(r.in_window))
+    return int(np.count_nonzero(gl)), int(np.count_nonzero(r.in_window)), int(np.unique(L[gl]).size)
 
 
 def _n(n: int, what: str) -> str:
@@ -376,11 +377,14 @@ def fix_for(a, r: Replay, f):
     if cause == "launch":
         # a step that syncs with the host cannot be captured as it is (the launch advice says so): the projection
         # is of the step once those syncs are on the GPU
-        nodes, items = graph_nodes(r)
-        if items and nodes >= items:
-            return None  # every item already is a graph node: there is no graph to add
+        nodes, items, replays = graph_nodes(r)
+        if items and nodes >= items and replays <= 1:
+            return None  # the step already is one graph replay: there is no graph to add
         what = "the step as one CUDA graph replay"
-        if nodes:
+        if items and nodes >= items:
+            what = (f"the step's {replays} graph replays as one (all its {items} GPU items already are graph nodes: "
+                    "it removes the host gaps between the replays)")
+        elif nodes:
             what += (f" ({nodes} of its {items} GPU items already are graph nodes: it adds the other "
                      f"{items - nodes} and the host gaps between them)")
         what += ", its host syncs moved onto the GPU first" if a.syncs else ""
