@@ -717,7 +717,7 @@ def test_sglang_decode_graph_fix_keeps_the_event_wait():
     """tracelens' sglang decode (AMD MI300X, 544 of 555 kernels from one graph replay): the step's 473.75 ms are
     463.30 ms of gpu-wait (one gap where a kernel sat queued behind a ``hipStreamWaitEvent``), 686 µs of other idle
     and 9.77 ms of GPU work. The launch finding's graph fix projected −463.98 ms (−97.9%); kept, the wait leaves
-    −735.1 µs: the idle outside gpu-wait plus the host's part of the waiting gap (no finding projects 2x more)."""
+    −731.4 µs: the idle outside gpu-wait plus the host's part of the waiting gap (no finding projects 2x more)."""
     from gapscope.tui.analysis.causes import code
     from gapscope.tui.trace import load
 
