@@ -65,7 +65,12 @@ trace is replayed, and the saving is baseline - projection (per step, of the slo
   (the trace's pinned bandwidth for that direction, else ``PINNED_GBPS``);
 * ``launch`` (the launch-bound finding; else the short-gaps one): "the step as one graph replay": the
   window's GPU items back to back, each after the observed graph dispatch gap (the median gap between
-  nodes of one ``cudaGraphLaunch``, or ``DEFAULT_GRAPH_GAP_NS`` when the trace has no graph launch).
+  nodes of one ``cudaGraphLaunch``, or ``DEFAULT_GRAPH_GAP_NS`` when the trace has no graph launch), never
+  less than the device's recorded busy time, plus the GPU's waits a graph replays as well (``dependency_waits``:
+  each ``gpu-wait`` gap beyond its launch call + the usual idle-device launch latency + one graph gap, at least
+  ``wait_min_ns``; tracelens' sglang decode: −463.98 ms (−97.9%) before, −731.4 µs with its 463.25 ms event wait
+  kept). The fix text says what stays and, where items already are graph nodes, what the graph adds; a step
+  that already is one graph replay gets no graph fix.
 
 Other causes (collective, host-idle, profiler) are not projected (``None``).
 

@@ -46,6 +46,8 @@ Cause rules (see ../shared/design/gap-causes.md; the first rule that holds wins)
     running between their launch and their start; a kernel queued behind busy kernels measures the queue)
     to start. The CPU had already issued it: the GPU waited on
     something else (an event from another stream or process, its own graph dispatch, work not traced).
+    The launch finding's graph what-if keeps such a wait (a graph replays the same dependency) when its part
+    beyond the launch call, the usual latency and one graph gap is at least ``wait_min_ns``; shorter is dispatch.
 ``stall_min_ns`` (100000)
     ``stall``: one call, op or range holds a gap when its own time in [t0, t_launch] (or the launch call's
     time in the gap) is most of it and at least 100 µs. Below that, one op or launch call taking most of a gap
