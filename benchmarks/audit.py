@@ -91,6 +91,7 @@ import json
 import os
 import re
 import shlex
+import statistics
 import subprocess
 import sys
 from collections import Counter, defaultdict
@@ -628,6 +629,7 @@ def audit_report(path: str, tr: Trace, rep: dict, label: str, whole: bool = Fals
     check_collectives(A, tr, rep, devs)
     check_launches(A, tr, rep, devs)
     check_findings(A, tr, rep, devs, mine, origin)
+    check_graph_fix(A, tr, rep, devs, mine, origin)
     check_frames(A, tr, rep, devs, mode)
     return A
 
@@ -1575,6 +1577,97 @@ def check_not_held(A, tr, p, g0, g1, D, ex):
     held = v is not None and 2 * ns > b - g0 and ns >= STALL_MIN_NS and v.kind != "py"
     A.ok(not held, f"{p} launch gap held by no one call", "launch (many dispatches)",
          f"`{_short(v.name, 50)}` {us(ns)} of {us(b - g0)}" if held else "")
+
+
+# ------------------------------------------------------------------ the launch finding's graph fix
+#: "(544 of its 558 GPU items already are graph nodes: ..." / "the step's 3 graph replays as one (all its 6 GPU items"
+_GRAPH_NODES_RE = re.compile(r"\((\d+) of its (\d+) GPU items already are graph nodes|"
+                             r"the step's (\d+) graph replays as one \(all its (\d+) GPU items")
+#: "; the 463.25 ms per step the GPU waited on dependencies (1 gpu-wait gap: ..."
+_GRAPH_KEEP_RE = re.compile(r"the (-?\d+(?:\.\d+)?) (s|ms|µs|ns) per step the GPU waited on dependencies "
+                            r"\((\d+) gpu-wait gaps?")
+GRAPH_GAP_DEFAULT_NS = 417  # replay_model.DEFAULT_GRAPH_GAP_NS: the demo-graph trace's median node gap
+WAIT_MIN_NS = 20_000  # thresholds.wait_min_ns
+
+
+def _idle_launch_latency(tr) -> int:
+    """Median launch-to-start latency of the kernels (not graph nodes) that started on an idle device: nothing of
+    their device ran at any instant between their launch call and their start; 10 µs without any."""
+    lat = []
+    by_dev = defaultdict(list)
+    for g in tr.gpu:
+        by_dev[g.pid].append(g)
+    for evs in by_dev.values():
+        evs.sort(key=lambda g: (g.s, g.e))
+        run = None
+        for g in evs:
+            L = tr.launch(g) if g.kind == "kernel" else None
+            if L is not None and not GRAPH_LAUNCH.match(L.name) and g.s >= L.s and (run is None or run <= L.s):
+                lat.append(g.s - L.s)
+            run = g.e if run is None else max(run, g.e)
+    return int(statistics.median(lat)) if lat else 10_000
+
+
+def _graph_gap(tr) -> int:
+    """Median gap between consecutive items of one stream launched by the same graph launch call."""
+    gaps = []
+    by_st = defaultdict(list)
+    for g in tr.gpu:
+        by_st[(g.pid, g.tid)].append(g)
+    for evs in by_st.values():
+        evs.sort(key=lambda g: g.s)
+        for a, b in zip(evs, evs[1:]):
+            La, Lb = tr.launch(a), tr.launch(b)
+            if La is not None and La is Lb and b.s - a.e >= 0:
+                gaps.append(b.s - a.e)
+    return int(statistics.median(gaps)) if gaps else GRAPH_GAP_DEFAULT_NS
+
+
+def check_graph_fix(A, tr, rep, devs, mine, origin):
+    """The launch finding's graph fix: the graph nodes it counts (the GPU items launched by a graph launch call,
+    of the device's items starting in the window), and the dependency waits it keeps: per gap the report calls
+    gpu-wait, the part after its next kernel's launch call plus the idle-device launch latency and one graph gap
+    (at least 20 µs), per step."""
+    fs = [f for f in rep.get("findings", []) if f.get("cause") == "launch" and "graph" in (f.get("fix") or "")]
+    if not fs:
+        A.na("graph fix (no launch finding with one)")
+        return
+    steps = _step_count(tr) or 1
+    for f in fs:
+        fix = f.get("fix") or ""
+        m = _GRAPH_NODES_RE.search(fix)
+        if m:
+            n_nodes, n_items = (int(m.group(1)), int(m.group(2))) if m.group(1) else (int(m.group(4)),
+                                                                                      int(m.group(4)))
+            items = [g for D in devs.values() for g in tr.gpu if g.pid == D.dev and D.w0 <= g.s < D.w1]
+            nodes = [g for g in items if (lambda L: L is not None and GRAPH_LAUNCH.match(L.name))(tr.launch(g))]
+            A.ok((n_nodes, n_items) == (len(nodes), len(items)), f"finding {f.get('id')} graph nodes",
+                 f"{n_nodes} of {n_items}", f"{len(nodes)} of {len(items)}")
+        m = _GRAPH_KEEP_RE.search(fix)
+        lat, gg = _idle_launch_latency(tr), _graph_gap(tr)
+        kept, n = 0, 0
+        for g in rep.get("gaps", []):
+            if g.get("cause") != "gpu-wait":
+                continue
+            key = (g.get("device"), to_ns(g.get("start_us", 0)))
+            h = next((mine[(key[0], key[1] + dk)] for dk in (0, -1, 1) if (key[0], key[1] + dk) in mine), None)
+            if h is None:
+                continue
+            g0, g1, D = h
+            nxt = sorted(D.starting.get(g1, []), key=lambda k: k.s)
+            L = tr.launch(nxt[0]) if nxt else None
+            if L is None:
+                continue
+            k = g1 - (max(g0, L.s + lat) + gg)
+            if k >= WAIT_MIN_NS:
+                kept, n = kept + k, n + 1
+        if m is None:
+            A.ok(n == 0, f"finding {f.get('id')} graph fix keeps no wait", "none said", f"{n} gpu-wait gaps, {us(kept)}")
+            continue
+        A.ok(int(m.group(3)) == n, f"finding {f.get('id')} graph fix: gpu-wait gaps kept", m.group(3), n)
+        v, tol = parse_dur(m.group(1), m.group(2))
+        A.ok(abs(kept / steps - v) <= tol, f"finding {f.get('id')} graph fix: wait kept per step",
+             f"{m.group(1)} {m.group(2)}", us(kept / steps))
 
 
 # ------------------------------------------------------------------ the sync fix's count of calls
