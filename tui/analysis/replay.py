@@ -87,7 +87,7 @@ from .replay_calibrate import CAL_SLACK, NO_HOST, _calibrate, _steps
 from .replay_frames import attach, frame_whatifs, round_trip_fix
 from .replay_fixes import (PINNED_GBPS, SCALAR_READS, _calls_under, _check_ops, _copy_removal, _frame_intervals,
                            _graph_owner, _n, _outermost, _pinned_gbps, _python_own, _within, dependency_waits, fix_for,
-                           graph_nodes)
+                           graph_nodes, kept_wait_text)
 from .replay_model import (_CALLS, _MAYBE_WAIT, _WORK, DEFAULT_GRAPH_GAP_NS, DEFAULT_LAUNCH_NS, QUEUED_NS, Replay,
                            _inside, _Removed, _subtract)
 from .replay_result import DeviceProjection, FrameWhatIf, Projection
@@ -189,6 +189,7 @@ def project(a) -> Projection:
         kind, iv, what, dur = fx
         if kind == "graph":
             proj_step = max(graph.values()) / steps
+            what += kept_wait_text(a, r, base_step)
         else:
             s, e, t = iv
             d, nw = dur if dur is not None else (None, None)

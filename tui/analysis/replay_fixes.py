@@ -351,6 +351,21 @@ def dependency_waits(a, r: Replay) -> dict[int, tuple[int, int]]:
     return out
 
 
+def kept_wait_text(a, r: Replay, step_ns: float) -> str:
+    """The graph fix's note on the dependency waits it keeps ("; the 463.25 ms per step the GPU waited on ...
+    stays"), when they are at least ``graph_wait_note_share`` of the step ``step_ns``; else ""."""
+    from .replay_calibrate import _steps
+    from .units import fmt_ns
+
+    kept = dependency_waits(a, r)
+    ns, n = sum(k for k, _ in kept.values()), sum(k for _, k in kept.values())
+    per = ns / _steps(a)
+    if n == 0 or per < a.config.graph_wait_note_share * step_ns:
+        return ""
+    return (f"; the {fmt_ns(per)} per step the GPU waited on dependencies ({_n(n, 'gpu-wait gap')}: an event "
+            "wait, another stream) stays: a graph does not remove it")
+
+
 def graph_nodes(r: Replay) -> tuple[int, int, int]:
     """(items of the window launched by a graph launch call, items of the window, graph launch calls that launched
     them): a step whose kernels already are graph nodes gains from "the step as one graph" only the others and
@@ -388,14 +403,6 @@ def fix_for(a, r: Replay, f):
             what += (f" ({nodes} of its {items} GPU items already are graph nodes: it adds the other "
                      f"{items - nodes} and the host gaps between them)")
         what += ", its host syncs moved onto the GPU first" if a.syncs else ""
-        kept = dependency_waits(a, r)
-        if kept:
-            from .replay_calibrate import _steps
-            from .units import fmt_ns
-
-            ns, n = sum(k for k, _ in kept.values()), sum(k for _, k in kept.values())
-            what += (f"; the {fmt_ns(ns / _steps(a))} per step the GPU waited on dependencies ({_n(n, 'gpu-wait gap')}"
-                     f": an event wait, another stream) stays: a graph does not remove it")
         return ("graph", None, what, None)
     if cause == "python" and frame:
         iv = _python_own(r, frame)
