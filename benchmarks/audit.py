@@ -1623,15 +1623,53 @@ def _graph_gap(tr) -> int:
     return int(statistics.median(gaps)) if gaps else GRAPH_GAP_DEFAULT_NS
 
 
+def _kept_waits(tr, rep, mine) -> dict:
+    """Per device: (ns, gaps) of dependency wait the graph fix keeps: per gap the report calls gpu-wait, the part
+    after its next kernel's launch call plus the idle-device launch latency and one graph gap, when >= 20 µs."""
+    lat, gg = _idle_launch_latency(tr), _graph_gap(tr)
+    out = defaultdict(lambda: [0, 0])
+    for g in rep.get("gaps", []):
+        if g.get("cause") != "gpu-wait":
+            continue
+        key = (g.get("device"), to_ns(g.get("start_us", 0)))
+        h = next((mine[(key[0], key[1] + dk)] for dk in (0, -1, 1) if (key[0], key[1] + dk) in mine), None)
+        if h is None:
+            continue
+        g0, g1, D = h
+        nxt = sorted(D.starting.get(g1, []), key=lambda k: k.s)
+        L = tr.launch(nxt[0]) if nxt else None
+        if L is None:
+            continue
+        k = g1 - (max(g0, L.s + lat) + gg)
+        if k >= WAIT_MIN_NS:
+            out[D.dev][0] += k
+            out[D.dev][1] += 1
+    return out
+
+
+#: the projection headline's "GPU floor 9.77 ms and 463.25 ms of waits on dependencies (gpu-wait)"
+_HEAD_WAIT_RE = re.compile(r"and (-?\d+(?:\.\d+)?) (s|ms|µs|ns) of waits on dependencies")
+
+
 def check_graph_fix(A, tr, rep, devs, mine, origin):
     """The launch finding's graph fix: the graph nodes it counts (the GPU items launched by a graph launch call,
-    of the device's items starting in the window), and the dependency waits it keeps: per gap the report calls
-    gpu-wait, the part after its next kernel's launch call plus the idle-device launch latency and one graph gap
-    (at least 20 µs), per step."""
+    of the device's items starting in the window), and the dependency waits it keeps (``_kept_waits``), per step;
+    the projection headline's waits (the slowest device's: the largest, per step)."""
     fs = [f for f in rep.get("findings", []) if f.get("cause") == "launch" and "graph" in (f.get("fix") or "")]
-    if not fs:
+    heads = {(d.get("projection") or {}).get("headline") for d in rep.get("devices", [])} - {None}
+    hw = [m for m in (_HEAD_WAIT_RE.search(h) for h in heads) if m]
+    if not fs and not hw:
         return  # nothing claimed (most traces: not an uncheckable claim)
     steps = _step_count(tr) or 1
+    kw = _kept_waits(tr, rep, mine)
+    kept, n = sum(v[0] for v in kw.values()), sum(v[1] for v in kw.values())
+    step = max((((d.get("projection") or {}).get("baseline_us") or 0) for d in rep.get("devices", [])),
+               default=0) * 1e3
+    for m in hw:
+        v, tol = parse_dur(m.group(1), m.group(2))
+        big = max((x[0] for x in kw.values()), default=0) / steps
+        A.ok(abs(big - v) <= tol, "projection headline: waits on dependencies per step", f"{m.group(1)} {m.group(2)}",
+             us(big))
     for f in fs:
         fix = f.get("fix") or ""
         m = _GRAPH_NODES_RE.search(fix)
@@ -1643,27 +1681,8 @@ def check_graph_fix(A, tr, rep, devs, mine, origin):
             A.ok((n_nodes, n_items) == (len(nodes), len(items)), f"finding {f.get('id')} graph nodes",
                  f"{n_nodes} of {n_items}", f"{len(nodes)} of {len(items)}")
         m = _GRAPH_KEEP_RE.search(fix)
-        lat, gg = _idle_launch_latency(tr), _graph_gap(tr)
-        kept, n = 0, 0
-        for g in rep.get("gaps", []):
-            if g.get("cause") != "gpu-wait":
-                continue
-            key = (g.get("device"), to_ns(g.get("start_us", 0)))
-            h = next((mine[(key[0], key[1] + dk)] for dk in (0, -1, 1) if (key[0], key[1] + dk) in mine), None)
-            if h is None:
-                continue
-            g0, g1, D = h
-            nxt = sorted(D.starting.get(g1, []), key=lambda k: k.s)
-            L = tr.launch(nxt[0]) if nxt else None
-            if L is None:
-                continue
-            k = g1 - (max(g0, L.s + lat) + gg)
-            if k >= WAIT_MIN_NS:
-                kept, n = kept + k, n + 1
         if m is None:
             # unsaid below 1% of the step (thresholds.graph_wait_note_share): the step is the report's baseline
-            step = max((((d.get("projection") or {}).get("baseline_us") or 0) for d in rep.get("devices", [])),
-                       default=0) * 1e3
             A.ok(n == 0 or kept / steps < 0.01 * step, f"finding {f.get('id')} graph fix keeps no wait worth saying",
                  "none said", f"{n} gpu-wait gaps, {us(kept / steps)} per step of {us(step)}")
             continue

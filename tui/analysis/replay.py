@@ -114,7 +114,8 @@ def project(a) -> Projection:
     rep = r.span(r.run())
     # the graph what-if keeps the GPU's waits on dependencies the host's issuing cannot explain
     floor = r.floor()
-    graph = r.graph({d: ns for d, (ns, _) in dependency_waits(a, r).items()})
+    dw = {d: ns for d, (ns, _) in dependency_waits(a, r).items()}
+    graph = r.graph(dw)
     dist = a.distortion
     c = 0.0
     slow = max(rec, key=lambda d: rec[d]) if rec else None
@@ -159,6 +160,9 @@ def project(a) -> Projection:
         p.notes.append("each rank is replayed alone: collective kernels keep their recorded duration, their wait "
                        "for the other ranks included")
     base_step = max(base.values()) / steps
+    w_step = max(dw.values(), default=0) / steps
+    if w_step >= a.config.graph_wait_note_share * base_step:
+        p.waits_ns = int(round(w_step))
     graph_owner = _graph_owner(a)
     seen: dict[tuple, str] = {}
     for f in a.findings:
