@@ -60,6 +60,7 @@ class Pattern:
     kernel_after_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # their durations after
     rows: list = field(default_factory=list)  # the calls (rows of the gathered table) it claims
     host_removed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # CPU ops the fix removes
+    mask: dict | None = None  # eager-attention: the additive mask's builder frames (mask_builder)
 
     @property
     def saving_ns(self) -> int:
@@ -237,7 +238,149 @@ def _attention(a, C: _Calls, claimed: set) -> Pattern | None:
            "flash-attention kernel.")
     est = ("the fix keeps the two matmuls' kernel time (one fused kernel doing their FLOPs at the rate they ran) "
            "and removes every other op that reads or writes the score matrix, kernels and host dispatch")
-    return _make(a, C, "eager-attention", rows, after, title, fix, est, remove_host=True)
+    p = _make(a, C, "eager-attention", rows, after, title, fix, est, remove_host=True)
+    mb = mask_builder(a, C, rows, sm)
+    if mb is not None:
+        # the additive mask sdpa never needs (is_causal): its builder frames go, host time, syncs and kernels
+        p.mask = mb
+        p.host_removed = np.union1d(p.host_removed, mb["removed"])
+        p.kernels = np.concatenate([p.kernels, mb["kernels"]])
+        p.kernel_after_ns = np.concatenate([p.kernel_after_ns, np.zeros(mb["kernels"].size, np.int64)])
+        p.fix += (f" The [{', '.join(str(v) for v in mb['shape'])}] additive mask is not built either "
+                  f"(is_causal instead): {mb['what']} removed.")
+        p.estimate += (", and the frames that build the additive mask (the ops whose inputs have the mask's shape, "
+                       "their innermost common Python frame) removed whole: host time, syncs and kernels")
+    return p
+
+
+#: ops through which a mask reaches the scores: the other operand of these, of the mask's broadcast shape
+MASK_APPLY_OPS = {"aten::add", "aten::add_", "aten::masked_fill", "aten::masked_fill_", "aten::where", "aten::sub"}
+
+
+def _mask_shapes(C: _Calls, rows: list[int], keys: set) -> set:
+    """The shapes of the masks added to the scores: an operand [.., L, S] of a score op in ``rows`` whose leading
+    dims broadcast over the scores' (the heads: [b, 1, L, S] against [b, h, L, S])."""
+    out = set()
+    for i in rows:
+        if C.op[i] not in MASK_APPLY_OPS:
+            continue
+        for x in C.dims[i]:
+            if len(x) < 3:
+                continue
+            lead = int(np.prod(x[:-2]))
+            for b, L, S in keys:
+                if x[-2] == L and x[-1] == S and lead < b and b % max(lead, 1) == 0:
+                    out.add(tuple(x))
+    return out
+
+
+def _is_mask_piece(x: list, shapes: set) -> bool:
+    """A tensor of the mask's shape or one of the pieces broadcast into it ([.., 1, S] and [.., L, 1])."""
+    for M in shapes:
+        if len(x) == len(M) and tuple(x[:-2]) == M[:-2] and (x[-2], x[-1]) in (
+                (M[-2], M[-1]), (1, M[-1]), (M[-2], 1)):
+            return True
+    return False
+
+
+def mask_builder(a, C: _Calls, rows: list[int], keys: set) -> dict | None:
+    """The host frames that build an eager-attention's additive mask, from the trace's events alone.
+
+    The mask's shape is the operand of the score add that broadcasts over the heads (``_mask_shapes``). Every
+    outermost CPU op of the window with an input of that shape or of its broadcast pieces is a mask op (the
+    comparison that makes the causal mask, its expand, the ``where`` that turns it additive, the per-layer
+    slices). Each mask op's Python frames that hold none of the pattern's own calls are its builder frames; the
+    mask ops that share the outermost of them are one mask, built by their innermost common frame (Hugging Face:
+    ``masking_utils.py(539): eager_mask``, with the ``torch.tensor(min_dtype)`` copy and its sync). That frame is
+    removed whole when it holds no matmul or convolution (else only the ops). Returns None when no mask is seen;
+    else {shape, frames (names), removed (host events), kernels (GPU work they launched), host_ns, syncs,
+    kernel_ns, what}."""
+    from ..trace.model import GPU_WORK_KINDS, Kind
+
+    m = a.model
+    shapes = _mask_shapes(C, rows, keys)
+    if not shapes:
+        return None
+    cpu = int(Kind.CPU_OP)
+    ops = np.flatnonzero(m.kind == cpu)
+    par = m.parent[ops]
+    ops = ops[(par < 0) | (m.kind[np.maximum(par, 0)] != cpu)]
+    if getattr(a.window, "clipped", False) and ops.size:
+        ops = ops[a.window.cpu_in(m, ops)]
+    pat = np.array(sorted({int(C.call[i]) for i in rows}), np.int64)
+    # the score ops themselves (and their outermost ops) are the pattern's, not the mask's
+    pat_out = set(_outermost_ops(a, pat).tolist()) if pat.size else set()
+    hits = []
+    for e in ops.tolist():
+        if e in pat_out:
+            continue
+        d = m.event_args(e).get("Input Dims") or []
+        if any(isinstance(x, list) and len(x) >= 3 and all(isinstance(v, int) for v in x) and _is_mask_piece(x, shapes)
+               for x in d):
+            hits.append(e)
+    if not hits:
+        return None
+    py = np.flatnonzero(m.kind == int(Kind.PYTHON))
+    py_end = m.ts_ns[py] + m.dur_ns[py]
+    mm = np.array(sorted(int(C.call[i]) for i, o in enumerate(C.op) if o in MATMUL_OPS or o in CONV_OPS), np.int64)
+
+    def holds(fr, calls):
+        """Mask over the frames ``fr``: those that hold one of ``calls`` on their thread."""
+        out = np.zeros(fr.size, bool)
+        for j, f in enumerate(fr.tolist()):
+            c = calls[m.track[calls] == m.track[f]] if calls.size else calls
+            if c.size:
+                t = m.ts_ns[c]
+                out[j] = bool(((t >= m.ts_ns[f]) & (t <= m.ts_ns[f] + m.dur_ns[f])).any())
+        return out
+
+    groups: dict[int, list] = {}  # outermost clean frame (or -1 - op: none) -> [op, its clean frames]
+    for e in hits:
+        t0, t1 = int(m.ts_ns[e]), int(m.ts_ns[e] + m.dur_ns[e])
+        enc = py[(m.track[py] == m.track[e]) & (m.ts_ns[py] <= t0) & (py_end >= t1)]
+        enc = enc[~holds(enc, pat)] if enc.size else enc
+        root = int(enc[np.lexsort((-m.dur_ns[enc], m.ts_ns[enc]))[0]]) if enc.size else -1 - e
+        groups.setdefault(root, []).append((e, set(enc.tolist())))
+    removed, frames = [], []
+    for root, members in groups.items():
+        common = set.intersection(*(s for _, s in members))
+        if root >= 0 and common:
+            c = np.array(sorted(common), np.int64)
+            lca = int(c[np.lexsort((m.dur_ns[c], -m.ts_ns[c]))[0]])  # the innermost: latest start, shortest
+            if not holds(np.array([lca], np.int64), mm)[0]:
+                removed.append(lca)
+                frames.append(m.names[m.name_id[lca]])
+                continue
+        removed.extend(e for e, _ in members)
+        frames.extend(m.names[m.name_id[e]] for e, _ in members)
+    removed = np.unique(np.array(removed, np.int64))
+    # the GPU work launched inside them (the mask's kernels, the scalar's copy): gone with them
+    work = np.flatnonzero(np.isin(m.kind, np.array([int(k) for k in GPU_WORK_KINDS], np.uint8)) & (m.launch >= 0))
+    if getattr(a.window, "clipped", False) and work.size:
+        work = work[a.window.gpu_in(m, work)]
+    L = m.launch[work]
+    inside = np.zeros(work.size, bool)
+    for r in removed.tolist():
+        inside |= (m.track[L] == m.track[r]) & (m.ts_ns[L] >= m.ts_ns[r]) & (m.ts_ns[L] <= m.ts_ns[r] + m.dur_ns[r])
+    kernels = work[inside]
+    # syncs inside them: the runtime calls that block the host
+    fl = a.flags
+    rt = np.flatnonzero(np.isin(m.kind, np.array([int(Kind.RUNTIME), int(Kind.DRIVER)], np.uint8))
+                        & (fl["sync_rt"] | fl["blocking_copy"])[m.name_id])
+    syncs = 0
+    for r in removed.tolist():
+        syncs += int(((m.track[rt] == m.track[r]) & (m.ts_ns[rt] >= m.ts_ns[r])
+                      & (m.ts_ns[rt] + m.dur_ns[rt] <= m.ts_ns[r] + m.dur_ns[r])).sum())
+    host = int(m.dur_ns[removed].sum())
+    from collections import Counter
+
+    cnt = Counter(frames)
+    names = ", ".join(f"`{n}`" + (f" x{c}" if c > 1 else "") for n, c in cnt.most_common(4))
+    what = (f"{names} ({len(removed)} host call{'s' if len(removed) != 1 else ''}, {syncs} sync"
+            f"{'s' if syncs != 1 else ''}, {kernels.size} GPU launch{'es' if kernels.size != 1 else ''})")
+    return {"shape": list(max(shapes, key=lambda s: int(np.prod(s)))), "frames": [{"name": n, "calls": c}
+            for n, c in cnt.most_common()], "removed": removed, "kernels": kernels.astype(np.int64),
+            "host_ns": host, "syncs": syncs, "kernel_ns": int(m.dur_ns[kernels].sum()), "what": what}
 
 
 def _fp32(a, C: _Calls, claimed: set) -> Pattern | None:
