@@ -141,6 +141,11 @@ def pattern_findings(a) -> list:
               "estimate": p.estimate, "ops": p.ops,
               "fix_replayed": f"{p.kind} fixed: its kernels cut from {_fmt(p.kernel_ns // steps)} to "
                               f"{_fmt(p.after_ns // steps)}{per} ({p.estimate})"}
+        if p.fixes is not None:
+            ev["fixes"] = [{"fix": x["fix"], "after_us": x["after_ns"] / 1e3,
+                            "kernel_saving_us": max(p.kernel_ns - x["after_ns"], 0) / 1e3,
+                            "kernel_saving_per_step_us": max(p.kernel_ns - x["after_ns"], 0) / 1e3 / steps,
+                            "estimate": x["estimate"], "recommended": x["recommended"]} for x in p.fixes]
         if p.mask is not None:
             mk = p.mask
             ev["mask"] = {"shape": mk["shape"], "frames": mk["frames"], "host_calls": int(mk["removed"].size),

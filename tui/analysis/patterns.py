@@ -61,6 +61,7 @@ class Pattern:
     rows: list = field(default_factory=list)  # the calls (rows of the gathered table) it claims
     host_removed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # CPU ops the fix removes
     mask: dict | None = None  # eager-attention: the additive mask's builder frames (mask_builder)
+    fixes: list | None = None  # fp32-matmul without TF32: [{fix, after_ns, estimate, recommended}], best first
 
     @property
     def saving_ns(self) -> int:
@@ -383,13 +384,25 @@ def mask_builder(a, C: _Calls, rows: list[int], keys: set) -> dict | None:
             "host_ns": host, "syncs": syncs, "kernel_ns": int(m.dur_ns[kernels].sum()), "what": what}
 
 
+def bf16_after_ns(t_ns: float, frm_tflops: float, flops: float, hbm_bytes: float, p) -> float:
+    """A float32 call of ``t_ns`` (which ran at the rate ``frm_tflops`` allows) under bf16 autocast: its time
+    scaled by ``frm_tflops`` -> the bf16 tensor-core peak, never below its bf16 floor (its FLOPs at that peak,
+    its HBM bytes halved: two-byte elements), never above what it took."""
+    from .floors import compute_ns, memory_ns
+
+    t = t_ns * frm_tflops / p[0]
+    fl = max(compute_ns(flops, "c10::BFloat16", p) if np.isfinite(flops) else 0.0,
+             memory_ns(hbm_bytes / 2, p) if np.isfinite(hbm_bytes) else 0.0)
+    return min(max(t, fl), t_ns)
+
+
 def _fp32(a, C: _Calls, claimed: set) -> Pattern | None:
-    m = a.model
+    m, cf = a.model, a.call_floors
     rows = [i for i, (op, t) in enumerate(zip(C.op, C.types)) if i not in claimed and (op in MATMUL_OPS or op in CONV_OPS)
             and t and t[0] == "float"]
     if not rows:
         return None
-    after = {}
+    after, bf16 = {}, {}
     no_tf32 = 0
     for i in rows:
         p = peaks_for(m.device_name(int(C.dev[i]))) if C.dev[i] >= 0 else None
@@ -403,22 +416,47 @@ def _fp32(a, C: _Calls, claimed: set) -> Pattern | None:
         fl = C.floor[i]
         after[i] = max(t, fl) if not np.isnan(fl) else t
         after[i] = min(after[i], float(C.kernel_ns[i]))
+        # bf16 autocast from where it ran (the fp32 or the TF32 rate): the bf16 peak, the same bytes halved
+        j = int(C.first[i])
+        bf16[i] = bf16_after_ns(float(C.kernel_ns[i]), t32 if tf32 else f32, float(cf.flops[j]),
+                                float(cf.hbm_bytes[j]), p)
     convs = sum(1 for i in rows if C.op[i] in CONV_OPS)
     what = " and ".join(x for x in (f"{len(rows) - convs} matmuls" if len(rows) > convs else "",
                                     f"{convs} convolutions" if convs else "") if x)
+    est_bf16 = ("each call's time scaled by the device's {frm} -> bf16 tensor-core peak ratio, never below its bf16 "
+                "floor (its FLOPs at the bf16 peak, its HBM bytes halved)")
     if no_tf32 >= len(rows) / 2:
         title = f"fp32 without TF32: {what} run on the CUDA cores in float32"
-        fix = ("Let fp32 matmuls use the tensor cores: torch.backends.cuda.matmul.allow_tf32 = True and "
-               "torch.backends.cudnn.allow_tf32 = True (or torch.set_float32_matmul_precision(\"high\")), or run "
-               "the model in bf16 (torch.autocast(\"cuda\", dtype=torch.bfloat16)); convolutions also like "
-               "channels_last (model.to(memory_format=torch.channels_last)).")
-        est = "each call's time scaled by the device's fp32 -> TF32 peak ratio, never below its floor"
+        est_tf32 = "each call's time scaled by the device's fp32 -> TF32 peak ratio, never below its floor"
+        tf = sum(after.values())
+        bf = sum(bf16.values())
+        # both fixes, each with its own estimate; the one that leaves less is recommended, ranks and is replayed
+        fixes = [{"fix": "bf16", "after_ns": int(round(bf)), "estimate": est_bf16.format(frm="fp32")},
+                 {"fix": "tf32", "after_ns": int(round(tf)), "estimate": est_tf32}]
+        fixes.sort(key=lambda x: x["after_ns"])
+        fixes[0]["recommended"] = True
+        fixes[1]["recommended"] = False
+        best = fixes[0]["fix"]
+        tf32_txt = ("let fp32 matmuls use the tensor cores: torch.backends.cuda.matmul.allow_tf32 = True and "
+                    "torch.backends.cudnn.allow_tf32 = True (or torch.set_float32_matmul_precision(\"high\"))")
+        bf16_txt = ("run the model in bf16 (torch.autocast(\"cuda\", dtype=torch.bfloat16)): the bf16 tensor-core "
+                    "rate and half the bytes")
+        first, second = (bf16_txt, tf32_txt) if best == "bf16" else (tf32_txt, bf16_txt)
+        fix = (first[0].upper() + first[1:] + "; or " + second + "; convolutions also like channels_last "
+               "(model.to(memory_format=torch.channels_last)).")
+        est = fixes[0]["estimate"] + (" (bf16 autocast, recommended: it leaves less than TF32)" if best == "bf16"
+                                      else " (TF32, recommended: it leaves less than bf16)")
+        chosen = bf16 if best == "bf16" else after
     else:
         title = f"fp32 matmuls: {what} in TF32 where bf16 would do"
         fix = ("Run the model in bf16 (torch.autocast(\"cuda\", dtype=torch.bfloat16)): twice the tensor-core rate "
                "of TF32 and half the bytes.")
         est = "each call's time scaled by the device's TF32 -> bf16 peak ratio, never below its floor"
-    return _make(a, C, "fp32-matmul", rows, after, title, fix, est)
+        fixes, chosen = None, after
+    p = _make(a, C, "fp32-matmul", rows, chosen, title, fix, est)
+    if fixes is not None:
+        p.fixes = fixes
+    return p
 
 
 def _unaligned(a, C: _Calls, claimed: set) -> Pattern | None:
