@@ -138,16 +138,16 @@ def test_fp32_matmul_without_tf32():
     # both fixes, each with its own estimate: bf16 autocast leaves 100 x 67 / 989 µs (above its bf16 floor of
     # 2 x 1024^3 FLOPs at 989 x 1.15 TFLOP/s = 1.888 µs), TF32 100 x 67 / 494.5 µs; bf16 leaves less: recommended
     assert [(x["fix"], x["after_ns"], x["recommended"]) for x in p.fixes] == [
-        ("bf16", round(100_000 * 67.0 / 989.0), True), ("tf32", round(100_000 * 67.0 / 494.5), False)]
+        ("bf16", int(100_000 * 67.0 / 989.0), True), ("tf32", int(100_000 * 67.0 / 494.5), False)]
     assert p.after_ns == int(100_000 * 67.0 / 989.0) and "allow_tf32" in p.fix and p.fix.startswith("Run the model in bf16")
     assert p.title.startswith("fp32 without TF32")
     (f,) = [f for f in a.findings if f.cause == "pattern"]
     assert [x["fix"] for x in f.evidence["fixes"]] == ["bf16", "tf32"]
-    assert f.evidence["fixes"][1]["kernel_saving_us"] == (100_000 - round(100_000 * 67.0 / 494.5)) / 1e3
+    assert f.evidence["fixes"][1]["kernel_saving_us"] == (100_000 - int(100_000 * 67.0 / 494.5)) / 1e3
     # a 20 µs call: scaled, bf16 would take 1.35 µs, under its compute floor: the floor is what bf16 leaves
     a = analyze(model_of(_mm("float", "ampere_sgemm_128x64_nn", 1024, 1024, 20)))
     p = _kinds(a)["fp32-matmul"]
-    assert p.fixes[0]["fix"] == "bf16" and p.fixes[0]["after_ns"] == round(2 * 1024 ** 3 / (989.0 * H * 1e3))
+    assert p.fixes[0]["fix"] == "bf16" and p.fixes[0]["after_ns"] == int(2 * 1024 ** 3 / (989.0 * H * 1e3))
     # already TF32: bf16 halves it
     a = analyze(model_of(_mm("float", "sm80_xmma_gemm_tf32f32_tf32f32_f32", 1024, 1024, 100)))
     p = _kinds(a)["fp32-matmul"]
