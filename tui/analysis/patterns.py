@@ -7,11 +7,16 @@ live profiler object; this works on a file): each is the op calls that form it, 
   that reads or writes a tensor of that shape is part of it (the two matmuls, the mask add, the scale, the
   softmax and its dtype casts, the copies). Fix: ``scaled_dot_product_attention`` (flash / memory-efficient);
   it leaves the two matmuls' work in one fused kernel, estimated at the rate the trace's own matmuls of the
-  pattern ran (their kernel time kept), everything else removed.
-- ``fp32-matmul``: float32 matmuls and convolutions. Without TF32 (no ``tf32`` in the kernel name) the fix is
-  TF32 (or bf16 autocast), estimated as each call's time scaled by the device's fp32 -> TF32 peak ratio; with
-  TF32, bf16, scaled by TF32 -> bf16. Never below the call's floor. A GPU without known peaks gets no estimate,
-  so no finding.
+  pattern ran (their kernel time kept), everything else removed. Where a mask is added to the scores (an
+  operand [b, 1, L, S] that broadcasts over the heads), the frames that build it go too (``mask_builder``: sdpa
+  takes ``is_causal`` and never materialises it): host time, the syncs inside (Hugging Face's
+  ``torch.tensor(min_dtype)``) and the GPU work they launch.
+- ``fp32-matmul``: float32 matmuls and convolutions. Without TF32 (no ``tf32`` in the kernel name) two fixes,
+  each estimated: TF32, each call's time scaled by the device's fp32 -> TF32 peak ratio, never below its floor;
+  bf16 autocast, scaled by fp32 -> bf16, never below its bf16 floor (``bf16_after_ns``: the FLOPs at the bf16
+  peak, the HBM bytes halved). The one that leaves less is recommended, ranks and is replayed. With TF32, bf16,
+  scaled by TF32 -> bf16, never below the call's floor. A GPU without known peaks gets no estimate, so no
+  finding.
 - ``unaligned-matmul``: fp16/bf16 matmuls with an inner or output dimension not a multiple of 8 (16 bytes):
   tensor-core kernels need aligned rows, so cuBLAS falls back to slower kernels (5633 -> a cutlass sm75 kernel).
   Fix: pad the dimension; estimated as each call at the floor / time ratio the trace's aligned matmuls of the
