@@ -626,3 +626,25 @@ def find_patterns(a) -> list[Pattern]:
         out.append(p)
     out.sort(key=lambda p: -p.saving_ns)
     return out
+
+
+def pattern_extra_lines(ev: dict, code_fn, esc_fn, indent: str) -> list[str]:
+    """An op pattern's further evidence, the same words in every view: the additive mask's builders that the
+    eager-attention fix removes, and each fp32 fix with its own estimate."""
+    from .units import fmt_ns
+
+    out = []
+    mk = ev.get("mask")
+    per = " per step" if ev.get("measured_steps") else ""
+    if mk:
+        fr = ", ".join(code_fn(x["name"]) + (f" x{x['calls']}" if x["calls"] > 1 else "") for x in mk["frames"][:3])
+        shp = ",".join(str(v) for v in mk["shape"])
+        out.append(f"{indent}- mask {code_fn('[' + shp + ']')} built by {fr}: {fmt_ns(int(mk['host_per_step_us'] * 1e3))} "
+                   f"of host time{per}, {mk['syncs']} sync{'s' if mk['syncs'] != 1 else ''}, "
+                   f"{mk['gpu_launches']} GPU launches ({fmt_ns(int(mk['kernel_us'] * 1e3))}): removed by the fix  ")
+    for x in ev.get("fixes") or []:
+        out.append(f"{indent}- fix {x['fix']}{' (recommended)' if x['recommended'] else ''}: leaves "
+                   f"{fmt_ns(int(x['after_us'] * 1e3 / max(ev.get('steps', 1), 1)))}, "
+                   f"−{fmt_ns(int(x['kernel_saving_per_step_us'] * 1e3))} of kernel time{per} "
+                   f"({esc_fn(x['estimate'])})  ")
+    return out
