@@ -317,8 +317,15 @@ def mask_builder(a, C: _Calls, rows: list[int], keys: set) -> dict | None:
     # the score ops themselves (and their outermost ops) are the pattern's, not the mask's
     pat_out = set(_outermost_ops(a, pat).tolist()) if pat.size else set()
     hits = []
-    for e in ops.tolist():
-        if e in pat_out:
+    # only ops whose args name the mask's last dimension are parsed (a window holds tens of thousands of ops)
+    needles = {str(M[-1]).encode() for M in shapes}
+    aid = m.args_id[ops]
+    for e, ai in zip(ops.tolist(), aid.tolist()):
+        if e in pat_out or ai < 0:
+            continue
+        raw = m.args[ai]  # JSON bytes (a str where the model was built from a list)
+        raw = raw.encode() if isinstance(raw, str) else raw
+        if not any(n in raw for n in needles):
             continue
         d = m.event_args(e).get("Input Dims") or []
         if any(isinstance(x, list) and len(x) >= 3 and all(isinstance(v, int) for v in x) and _is_mask_piece(x, shapes)
