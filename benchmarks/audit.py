@@ -1212,6 +1212,9 @@ def check_patterns(A, tr, rep, devs):
     for f in fs:
         ev = f.get("evidence") or {}
         pid = f"finding {f.get('id')} ({ev.get('pattern')})"
+        if ev.get("pattern") == "tiny-kernel-loop":
+            check_loop(A, tr, rep, devs, f, pid)
+            continue
         ops = ev.get("ops") or []
         for o in ops:
             key = (o["op"], json.dumps(o["shapes"]), json.dumps(o["dtypes"]))
@@ -1246,6 +1249,95 @@ def check_patterns(A, tr, rep, devs):
                         if d and len(d[0]) >= 3 and d[0][-2:] == [L, S] and _prod(d[0][:-2]) == b:
                             ok = True
             A.ok(ok, f"{pid} a softmax over the score matrix", f.get("title", "")[:60], "a softmax call of that shape")
+
+
+def _median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return 0 if n == 0 else xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def _runtime_syncs(tr, key, s, e):
+    return [v for v in tr.overlapping(key, s, e, kinds={"runtime"}) if v.s >= s and v.s < e and v.name in SYNC_NAMES]
+
+
+def check_loop(A, tr, rep, devs, f, pid):
+    """A Python loop of tiny kernels: the frame's calls in the steps (not inside another of its calls), the
+    kernels launched inside each (launch call on the same thread) in the devices' windows, their median
+    duration against the median launch call, the synchronising runtime calls inside each call (ops' syncs when
+    the trace has no runtime sync), and the repeated op sequence, back to back in the outermost ops around each
+    call's kernels; its fix's figure is the frame's fused what-if (frame_whatif of the same frame)."""
+    ev = f.get("evidence") or {}
+    fr = ev.get("frame")
+    calls = []
+    for key, evs in tr.threads.items():
+        mine = sorted((v for v in evs if v.kind == "py" and v.name == fr and (not tr.steps or tr.in_steps(v.s))),
+                      key=lambda v: (v.s, -v.e))
+        end = -1
+        for v in mine:
+            if v.s >= end:
+                calls.append((key, v))
+                end = v.e
+    A.ok(ev.get("frame_calls") == len(calls), f"{pid} frame calls", ev.get("frame_calls"), len(calls))
+    by_call = defaultdict(list)
+    spans = defaultdict(list)
+    for key, v in calls:
+        spans[key].append((v.s, v.e, id(v)))
+    for key in spans:
+        spans[key].sort()
+    for D in devs.values():
+        for k in D.kernels:
+            L = tr.launch(k)
+            if L is None:
+                continue
+            sp = spans.get(tr.thread_of.get(id(L)))
+            if not sp:
+                continue
+            j = bisect.bisect_right(sp, (L.s, float("inf"), 0)) - 1
+            if j >= 0 and sp[j][0] <= L.s < sp[j][1]:
+                by_call[sp[j][2]].append((k, L))
+    ks = [x for v in by_call.values() for x in v]
+    A.ok(ev.get("kernels") == len(ks), f"{pid} kernels", ev.get("kernels"), len(ks))
+    A.eq_us(f"{pid} kernel_us", ev.get("kernel_us"), sum(k.dur for k, _ in ks))
+    per = [len(v) for v in by_call.values()]
+    A.ok(ev.get("kernels_per_call") == _median(per), f"{pid} kernels per call (median)", ev.get("kernels_per_call"),
+         _median(per))
+    km, lm = _median([k.dur for k, _ in ks]), _median([L.dur for _, L in ks])
+    A.eq_us(f"{pid} median kernel", ev.get("kernel_median_us"), km)
+    A.eq_us(f"{pid} median launch call", ev.get("launch_median_us"), lm)
+    A.ok(km < lm and (ev.get("kernels_per_call") or 0) >= 16, f"{pid} many kernels shorter than their launch",
+         f"{ev.get('kernels_per_call')} per call, {km} ns", f"launch {lm} ns")
+    shorter = 100.0 * sum(1 for k, L in ks if k.dur < L.dur) / max(len(ks), 1)
+    A.ok(abs(shorter - (ev.get("kernels_shorter_than_launch_pct") or 0)) < 0.01, f"{pid} kernels shorter than launch",
+         ev.get("kernels_shorter_than_launch_pct"), f"{shorter:.3f}")
+    nsync = [len(_runtime_syncs(tr, key, v.s, v.e)) for key, v in calls]
+    if not any(nsync):  # no runtime events: the outermost synchronising ops
+        nsync = [sum(1 for o in tr.overlapping(key, v.s, v.e, kinds={"op"}) if o.s >= v.s and o.s < v.e
+                     and o.name in SYNC_NAMES and not [p for p in tr.around(key, o.s, o.e) if p.kind == "op" and p is not o])
+                 for key, v in calls]
+    A.ok(ev.get("syncs_per_call") == _median(nsync) and _median(nsync) >= 1, f"{pid} syncs per call (median)",
+         ev.get("syncs_per_call"), _median(nsync))
+    block = ev.get("repeated_ops") or []
+    r = ev.get("repeats_per_call") or 0
+    want = block * r
+    n_rep = 0
+    for key, v in calls:
+        seq, last = [], None
+        for k, L in sorted(by_call.get(id(v), []), key=lambda x: x[1].s):
+            ops = [o for o in tr.around(key, L.s, L.e) if o.kind == "op"]
+            if not ops:
+                continue
+            o = ops[0]  # the outermost op around the launch
+            if o is not last:
+                seq.append(o.name)
+                last = o
+        if want and any(seq[i:i + len(want)] == want for i in range(len(seq) - len(want) + 1)):
+            n_rep += 1
+    A.ok(len(block) >= 3 and r >= 2 and n_rep >= (ev.get("calls_with_repeat") or 0), f"{pid} repeated op sequence",
+         f"{len(block)} ops x{r} in {ev.get('calls_with_repeat')} calls", f"found in {n_rep} calls")
+    fw = f.get("frame_whatif")
+    if fw is not None:
+        A.ok(fw.get("frame") == fr, f"{pid} saving is its frame's fused what-if", fw.get("frame"), fr)
 
 
 # ------------------------------------------------------------------------------------------ tables
