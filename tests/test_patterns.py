@@ -334,3 +334,26 @@ def test_tandem_repeat():
     assert tandem_repeat(seq, 3, 2) == (("b", "c", "d"), 3)
     assert tandem_repeat(("a", "b", "c", "a", "b", "x"), 3, 2) is None  # not back to back
     assert tandem_repeat(("a", "b", "a", "b"), 3, 2) is None  # a block shorter than min_block
+
+
+def test_the_explorer_shows_the_tiny_kernel_loop():
+    """Explorer on the Mixtral eager decode: view 2's top kernel (a GEMV the experts loop launches) names the
+    pattern without claiming kernel time (its saving is in its finding)."""
+    import asyncio
+
+    from gapscope.tui.app.app import GapscopeApp
+    from gapscope.tui.app.textdump import screen_text
+
+    async def go():
+        app = GapscopeApp([str(SAMPLE_TRACES / "hf-mixtral.decode_eager.json.gz")], load_opts={"no_cache": True})
+        async with app.run_test(size=(160, 48)) as pilot:
+            for _ in range(3):
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+            await pilot.press("2")
+            await pilot.pause()
+            txt = screen_text(app)
+            assert "pattern: Python loop of tiny kernels" in txt
+            assert "projected in its finding)" in " ".join(txt.split())  # wrapped at the panel's width
+
+    asyncio.run(go())

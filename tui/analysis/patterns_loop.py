@@ -226,7 +226,10 @@ def loop_patterns(a) -> list[Pattern]:
               "launch_median_us": st["launch_median_ns"] / 1e3, "kernels_shorter_than_launch_pct": st["shorter_pct"],
               "syncs_per_call": st["syncs_per_call"], "sync_ops": st["sync_ops"], "repeated_ops": st["block"],
               "repeats_per_call": st["repeats"], "calls_with_repeat": st["block_calls"]}
-        p = Pattern("tiny-kernel-loop", title, fix, est, st["kernel_ns"], st["kernel_ns"], st["kernels"])
-        p.evidence = ev
+        # its kernels are listed (the kernels view names the pattern on their rows) but not cut: no kernel-time
+        # saving is claimed, and its finding carries none to the replay (findings.pattern_findings)
+        kx = st["kernels_idx"]
+        p = Pattern("tiny-kernel-loop", title, fix, est, st["kernel_ns"], st["kernel_ns"], st["kernels"], kernels=kx,
+                    kernel_after_ns=m.dur_ns[kx].astype(np.int64), evidence=ev)
         out.append(p)
     return out
