@@ -1315,14 +1315,14 @@ def check_loop(A, tr, rep, devs, f, pid):
         nsync = [sum(1 for o in tr.overlapping(key, v.s, v.e, kinds={"op"}) if o.s >= v.s and o.s < v.e
                      and o.name in SYNC_NAMES and not [p for p in tr.around(key, o.s, o.e) if p.kind == "op" and p is not o])
                  for key, v in calls]
-    A.ok(ev.get("syncs_per_call") == _median(nsync) and _median(nsync) >= 1, f"{pid} syncs per call (median)",
-         ev.get("syncs_per_call"), _median(nsync))
+    A.ok(ev.get("syncs_per_call") == _median(nsync) and _median(nsync) >= max(ev.get("repeats_per_call") or 0, 1),
+         f"{pid} syncs per call (median, at least one per iteration)", ev.get("syncs_per_call"), _median(nsync))
     block = ev.get("repeated_ops") or []
     r = ev.get("repeats_per_call") or 0
     want = block * r
-    n_rep = 0
+    n_rep, in_loop = 0, []
     for key, v in calls:
-        seq, last = [], None
+        seq, objs, last = [], [], None
         for k, L in sorted(by_call.get(id(v), []), key=lambda x: x[1].s):
             ops = [o for o in tr.around(key, L.s, L.e) if o.kind == "op"]
             if not ops:
@@ -1330,11 +1330,20 @@ def check_loop(A, tr, rep, devs, f, pid):
             o = ops[0]  # the outermost op around the launch
             if o is not last:
                 seq.append(o.name)
+                objs.append(o)
                 last = o
-        if want and any(seq[i:i + len(want)] == want for i in range(len(seq) - len(want) + 1)):
+        at = [i for i in range(len(seq) - len(want) + 1) if want and seq[i:i + len(want)] == want]
+        if at:
             n_rep += 1
+            s0, e0 = objs[at[0]].s, objs[at[0] + len(want) - 1].e  # the repeated run: the loop
+            in_loop.append(sum(1 for x in tr.overlapping(key, s0, e0, kinds={"runtime"})
+                               if s0 <= x.s < e0 and x.name in SYNC_NAMES))
     A.ok(len(block) >= 3 and r >= 2 and n_rep >= (ev.get("calls_with_repeat") or 0), f"{pid} repeated op sequence",
          f"{len(block)} ops x{r} in {ev.get('calls_with_repeat')} calls", f"found in {n_rep} calls")
+    if any(nsync_rt for nsync_rt in in_loop) or ev.get("syncs_in_loop_per_call"):
+        A.ok(ev.get("syncs_in_loop_per_call") == _median(in_loop) and _median(in_loop) >= r,
+             f"{pid} syncs inside the repeated run (median, at least one per iteration)",
+             ev.get("syncs_in_loop_per_call"), _median(in_loop))
     fw = f.get("frame_whatif")
     if fw is not None:
         A.ok(fw.get("frame") == fr, f"{pid} saving is its frame's fused what-if", fw.get("frame"), fr)

@@ -243,9 +243,10 @@ BODY = ["aten::where", "aten::index", "aten::linear", "aten::mul", "aten::index_
 def _moe(kind: str = "loop", k_dur: float = 1.0):
     """``mymodel.py(5): forward`` calls the experts frame twice (two layers). ``loop``: per call an
     ``aten::nonzero`` (one kernel, a cudaStreamSynchronize inside), then 3 experts, each ``where, index, linear,
-    mul, index_add_`` (one ``k_dur`` µs kernel each, launched by a 5 µs cudaLaunchKernel) and an ``aten::item``
-    (a sync, no kernel): 16 kernels and 4 syncs per call. ``nosync``: the same loop sized without a sync
-    (``topk`` for ``nonzero``, no ``item``). ``batched``:
+    mul, index_add_`` (one ``k_dur`` µs kernel each, launched by a 5 µs cudaLaunchKernel; ``where`` syncs too):
+    16 kernels and 4 syncs per call, 3 of them in the loop. ``nosync``: the same loop sized without a sync
+    (``topk`` for ``nonzero``, a ``where`` that does not sync). ``onesync``: the ``nonzero`` sync only, none per iteration (a
+    loop over layers with one sync in the step looks like this). ``batched``:
     per call ``index, bmm, bmm, index_add_`` (4 kernels), no sync."""
     s = Synth()
     t = 0
@@ -267,17 +268,15 @@ def _moe(kind: str = "loop", k_dur: float = 1.0):
                     for name in ("aten::index", "aten::bmm", "aten::bmm", "aten::index_add_"):
                         op(name)
                     continue
-                op("aten::nonzero" if kind == "loop" else "aten::topk", sync=kind == "loop")
+                op("aten::nonzero" if kind != "nosync" else "aten::topk", sync=kind != "nosync")
                 for _ in range(3):
-                    for name in BODY:
-                        op(name)
-                    if kind == "loop":
-                        op("aten::item", kernel=False, sync=True)
+                    for name in BODY:  # where(mask) syncs, as it sizes its output (nonzero)
+                        op(name, sync=kind == "loop" and name == "aten::where")
     return analyze(model_of(s))
 
 
 def test_tiny_kernel_loop_on_a_synthetic_trace():
-    """2 calls x 16 one-µs kernels under 5 µs launch calls, 4 syncs per call, the 5-op body 3x per call: the
+    """2 calls x 16 one-µs kernels under 5 µs launch calls, 4 syncs per call (3 in the loop), the 5-op body 3x per call: the
     experts frame is the pattern, not the model frame around it (which holds the same loop and more)."""
     a = _moe()
     p = _kinds(a)["tiny-kernel-loop"]
@@ -285,7 +284,8 @@ def test_tiny_kernel_loop_on_a_synthetic_trace():
     assert ev["frame"] == LOOP and ev["frame_calls"] == 2
     assert (p.calls, p.kernel_ns, ev["kernels_per_call"]) == (32, 32_000, 16)
     assert (ev["kernel_median_us"], ev["launch_median_us"], ev["kernels_shorter_than_launch_pct"]) == (1.0, 5.0, 100.0)
-    assert ev["syncs_per_call"] == 4 and set(ev["sync_ops"]) == {"aten::nonzero", "aten::item"}
+    assert ev["syncs_per_call"] == 4 and set(ev["sync_ops"]) == {"aten::nonzero", "aten::where"}
+    assert ev["syncs_in_loop_per_call"] == 3  # the wheres; the nonzero's sync comes before the loop
     assert (ev["repeated_ops"], ev["repeats_per_call"], ev["calls_with_repeat"]) == (BODY, 3, 2)
     assert "batched_mm" in p.fix and "repeats 3x per call" in p.title
     assert [q.evidence.get("frame") for q in a.patterns if q.kind == "tiny-kernel-loop"] == [LOOP]
@@ -297,6 +297,12 @@ def test_tiny_kernel_loop_on_a_synthetic_trace():
 def test_no_tiny_kernel_loop_on_the_fixed_twins():
     assert "tiny-kernel-loop" not in _kinds(_moe("batched"))  # 4 kernels per call, no sync
     assert "tiny-kernel-loop" not in _kinds(_moe("nosync"))  # no data-dependent sync
+    # 1 sync per call for 3 iterations: not the experts frame. The model frame around it now qualifies on its
+    # own: its 2 layers repeat back to back with a sync each (a loop over layers with a sync per layer matches
+    # the rule too: demo-eager-sync.decode's forward)
+    (p,) = [q for q in _moe("onesync").patterns if q.kind == "tiny-kernel-loop"]
+    assert p.evidence["frame"] == "mymodel.py(5): forward" and (p.evidence["repeats_per_call"], p.evidence[
+        "syncs_per_call"], len(p.evidence["repeated_ops"])) == (2, 2, 16)
     assert "tiny-kernel-loop" not in _kinds(_moe("loop", k_dur=8.0))  # kernels longer than their launch
 
 
@@ -331,7 +337,9 @@ def test_tandem_repeat():
 
     # the block covering the most, back to back: (b, c, d) x3 covers 9 of the 11
     seq = ("a", "b", "c", "d", "b", "c", "d", "b", "c", "d", "e")
-    assert tandem_repeat(seq, 3, 2) == (("b", "c", "d"), 3)
+    assert tandem_repeat(seq, 3, 2) == (("b", "c", "d"), 3, 1)
+    assert tandem_repeat(seq * 2, 3, 2) == (seq, 2, 0)  # the whole sequence twice covers more...
+    assert tandem_repeat(seq * 2, 3, 2, max_block=8) == (("b", "c", "d"), 3, 1)  # ... unless the body is capped
     assert tandem_repeat(("a", "b", "c", "a", "b", "x"), 3, 2) is None  # not back to back
     assert tandem_repeat(("a", "b", "a", "b"), 3, 2) is None  # a block shorter than min_block
 

@@ -3,7 +3,8 @@
 Read from the trace alone: a user Python frame whose calls each launch at least ``loop_min_kernels`` kernels
 (median), most shorter than the launch calls that issued them (median kernel duration below the median launch
 call: the GPU finishes each kernel before the host can issue the next), with data-dependent synchronising calls
-inside (``nonzero``, ``item``, a stream synchronize: at least one per call, median), and an op sequence that
+inside the loop (``nonzero``, ``item``, a stream synchronize: at least one per iteration, between the repeated
+run's first op and its last, median per call), and an op sequence of at most ``loop_max_block`` ops that
 repeats back to back within a call (the loop body: per hit expert ``where``, ``index``, two ``linear``, ...,
 ``index_add_``). The sequence is that of the outermost aten ops that launched the call's kernels, each op call
 once; the repeat found is the one covering the most of the call (``loop_min_block`` ops or more, at least
@@ -28,12 +29,14 @@ from .patterns import Pattern
 from .replay_model import inside
 
 
-def tandem_repeat(seq: tuple, min_block: int, min_repeats: int) -> tuple[tuple, int] | None:
-    """The block of ``seq`` that repeats back to back covering the most of it: (block, repeats), or None.
-    Ties: the shorter block (its own repeats are the loop's iterations), then the earlier one."""
+def tandem_repeat(seq: tuple, min_block: int, min_repeats: int, max_block: int | None = None) -> tuple | None:
+    """The block of ``seq`` (``min_block`` to ``max_block`` items) that repeats back to back covering the most of
+    it: (block, repeats, start), or None. Ties: the shorter block (its own repeats are the loop's iterations),
+    then the earlier one."""
     n = len(seq)
     best = None  # (covered, -len(block), -start)
-    for p in range(min_block, n // min_repeats + 1):
+    top = n // min_repeats if max_block is None else min(max_block, n // min_repeats)
+    for p in range(min_block, top + 1):
         i = 0
         while i + p * min_repeats <= n:
             r = 1
@@ -42,11 +45,11 @@ def tandem_repeat(seq: tuple, min_block: int, min_repeats: int) -> tuple[tuple, 
             if r >= min_repeats:
                 key = (r * p, -p, -i)
                 if best is None or key > best[0]:
-                    best = (key, seq[i:i + p], r)
+                    best = (key, seq[i:i + p], r, i)
                 i += r * p
             else:
                 i += 1
-    return None if best is None else (best[1], best[2])
+    return None if best is None else (best[1], best[2], best[3])
 
 
 def _outermost(m, ops: np.ndarray) -> np.ndarray:
@@ -122,6 +125,7 @@ def loop_stats(a, name: str) -> dict | None:
         sy = np.flatnonzero((m.kind == int(Kind.CPU_OP)) & fl["sync_op"][m.name_id] & np.isin(m.track, thr_set))
         par = m.parent[sy]
         sy = sy[(par < 0) | (m.kind[np.maximum(par, 0)] != int(Kind.CPU_OP))]
+    sync_ts = {int(t): np.sort(m.ts_ns[sy[m.track[sy] == t]]) for t in thr_set.tolist()}
     n_sync = np.zeros(idx.size, np.int64)
     names_sync: Counter = Counter()
     for t in thr_set.tolist():
@@ -146,9 +150,16 @@ def loop_stats(a, name: str) -> dict | None:
         seq = tuple(m.names[m.name_id[x]] if x >= 0 else "?" for x in u.tolist())
         r = memo.get(seq)
         if r is None:
-            r = memo[seq] = tandem_repeat(seq, cfg.loop_min_block, cfg.loop_min_repeats) or ((), 0)
+            r = memo[seq] = tandem_repeat(seq, cfg.loop_min_block, cfg.loop_min_repeats,
+                                          cfg.loop_max_block) or ((), 0, 0)
+        # the syncs inside the repeated run (its first op's start to its last op's end): the loop's own
+        n_in = 0
+        if r[1]:
+            first, last = int(u[r[2]]), int(u[r[2] + r[1] * len(r[0]) - 1])
+            ts = sync_ts.get(int(m.track[L[c0]]), np.zeros(0, np.int64))
+            n_in = int(np.searchsorted(ts, m.ts_ns[last] + m.dur_ns[last]) - np.searchsorted(ts, m.ts_ns[first]))
         blocks[r[0]] += 1
-        reps.append(r)
+        reps.append((r[0], r[1], n_in))
     block, _ = blocks.most_common(1)[0]
     kd, ld = m.dur_ns[k], m.dur_ns[L]
     thr = m.track[idx].astype(np.int64)
@@ -157,15 +168,20 @@ def loop_stats(a, name: str) -> dict | None:
             "shorter_pct": 100.0 * float((kd < ld).mean()),
             "syncs_per_call": float(np.median(n_sync)),
             "sync_ops": [n for n, _ in names_sync.most_common(4)], "block": list(block),
-            "repeats": int(np.median([r for b, r in reps if b == block])) if block else 0,
+            "repeats": int(np.median([r for b, r, _ in reps if b == block])) if block else 0,
+            "loop_syncs": float(np.median([x for b, _, x in reps if b == block])) if block else 0.0,
             "block_calls": int(blocks[block]) if block else 0, "kernel_ns": int(kd.sum()), "kernels_idx": k,
             "intervals": (m.ts_ns[idx], m.ts_ns[idx] + m.dur_ns[idx], thr)}
 
 
 def _qualifies(st: dict | None, cfg) -> bool:
     return (st is not None and st["kernels_per_call"] >= cfg.loop_min_kernels
-            and st["kernel_median_ns"] < st["launch_median_ns"] and st["syncs_per_call"] >= 1
-            and len(st["block"]) >= cfg.loop_min_block and 2 * st["block_calls"] > st["calls"])
+            and st["kernel_median_ns"] < st["launch_median_ns"] and len(st["block"]) >= cfg.loop_min_block
+            and 2 * st["block_calls"] > st["calls"]
+            # a sync per iteration at least, inside the repeated run (each expert's where/nonzero, an item per
+            # element): a loop over layers with one sync elsewhere in the step (a mask, the sampling, the
+            # stopping check of a decoding loop) is the launch finding's, not this
+            and st["loop_syncs"] >= max(st["repeats"], 1))
 
 
 def loop_patterns(a) -> list[Pattern]:
@@ -224,7 +240,8 @@ def loop_patterns(a) -> list[Pattern]:
         ev = {"frame": name, "frame_calls": st["calls"], "calls_per_step": st["calls"] / steps,
               "kernels_per_call": st["kernels_per_call"], "kernel_median_us": st["kernel_median_ns"] / 1e3,
               "launch_median_us": st["launch_median_ns"] / 1e3, "kernels_shorter_than_launch_pct": st["shorter_pct"],
-              "syncs_per_call": st["syncs_per_call"], "sync_ops": st["sync_ops"], "repeated_ops": st["block"],
+              "syncs_per_call": st["syncs_per_call"], "syncs_in_loop_per_call": st["loop_syncs"],
+              "sync_ops": st["sync_ops"], "repeated_ops": st["block"],
               "repeats_per_call": st["repeats"], "calls_with_repeat": st["block_calls"]}
         # its kernels are listed (the kernels view names the pattern on their rows) but not cut: no kernel-time
         # saving is claimed, and its finding carries none to the replay (findings.pattern_findings)

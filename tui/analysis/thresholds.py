@@ -70,10 +70,12 @@ Op patterns (patterns.py):
     An optimizer step without foreach/fused ops is a pattern when it runs at least this many op calls per step.
 ``loop_min_kernels`` (16)
     A Python loop of tiny kernels (patterns_loop.py): its frame's calls launch at least this many kernels each
-    (median), shorter (median) than the median launch call that issued them.
-``loop_min_repeats`` (2), ``loop_min_block`` (3)
-    ... in an op sequence of at least ``loop_min_block`` ops that repeats back to back at least
-    ``loop_min_repeats`` times within a call (the loop body, once per element or expert).
+    (median), shorter (median) than the median launch call that issued them, with at least one synchronising
+    call per iteration inside the repeated run below (a loop over layers with one sync elsewhere is not it).
+``loop_min_repeats`` (2), ``loop_min_block`` (3), ``loop_max_block`` (64)
+    ... in an op sequence of ``loop_min_block`` to ``loop_max_block`` ops that repeats back to back at least
+    ``loop_min_repeats`` times within a call (the loop body, once per element or expert; a longer body is a
+    model's forward, a decoding loop's step).
 
 Before/after (compare_time.py):
 
@@ -148,6 +150,7 @@ class Thresholds:
     loop_min_kernels: int = 16
     loop_min_repeats: int = 2
     loop_min_block: int = 3
+    loop_max_block: int = 64
     frame_min_share: float = 0.05
     frame_max_share: float = 0.8
     frame_top: int = 10

@@ -205,7 +205,8 @@ def _pattern_lines(ev: dict) -> list[str]:
                 f"{fmt_ns(int(ev['per_step_us'] * 1e3))} of kernel time{per}); median kernel "
                 f"{fmt_ns(int(ev['kernel_median_us'] * 1e3))} against a median launch call of "
                 f"{fmt_ns(int(ev['launch_median_us'] * 1e3))} ({ev['kernels_shorter_than_launch_pct']:.0f}% of the "
-                f"kernels shorter than their launch call); {ev['syncs_per_call']:g} syncs per call ("
+                f"kernels shorter than their launch call); {ev['syncs_per_call']:g} syncs per call, "
+                f"{ev['syncs_in_loop_per_call']:g} inside the loop ("
                 + ", ".join(code(o, False, 40) for o in ev["sync_ops"]) + ")  ",
                 f"   Repeated {ev['repeats_per_call']}x per call ({ev['calls_with_repeat']} of {ev['frame_calls']} "
                 f"calls): {code(body, False, 200)}  ",
