@@ -1249,6 +1249,38 @@ def check_patterns(A, tr, rep, devs):
                         if d and len(d[0]) >= 3 and d[0][-2:] == [L, S] and _prod(d[0][:-2]) == b:
                             ok = True
             A.ok(ok, f"{pid} a softmax over the score matrix", f.get("title", "")[:60], "a softmax call of that shape")
+            mk = ev.get("mask")
+            if mk:
+                # the mask's shape is an operand of an add / masked_fill over the scores, broadcast over the heads
+                M = mk.get("shape") or []
+                seen = any(name in ("aten::add", "aten::add_", "aten::masked_fill", "aten::masked_fill_",
+                                    "aten::where", "aten::sub") and M in json.loads(shp) and g[0]
+                           for (name, shp, _), g in groups.items())
+                A.ok(seen, f"{pid} mask shape {M} added to the scores", M, "an add of that operand launched kernels")
+                # each builder frame: one raw frame of that name of that host time (calls == 1), the syncs inside
+                for fr in mk.get("frames") or []:
+                    if fr.get("calls") != 1 or len(mk.get("frames")) != 1:
+                        continue
+                    cands = [(key, v) for key, evs in tr.threads.items() for v in evs if v.name == fr["name"]]
+                    hit = [(key, v) for key, v in cands if abs(v.dur - mk["host_us"] * 1e3) <= 1]
+                    A.ok(bool(hit), f"{pid} mask builder `{fr['name'][:40]}` host time", f"{mk['host_us']} µs",
+                         [round(v.dur / 1e3, 3) for _, v in cands][:4])
+                    if hit:
+                        key, v = hit[0]
+                        ns = sum(1 for o in tr.overlapping(key, v.s, v.e) if o.s >= v.s and o.e <= v.e
+                                 and o.name in SYNC_NAMES)
+                        A.ok(ns == mk.get("syncs"), f"{pid} mask builder syncs", mk.get("syncs"), ns)
+        fx = ev.get("fixes")
+        if fx:
+            # each fix's saving is the pattern's kernel time less what it leaves; the recommended one leaves least
+            for x in fx:
+                A.ok(abs(x["kernel_saving_us"] - max(ev.get("kernel_us", 0) - x["after_us"], 0)) <= 0.002,
+                     f"{pid} fix {x['fix']} saving = kernel_us - after_us", x["kernel_saving_us"],
+                     f"{ev.get('kernel_us', 0) - x['after_us']:.3f}")
+            rec = [x for x in fx if x.get("recommended")]
+            A.ok(len(rec) == 1 and rec[0]["after_us"] == min(x["after_us"] for x in fx) and
+                 abs(rec[0]["after_us"] - ev.get("after_us", 0)) <= 0.002, f"{pid} recommended fix is the one replayed",
+                 [x["fix"] for x in rec], "the fix leaving least, its after_us the finding's")
 
 
 def _median(xs):

@@ -307,7 +307,9 @@ def test_a_file_that_is_not_a_trace_exits_at_once_with_one_line(tmp_path):
 def test_readme_says_innermost_first_as_the_explorer_does():
     readme = (ROOT / "README.md").read_text()
     assert "outermost first" not in readme.split("## Try it")[0]
-    assert "CPU stack at gap start (innermost first)" in readme
+    screen = readme.split("```")[1]  # the first screen, as benchmarks/readme_screen.py draws it
+    assert "launching thread when the GPU went idle" in screen and "(innermost first):" in screen
+    assert screen.strip() == (ROOT / "tests" / "readme_screen.txt").read_text().strip()
 
 
 # ----------------------------------------------------------------- friction 1: the export notice

@@ -531,6 +531,13 @@ def test_floor_achieved_and_pattern_claims_are_recomputed(attn):
          .update(calls=999), "calls"),
         ("pattern time", lambda r: next(f for f in r["findings"] if f.get("cause") == "pattern")["evidence"]["ops"][0]
          .update(kernel_us=1.0), "kernel time"),
+        # the additive mask's builder (masking_utils' eager_mask): its host time and its syncs, recounted
+        ("mask host", lambda r: next(f for f in r["findings"] if f.get("cause") == "pattern")["evidence"]["mask"]
+         .update(host_us=300.0), "mask builder"),
+        ("mask syncs", lambda r: next(f for f in r["findings"] if f.get("cause") == "pattern")["evidence"]["mask"]
+         .update(syncs=3), "mask builder syncs"),
+        ("mask shape", lambda r: next(f for f in r["findings"] if f.get("cause") == "pattern")["evidence"]["mask"]
+         .update(shape=[1, 1, 1024, 1000]), "mask shape"),
     ]:
         bad = copy.deepcopy(rep)
         change(bad)

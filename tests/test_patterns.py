@@ -51,6 +51,75 @@ def test_eager_attention_on_a_synthetic_trace():
     assert f.evidence["share_of_kernel_pct"] == pytest.approx(50.0)
 
 
+def _masked_attention():
+    """The eager attention of ``_attention`` with an additive mask: ``eager_mask`` (t 0-60 µs, inside ``model``)
+    builds the [1, 1, 1024, 1024] mask (a causal ``le`` of its [1,1,1,1024] and [1,1,1024,1] pieces and a
+    ``where``, 2 kernels of 3 µs, and a scalar copy with a cudaStreamSynchronize of 20 µs); ``find_packed``
+    (t 70-90) reads [1, 1024] positions only; then, in the layer frame ``attn`` (t 100-200), QK^T, the mask add
+    ``aten::add [[1,16,1024,1024],[1,1,1024,1024]]`` (20 µs), softmax and PV."""
+    s = Synth()
+    with s.frame("model", 0, 400):
+        with s.frame("eager_mask", 0, 60):
+            _op(s, 5, "aten::le", [[1, 1, 1, 1024], [1, 1, 1024, 1]], ["long int", "long int"], "le", 500, 3)
+            s.runtime("cudaStreamSynchronize", 20, 20)
+            _op(s, 45, "aten::where", [[1, 1, 1024, 1024], [], []], ["bool", BF, "Scalar"], "where", 510, 3)
+        with s.frame("find_packed", 70, 20):
+            _op(s, 72, "aten::ne", [[1, 1024], []], ["long int", "Scalar"], "ne", 520, 2)
+        with s.frame("attn", 100, 100):
+            _op(s, 100, "aten::bmm", [[16, 1024, 128], [16, 128, 1024]], [BF, BF], "qk", 600, 30)
+            _op(s, 120, "aten::add", [[1, 16, 1024, 1024], [1, 1, 1024, 1024], []], [BF, BF, "Scalar"], "add",
+                640, 20)
+            _op(s, 140, "aten::_softmax", [[1, 16, 1024, 1024], [], []], [BF, "Scalar", "Scalar"], "softmax", 670, 40)
+            _op(s, 160, "aten::bmm", [[16, 1024, 1024], [16, 1024, 128]], [BF, BF], "pv", 720, 30)
+    return analyze(model_of(s))
+
+
+def test_eager_attention_removes_the_mask_builder():
+    """The mask's shape [1, 1, 1024, 1024] is the add's operand broadcast over the 16 heads; ``le`` (its pieces)
+    and ``where`` (its shape) are mask ops, ``eager_mask`` their innermost common frame without a pattern call or
+    a matmul (``model`` holds the layer): it goes whole, 60 µs of host time with its sync and its 2 kernels.
+    ``find_packed`` (no mask shape) stays. The score ops' own kernels: 30 + 20 + 40 + 30 = 120 µs, the matmuls' 60
+    kept."""
+    a = _masked_attention()
+    m = a.model
+    p = _kinds(a)["eager-attention"]
+    assert (p.calls, p.kernel_ns, p.after_ns) == (4, 120_000, 60_000)
+    mk = p.mask
+    assert mk["shape"] == [1, 1, 1024, 1024]
+    assert mk["frames"] == [{"name": "eager_mask", "calls": 1}]
+    assert (mk["host_ns"], mk["syncs"], mk["kernels"].size, mk["kernel_ns"]) == (60_000, 1, 2, 6_000)
+    assert sorted(m.names[m.name_id[k]] for k in mk["kernels"].tolist()) == ["le", "where"]
+    # the builder frame is in the removed host time, and its kernels run for 0 in the replay
+    assert int(mk["removed"][0]) in p.host_removed.tolist()
+    gone = dict(zip(p.kernels.tolist(), p.kernel_after_ns.tolist()))
+    assert all(gone[k] == 0 for k in mk["kernels"].tolist())
+    assert "find_packed" not in {m.names[m.name_id[e]] for e in p.host_removed.tolist()}
+    assert "eager_mask" in p.fix and "is_causal" in p.fix
+    (f,) = [f for f in a.findings if f.cause == "pattern"]
+    assert f.evidence["mask"] == {"shape": [1, 1, 1024, 1024], "frames": [{"name": "eager_mask", "calls": 1}],
+                                  "host_calls": 1, "host_us": 60.0, "host_per_step_us": 60.0, "syncs": 1,
+                                  "gpu_launches": 2, "kernel_us": 6.0}
+    # without a mask add there is no mask to build: the plain pattern has none
+    assert _kinds(_attention(fused=False))["eager-attention"].mask is None
+
+
+def test_mask_builder_on_the_eager_llama_prefill():
+    """traces/hf-attn.prefill_eager: the mask added to the [16, 1024, 1024] scores is [1, 1, 1024, 1024]; its
+    builder is masking_utils' ``eager_mask`` (361 µs of host time in the measured step, the torch.tensor(min_dtype)
+    copy's cudaStreamSynchronize, 10 GPU launches); ``find_packed_sequence_indices``, which sdpa keeps, is not
+    removed."""
+    from gapscope.tui.trace import load
+
+    a = analyze(load(str(SAMPLE_TRACES / "hf-attn.prefill_eager.json.gz"), no_cache=True))
+    p = _kinds(a)["eager-attention"]
+    mk = p.mask
+    assert mk["shape"] == [1, 1, 1024, 1024]
+    assert mk["frames"] == [{"name": "transformers/masking_utils.py(539): eager_mask", "calls": 1}]
+    assert (mk["host_ns"], mk["syncs"], mk["kernels"].size) == (360_960, 1, 10)
+    names = {a.model.names[a.model.name_id[e]] for e in p.host_removed.tolist()}
+    assert not any("find_packed_sequence_indices" in n for n in names)
+
+
 def test_fused_attention_is_no_pattern():
     assert "eager-attention" not in _kinds(_attention(fused=True))
 
@@ -66,13 +135,40 @@ def test_fp32_matmul_without_tf32():
     its 3.78 µs floor)."""
     a = analyze(model_of(_mm("float", "ampere_sgemm_128x64_nn", 1024, 1024, 100)))
     p = _kinds(a)["fp32-matmul"]
-    assert p.after_ns == int(100_000 * 67.0 / 494.5) and "allow_tf32" in p.fix
+    # both fixes, each with its own estimate: bf16 autocast leaves 100 x 67 / 989 µs (above its bf16 floor of
+    # 2 x 1024^3 FLOPs at 989 x 1.15 TFLOP/s = 1.888 µs), TF32 100 x 67 / 494.5 µs; bf16 leaves less: recommended
+    assert [(x["fix"], x["after_ns"], x["recommended"]) for x in p.fixes] == [
+        ("bf16", int(100_000 * 67.0 / 989.0), True), ("tf32", int(100_000 * 67.0 / 494.5), False)]
+    assert p.after_ns == int(100_000 * 67.0 / 989.0) and "allow_tf32" in p.fix and p.fix.startswith("Run the model in bf16")
     assert p.title.startswith("fp32 without TF32")
+    (f,) = [f for f in a.findings if f.cause == "pattern"]
+    assert [x["fix"] for x in f.evidence["fixes"]] == ["bf16", "tf32"]
+    assert f.evidence["fixes"][1]["kernel_saving_us"] == (100_000 - int(100_000 * 67.0 / 494.5)) / 1e3
+    # a 20 µs call: scaled, bf16 would take 1.35 µs, under its compute floor: the floor is what bf16 leaves
+    a = analyze(model_of(_mm("float", "ampere_sgemm_128x64_nn", 1024, 1024, 20)))
+    p = _kinds(a)["fp32-matmul"]
+    assert p.fixes[0]["fix"] == "bf16" and p.fixes[0]["after_ns"] == int(2 * 1024 ** 3 / (989.0 * H * 1e3))
     # already TF32: bf16 halves it
     a = analyze(model_of(_mm("float", "sm80_xmma_gemm_tf32f32_tf32f32_f32", 1024, 1024, 100)))
     p = _kinds(a)["fp32-matmul"]
     assert p.after_ns == int(100_000 * 494.5 / 989.0) and p.title.startswith("fp32 matmuls")
     assert "fp32-matmul" not in _kinds(analyze(model_of(_mm(BF, "nvjet", 1024, 1024, 100))))
+
+
+def test_bf16_after_ns_exact():
+    """The bf16 estimate by itself: scaled by fp32 -> bf16 (67 -> 989 TFLOP/s), never below the bf16 floor (FLOPs
+    at 989 x 1.15, HBM bytes halved at 4800 GB/s), never above what the call took."""
+    from gapscope.tui.analysis.floors import peaks_for
+    from gapscope.tui.analysis.patterns import bf16_after_ns
+
+    p = peaks_for("NVIDIA H200")
+    assert bf16_after_ns(98_900.0, 67.0, 0.0, 0.0, p) == pytest.approx(6_700.0)  # the ratio alone
+    # memory-bound: 96 MB read in fp32, 48 MB in bf16: 10 µs at 4.8 TB/s, above the scaled 6.7 µs
+    assert bf16_after_ns(98_900.0, 67.0, 0.0, 96e6, p) == pytest.approx(10_000.0)
+    # compute floor: 1.1375e10 FLOPs at 1137.35 TFLOP/s = 10 µs
+    assert bf16_after_ns(98_900.0, 67.0, 1.13735e10, 0.0, p) == pytest.approx(10_000.0)
+    # never slower than it ran
+    assert bf16_after_ns(5_000.0, 67.0, 1.13735e10, 0.0, p) == 5_000.0
 
 
 def test_unaligned_matmul_dims():

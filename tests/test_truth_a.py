@@ -216,8 +216,8 @@ def test_readme_sample_severities_follow_the_ranking():
     a = analyze(load(SAMPLE_TRACES / "demo-eager-sync.decode.json.gz"))
     ranked = _check_monotone(a)
     pj = a.projection
-    for f in ranked:  # the projected ones come first, by saving: each reads its own saving's band
-        pct = pj.saving_pct(f.id)
+    for f in ranked:  # the projected ones come first, by saving: each reads the band of the figure it ranks by
+        pct = pj.best_pct(f.id)
         if pct is not None:
             assert f.severity == ("high" if pct >= 10 else "medium" if pct >= 3 else "low" if pct >= 0.5 else "info")
     attn = next(f for f in ranked if "demo.py(165): attn" in f.title)

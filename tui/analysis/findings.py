@@ -49,11 +49,12 @@ def _severity(share: float) -> str:
 def rank_severity(findings: list, projection) -> None:
     """Severity from what the ranking uses, so that a finding never ranks below a less severe one: in the
     report's order (``Projection.ranked``: by projected saving, then the findings not projected), a projected
-    finding's severity is its saving's share of the step (the same bands as idle's share of the window); one
+    finding's severity is the share of the step of the figure it ranks by (``best_pct``: its own fix or its
+    frame's fused-call what-if, the larger; the same bands as idle's share of the window); one
     not projected keeps its idle-based severity; and none is more severe than a finding ranked above it."""
     cap = 0
     for f in projection.ranked(findings):
-        pct = projection.saving_pct(f.id)
+        pct = projection.best_pct(f.id)
         own = _severity(pct / 100.0) if pct is not None else f.severity
         cap = max(cap, SEVERITIES.index(own))
         f.severity = SEVERITIES[cap]
@@ -150,6 +151,18 @@ def pattern_findings(a) -> list:
               "estimate": p.estimate, "ops": p.ops,
               "fix_replayed": f"{p.kind} fixed: its kernels cut from {_fmt(p.kernel_ns // steps)} to "
                               f"{_fmt(p.after_ns // steps)}{per} ({p.estimate})"}
+        if p.fixes is not None:
+            ev["fixes"] = [{"fix": x["fix"], "after_us": x["after_ns"] / 1e3,
+                            "kernel_saving_us": max(p.kernel_ns - x["after_ns"], 0) / 1e3,
+                            "kernel_saving_per_step_us": max(p.kernel_ns - x["after_ns"], 0) / 1e3 / steps,
+                            "estimate": x["estimate"], "recommended": x["recommended"]} for x in p.fixes]
+        if p.mask is not None:
+            mk = p.mask
+            ev["mask"] = {"shape": mk["shape"], "frames": mk["frames"], "host_calls": int(mk["removed"].size),
+                          "host_us": mk["host_ns"] / 1e3, "host_per_step_us": mk["host_ns"] / 1e3 / steps,
+                          "syncs": mk["syncs"], "gpu_launches": int(mk["kernels"].size),
+                          "kernel_us": mk["kernel_ns"] / 1e3}
+            ev["fix_replayed"] += f"; the additive mask's builders removed: {mk['what']}"
         out.append(Finding(id="", severity=_severity(p.saving_ns / window), title=title, idle_ns=0, evidence=ev,
                            suggestion=p.fix, cause="pattern", kernels=p.kernels, kernel_after_ns=p.kernel_after_ns,
                            host_removed=p.host_removed))

@@ -7,11 +7,16 @@ live profiler object; this works on a file): each is the op calls that form it, 
   that reads or writes a tensor of that shape is part of it (the two matmuls, the mask add, the scale, the
   softmax and its dtype casts, the copies). Fix: ``scaled_dot_product_attention`` (flash / memory-efficient);
   it leaves the two matmuls' work in one fused kernel, estimated at the rate the trace's own matmuls of the
-  pattern ran (their kernel time kept), everything else removed.
-- ``fp32-matmul``: float32 matmuls and convolutions. Without TF32 (no ``tf32`` in the kernel name) the fix is
-  TF32 (or bf16 autocast), estimated as each call's time scaled by the device's fp32 -> TF32 peak ratio; with
-  TF32, bf16, scaled by TF32 -> bf16. Never below the call's floor. A GPU without known peaks gets no estimate,
-  so no finding.
+  pattern ran (their kernel time kept), everything else removed. Where a mask is added to the scores (an
+  operand [b, 1, L, S] that broadcasts over the heads), the frames that build it go too (``mask_builder``: sdpa
+  takes ``is_causal`` and never materialises it): host time, the syncs inside (Hugging Face's
+  ``torch.tensor(min_dtype)``) and the GPU work they launch.
+- ``fp32-matmul``: float32 matmuls and convolutions. Without TF32 (no ``tf32`` in the kernel name) two fixes,
+  each estimated: TF32, each call's time scaled by the device's fp32 -> TF32 peak ratio, never below its floor;
+  bf16 autocast, scaled by fp32 -> bf16, never below its bf16 floor (``bf16_after_ns``: the FLOPs at the bf16
+  peak, the HBM bytes halved). The one that leaves less is recommended, ranks and is replayed. With TF32, bf16,
+  scaled by TF32 -> bf16, never below the call's floor. A GPU without known peaks gets no estimate, so no
+  finding.
 - ``unaligned-matmul``: fp16/bf16 matmuls with an inner or output dimension not a multiple of 8 (16 bytes):
   tensor-core kernels need aligned rows, so cuBLAS falls back to slower kernels (5633 -> a cutlass sm75 kernel).
   Fix: pad the dimension; estimated as each call at the floor / time ratio the trace's aligned matmuls of the
@@ -65,6 +70,8 @@ class Pattern:
     rows: list = field(default_factory=list)  # the calls (rows of the gathered table) it claims
     host_removed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # CPU ops the fix removes
     evidence: dict = field(default_factory=dict)  # the pattern's own evidence keys (tiny-kernel-loop)
+    mask: dict | None = None  # eager-attention: the additive mask's builder frames (mask_builder)
+    fixes: list | None = None  # fp32-matmul without TF32: [{fix, after_ns, estimate, recommended}], best first
 
     @property
     def saving_ns(self) -> int:
@@ -242,16 +249,177 @@ def _attention(a, C: _Calls, claimed: set) -> Pattern | None:
            "flash-attention kernel.")
     est = ("the fix keeps the two matmuls' kernel time (one fused kernel doing their FLOPs at the rate they ran) "
            "and removes every other op that reads or writes the score matrix, kernels and host dispatch")
-    return _make(a, C, "eager-attention", rows, after, title, fix, est, remove_host=True)
+    p = _make(a, C, "eager-attention", rows, after, title, fix, est, remove_host=True)
+    mb = mask_builder(a, C, rows, sm)
+    if mb is not None:
+        # the additive mask sdpa never needs (is_causal): its builder frames go, host time, syncs and kernels
+        p.mask = mb
+        p.host_removed = np.union1d(p.host_removed, mb["removed"])
+        p.kernels = np.concatenate([p.kernels, mb["kernels"]])
+        p.kernel_after_ns = np.concatenate([p.kernel_after_ns, np.zeros(mb["kernels"].size, np.int64)])
+        p.fix += (f" The [{', '.join(str(v) for v in mb['shape'])}] additive mask is not built either "
+                  f"(is_causal instead): {mb['what']} removed.")
+        p.estimate += (", and the frames that build the additive mask (the ops whose inputs have the mask's shape, "
+                       "their innermost common Python frame) removed whole: host time, syncs and kernels")
+    return p
+
+
+#: ops through which a mask reaches the scores: the other operand of these, of the mask's broadcast shape
+MASK_APPLY_OPS = {"aten::add", "aten::add_", "aten::masked_fill", "aten::masked_fill_", "aten::where", "aten::sub"}
+
+
+def _mask_shapes(C: _Calls, rows: list[int], keys: set) -> set:
+    """The shapes of the masks added to the scores: an operand [.., L, S] of a score op in ``rows`` whose leading
+    dims broadcast over the scores' (the heads: [b, 1, L, S] against [b, h, L, S])."""
+    out = set()
+    for i in rows:
+        if C.op[i] not in MASK_APPLY_OPS:
+            continue
+        for x in C.dims[i]:
+            if len(x) < 3:
+                continue
+            lead = int(np.prod(x[:-2]))
+            for b, L, S in keys:
+                if x[-2] == L and x[-1] == S and lead < b and b % max(lead, 1) == 0:
+                    out.add(tuple(x))
+    return out
+
+
+def _is_mask_piece(x: list, shapes: set) -> bool:
+    """A tensor of the mask's shape or one of the pieces broadcast into it ([.., 1, S] and [.., L, 1])."""
+    for M in shapes:
+        if len(x) == len(M) and tuple(x[:-2]) == M[:-2] and (x[-2], x[-1]) in (
+                (M[-2], M[-1]), (1, M[-1]), (M[-2], 1)):
+            return True
+    return False
+
+
+def mask_builder(a, C: _Calls, rows: list[int], keys: set) -> dict | None:
+    """The host frames that build an eager-attention's additive mask, from the trace's events alone.
+
+    The mask's shape is the operand of the score add that broadcasts over the heads (``_mask_shapes``). Every
+    outermost CPU op of the window with an input of that shape or of its broadcast pieces is a mask op (the
+    comparison that makes the causal mask, its expand, the ``where`` that turns it additive, the per-layer
+    slices). Each mask op's Python frames that hold none of the pattern's own calls are its builder frames; the
+    mask ops that share the outermost of them are one mask, built by their innermost common frame (Hugging Face:
+    ``masking_utils.py(539): eager_mask``, with the ``torch.tensor(min_dtype)`` copy and its sync). That frame is
+    removed whole when it holds no matmul or convolution (else only the ops). Returns None when no mask is seen;
+    else {shape, frames (names), removed (host events), kernels (GPU work they launched), host_ns, syncs,
+    kernel_ns, what}."""
+    from ..trace.model import GPU_WORK_KINDS, Kind
+
+    m = a.model
+    shapes = _mask_shapes(C, rows, keys)
+    if not shapes:
+        return None
+    cpu = int(Kind.CPU_OP)
+    ops = np.flatnonzero(m.kind == cpu)
+    par = m.parent[ops]
+    ops = ops[(par < 0) | (m.kind[np.maximum(par, 0)] != cpu)]
+    if getattr(a.window, "clipped", False) and ops.size:
+        ops = ops[a.window.cpu_in(m, ops)]
+    pat = np.array(sorted({int(C.call[i]) for i in rows}), np.int64)
+    # the score ops themselves (and their outermost ops) are the pattern's, not the mask's
+    pat_out = set(_outermost_ops(a, pat).tolist()) if pat.size else set()
+    hits = []
+    # only ops whose args name the mask's last dimension are parsed (a window holds tens of thousands of ops)
+    needles = {str(M[-1]).encode() for M in shapes}
+    aid = m.args_id[ops]
+    for e, ai in zip(ops.tolist(), aid.tolist()):
+        if e in pat_out or ai < 0:
+            continue
+        raw = m.args[ai]  # JSON bytes (a str where the model was built from a list)
+        raw = raw.encode() if isinstance(raw, str) else raw
+        if not any(n in raw for n in needles):
+            continue
+        d = m.event_args(e).get("Input Dims") or []
+        if any(isinstance(x, list) and len(x) >= 3 and all(isinstance(v, int) for v in x) and _is_mask_piece(x, shapes)
+               for x in d):
+            hits.append(e)
+    if not hits:
+        return None
+    py = np.flatnonzero(m.kind == int(Kind.PYTHON))
+    py_end = m.ts_ns[py] + m.dur_ns[py]
+    mm = np.array(sorted(int(C.call[i]) for i, o in enumerate(C.op) if o in MATMUL_OPS or o in CONV_OPS), np.int64)
+
+    def holds(fr, calls):
+        """Mask over the frames ``fr``: those that hold one of ``calls`` on their thread."""
+        out = np.zeros(fr.size, bool)
+        for j, f in enumerate(fr.tolist()):
+            c = calls[m.track[calls] == m.track[f]] if calls.size else calls
+            if c.size:
+                t = m.ts_ns[c]
+                out[j] = bool(((t >= m.ts_ns[f]) & (t <= m.ts_ns[f] + m.dur_ns[f])).any())
+        return out
+
+    groups: dict[int, list] = {}  # outermost clean frame (or -1 - op: none) -> [op, its clean frames]
+    for e in hits:
+        t0, t1 = int(m.ts_ns[e]), int(m.ts_ns[e] + m.dur_ns[e])
+        enc = py[(m.track[py] == m.track[e]) & (m.ts_ns[py] <= t0) & (py_end >= t1)]
+        enc = enc[~holds(enc, pat)] if enc.size else enc
+        root = int(enc[np.lexsort((-m.dur_ns[enc], m.ts_ns[enc]))[0]]) if enc.size else -1 - e
+        groups.setdefault(root, []).append((e, set(enc.tolist())))
+    removed, frames = [], []
+    for root, members in groups.items():
+        common = set.intersection(*(s for _, s in members))
+        if root >= 0 and common:
+            c = np.array(sorted(common), np.int64)
+            lca = int(c[np.lexsort((m.dur_ns[c], -m.ts_ns[c]))[0]])  # the innermost: latest start, shortest
+            if not holds(np.array([lca], np.int64), mm)[0]:
+                removed.append(lca)
+                frames.append(m.names[m.name_id[lca]])
+                continue
+        removed.extend(e for e, _ in members)
+        frames.extend(m.names[m.name_id[e]] for e, _ in members)
+    removed = np.unique(np.array(removed, np.int64))
+    # the GPU work launched inside them (the mask's kernels, the scalar's copy): gone with them
+    work = np.flatnonzero(np.isin(m.kind, np.array([int(k) for k in GPU_WORK_KINDS], np.uint8)) & (m.launch >= 0))
+    if getattr(a.window, "clipped", False) and work.size:
+        work = work[a.window.gpu_in(m, work)]
+    L = m.launch[work]
+    inside = np.zeros(work.size, bool)
+    for r in removed.tolist():
+        inside |= (m.track[L] == m.track[r]) & (m.ts_ns[L] >= m.ts_ns[r]) & (m.ts_ns[L] <= m.ts_ns[r] + m.dur_ns[r])
+    kernels = work[inside]
+    # syncs inside them: the runtime calls that block the host
+    fl = a.flags
+    rt = np.flatnonzero(np.isin(m.kind, np.array([int(Kind.RUNTIME), int(Kind.DRIVER)], np.uint8))
+                        & (fl["sync_rt"] | fl["blocking_copy"])[m.name_id])
+    syncs = 0
+    for r in removed.tolist():
+        syncs += int(((m.track[rt] == m.track[r]) & (m.ts_ns[rt] >= m.ts_ns[r])
+                      & (m.ts_ns[rt] + m.dur_ns[rt] <= m.ts_ns[r] + m.dur_ns[r])).sum())
+    host = int(m.dur_ns[removed].sum())
+    from collections import Counter
+
+    cnt = Counter(frames)
+    names = ", ".join(f"`{n}`" + (f" x{c}" if c > 1 else "") for n, c in cnt.most_common(4))
+    what = (f"{names} ({len(removed)} host call{'s' if len(removed) != 1 else ''}, {syncs} sync"
+            f"{'s' if syncs != 1 else ''}, {kernels.size} GPU launch{'es' if kernels.size != 1 else ''})")
+    return {"shape": list(max(shapes, key=lambda s: int(np.prod(s)))), "frames": [{"name": n, "calls": c}
+            for n, c in cnt.most_common()], "removed": removed, "kernels": kernels.astype(np.int64),
+            "host_ns": host, "syncs": syncs, "kernel_ns": int(m.dur_ns[kernels].sum()), "what": what}
+
+
+def bf16_after_ns(t_ns: float, frm_tflops: float, flops: float, hbm_bytes: float, p) -> float:
+    """A float32 call of ``t_ns`` (which ran at the rate ``frm_tflops`` allows) under bf16 autocast: its time
+    scaled by ``frm_tflops`` -> the bf16 tensor-core peak, never below its bf16 floor (its FLOPs at that peak,
+    its HBM bytes halved: two-byte elements), never above what it took."""
+    from .floors import compute_ns, memory_ns
+
+    t = t_ns * frm_tflops / p[0]
+    fl = max(compute_ns(flops, "c10::BFloat16", p) if np.isfinite(flops) else 0.0,
+             memory_ns(hbm_bytes / 2, p) if np.isfinite(hbm_bytes) else 0.0)
+    return min(max(t, fl), t_ns)
 
 
 def _fp32(a, C: _Calls, claimed: set) -> Pattern | None:
-    m = a.model
+    m, cf = a.model, a.call_floors
     rows = [i for i, (op, t) in enumerate(zip(C.op, C.types)) if i not in claimed and (op in MATMUL_OPS or op in CONV_OPS)
             and t and t[0] == "float"]
     if not rows:
         return None
-    after = {}
+    after, bf16 = {}, {}
     no_tf32 = 0
     for i in rows:
         p = peaks_for(m.device_name(int(C.dev[i]))) if C.dev[i] >= 0 else None
@@ -265,22 +433,50 @@ def _fp32(a, C: _Calls, claimed: set) -> Pattern | None:
         fl = C.floor[i]
         after[i] = max(t, fl) if not np.isnan(fl) else t
         after[i] = min(after[i], float(C.kernel_ns[i]))
+        # bf16 autocast from where it ran (the fp32 or the TF32 rate): the bf16 peak, the same bytes halved
+        j = int(C.first[i])
+        bf16[i] = bf16_after_ns(float(C.kernel_ns[i]), t32 if tf32 else f32, float(cf.flops[j]),
+                                float(cf.hbm_bytes[j]), p)
     convs = sum(1 for i in rows if C.op[i] in CONV_OPS)
     what = " and ".join(x for x in (f"{len(rows) - convs} matmuls" if len(rows) > convs else "",
                                     f"{convs} convolutions" if convs else "") if x)
+    est_bf16 = ("each call's time scaled by the device's {frm} -> bf16 tensor-core peak ratio, never below its bf16 "
+                "floor (its FLOPs at the bf16 peak, its HBM bytes halved)")
     if no_tf32 >= len(rows) / 2:
         title = f"fp32 without TF32: {what} run on the CUDA cores in float32"
-        fix = ("Let fp32 matmuls use the tensor cores: torch.backends.cuda.matmul.allow_tf32 = True and "
-               "torch.backends.cudnn.allow_tf32 = True (or torch.set_float32_matmul_precision(\"high\")), or run "
-               "the model in bf16 (torch.autocast(\"cuda\", dtype=torch.bfloat16)); convolutions also like "
-               "channels_last (model.to(memory_format=torch.channels_last)).")
-        est = "each call's time scaled by the device's fp32 -> TF32 peak ratio, never below its floor"
+        est_tf32 = "each call's time scaled by the device's fp32 -> TF32 peak ratio, never below its floor"
+        tf = sum(after.values())
+        bf = sum(bf16.values())
+        # both fixes, each with its own estimate; the one that leaves less is recommended, ranks and is replayed
+        fixes = [{"fix": "bf16", "after_ns": bf, "estimate": est_bf16.format(frm="fp32")},
+                 {"fix": "tf32", "after_ns": tf, "estimate": est_tf32}]
+        fixes.sort(key=lambda x: x["after_ns"])
+        fixes[0]["recommended"] = True
+        fixes[1]["recommended"] = False
+        best = fixes[0]["fix"]
+        tf32_txt = ("let fp32 matmuls use the tensor cores: torch.backends.cuda.matmul.allow_tf32 = True and "
+                    "torch.backends.cudnn.allow_tf32 = True (or torch.set_float32_matmul_precision(\"high\"))")
+        bf16_txt = ("run the model in bf16 (torch.autocast(\"cuda\", dtype=torch.bfloat16)): the bf16 tensor-core "
+                    "rate and half the bytes")
+        first, second = (bf16_txt, tf32_txt) if best == "bf16" else (tf32_txt, bf16_txt)
+        fix = (first[0].upper() + first[1:] + "; or " + second + "; convolutions also like channels_last "
+               "(model.to(memory_format=torch.channels_last)).")
+        est = fixes[0]["estimate"] + (" (bf16 autocast, recommended: it leaves less than TF32)" if best == "bf16"
+                                      else " (TF32, recommended: it leaves less than bf16)")
+        chosen = bf16 if best == "bf16" else after
     else:
         title = f"fp32 matmuls: {what} in TF32 where bf16 would do"
         fix = ("Run the model in bf16 (torch.autocast(\"cuda\", dtype=torch.bfloat16)): twice the tensor-core rate "
                "of TF32 and half the bytes.")
         est = "each call's time scaled by the device's TF32 -> bf16 peak ratio, never below its floor"
-    return _make(a, C, "fp32-matmul", rows, after, title, fix, est)
+        fixes, chosen = None, after
+    p = _make(a, C, "fp32-matmul", rows, chosen, title, fix, est)
+    if fixes is not None:
+        # each fix's figure as the replay gets it: its per-call times shared over the calls' kernels (floored)
+        for x in fixes:
+            x["after_ns"] = int(_kernels_after(a, C, rows, bf16 if x["fix"] == "bf16" else after)[1].sum())
+        p.fixes = fixes
+    return p
 
 
 def _unaligned(a, C: _Calls, claimed: set) -> Pattern | None:
@@ -444,4 +640,26 @@ def find_patterns(a) -> list[Pattern]:
 
     out.extend(loop_patterns(a))  # host-bound too: its saving is its frame's fused what-if, no kernel share
     out.sort(key=lambda p: -p.saving_ns)
+    return out
+
+
+def pattern_extra_lines(ev: dict, code_fn, esc_fn, indent: str) -> list[str]:
+    """An op pattern's further evidence, the same words in every view: the additive mask's builders that the
+    eager-attention fix removes, and each fp32 fix with its own estimate."""
+    from .units import fmt_ns
+
+    out = []
+    mk = ev.get("mask")
+    per = " per step" if ev.get("measured_steps") else ""
+    if mk:
+        fr = ", ".join(code_fn(x["name"]) + (f" x{x['calls']}" if x["calls"] > 1 else "") for x in mk["frames"][:3])
+        shp = ",".join(str(v) for v in mk["shape"])
+        out.append(f"{indent}- mask {code_fn('[' + shp + ']')} built by {fr}: {fmt_ns(int(mk['host_per_step_us'] * 1e3))} "
+                   f"of host time{per}, {mk['syncs']} sync{'s' if mk['syncs'] != 1 else ''}, "
+                   f"{mk['gpu_launches']} GPU launches ({fmt_ns(int(mk['kernel_us'] * 1e3))}): removed by the fix  ")
+    for x in ev.get("fixes") or []:
+        out.append(f"{indent}- fix {x['fix']}{' (recommended)' if x['recommended'] else ''}: leaves "
+                   f"{fmt_ns(int(x['after_us'] * 1e3 / max(ev.get('steps', 1), 1)))}, "
+                   f"−{fmt_ns(int(x['kernel_saving_per_step_us'] * 1e3))} of kernel time{per} "
+                   f"({esc_fn(x['estimate'])})  ")
     return out

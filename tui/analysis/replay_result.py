@@ -87,6 +87,12 @@ class Projection:
         b = {f.id: self.best_ns(f.id) for f in findings}
         return sorted(findings, key=lambda f: (b[f.id] is None, -(b[f.id] or 0)))
 
+    def best_pct(self, fid: str) -> float | None:
+        """``best_ns`` (what ranks the finding) as a share of the step, in %."""
+        s = self.best_ns(fid)
+        b = self.baseline_ns
+        return None if s is None or b <= 0 else 100.0 * s / b
+
     def saving_pct(self, fid: str) -> float | None:
         s = self.saving_ns.get(fid)
         b = self.baseline_ns

@@ -27,7 +27,7 @@ LABELS = {
     "total_ns": "total",
 }
 #: shown otherwise: the examples by the first one's explanation (as the report), the gap rows by the gap list
-SKIP = {"examples", "gap_rows"}
+SKIP = {"examples", "gap_rows", "mask", "fixes"}  # mask, fixes: patterns.pattern_extra_lines
 MAX_ITEMS = 6  # the items of a list or a mapping shown before "+N more"
 
 
@@ -107,4 +107,9 @@ def evidence_lines(ev: dict | None, *, ascii: bool = False) -> list[str]:
         if k in SKIP:
             continue
         out.append(f"{label(k)}: {value(k, v, ascii=ascii)}")
+    if ev.get("mask") or ev.get("fixes"):
+        # an op pattern's mask builders and fixes: the report's lines, plain
+        from ..analysis.patterns import pattern_extra_lines
+
+        out += [ln.rstrip() for ln in pattern_extra_lines(ev, lambda x: x, lambda x: x, "")]
     return out

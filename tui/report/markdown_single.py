@@ -219,6 +219,9 @@ def _pattern_lines(ev: dict) -> list[str]:
         shp = ", ".join(str(x).replace(" ", "") for x in o["shapes"])
         what = f" {code(shp, False, 80)} {'/'.join(o['dtypes'])}" if shp else ""
         out.append(f"   - {code(o['op'], False)}{what}: {o['calls']} calls, {fmt_ns(int(o['kernel_us'] * 1e3))}  ")
+    from ..analysis.patterns import pattern_extra_lines
+
+    out += pattern_extra_lines(ev, lambda x: code(x, False, 70), esc, "   ")
     return out
 
 
