@@ -1357,11 +1357,9 @@ def check_loop(A, tr, rep, devs, f, pid):
         seq, objs, last = [], [], None
         for k, L in sorted(by_call.get(id(v), []), key=lambda x: x[1].s):
             ops = [o for o in tr.around(key, L.s, L.e) if o.kind == "op"]
-            if not ops:
-                continue
-            o = ops[0]  # the outermost op around the launch
-            if o is not last:
-                seq.append(o.name)
+            o = ops[0] if ops else L  # the outermost op around the launch; "?" for a launch outside any op
+            if o is not last and not (o is L and last is not None and last.kind == "runtime"):
+                seq.append(o.name if ops else "?")
                 objs.append(o)
                 last = o
         at = [i for i in range(len(seq) - len(want) + 1) if want and seq[i:i + len(want)] == want]

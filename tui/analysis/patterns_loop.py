@@ -10,7 +10,8 @@ repeats back to back within a call (the loop body: per hit expert ``where``, ``i
 once; the repeat found is the one covering the most of the call (``loop_min_block`` ops or more, at least
 ``loop_min_repeats`` times), over the calls the most common one.
 
-Of nested frames that all qualify (the experts loop, the MoE block around it, the decoder layer, the model) the
+The frame is called at least ``loop_min_calls`` times (a script's top-level loop over its steps, called once,
+is the step loop). Of nested frames that all qualify (the experts loop, the MoE block around it, the decoder layer, the model) the
 innermost is the pattern: it holds the loop; the frames above it hold it and more.
 
 The fix is a batched implementation (for MoE, a grouped GEMM / ``batched_mm``; otherwise the loop vectorised):
@@ -175,7 +176,7 @@ def loop_stats(a, name: str) -> dict | None:
 
 
 def _qualifies(st: dict | None, cfg) -> bool:
-    return (st is not None and st["kernels_per_call"] >= cfg.loop_min_kernels
+    return (st is not None and st["calls"] >= cfg.loop_min_calls and st["kernels_per_call"] >= cfg.loop_min_kernels
             and st["kernel_median_ns"] < st["launch_median_ns"] and len(st["block"]) >= cfg.loop_min_block
             and 2 * st["block_calls"] > st["calls"]
             # a sync per iteration at least, inside the repeated run (each expert's where/nonzero, an item per
