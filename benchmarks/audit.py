@@ -1061,6 +1061,59 @@ def mm_conv_cost(op):
     return None
 
 
+#: memory-bound ops whose bytes the audit recomputes: x (and per-channel params) read, an output like x written
+NORM_LIKE = {"aten::cudnn_batch_norm", "aten::native_batch_norm", "aten::_native_batch_norm_legit_no_training",
+             "aten::native_layer_norm", "aten::clamp_min", "aten::clamp"}
+#: in-place: x read once (gapscope's convention for in-place ops: the output is the input, counted once)
+INPLACE_LIKE = {"aten::clamp_min_", "aten::relu_", "aten::clamp_"}
+POOL = {"aten::max_pool2d_with_indices": True, "aten::max_pool2d": False, "aten::avg_pool2d": False}
+ADAPTIVE = {"aten::adaptive_avg_pool2d", "aten::_adaptive_avg_pool2d"}
+
+
+def mem_cost(op):
+    """(0, bytes, dtype) of a batch norm, clamp/relu, 2-d pooling or index_select call, computed here from the
+    call's raw shapes; None for other ops."""
+    d = op.args.get("Input Dims") or []
+    t = op.args.get("Input type") or []
+    c = op.args.get("Concrete Inputs") or []
+    if not d or not isinstance(d[0], list) or not d[0] or not t:
+        return None
+    x, tx = d[0], t[0]
+    e = ELEM.get(tx, 0)
+    if not e:
+        return None
+    nx = _prod(x)
+    if op.name in NORM_LIKE:
+        extra = sum(_prod(v) * ELEM.get(t[i], 0) for i, v in enumerate(d[1:], 1)
+                    if isinstance(v, list) and v and all(isinstance(z, int) for z in v) and i < len(t))
+        last = [v for v in d[1:] if isinstance(v, list) and v and all(isinstance(z, int) for z in v)]
+        out = 0 if last and _prod(last[-1]) == nx else nx * e
+        return 0.0, float(nx * e + extra + out), tx
+    if op.name in INPLACE_LIKE:
+        return 0.0, float(nx * e), tx
+    if op.name in POOL or op.name in ADAPTIVE:
+        if len(x) != 4:
+            return None
+        try:
+            if op.name in ADAPTIVE:
+                oh, ow = (json.loads(c[1]) * 2)[:2] if c[1].startswith("[") else [int(c[1])] * 2
+            else:
+                k, st, pa = (json.loads(c[j]) for j in (1, 2, 3))
+                di = json.loads(c[4]) if op.name != "aten::avg_pool2d" else [1]
+                st = st or k
+                k, st, pa, di = (v * 2 if len(v) == 1 else v for v in (k, st, pa, di))
+                oh, ow = ((x[2 + i] + 2 * pa[i] - di[i] * (k[i] - 1) - 1) // st[i] + 1 for i in range(2))
+        except (IndexError, ValueError, AttributeError, TypeError):
+            return None
+        out = x[0] * x[1] * oh * ow
+        return 0.0, float(nx * e + out * e + (8 * out if POOL.get(op.name) else 0)), tx
+    if op.name == "aten::index_select" and len(d) >= 3 and len(c) >= 2 and t[2] == "long int":
+        dim = int(c[1]) % len(x)
+        rows = _prod(d[2])
+        return 0.0, float(2 * (nx // x[dim]) * rows * e + rows * 8), tx
+    return None
+
+
 def check_floors(A, tr, rep, devs):
     """Kernel rows of matmuls and convolutions whose every call has its own floor: FLOPs and bytes recomputed
     from each call's shapes; the floor between the resident floor (bytes beyond twice the L2) and the HBM
@@ -1074,22 +1127,25 @@ def check_floors(A, tr, rep, devs):
     for r in rep.get("kernels", []):
         p = f"kernels `{_short(r.get('name'), 50)}`"
         f, n = r.get("floor_us"), r.get("floored_calls") or 0
-        if f is not None and n:  # the row's average (every call) against its floor per floored call
-            avg = r["total_us"] / max(r.get("count") or 1, 1)
+        if f is not None and n:  # the floored calls' average against their floor per call (the floor is per
+            # floored call: a row whose small calls have no floor, their inputs all in the L2, must not read as
+            # beating it)
+            tot = r.get("floored_total_us") if n != r.get("count") else r["total_us"]
+            avg = tot / n
             A.ok(avg + 0.0005 >= 0.9 * f, f"{p} avg >= 0.9 x floor", f"floor {f} µs",
-                 f"avg {avg:.3f} µs over {r.get('count')} calls")
+                 f"avg {avg:.3f} µs over {n} floored of {r.get('count')} calls")
         if f is None or n != r.get("count") or n == 0:
             continue
         mine = by.get(r.get("name"), [])
         costs = []
         for k in mine:
             op = launching_op(tr, k)
-            c = mm_conv_cost(op) if op is not None else None
+            c = (mm_conv_cost(op) or mem_cost(op)) if op is not None else None
             if c is None:
                 break
             costs.append((k, c))
         if len(costs) != len(mine) or not costs:
-            A.na("floor recompute (not a matmul / convolution row)")
+            A.na("floor recompute (not a matmul / convolution / norm / pooling row)")
             continue
         fl = sum(c[0] for _, c in costs)
         by_ = sum(c[1] for _, c in costs)
@@ -1158,6 +1214,9 @@ def check_patterns(A, tr, rep, devs):
     for f in fs:
         ev = f.get("evidence") or {}
         pid = f"finding {f.get('id')} ({ev.get('pattern')})"
+        if ev.get("pattern") == "tiny-kernel-loop":
+            check_loop(A, tr, rep, devs, f, pid)
+            continue
         ops = ev.get("ops") or []
         for o in ops:
             key = (o["op"], json.dumps(o["shapes"]), json.dumps(o["dtypes"]))
@@ -1224,6 +1283,102 @@ def check_patterns(A, tr, rep, devs):
             A.ok(len(rec) == 1 and rec[0]["after_us"] == min(x["after_us"] for x in fx) and
                  abs(rec[0]["after_us"] - ev.get("after_us", 0)) <= 0.002, f"{pid} recommended fix is the one replayed",
                  [x["fix"] for x in rec], "the fix leaving least, its after_us the finding's")
+
+
+def _median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return 0 if n == 0 else xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def _runtime_syncs(tr, key, s, e):
+    return [v for v in tr.overlapping(key, s, e, kinds={"runtime"}) if v.s >= s and v.s < e and v.name in SYNC_NAMES]
+
+
+def check_loop(A, tr, rep, devs, f, pid):
+    """A Python loop of tiny kernels: the frame's calls in the steps (not inside another of its calls), the
+    kernels launched inside each (launch call on the same thread) in the devices' windows, their median
+    duration against the median launch call, the synchronising runtime calls inside each call (ops' syncs when
+    the trace has no runtime sync), and the repeated op sequence, back to back in the outermost ops around each
+    call's kernels; its fix's figure is the frame's fused what-if (frame_whatif of the same frame)."""
+    ev = f.get("evidence") or {}
+    fr = ev.get("frame")
+    calls = []
+    for key, evs in tr.threads.items():
+        mine = sorted((v for v in evs if v.kind == "py" and v.name == fr and (not tr.steps or tr.in_steps(v.s))),
+                      key=lambda v: (v.s, -v.e))
+        end = -1
+        for v in mine:
+            if v.s >= end:
+                calls.append((key, v))
+                end = v.e
+    A.ok(ev.get("frame_calls") == len(calls), f"{pid} frame calls", ev.get("frame_calls"), len(calls))
+    by_call = defaultdict(list)
+    spans = defaultdict(list)
+    for key, v in calls:
+        spans[key].append((v.s, v.e, id(v)))
+    for key in spans:
+        spans[key].sort()
+    for D in devs.values():
+        for k in D.kernels:
+            L = tr.launch(k)
+            if L is None:
+                continue
+            sp = spans.get(tr.thread_of.get(id(L)))
+            if not sp:
+                continue
+            j = bisect.bisect_right(sp, (L.s, float("inf"), 0)) - 1
+            if j >= 0 and sp[j][0] <= L.s < sp[j][1]:
+                by_call[sp[j][2]].append((k, L))
+    ks = [x for v in by_call.values() for x in v]
+    A.ok(ev.get("kernels") == len(ks), f"{pid} kernels", ev.get("kernels"), len(ks))
+    A.eq_us(f"{pid} kernel_us", ev.get("kernel_us"), sum(k.dur for k, _ in ks))
+    per = [len(v) for v in by_call.values()]
+    A.ok(ev.get("kernels_per_call") == _median(per), f"{pid} kernels per call (median)", ev.get("kernels_per_call"),
+         _median(per))
+    km, lm = _median([k.dur for k, _ in ks]), _median([L.dur for _, L in ks])
+    A.eq_us(f"{pid} median kernel", ev.get("kernel_median_us"), km)
+    A.eq_us(f"{pid} median launch call", ev.get("launch_median_us"), lm)
+    A.ok(km < lm and (ev.get("kernels_per_call") or 0) >= 16, f"{pid} many kernels shorter than their launch",
+         f"{ev.get('kernels_per_call')} per call, {km} ns", f"launch {lm} ns")
+    shorter = 100.0 * sum(1 for k, L in ks if k.dur < L.dur) / max(len(ks), 1)
+    A.ok(abs(shorter - (ev.get("kernels_shorter_than_launch_pct") or 0)) < 0.01, f"{pid} kernels shorter than launch",
+         ev.get("kernels_shorter_than_launch_pct"), f"{shorter:.3f}")
+    nsync = [len(_runtime_syncs(tr, key, v.s, v.e)) for key, v in calls]
+    if not any(nsync):  # no runtime events: the outermost synchronising ops
+        nsync = [sum(1 for o in tr.overlapping(key, v.s, v.e, kinds={"op"}) if o.s >= v.s and o.s < v.e
+                     and o.name in SYNC_NAMES and not [p for p in tr.around(key, o.s, o.e) if p.kind == "op" and p is not o])
+                 for key, v in calls]
+    A.ok(ev.get("syncs_per_call") == _median(nsync) and _median(nsync) >= max(ev.get("repeats_per_call") or 0, 1),
+         f"{pid} syncs per call (median, at least one per iteration)", ev.get("syncs_per_call"), _median(nsync))
+    block = ev.get("repeated_ops") or []
+    r = ev.get("repeats_per_call") or 0
+    want = block * r
+    n_rep, in_loop = 0, []
+    for key, v in calls:
+        seq, objs, last = [], [], None
+        for k, L in sorted(by_call.get(id(v), []), key=lambda x: x[1].s):
+            ops = [o for o in tr.around(key, L.s, L.e) if o.kind == "op"]
+            o = ops[0] if ops else L  # the outermost op around the launch; "?" for a launch outside any op
+            if o is not last and not (o is L and last is not None and last.kind == "runtime"):
+                seq.append(o.name if ops else "?")
+                objs.append(o)
+                last = o
+        at = [i for i in range(len(seq) - len(want) + 1) if want and seq[i:i + len(want)] == want]
+        if at:
+            n_rep += 1
+            s0, e0 = objs[at[0]].s, objs[at[0] + len(want) - 1].e  # the repeated run: the loop
+            in_loop.append(sum(1 for x in tr.overlapping(key, s0, e0, kinds={"runtime"})
+                               if s0 <= x.s < e0 and x.name in SYNC_NAMES))
+    A.ok(len(block) >= 3 and r >= 2 and n_rep >= (ev.get("calls_with_repeat") or 0), f"{pid} repeated op sequence",
+         f"{len(block)} ops x{r} in {ev.get('calls_with_repeat')} calls", f"found in {n_rep} calls")
+    if any(nsync_rt for nsync_rt in in_loop) or ev.get("syncs_in_loop_per_call"):
+        A.ok(ev.get("syncs_in_loop_per_call") == _median(in_loop) and _median(in_loop) >= r,
+             f"{pid} syncs inside the repeated run (median, at least one per iteration)",
+             ev.get("syncs_in_loop_per_call"), _median(in_loop))
+    fw = f.get("frame_whatif")
+    if fw is not None:
+        A.ok(fw.get("frame") == fr, f"{pid} saving is its frame's fused what-if", fw.get("frame"), fr)
 
 
 # ------------------------------------------------------------------------------------------ tables

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.synth import Synth
@@ -94,6 +96,38 @@ COSTS = [
                             "Concrete Inputs": ["", "0", ""]}, 0, 2 * 4 * 2048 * 2 + 4 * 8),
     ("aten::index_select", {"Input Dims": [[32000, 2048], [], [4]], "Input type": [BF, "Scalar", "long int"]},
      None, None),  # the dim is not recorded
+    # ResNet-50's inference batch norm: x read, y written, four [64] fp32 parameters
+    ("aten::cudnn_batch_norm", {"Input Dims": [[32, 64, 112, 112], [64], [64], [64], [64], [], [], []],
+                                "Input type": ["float"] * 5 + ["Scalar"] * 3},
+     0, 2 * 32 * 64 * 112 * 112 * 4 + 4 * 64 * 4),
+    ("aten::native_batch_norm", {"Input Dims": [[32, 64, 56, 56], [64], [64], [64], [64], [], [], []],
+                                 "Input type": [BF] * 5 + ["Scalar"] * 3},
+     0, 2 * 32 * 64 * 56 * 56 * 2 + 4 * 64 * 2),
+    # relu_ launches its kernel from clamp_min_(x, 0): in place, x counted once
+    ("aten::clamp_min_", {"Input Dims": [[32, 64, 112, 112], []], "Input type": ["float", "Scalar"]},
+     0, 32 * 64 * 112 * 112 * 4),
+    ("aten::clamp_min", {"Input Dims": [[8, 100], []], "Input type": [BF, "Scalar"]}, 0, 2 * 800 * 2),
+    # 3x3 stride 2 padding 1: 112 -> 56; the int64 indices are written too
+    ("aten::max_pool2d_with_indices", {"Input Dims": [[32, 64, 112, 112], [], [], [], [], []],
+                                       "Input type": ["float"] + ["ScalarList"] * 4 + ["Scalar"],
+                                       "Concrete Inputs": ["", "[3, 3]", "[2, 2]", "[1, 1]", "[1, 1]", "False"]},
+     0, 32 * 64 * 112 * 112 * 4 + 32 * 64 * 56 * 56 * (4 + 8)),
+    # stride [] is the kernel size: 2x2 over 8x8 -> 4x4
+    ("aten::avg_pool2d", {"Input Dims": [[1, 3, 8, 8], [], [], []], "Input type": [BF] + ["ScalarList"] * 3,
+                          "Concrete Inputs": ["", "[2, 2]", "[]", "[0, 0]", "False", "True", ""]},
+     0, (3 * 64 + 3 * 16) * 2),
+    ("aten::adaptive_avg_pool2d", {"Input Dims": [[32, 2048, 7, 7], []], "Input type": ["float", "ScalarList"],
+                                   "Concrete Inputs": ["", "[1, 1]"]}, 0, (32 * 2048 * 49 + 32 * 2048) * 4),
+    ("aten::adaptive_avg_pool2d", {"Input Dims": [[32, 2048, 7, 7], []], "Input type": ["float", "ScalarList"]},
+     None, None),  # the output size is not recorded
+    # x[idx] with 5 int64 indices into [100, 1024]: which dim they index is not known, so at least 5 x 100
+    # elements (the largest dim taken as the indexed one) read and written, plus the 40 index bytes
+    ("aten::index", {"Input Dims": [[100, 1024], [[5]]], "Input type": [BF, "long int"]},
+     0, 2 * 5 * 100 * 2 + 5 * 8),
+    # a bool mask selects as many rows as the data says: only its read is known
+    ("aten::index", {"Input Dims": [[100, 1024], [[100]]], "Input type": [BF, "bool"]}, 0, 100),
+    # the index list recorded empty (HF Mixtral's `x[None, top_x]`): no cost
+    ("aten::index", {"Input Dims": [[1, 1024], []], "Input type": [BF, ""]}, None, None),
 ]
 
 
@@ -309,3 +343,18 @@ def test_conv_op_cost_reads_stride_and_padding():
     assert op_cost("aten::convolution", {"Input Dims": [[1, 4, 8, 8], [4, 4, 3, 3]], "Input type": ["float"] * 2,
                                          "Concrete Inputs": ["", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "True", "[0, 0]",
                                                              "1"]}) is None
+
+
+def test_resnet_batch_norm_and_relu_rows_have_memory_floors():
+    """resnet50.fp32 (H200): the inference batch norm row (53 calls, 11% of kernel time) read "–" before it
+    had a cost model; now every call has a memory floor, below what it took."""
+    from gapscope.tui.trace import load
+
+    a = analyze(load(Path(__file__).resolve().parents[1] / "traces" / "resnet50.fp32.json.gz"))
+    bn = [k for k in a.kernels if k.op == "aten::cudnn_batch_norm"]
+    assert bn and all(k.floor_ns is not None and k.bound == "memory" for k in bn)
+    assert sum(k.count for k in bn) == 53 and all(k.floored_count == k.count for k in bn)
+    assert all(k.floor_total_ns <= k.floored_total_ns for k in bn)
+    for op in ("aten::clamp_min_", "aten::max_pool2d_with_indices"):
+        rows = [k for k in a.kernels if k.op == op]
+        assert rows and any(k.floor_ns is not None for k in rows), op

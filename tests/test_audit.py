@@ -572,3 +572,42 @@ def test_the_frame_whatifs_subtree_host_time_is_recomputed_from_the_events():
     bad["frame_whatifs"][k]["host_us"] += 1.0
     bad["frame_whatifs"][k]["gpu_items"] -= 1
     assert len(mismatches(bad)) == 2
+
+
+def test_the_tiny_kernel_loop_evidence_is_recomputed_from_the_events():
+    """The Mixtral eager decode's loop of tiny kernels: the frame's calls, kernels per call, median kernel and
+    launch call, syncs (in the call and in the repeated run) and the repeated op sequence, recounted by the
+    checker from the raw events: right as reported, and each changed claim is a mismatch."""
+    path = ROOT / "traces" / "hf-mixtral.decode_eager.json.gz"
+    tr = audit.Trace(audit.read_trace(str(path)))
+    rep = audit.run_report(f"{sys.executable} -m gapscope", str(ROOT), str(path), False)
+    devs, _ = audit.build_devices(tr, "steps")
+    f = next(f for f in rep["findings"] if (f.get("evidence") or {}).get("pattern") == "tiny-kernel-loop")
+    A = audit.Audit("t")
+    audit.check_loop(A, tr, rep, devs, f, "p")
+    assert A.mismatches == [] and A.checked >= 12
+    for key, value, needle in [("frame_calls", 31, "frame calls"), ("kernels_per_call", 41, "kernels per call"),
+                               ("kernel_median_us", 9.0, "median kernel"), ("syncs_per_call", 12, "syncs per call"),
+                               ("syncs_in_loop_per_call", 3, "syncs inside the repeated run"),
+                               ("repeats_per_call", 3, "repeated op sequence")]:
+        g = copy.deepcopy(f)
+        g["evidence"][key] = value
+        A = audit.Audit("t")
+        audit.check_loop(A, tr, rep, devs, g, "p")
+        assert any(needle in line for line in A.mismatches), (key, A.mismatches)
+
+
+def test_batch_norm_and_pooling_bytes_are_recomputed():
+    """resnet50.fp32: the batch norm and max-pool rows' bytes are recomputed by the checker's own cost code
+    (x and the per-channel parameters in, y out; pooling's output from its kernel, stride and padding plus the
+    int64 indices); a changed byte count is a mismatch."""
+    path = ROOT / "traces" / "resnet50.fp32.json.gz"
+    tr = audit.Trace(audit.read_trace(str(path)))
+    rep = audit.run_report(f"{sys.executable} -m gapscope", str(ROOT), str(path), False)
+    assert audit.audit_report(str(path), tr, rep, "t").mismatches == []
+    for op in ("aten::cudnn_batch_norm", "aten::max_pool2d_with_indices"):
+        bad = copy.deepcopy(rep)
+        r = next(k for k in bad["kernels"] if k.get("op") == op and k.get("bytes"))
+        r["bytes"] *= 1.01
+        got = audit.audit_report(str(path), tr, bad, "t").mismatches
+        assert any("bytes" in line for line in got), (op, got)

@@ -330,3 +330,131 @@ def test_optimizer_without_foreach_on_real_training_traces():
     # ROCm's minitoy trainer steps SGD with foreach: no pattern
     b = analyze(load(SHARED_TRACES / "thirdparty" / "hta__amd_mi250_minitoy_train_ROCm6_2_kineto.json.gz"))
     assert "optimizer" not in _kinds(b)
+
+
+LOOP = "mymoe.py(10): experts_loop"
+BODY = ["aten::where", "aten::index", "aten::linear", "aten::mul", "aten::index_add_"]
+
+
+def _moe(kind: str = "loop", k_dur: float = 1.0):
+    """``mymodel.py(5): forward`` calls the experts frame twice (two layers). ``loop``: per call an
+    ``aten::nonzero`` (one kernel, a cudaStreamSynchronize inside), then 3 experts, each ``where, index, linear,
+    mul, index_add_`` (one ``k_dur`` µs kernel each, launched by a 5 µs cudaLaunchKernel; ``where`` syncs too):
+    16 kernels and 4 syncs per call, 3 of them in the loop. ``nosync``: the same loop sized without a sync
+    (``topk`` for ``nonzero``, a ``where`` that does not sync). ``onesync``: the ``nonzero`` sync only, none per iteration (a
+    loop over layers with one sync in the step looks like this). ``batched``:
+    per call ``index, bmm, bmm, index_add_`` (4 kernels), no sync."""
+    s = Synth()
+    t = 0
+
+    def op(name, kernel=True, sync=False):
+        nonlocal t
+        s.cpu_op(name, t, 9, **{"Input Dims": [[4, 8]], "Input type": ["float"]})
+        if kernel:
+            s.launch(ts=t + 1, dur=5, kernel=name[6:] + "_kernel", k_ts=t + 7, k_dur=k_dur)
+        if sync:
+            s.runtime("cudaStreamSynchronize", t + 6.5 if kernel else t + 1, 0.4)
+        t += 10
+
+    with s.frame("mymodel.py(5): forward", 0, 400):
+        for layer in range(2):
+            t = 1 + 200 * layer
+            with s.frame(LOOP, t - 0.5, 190):
+                if kind == "batched":
+                    for name in ("aten::index", "aten::bmm", "aten::bmm", "aten::index_add_"):
+                        op(name)
+                    continue
+                op("aten::nonzero" if kind != "nosync" else "aten::topk", sync=kind != "nosync")
+                for _ in range(3):
+                    for name in BODY:  # where(mask) syncs, as it sizes its output (nonzero)
+                        op(name, sync=kind == "loop" and name == "aten::where")
+    return analyze(model_of(s))
+
+
+def test_tiny_kernel_loop_on_a_synthetic_trace():
+    """2 calls x 16 one-µs kernels under 5 µs launch calls, 4 syncs per call (3 in the loop), the 5-op body 3x per call: the
+    experts frame is the pattern, not the model frame around it (which holds the same loop and more)."""
+    a = _moe()
+    p = _kinds(a)["tiny-kernel-loop"]
+    ev = p.evidence
+    assert ev["frame"] == LOOP and ev["frame_calls"] == 2
+    assert (p.calls, p.kernel_ns, ev["kernels_per_call"]) == (32, 32_000, 16)
+    assert (ev["kernel_median_us"], ev["launch_median_us"], ev["kernels_shorter_than_launch_pct"]) == (1.0, 5.0, 100.0)
+    assert ev["syncs_per_call"] == 4 and set(ev["sync_ops"]) == {"aten::nonzero", "aten::where"}
+    assert ev["syncs_in_loop_per_call"] == 3  # the wheres; the nonzero's sync comes before the loop
+    assert (ev["repeated_ops"], ev["repeats_per_call"], ev["calls_with_repeat"]) == (BODY, 3, 2)
+    assert "batched_mm" in p.fix and "repeats 3x per call" in p.title
+    assert [q.evidence.get("frame") for q in a.patterns if q.kind == "tiny-kernel-loop"] == [LOOP]
+    # the finding carries no kernel-time estimate: its projected saving is the frame's fused what-if
+    (f,) = [f for f in a.findings if (f.evidence or {}).get("pattern") == "tiny-kernel-loop"]
+    assert f.kernels.size == 0 and "after_us" not in f.evidence
+
+
+def test_no_tiny_kernel_loop_on_the_fixed_twins():
+    assert "tiny-kernel-loop" not in _kinds(_moe("batched"))  # 4 kernels per call, no sync
+    assert "tiny-kernel-loop" not in _kinds(_moe("nosync"))  # no data-dependent sync
+    # 1 sync per call for 3 iterations: not the experts frame; the model frame around it, whose 2 layers repeat
+    # back to back with a sync each, is called once (loop_min_calls): a step loop, not a loop to batch
+    assert "tiny-kernel-loop" not in _kinds(_moe("onesync"))
+    assert "tiny-kernel-loop" not in _kinds(_moe("loop", k_dur=8.0))  # kernels longer than their launch
+
+
+def test_tiny_kernel_loop_on_the_real_mixtral_twins():
+    """HF Mixtral decode with the eager experts loop: modeling_mixtral.py(69) forward, 8 calls per step (4
+    steps), 40 kernels per call (median 1.5 µs against a 5.4 µs launch call), 11 syncs per call, the per-expert
+    body twice per call (top-2 of one token); its figure is the frame's fused what-if. The batched_mm twin has
+    none: its experts frame launches 11 kernels per call, no sync, no repeated sequence."""
+    from gapscope.tui.analysis.patterns_loop import loop_stats
+
+    frame = "transformers/models/mixtral/modeling_mixtral.py(69): forward"
+    a = _real("hf-mixtral.decode_eager")
+    (p,) = [q for q in a.patterns if q.kind == "tiny-kernel-loop"]
+    ev = p.evidence
+    assert ev["frame"] == frame and (ev["frame_calls"], ev["calls_per_step"]) == (32, 8.0)
+    assert (ev["kernels_per_call"], p.calls, ev["syncs_per_call"], ev["repeats_per_call"]) == (40, 1280, 11, 2)
+    assert ev["kernel_median_us"] < ev["launch_median_us"]
+    assert ev["repeated_ops"][0] == "aten::eq" and ev["repeated_ops"][-1] == "aten::index_add_"
+    assert {"aten::linear", "aten::index", "aten::where"} <= set(ev["repeated_ops"])
+    (f,) = [f for f in a.findings if (f.evidence or {}).get("pattern") == "tiny-kernel-loop"]
+    w = a.projection.frame_whatif(f.id)
+    assert w is not None and w.frame == frame and w.saving_ns > 0
+    assert a.projection.best_ns(f.id) == w.saving_ns
+    b = _real("hf-mixtral.decode_batched")
+    assert "tiny-kernel-loop" not in _kinds(b)
+    st = loop_stats(b, "transformers/integrations/moe.py(112): batched_mm_experts_forward")
+    assert (st["kernels_per_call"], st["syncs_per_call"], st["block"]) == (11, 0, [])
+
+
+def test_tandem_repeat():
+    from gapscope.tui.analysis.patterns_loop import tandem_repeat
+
+    # the block covering the most, back to back: (b, c, d) x3 covers 9 of the 11
+    seq = ("a", "b", "c", "d", "b", "c", "d", "b", "c", "d", "e")
+    assert tandem_repeat(seq, 3, 2) == (("b", "c", "d"), 3, 1)
+    assert tandem_repeat(seq * 2, 3, 2) == (seq, 2, 0)  # the whole sequence twice covers more...
+    assert tandem_repeat(seq * 2, 3, 2, max_block=8) == (("b", "c", "d"), 3, 1)  # ... unless the body is capped
+    assert tandem_repeat(("a", "b", "c", "a", "b", "x"), 3, 2) is None  # not back to back
+    assert tandem_repeat(("a", "b", "a", "b"), 3, 2) is None  # a block shorter than min_block
+
+
+def test_the_explorer_shows_the_tiny_kernel_loop():
+    """Explorer on the Mixtral eager decode: view 2's top kernel (a GEMV the experts loop launches) names the
+    pattern without claiming kernel time (its saving is in its finding)."""
+    import asyncio
+
+    from gapscope.tui.app.app import GapscopeApp
+    from gapscope.tui.app.textdump import screen_text
+
+    async def go():
+        app = GapscopeApp([str(SAMPLE_TRACES / "hf-mixtral.decode_eager.json.gz")], load_opts={"no_cache": True})
+        async with app.run_test(size=(160, 48)) as pilot:
+            for _ in range(3):
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+            await pilot.press("2")
+            await pilot.pause()
+            txt = screen_text(app)
+            assert "pattern: Python loop of tiny kernels" in txt
+            assert "projected in its finding)" in " ".join(txt.split())  # wrapped at the panel's width
+
+    asyncio.run(go())

@@ -136,6 +136,15 @@ def pattern_findings(a) -> list:
         per = " per step" if a.step_count else ""
         title = (f"{p.title}: {_fmt(p.kernel_ns // steps)} of kernel time{per} ({share:.0f}% of all kernel "
                  f"time)")
+        if p.kind == "tiny-kernel-loop":
+            # its saving is its frame's fused what-if (replay_frames.attach), not a kernel-time estimate
+            ev = {"pattern": p.kind, **p.evidence, "kernels": p.calls, "kernel_us": p.kernel_ns / 1e3,
+                  "per_step_us": p.kernel_ns / 1e3 / steps, "share_of_kernel_pct": share, "steps": steps,
+                  "measured_steps": a.step_count, "estimate": p.estimate}
+            out.append(Finding(id="", severity=_severity(p.kernel_ns / window), title=f"{p.title}: "
+                               f"{_fmt(p.kernel_ns // steps)} of kernel time{per} in {p.calls // steps} kernels",
+                               idle_ns=0, evidence=ev, suggestion=p.fix, cause="pattern"))
+            continue
         ev = {"pattern": p.kind, "calls": p.calls, "kernel_us": p.kernel_ns / 1e3, "per_step_us": p.kernel_ns / 1e3 / steps,
               "share_of_kernel_pct": share, "steps": steps, "measured_steps": a.step_count, "after_us": p.after_ns / 1e3,
               "kernel_saving_us": p.saving_ns / 1e3, "kernel_saving_per_step_us": p.saving_ns / 1e3 / steps,

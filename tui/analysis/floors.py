@@ -66,18 +66,36 @@ ELEMENTWISE_OPS = {
     "aten::contiguous", "aten::where", "aten::masked_fill", "aten::softmax", "aten::_softmax", "aten::log_softmax",
     "aten::_log_softmax", "aten::layer_norm", "aten::native_layer_norm", "aten::rms_norm", "aten::_fused_rms_norm",
     "aten::dropout", "aten::native_dropout", "aten::add_relu", "aten::cumsum",
+    # x plus per-channel parameters (each counted with its own element size) in, y as large as x out; a
+    # training batch norm reads x twice (statistics, then normalise): counting it once keeps a lower bound
+    "aten::cudnn_batch_norm", "aten::native_batch_norm", "aten::_native_batch_norm_legit",
+    "aten::_native_batch_norm_legit_no_training", "aten::miopen_batch_norm", "aten::native_group_norm",
+    "aten::clamp", "aten::clamp_min", "aten::clamp_max", "aten::hardtanh", "aten::threshold",
 }
 #: conversions: the output's element type is not among the inputs (counted at one byte per element)
 CONVERT_OPS = {"aten::to", "aten::_to_copy"}
 #: in-place ops: the output is the first input, counted once
 INPLACE_OPS = {"aten::add_", "aten::sub_", "aten::mul_", "aten::div_", "aten::relu_", "aten::silu_",
-               "aten::masked_fill_", "aten::fill_", "aten::zero_", "aten::copy_"}
+               "aten::masked_fill_", "aten::fill_", "aten::zero_", "aten::copy_", "aten::clamp_", "aten::clamp_min_",
+               "aten::clamp_max_", "aten::hardtanh_", "aten::threshold_", "aten::gelu_", "aten::sigmoid_"}
 #: reductions: each input element read once; the (smaller) output is not counted
 REDUCE_OPS = {"aten::sum", "aten::mean", "aten::amax", "aten::max", "aten::argmax", "aten::topk", "aten::sort"}
 #: concatenation: the output is the sum of the inputs
 CAT_OPS = {"aten::cat"}
 #: gathers read only the rows they return: embedding(weight, indices), index_select(self, dim, index)
 GATHER_OPS = {"aten::embedding", "aten::index_select"}
+#: advanced indexing ``x[idx, ...]`` (self, indices): the output is what it reads (see ``_index_cost``)
+INDEX_OPS = {"aten::index"}
+#: pooling -> positions of (kernel, stride, padding, dilation) in their arguments (``Concrete Inputs``);
+#: dilation None: the op has none (1). Adaptive pooling -> None: its output size is its second argument
+POOL_OPS = {"aten::max_pool2d": (1, 2, 3, 4), "aten::max_pool2d_with_indices": (1, 2, 3, 4),
+            "aten::max_pool1d": (1, 2, 3, 4), "aten::max_pool3d": (1, 2, 3, 4),
+            "aten::max_pool3d_with_indices": (1, 2, 3, 4), "aten::avg_pool2d": (1, 2, 3, None),
+            "aten::avg_pool1d": (1, 2, 3, None), "aten::avg_pool3d": (1, 2, 3, None),
+            "aten::adaptive_avg_pool2d": None, "aten::_adaptive_avg_pool2d": None,
+            "aten::adaptive_avg_pool1d": None, "aten::adaptive_avg_pool3d": None,
+            "aten::_adaptive_avg_pool3d": None, "aten::adaptive_max_pool2d": None,
+            "aten::adaptive_max_pool1d": None, "aten::adaptive_max_pool3d": None}
 #: convolutions -> positions of (stride, padding, dilation, transposed, groups) in their arguments
 #: (``Concrete Inputs``); None: the op has no such argument (cudnn_convolution is never transposed)
 CONV_OPS = {"aten::conv2d": (3, 4, 5, None, 6), "aten::conv1d": (3, 4, 5, None, 6),
@@ -85,7 +103,8 @@ CONV_OPS = {"aten::conv2d": (3, 4, 5, None, 6), "aten::conv1d": (3, 4, 5, None, 
             "aten::_convolution": (3, 4, 5, 6, 8), "aten::cudnn_convolution": (3, 2, 4, None, 5),
             "aten::miopen_convolution": (4, 3, 5, None, 6)}
 #: every op with a cost model (kept for callers that test membership)
-MEMORY_OPS = ELEMENTWISE_OPS | CONVERT_OPS | INPLACE_OPS | REDUCE_OPS | CAT_OPS | GATHER_OPS
+MEMORY_OPS = (ELEMENTWISE_OPS | CONVERT_OPS | INPLACE_OPS | REDUCE_OPS | CAT_OPS | GATHER_OPS | INDEX_OPS
+              | set(POOL_OPS))
 FLOOR_OPS = MATMUL_OPS | set(SDPA_OPS) | MEMORY_OPS | set(CONV_OPS)
 
 #: the vendors' TFLOP/s are at the rated boost clock; GPUs run above it (H100/H200 SXM: 1980 MHz against the
@@ -208,6 +227,72 @@ def _conv_cost(op: str, args: dict, ts) -> Cost | None:
                 (_sig(out, tx), _numel(out) * eb))
 
 
+def _pool_cost(op: str, args: dict, ts) -> Cost | None:
+    """Pooling over the trailing spatial dims of x [.., *spatial]: x read once, the output written once (with
+    int64 indices for ``*_with_indices`` / adaptive max). The output size from kernel, stride (empty: the
+    kernel), padding and dilation, rounded down (``ceil_mode`` can only add a row: the lower count stays a
+    lower bound); an adaptive pool's is its ``output_size`` argument."""
+    x, tx = ts[0]
+    eb = _eb(tx)
+    pos = POOL_OPS[op]
+    nd = 3 if op.endswith(("3d", "3d_with_indices")) else 1 if op.endswith("1d") else 2
+    if len(x) < nd + 1:
+        return None
+    if pos is None:
+        out_sp = _ints(_concrete(args, 1))
+        if out_sp is None:
+            return None
+        out_sp = [out_sp[0]] * nd if len(out_sp) == 1 else out_sp
+    else:
+        kp, sp, pp, dp = pos
+        ks, st, pa = (_ints(_concrete(args, j)) for j in (kp, sp, pp))
+        dil = [1] if dp is None else _ints(_concrete(args, dp))
+        if st is None and _concrete(args, sp) == "[]":
+            st = ks  # stride=[] means the kernel size
+        if ks is None or st is None or pa is None or dil is None:
+            return None
+        ks, st, pa, dil = ([v[0]] * nd if len(v) == 1 else v for v in (ks, st, pa, dil))
+        if not (len(ks) == len(st) == len(pa) == len(dil) == nd) or min(st) < 1 or min(dil) < 1:
+            return None
+        sp_in = x[-nd:]
+        out_sp = [(sp_in[i] + 2 * pa[i] - dil[i] * (ks[i] - 1) - 1) // st[i] + 1 for i in range(nd)]
+    if len(out_sp) != nd or min(out_sp) < 1:
+        return None
+    odims = list(x[:-nd]) + out_sp
+    out = _numel(odims)
+    idx = 8 * out if op.endswith("with_indices") or op.startswith("aten::adaptive_max") else 0
+    nbytes = _numel(x) * eb + out * eb + idx
+    return Cost(0.0, float(nbytes), tx, ((_sig(x, tx), _numel(x) * eb),), (_sig(odims, tx), out * eb))
+
+
+def _index_cost(args: dict, ts, dtype: str) -> Cost | None:
+    """``x[i0, i1, ..]`` with the index tensors recorded (a TensorList; when the profiler records it as an
+    empty list there is no cost). Integer indices broadcast to at least the largest index's elements; each
+    picks one element of the dims it indexes, so the output has at least that many times the elements of x
+    over its k largest dims (k indices; the dims they index are not recorded when a None precedes them):
+    read and written once each, plus the indices. A bool mask selects a number of elements only the data
+    says: its read is the whole lower bound."""
+    dims = args.get("Input Dims") or []
+    types = args.get("Input type") or []
+    if len(dims) < 2 or not isinstance(dims[1], list) or not dims[1] or not isinstance(dims[1][0], list):
+        return None
+    x = ts[0][0]
+    eb = _eb(dtype)
+    idx = [d for d in dims[1] if isinstance(d, list) and all(isinstance(v, int) for v in d)]
+    t = types[1] if len(types) > 1 else ""
+    if not idx or len(idx) != len(dims[1]) or len(idx) > len(x):
+        return None
+    ieb = {"long int": 8, "int": 4, "bool": 1, "unsigned char": 1}.get(t)
+    if ieb is None:  # an unrecorded index type could be a mask: nothing is known to be read
+        return None
+    ibytes = sum(_numel(d) for d in idx) * ieb
+    if ieb == 1:
+        return Cost(0.0, float(ibytes), dtype)
+    big = sorted(x, reverse=True)[:len(idx)]
+    out = max(_numel(d) for d in idx) * (_numel(x) // max(math.prod(big), 1))
+    return Cost(0.0, float(2 * out * eb + ibytes), dtype)
+
+
 def op_cost(op: str, args: dict) -> tuple[float, float, str] | None:
     """(flops, bytes, dtype) that one call of ``op`` must at least do, from its recorded shapes; None when
     unknown (see ``op_cost_detail``)."""
@@ -229,6 +314,10 @@ def op_cost_detail(op: str, args: dict) -> Cost | None:
     flops = 0.0
     if op in CONV_OPS:
         return _conv_cost(op, args, ts)
+    if op in POOL_OPS:
+        return _pool_cost(op, args, ts)
+    if op in INDEX_OPS:
+        return _index_cost(args, ts, dtype)
     if op in MATMUL_OPS:
         mats = [(d, t) for d, t in ts if len(d) >= 2]
         if op in ("aten::addmm", "aten::baddbmm", "aten::addbmm") and len(mats) >= 3:

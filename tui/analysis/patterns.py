@@ -25,6 +25,10 @@ live profiler object; this works on a file): each is the op calls that form it, 
   ``large_copy_bytes``), with the dtype round trips among them (up to float32 and back); fix: keep one dtype and
   layout; estimated as the copies removed.
 
+- ``tiny-kernel-loop``: a Python loop over elements or experts launching many kernels shorter than their launch
+  calls, with data-dependent syncs and a repeated op sequence (patterns_loop.py); its saving is its frame's
+  fused what-if (replay_frames.py), not a kernel-time estimate.
+
 - ``optimizer``: an ``Optimizer.step#...`` range whose kernels come from per-parameter ops (at least
   ``optimizer_min_ops`` calls per step, no ``_foreach_`` / ``_fused_`` op): fix ``foreach=True`` / ``fused=True``;
   estimated as each kernel at its op's floor and the per-parameter ops' host dispatch removed.
@@ -53,7 +57,7 @@ SHORT_TYPE = {"c10::BFloat16": "bf16", "c10::Half": "fp16", "float": "fp32", "do
 
 @dataclass
 class Pattern:
-    kind: str  # "eager-attention" | "fp32-matmul" | "unaligned-matmul" | "copies"
+    kind: str  # "eager-attention" | "fp32-matmul" | "unaligned-matmul" | "copies" | "optimizer" | "tiny-kernel-loop"
     title: str
     fix: str  # the advice
     estimate: str  # how the saving is estimated
@@ -65,6 +69,7 @@ class Pattern:
     kernel_after_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # their durations after
     rows: list = field(default_factory=list)  # the calls (rows of the gathered table) it claims
     host_removed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # CPU ops the fix removes
+    evidence: dict = field(default_factory=dict)  # the pattern's own evidence keys (tiny-kernel-loop)
     mask: dict | None = None  # eager-attention: the additive mask's builder frames (mask_builder)
     fixes: list | None = None  # fp32-matmul without TF32: [{fix, after_ns, estimate, recommended}], best first
 
@@ -631,6 +636,9 @@ def find_patterns(a) -> list[Pattern]:
     p = _optimizer(a, taken)  # its cost is mostly host dispatch: no kernel-share threshold
     if p is not None:
         out.append(p)
+    from .patterns_loop import loop_patterns
+
+    out.extend(loop_patterns(a))  # host-bound too: its saving is its frame's fused what-if, no kernel share
     out.sort(key=lambda p: -p.saving_ns)
     return out
 

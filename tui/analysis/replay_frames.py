@@ -180,7 +180,8 @@ def attach(a, frames: list) -> dict[str, str]:
     """Finding id -> the frame whose fused what-if is its figure: the finding's own frame when it is listed, else
     of the listed frames the innermost (least inclusive host time) under which at least frame_attach_share of the
     finding's idle time lies (each gap placed at the middle of [its start, its next launch call] on its launching
-    thread). Only host-side findings (``ATTACH_CAUSES``)."""
+    thread). Only host-side findings (``ATTACH_CAUSES``), and the op pattern of a loop of tiny kernels, whose
+    frame's what-if is its saving (patterns_loop.py)."""
     if not frames:
         return {}
     m, g = a.model, a.gaps
@@ -188,9 +189,12 @@ def attach(a, frames: list) -> dict[str, str]:
     order = sorted(frames, key=lambda w: (w.host_ns, w.frame))
     out = {}
     for f in a.findings:
+        fr = (f.evidence or {}).get("frame")
+        if f.cause == "pattern" and fr in ivs:  # a loop of tiny kernels: its frame's what-if is its saving
+            out[f.id] = fr
+            continue
         if f.cause not in ATTACH_CAUSES:
             continue
-        fr = (f.evidence or {}).get("frame")
         if fr in ivs:
             out[f.id] = fr
             continue

@@ -70,6 +70,17 @@ Op patterns (patterns.py):
     A copy or dtype conversion moving at least this much is a large copy.
 ``optimizer_min_ops`` (16)
     An optimizer step without foreach/fused ops is a pattern when it runs at least this many op calls per step.
+``loop_min_kernels`` (16)
+    A Python loop of tiny kernels (patterns_loop.py): its frame's calls launch at least this many kernels each
+    (median), shorter (median) than the median launch call that issued them, with at least one synchronising
+    call per iteration inside the repeated run below (a loop over layers with one sync elsewhere is not it).
+``loop_min_calls`` (2)
+    ... and its frame is called at least this many times in the window (a function run per layer or step: a
+    script's top-level loop over its steps, called once, is the step loop, not a loop to batch).
+``loop_min_repeats`` (2), ``loop_min_block`` (3), ``loop_max_block`` (64)
+    ... in an op sequence of ``loop_min_block`` to ``loop_max_block`` ops that repeats back to back at least
+    ``loop_min_repeats`` times within a call (the loop body, once per element or expert; a longer body is a
+    model's forward, a decoding loop's step).
 
 Before/after (compare_time.py):
 
@@ -145,6 +156,11 @@ class Thresholds:
     matmul_align: int = 8
     large_copy_bytes: int = 4 << 20
     optimizer_min_ops: int = 16
+    loop_min_kernels: int = 16
+    loop_min_repeats: int = 2
+    loop_min_block: int = 3
+    loop_max_block: int = 64
+    loop_min_calls: int = 2
     frame_min_share: float = 0.05
     frame_max_share: float = 0.8
     frame_top: int = 10

@@ -198,6 +198,19 @@ def _pattern_lines(ev: dict) -> list[str]:
     from ..analysis.units import fmt_ns
 
     per = " per step" if ev.get("measured_steps") else ""
+    if ev.get("pattern") == "tiny-kernel-loop":
+        body = " → ".join(o.replace("aten::", "") for o in ev["repeated_ops"])
+        return [f"   {code(ev['frame'], False, 90)}: {ev['frame_calls']} calls ({ev['calls_per_step']:g}{per or ' in all'}), "
+                f"{ev['kernels_per_call']:g} kernels per call ({ev['kernels']} in all, "
+                f"{fmt_ns(int(ev['per_step_us'] * 1e3))} of kernel time{per}); median kernel "
+                f"{fmt_ns(int(ev['kernel_median_us'] * 1e3))} against a median launch call of "
+                f"{fmt_ns(int(ev['launch_median_us'] * 1e3))} ({ev['kernels_shorter_than_launch_pct']:.0f}% of the "
+                f"kernels shorter than their launch call); {ev['syncs_per_call']:g} syncs per call, "
+                f"{ev['syncs_in_loop_per_call']:g} inside the loop ("
+                + ", ".join(code(o, False, 40) for o in ev["sync_ops"]) + ")  ",
+                f"   Repeated {ev['repeats_per_call']}x per call ({ev['calls_with_repeat']} of {ev['frame_calls']} "
+                f"calls): {code(body, False, 200)}  ",
+                f"   Saving: {esc(ev['estimate'])}  "]
     out = [f"   Kernel time {fmt_ns(int(ev['per_step_us'] * 1e3))}{per} in {ev['calls']} op calls; the fix "
            f"leaves about {fmt_ns(int(ev['after_us'] * 1e3 / max(ev['steps'], 1)))} "
            f"(−{fmt_ns(int(ev['kernel_saving_per_step_us'] * 1e3))} of kernel time{per}; estimate: "
