@@ -62,9 +62,21 @@ def _env():
     return torch, size, dev, dtype
 
 
-def _ids(torch, vocab, batch, prompt, dev):
+def _setup(table):
+    """(torch, device, dtype, config kwargs, batch, prompt length, prompt ids) for a size table above."""
+    torch, size, dev, dtype = _env()
+    kw = dict(table[size])
+    batch, prompt = kw.pop("batch"), kw.pop("prompt")
     g = torch.Generator().manual_seed(7)
-    return torch.randint(3, vocab, (batch, prompt), generator=g).to(dev)
+    ids = torch.randint(3, kw["vocab_size"], (batch, prompt), generator=g).to(dev)
+    return torch, dev, dtype, kw, batch, prompt, ids
+
+
+def _prefill(model, ids):
+    """One forward over the prompt, no cache."""
+    import torch
+
+    return torch.no_grad()(lambda: model(input_ids=ids, use_cache=False).logits)
 
 
 def _llama(cfg_kw, dev, dtype, attn="sdpa"):
@@ -104,12 +116,9 @@ def _decoder(model, config, ids, prompt, pick):
 
 
 def mixtral():
-    torch, size, dev, dtype = _env()
     from transformers import MixtralConfig, MixtralForCausalLM
 
-    kw = dict(MIXTRAL[size])
-    batch, prompt = kw.pop("batch"), kw.pop("prompt")
-    ids = _ids(torch, kw["vocab_size"], batch, prompt, dev)
+    torch, dev, dtype, kw, batch, prompt, ids = _setup(MIXTRAL)
     phases = {}
     base = None
     for label, impl in (("decode_eager", "eager"), ("decode_batched", "batched_mm")):
@@ -129,28 +138,16 @@ def mixtral():
 
 
 def attention():
-    torch, size, dev, dtype = _env()
-    kw = dict(LLAMA[size])
-    batch, prompt = kw.pop("batch"), kw.pop("prompt")
-    ids = _ids(torch, kw["vocab_size"], batch, prompt, dev)
-    phases = {}
-    for label, attn in (("prefill_eager", "eager"), ("prefill_sdpa", "sdpa")):
-        model, _ = _llama(kw, dev, dtype, attn)
-        phases[label] = (lambda m: torch.no_grad()(lambda: m(input_ids=ids, use_cache=False).logits))(model)
-    return phases
+    torch, dev, dtype, kw, batch, prompt, ids = _setup(LLAMA)
+    return {label: _prefill(_llama(kw, dev, dtype, attn)[0], ids)
+            for label, attn in (("prefill_eager", "eager"), ("prefill_sdpa", "sdpa"))}
 
 
 def mlp_width():
-    torch, size, dev, dtype = _env()
-    kw = dict(LLAMA[size])
-    batch, prompt = kw.pop("batch"), kw.pop("prompt")
-    ids = _ids(torch, kw["vocab_size"], batch, prompt, dev)
+    torch, dev, dtype, kw, batch, prompt, ids = _setup(LLAMA)
     wide = kw["intermediate_size"]
-    phases = {}
-    for label, inter in ((f"prefill_i{wide + 1}", wide + 1), (f"prefill_i{wide}", wide)):
-        model, _ = _llama(dict(kw, intermediate_size=inter), dev, dtype, "sdpa")
-        phases[label] = (lambda m: torch.no_grad()(lambda: m(input_ids=ids, use_cache=False).logits))(model)
-    return phases
+    return {f"prefill_i{inter}": _prefill(_llama(dict(kw, intermediate_size=inter), dev, dtype, "sdpa")[0], ids)
+            for inter in (wide + 1, wide)}
 
 
 def _top_p_host(top_p=0.9, seed=11):
@@ -195,10 +192,7 @@ def _top_p_gpu(top_p=0.9, seed=11):
 
 
 def sampling():
-    torch, size, dev, dtype = _env()
-    kw = dict(LLAMA_DECODE[size])
-    batch, prompt = kw.pop("batch"), kw.pop("prompt")
-    ids = _ids(torch, kw["vocab_size"], batch, prompt, dev)
+    torch, dev, dtype, kw, batch, prompt, ids = _setup(LLAMA_DECODE)
     phases = {}
     for label, pick in (("decode_host", _top_p_host()), ("decode_gpu", _top_p_gpu())):
         model, config = _llama(kw, dev, dtype, "sdpa")
@@ -207,10 +201,7 @@ def sampling():
 
 
 def generate():
-    torch, size, dev, dtype = _env()
-    kw = dict(LLAMA_DECODE[size])
-    batch, prompt = kw.pop("batch"), kw.pop("prompt")
-    ids = _ids(torch, kw["vocab_size"], batch, prompt, dev)
+    torch, dev, dtype, kw, batch, prompt, ids = _setup(LLAMA_DECODE)
     model, _ = _llama(kw, dev, dtype, "sdpa")
     mask = torch.ones_like(ids)
 
