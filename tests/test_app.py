@@ -46,8 +46,16 @@ async def opened(path, size=(120, 40), **kw):
 
 
 async def settle(app, pilot):
+    from textual.worker import WorkerCancelled
+
     for _ in range(3):
-        await app.workers.wait_for_complete()
+        try:
+            await app.workers.wait_for_complete()
+        except WorkerCancelled:
+            # a load that failed ends the explorer at once (exit 2, issue 26): the exit cancels the workers still
+            # registered, and which of them had finished first is a race
+            if app.return_code is None:
+                raise
         await pilot.pause()
 
 
