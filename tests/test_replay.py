@@ -607,7 +607,7 @@ def test_frame_whatifs_in_json_markdown_and_the_explorer(tmp_path):
         (w["findings"] for w in doc["frame_whatifs"]), []))
     md = render_markdown([a])
     assert "host out of the way (profiled time: host-side savings may be overstated); as one fused GPU call, " \
-        "\\`user.py(10): prep\\` would save 185.0 µs per step (44.4%)." in md
+        "`user.py(10): prep` would save 185.0 µs per step (44.4%)." in md
     assert "| `user.py(40): experts` | 1 | 150.0 µs | 40.0 µs | −146.0 µs (−35.0%) | sync-1 |" in md
     assert "replace the function → **−146.0 µs per step (−35.0%)** with `user.py(40): experts` as one fused" in md
     p = _experts_step().write(tmp_path / "experts.json")
@@ -751,3 +751,15 @@ def test_sglang_decode_graph_fix_keeps_the_event_wait():
     assert p.waits_ns == 463_245_573 and p.headline() == (
         "step 473.75 ms profiled; GPU floor 9.77 ms and 463.25 ms of waits on dependencies (gpu-wait): the GPU's "
         "waits on dependencies, not the host, hold this step (profiled time: host-side savings may be overstated)")
+
+
+def test_the_projection_line_shows_the_fused_frame_as_a_code_span():
+    """The Markdown projection line names the fused frame in a code span, not as escaped backticks (``\\```)."""
+    from gapscope.tui.report import render_markdown
+    from gapscope.tui.trace import load
+    from tests.conftest import SAMPLE_TRACES
+
+    a = analyze(load(SAMPLE_TRACES / "demo-eager.decode.json.gz"))
+    line = next(ln for ln in render_markdown([a], 10).splitlines() if ln.startswith("- Projection:"))
+    w = a.projection.top_frame()
+    assert w is not None and f"as one fused GPU call, `{w.frame}` would save" in line and "\\`" not in line

@@ -129,15 +129,20 @@ class Projection:
             s += " (profiled time: host-side savings may be overstated)"
         return s
 
-    def fused_text(self) -> str | None:
-        """"as one fused GPU call, `frame` would save 6.93 ms per step (56.2%)": the largest of the frame what-ifs
-        (replay_frames.py), which the report's projection line adds to the headline (the explorer's header line
-        keeps the headline alone: it has one line)."""
+    def top_frame(self) -> FrameWhatIf | None:
+        """The largest frame what-if that saves anything (replay_frames.py), None without one."""
+        w = self.frames[0] if self.frames else None
+        return w if w is not None and w.saving_ns > 0 and self.baseline_ns > 0 else None
+
+    def fused_text(self, frame_text=None) -> str | None:
+        """"as one fused GPU call, `frame` would save 6.93 ms per step (56.2%)": the largest of the frame what-ifs,
+        which the report's projection line adds to the headline (the explorer's header line keeps the headline
+        alone: it has one line). ``frame_text`` renders the frame's name (Markdown: a code span)."""
         from .units import fmt_ns
 
-        w = self.frames[0] if self.frames else None
-        b = self.baseline_ns
-        if w is None or w.saving_ns <= 0 or b <= 0:
+        w = self.top_frame()
+        if w is None:
             return None
-        return (f"as one fused GPU call, `{w.frame}` would save {fmt_ns(w.saving_ns)} per step "
-                f"({100.0 * w.saving_ns / b:.1f}%)")
+        name = frame_text(w.frame) if frame_text else f"`{w.frame}`"
+        return (f"as one fused GPU call, {name} would save {fmt_ns(w.saving_ns)} per step "
+                f"({100.0 * w.saving_ns / self.baseline_ns:.1f}%)")

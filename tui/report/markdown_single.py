@@ -102,8 +102,10 @@ def projection_line(a) -> str | None:
     if not h:
         return None
     notes = "".join(f"; {n}" for n in a.projection.notes)
-    ft = a.projection.fused_text()
-    fused = f"; {esc(ft)}" if ft else ""
+    # the frame as a code span, the sentence's own words need no escaping (escaping the whole sentence showed the
+    # frame's backticks as literal characters)
+    ft = a.projection.fused_text(lambda frame: code(frame, False, 90))
+    fused = f"; {ft}" if ft else ""
     return f"- Projection: {esc(h)}{fused}{esc(notes)}."
 
 
