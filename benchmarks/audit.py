@@ -2218,6 +2218,17 @@ def audit_ranks(docs_trs, rep, label) -> Audit:
     return A
 
 
+def print_summary(A, label, out):
+    """Each mismatch, then the trace's summary line (claims checked, mismatches, not checkable and why)."""
+    for line in A.mismatches:
+        print(line, file=out)
+    nc = sum(A.unchecked.values())
+    detail = ", ".join(f"{k} x{v}" for k, v in sorted(A.unchecked.items()))
+    print(f"{label}: summary: {A.checked} claims checked, {len(A.mismatches)} mismatches, {nc} not checkable"
+          + (f" ({detail})" if detail else ""), file=out)
+    return A
+
+
 def audit_ranks_paths(paths, cmd, cwd, whole=False, out=sys.stdout):
     label = " + ".join(os.path.basename(p) for p in paths)
     docs_trs = []
@@ -2232,13 +2243,7 @@ def audit_ranks_paths(paths, cmd, cwd, whole=False, out=sys.stdout):
         A.ok(False, "report", f"no JSON ({pr.stderr.strip()[-160:]})", "readable traces")
     else:
         A = audit_ranks(docs_trs, json.loads(pr.stdout), label)
-    for line in A.mismatches:
-        print(line, file=out)
-    nc = sum(A.unchecked.values())
-    detail = ", ".join(f"{k} x{v}" for k, v in sorted(A.unchecked.items()))
-    print(f"{label}: summary: {A.checked} claims checked, {len(A.mismatches)} mismatches, {nc} not checkable"
-          + (f" ({detail})" if detail else ""), file=out)
-    return A
+    return print_summary(A, label, out)
 
 
 # -------------------------------------------------------------------------------------------- driver
@@ -2288,13 +2293,7 @@ def audit_path(path, cmd, cwd, whole=False, out=sys.stdout):
         print(f"{label}: summary: 1 claims checked, 1 mismatches, 0 not checkable", file=out)
         return A
     A = audit_report(path, tr, rep, label, whole)
-    for line in A.mismatches:
-        print(line, file=out)
-    nc = sum(A.unchecked.values())
-    detail = ", ".join(f"{k} x{v}" for k, v in sorted(A.unchecked.items()))
-    print(f"{label}: summary: {A.checked} claims checked, {len(A.mismatches)} mismatches, {nc} not checkable"
-          + (f" ({detail})" if detail else ""), file=out)
-    return A
+    return print_summary(A, label, out)
 
 
 def _run_text(cmd, cwd, argv):

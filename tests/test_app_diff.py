@@ -33,7 +33,8 @@ def pair():
     return str(A), str(B)
 
 
-async def _ready(pilot):
+async def diff_ready(pilot):
+    """Wait until the diff screen is up and its text has stopped changing (no worker left)."""
     app = pilot.app
     last = None
     for _ in range(60):
@@ -51,7 +52,7 @@ def test_diff_snapshot(snap_compare, pair, size):
     app = DiffApp(*pair, load_opts={"no_cache": True})
 
     async def steps(pilot):
-        await _ready(pilot)
+        await diff_ready(pilot)
         if size == (160, 48):  # the largest gap of B, lined up with the gap at the same place in A
             await pilot.press("n")
             await pilot.pause()
@@ -104,7 +105,7 @@ def test_diff_keys(pair):
 async def _test_diff_keys(pair):
     app = DiffApp(*pair, load_opts={"no_cache": True})
     async with app.run_test(size=(100, 30)) as pilot:
-        await _ready(pilot)
+        await diff_ready(pilot)
         scr = app.screen
         assert isinstance(scr, DiffScreen) and "step 1/4" in screen_text(app)
         await pilot.press("right_square_bracket")
@@ -214,7 +215,7 @@ def test_trace_strings_are_never_markup(tmp_path):
     async def go():
         app = DiffApp(str(a), str(b), load_opts={"no_cache": True})
         async with app.run_test(size=(160, 40)) as pilot:
-            await _ready(pilot)
+            await diff_ready(pilot)
             await pilot.press("m")
             await pilot.pause()
             return screen_text(app)

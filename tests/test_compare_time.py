@@ -200,7 +200,7 @@ def test_the_diff_header_shows_the_same_verdict():
     import asyncio
 
     from gapscope.tui.app.diffapp import DiffApp
-    from gapscope.tui.app.diffview import DiffScreen
+    from tests.test_app_diff import diff_ready
     from gapscope.tui.app.textdump import screen_text
 
     pair = [str(SAMPLE_TRACES / f"{n}.json.gz") for n in ("hf-attn.prefill_eager", "hf-attn.prefill_sdpa")]
@@ -210,14 +210,7 @@ def test_the_diff_header_shows_the_same_verdict():
     async def go():
         app = DiffApp(*pair, load_opts={"no_cache": True})
         async with app.run_test(size=(80, 24)) as pilot:
-            last = None
-            for _ in range(60):
-                await app.workers.wait_for_complete()
-                await pilot.pause()
-                now = screen_text(app)
-                if isinstance(app.screen, DiffScreen) and now == last and not app.workers:
-                    break
-                last = now
+            await diff_ready(pilot)
             return screen_text(app), app.screen.scene.cmp
 
     txt, c = asyncio.run(go())
