@@ -27,7 +27,7 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED = os.path.join(os.path.dirname(HERE), "shared", "traces")
+SHARED = os.path.realpath(os.path.join(os.path.dirname(HERE), "shared", "traces"))
 BIG = "/tmp/gapscope-bench/big_100M.json"
 PAIRS = [
     ("hf-mixtral.decode_eager", "hf-mixtral.decode_batched"),
