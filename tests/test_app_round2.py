@@ -660,7 +660,7 @@ def test_projection_in_the_header_and_the_gap_detail(monkeypatch, first):
     async def go():
         async with opened(SYNC, size=(180, 48)) as (app, pilot):
             for _ in range(50):  # the projection may come after the analysis
-                if "projection" in vars(app.scene.analysis):
+                if app.scene.analysis.projected:
                     break
                 await pilot.pause(0.1)
             await pilot.pause()

@@ -24,7 +24,7 @@ def test_first_screen_names_the_top_fix_and_its_saving(size):
     async def go():
         async with opened(SYNC, size=size) as (app, pilot):
             for _ in range(50):  # the projection may come after the analysis
-                if "projection" in vars(app.scene.analysis):
+                if app.scene.analysis.projected:
                     break
                 await pilot.pause(0.1)
             await pilot.pause()

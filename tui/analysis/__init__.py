@@ -13,8 +13,8 @@ from __future__ import annotations
 import importlib
 
 _WHERE = {
-    "analyze": "core", "Analysis": "core", "CAUSE_EXPLANATIONS": "core", "Finding": "core", "GapDetail": "core",
-    "GapTable": "core",
+    "analyze": "core", "Analysis": "core", "CAUSE_EXPLANATIONS": "core", "Finding": "types", "GapDetail": "types",
+    "GapTable": "types", "AnalysisWarning": "types", "Evidence": "evidence",
     "KernelStat": "activity", "OpFloorStat": "activity",
     "Verdict": "verdict",
     "BUCKETS": "gaps", "CAUSES": "gaps", "DeviceStats": "gaps",

@@ -13,6 +13,8 @@ import numpy as np
 from ..trace.model import Kind
 from . import causes
 from .gaps import CAUSES
+from .stacks import signature_frame
+from .types import Finding
 from .units import fmt_ns as _fmt
 
 #: cause -> default advice / title template (read from the registry; kept for callers that index by name)
@@ -100,7 +102,7 @@ def round_trip_rows(a, rows: np.ndarray) -> dict[int, str | None]:
     has_copy_back: dict[int, bool] = {}
     for r in cand.tolist():
         th, a0, b0 = int(g.thread[r]), int(g.start_ns[r]), int(g.t_launch_ns[r])
-        idx = a._thread_events(th, a0 - slack, max(b0, a0 + 1))
+        idx = a.evidence.thread_events(th, a0 - slack, max(b0, a0 + 1))
         idx = idx[cpu.sync_mask[idx]]
         if idx.size == 0:
             continue
@@ -111,8 +113,6 @@ def round_trip_rows(a, rows: np.ndarray) -> dict[int, str | None]:
         if not back and not end_of_window:
             continue
         st = a.stacks.stack_at(th, int(m.ts_ns[top]) + max(int(m.dur_ns[top]) // 2, 0))
-        from .stacks import signature_frame
-
         sig = signature_frame(st)
         out[r] = sig.name if sig else None
         has_copy_back[r] = back
@@ -124,8 +124,6 @@ def round_trip_rows(a, rows: np.ndarray) -> dict[int, str | None]:
 def pattern_findings(a) -> list:
     """One finding per op pattern (patterns.py): kernel time per step, evidence, fix and what the fix saves of
     the kernel time (the replay turns that into step time)."""
-    from .core import Finding
-
     out = []
     k = a.call_floors.k
     total = int(a.model.dur_ns[k].sum()) or 1
@@ -170,8 +168,8 @@ def pattern_findings(a) -> list:
 
 
 def build_findings(a) -> list:
-    from .core import Finding
-
+    """Stage 5 of the pipeline (core.py): the findings of an analysis whose gaps are classified, largest idle
+    first, then the pageable copies, the op patterns and the profiler's distortion."""
     g = a.gaps
     cfg = a.config
     window = sum(d.window_ns for d in a.devices) or 1
@@ -299,7 +297,7 @@ def build_findings(a) -> list:
                 ev["kernels_shorter_than_launch"] = ls["kernels_shorter_than_launch"]
             # over all the finding's gaps, not only the detailed examples (hf-llama.decode: the 5 largest of 1226
             # gaps named sdpa first; aten::mul leads over all of them)
-            ops = a._ops_in_counts(g.thread[rs_a], g.start_ns[rs_a], g.t_launch_ns[rs_a])
+            ops = a.evidence.ops_in_counts(g.thread[rs_a], g.start_ns[rs_a], g.t_launch_ns[rs_a])
             ev["issued_ops"] = sorted(ops, key=lambda k: -ops[k])[:8]
             ev["data_dependent_host"] = bool(a.syncs)
             ev["graphed"] = graphed

@@ -164,6 +164,12 @@ class StackIndex:
             i = int(up[i])
         return out
 
+    def open_events(self, thread: int, t: int) -> list[int]:
+        """The events of ``stack_at(thread, t)`` unsorted: the chain of the innermost 'cpu' event, then the
+        Python one's (innermost first; zero-length ancestors included)."""
+        return (self._chain(self._innermost_one("cpu", thread, t), t)
+                + self._chain(self._innermost_one("py", thread, t), t, "py"))
+
     def stack_at(self, thread: int, t: int) -> list[Frame]:
         """Frames containing time t on the thread, outermost first."""
         thread, t = int(thread), int(t)

@@ -272,4 +272,4 @@ class Loader:
         except Exception as exc:  # noqa: BLE001 - the findings stay; only their savings are missing
             if debugging(exc):
                 raise
-            vars(a)["projection"] = None
+            a.drop_projection()

@@ -61,7 +61,7 @@ def torch_version(model) -> str | None:
 def _finding_fix(a, row: int) -> str | None:
     """"finding 3: fix → −184.5 µs per step (−5.0%), un-profiled, calibrated" for the finding that holds gap
     ``row``, in the report's numbering (ranked by saving), once the loader computed the projection."""
-    pj = vars(a).get("projection")
+    pj = a.projection_if_ready
     if pj is None:
         return None
     sv = pj.saving_ns
@@ -75,7 +75,7 @@ def _finding_fix(a, row: int) -> str | None:
 def top_fix(a) -> tuple[str, str] | None:
     """The first finding ranked by projected saving (the report's finding 1), as ("−2.87 ms per step (−77.9%),
     un-profiled", "the step as one CUDA graph replay"), or None before the projection or when nothing is projected."""
-    pj = vars(a).get("projection") if a is not None else None
+    pj = a.projection_if_ready if a is not None else None
     if pj is None:
         return None
     for f in pj.ranked(a.findings):
@@ -131,7 +131,7 @@ def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs, width: i
             t.add(sep).add("biggest cause: ").add(top, "bold " + G.CAUSE_COLOURS.get(top.split(" ")[0], "red"))
         if v is not None and v.graph_text():
             t.add(sep).add(v.graph_text())
-        pj = vars(a).get("projection")  # the loader computes it (app/loading.py); a line of its own where wide
+        pj = a.projection_if_ready  # the loader computes it (app/loading.py); a line of its own where wide
         fix = top_fix(a)
         if fix is not None:  # what to do first, at every width: the saving leads so that a cut line keeps it
             saving, what = fix

@@ -77,7 +77,7 @@ def projection_of(a):
     """The analysis' projection (analysis/replay.py) once the loader computed it (app/loading.py); else None."""
     if a is None or not hasattr(a, "findings"):
         return None
-    return vars(a).get("projection")
+    return a.projection_if_ready
 
 
 def findings_of(sc: Scene | None) -> list:

@@ -13,8 +13,8 @@ def rule(c):
 
 
 def gather(a, x):
-    st = a._alloc_stack(x.thr, x.t0, x.tl) or x.launch_stack
-    return st, {"issued_ops": a._ops_in(x.thr, x.t0, x.tl)}
+    st = a.evidence.alloc_stack(x.thr, x.t0, x.tl) or x.launch_stack
+    return st, {"issued_ops": a.evidence.ops_in(x.thr, x.t0, x.tl)}
 
 
 def explain(a, d, tl):

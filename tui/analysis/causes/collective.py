@@ -14,7 +14,7 @@ def rule(c):
 
 def explain(a, d, tl):
     sig = f" in `{d.signature}`" if d.signature else ""
-    note = getattr(a, "late_rank_note", None)  # several ranks: set by ranks.analyze_ranks
+    note = a.late_rank_note  # several ranks: the job's sentence on the late rank (ranks.job.RankJob)
     return f"GPU compute idle {fmt_ns(d.dur_ns)} during a collective{sig}." + (f" {note}" if note else "")
 
 

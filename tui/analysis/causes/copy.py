@@ -16,7 +16,7 @@ def rule(c):
 
 
 def gather(a, x):
-    stack, info = a._copy_stack(x.dev, x.t0, x.t1)
+    stack, info = a.evidence.copy_stack(x.dev, x.t0, x.t1)
     extra = {"copy": info}
     if info and info.get("issued_ns") is not None and info["issued_ns"] < a.window_start_ns:
         extra["window_edge"] = True

@@ -12,7 +12,7 @@ def rule(c):
 
 
 def gather(a, x):
-    return a.stacks.stack_at(x.thr, x.t0), {"last_activity": a._last_before(x.thr, x.tl)}
+    return a.stacks.stack_at(x.thr, x.t0), {"last_activity": a.evidence.last_before(x.thr, x.tl)}
 
 
 def explain(a, d, tl):

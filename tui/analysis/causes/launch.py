@@ -13,7 +13,7 @@ def rule(c):
 
 
 def gather(a, x):
-    return x.launch_stack, {"issued_ops": a._ops_in(x.thr, x.t0, x.tl)}
+    return x.launch_stack, {"issued_ops": a.evidence.ops_in(x.thr, x.t0, x.tl)}
 
 
 def explain(a, d, tl):

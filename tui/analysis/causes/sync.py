@@ -12,7 +12,7 @@ def rule(c):
 
 
 def gather(a, x):
-    return a.stacks.stack_at(x.thr, a._sync_anchor(x.thr, x.t0, x.tl)), {}
+    return a.stacks.stack_at(x.thr, a.evidence.sync_anchor(x.thr, x.t0, x.tl)), {}
 
 
 def sync_chain(a, stack) -> list[str]:

@@ -1,5 +1,7 @@
-"""Analyse the ranks of one job: each rank on its own, then the cross-rank match put on every ``Analysis``
-(``a.cross_rank``), the waits on the devices and each rank's own collectives, and the cross-rank findings.
+"""Analyse the ranks of one job: the ranks matched first (their windows and collective timelines), then each
+rank's ``Analysis`` built with the job as an input (``RankJob``): the match (``a.cross_rank``), the late-rank
+sentence in its collective gaps' explanations, the match's warnings, the waits on its devices and its own
+collectives, and the cross-rank findings among its findings.
 
 **Findings** (ranked by their effect, at the top of the rank's findings):
 
@@ -21,8 +23,9 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from ...trace.model import Kind, TraceModel
-from ..core import Analysis, Finding, analyze
+from ..core import Analysis, analyze, window_stage
 from ..thresholds import DEFAULT, Thresholds
+from ..types import AnalysisWarning, Finding
 from ..units import fmt_ns
 from .match import match_timelines
 from .records import RankMatch
@@ -112,53 +115,73 @@ def _cross_findings(a: Analysis, res: RankMatch) -> tuple[list[tuple[int, Findin
     return first, last
 
 
-def analyze_ranks(models: list[TraceModel], config: Thresholds | None = None, window: str = "steps") -> list[Analysis]:
-    """Analyse each rank, then match the ranks (``a.cross_rank``: a RankMatch shared by every rank), put each
-    rank's collective wait on its devices (``collective_wait_ns``, ``collective_late_rank``) and its own
-    collectives (``wait_ns``, ``late_rank``), and add the cross-rank findings on top of its findings."""
-    cfg = config or DEFAULT
-    order = sorted(range(len(models)), key=lambda i: (models[i].rank is None, models[i].rank or 0, i))
-    models = [models[i] for i in order]
-    out = [analyze(m, config, window) for m in models]
-    tls = [timeline(m, out[i].window, m.rank if m.rank is not None else i, window) for i, m in enumerate(models)]
-    res = match_timelines(tls, cfg) if len(models) > 1 else empty_match(len(models))
-    for e, a in zip(res.ranks, out):
-        e.idle_pct = round(a.idle_pct, 3) if a.devices else None
-    top = res.late[0] if res.late else None
-    if top and 2 * top.count >= max(top.of, 1):
-        from ..findings import build_findings
+class RankJob:
+    """The ranks of one job, matched (``RankMatch``): what each rank's analysis takes from the others. Built by
+    ``analyze_ranks`` before any rank is analysed and passed to each ``Analysis`` (``job=``)."""
 
-        for a in out:
-            if a.rank != top.rank:
-                # the collective gaps of the other ranks name the late rank and what made it late; the gaps
-                # explained so far (findings' examples) are explained again with it
-                a.late_rank_note = f"Across the ranks, {late_sentence(top)}."
-                a._details.clear()
-                a.findings = build_findings(a)
-    for a in out:
-        a.cross_rank = res if len(out) > 1 else None
-        for w in res.warnings:
-            if w.startswith(f"rank {a.rank}:") or not w.startswith("rank "):
-                a.warnings.append(w)
-        first, last = _cross_findings(a, res)
-        rest = sorted(a.findings, key=lambda f: (-f.idle_ns, f.title))
-        # the late rank's own finding first; then one order by effect: a collective wait's effect is the wait,
-        # another finding's its idle time
-        lead = [f for _, f in first if f.id.startswith("late-rank-")]
-        merged = sorted([(e, 0, f) for e, f in first if f not in lead] + [(f.idle_ns, 1, f) for f in rest],
-                        key=lambda x: (-x[0], x[1]))
-        a.findings = lead + [f for _, _, f in merged] + last
-        _device_wait(a, res)
+    def __init__(self, match: RankMatch, several: bool):
+        self.match = match
+        #: the match every rank's analysis shows (None for a job of one rank)
+        self.cross_rank = match if several else None
+        top = match.late[0] if match.late else None
+        #: the rank that arrived last at half or more of its steady-state collectives, or None
+        self.late = top if top and 2 * top.count >= max(top.of, 1) else None
+
+    def late_note(self, rank) -> str | None:
+        """The sentence on the late rank added to the explanation of another rank's collective gaps."""
+        if self.late is None or rank == self.late.rank:
+            return None
+        return f"Across the ranks, {late_sentence(self.late)}."
+
+    def warnings(self, rank) -> list[AnalysisWarning]:
+        """The match's warnings about this rank, and those about the whole job."""
+        return [AnalysisWarning("ranks", w) for w in self.match.warnings
+                if w.startswith(f"rank {rank}:") or not w.startswith("rank ")]
+
+    def put_device_wait(self, a: Analysis) -> None:
+        """The rank's collective wait (start-up included) on the device that runs its collective kernels."""
+        _device_wait(a, self.match)
+
+    def put_collective_waits(self, rank, collectives: list[dict]) -> None:
+        """Each of the rank's collectives (activity.collective_stats): its wait for the others and the late rank."""
+        res = self.match
         by_name = {(r.name, r.process_group): r for r in res.rows}
         by_label: dict = defaultdict(list)
         for r in res.rows:
             by_label[r.name].append(r)
-        for c in a.collectives:
+        for c in collectives:
             rs = ([by_name[(c["name"], c.get("process_group"))]] if (c["name"], c.get("process_group")) in by_name
                   else by_label.get(c["name"], []))
             if rs:
-                c["wait_ns"] = sum(r.wait_by_rank.get(a.rank, 0) for r in rs)
+                c["wait_ns"] = sum(r.wait_by_rank.get(rank, 0) for r in rs)
                 c["late_rank"] = rs[0].late_rank
+
+    def findings(self, a: Analysis, own: list[Finding]) -> list[Finding]:
+        """The rank's findings with the cross-rank ones: the late rank's own finding first; then one order by
+        effect (a collective wait's effect is the wait, another finding's its idle time); start-up skew last."""
+        first, last = _cross_findings(a, self.match)
+        rest = sorted(own, key=lambda f: (-f.idle_ns, f.title))
+        lead = [f for _, f in first if f.id.startswith("late-rank-")]
+        merged = sorted([(e, 0, f) for e, f in first if f not in lead] + [(f.idle_ns, 1, f) for f in rest],
+                        key=lambda x: (-x[0], x[1]))
+        return lead + [f for _, _, f in merged] + last
+
+
+def analyze_ranks(models: list[TraceModel], config: Thresholds | None = None, window: str = "steps") -> list[Analysis]:
+    """Analyse the ranks of one job, in rank order: their windows and collective timelines matched first
+    (``RankJob``), then each rank analysed with the job as an input (``a.cross_rank``: the RankMatch shared by
+    every rank; each rank's collective wait on its devices, ``collective_wait_ns`` and ``collective_late_rank``,
+    and on its own collectives, ``wait_ns`` and ``late_rank``; the cross-rank findings among its findings)."""
+    cfg = config or DEFAULT
+    order = sorted(range(len(models)), key=lambda i: (models[i].rank is None, models[i].rank or 0, i))
+    models = [models[i] for i in order]
+    windows = [window_stage(m, window) for m in models]
+    tls = [timeline(m, windows[i], m.rank if m.rank is not None else i, window) for i, m in enumerate(models)]
+    res = match_timelines(tls, cfg) if len(models) > 1 else empty_match(len(models))
+    job = RankJob(res, len(models) > 1)
+    out = [analyze(m, config, windows[i], job=job) for i, m in enumerate(models)]
+    for e, a in zip(res.ranks, out):
+        e.idle_pct = round(a.idle_pct, 3) if a.devices else None
     return out
 
 
