@@ -159,7 +159,8 @@ class Evidence:
         return self.stacks.stack_at(int(m.track[L]), int(m.ts_ns[L])), info
 
     def last_before(self, thr: int, t: int) -> str | None:
-        """"`name` (ended 12.0 µs before the launch)": the last event on ``thr`` that ended by ``t``."""
+        """"`name` (ended 12.0 µs before the launch)": of the events on ``thr`` that ended by ``t``, the one that
+        started last (instants left out)."""
         if thr < 0:
             return None
         m = self.model

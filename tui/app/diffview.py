@@ -525,8 +525,13 @@ def diff_pair(scenes: list, current: int):
     ``gapscope diff A B``: from the last tab, A was the last and B the first, before and after swapped."""
     if len(scenes) < 2:
         return None
+    from ..analysis.diagnosis import trace_set_kind
+
     i, j = sorted((current, (current + 1) % len(scenes)))
     a, b = scenes[i], scenes[j]
     if a.multi or b.multi or a.analysis is None or b.analysis is None:
+        return None
+    # the report's rule (diagnosis.trace_set_kind): two traces each with its own rank are ranks, not a pair
+    if trace_set_kind([a.analysis, b.analysis]) != "pair":
         return None
     return a.part, b.part

@@ -263,35 +263,27 @@ def header_warnings(scene: Scene, narrow: bool = False) -> list[str]:
         out.append(scene.rank_error)
     m = scene.model
     a = scene.analysis
-    dist = getattr(a, "distortion", None) if a is not None else None
-    if dist is None and m.gapscope_meta:
-        g = m.gapscope_meta
-        if isinstance(g.get("profiled_us"), (int, float)) and isinstance(g.get("unprofiled_us"), (int, float)) \
-                and g["unprofiled_us"]:
-            dist = {"ratio": g["profiled_us"] / g["unprofiled_us"]}
-    if isinstance(dist, dict) and isinstance(dist.get("ratio"), (int, float)):
-        try:
-            from ..analysis.thresholds import DEFAULT
+    # the diagnosis' verdict (tui/analysis/diagnosis.py): the analysis', or the metadata's by the same rule while
+    # the analysis runs; the figures, not the warning's sentence
+    from ..analysis.diagnosis import model_distortion
 
-            lim = DEFAULT.large_distortion
-        except Exception:
-            lim = 1.3
-        noisy = [w for w in (getattr(a, "warnings", None) or []) if w.startswith("times on this node vary")][:1] \
-            if dist.get("timing_noisy") else []  # the capture's un-profiled times spread widely (tui.analysis.core)
-        if dist["ratio"] < 1.0:
+    dv = model_distortion(m, a)
+    if dv is not None:
+        noisy = dv.noisy  # the capture's un-profiled times spread widely
+        vary = f"vary {noisy.figures['vary']:.1f}x" if noisy is not None else ""
+        if dv.unknown:
             # the profiler only adds time: an un-profiled time longer than the profiled one was not measured under
             # the recording's conditions (a loaded node); no distortion can be read from it (the report says so)
-            vary = f" (times vary {noisy[0].split(';')[0].split()[-1]})" if noisy else ""
-            out.append(f"un-profiled slower than profiled: distortion unknown{vary}")
-        elif narrow and noisy:  # one line at 80 columns: "times on this node vary 1.7x" is its first clause
-            vary = noisy[0].split(";")[0].replace("times on this node ", "")
-            out.append(f"profiler distortion {dist['ratio']:.2f}x uncertain: un-profiled times {vary}")
+            out.append(f"un-profiled slower than profiled: distortion unknown" + (f" (times {vary})" if noisy else ""))
+        elif narrow and noisy is not None:  # one line at 80 columns
+            out.append(f"profiler distortion {dv.ratio:.2f}x uncertain: un-profiled times {vary}")
         else:
-            if dist["ratio"] > lim:
-                out.append(f"profiler distortion {dist['ratio']:.2f}x: CPU-side causes look bigger" if narrow else
-                           f"capture distortion {dist['ratio']:.2f}x (profiled / unprofiled time): "
+            if dv.large:
+                out.append(f"profiler distortion {dv.ratio:.2f}x: CPU-side causes look bigger" if narrow else
+                           f"capture distortion {dv.ratio:.2f}x (profiled / unprofiled time): "
                            "CPU-side causes look bigger than they are")
-            out += noisy
+            if noisy is not None:
+                out.append(noisy.text)
     # what the loader found odd (cut off, repaired, skipped): the first, and how many more `gapscope info` lists
     loaded = [w for part in (getattr(scene, "parts", None) or [scene]) for w in (part.model.warnings or [])]
     if loaded:

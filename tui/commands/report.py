@@ -32,17 +32,14 @@ def add_parser(sub) -> None:
 
 
 def analyses_for(paths, args) -> list:
-    """The analyses of the traces named: one job's ranks together (``analyze_ranks``), any others one each."""
-    from ..analysis import analyze
-    from ..analysis.ranks import analyze_ranks, same_job
+    """The analyses of the traces named: one job's ranks together, any others one each (diagnosis.analyse)."""
+    from ..analysis.diagnosis import analyse
     from ..trace.multi import load_many
 
     models = load_many(paths, no_cache=bool(getattr(args, "no_cache", False)), max_size=getattr(args, "max_size", None))
     # window: "steps" (the measured gapscope.step#k ranges, the default) or "all" (a --whole-trace flag)
     window = "all" if getattr(args, "whole_trace", False) else "steps"
-    if len(models) > 1 and same_job(models):
-        return analyze_ranks(models, window=window)
-    return [analyze(m, window=window) for m in models]
+    return analyse(models, window=window)
 
 
 def report_top(args) -> int:
@@ -62,10 +59,11 @@ def run(args) -> int:
         sys.stdout.write(schema_text())
         return 0
     top = report_top(args)
-    analyses = analyses_for(args.traces, args)
+    from ..analysis.diagnosis import diagnose
     from ..report import render_markdown, to_json_text
 
-    text = to_json_text(analyses, top=top) if args.json else render_markdown(analyses, top)
+    diagnosis = diagnose(analyses_for(args.traces, args))
+    text = to_json_text(diagnosis, top=top) if args.json else render_markdown(diagnosis, top)
     out = getattr(args, "output", None)
     if out:
         from ..fsutil import atomic_write_text

@@ -17,6 +17,7 @@ def schema_text() -> str:
 
 
 def to_json_text(analyses, top: int = 50) -> str:
+    """``build_json`` as indented text (analyses, or their diagnosis)."""
     import orjson
 
     return orjson.dumps(build_json(analyses, top=top), option=orjson.OPT_INDENT_2).decode() + "\n"
@@ -25,9 +26,12 @@ def to_json_text(analyses, top: int = 50) -> str:
 def write_reports(analyses, folder, stem: str, top: int = 10) -> list[str]:
     """Write ``stem.md`` and ``stem.json`` into ``folder`` without overwriting anything: the first of
     stem, stem-1, stem-2, ... for which neither file exists. Returns the two paths."""
+    from ..analysis.diagnosis import diagnose
+
     folder = os.fspath(folder)
-    md = render_markdown(analyses, top=top)
-    js = to_json_text(analyses, top=max(top, 50))
+    diagnosis = diagnose(analyses)  # one diagnosis (and comparison) for both files
+    md = render_markdown(diagnosis, top=top)
+    js = to_json_text(diagnosis, top=max(top, 50))
     for k in range(10_000):
         s = stem if k == 0 else f"{stem}-{k}"
         pm, pj = os.path.join(folder, s + ".md"), os.path.join(folder, s + ".json")

@@ -15,8 +15,8 @@ rank's offset, checked against the collectives' end times) and ``warnings`` (ran
 ``collectives[]`` then also carry ``process_group``, ``late_counts`` and per rank waits, times and offsets.
 
 Every ``traces[]`` entry carries its own ``causes`` (count and idle per cause); the top-level ``causes`` add
-up every trace of the report. Two traces that are not the ranks of one job are a before/after pair: the
-report adds ``comparison`` (``comparison_entry``, from tui/analysis/compare.py), every number per step.
+up every trace of the report. Two traces that are not the ranks of one job are a before/after pair (the
+diagnosis' kind ``pair``, tui/analysis/diagnosis.py): the report adds ``comparison`` (``comparison_entry``, from tui/analysis/compare.py), every number per step.
 """
 
 from __future__ import annotations
@@ -129,14 +129,6 @@ def gap_entries(a, top: int, ti: int | None = None) -> list[dict]:
             e["trace"] = ti
         out.append(e)
     return out
-
-
-def is_pair(analyses) -> bool:
-    """Two traces to compare (before, after): not the ranks of one job (those get a ranks section)."""
-    if len(analyses) != 2:
-        return False
-    ranks = [a.rank for a in analyses]
-    return not (all(r is not None for r in ranks) and len(set(ranks)) == 2)
 
 
 def comparison_entry(cmp, top: int = 50, gm=None, b=None) -> dict:
@@ -286,8 +278,11 @@ def frame_entry(a, f) -> dict | None:
 
 
 def build_json(analyses, top: int = 50) -> dict:
-    if not isinstance(analyses, (list, tuple)):
-        analyses = [analyses]
+    """The JSON report of a trace set: its analyses, or their diagnosis (analysis/diagnosis.py)."""
+    from ..analysis.diagnosis import diagnose
+
+    diagnosis = diagnose(analyses)
+    analyses = diagnosis.analyses
     multi = len(analyses) > 1
     doc = {"schema": SCHEMA, "traces": [], "devices": [], "gaps": [], "causes": {c: {"count": 0, "total_us": 0.0}
                                                                                   for c in CAUSES},
@@ -380,12 +375,8 @@ def build_json(analyses, top: int = 50) -> dict:
         doc["gaps"] = doc["gaps"][:top]
         # by effect; on a tie (the late rank's finding and the wait it caused) the late rank first
         doc["findings"].sort(key=lambda e: (-_effect_us(e), "late-rank-" not in e["id"]))
-    if is_pair(analyses):
-        from ..analysis.compare import compare, match_gaps
-
-        a, b = analyses
-        cmp = compare(a, b)
-        doc["comparison"] = comparison_entry(cmp, top=top, gm=match_gaps(a, b, cmp), b=b)
+    if diagnosis.is_pair:
+        doc["comparison"] = comparison_entry(diagnosis.comparison, top=top, gm=diagnosis.gap_match, b=analyses[1])
     rm = analyses[0].cross_rank
     if rm is not None:
         doc["collectives"] = [r.to_json() for r in rm.rows]

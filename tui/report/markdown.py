@@ -10,6 +10,7 @@ escaping and labels all of them use are in markdown_text.py.
 
 from __future__ import annotations
 
+from ..analysis.diagnosis import diagnose
 from .markdown_compare import _num, _pct, _signed, _span, _steps_text, before_after, compare, overview
 from .markdown_ranks import ranks_headline, ranks_table
 from .markdown_single import (_COLL_RE, _coll_label, _fence, _sections, _stack_lines, _wait_text, by_saving, headline,
@@ -30,18 +31,17 @@ MAX_SIDE_BY_SIDE = 3
 
 
 def render_markdown(analyses, top: int = 10) -> str:
-    if not isinstance(analyses, (list, tuple)):
-        analyses = [analyses]
-    ranks = [a.rank for a in analyses]
-    if len(analyses) > 1 and all(r is not None for r in ranks) and len(set(ranks)) == len(ranks):
+    """The report of a trace set: its analyses, or their diagnosis (analysis/diagnosis.py), which decides the
+    kind of set; ``many`` is side by side up to ``MAX_SIDE_BY_SIDE`` traces, one row each beyond."""
+    d = diagnose(analyses)
+    analyses = d.analyses
+    if d.kind == "ranks":
         L = ["# gapscope report: " + esc(f"{len(analyses)} ranks"), ""]
         L += ranks_table(analyses) + _sections(analyses, top)
-    elif len(analyses) > MAX_SIDE_BY_SIDE:
-        L = overview(analyses, top)
-    elif len(analyses) == 2:
-        L = before_after(analyses, top)
-    elif len(analyses) > 1:
-        L = compare(analyses, top)
+    elif d.kind == "pair":
+        L = before_after(d, top)
+    elif d.kind == "many":
+        L = overview(analyses, top) if len(analyses) > MAX_SIDE_BY_SIDE else compare(analyses, top)
     else:
         L = single(analyses[0], top)
     return _CTRL.sub(_ctrl_esc, "\n".join(L).rstrip() + "\n")

@@ -70,14 +70,16 @@ def _steps_text(s) -> str:
     return f"{s.steps} step{'s' if s.steps != 1 else ''} ({rng})"
 
 
-def before_after(analyses, top: int) -> list[str]:
-    """Two traces: A (before) against B (after), every number per step (tui/analysis/compare.py), biggest
-    change first; then each trace's own report."""
-    from ..analysis.compare import compare as compare_steps, match_gaps
+def before_after(diagnosis, top: int) -> list[str]:
+    """Two traces: A (before) against B (after), every number per step (the diagnosis' comparison,
+    tui/analysis/compare.py), biggest change first; then each trace's own report."""
+    from ..analysis.diagnosis import diagnose
 
+    d = diagnose(diagnosis)
+    analyses = d.analyses
     a, b = analyses
-    c = compare_steps(a, b)
-    gm = match_gaps(a, b, c)
+    c = d.comparison
+    gm = d.gap_match
     us = lambda x: t(int(round(x * 1e3)))  # noqa: E731 - µs float -> text
     L = ["# gapscope report: " + esc(" vs ".join(_label(x) for x in analyses)), ""]
     L.append(f"- **A** (before): {code(os.path.basename(a.model.path), False)}, {esc(_steps_text(c.a))}.")

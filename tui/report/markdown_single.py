@@ -10,6 +10,7 @@ import re
 
 from ..analysis import CAUSES
 from ..analysis.activity import achieved_text
+from ..analysis.diagnosis import trace_diagnosis
 from ..analysis.names import display_frame
 from ..analysis.units import fmt_ns as t
 from .markdown_text import _biggest_cause, _bytes, _label, code, esc, inline
@@ -138,21 +139,21 @@ def headline(a) -> list[str]:
     pl = projection_line(a)
     if pl:
         out.append(pl)
-    if a.distortion:
-        dd = a.distortion
-        warn = " — CPU-side gaps are inflated by the profiler" if dd["ratio"] > a.config.large_distortion else ""
+    dv = trace_diagnosis(a).distortion
+    if dv is not None:
+        warn = " — CPU-side gaps are inflated by the profiler" if dv.large else ""
         spread = ""
-        if isinstance(dd.get("ratio_low"), (int, float)) and isinstance(dd.get("ratio_high"), (int, float)):
-            spread = (f"; {dd['ratio_low']:.2f}x–{dd['ratio_high']:.2f}x against the p75–p25 of "
-                      f"{dd.get('unprofiled_n') or '?'} un-profiled runs")
-        if dd["ratio"] < 1.0:
+        if dv.ratio_low is not None and dv.ratio_high is not None:
+            spread = (f"; {dv.ratio_low:.2f}x–{dv.ratio_high:.2f}x against the p75–p25 of "
+                      f"{dv.unprofiled_n or '?'} un-profiled runs")
+        if dv.unknown:
             # the profiler only adds time: this un-profiled time was not measured under the recording's conditions
-            out.append(f"- Profiler distortion: unknown: the un-profiled median ({dd['unprofiled_us']:.0f} µs) is "
-                       f"longer than the profiled run ({dd['profiled_us']:.0f} µs), which the profiler cannot cause; "
+            out.append(f"- Profiler distortion: unknown: the un-profiled median ({dv.unprofiled_us:.0f} µs) is "
+                       f"longer than the profiled run ({dv.profiled_us:.0f} µs), which the profiler cannot cause; "
                        f"the un-profiled timing was disturbed (a loaded node){spread}.")
         else:
-            out.append(f"- Profiler distortion: the profiled step took {dd['ratio']:.2f}x its un-profiled time "
-                       f"({dd['profiled_us']:.0f} µs vs {dd['unprofiled_us']:.0f} µs median{spread}){warn}.")
+            out.append(f"- Profiler distortion: the profiled step took {dv.ratio:.2f}x its un-profiled time "
+                       f"({dv.profiled_us:.0f} µs vs {dv.unprofiled_us:.0f} µs median{spread}){warn}.")
     return out
 
 
@@ -233,8 +234,8 @@ def single(a, top: int, title: bool = True) -> list[str]:
         L.append(f"# gapscope report: {esc(_label(a))}")
         L.append("")
     L += headline(a)
-    for w in [w for w in a.warnings if not (a.distortion and w.startswith("the profiler slowed"))][:5]:
-        L.append(f"- ⚠ {esc(w)}")
+    for w in trace_diagnosis(a).listed_warnings[:5]:
+        L.append(f"- ⚠ {esc(w.text)}")
     L.append("")
     if a.findings:
         L.append("## Findings")
