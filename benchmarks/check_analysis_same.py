@@ -10,8 +10,8 @@ exists) it writes into OUT_DIR:
   NAME.details     repr() of ``a.gap_detail(i)`` for the first 200 gaps, from a fresh ``analyze(model)`` (so the
                    details come from ``gap_detail`` alone, not from the findings having computed them)
 
-plus ``ranks-*.md`` / ``.json`` for the rank pairs in traces/ (``analyze_ranks``, which rebuilds the findings with
-the late-rank note). ``--repo DIR`` imports ``tui`` from another checkout (e.g. a pristine
+plus ``ranks-*.md`` / ``.json`` for the rank pairs in traces/ (``analyze_ranks``, whose job gives each rank the
+late-rank note as it is analysed). ``--repo DIR`` imports ``tui`` from another checkout (e.g. a pristine
 ``git archive HEAD | tar -x -C /tmp/analysis-before``), so a before / after is:
 
     python benchmarks/check_analysis_same.py /tmp/same-before --repo /tmp/analysis-before

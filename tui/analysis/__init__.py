@@ -3,6 +3,7 @@
     from gapscope.tui.analysis import analyze
     a = analyze(model)                 # window="steps" (default) or "all"
     a.window_note, a.devices, a.gaps, a.gap_detail(0), a.findings, a.kernels
+    d = diagnose([a, b])               # the trace set's kind, warnings, verdicts, comparison (what reports render)
 
 The names below are imported on first use (PEP 562), so that ``tui.analysis.thresholds`` or ``units`` can be
 imported on their own without the whole layer (the explorer reads a threshold for its first frame).
@@ -22,6 +23,7 @@ _WHERE = {
     "Thresholds": "thresholds",
     "AnalysisWindow": "window",
     "analyze_ranks": "ranks", "match_collectives": "ranks", "summarise": "ranks",
+    "diagnose": "diagnosis", "Diagnosis": "diagnosis",
 }
 
 __all__ = list(_WHERE)

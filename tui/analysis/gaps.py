@@ -44,7 +44,7 @@ class DeviceStats:
     kernel_count: int = 0
     #: stream -> {"busy_ns", "idle_ns", "gaps", "largest_gap_ns", "kernels"} within the device window
     stream_gaps: dict[int, dict] = field(default_factory=dict)
-    #: time in collective kernels spent waiting for the last rank (filled by analyze_ranks; 0 otherwise)
+    #: time in collective kernels spent waiting for the last rank (from the ranks' job, ranks.job.RankJob; 0 otherwise)
     collective_wait_ns: int = 0
     collective_late_rank: int | None = None
 

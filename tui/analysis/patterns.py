@@ -40,12 +40,13 @@ dispatch, whatever its kernel time).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..trace.model import TrackKind
 from .floors import CONV_OPS, MATMUL_OPS, peaks_for
+from .types import Pattern
 
 ATTN_MAX_HEAD_DIM = 256
 HALF = ("c10::BFloat16", "c10::Half")
@@ -53,29 +54,6 @@ SOFTMAX_OPS = {"aten::softmax", "aten::_softmax", "aten::_safe_softmax", "aten::
 COPY_OPS = {"aten::copy_", "aten::to", "aten::_to_copy", "aten::contiguous", "aten::clone"}
 SHORT_TYPE = {"c10::BFloat16": "bf16", "c10::Half": "fp16", "float": "fp32", "double": "fp64", "long int": "int64",
               "int": "int32", "bool": "bool"}
-
-
-@dataclass
-class Pattern:
-    kind: str  # "eager-attention" | "fp32-matmul" | "unaligned-matmul" | "copies" | "optimizer" | "tiny-kernel-loop"
-    title: str
-    fix: str  # the advice
-    estimate: str  # how the saving is estimated
-    kernel_ns: int  # kernel time of the pattern's calls in the window
-    after_ns: int  # what the fix leaves of it (estimated)
-    calls: int
-    ops: list = field(default_factory=list)  # [{op, shapes, dtypes, calls, kernel_us}] largest first
-    kernels: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # kernel event indices
-    kernel_after_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # their durations after
-    rows: list = field(default_factory=list)  # the calls (rows of the gathered table) it claims
-    host_removed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # CPU ops the fix removes
-    evidence: dict = field(default_factory=dict)  # the pattern's own evidence keys (tiny-kernel-loop)
-    mask: dict | None = None  # eager-attention: the additive mask's builder frames (mask_builder)
-    fixes: list | None = None  # fp32-matmul without TF32: [{fix, after_ns, estimate, recommended}], best first
-
-    @property
-    def saving_ns(self) -> int:
-        return max(self.kernel_ns - self.after_ns, 0)
 
 
 @dataclass

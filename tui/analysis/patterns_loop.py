@@ -26,7 +26,7 @@ from collections import Counter
 import numpy as np
 
 from ..trace.model import Kind
-from .patterns import Pattern
+from .types import Pattern
 from .replay_model import inside
 
 

@@ -101,3 +101,28 @@ class AnalysisWarning:
     kind: str
     text: str
     figures: dict = field(default_factory=dict)
+
+
+@dataclass
+class Pattern:
+    """An op pattern that makes kernels slow (patterns.py, patterns_loop.py): what it is, its fix, its kernel time
+    and what the fix leaves of it."""
+    kind: str  # "eager-attention" | "fp32-matmul" | "unaligned-matmul" | "copies" | "optimizer" | "tiny-kernel-loop"
+    title: str
+    fix: str  # the advice
+    estimate: str  # how the saving is estimated
+    kernel_ns: int  # kernel time of the pattern's calls in the window
+    after_ns: int  # what the fix leaves of it (estimated)
+    calls: int
+    ops: list = field(default_factory=list)  # [{op, shapes, dtypes, calls, kernel_us}] largest first
+    kernels: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # kernel event indices
+    kernel_after_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # their durations after
+    rows: list = field(default_factory=list)  # the calls (rows of the gathered table) it claims
+    host_removed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # CPU ops the fix removes
+    evidence: dict = field(default_factory=dict)  # the pattern's own evidence keys (tiny-kernel-loop)
+    mask: dict | None = None  # eager-attention: the additive mask's builder frames (mask_builder)
+    fixes: list | None = None  # fp32-matmul without TF32: [{fix, after_ns, estimate, recommended}], best first
+
+    @property
+    def saving_ns(self) -> int:
+        return max(self.kernel_ns - self.after_ns, 0)

@@ -42,7 +42,7 @@ _WORK = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
 
 
 
-def _inside(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
+def in_intervals(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
     """t inside one of the disjoint sorted intervals [s, e)."""
     if s.size == 0:
         return np.zeros(np.shape(t), bool)
@@ -117,7 +117,7 @@ class AnalysisWindow:
         idx = np.asarray(idx, np.int64)
         if not self.clipped:
             return np.ones(idx.shape, bool)
-        return _inside(self.cpu_start, self.cpu_end, model.ts_ns[idx])
+        return in_intervals(self.cpu_start, self.cpu_end, model.ts_ns[idx])
 
     def gpu_in(self, model: TraceModel, idx: np.ndarray) -> np.ndarray:
         """Mask over ``idx`` (GPU events): the event overlaps its device's window (all True when not clipped)."""
@@ -178,7 +178,7 @@ def compute_window(model: TraceModel, mode: str = "steps") -> AnalysisWindow:
     op = model.op[work]
     anchor = np.where(L >= 0, model.ts_ns[np.where(L >= 0, L, 0)],
                       np.where(op >= 0, model.ts_ns[np.where(op >= 0, op, 0)], -1))
-    in_step = (anchor >= 0) & _inside(cs, ce, anchor)
+    in_step = (anchor >= 0) & in_intervals(cs, ce, anchor)
     loose = anchor < 0
     if loose.any():  # no launch, no op: the GPU op's own start against the GPU-side step ranges
         gsteps = step_ranges(model, Kind.GPU_ANNOTATION)
@@ -187,7 +187,7 @@ def compute_window(model: TraceModel, mode: str = "steps") -> AnalysisWindow:
             sel = loose & (dev == d)
             g = gsteps[gdev == d]
             s, e = (union(model.ts_ns[g], model.ts_ns[g] + model.dur_ns[g]) if g.size else (cs, ce))
-            in_step[sel] = _inside(s, e, ts[sel])
+            in_step[sel] = in_intervals(s, e, ts[sel])
     device = extent(in_step)
     if not device:  # step ranges but no GPU work linked to them: keep the whole trace
         return AnalysisWindow("all", dict(full), full, names, trace_span=span)

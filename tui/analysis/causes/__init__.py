@@ -5,7 +5,9 @@ rule that holds wins), what it gathers for one gap's detail (the stack to show, 
 that explains one gap, the finding title, the advice (fitted to the finding's evidence), and its letter and
 colour in the explorer. The gap classifier (``gaps.classify``), the gap details and explanations
 (``core.Analysis``), the findings, the report and the explorer all read the registry; nothing else names a
-cause's rule or text. Adding a cause is one new module in this package (found by ``pkgutil``) plus its tests.
+cause's rule or text. Adding a cause is one new module in this package (found by ``pkgutil``) plus its tests:
+its rule reads the classifier's columns (``gaps.RuleContext``), its ``gather`` the trace through the analysis'
+public evidence API (``a.evidence``: evidence.py; ``a.holder``), its texts the ``GapDetail`` (types.py).
 
 ``CAUSES`` is a live, ordered view of the cause names (index = the ``cause`` code stored per gap).
 ``register(cause)`` adds a cause for the duration of a ``with`` block (tests, plug-ins).
@@ -40,7 +42,8 @@ class Cause:
     suggestion: str
     #: ctx (see gaps.RuleContext) -> bool mask over the gaps: the rule
     rule: Callable[[Any], np.ndarray]
-    #: (analysis, gap context) -> (stack frames, extra evidence dict); None: the stack at the gap start
+    #: (analysis, types.GapContext) -> (stack frames, extra evidence dict); None: the stack at the gap start. It
+    #: asks the trace through ``analysis.evidence`` (evidence.py) and ``analysis.holder``, never private names
     gather: Callable | None = None
     #: (analysis, GapDetail, t_launch) -> one explanation sentence
     explain: Callable | None = None

@@ -242,12 +242,12 @@ def _cpu_timeline(model, window, flags, rk, dflt, steps_only: bool = True) -> Ti
         ops = ops[window.cpu_in(model, ops)]
     elif steps_only and ops.size:
         from ..intervals import union
-        from ..window import _inside, step_ranges
+        from ..window import in_intervals, step_ranges
 
         st = step_ranges(model)
         if st.size:
             cs, ce = union(model.ts_ns[st], model.ts_ns[st] + model.dur_ns[st])
-            ops = ops[_inside(cs, ce, model.ts_ns[ops])]
+            ops = ops[in_intervals(cs, ce, model.ts_ns[ops])]
     empty = np.zeros(0, np.int64)
     if ops.size == 0:
         return Timeline(rk, base_ns(model), "cpu", [], [], [], empty, empty, empty, empty, empty,
