@@ -634,4 +634,6 @@ class Analysis:
 def analyze(model: TraceModel, config: Thresholds | None = None, window: str = "steps") -> Analysis:
     """Analyse one trace. ``window="steps"`` (default) restricts every number to the GPU work of the
     measured ``gapscope.step#k`` ranges when the trace has them; ``window="all"`` keeps the whole trace."""
+    if model.partial:  # a preview of a trace still being read (tui/trace/progressive.py): no numbers from it
+        raise ValueError("a partial model (the preview of a trace being read) is never analysed")
     return Analysis(model, config, window)

@@ -11,9 +11,9 @@ from textual import on
 from textual.app import App
 
 from . import glyphs as G
-from .loading import (LOAD_OPTS, AnalysisFailed, AnalysisReady, Loader, LoadFailed, Progress, ProjectionReady,
-                      SceneLoaded,
-                      debugging, failure)
+from . import progress as progressive
+from .loading import (LOAD_OPTS, AnalysisFailed, AnalysisReady, Loader, LoadFailed, PreviewLoaded, Progress,
+                      ProjectionReady, ReadProgress, SceneLoaded, debugging, failure)
 from .main import MainScreen
 from .safe import ascii_safe, safe
 from .scene import Scene
@@ -135,7 +135,17 @@ class GapscopeApp(App):
 
     @on(SceneLoaded)
     def _scene_loaded(self, ev: SceneLoaded) -> None:
+        if progressive.is_preview(self):
+            return progressive.replace_preview(self, ev.scene)
         self._add_scene(ev.scene)
+
+    @on(PreviewLoaded)
+    def _preview_loaded(self, ev: PreviewLoaded) -> None:
+        progressive.show_preview(self, ev.scene)
+
+    @on(ReadProgress)
+    def _read_progress(self, ev: ReadProgress) -> None:
+        progressive.progress(self, ev.progress)
 
     def _add_scene(self, scene: Scene) -> None:
         self.scenes.append(scene)
@@ -155,6 +165,7 @@ class GapscopeApp(App):
 
     @on(AnalysisFailed)
     def _analysis_failed(self, ev: AnalysisFailed) -> None:
+        progressive.analysis_in(self)
         sc = ev.scene
         sc.parts[ev.part].analysis_error = ev.text
         self._freeze_heap(sc)
@@ -172,6 +183,7 @@ class GapscopeApp(App):
     def _analysis_ready(self, ev: AnalysisReady) -> None:
         """One part's analysis, or (``items``) every rank's of a multi-rank tab at once (analyze_ranks)."""
         sc = ev.scene
+        progressive.analysis_in(self)
         try:
             self._install_analysis(sc, ev)
         except Exception as exc:  # noqa: BLE001 - keep the lanes; say what went wrong in one line

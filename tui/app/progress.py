@@ -1,0 +1,135 @@
+"""The progressive first screen of a big trace: the preview's lanes (tui/trace/progressive.py) while the trace is
+read, a bar under the header with the bytes and events read so far, then the full scene in the preview's place.
+
+The preview is a Scene over a partial model (``TraceModel.partial``): lanes and keys only. It has no analysis, the
+export key is off on it, and ``analyze`` refuses its model, so nothing counted (gaps, findings, report, export)
+ever comes from it. The full model comes from the one load path, as without a preview.
+"""
+
+from __future__ import annotations
+
+import os
+
+from rich.text import Text
+from textual.widgets import Static
+
+from ..trace.progressive import LoadProgress
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:,.0f} MB" if n >= 10e6 else f"{n / 1e6:.1f} MB"
+
+
+def _count(n: int) -> str:
+    return f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n:,}"
+
+
+def bar_text(p: LoadProgress | None, name: str, width: int, ascii: bool = False, phase: str | None = None) -> str:
+    """The bar's line: what is being done, a bar of ``done``/``total``, bytes and events. A pure function of its
+    arguments (tests)."""
+    if phase == "analysing" or (p is None and phase is None):
+        return f"finding gaps in {name} ... (the gap list and findings come when they are in)"
+    if p is not None and p.phase == "building":
+        return f"building the model of {name}: sorting and linking {_count(p.events)} events ..."
+    done, total, events = (p.done, p.total, p.events) if p is not None else (0, 0, 0)
+    frac = done / total if total > 0 else 0.0
+    tail = f" {_mb(done)} of {_mb(total)}, {_count(events)} events  (Esc cancels)"
+    head = f"loading {name} "
+    cells = max(10, min(40, width - len(head) - len(tail) - 2))
+    full = int(round(frac * cells))
+    on, off = ("#", "-") if ascii else ("━", "─")
+    return head + on * full + off * (cells - full) + tail
+
+
+class LoadBar(Static):
+    """One line under the header while a trace with a preview is read and analysed."""
+
+    DEFAULT_CSS = """
+    LoadBar { height: 1; background: $panel; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
+    """
+
+    def __init__(self, name: str, ascii: bool = False) -> None:
+        super().__init__(id="loadbar", markup=False)
+        self.trace_name = name
+        self.ascii = ascii
+        self.last: LoadProgress | None = None
+        self.phase: str | None = "reading"
+
+    def on_mount(self) -> None:
+        self.show()
+
+    def set_progress(self, p: LoadProgress) -> None:
+        self.last = p
+        self.show()
+
+    def analysing(self) -> None:
+        self.phase = "analysing"
+        self.show()
+
+    def show(self) -> None:
+        width = self.size.width or (self.app.size.width if self.app is not None else 80)
+        phase = self.phase if self.phase == "analysing" else None
+        t = bar_text(self.last, self.trace_name, width, self.ascii, phase)
+        self.update(Text(t, no_wrap=True), layout=False)
+
+
+# ====================================================================== the app's side (hooks in app.py)
+def bar(app) -> LoadBar | None:
+    main = getattr(app, "main", None)
+    if main is None or not main.is_mounted:
+        return None
+    q = main.query(LoadBar)
+    return q.first() if q else None
+
+
+def show_preview(app, scene) -> None:
+    """The preview's scene is the first one: drawn as a trace's first frame is; Esc still cancels the load."""
+    if app.scenes or app.error is not None:
+        return
+    loading = app.loading
+    app._add_scene(scene)
+    app.loading = loading or "loading"
+    if bar(app) is None:
+        app.main.mount(LoadBar(os.path.basename(scene.path), app.glyphs.ascii), after="#header")
+
+
+def progress(app, p: LoadProgress) -> None:
+    b = bar(app)
+    if b is not None:
+        b.set_progress(p)
+
+
+def is_preview(app) -> bool:
+    return bool(app.scenes) and any(pt.model.partial for pt in app.scenes[0].parts)
+
+
+def replace_preview(app, scene) -> None:
+    """The full scene takes the preview's place. Where the person moved (pan, zoom, lane), the view and lane
+    cursor stay; else it opens as any trace does (the whole window, then the largest gap once analysed)."""
+    from .view import View
+
+    old = app.scenes[0]
+    v, fresh = old.view, View(old.view.lo, old.view.hi)
+    if (v.t0, v.t1, v.cursor) != (fresh.t0, fresh.t1, fresh.cursor) or old.lane_cursor != 0:
+        scene.view.t0, scene.view.t1, scene.view.cursor = v.t0, v.t1, v.cursor
+        scene.lane_cursor = min(old.lane_cursor, max(len(scene.rows()) - 1, 0))
+        app.user_picked = True
+    app.scenes[0] = scene
+    app.loading = None
+    app._freeze_heap(scene)
+    app.main.show_scene(0)
+    app.lanes.sync_rows()
+    app.call_after_refresh(app._first_frame_drawn)
+    b = bar(app)
+    if b is not None:
+        if app.run_analysis:
+            b.analysing()
+        else:
+            b.remove()
+
+
+def analysis_in(app) -> None:
+    """The analysis (or its failure) is in: the bar goes."""
+    b = bar(app)
+    if b is not None:
+        b.remove()
