@@ -187,7 +187,7 @@ def test_progress_text():
     assert bar_text(None, "b", 80, phase="analysing").startswith("finding gaps in b")
 
 
-def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, small):
+def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, monkeypatch, small):
     """Under run_test: the preview's lanes with the bar under the header (export off, no gap list), then the
     full model (equal to a plain load's) with its gaps, the bar gone."""
     from gapscope.tui.app import progress as ui
@@ -197,7 +197,7 @@ def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, small):
     p = tmp_path / "t.json"
     p.write_bytes(json.dumps(kineto_order(steps=60)).encode())
     seen = {}
-    orig = ui.replace_preview
+    orig = GapscopeApp.replace_preview
 
     def spy(app, scene):
         # the moment the full scene arrives, the preview is on screen
@@ -210,21 +210,16 @@ def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, small):
         orig(app, scene)
 
     async def go():
-        import gapscope.tui.app.app as app_mod
+        app = GapscopeApp([str(p)], load_opts={"no_cache": True})
+        async with app.run_test(size=(120, 40)) as pilot:
+            for _ in range(200):
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+                if app.scene is not None and app.scene.any_analysis and ui.bar(app) is None:
+                    break
+            return app, screen_text(app)
 
-        app_mod.progressive.replace_preview = spy
-        try:
-            app = GapscopeApp([str(p)], load_opts={"no_cache": True})
-            async with app.run_test(size=(120, 40)) as pilot:
-                for _ in range(200):
-                    await app.workers.wait_for_complete()
-                    await pilot.pause()
-                    if app.scene is not None and app.scene.any_analysis and ui.bar(app) is None:
-                        break
-                return app, screen_text(app)
-        finally:
-            app_mod.progressive.replace_preview = orig
-
+    monkeypatch.setattr(GapscopeApp, "replace_preview", spy)
     app, final = asyncio.run(go())
     assert seen["partial"] is True and seen["bar"] is True
     assert seen["export"] is None and seen["gaps"] == 0
@@ -234,3 +229,55 @@ def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, small):
     assert not sc.model.partial and sc.any_analysis and sc.order.size > 0
     assert "reading the trace" not in final and "loading t.json" not in final
     same_model(sc.model, read.load_uncached(str(p)))
+
+
+def test_keys_work_on_the_preview_and_the_full_scene_keeps_the_view(tmp_path, monkeypatch, small):
+    """Zoom and pan on the preview while the trace is read (the load held until the keys are in): the full scene
+    opens where the person was, not on the whole window."""
+    import threading
+
+    from gapscope.tui.app.app import GapscopeApp
+    from gapscope.tui.app.loading import Loader
+
+    p = tmp_path / "t.json"
+    p.write_bytes(json.dumps(kineto_order(steps=60)).encode())
+    gate = threading.Event()
+    orig_show = Loader.show_preview
+
+    def show(self, path):
+        orig_show(self, path)
+        gate.wait(60)  # the reader parses once the keys were pressed
+
+    monkeypatch.setattr(Loader, "show_preview", show)
+    seen = {}
+    orig = GapscopeApp.replace_preview
+
+    def spy(app, scene):
+        orig(app, scene)
+        seen["after"] = (app.scene.view.t0, app.scene.view.t1, app.scene.model.partial)
+
+    monkeypatch.setattr(GapscopeApp, "replace_preview", spy)
+
+    async def go():
+        app = GapscopeApp([str(p)], load_opts={"no_cache": True}, analyze=False)
+        async with app.run_test(size=(120, 40)) as pilot:
+            for _ in range(400):
+                await pilot.pause()
+                if app.scene is not None:
+                    break
+            assert app.scene.model.partial
+            v = app.scene.view
+            whole = (v.t0, v.t1)
+            for k in ("w", "w", "d"):
+                await pilot.press(k)
+            seen["preview"] = (v.t0, v.t1)
+            assert seen["preview"] != whole and v.span < (whole[1] - whole[0]) // 3
+            gate.set()
+            for _ in range(400):
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+                if "after" in seen:
+                    break
+
+    asyncio.run(go())
+    assert seen["after"] == (*seen["preview"], False)

@@ -136,12 +136,38 @@ class GapscopeApp(App):
     @on(SceneLoaded)
     def _scene_loaded(self, ev: SceneLoaded) -> None:
         if progressive.is_preview(self):
-            return progressive.replace_preview(self, ev.scene)
+            return self.replace_preview(ev.scene)
         self._add_scene(ev.scene)
 
     @on(PreviewLoaded)
     def _preview_loaded(self, ev: PreviewLoaded) -> None:
-        progressive.show_preview(self, ev.scene)
+        self.show_preview(ev.scene)
+
+    def show_preview(self, scene: Scene) -> None:
+        """A big trace's preview (tui/app/progress.py) is the first scene, drawn as a trace's first frame is, with
+        the bar under the header; Esc still cancels the load."""
+        if self.scenes or self.error is not None:
+            return
+        loading = self.loading
+        self._add_scene(scene)
+        self.loading = loading or "loading"
+        progressive.mount_bar(self, scene)
+
+    def replace_preview(self, scene: Scene) -> None:
+        """The full scene takes the preview's place. Where the person moved on the preview, the view and the lane
+        cursor stay; else it opens as any trace does (the whole window, then the largest gap once analysed)."""
+        old = self.scenes[0]
+        if progressive.moved(old):
+            scene.view.t0, scene.view.t1, scene.view.cursor = old.view.t0, old.view.t1, old.view.cursor
+            scene.lane_cursor = min(old.lane_cursor, max(len(scene.rows()) - 1, 0))
+            self.user_picked = True
+        self.scenes[0] = scene
+        self.loading = None
+        self._freeze_heap(scene)
+        self.main.show_scene(0)
+        self.lanes.sync_rows()
+        self.call_after_refresh(self._first_frame_drawn)
+        progressive.full_scene_in(self)
 
     @on(ReadProgress)
     def _read_progress(self, ev: ReadProgress) -> None:

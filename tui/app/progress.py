@@ -1,5 +1,6 @@
 """The progressive first screen of a big trace: the preview's lanes (tui/trace/progressive.py) while the trace is
-read, a bar under the header with the bytes and events read so far, then the full scene in the preview's place.
+read, a bar under the header with the bytes and events read so far, then the full scene in the preview's place
+(``GapscopeApp.show_preview`` / ``replace_preview``; the bar's helpers are here).
 
 The preview is a Scene over a partial model (``TraceModel.partial``): lanes and keys only. It has no analysis, the
 export key is off on it, and ``analyze`` refuses its model, so nothing counted (gaps, findings, report, export)
@@ -82,17 +83,6 @@ def bar(app) -> LoadBar | None:
     return q.first() if q else None
 
 
-def show_preview(app, scene) -> None:
-    """The preview's scene is the first one: drawn as a trace's first frame is; Esc still cancels the load."""
-    if app.scenes or app.error is not None:
-        return
-    loading = app.loading
-    app._add_scene(scene)
-    app.loading = loading or "loading"
-    if bar(app) is None:
-        app.main.mount(LoadBar(os.path.basename(scene.path), app.glyphs.ascii), after="#header")
-
-
 def progress(app, p: LoadProgress) -> None:
     b = bar(app)
     if b is not None:
@@ -103,23 +93,23 @@ def is_preview(app) -> bool:
     return bool(app.scenes) and any(pt.model.partial for pt in app.scenes[0].parts)
 
 
-def replace_preview(app, scene) -> None:
-    """The full scene takes the preview's place. Where the person moved (pan, zoom, lane), the view and lane
-    cursor stay; else it opens as any trace does (the whole window, then the largest gap once analysed)."""
+def mount_bar(app, scene) -> None:
+    """The bar under the header, for the trace whose preview is shown."""
+    if bar(app) is None:
+        app.main.mount(LoadBar(os.path.basename(scene.path), app.glyphs.ascii), after="#header")
+
+
+def moved(old) -> bool:
+    """Whether the person moved on the preview's scene (pan, zoom, cursor, lane) since it was shown."""
     from .view import View
 
-    old = app.scenes[0]
     v, fresh = old.view, View(old.view.lo, old.view.hi)
-    if (v.t0, v.t1, v.cursor) != (fresh.t0, fresh.t1, fresh.cursor) or old.lane_cursor != 0:
-        scene.view.t0, scene.view.t1, scene.view.cursor = v.t0, v.t1, v.cursor
-        scene.lane_cursor = min(old.lane_cursor, max(len(scene.rows()) - 1, 0))
-        app.user_picked = True
-    app.scenes[0] = scene
-    app.loading = None
-    app._freeze_heap(scene)
-    app.main.show_scene(0)
-    app.lanes.sync_rows()
-    app.call_after_refresh(app._first_frame_drawn)
+    return (v.t0, v.t1, v.cursor) != (fresh.t0, fresh.t1, fresh.cursor) or old.lane_cursor != 0
+
+
+def full_scene_in(app) -> None:
+    """The full scene took the preview's place: the bar says the gaps are being found (or goes, without an
+    analysis)."""
     b = bar(app)
     if b is not None:
         if app.run_analysis:
