@@ -93,12 +93,15 @@ elif mode == "progressive":
     from gapscope.tui.app.timeline import LanesView
 
     marks = {{}}
+    frames = []
     orig = LanesView.render_line
 
     def render_line(self, y):
         sc = self.app.scene
         if sc is not None:
             now = time.perf_counter()
+            if not frames or now - frames[-1] > 0.001:
+                frames.append(now)
             marks.setdefault("first", now)
             if not getattr(sc.model, "partial", False):
                 marks.setdefault("full", now)
@@ -112,10 +115,25 @@ elif mode == "progressive":
         app = GapscopeApp([path], load_opts={{}})
         t = time.perf_counter()
         async with app.run_test(size=(200, 50)) as pilot:
+            lag = []
             while "gaps" not in marks:
                 await asyncio.sleep(0.005)
                 if app.error:
                     raise SystemExit(app.error)
+                if "first" in marks and "full" not in marks and len(lag) < 20:
+                    # a pan on the preview while the trace is read: wall ms from the key to the lanes redrawn
+                    await asyncio.sleep(0.2)
+                    if "full" in marks:
+                        continue
+                    k0 = time.perf_counter()
+                    await pilot.press("d" if len(lag) % 2 else "a")
+                    while not frames or frames[-1] < k0:
+                        await asyncio.sleep(0.001)
+                        if "full" in marks:
+                            break
+                    else:
+                        lag.append((frames[-1] - k0) * 1000)
+            out["lag"] = sorted(lag)
             for k in ("first", "full", "gaps"):
                 out[k] = marks[k] - t
             out["s"] = out["first"]
@@ -335,8 +353,11 @@ def progressive(paths: list[str], repos: list[str], rounds: int) -> int:
                 o = _child("progressive", big, env, repo)
                 o["floor"] = fl["s"]
                 res[repo].append(o)
+                lag = o.get("lag") or []
                 line.append(f"{os.path.basename(repo)}: first {o['first']:.2f} full {o['full']:.2f} gaps "
-                            f"{o['gaps']:.2f} RSS {(o['rss'] + o['rss_children']) / size:.2f}x")
+                            f"{o['gaps']:.2f} RSS {(o['rss'] + o['rss_children']) / size:.2f}x"
+                            + (f" keys while reading n={len(lag)} median {_pct(lag, 50):.0f} max {max(lag):.0f} ms"
+                               if lag else ""))
             print("  " + " | ".join(line), flush=True)
     fmin = min(floors)
     hdr = ("checkout", "floor s (min)", "first lanes s", "/floor", "full lanes s", "/floor", "gap list s", "/floor",
