@@ -331,6 +331,10 @@ def keys_only(paths: list[str], repos: list[str], rounds: int) -> int:
     return 0
 
 
+def _lag(xs: list) -> str:
+    return f"{_pct(xs, 50):.0f} / {max(xs):.0f} ({len(xs)})" if xs else "- (no preview)"
+
+
 def progressive(paths: list[str], repos: list[str], rounds: int) -> int:
     """Cold opens of the biggest trace, the checkouts alternating within each round, each round with its own
     floor (the bare parse of the same bytes): time to the first lanes, to the full model's lanes and to the gap
@@ -361,7 +365,8 @@ def progressive(paths: list[str], repos: list[str], rounds: int) -> int:
             print("  " + " | ".join(line), flush=True)
     fmin = min(floors)
     hdr = ("checkout", "floor s (min)", "first lanes s", "/floor", "full lanes s", "/floor", "gap list s", "/floor",
-           "peak RSS/JSON (app+worker)", "same-round ratios first / gaps (best)")
+           "peak RSS/JSON (app+worker)", "same-round ratios first / gaps (best)",
+           "pan while reading, wall ms median / max (n)")
     table = [hdr]
     for repo in repos:
         rs = res[repo]
@@ -373,7 +378,8 @@ def progressive(paths: list[str], repos: list[str], rounds: int) -> int:
                       f"{full / fmin:.2f}x", f"{gaps:.2f}", f"{gaps / fmin:.2f}x",
                       f"{(rss_o['rss'] + rss_o['rss_children']) / size:.2f} ({rss_o['rss'] / size:.2f}+"
                       f"{rss_o['rss_children'] / size:.2f})",
-                      f"{min(o['first'] / o['floor'] for o in rs):.3f}x / {min(o['gaps'] / o['floor'] for o in rs):.2f}x"))
+                      f"{min(o['first'] / o['floor'] for o in rs):.3f}x / {min(o['gaps'] / o['floor'] for o in rs):.2f}x",
+                      _lag([x for o in rs for x in o.get("lag") or []])))
     widths = [max(len(r[i]) for r in table) for i in range(len(hdr))]
     for i, r in enumerate(table):
         print("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |")
