@@ -185,6 +185,7 @@ def test_progress_text():
     assert bar.count("#") * 3 == bar.count("-")  # a quarter of the bar
     assert "sorting and linking 3.27M events" in bar_text(LoadProgress(1, 1, 3_272_087, "building"), "b", 80)
     assert bar_text(None, "b", 80, phase="analysing").startswith("finding gaps in b")
+    assert bar_text(None, "b", 80) == "loading b ... (Esc cancels)"  # before the first report
 
 
 def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, monkeypatch, small):

@@ -28,11 +28,13 @@ def _count(n: int) -> str:
 def bar_text(p: LoadProgress | None, name: str, width: int, ascii: bool = False, phase: str | None = None) -> str:
     """The bar's line: what is being done, a bar of ``done``/``total``, bytes and events. A pure function of its
     arguments (tests)."""
-    if phase == "analysing" or (p is None and phase is None):
+    if phase == "analysing":
         return f"finding gaps in {name} ... (the gap list and findings come when they are in)"
-    if p is not None and p.phase == "building":
+    if p is None:
+        return f"loading {name} ... (Esc cancels)"
+    if p.phase == "building":
         return f"building the model of {name}: sorting and linking {_count(p.events)} events ..."
-    done, total, events = (p.done, p.total, p.events) if p is not None else (0, 0, 0)
+    done, total, events = p.done, p.total, p.events
     frac = done / total if total > 0 else 0.0
     tail = f" {_mb(done)} of {_mb(total)}, {_count(events)} events  (Esc cancels)"
     head = f"loading {name} "
