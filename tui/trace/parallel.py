@@ -29,6 +29,7 @@ def _parse_split(path: str, data, job: _Job, meter=None) -> TraceModel:
     r.job = job
     if meter is not None:
         r.tick = meter.ticker(r, job)
+        r.piece = min(_reader.CHUNK, meter.piece)  # the explorer draws meanwhile: shorter holds of the GIL
     r.run()
     if meter is not None:
         meter.building()

@@ -49,14 +49,16 @@ def _release(data, a: int, b: int) -> None:
             pass
 
 
-def _clean_region(data, a: int, b: int, builder: ColumnBuilder, tick=None) -> None:
-    """Events in data[a:b] (``a`` at an event's ``{``, ``b`` just after an event's ``}``) in ~CHUNK pieces,
-    as plain JSON only. ``tick(offset reached)`` after each piece; the pages of a map are released behind it."""
+def _clean_region(data, a: int, b: int, builder: ColumnBuilder, tick=None, piece: int | None = None) -> None:
+    """Events in data[a:b] (``a`` at an event's ``{``, ``b`` just after an event's ``}``) in ~CHUNK pieces (or
+    ``piece``), as plain JSON only. ``tick(offset reached)`` after each piece; the pages of a map are released
+    behind it."""
+    piece = CHUNK if piece is None else piece
     pos = a
     while pos < b:
         end, nxt = b, b
-        if pos + CHUNK < b:
-            m = _BOUNDARY.search(data, pos + CHUNK, b)
+        if pos + piece < b:
+            m = _BOUNDARY.search(data, pos + piece, b)
             if m is not None:
                 end, nxt = m.start() + 1, m.end() - 1
         widened = 0
@@ -92,6 +94,8 @@ class _Reader:
         self.worker_part: dict | None = None
         #: called with the offset this process has read up to, after each piece (tui/trace/progressive.py)
         self.tick = None
+        #: the size of this process's pieces on the parallel path (None: CHUNK)
+        self.piece: int | None = None
 
     # -------------------------------------------------------------- top level
     def run(self) -> None:
@@ -185,7 +189,7 @@ class _Reader:
             raise _Unclean()  # the worker finds no boundary that near the split either (_stream_part) and gives up
         a_end, b_start = m.start() + 1, m.end() - 1
         b_end, tail = lb
-        _clean_region(data, pos, a_end, self.b, self.tick)
+        _clean_region(data, pos, a_end, self.b, self.tick, self.piece)
         self.split_units = len(self.b.units)
         self._events_serial(tail)
         self.worker_part = job.result(b_start, b_end, self.tick)
