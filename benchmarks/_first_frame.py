@@ -1,4 +1,6 @@
-"""The moment the benchmarks call "first drawn frame": the first line the lanes draw once a trace is on screen.
+"""The moment the benchmarks call "first drawn frame": the first line the lanes draw once a trace is on screen (a
+big plain trace's preview, tui/trace/progressive.py, where the tree has one: `bench_open.py --progressive` times
+the full model's lanes and the gap list too).
 Imported by the benchmark children (bench_open.py, profile_open.py) so both time the same event."""
 
 from __future__ import annotations

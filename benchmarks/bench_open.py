@@ -2,6 +2,7 @@
 
     python benchmarks/bench_open.py [TRACE...] [--repeat 3] [--keys] [--profile] [--no-report]
     python benchmarks/bench_open.py --keys-only [--repo DIR ...] [--rounds 2] [TRACE]
+    python benchmarks/bench_open.py --progressive --repo OLD --repo NEW --rounds 3 [TRACE]
 
 Default traces: one sample trace (traces/demo-eager.decode.json.gz) and /tmp/gapscope-bench/big_*.json
 (made by benchmarks/gen_big.py). Every measurement runs in a fresh subprocess; times are the best of
@@ -21,6 +22,11 @@ Default traces: one sample trace (traces/demo-eager.decode.json.gz) and /tmp/gap
             --keys-only: only that, on the biggest trace; --repo DIR (repeatable) runs the same child against
             another checkout of the project (e.g. `git archive` of an older commit), alternating the trees
             for --rounds rounds, so a before / after comes from one run
+  progressive  (--progressive, biggest trace only) cold opens, the --repo checkouts alternating (the order
+            reversed every other round), each round with its own floor: seconds to the first lanes drawn (a
+            preview's where the tree has one), to the full model's lanes, to the gap list (lanes drawn with the
+            analysis in); peak RSS app + worker. The table: the least of the rounds, ratios to the least floor,
+            and the best same-round ratio
 Imports (numpy, orjson, textual, tui) are done before every clock starts.
 """
 
@@ -80,6 +86,63 @@ elif mode == "analysis":
     a.kernels, a.syncs, a.copies, a.allocator, a.collectives, a.launches
     out["s"] = time.perf_counter() - t
     out["gaps"] = len(a.gaps)
+elif mode == "progressive":
+    # cold open through the explorer: the first lanes drawn (a preview's, where the tree has one), the first lanes
+    # of the full model, and the gap list (the analysis installed); peak RSS of the app and of its worker
+    from gapscope.tui.app.app import GapscopeApp
+    from gapscope.tui.app.timeline import LanesView
+
+    marks = {{}}
+    frames = []
+    orig = LanesView.render_line
+
+    def render_line(self, y):
+        sc = self.app.scene
+        if sc is not None:
+            now = time.perf_counter()
+            if not frames or now - frames[-1] > 0.001:
+                frames.append(now)
+            marks.setdefault("first", now)
+            if not getattr(sc.model, "partial", False):
+                marks.setdefault("full", now)
+                if sc.any_analysis:
+                    marks.setdefault("gaps", now)
+        return orig(self, y)
+
+    LanesView.render_line = render_line
+
+    async def run():
+        app = GapscopeApp([path], load_opts={{}})
+        t = time.perf_counter()
+        async with app.run_test(size=(200, 50)) as pilot:
+            lag = []
+            while "gaps" not in marks:
+                await asyncio.sleep(0.005)
+                if app.error:
+                    raise SystemExit(app.error)
+                if "first" in marks and "full" not in marks and len(lag) < 20:
+                    # a pan on the preview while the trace is read: wall ms from the key to the lanes redrawn
+                    await asyncio.sleep(0.2)
+                    if "full" in marks:
+                        continue
+                    k0 = time.perf_counter()
+                    await pilot.press("d" if len(lag) % 2 else "a")
+                    while not frames or frames[-1] < k0:
+                        await asyncio.sleep(0.001)
+                        if "full" in marks:
+                            break
+                    else:
+                        lag.append((frames[-1] - k0) * 1000)
+            out["lag"] = sorted(lag)
+            for k in ("first", "full", "gaps"):
+                out[k] = marks[k] - t
+            out["s"] = out["first"]
+            out["n"] = app.scene.model.n
+            out["rss"], out["rss_children"] = rss()
+            print(json.dumps(out), flush=True)
+            os._exit(0)
+
+    asyncio.run(run())
 elif mode in ("open", "keys"):
     from gapscope.tui.app.app import GapscopeApp
     sys.path.insert(0, {bench!r})
@@ -268,6 +331,64 @@ def keys_only(paths: list[str], repos: list[str], rounds: int) -> int:
     return 0
 
 
+def _lag(xs: list) -> str:
+    return f"{_pct(xs, 50):.0f} / {max(xs):.0f} ({len(xs)})" if xs else "- (no preview)"
+
+
+def progressive(paths: list[str], repos: list[str], rounds: int) -> int:
+    """Cold opens of the biggest trace, the checkouts alternating within each round, each round with its own
+    floor (the bare parse of the same bytes): time to the first lanes, to the full model's lanes and to the gap
+    list, and the peak RSS of the app plus its worker; the table takes the least of the rounds and the ratios to
+    the least floor."""
+    big = max(paths, key=os.path.getsize)
+    size = _json_size(big)
+    print(machine())
+    print(f"{os.path.basename(big)}: {size / 1e6:.0f} MB of JSON; {rounds} rounds, checkouts alternating")
+    res: dict = {r: [] for r in repos}
+    floors = []
+    with tempfile.TemporaryDirectory(prefix="gapscope-bench-") as tmp:
+        env = dict(os.environ, GAPSCOPE_CACHE_DIR=os.path.join(tmp, "cache"), GAPSCOPE_FORCE_TUI="1")
+        for r in range(rounds):
+            fl = _child("floor", big, env)
+            floors.append(fl["s"])
+            line = [f"round {r + 1} (load {os.getloadavg()[0]:.1f}): floor {fl['s']:.2f}"]
+            for repo in (repos if r % 2 == 0 else repos[::-1]):
+                shutil.rmtree(env["GAPSCOPE_CACHE_DIR"], ignore_errors=True)
+                o = _child("progressive", big, env, repo)
+                o["floor"] = fl["s"]
+                res[repo].append(o)
+                lag = o.get("lag") or []
+                line.append(f"{os.path.basename(repo)}: first {o['first']:.2f} full {o['full']:.2f} gaps "
+                            f"{o['gaps']:.2f} RSS {(o['rss'] + o['rss_children']) / size:.2f}x"
+                            + (f" keys while reading n={len(lag)} median {_pct(lag, 50):.0f} max {max(lag):.0f} ms"
+                               if lag else ""))
+            print("  " + " | ".join(line), flush=True)
+    fmin = min(floors)
+    hdr = ("checkout", "floor s (min)", "first lanes s", "/floor", "full lanes s", "/floor", "gap list s", "/floor",
+           "peak RSS/JSON (app+worker)", "same-round ratios first / gaps (best)",
+           "pan while reading, wall ms median / max (n)")
+    table = [hdr]
+    for repo in repos:
+        rs = res[repo]
+        first = min(o["first"] for o in rs)
+        full = min(o["full"] for o in rs)
+        gaps = min(o["gaps"] for o in rs)
+        rss_o = min(rs, key=lambda o: o["rss"] + o["rss_children"])
+        table.append((repo, f"{fmin:.2f}", f"{first:.2f}", f"{first / fmin:.3f}x", f"{full:.2f}",
+                      f"{full / fmin:.2f}x", f"{gaps:.2f}", f"{gaps / fmin:.2f}x",
+                      f"{(rss_o['rss'] + rss_o['rss_children']) / size:.2f} ({rss_o['rss'] / size:.2f}+"
+                      f"{rss_o['rss_children'] / size:.2f})",
+                      f"{min(o['first'] / o['floor'] for o in rs):.3f}x / {min(o['gaps'] / o['floor'] for o in rs):.2f}x",
+                      _lag([x for o in rs for x in o.get("lag") or []])))
+    widths = [max(len(r[i]) for r in table) for i in range(len(hdr))]
+    for i, r in enumerate(table):
+        print("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |")
+        if i == 0:
+            print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("traces", nargs="*")
@@ -278,8 +399,15 @@ def main(argv=None) -> int:
     ap.add_argument("--keys-only", action="store_true", help="only the key press timings, on the biggest trace")
     ap.add_argument("--repo", action="append", help="with --keys-only: a checkout to time (repeatable; default "
                                                     "this one)")
-    ap.add_argument("--rounds", type=int, default=1, help="with --keys-only: rounds over the checkouts")
+    ap.add_argument("--rounds", type=int, default=1, help="with --keys-only / --progressive: rounds over the "
+                                                            "checkouts")
+    ap.add_argument("--progressive", action="store_true",
+                    help="cold opens of the biggest trace: first lanes, full lanes, gap list, RSS (--repo: "
+                         "checkouts to compare, alternating; --rounds)")
     a = ap.parse_args(argv)
+    if a.progressive:
+        paths = a.traces or sorted(glob.glob("/tmp/gapscope-bench/big_*.json"), key=os.path.getsize)
+        return progressive(paths, [os.path.abspath(r) for r in (a.repo or [REPO])], max(a.rounds, 1))
     if a.keys_only:
         paths = a.traces or sorted(glob.glob("/tmp/gapscope-bench/big_*.json"), key=os.path.getsize)
         return keys_only(paths, [os.path.abspath(r) for r in (a.repo or [REPO])], a.rounds)

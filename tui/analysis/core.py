@@ -508,4 +508,6 @@ def analyze(model: TraceModel, config: Thresholds | None = None, window: str | A
     """Analyse one trace. ``window="steps"`` (default) restricts every number to the GPU work of the
     measured ``gapscope.step#k`` ranges when the trace has them; ``window="all"`` keeps the whole trace (or a
     window already computed). ``job``: the ranks of one job this trace is one of (ranks.job.RankJob)."""
+    if model.partial:  # a preview of a trace still being read (tui/trace/progressive.py): no numbers from it
+        raise ValueError("a partial model (the preview of a trace being read) is never analysed")
     return Analysis(model, config, window, job)

@@ -11,9 +11,9 @@ from textual import on
 from textual.app import App
 
 from . import glyphs as G
-from .loading import (LOAD_OPTS, AnalysisFailed, AnalysisReady, Loader, LoadFailed, Progress, ProjectionReady,
-                      SceneLoaded,
-                      debugging, failure)
+from . import progress as progressive
+from .loading import (LOAD_OPTS, AnalysisFailed, AnalysisReady, Loader, LoadFailed, PreviewLoaded, Progress,
+                      ProjectionReady, ReadProgress, SceneLoaded, debugging, failure)
 from .main import MainScreen
 from .safe import ascii_safe, safe
 from .scene import Scene
@@ -135,7 +135,43 @@ class GapscopeApp(App):
 
     @on(SceneLoaded)
     def _scene_loaded(self, ev: SceneLoaded) -> None:
+        if progressive.is_preview(self):
+            return self.replace_preview(ev.scene)
         self._add_scene(ev.scene)
+
+    @on(PreviewLoaded)
+    def _preview_loaded(self, ev: PreviewLoaded) -> None:
+        self.show_preview(ev.scene)
+
+    def show_preview(self, scene: Scene) -> None:
+        """A big trace's preview (tui/app/progress.py) is the first scene, drawn as a trace's first frame is, with
+        the bar under the header; Esc still cancels the load."""
+        if self.scenes or self.error is not None:
+            return
+        loading = self.loading
+        self._add_scene(scene)
+        self.loading = loading or "loading"
+        progressive.mount_bar(self, scene)
+
+    def replace_preview(self, scene: Scene) -> None:
+        """The full scene takes the preview's place. Where the person moved on the preview, the view and the lane
+        cursor stay; else it opens as any trace does (the whole window, then the largest gap once analysed)."""
+        old = self.scenes[0]
+        if progressive.moved(old):
+            scene.view.t0, scene.view.t1, scene.view.cursor = old.view.t0, old.view.t1, old.view.cursor
+            scene.lane_cursor = min(old.lane_cursor, max(len(scene.rows()) - 1, 0))
+            self.user_picked = True
+        self.scenes[0] = scene
+        self.loading = None
+        self._freeze_heap(scene)
+        self.main.show_scene(0)
+        self.lanes.sync_rows()
+        self.call_after_refresh(self._first_frame_drawn)
+        progressive.full_scene_in(self)
+
+    @on(ReadProgress)
+    def _read_progress(self, ev: ReadProgress) -> None:
+        progressive.progress(self, ev.progress)
 
     def _add_scene(self, scene: Scene) -> None:
         self.scenes.append(scene)
@@ -155,6 +191,7 @@ class GapscopeApp(App):
 
     @on(AnalysisFailed)
     def _analysis_failed(self, ev: AnalysisFailed) -> None:
+        progressive.analysis_in(self)
         sc = ev.scene
         sc.parts[ev.part].analysis_error = ev.text
         self._freeze_heap(sc)
@@ -172,6 +209,7 @@ class GapscopeApp(App):
     def _analysis_ready(self, ev: AnalysisReady) -> None:
         """One part's analysis, or (``items``) every rank's of a multi-rank tab at once (analyze_ranks)."""
         sc = ev.scene
+        progressive.analysis_in(self)
         try:
             self._install_analysis(sc, ev)
         except Exception as exc:  # noqa: BLE001 - keep the lanes; say what went wrong in one line

@@ -18,6 +18,8 @@ from .scene import Scene
 
 #: the load thread waits at most this long for the first frame before it starts the analysis
 FIRST_PAINT_WAIT_S = 1.0
+#: a trace read with a preview reports its progress at most this often
+PROGRESS_EVERY_S = 0.1
 
 #: the options of tui.trace.load (one trace) and of tui.trace.multi.load_many (several: also "jobs")
 READER_OPTS = ("no_cache", "max_size")
@@ -54,6 +56,23 @@ class Progress(Message):
     def __init__(self, text: str) -> None:
         super().__init__()
         self.text = text
+
+
+class ReadProgress(Message):
+    """How far the reading of a trace with a preview is (tui.trace.progressive.LoadProgress)."""
+
+    def __init__(self, progress) -> None:
+        super().__init__()
+        self.progress = progress
+
+
+class PreviewLoaded(Message):
+    """The lanes of the beginning of a big trace, from a partial model, while the rest is read
+    (tui/app/progress.py)."""
+
+    def __init__(self, scene: Scene) -> None:
+        super().__init__()
+        self.scene = scene
 
 
 class LoadFailed(Message):
@@ -102,11 +121,11 @@ def group_scenes(models: list) -> list[Scene]:
     return [Scene(p, m) for p, m in models]
 
 
-def read_trace(load, path: str, opts: dict):
-    """Call the trace reader with the app's options. No retry without them: a reader that does not take an
-    option (or a TypeError from inside the reader) is an error, never a load that silently ignored
-    --max-size or --no-cache."""
-    return load(path, **{k: v for k, v in opts.items() if k in READER_OPTS})
+def read_trace(load, path: str, opts: dict, **hooks):
+    """Call the trace reader with the app's options (and ``hooks``: the progress and preview callbacks of
+    ``tui.trace.load``). No retry without them: a reader that does not take an option (or a TypeError from
+    inside the reader) is an error, never a load that silently ignored --max-size or --no-cache."""
+    return load(path, **{k: v for k, v in opts.items() if k in READER_OPTS}, **hooks)
 
 
 def _min_listed(a) -> int:
@@ -126,6 +145,8 @@ class Loader:
         self.target, self.paths, self.opts, self.analyse = target, list(paths), dict(opts), analyse
         self.mounted, self.painted = mounted, painted
         self.worker = None
+        self.previewed = False  # a preview's lanes were posted (the full scene then takes their place)
+        self._last_progress = 0.0
 
     def post(self, msg: Message) -> None:
         self.mounted.wait()
@@ -149,6 +170,8 @@ class Loader:
                 raise
             self.post(LoadFailed(failure("building lanes", exc)))
             return
+        if self.previewed:
+            self.painted.clear()  # the analysis waits for the full scene's first frame, not the preview's
         for sc in scenes:
             self.post(SceneLoaded(sc))
         if not self.analyse:
@@ -176,8 +199,11 @@ class Loader:
                 size = 0
             self.target.post_message(Progress(f"loading {os.path.basename(p)} ({size / 1e6:.1f} MB)"
                                               f" [{i + 1}/{len(self.paths)}] ... Esc cancels"))
+            hooks = {}
+            if len(self.paths) == 1:  # one big trace: its beginning is drawn while it is read
+                hooks = {"progress": self.progress, "first": lambda: self.show_preview(p)}
             try:
-                model = read_trace(load, p, self.opts)
+                model = read_trace(load, p, self.opts, **hooks)
             except Exception as exc:  # noqa: BLE001 - a reader bug too: still one line, never a traceback
                 if debugging(exc):
                     raise
@@ -187,6 +213,38 @@ class Loader:
                 return None
             models.append((p, model))
         return models
+
+    def show_preview(self, path: str) -> None:
+        """Called by the reader once its worker is started and before this process parses: the lanes of the
+        beginning of a big trace (tui.trace.progressive.preview), then a wait for their first frame (this
+        thread's parse would hold the GIL while the screen is drawn). No preview for a small trace; a preview
+        that fails is no preview (the full load says what is wrong with the trace)."""
+        if self.cancelled:
+            return
+        try:
+            from ..trace.progressive import preview
+
+            m = preview(path)
+            if m is None:
+                return
+            sc = Scene(path, m)
+        except Exception as exc:  # noqa: BLE001
+            if debugging(exc):
+                raise
+            return
+        self.previewed = True
+        self.post(PreviewLoaded(sc))
+        self.painted.wait(FIRST_PAINT_WAIT_S)
+
+    def progress(self, p) -> None:
+        """A reader's progress report: posted at most every PROGRESS_EVERY_S, and at each change of phase."""
+        import time
+
+        now = time.monotonic()
+        if not self.previewed or (now - self._last_progress < PROGRESS_EVERY_S and p.phase == "reading"):
+            return
+        self._last_progress = now
+        self.target.post_message(ReadProgress(p))
 
     def read_parallel(self) -> list | None:
         """[(path, model)] for several traces (the ranks of one job, or tabs), read in parallel processes by

@@ -546,7 +546,7 @@ class MainScreen(Screen):
         if action == "diff":
             return True if diff_pair(self.app.scenes, self.app.current) is not None else None
         if action in ("pan", "zoom", "fit", "cursor", "event", "expand", "search", "detail", "export"):
-            if sc is None:
+            if sc is None or (action == "export" and sc.model.partial):  # a preview is never exported
                 return None
             sw = self.query_one("#views", ContentSwitcher)
             if action in ("pan", "zoom", "cursor", "event", "expand") and sw.current != "lanesview":

@@ -144,7 +144,8 @@ def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs, width: i
         if a is not None:
             t.add(sep).add("no GPU work in this trace: nothing to explain", "italic")
         else:
-            t.add(sep).add("analysing..." if scene.analysis_error is None else "no analysis", "italic")
+            t.add(sep).add("reading the trace: the beginning so far" if m.partial else
+                           "analysing..." if scene.analysis_error is None else "no analysis", "italic")
     if getattr(scene, "multi", False):
         line = ranks_line(scene, glyphs, width)
         if line:

@@ -175,6 +175,8 @@ class TraceModel:
     metadata: dict = field(default_factory=dict)  # top-level keys other than traceEvents
     warnings: list[str] = field(default_factory=list)
     category_counts: dict = field(default_factory=dict)  # raw "cat" spelling (or "<none>") -> count
+    #: a preview of a trace still being read (tui/trace/progressive.py): drawn, never analysed, never cached
+    partial: bool = False
 
     # ------------------------------------------------------------------ basics
     @property

@@ -23,11 +23,16 @@ PARALLEL_MIN: int | None = 64 << 20
 SPLIT_AT = 0.5
 
 
-def _parse_split(path: str, data, job: _Job) -> TraceModel:
+def _parse_split(path: str, data, job: _Job, meter=None) -> TraceModel:
     b = PieceBuilder(path)
     r = _Reader(path, data, b)
     r.job = job
+    if meter is not None:
+        r.tick = meter.ticker(r, job)
+        r.piece = min(_reader.CHUNK, meter.piece)  # the explorer draws meanwhile: shorter holds of the GIL
     r.run()
+    if meter is not None:
+        meter.building()
     if r.worker_part is None:
         raise _Unclean()
     own = b.export()
@@ -40,9 +45,10 @@ def _parse_split(path: str, data, job: _Job) -> TraceModel:
     return _finish(path, r, g)
 
 
-def _stream_part(f, split: int, path: str):
+def _stream_part(f, split: int, path: str, counters=None):
     """The worker's part, read from the file in pieces: events from the first boundary at or after byte
-    ``split`` up to the last boundary of the file. Returns (start, end, exported PieceBuilder) or None."""
+    ``split`` up to the last boundary of the file. Returns (start, end, exported PieceBuilder) or None.
+    ``counters`` (shared with the parent): bytes read and events decoded so far, for its progress bar."""
     f.seek(split)
     buf = f.read(_reader.CHUNK)
     base = split
@@ -92,6 +98,8 @@ def _stream_part(f, split: int, path: str):
         except (JSONDecodeError, RecursionError):
             return None
         last_end = base + end
+        if counters is not None:
+            counters[0], counters[1] = last_end - split, b.n_added
         if eof:
             return start, last_end, b.export()
         buf = buf[nxt:]
@@ -126,18 +134,18 @@ class _BufReader:
         return b
 
 
-def _worker(conn, path: str, split: int, size: int, mtime_ns: int, data=None) -> None:
+def _worker(conn, path: str, split: int, size: int, mtime_ns: int, data=None, counters=None) -> None:
     _die_with_parent()
     gc.disable()
     out = None
     try:
         if data is not None:  # a gzip trace, decompressed by the parent before the fork
-            out = _stream_part(_BufReader(data), split, path)
+            out = _stream_part(_BufReader(data), split, path, counters)
         else:
             with open(path, "rb") as f:
                 st = os.fstat(f.fileno())
                 if st.st_size == size and st.st_mtime_ns == mtime_ns:
-                    out = _stream_part(f, split, path)
+                    out = _stream_part(f, split, path, counters)
     except BaseException:  # noqa: BLE001 - any failure here only means: parse serially
         out = None
     try:
@@ -162,16 +170,24 @@ class _Job:
         ctx = mp.get_context("fork")
         self.split = split
         self.recv, send = ctx.Pipe(duplex=False)
+        #: bytes read and events decoded by the worker so far (written by it, read for a progress bar)
+        self.counters = ctx.RawArray("q", 2)
         # ``data`` (decompressed gzip) reaches the worker by the fork itself, not through the pipe
-        self.proc = ctx.Process(target=_worker, args=(send, path, split, st.st_size, st.st_mtime_ns, data),
+        self.proc = ctx.Process(target=_worker,
+                                args=(send, path, split, st.st_size, st.st_mtime_ns, data, self.counters),
                                 daemon=True, name="gapscope-load")
         try:
             self.proc.start()
         finally:
             send.close()
 
-    def result(self, start: int, end: int) -> dict:
+    def result(self, start: int, end: int, tick=None) -> dict:
+        """The worker's part (its first and last event must be at ``start`` and ``end``); while it is not in,
+        ``tick(start)`` every 0.1 s (a progress bar reads the worker's counters meanwhile)."""
         try:
+            if tick is not None:
+                while not self.recv.poll(0.1):
+                    tick(start)
             msg = self.recv.recv()
         except (EOFError, OSError):
             raise _Unclean() from None

@@ -99,32 +99,42 @@ def read_bytes(path: str, limit: int = DEFAULT_MAX_SIZE) -> tuple[bytes | bytear
             raise TraceError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
-def parse_bytes(path: str, data, job: _Job | None = None) -> TraceModel:
+def parse_bytes(path: str, data, job: _Job | None = None, meter=None) -> TraceModel:
     """Build the model from the (uncompressed) bytes of a trace. With ``job`` (a worker parsing the second
     half of the event array, see ``_Job``), the two halves are parsed at once and merged; when either half
-    is anything but plain JSON events, the worker's part is dropped and the whole trace is parsed here."""
+    is anything but plain JSON events, the worker's part is dropped and the whole trace is parsed here.
+    ``meter`` (progressive.Meter) hears how far the reading is; it never changes what is built."""
     gc_was = gc.isenabled()
     gc.disable()
     try:
         if job is not None:
             try:
-                model = _parse_split(path, data, job)
+                model = _parse_split(path, data, job, meter)
             except _Unclean:
                 model = None
             finally:
                 job.close()
             if model is not None:
                 return model
+            if meter is not None:
+                meter.restart()
         b = ColumnBuilder(path)
         r = _Reader(path, data, b)
+        if meter is not None:
+            r.tick = meter.ticker(r, None)
         r.run()
+        if meter is not None:
+            meter.building()
         return _finish(path, r, b)
     finally:
         if gc_was:
             gc.enable()
 
 
-def load_uncached(path: str, max_size=None) -> TraceModel:
+def load_uncached(path: str, max_size=None, *, progress=None, first=None) -> TraceModel:
+    """Parse ``path`` (no cache). ``progress(LoadProgress)`` hears how far the reading is (after each piece, and
+    every 0.1 s while the worker's part is awaited); ``first()`` runs once the worker (if any) has started and
+    before this process parses (the explorer draws a preview then). Neither changes what is built."""
     p = os.fspath(path)
     limit = parse_size(max_size)
     st = check_file(p)
@@ -144,8 +154,19 @@ def load_uncached(path: str, max_size=None) -> TraceModel:
         if job is not None:
             job.close()
         raise
+    meter = None
     try:
-        model = parse_bytes(p, data, job)
+        if progress is not None:
+            from .progressive import Meter
+
+            meter = Meter(progress, len(data), job)
+        if first is not None:
+            first()
+        model = parse_bytes(p, data, job, meter)
+    except BaseException:
+        if job is not None:
+            job.close()
+        raise
     finally:
         del data
         if mapped is not None:
@@ -158,19 +179,20 @@ def load_uncached(path: str, max_size=None) -> TraceModel:
     return model
 
 
-def load(path, *, no_cache: bool = False, max_size=None) -> TraceModel:
-    """Load a trace, from the columnar cache when a valid one exists (unless ``no_cache``)."""
+def load(path, *, no_cache: bool = False, max_size=None, progress=None, first=None) -> TraceModel:
+    """Load a trace, from the columnar cache when a valid one exists (unless ``no_cache``). ``progress`` and
+    ``first``: see ``load_uncached`` (neither is called on a cache hit)."""
     p = os.fspath(path)
     limit = parse_size(max_size)
     st = check_file(p)
     if no_cache:
-        return load_uncached(p, limit)
+        return load_uncached(p, limit, progress=progress, first=first)
     from . import cache
 
     model = cache.get(p, st)
     if model is not None:
         return model
-    model = load_uncached(p, limit)
+    model = load_uncached(p, limit, progress=progress, first=first)
     # a big entry is written by a thread: the explorer draws its first frame meanwhile
     cache.put(p, st, model, background=model.n >= BACKGROUND_CACHE_MIN)
     return model

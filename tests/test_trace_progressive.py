@@ -1,0 +1,284 @@
+"""A progressive load (a preview of the window's beginning, progress reports, then the full model) ends with
+exactly the model of a plain load; the preview holds only events of the full model, covers the beginning of
+every track of a trace in Kineto's order, and never reaches the analysis; the explorer shows it, then the full
+screen. Small thresholds (pieces of 64 KB, probes 32 KB apart) give many pieces on small traces."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import os
+
+import numpy as np
+import pytest
+
+from gapscope.tui.analysis import analyze
+from gapscope.tui.trace import parallel, progressive, read, reader
+from gapscope.tui.trace.cache import _ARRAYS
+from gapscope.tui.trace.model import TrackKind
+
+SAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "traces",
+                      "demo-eager.decode.json.gz")
+
+pytestmark = pytest.mark.skipif(parallel._orjson is None or not hasattr(os, "fork"), reason="needs orjson and fork")
+
+
+def same_model(a, b):
+    """Every column array equal (dtype too), every side table equal."""
+    for k in _ARRAYS:
+        x, y = getattr(a, k), getattr(b, k)
+        assert x.dtype == y.dtype, k
+        assert np.array_equal(x, y), k
+    for k in ("names", "args", "tracks", "devices", "metadata", "warnings", "category_counts"):
+        assert getattr(a, k) == getattr(b, k), k
+    assert list(a.category_counts) == list(b.category_counts)
+    assert a.n == b.n and not a.partial and not b.partial
+
+
+def track_key(t):
+    return (t.kind.value, t.pid, t.tid, t.device, t.stream)
+
+
+def event_keys(m) -> list[tuple]:
+    """(track key, start, duration, kind, name) of every event, in the model's order: comparable across models
+    whose track and name ids differ."""
+    tk = [track_key(t) for t in m.tracks]
+    return [(tk[tr], t, d, k, m.names[nm]) for tr, t, d, k, nm in
+            zip(m.track.tolist(), m.ts_ns.tolist(), m.dur_ns.tolist(), m.kind.tolist(), m.name_id.tolist())]
+
+
+@pytest.fixture
+def small(monkeypatch):
+    """Many pieces on both sides of the split, a preview of a few probes' worth."""
+    monkeypatch.setattr(reader, "CHUNK", 64 << 10)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(parallel, "_cpus", lambda: 2)
+    monkeypatch.setattr(progressive, "PREVIEW_MIN", 1)
+    monkeypatch.setattr(progressive, "HEAD", 96 << 10)
+    monkeypatch.setattr(progressive, "MIN_STEP", 32 << 10)
+    monkeypatch.setattr(progressive, "PROBES", 4096)
+    monkeypatch.setattr(progressive, "BUDGET", 1 << 20)
+
+
+def kineto_order(steps: int = 40, per_step: int = 60) -> dict:
+    """A trace laid out as Kineto writes one: the cpu_op ranges (each step's run, sorted by time), then every
+    python_function frame, then the runtime calls with their kernels and flows interleaved by time, then the
+    metadata (thread names) last."""
+    cpu, py, gpu = [], [], []
+    t = 1000.0
+    corr = 1
+    for s in range(steps):
+        cpu.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{s}", "pid": 1, "tid": 1, "ts": t,
+                    "dur": per_step * 10.0})
+        for i in range(per_step):
+            t0 = t + i * 10.0
+            py.append({"ph": "X", "cat": "python_function", "name": f"model.py({i % 7}): f{i % 5}", "pid": 1,
+                       "tid": 1, "ts": t0 + 0.1, "dur": 8.0, "args": {"Python id": corr, "Python parent id": 0}})
+            cpu.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm" if i % 2 else "aten::add", "pid": 1,
+                        "tid": 1, "ts": t0 + 0.5, "dur": 6.0, "args": {"External id": corr}})
+            gpu.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                        "ts": t0 + 1.0, "dur": 3.0, "args": {"correlation": corr, "External id": corr}})
+            gpu.append({"ph": "s", "cat": "ac2g", "name": "ac2g", "id": corr, "pid": 1, "tid": 1, "ts": t0 + 1.0})
+            gpu.append({"ph": "X", "cat": "kernel", "name": f"gemm_{i % 3}", "pid": 0, "tid": 7 + i % 2,
+                        "ts": t0 + 5.0, "dur": 2.0 + i % 4,
+                        "args": {"correlation": corr, "device": 0, "stream": 7 + i % 2, "External id": corr}})
+            gpu.append({"ph": "f", "cat": "ac2g", "name": "ac2g", "id": corr, "pid": 0, "tid": 7 + i % 2,
+                        "ts": t0 + 5.0, "bp": "e"})
+            corr += 1
+        t += per_step * 10.0 + (50.0 if s % 3 else 400.0)
+    meta = [{"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "python main"}},
+            {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "GPU 0"}}]
+    return {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "Test GPU"}],
+            "traceEvents": cpu + py + gpu + meta, "traceName": "kineto-order"}
+
+
+def progressive_load(path, previews: list, reports: list):
+    def first():
+        previews.append(progressive.preview(str(path)))
+
+    return read.load_uncached(str(path), progress=reports.append, first=first)
+
+
+@pytest.fixture(scope="module")
+def sample_doc():
+    with gzip.open(SAMPLE, "rb") as f:
+        return json.loads(f.read())
+
+
+@pytest.mark.parametrize("which", ["sample", "kineto"])
+@pytest.mark.parametrize("split", [True, False], ids=["two-processes", "one-process"])
+def test_progressive_load_ends_with_the_full_model(tmp_path, monkeypatch, small, sample_doc, which, split):
+    doc = sample_doc if which == "sample" else kineto_order()
+    p = tmp_path / "t.json"
+    p.write_bytes(json.dumps(doc, indent=1).encode())
+    if not split:
+        monkeypatch.setattr(parallel, "PARALLEL_MIN", None)
+    previews, reports = [], []
+    prog = progressive_load(p, previews, reports)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN", None)
+    monkeypatch.setattr(reader, "CHUNK", 8 << 20)  # the plain load: one process, pieces of the default size
+    full = read.load_uncached(str(p))
+    same_model(prog, full)
+    # the reports: many, bytes never going back, ending with every byte and the building phase
+    reading = [r for r in reports if r.phase == "reading"]
+    assert len(reading) >= 10
+    assert all(a.done <= b.done for a, b in zip(reading, reading[1:]))
+    assert reading[-1].done <= reports[-1].done == reports[-1].total == os.path.getsize(p)
+    assert reports[-1].phase == "building" and reports[-1].events >= full.n
+    # the preview: a partial model of events the full model holds, fewer of them
+    (pv,) = previews
+    assert pv is not None and pv.partial and 0 < pv.n < full.n
+    have = set(event_keys(full))
+    assert all(k in have for k in event_keys(pv))
+
+
+def test_preview_covers_the_beginning_of_every_run(tmp_path, small):
+    """Kineto order: the GPU lanes' first events sit far past the file's head; the preview still has the first
+    events of every track (the CPU thread, both streams), not only what the file's first bytes hold."""
+    doc = kineto_order()
+    p = tmp_path / "t.json"
+    raw = json.dumps(doc, indent=1).encode()
+    p.write_bytes(raw)
+    first_kernel = raw.find(b'"cat": "kernel"')
+    assert first_kernel > 4 * progressive.HEAD  # what the file's first bytes cannot show
+    full = read.load_uncached(str(p))
+    pv = progressive.preview(str(p))
+    assert pv.n < full.n // 4  # a preview, not the trace
+    got = set(event_keys(pv))
+    keys = event_keys(full)
+    off = full.track_offsets
+    for t in full.tracks:
+        a, b = int(off[t.id]), int(off[t.id + 1])
+        if b > a:
+            assert keys[a] in got, t.name  # the track's first event
+    assert {t.kind for t in pv.tracks} >= {TrackKind.CPU, TrackKind.GPU}
+    gpu = [t for t in pv.tracks if t.kind is TrackKind.GPU]
+    assert {t.stream for t in gpu} == {7, 8}
+
+
+def test_preview_of_a_file_too_small_or_gzip_is_none(tmp_path, sample_doc):
+    p = tmp_path / "t.json"
+    p.write_bytes(json.dumps(sample_doc).encode())
+    assert progressive.preview(str(p)) is None  # under PREVIEW_MIN: it loads in about a second
+    assert progressive.preview(SAMPLE, min_size=0) is None  # gzip: the whole file must be inflated first
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b"not a trace" * 1000)
+    assert progressive.preview(str(bad), min_size=0) is None
+
+
+def test_a_preview_is_never_analysed(tmp_path, small):
+    p = tmp_path / "t.json"
+    p.write_bytes(json.dumps(kineto_order()).encode())
+    pv = progressive.preview(str(p))
+    with pytest.raises(ValueError, match="partial"):
+        analyze(pv)
+
+
+def test_progress_text():
+    from gapscope.tui.app.progress import bar_text
+    from gapscope.tui.trace.progressive import LoadProgress
+
+    t = bar_text(LoadProgress(250_000_000, 1_000_000_000, 812_345, "reading"), "big.json", 120, ascii=True)
+    assert t.startswith("loading big.json ") and "250 MB of 1,000 MB, 812,345 events" in t
+    bar = t.split(" ")[2]
+    assert bar.count("#") * 3 == bar.count("-")  # a quarter of the bar
+    assert "sorting and linking 3.27M events" in bar_text(LoadProgress(1, 1, 3_272_087, "building"), "b", 80)
+    assert bar_text(None, "b", 80, phase="analysing").startswith("finding gaps in b")
+    assert bar_text(None, "b", 80) == "loading b ... (Esc cancels)"  # before the first report
+
+
+def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, monkeypatch, small):
+    """Under run_test: the preview's lanes with the bar under the header (export off, no gap list), then the
+    full model (equal to a plain load's) with its gaps, the bar gone."""
+    from gapscope.tui.app import progress as ui
+    from gapscope.tui.app.app import GapscopeApp
+    from gapscope.tui.app.textdump import screen_text
+
+    p = tmp_path / "t.json"
+    p.write_bytes(json.dumps(kineto_order(steps=60)).encode())
+    seen = {}
+    orig = GapscopeApp.replace_preview
+
+    def spy(app, scene):
+        # the moment the full scene arrives, the preview is on screen
+        seen["partial"] = app.scene.model.partial
+        seen["bar"] = ui.bar(app) is not None
+        seen["export"] = app.main.check_action("export", ())
+        seen["gaps"] = int(app.scene.order.size)
+        seen["header"] = app.main.query_one("#header").render().plain
+        seen["screen"] = screen_text(app)
+        orig(app, scene)
+
+    async def go():
+        app = GapscopeApp([str(p)], load_opts={"no_cache": True})
+        async with app.run_test(size=(120, 40)) as pilot:
+            for _ in range(200):
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+                if app.scene is not None and app.scene.any_analysis and ui.bar(app) is None:
+                    break
+            return app, screen_text(app)
+
+    monkeypatch.setattr(GapscopeApp, "replace_preview", spy)
+    app, final = asyncio.run(go())
+    assert seen["partial"] is True and seen["bar"] is True
+    assert seen["export"] is None and seen["gaps"] == 0
+    assert "reading the trace" in seen["header"]
+    assert "loading t.json" in seen["screen"] or "building the model" in seen["screen"]
+    sc = app.scene
+    assert not sc.model.partial and sc.any_analysis and sc.order.size > 0
+    assert "reading the trace" not in final and "loading t.json" not in final
+    same_model(sc.model, read.load_uncached(str(p)))
+
+
+def test_keys_work_on_the_preview_and_the_full_scene_keeps_the_view(tmp_path, monkeypatch, small):
+    """Zoom and pan on the preview while the trace is read (the load held until the keys are in): the full scene
+    opens where the person was, not on the whole window."""
+    import threading
+
+    from gapscope.tui.app.app import GapscopeApp
+    from gapscope.tui.app.loading import Loader
+
+    p = tmp_path / "t.json"
+    p.write_bytes(json.dumps(kineto_order(steps=60)).encode())
+    gate = threading.Event()
+    orig_show = Loader.show_preview
+
+    def show(self, path):
+        orig_show(self, path)
+        gate.wait(60)  # the reader parses once the keys were pressed
+
+    monkeypatch.setattr(Loader, "show_preview", show)
+    seen = {}
+    orig = GapscopeApp.replace_preview
+
+    def spy(app, scene):
+        orig(app, scene)
+        seen["after"] = (app.scene.view.t0, app.scene.view.t1, app.scene.model.partial)
+
+    monkeypatch.setattr(GapscopeApp, "replace_preview", spy)
+
+    async def go():
+        app = GapscopeApp([str(p)], load_opts={"no_cache": True}, analyze=False)
+        async with app.run_test(size=(120, 40)) as pilot:
+            for _ in range(400):
+                await pilot.pause()
+                if app.scene is not None:
+                    break
+            assert app.scene.model.partial
+            v = app.scene.view
+            whole = (v.t0, v.t1)
+            for k in ("w", "w", "d"):
+                await pilot.press(k)
+            seen["preview"] = (v.t0, v.t1)
+            assert seen["preview"] != whole and v.span < (whole[1] - whole[0]) // 3
+            gate.set()
+            for _ in range(400):
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+                if "after" in seen:
+                    break
+
+    asyncio.run(go())
+    assert seen["after"] == (*seen["preview"], False)
