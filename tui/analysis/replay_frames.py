@@ -78,6 +78,13 @@ def dispatch_ns(r: Replay, c: float = 0.0) -> int:
     (what calling one op from Python costs: dispatch, its inner ops, the launch call) of the op's recorded duration
     less ``c`` per host event recorded in it; 0 when no launch is inside an op. A fused function is still one op
     to call and launch."""
+    memo = r.__dict__.setdefault("_dispatch_memo", {})
+    if float(c) not in memo:  # the same for every frame of a projection
+        memo[float(c)] = _dispatch_ns(r, c)
+    return memo[float(c)]
+
+
+def _dispatch_ns(r: Replay, c: float) -> int:
     m = r.model
     k = r.items[r.has_launch & (m.kind[r.items] == int(Kind.KERNEL))]
     if k.size == 0:
