@@ -128,3 +128,32 @@ def test_the_check_accepts_the_loops_result_and_nothing_one_ulp_off():
         off = want.copy()
         off[k] = np.nextafter(off[k], np.inf)
         assert not chain_holds(a, q, d, 5e8, off)
+
+
+def test_host_events_counted_around_removed_intervals_are_those_of_the_filtered_list():
+    # the per-event overhead counts the recorded host events before each anchor, those inside removed
+    # intervals left out: against the list with those events filtered out, as first written
+    from gapscope.tui.analysis.replay_model import _inside, _Removed
+
+    a = analyze(load(str(TRACES / "hf-generate.generate.json.gz")))
+    r = Replay(a.model, a.window, a.flags)
+    rng = np.random.default_rng(11)
+    thr = int(np.unique(r.a_thr)[0])
+    sel = r.a_thr == thr
+    ts, te = r.a_ts[sel], r.a_end[sel]
+    ev = r.host_ev[thr]
+    lo, hi = int(ev.min()), int(ev.max())
+    for n in (1, 5, 300):
+        s = np.sort(rng.integers(lo - 1000, hi + 1000, n))
+        R = _Removed(s, s + rng.integers(1, 200_000, n))
+        # interval ends exactly on events and anchors too
+        s2, e3 = ev[::97], ts[::89]
+        R = _Removed(np.r_[R.s, s2, e3 - 5_000], np.r_[R.e, s2 + 3_000, e3])
+        kept = ev[~_inside(R.s, R.e, ev)]
+        n_o = np.searchsorted(kept, r.origin)
+        want = (np.clip(np.searchsorted(kept, ts) - n_o, 0, None), np.clip(np.searchsorted(kept, te) - n_o, 0, None))
+        got = r._events_before(thr, ts, te, R)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    n_o = np.searchsorted(ev, r.origin)
+    got = r._events_before(thr, ts, te, None)
+    assert np.array_equal(got[0], np.clip(np.searchsorted(ev, ts) - n_o, 0, None))

@@ -118,6 +118,41 @@ def chain_holds(a, q, d, e0: float, en) -> bool:
     return bool(np.array_equal(np.where(a > b, a, b) + d, en))
 
 
+def _positions(anc, L, has) -> np.ndarray:
+    """Position in ``anc`` (event indices, unique, any order) of each ``L`` where ``has``, else -1."""
+    srt = np.argsort(anc, kind="stable")
+    p = np.searchsorted(anc, np.where(has, L, anc[srt[0]] if anc.size else 0), sorter=srt) if anc.size else \
+        np.zeros(L.size, np.int64)
+    return np.where(has, srt[np.minimum(p, max(anc.size - 1, 0))] if anc.size else -1, -1).astype(np.int64)
+
+
+def _recorded_targets(order, ptr, e, dev, is_w, a_thr, thr_devs, all_devs, g_rec) -> np.ndarray:
+    """Per waiting anchor k: the latest recorded end, over the devices its thread launches to, of the items
+    triggered at anchors up to k (those before the first anchor not counted), -(1 << 62) when there is none; the
+    other anchors keep ``g_rec``. Per device a running maximum over the items in trigger order."""
+    none = -(1 << 62)
+    g_rec = g_rec.copy()
+    w = np.flatnonzero(is_w)
+    if w.size == 0:
+        return g_rec
+    seq = order[ptr[0]:]
+    last = ptr[w + 1] - ptr[0] - 1  # position in seq of the last item triggered at or before each waiter
+    at = {}
+    for dv in sorted(set(dev.tolist())):
+        run = np.maximum.accumulate(np.where(dev[seq] == dv, e[seq], none)) if seq.size else seq
+        at[dv] = np.where(last >= 0, run[np.maximum(last, 0)] if seq.size else none, none)
+    thr_w = a_thr[w]
+    for t in np.unique(thr_w).tolist():
+        sel = thr_w == t
+        devs = thr_devs.get(int(t), all_devs)
+        g = np.full(int(sel.sum()), none, np.int64)
+        for dv in devs:
+            if dv in at:
+                g = np.maximum(g, at[dv][sel])
+        g_rec[w[sel]] = g
+    return g_rec
+
+
 # ----------------------------------------------------------------------------- the model
 class Replay:
     """The dependency chain of a trace, replayable with host intervals removed and host time scaled."""
@@ -188,13 +223,11 @@ class Replay:
         anc = anc[np.lexsort((anc, m.ts_ns[anc]))]
         self.anchors = anc
         na = anc.size
-        pos = {int(a): i for i, a in enumerate(anc.tolist())}
         self.a_ts = m.ts_ns[anc]
         self.a_end = m.ts_ns[anc] + m.dur_ns[anc]
         self.a_thr = m.track[anc].astype(np.int64)
         # items triggered at anchors: their launch anchor, never before their stream predecessor's trigger
-        trig = np.array([pos[int(x)] if h else -1 for x, h in zip(L.tolist(), has.tolist())], np.int64) \
-            if gw.size else np.zeros(0, np.int64)
+        trig = _positions(anc, L, has) if gw.size else np.zeros(0, np.int64)
         self.item_anchor = trig.copy()
         if gw.size:
             grp = np.cumsum(first) - 1
@@ -216,18 +249,7 @@ class Replay:
         if na:
             order = np.argsort(trig, kind="stable")
             ptr = np.searchsorted(trig[order], np.arange(na + 1), side="left")
-            dev_end: dict[int, int] = {}
-            tl, el, dl = order.tolist(), e.tolist(), self.dev.tolist()
-            ptrl = ptr.tolist()
-            # items triggered before the first anchor (no-launch items at stream heads)
-            for k in range(na):
-                for j in tl[ptrl[k]:ptrl[k + 1]]:
-                    dv = dl[j]
-                    if el[j] > dev_end.get(dv, -(1 << 62)):
-                        dev_end[dv] = el[j]
-                if is_w[k]:
-                    devs = self.thr_devs.get(int(self.a_thr[k]), all_devs)
-                    g_rec[k] = max((dev_end.get(dv, -(1 << 62)) for dv in devs), default=-(1 << 62))
+            g_rec = _recorded_targets(order, ptr, e, self.dev, is_w, self.a_thr, self.thr_devs, all_devs, g_rec)
             self._order, self._ptr = order, ptr
             pre = np.flatnonzero(trig < 0)
             self._pre = pre
@@ -340,16 +362,27 @@ class Replay:
         """Per anchor of ``thr``: the recorded host events since the origin before its start and before its end
         (those in the removed intervals ``R`` not counted). Without removals the same for every overhead: kept."""
         memo = self.__dict__.setdefault("_ev_memo", {})
-        if R is None and thr in memo:
-            return memo[thr]
         ev = self.host_ev.get(thr, np.zeros(0, np.int64))
-        if R is not None:
-            ev = ev[~_inside(R.s, R.e, ev)]
-        n_o = np.searchsorted(ev, self.origin)
-        got = (np.clip(np.searchsorted(ev, ts) - n_o, 0, None), np.clip(np.searchsorted(ev, te) - n_o, 0, None))
+        if thr not in memo:
+            at_s, at_e = np.searchsorted(ev, ts), np.searchsorted(ev, te)
+            at_o = int(np.searchsorted(ev, self.origin))
+            memo[thr] = (at_s, at_e, at_o, np.clip(at_s - at_o, 0, None), np.clip(at_e - at_o, 0, None))
+        at_s, at_e, at_o, n_s, n_e = memo[thr]
         if R is None:
-            memo[thr] = got
-        return got
+            return n_s, n_e
+        # events before t less those inside the removed intervals before t: per interval its events (a count of
+        # the sorted events), summed over the intervals before t, and the part of the one t falls in
+        ps, pe = np.searchsorted(ev, R.s), np.searchsorted(ev, R.e)
+        cum = np.concatenate(([0], np.cumsum(pe - ps)))
+
+        def kept(t, at):
+            j = np.searchsorted(R.s, t, side="right") - 1
+            jj = np.clip(j, 0, None)
+            part = np.clip(np.searchsorted(ev, np.minimum(R.e[jj], t)) - ps[jj], 0, None)
+            return at - np.where(j >= 0, cum[jj] + part, 0)
+
+        n_o = kept(np.array([self.origin], np.int64), np.array([at_o]))[0]
+        return np.clip(kept(ts, at_s) - n_o, 0, None), np.clip(kept(te, at_e) - n_o, 0, None)
 
     def _chain(self, fs, fe, skip, lat, qg, dur, dropped) -> np.ndarray:
         """The run's event loop: the items in trigger order (each at max(its launch call's replayed start + its
