@@ -36,7 +36,10 @@ def _subtract(a_s, a_e, b_s, b_e):
     if b_s.size == 0:
         return a_s, a_e
     # boundaries of both; a point is kept when inside a and not inside b
-    pts = np.unique(np.concatenate((a_s, a_e, b_s, b_e)))
+    # four sorted runs: a stable sort (a merge of runs) is much cheaper than np.unique's quicksort of them
+    pts = np.concatenate((a_s, a_e, b_s, b_e))
+    pts.sort(kind="stable")
+    pts = pts[np.r_[True, pts[1:] != pts[:-1]]]
     lo, hi = pts[:-1], pts[1:]
 
     def inside(s, e, t):
@@ -312,8 +315,7 @@ class Replay:
         fs = np.empty(na, np.float64)
         fe = np.empty(na, np.float64)
         skip = np.zeros(na, bool)
-        for thr in np.unique(self.a_thr).tolist() if na else []:
-            sel = self.a_thr == thr
+        for thr, sel in self._thread_anchors():
             ts, te = self.a_ts[sel], self.a_end[sel]
             R = removed.get(int(thr))
             if R is not None and R.s.size:
@@ -468,6 +470,15 @@ class Replay:
             top = float(en.max())
             if top > dev_end.get(dev, NEG):
                 dev_end[dev] = top
+
+    def _thread_anchors(self) -> list:
+        """(thread, its anchors' positions) per thread with anchors, in thread order (once per replay)."""
+        got = self.__dict__.get("_thr_anchors")
+        if got is None:
+            slot, _ = self._thread_slots()
+            u = np.unique(self.a_thr)
+            got = self._thr_anchors = [(int(t), np.flatnonzero(slot == i)) for i, t in enumerate(u.tolist())]
+        return got
 
     def _thread_slots(self):
         """Each anchor's thread as a small index (the shifts live in an array), and their number."""
