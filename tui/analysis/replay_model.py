@@ -70,11 +70,15 @@ class _Removed:
         ln = self.e - self.s
         self.cum = np.concatenate(([0], np.cumsum(ln)))
 
-    def before(self, t):
+    def last(self, t) -> np.ndarray:
+        """Index of the last interval starting at or before each t (-1: none)."""
+        return np.searchsorted(self.s, np.asarray(t, np.int64), side="right") - 1
+
+    def before(self, t, j=None):
         t = np.asarray(t, np.int64)
         if self.s.size == 0:
             return np.zeros(t.shape, np.int64)
-        j = np.searchsorted(self.s, t, side="right") - 1
+        j = self.last(t) if j is None else j
         jj = np.clip(j, 0, None)
         part = np.clip(t - self.s[jj], 0, self.e[jj] - self.s[jj])
         return np.where(j >= 0, self.cum[jj] + part, 0)
@@ -319,17 +323,20 @@ class Replay:
             ts, te = self.a_ts[sel], self.a_end[sel]
             R = removed.get(int(thr))
             if R is not None and R.s.size:
-                r_o = R.before(np.array([o]))[0]
-                rs, re_ = R.before(ts), R.before(te)
+                # the removed interval at or before each start and end: shared by the removed time and the count
+                # of removed events below
+                j = (R.last(np.array([o], np.int64)), R.last(ts), R.last(te))
+                r_o = R.before(np.array([o]), j[0])[0]
+                rs, re_ = R.before(ts, j[1]), R.before(te, j[2])
                 skip[sel] = (re_ - rs) >= (te - ts)
             else:
                 r_o, rs, re_ = 0, 0, 0
-                R = None
+                R = j = None
             a = ((ts - o) - (rs - r_o)).astype(np.float64)
             b = ((te - o) - (re_ - r_o)).astype(np.float64)
             if c > 0:
                 # only the events since the origin lose their overhead, and no time goes before the origin
-                n_ts, n_te = self._events_before(int(thr), ts, te, R)
+                n_ts, n_te = self._events_before(int(thr), ts, te, R, j)
                 a = np.where(ts >= o, np.maximum(a - c * n_ts, 0), a)
                 b = np.where(te >= o, np.maximum(b - c * n_te, 0), b)
                 # overhead never makes time run backwards: each anchor's start and end keep their order
@@ -360,9 +367,10 @@ class Replay:
         return self._chain(fs, fe, skip, np.asarray(lat), np.asarray(qg), d,
                            np.asarray(drop, bool) if drop is not None else None)
 
-    def _events_before(self, thr: int, ts, te, R):
+    def _events_before(self, thr: int, ts, te, R, j=None):
         """Per anchor of ``thr``: the recorded host events since the origin before its start and before its end
-        (those in the removed intervals ``R`` not counted). Without removals the same for every overhead: kept."""
+        (those in the removed intervals ``R`` not counted; ``j``: ``R.last`` of the origin, the starts and the
+        ends). Without removals the same for every overhead: kept."""
         memo = self.__dict__.setdefault("_ev_memo", {})
         ev = self.host_ev.get(thr, np.zeros(0, np.int64))
         if thr not in memo:
@@ -377,14 +385,18 @@ class Replay:
         ps, pe = np.searchsorted(ev, R.s), np.searchsorted(ev, R.e)
         cum = np.concatenate(([0], np.cumsum(pe - ps)))
 
-        def kept(t, at):
-            j = np.searchsorted(R.s, t, side="right") - 1
-            jj = np.clip(j, 0, None)
-            part = np.clip(np.searchsorted(ev, np.minimum(R.e[jj], t)) - ps[jj], 0, None)
-            return at - np.where(j >= 0, cum[jj] + part, 0)
+        # of the interval t falls in or after: all its events when t is past its end, else those before t
+        # (``at``: the events before t, the same count)
+        if j is None:
+            j = (R.last(np.array([self.origin], np.int64)), R.last(ts), R.last(te))
 
-        n_o = kept(np.array([self.origin], np.int64), np.array([at_o]))[0]
-        return np.clip(kept(ts, at_s) - n_o, 0, None), np.clip(kept(te, at_e) - n_o, 0, None)
+        def kept(t, at, jt):
+            jj = np.maximum(jt, 0)
+            part = np.maximum(np.where(t < R.e[jj], at, pe[jj]) - ps[jj], 0)
+            return at - np.where(jt >= 0, cum[jj] + part, 0)
+
+        n_o = kept(np.array([self.origin], np.int64), np.array([at_o]), j[0])[0]
+        return np.clip(kept(ts, at_s, j[1]) - n_o, 0, None), np.clip(kept(te, at_e, j[2]) - n_o, 0, None)
 
     def _chain(self, fs, fe, skip, lat, qg, dur, dropped) -> np.ndarray:
         """The run's event loop: the items in trigger order (each at max(its launch call's replayed start + its
