@@ -131,6 +131,28 @@ class CallFloors:
 #: the ids Kineto adds to every op's args: two calls with the same shapes differ only in these
 _ID_RE = re.compile(rb'"(?:External id|external id|Ev Idx|Record function id|Sequence number|Fwd thread id|'
                     rb'Python id|Python parent id|correlation)"\s*:\s*-?\d+\s*,?\s*')
+def args_keys(model: TraceModel, events) -> np.ndarray:
+    """Per event: a small integer, equal for two events exactly when they have the same name and the same args
+    once the ids Kineto adds to every op (``_ID_RE``) are stripped: the calls whose shapes, types and arguments
+    repeat (every layer, every step) share one. Events without args share the key of their name alone."""
+    ev = np.asarray(events, np.int64)
+    if ev.size == 0:
+        return np.zeros(0, np.int64)
+    aid = model.args_id[ev].astype(np.int64)
+    offs, data = model.args.offs, model.args.data
+    a0 = offs[np.maximum(aid, 0)].tolist()
+    a1 = offs[np.maximum(aid, 0) + 1].tolist()
+    # one substitution over the blobs joined by a byte no match can cross (the pattern takes quotes, names,
+    # white space, digits, colons and commas only)
+    joined = b"\x00".join([data[x:y] if ai >= 0 else b"" for x, y, ai in zip(a0, a1, aid.tolist())])
+    blobs = _ID_RE.sub(b"", joined).split(b"\x00")
+    if len(blobs) != ev.size:  # a blob holding the separator itself: one at a time
+        blobs = [_ID_RE.sub(b"", data[x:y]) if ai >= 0 else b"" for x, y, ai in zip(a0, a1, aid.tolist())]
+    uniq: dict[tuple, int] = {}
+    return np.fromiter((uniq.setdefault(k, len(uniq)) for k in zip(model.name_id[ev].tolist(), blobs)),
+                       np.int64, ev.size)
+
+
 #: how many earlier calls of the device a call looks back at for an input one of them wrote (bmm -> softmax
 #: -> copy_ -> bmm is three)
 REUSE_LOOKBACK = 8
@@ -195,21 +217,8 @@ def call_floors(model: TraceModel, k: np.ndarray, window, flags) -> CallFloors:
     c_dev = gdev[model.track[k[c_first]]]
     o2 = np.lexsort((model.ts_ns[k[c_first]], c_dev))
     # costs, once per distinct args blob (the ids Kineto adds stripped) and op
-    aid = model.args_id[calls].astype(np.int64)
-    offs, data = model.args.offs, model.args.data
-    a0 = offs[np.maximum(aid, 0)].tolist()
-    a1 = offs[np.maximum(aid, 0) + 1].tolist()
-    nid = model.name_id[calls].tolist()
-    uniq: dict[tuple, int] = {}
-    u_of = np.empty(calls.size, np.int64)
-    firsts = []
-    for i, (x, y, n, ai) in enumerate(zip(a0, a1, nid, aid.tolist())):
-        key = (n, _ID_RE.sub(b"", data[x:y]) if ai >= 0 else b"")
-        u = uniq.get(key)
-        if u is None:
-            u = uniq[key] = len(firsts)
-            firsts.append(i)
-        u_of[i] = u
+    u_of = args_keys(model, calls)  # numbered in order of first appearance
+    firsts = np.unique(u_of, return_index=True)[1].tolist()
     sig_ix: dict = {}
     shape_ix: dict[str, int] = {}
     dtype_ix: dict[str, int] = {}

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..trace.model import TrackKind
+from .activity import args_keys
 from .floors import CONV_OPS, MATMUL_OPS, peaks_for
 from .types import Pattern
 
@@ -92,11 +93,11 @@ def _gather(a, wanted: set) -> _Calls | None:
     first = pos[starts]
     dims, types, ops = [], [], []
     memo: dict = {}
-    for e in calls.tolist():
-        args = m.event_args(e)
-        key = (int(m.name_id[e]), repr(args.get("Input Dims")), repr(args.get("Input type")))
+    # the args decoded once per distinct (op, args without the per-call ids): shapes repeat every layer and step
+    for e, key in zip(calls.tolist(), args_keys(m, calls).tolist()):
         r = memo.get(key)
         if r is None:
+            args = m.event_args(e)
             d = args.get("Input Dims") or []
             t = args.get("Input type") or []
             r = memo[key] = ([x if isinstance(x, list) and all(isinstance(v, int) for v in x) else [] for x in d],

@@ -95,7 +95,13 @@ def loop_stats(a, name: str) -> dict | None:
     if idx.size == 0:
         return None
     idx = _outer_calls(m, idx)
-    k = cf.k[m.launch[cf.k] >= 0]
+    # what every frame asks for the same (the launched kernels, their outermost ops, the syncs of the threads)
+    memo_a = a.__dict__.setdefault("_loop_stats_memo", {})
+    if "k" not in memo_a:
+        k0 = cf.k[m.launch[cf.k] >= 0]
+        op0 = m.op[k0]
+        memo_a["k"] = (k0, np.where(op0 >= 0, _outermost(m, np.maximum(op0, 0)), -1))
+    k, outer_k = memo_a["k"]
     L = m.launch[k]
     call_of = np.full(k.size, -1, np.int64)
     for t in np.unique(m.track[idx]).tolist():
@@ -110,23 +116,27 @@ def loop_stats(a, name: str) -> dict | None:
     has = call_of >= 0
     if not has.any():
         return None
-    k, L, call_of = k[has], L[has], call_of[has]
+    k, L, call_of, outer = k[has], L[has], call_of[has], outer_k[has]
     o = np.lexsort((m.ts_ns[L], call_of))
-    k, L, call_of = k[o], L[o], call_of[o]
+    k, L, call_of, outer = k[o], L[o], call_of[o], outer[o]
     _, per = np.unique(call_of, return_counts=True)
     starts = np.r_[0, np.cumsum(per)[:-1]]
     # syncs: the synchronising runtime calls (a stream synchronize, a blocking copy) inside each call on its
     # thread, each named by the outermost op around it (nonzero, item); a trace without runtime events: the
     # outermost synchronising ops
     fl = a.flags
-    rt = (m.kind == int(Kind.RUNTIME)) & (fl["sync_rt"][m.name_id] | fl["blocking_copy"][m.name_id])
     thr_set = np.unique(m.track[idx])
-    sy = np.flatnonzero(rt & np.isin(m.track, thr_set))
-    if sy.size == 0:
-        sy = np.flatnonzero((m.kind == int(Kind.CPU_OP)) & fl["sync_op"][m.name_id] & np.isin(m.track, thr_set))
-        par = m.parent[sy]
-        sy = sy[(par < 0) | (m.kind[np.maximum(par, 0)] != int(Kind.CPU_OP))]
-    sync_ts = {int(t): np.sort(m.ts_ns[sy[m.track[sy] == t]]) for t in thr_set.tolist()}
+    got = memo_a.get(("sync", tuple(thr_set.tolist())))
+    if got is None:
+        rt = (m.kind == int(Kind.RUNTIME)) & (fl["sync_rt"][m.name_id] | fl["blocking_copy"][m.name_id])
+        sy = np.flatnonzero(rt & np.isin(m.track, thr_set))
+        if sy.size == 0:
+            sy = np.flatnonzero((m.kind == int(Kind.CPU_OP)) & fl["sync_op"][m.name_id] & np.isin(m.track, thr_set))
+            par = m.parent[sy]
+            sy = sy[(par < 0) | (m.kind[np.maximum(par, 0)] != int(Kind.CPU_OP))]
+        sync_ts = {int(t): np.sort(m.ts_ns[sy[m.track[sy] == t]]) for t in thr_set.tolist()}
+        got = memo_a[("sync", tuple(thr_set.tolist()))] = (sy, sync_ts)
+    sy, sync_ts = got
     n_sync = np.zeros(idx.size, np.int64)
     names_sync: Counter = Counter()
     for t in thr_set.tolist():
@@ -139,19 +149,21 @@ def loop_stats(a, name: str) -> dict | None:
         np.add.at(n_sync, ci[j[ok]], 1)
         names_sync.update(m.names[m.name_id[x]] for x in _outermost(m, st[ok]).tolist())
     # the op sequence of each call: its kernels' outermost ops, each op call once, in launch order
-    op = m.op[k]
-    outer = np.where(op >= 0, _outermost(m, np.maximum(op, 0)), -1)
     blocks: Counter = Counter()
     reps: list[tuple] = []
     memo: dict = {}
     cfg = a.config
+    # each call's op sequence by name ids (-1: no op), its names only for a sequence not seen before
+    nid_outer = np.where(outer >= 0, m.name_id[np.maximum(outer, 0)], -1)
     for c0, n in zip(starts.tolist(), per.tolist()):
         u = outer[c0:c0 + n]
-        u = u[np.r_[True, u[1:] != u[:-1]]] if u.size else u
-        seq = tuple(m.names[m.name_id[x]] if x >= 0 else "?" for x in u.tolist())
-        r = memo.get(seq)
+        keep = np.r_[True, u[1:] != u[:-1]] if u.size else np.zeros(0, bool)
+        u = u[keep]
+        ids = tuple(nid_outer[c0:c0 + n][keep].tolist())
+        r = memo.get(ids)
         if r is None:
-            r = memo[seq] = tandem_repeat(seq, cfg.loop_min_block, cfg.loop_min_repeats,
+            seq = tuple(m.names[x] if x >= 0 else "?" for x in ids)
+            r = memo[ids] = tandem_repeat(seq, cfg.loop_min_block, cfg.loop_min_repeats,
                                           cfg.loop_max_block) or ((), 0, 0)
         # the syncs inside the repeated run (its first op's start to its last op's end): the loop's own
         n_in = 0

@@ -50,18 +50,18 @@ def _within(m, idx, fr, window=None):
     return ok
 
 
-def _python_own(r: Replay, name: str):
+def _own_keep(r: Replay):
+    """What a frame's own time keeps, the same for every frame (once per replay): runtime calls and the ops that
+    issue them; and the user frames and kernel launchers (the frame itself excepted by the caller). Ops that
+    issue no runtime call (CPU tensor work, views) are host work of the frame."""
+    got = r.__dict__.get("_own_keep")
+    if got is not None:
+        return got
     m = r.model
-    fr = _frame_intervals(m, name)
-    if fr is None:
-        return None
-    fs, fe, ft = fr
     py = m.kind == int(Kind.PYTHON)
-    user = (r.flags["user_frame"][m.name_id] | r.flags["launcher_frame"][m.name_id]) & py \
-        & (m.name_id != m.names.index(name))
-    # kept: runtime calls, the ops that issue them, other user frames and kernel launchers; ops that issue no
-    # runtime call (CPU tensor work, views) are host work of the frame
-    calls = np.flatnonzero(np.isin(m.kind, np.array(_CALLS, np.uint8)))
+    user = (r.flags["user_frame"][m.name_id] | r.flags["launcher_frame"][m.name_id]) & py
+    is_call = np.isin(m.kind, np.array(_CALLS, np.uint8))
+    calls = np.flatnonzero(is_call)
     ops = np.flatnonzero(m.kind == int(Kind.CPU_OP))
     issuing = np.zeros(m.n, bool)
     for t in np.unique(m.track[calls]).tolist():
@@ -74,7 +74,18 @@ def _python_own(r: Replay, name: str):
         a = np.searchsorted(cs, m.ts_ns[ot], side="left")
         b = np.searchsorted(cs, m.ts_ns[ot] + m.dur_ns[ot], side="left")
         issuing[ot[b > a]] = True
-    keep_k = np.isin(m.kind, np.array(_CALLS, np.uint8)) | issuing | user
+    got = r._own_keep = (is_call | issuing, user)
+    return got
+
+
+def _python_own(r: Replay, name: str):
+    m = r.model
+    fr = _frame_intervals(m, name)
+    if fr is None:
+        return None
+    fs, fe, ft = fr
+    calls_issuing, user_any = _own_keep(r)
+    keep_k = calls_issuing | (user_any & (m.name_id != m.names.index(name)))
     S, E, T = [], [], []
     for t in np.unique(ft).tolist():
         a_s, a_e = fs[ft == t], fe[ft == t]

@@ -78,6 +78,13 @@ def dispatch_ns(r: Replay, c: float = 0.0) -> int:
     (what calling one op from Python costs: dispatch, its inner ops, the launch call) of the op's recorded duration
     less ``c`` per host event recorded in it; 0 when no launch is inside an op. A fused function is still one op
     to call and launch."""
+    memo = r.__dict__.setdefault("_dispatch_memo", {})
+    if float(c) not in memo:  # the same for every frame of a projection
+        memo[float(c)] = _dispatch_ns(r, c)
+    return memo[float(c)]
+
+
+def _dispatch_ns(r: Replay, c: float) -> int:
     m = r.model
     k = r.items[r.has_launch & (m.kind[r.items] == int(Kind.KERNEL))]
     if k.size == 0:
@@ -113,8 +120,13 @@ def candidates(a, r: Replay, rec_step_ns: float, extra=()) -> list[tuple[str, in
     if r.window is not None and getattr(r.window, "clipped", False) and py.size:
         py = py[r.window.cpu_in(m, py)]
     out = []
-    for nid in np.unique(m.name_id[py]).tolist():
-        idx = py[m.name_id[py] == nid]
+    # the calls of each name, in event order: one stable sort by name, not one scan of all calls per name
+    o = np.argsort(m.name_id[py], kind="stable")
+    py_o, nid_o = py[o], m.name_id[py[o]]
+    cut = np.flatnonzero(np.r_[True, nid_o[1:] != nid_o[:-1], True]) if py.size else np.zeros(1, np.int64)
+    for k0, k1 in zip(cut[:-1].tolist(), cut[1:].tolist()):
+        nid = int(nid_o[k0])
+        idx = py_o[k0:k1]
         s, e, _ = subtree_intervals(m, idx)
         incl = int((e - s).sum())
         share = incl / steps / rec_step_ns if rec_step_ns > 0 else 0.0

@@ -36,7 +36,10 @@ def _subtract(a_s, a_e, b_s, b_e):
     if b_s.size == 0:
         return a_s, a_e
     # boundaries of both; a point is kept when inside a and not inside b
-    pts = np.unique(np.concatenate((a_s, a_e, b_s, b_e)))
+    # four sorted runs: a stable sort (a merge of runs) is much cheaper than np.unique's quicksort of them
+    pts = np.concatenate((a_s, a_e, b_s, b_e))
+    pts.sort(kind="stable")
+    pts = pts[np.r_[True, pts[1:] != pts[:-1]]]
     lo, hi = pts[:-1], pts[1:]
 
     def inside(s, e, t):
@@ -67,11 +70,15 @@ class _Removed:
         ln = self.e - self.s
         self.cum = np.concatenate(([0], np.cumsum(ln)))
 
-    def before(self, t):
+    def last(self, t) -> np.ndarray:
+        """Index of the last interval starting at or before each t (-1: none)."""
+        return np.searchsorted(self.s, np.asarray(t, np.int64), side="right") - 1
+
+    def before(self, t, j=None):
         t = np.asarray(t, np.int64)
         if self.s.size == 0:
             return np.zeros(t.shape, np.int64)
-        j = np.searchsorted(self.s, t, side="right") - 1
+        j = self.last(t) if j is None else j
         jj = np.clip(j, 0, None)
         part = np.clip(t - self.s[jj], 0, self.e[jj] - self.s[jj])
         return np.where(j >= 0, self.cum[jj] + part, 0)
@@ -79,6 +86,78 @@ class _Removed:
     @property
     def total(self) -> int:
         return int(self.cum[-1])
+
+
+def _chain_loop(a, q, d, e0: float) -> np.ndarray:
+    """One stream's items one at a time: each ends at max(a, previous end + q) + d (the first after ``e0``)."""
+    out = []
+    e = e0
+    for x, qq, dd in zip(a.tolist(), q.tolist(), d.tolist()):
+        b = e + qq
+        e = (x if x > b else b) + dd
+        out.append(e)
+    return np.array(out, np.float64)
+
+
+def _chain_vector(a, q, d, e0: float):
+    """``_chain_loop`` with arrays, or None where the result would not be the loop's bit for bit.
+
+    An item's end is the end of its chain's last restart r (the item that started at its own time ``a`` rather
+    than behind its predecessor) plus the integer sum of the dispatch gaps and durations since: e = a[r] + d[r] +
+    P - P[r] (P the running sum of q + d), or, with no restart yet, e0 + P. The restart is where a + d - P is
+    largest so far. The loop's result is then checked element by element with its own operations."""
+    n = a.size
+    P = np.cumsum(q + d)
+    v = a + (d - P)
+    mv = np.maximum.accumulate(v)
+    r = np.maximum.accumulate(np.where(v >= mv, np.arange(n), 0))
+    en = np.where(mv <= e0, e0 + P, a[r] + (d[r] + (P - P[r])))
+    return en if chain_holds(a, q, d, e0, en) else None
+
+
+def chain_holds(a, q, d, e0: float, en) -> bool:
+    """Whether ``en`` is ``_chain_loop``'s result: every end is max(a, the previous end + q) + d in the loop's
+    float operations (by induction from ``e0``, the loop's result is the only array that satisfies this)."""
+    prev = np.empty(en.size, np.float64)
+    prev[0] = e0
+    prev[1:] = en[:-1]
+    b = prev + q
+    return bool(np.array_equal(np.where(a > b, a, b) + d, en))
+
+
+def _positions(anc, L, has) -> np.ndarray:
+    """Position in ``anc`` (event indices, unique, any order) of each ``L`` where ``has``, else -1."""
+    srt = np.argsort(anc, kind="stable")
+    p = np.searchsorted(anc, np.where(has, L, anc[srt[0]] if anc.size else 0), sorter=srt) if anc.size else \
+        np.zeros(L.size, np.int64)
+    return np.where(has, srt[np.minimum(p, max(anc.size - 1, 0))] if anc.size else -1, -1).astype(np.int64)
+
+
+def _recorded_targets(order, ptr, e, dev, is_w, a_thr, thr_devs, all_devs, g_rec) -> np.ndarray:
+    """Per waiting anchor k: the latest recorded end, over the devices its thread launches to, of the items
+    triggered at anchors up to k (those before the first anchor not counted), -(1 << 62) when there is none; the
+    other anchors keep ``g_rec``. Per device a running maximum over the items in trigger order."""
+    none = -(1 << 62)
+    g_rec = g_rec.copy()
+    w = np.flatnonzero(is_w)
+    if w.size == 0:
+        return g_rec
+    seq = order[ptr[0]:]
+    last = ptr[w + 1] - ptr[0] - 1  # position in seq of the last item triggered at or before each waiter
+    at = {}
+    for dv in sorted(set(dev.tolist())):
+        run = np.maximum.accumulate(np.where(dev[seq] == dv, e[seq], none)) if seq.size else seq
+        at[dv] = np.where(last >= 0, run[np.maximum(last, 0)] if seq.size else none, none)
+    thr_w = a_thr[w]
+    for t in np.unique(thr_w).tolist():
+        sel = thr_w == t
+        devs = thr_devs.get(int(t), all_devs)
+        g = np.full(int(sel.sum()), none, np.int64)
+        for dv in devs:
+            if dv in at:
+                g = np.maximum(g, at[dv][sel])
+        g_rec[w[sel]] = g
+    return g_rec
 
 
 # ----------------------------------------------------------------------------- the model
@@ -151,13 +230,11 @@ class Replay:
         anc = anc[np.lexsort((anc, m.ts_ns[anc]))]
         self.anchors = anc
         na = anc.size
-        pos = {int(a): i for i, a in enumerate(anc.tolist())}
         self.a_ts = m.ts_ns[anc]
         self.a_end = m.ts_ns[anc] + m.dur_ns[anc]
         self.a_thr = m.track[anc].astype(np.int64)
         # items triggered at anchors: their launch anchor, never before their stream predecessor's trigger
-        trig = np.array([pos[int(x)] if h else -1 for x, h in zip(L.tolist(), has.tolist())], np.int64) \
-            if gw.size else np.zeros(0, np.int64)
+        trig = _positions(anc, L, has) if gw.size else np.zeros(0, np.int64)
         self.item_anchor = trig.copy()
         if gw.size:
             grp = np.cumsum(first) - 1
@@ -179,18 +256,7 @@ class Replay:
         if na:
             order = np.argsort(trig, kind="stable")
             ptr = np.searchsorted(trig[order], np.arange(na + 1), side="left")
-            dev_end: dict[int, int] = {}
-            tl, el, dl = order.tolist(), e.tolist(), self.dev.tolist()
-            ptrl = ptr.tolist()
-            # items triggered before the first anchor (no-launch items at stream heads)
-            for k in range(na):
-                for j in tl[ptrl[k]:ptrl[k + 1]]:
-                    dv = dl[j]
-                    if el[j] > dev_end.get(dv, -(1 << 62)):
-                        dev_end[dv] = el[j]
-                if is_w[k]:
-                    devs = self.thr_devs.get(int(self.a_thr[k]), all_devs)
-                    g_rec[k] = max((dev_end.get(dv, -(1 << 62)) for dv in devs), default=-(1 << 62))
+            g_rec = _recorded_targets(order, ptr, e, self.dev, is_w, self.a_thr, self.thr_devs, all_devs, g_rec)
             self._order, self._ptr = order, ptr
             pre = np.flatnonzero(trig < 0)
             self._pre = pre
@@ -234,33 +300,45 @@ class Replay:
         ``insert`` ({thread: (points, ns)}, recorded times) adds host time on a thread: every anchor at or after a
         point (since the origin) starts that much later, in replayed (un-profiled) time: the fused call's own
         dispatch."""
+        plain = not removed and dur is None and nowait is None and drop is None and fuse is None and not insert
+        if plain:
+            # the recorded replay and the calibrated base are asked for again (calibration, the base, the fixes)
+            got = self.__dict__.setdefault("_plain_runs", {}).get(float(c))
+            if got is not None:
+                return got
+        end = self._run(removed, c, dur, nowait, drop, fuse, insert)
+        if plain:
+            end.flags.writeable = False
+            self._plain_runs[float(c)] = end
+        return end
+
+    def _run(self, removed, c, dur, nowait, drop, fuse, insert) -> np.ndarray:
         removed = removed or {}
         o = self.origin
         na = self.anchors.size
         fs = np.empty(na, np.float64)
         fe = np.empty(na, np.float64)
         skip = np.zeros(na, bool)
-        for thr in np.unique(self.a_thr).tolist() if na else []:
-            sel = self.a_thr == thr
+        for thr, sel in self._thread_anchors():
             ts, te = self.a_ts[sel], self.a_end[sel]
             R = removed.get(int(thr))
             if R is not None and R.s.size:
-                r_o = R.before(np.array([o]))[0]
-                rs, re_ = R.before(ts), R.before(te)
+                # the removed interval at or before each start and end: shared by the removed time and the count
+                # of removed events below
+                j = (R.last(np.array([o], np.int64)), R.last(ts), R.last(te))
+                r_o = R.before(np.array([o]), j[0])[0]
+                rs, re_ = R.before(ts, j[1]), R.before(te, j[2])
                 skip[sel] = (re_ - rs) >= (te - ts)
             else:
                 r_o, rs, re_ = 0, 0, 0
-                R = None
+                R = j = None
             a = ((ts - o) - (rs - r_o)).astype(np.float64)
             b = ((te - o) - (re_ - r_o)).astype(np.float64)
             if c > 0:
-                ev = self.host_ev.get(int(thr), np.zeros(0, np.int64))
-                if R is not None:
-                    ev = ev[~_inside(R.s, R.e, ev)]
                 # only the events since the origin lose their overhead, and no time goes before the origin
-                n_o = np.searchsorted(ev, o)
-                a = np.where(ts >= o, np.maximum(a - c * np.clip(np.searchsorted(ev, ts) - n_o, 0, None), 0), a)
-                b = np.where(te >= o, np.maximum(b - c * np.clip(np.searchsorted(ev, te) - n_o, 0, None), 0), b)
+                n_ts, n_te = self._events_before(int(thr), ts, te, R, j)
+                a = np.where(ts >= o, np.maximum(a - c * n_ts, 0), a)
+                b = np.where(te >= o, np.maximum(b - c * n_te, 0), b)
                 # overhead never makes time run backwards: each anchor's start and end keep their order
                 seq = np.maximum.accumulate(np.column_stack((a, b)).ravel()).reshape(-1, 2)
                 a, b = seq[:, 0], seq[:, 1]
@@ -283,50 +361,144 @@ class Replay:
             fz = np.asarray(fuse, bool)
             lat = np.where(fz, max(self.launch_lat_ns - c, 0), lat)
             qg = np.where(fz, self.graph_gap_ns, qg)
-        lat, qg, start = lat.tolist(), qg.tolist(), self.start.tolist()
-        dur = (self.dur if dur is None else np.asarray(dur, np.int64)).tolist()
-        trk, dev, has, ia = self.trk.tolist(), self.dev.tolist(), self.has_launch.tolist(), self.item_anchor.tolist()
-        dropped = np.asarray(drop, bool).tolist() if drop is not None else None
-        end = [0.0] * len(lat)
-        stream_end: dict[int, float] = {}
-        dev_end: dict[int, float] = {}
-        shift: dict[int, float] = {}
-        lprime = [0.0] * na
-        NEG = -1e30
-
-        def item(j):
-            if dropped is not None and dropped[j]:
-                end[j] = NEG
-                return
-            a = lprime[ia[j]] + lat[j] if has[j] else float(start[j])
-            b = stream_end.get(trk[j], NEG) + qg[j]
-            st = a if a > b else b
-            en = st + dur[j]
-            end[j] = en
-            stream_end[trk[j]] = en
-            if en > dev_end.get(dev[j], NEG):
-                dev_end[dev[j]] = en
-
-        for j in self._pre.tolist():
-            item(j)
-        order, ptr = self._order.tolist(), self._ptr.tolist()
-        thr_l, fsl, fel = self.a_thr.tolist(), fs.tolist(), fe.tolist()
         if nowait is not None and len(nowait):
             skip |= np.isin(self.anchors, np.asarray(nowait, np.int64))
-        waits, tail, skl = self.waits.tolist(), self.tail.tolist(), skip.tolist()
+        d = self.dur if dur is None else np.asarray(dur, np.int64)
+        return self._chain(fs, fe, skip, np.asarray(lat), np.asarray(qg), d,
+                           np.asarray(drop, bool) if drop is not None else None)
+
+    def _events_before(self, thr: int, ts, te, R, j=None):
+        """Per anchor of ``thr``: the recorded host events since the origin before its start and before its end
+        (those in the removed intervals ``R`` not counted; ``j``: ``R.last`` of the origin, the starts and the
+        ends). Without removals the same for every overhead: kept."""
+        memo = self.__dict__.setdefault("_ev_memo", {})
+        ev = self.host_ev.get(thr, np.zeros(0, np.int64))
+        if thr not in memo:
+            at_s, at_e = np.searchsorted(ev, ts), np.searchsorted(ev, te)
+            at_o = int(np.searchsorted(ev, self.origin))
+            memo[thr] = (at_s, at_e, at_o, np.clip(at_s - at_o, 0, None), np.clip(at_e - at_o, 0, None))
+        at_s, at_e, at_o, n_s, n_e = memo[thr]
+        if R is None:
+            return n_s, n_e
+        # events before t less those inside the removed intervals before t: per interval its events (a count of
+        # the sorted events), summed over the intervals before t, and the part of the one t falls in
+        ps, pe = np.searchsorted(ev, R.s), np.searchsorted(ev, R.e)
+        cum = np.concatenate(([0], np.cumsum(pe - ps)))
+
+        # of the interval t falls in or after: all its events when t is past its end, else those before t
+        # (``at``: the events before t, the same count)
+        if j is None:
+            j = (R.last(np.array([self.origin], np.int64)), R.last(ts), R.last(te))
+
+        def kept(t, at, jt):
+            jj = np.maximum(jt, 0)
+            part = np.maximum(np.where(t < R.e[jj], at, pe[jj]) - ps[jj], 0)
+            return at - np.where(jt >= 0, cum[jj] + part, 0)
+
+        n_o = kept(np.array([self.origin], np.int64), np.array([at_o]), j[0])[0]
+        return np.clip(kept(ts, at_s, j[1]) - n_o, 0, None), np.clip(kept(te, at_e, j[2]) - n_o, 0, None)
+
+    def _chain(self, fs, fe, skip, lat, qg, dur, dropped) -> np.ndarray:
+        """The run's event loop: the items in trigger order (each at max(its launch call's replayed start + its
+        latency, its stream's previous end + its dispatch gap), plus its duration), and at each synchronising
+        call that waits, its thread's shift (the call returns when the work it waits for ends, plus its tail).
+
+        Between two waits every thread's shift is constant, so an *epoch* (the anchors up to and including the
+        next wait) is computed with arrays: the anchors' replayed starts at once, each stream's chain of items as
+        a running maximum over restarts (an item that starts at its launch rather than behind its predecessor)
+        plus exact integer sums. The float results must be those of the one-item-at-a-time loop, operation for
+        operation (the report prints them rounded, and a calibration bisects on them), so every stream's chain
+        is checked against that loop's recurrence, element by element, with the loop's own float operations
+        (``max(a, prev + qgap) + dur``): a chain that satisfies it is the loop's result by induction. A chain
+        that does not (an addition rounded in a long queue) and a short chain are run item by item."""
+        na = self.anchors.size
+        NEG = -1e30
+        seq = self._order if na else self._pre
+        ptr = self._ptr
+        end = np.zeros(self.items.size, np.float64)
+        lprime = np.zeros(na, np.float64)
+        slot, nslot = self._thread_slots()
+        shv = np.zeros(max(nslot, 1), np.float64)
+        stream_end: dict[int, float] = {}
+        dev_end: dict[int, float] = {}
         tdevs, alld = self.thr_devs, self.devices
-        for p in range(na):
-            th = thr_l[p]
-            sh = shift.get(th, 0.0)
-            sp = fsl[p] + sh
-            lprime[p] = sp
-            for j in order[ptr[p]:ptr[p + 1]]:
-                item(j)
-            if waits[p] and not skl[p]:
+        startf = self.start.astype(np.float64)
+        eff = np.flatnonzero(self.waits & ~skip).tolist() if na else []
+        lo = 0
+        i_lo = 0
+        for k in range(len(eff) + 1):
+            hi = eff[k] + 1 if k < len(eff) else na
+            lprime[lo:hi] = fs[lo:hi] + shv[slot[lo:hi]]
+            i_hi = int(ptr[hi]) if na else seq.size
+            if i_hi > i_lo:
+                self._epoch_items(seq[i_lo:i_hi], lprime, lat, qg, dur, dropped, startf, end, stream_end, dev_end)
+            if k < len(eff):
+                p = hi - 1
+                th = int(self.a_thr[p])
+                sp = float(lprime[p])
                 g = max((dev_end.get(dv, NEG) for dv in tdevs.get(th, alld)), default=NEG)
-                ret = (sp if sp > g else g) + tail[p]
-                shift[th] = ret - fel[p]
-        return np.asarray(end, np.float64)
+                ret = (sp if sp > g else g) + int(self.tail[p])
+                shv[slot[p]] = ret - float(fe[p])
+            lo, i_lo = hi, i_hi
+        return end
+
+    #: a stream's chain in one epoch shorter than this runs item by item (fewer array operations)
+    _SHORT_CHAIN = 48
+
+    def _epoch_items(self, J, lprime, lat, qg, dur, dropped, startf, end, stream_end, dev_end) -> None:
+        """The items ``J`` (trigger order) of one epoch, every anchor they launch from already placed."""
+        NEG = -1e30
+        if dropped is not None:
+            dj = dropped[J]
+            if dj.any():
+                end[J[dj]] = NEG
+                J = J[~dj]
+                if J.size == 0:
+                    return
+        has = self.has_launch[J]
+        if has.any():
+            a = np.where(has, lprime[np.maximum(self.item_anchor[J], 0)] + lat[J], startf[J])
+        else:  # a stream head launched before any anchor (or a trace without launch calls)
+            a = startf[J]
+        tr = self.trk[J]
+        if tr[0] != tr[-1] or not (tr == tr[0]).all():
+            o = np.argsort(tr, kind="stable")
+            J, a, tr = J[o], a[o], tr[o]
+            cuts = np.flatnonzero(tr[1:] != tr[:-1]) + 1
+            bounds = [0, *cuts.tolist(), J.size]
+        else:
+            bounds = [0, J.size]
+        q_all, d_all = qg[J], dur[J]
+        for g0, g1 in zip(bounds[:-1], bounds[1:]):
+            t = int(tr[g0])
+            e0 = stream_end.get(t, NEG)
+            ag, qv, dv = a[g0:g1], q_all[g0:g1], d_all[g0:g1]
+            en = None if g1 - g0 < self._SHORT_CHAIN else _chain_vector(ag, qv, dv, e0)
+            if en is None:
+                en = _chain_loop(ag, qv, dv, e0)
+            end[J[g0:g1]] = en
+            stream_end[t] = float(en[-1])
+            dev = int(self.dev[J[g0]])
+            top = float(en.max())
+            if top > dev_end.get(dev, NEG):
+                dev_end[dev] = top
+
+    def _thread_anchors(self) -> list:
+        """(thread, its anchors' positions) per thread with anchors, in thread order (once per replay)."""
+        got = self.__dict__.get("_thr_anchors")
+        if got is None:
+            slot, _ = self._thread_slots()
+            u = np.unique(self.a_thr)
+            got = self._thr_anchors = [(int(t), np.flatnonzero(slot == i)) for i, t in enumerate(u.tolist())]
+        return got
+
+    def _thread_slots(self):
+        """Each anchor's thread as a small index (the shifts live in an array), and their number."""
+        got = getattr(self, "_slots", None)
+        if got is None:
+            u, inv = np.unique(self.a_thr, return_inverse=True)
+            got = self._slots = (inv.astype(np.int64), int(u.size))
+        return got
 
     def span(self, end: np.ndarray) -> dict[int, int]:
         """Per device: last end of a window item - origin."""
