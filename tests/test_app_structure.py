@@ -50,3 +50,27 @@ def test_failure_is_one_line_and_keeps_bad_input_as_it_is():
     line = failure("loading", ValueError("bad\nvalue  " + "x" * 500), "2 traces")
     assert line.startswith("2 traces: loading failed (internal error ValueError: bad value xxx")
     assert "\n" not in line and len(line) < 260
+
+
+def _imported_names(path):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:  # the explorer's own modules (relative imports)
+            for a in node.names:
+                yield node.module or "", a.name
+
+
+@pytest.mark.parametrize("path", sorted(APP.glob("*.py")), ids=lambda p: p.name)
+def test_no_explorer_module_imports_another_modules_private_names(path):
+    private = [f"{mod}.{name}" for mod, name in _imported_names(path) if name.startswith("_")]
+    assert private == []
+
+
+def test_names_are_made_safe_to_draw_in_one_place():
+    """"safe, then ASCII-safe" (tui/app/safe.py ``shown``) is written once: every other module calls ``shown``."""
+    for path in APP.glob("*.py"):
+        if path.name == "safe.py":
+            continue
+        calls = {n.func.id for n in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+        assert not calls & {"safe", "ascii_safe"}, path.name

@@ -15,7 +15,6 @@ from .loading import (LOAD_OPTS, AnalysisFailed, AnalysisReady, Loader, LoadFail
                       SceneLoaded,
                       debugging, failure)
 from .main import MainScreen
-from .safe import ascii_safe, safe
 from .scene import Scene
 from .timeline import LanesView
 
@@ -99,10 +98,6 @@ class GapscopeApp(App):
         self._frozen = True
 
     # ================================================================ helpers
-    def _text(self, s: str) -> str:
-        s = safe(s)
-        return ascii_safe(s) if self.glyphs.ascii else s
-
     @property
     def scene(self) -> Scene | None:
         return self.scenes[self.current] if 0 <= self.current < len(self.scenes) else None
@@ -180,7 +175,7 @@ class GapscopeApp(App):
             for pi in (range(len(sc.parts)) if ev.items is not None else [ev.part]):
                 sc.parts[pi].analysis = None
                 sc.parts[pi].analysis_error = failure("showing the analysis", exc)
-            sc._merge_gaps()
+            sc.merge_gaps()
             sc.apply_filter(None)
             sc.invalidate_rows()
             if sc is self.scene:

@@ -392,7 +392,7 @@ class Scene:
             pt = self.parts[part]
             pt.analysis = a
             pt.min_listed_ns = int(min_listed_ns)
-        self._merge_gaps()
+        self.merge_gaps()
         self.apply_filter(self.cause_filter)  # (a finding's filter ends when analyses land)
         self.invalidate_rows()
 
@@ -402,7 +402,7 @@ class Scene:
 
         return rank_summary(self)
 
-    def _merge_gaps(self) -> None:
+    def merge_gaps(self) -> None:
         starts = [int(pt.analysis.window_start_ns) + pt.offset for pt in self.parts if pt.analysis is not None]
         self._win0 = min(starts) if starts else None
         ends = [max(int(d.window_end_ns) for d in pt.analysis.devices) + pt.offset for pt in self.parts

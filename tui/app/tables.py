@@ -17,7 +17,7 @@ from ..analysis.names import display_frame
 from ..analysis.ranks import effect_ns
 from . import glyphs as G
 from .evidence import evidence_lines
-from .safe import ascii_safe, safe, short_kernel
+from .safe import short_kernel, shown
 from .scene import Scene
 from .timefmt import fmt_dur
 
@@ -30,8 +30,7 @@ class Fmt:
         self.ov = "crop" if glyphs.ascii else "ellipsis"  # no "…" on terminals that are not UTF-8
 
     def text(self, s: str) -> str:
-        s = safe(s)
-        return ascii_safe(s) if self.ascii else s
+        return shown(s, self.ascii)
 
     def d(self, ns) -> str:
         return fmt_dur(int(ns), ascii=self.ascii)
