@@ -16,7 +16,7 @@ import numpy as np
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
@@ -421,6 +421,14 @@ class DiffScreen(Screen):
         self.query_one("#dstatus", Static).update(self._status())
         self.query_one(DiffLanes).refresh()
         self.query_one(Axis).refresh()
+
+    @on(LanesView.Clicked)
+    def _clicked(self, ev: LanesView.Clicked) -> None:
+        self.refresh_view()
+
+    @on(LanesView.Zoom)
+    def _wheel_zoom(self, ev: LanesView.Zoom) -> None:
+        self.action_zoom(ev.factor)
 
     def _lanes(self) -> DiffLanes:
         return self.query_one(DiffLanes)

@@ -13,6 +13,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
 from textual.geometry import Size
+from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -137,17 +138,27 @@ class LanesView(ScrollView, _Base, can_focus=True):
             from .lanes import col_to_time
 
             sc.view.cursor = col_to_time(col, sc.view.t0, sc.view.t1, cw)
-        self.screen.refresh_view()
+        self.post_message(self.Clicked())
 
     def on_mouse_scroll_down(self, event) -> None:
         if event.ctrl or event.shift:
             event.stop()
-            self.screen.action_zoom(0.5)
+            self.post_message(self.Zoom(0.5))
 
     def on_mouse_scroll_up(self, event) -> None:
         if event.ctrl or event.shift:
             event.stop()
-            self.screen.action_zoom(2.0)
+            self.post_message(self.Zoom(2.0))
+
+    class Clicked(Message):
+        """A click moved the lane and time cursors (the scene is changed already): the screen redraws."""
+
+    class Zoom(Message):
+        """Ctrl or Shift and the wheel: zoom by ``factor`` about the cursor (the screen's zoom)."""
+
+        def __init__(self, factor: float) -> None:
+            super().__init__()
+            self.factor = factor
 
     # ---------------------------------------------------------------- render
     def render_line(self, y: int) -> Strip:
