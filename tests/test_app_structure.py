@@ -118,3 +118,26 @@ def test_the_app_and_the_screen_meet_at_a_small_api():
                  if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                  and isinstance(n.func.value, ast.Attribute) and n.func.value.attr == "main"}
     assert app_calls <= {"show_loading", "show_tab", "scene_changed", "update", "mount_footer"}, app_calls
+
+
+def test_the_explorer_modules_import_each_other_without_a_cycle():
+    """Module-level imports between the explorer's modules (``from .x import y``) form no cycle."""
+    graph = {}
+    for path in APP.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        graph[path.stem] = {n.module.split(".")[0] for n in tree.body
+                            if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module}
+    done, active = set(), []
+
+    def visit(m):
+        assert m not in active, " -> ".join(active[active.index(m):] + [m])
+        if m in done or m not in graph:
+            return
+        active.append(m)
+        for d in sorted(graph[m]):
+            visit(d)
+        active.pop()
+        done.add(m)
+
+    for m in sorted(graph):
+        visit(m)

@@ -26,8 +26,9 @@ from textual.widgets import DataTable, Footer, Static
 from . import glyphs as G
 from .lanes import Lane, Segments, cell_edges, segment_text
 from .loading import debugging, failure
+from .rows import Row
 from .safe import short_kernel, shown
-from .scene import Row, Scene
+from .scene import Scene
 from .tables import Table
 from .timefmt import fmt_dur
 from .timeline import Axis, LanesView, label_width, style_runs

@@ -41,8 +41,9 @@ from .lanes import (
     segment_text,
     time_to_col,
 )
+from .rows import Row
 from .safe import short_kernel, shown
-from .scene import Row, Scene
+from .scene import Scene
 from .timefmt import fmt_dur, fmt_tick, nice_step
 
 
