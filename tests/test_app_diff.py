@@ -223,3 +223,40 @@ def test_trace_strings_are_never_markup(tmp_path):
     text = asyncio.run(go())
     assert "kernel [0]fused (new)" in text and "kernel [/foo]k2 (gone)" in text
     assert "new: 2 gaps while host work from app.py(9): [red]other" in text
+
+
+def test_diff_loads_as_the_explorer_does(pair, tmp_path, monkeypatch):
+    """`gapscope diff A B` reads through the explorer's loader (tui/app/loading.py): a bad B ends it with the
+    line the explorer prints for the same file, and a reader's internal error is put the same way too."""
+    from gapscope.tui.app.app import GapscopeApp
+
+    bad = tmp_path / "bad.json"
+    bad.write_text("{ this is not json")
+
+    async def error_of(app):
+        async with app.run_test(size=(80, 24)) as pilot:
+            for _ in range(60):
+                await pilot.pause()
+                if app.error is not None:
+                    break
+        return app.error, app.return_code
+
+    explorer = asyncio.run(error_of(GapscopeApp([str(bad)], load_opts={"no_cache": True})))
+    diff = asyncio.run(error_of(DiffApp(pair[0], str(bad), load_opts={"no_cache": True})))
+    assert explorer[0] and "bad.json" in explorer[0]
+    assert diff == explorer == (explorer[0], 2)
+
+    import gapscope.tui.trace
+
+    def broken(path, **kw):
+        raise ValueError("reader bug")
+
+    monkeypatch.setattr(gapscope.tui.trace, "load", broken)
+    diff = asyncio.run(error_of(DiffApp(pair[0], pair[1], load_opts={"no_cache": True})))
+    assert diff == (f"{pair[0]}: loading failed (internal error ValueError: reader bug)", 2)
+
+
+def test_the_diff_screen_styles_are_in_the_tcss_file():
+    from gapscope.tui.app.app import GapscopeApp
+
+    assert not DiffScreen.CSS and DiffApp.CSS_PATH == GapscopeApp.CSS_PATH == "gapscope.tcss"

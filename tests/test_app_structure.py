@@ -50,3 +50,94 @@ def test_failure_is_one_line_and_keeps_bad_input_as_it_is():
     line = failure("loading", ValueError("bad\nvalue  " + "x" * 500), "2 traces")
     assert line.startswith("2 traces: loading failed (internal error ValueError: bad value xxx")
     assert "\n" not in line and len(line) < 260
+
+
+def _imported_names(path):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:  # the explorer's own modules (relative imports)
+            for a in node.names:
+                yield node.module or "", a.name
+
+
+@pytest.mark.parametrize("path", sorted(APP.glob("*.py")), ids=lambda p: p.name)
+def test_no_explorer_module_imports_another_modules_private_names(path):
+    private = [f"{mod}.{name}" for mod, name in _imported_names(path) if name.startswith("_")]
+    assert private == []
+
+
+def test_names_are_made_safe_to_draw_in_one_place():
+    """"safe, then ASCII-safe" (tui/app/safe.py ``shown``) is written once: every other module calls ``shown``."""
+    for path in APP.glob("*.py"):
+        if path.name == "safe.py":
+            continue
+        calls = {n.func.id for n in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+        assert not calls & {"safe", "ascii_safe"}, path.name
+
+
+#: what redraws the screen: the screen's watcher (MainScreen.watch_shown) calls these, a key never does
+REDRAWS = {"refresh_view", "refresh_stack", "refresh_status", "refresh_header", "refresh_all", "refresh_bindings",
+           "refresh", "refresh_line", "fill_gap_list", "fill_tables", "sync_rows", "ensure_cursor_visible",
+           "set_text", "_draw_status"}
+
+
+def _calls(path, cls: str | None = None) -> set[str]:
+    tree = ast.parse(path.read_text())
+    if cls is not None:
+        tree = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == cls)
+    return {n.func.attr for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
+
+
+@pytest.mark.parametrize("path, cls", [("lanekeys.py", "LaneKeys"), ("gapkeys.py", "GapKeys"),
+                                       ("search.py", "SearchKeys")])
+def test_the_panes_keys_change_state_and_never_redraw(path, cls):
+    assert _calls(APP / path, cls) & REDRAWS == set()
+    assert "update" in _calls(APP / path, cls) or "goto_gap" in _calls(APP / path, cls)
+
+
+def test_widgets_talk_to_the_screen_by_messages():
+    """No widget calls a method of its screen (``self.screen.x()``): it posts a message the screen answers."""
+    for path in APP.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                 and isinstance(n.func.value, ast.Attribute) and n.func.value.attr == "screen"
+                 and isinstance(n.func.value.value, ast.Name) and n.func.value.value.id == "self"]
+        assert calls == [], path.name
+
+
+def test_the_app_and_the_screen_meet_at_a_small_api():
+    """The screen asks the App for the tab, the next tab, the before/after pair and the export; it never reads
+    the App's list of scenes or its tab index. The App tells the screen what changed; it never fills, selects
+    or redraws the screen's widgets itself."""
+    screen_side = ("main.py", "lanekeys.py", "gapkeys.py", "search.py")
+    for name in screen_side:
+        src = (APP / name).read_text()
+        assert "app.scenes" not in src and "app.current" not in src, name
+    app_calls = {n.func.attr for n in ast.walk(ast.parse((APP / "app.py").read_text()))
+                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                 and isinstance(n.func.value, ast.Attribute) and n.func.value.attr == "main"}
+    assert app_calls <= {"show_loading", "show_tab", "scene_changed", "update", "mount_footer"}, app_calls
+
+
+def test_the_explorer_modules_import_each_other_without_a_cycle():
+    """Module-level imports between the explorer's modules (``from .x import y``) form no cycle."""
+    graph = {}
+    for path in APP.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        graph[path.stem] = {n.module.split(".")[0] for n in tree.body
+                            if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module}
+    done, active = set(), []
+
+    def visit(m):
+        assert m not in active, " -> ".join(active[active.index(m):] + [m])
+        if m in done or m not in graph:
+            return
+        active.append(m)
+        for d in sorted(graph[m]):
+            visit(d)
+        active.pop()
+        done.add(m)
+
+    for m in sorted(graph):
+        visit(m)

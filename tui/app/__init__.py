@@ -2,11 +2,15 @@
 
 textual is imported inside ``run_app`` only, so ``gapscope info`` and ``gapscope report`` never pay for it.
 
-Where things are: ``app.py`` the App (scenes, the load worker's messages, the heap freeze); ``loading.py`` the
-load worker and the one failure formatter; ``main.py`` the explorer's screen and its keys (``keys.py``: each key
-with its help text); ``gaplist.py``, ``tables.py``, ``search.py``, ``panels.py``, ``timeline.py`` its widgets;
-``navigate.py`` what is under the cursor and where it goes; ``gapscope.tcss`` the styles; ``screens.py`` the help,
-detail and error screens; ``diffview.py`` before/after.
+Where things are: ``app.py`` the App (scenes, the load worker's messages, the heap freeze, and what the screen
+asks of it: ``tab``, ``next_tab``, ``diff_pair``, ``export_findings``); ``loading.py`` the load worker and the one
+failure formatter (``gapscope diff`` reads through it too); ``main.py`` the explorer's screen: its layout, its
+state (``shown.py``: one frozen value whose changes redraw the screen) and the keys of no one pane; the panes'
+keys in ``lanekeys.py`` (lanes), ``gapkeys.py`` (gap list and stack) and ``search.py`` (the / box), all bound in
+``keys.py`` (each key with its help text); ``gaplist.py``, ``tables.py``, ``panels.py``, ``timeline.py`` the
+widgets, which talk to the screen by messages; ``navigate.py`` what is under the cursor and where it goes;
+``gapscope.tcss`` the styles (the before/after screen's too); ``screens.py`` the help and detail screens;
+``diffview.py`` before/after, ``diffapp.py`` its App (``gapscope diff A B``).
 """
 
 from __future__ import annotations

@@ -12,10 +12,10 @@ from textual.app import App
 
 from . import glyphs as G
 from . import progress as progressive
+from .diffview import diff_pair
 from .loading import (LOAD_OPTS, AnalysisFailed, AnalysisReady, Loader, LoadFailed, PreviewLoaded, Progress,
                       ProjectionReady, ReadProgress, SceneLoaded, debugging, failure)
 from .main import MainScreen
-from .safe import ascii_safe, safe
 from .scene import Scene
 from .timeline import LanesView
 
@@ -98,14 +98,37 @@ class GapscopeApp(App):
             gc.set_threshold(t0, t1, GC_FULL_EVERY)
         self._frozen = True
 
-    # ================================================================ helpers
-    def _text(self, s: str) -> str:
-        s = safe(s)
-        return ascii_safe(s) if self.glyphs.ascii else s
-
+    # ================================================================ what the screen asks
     @property
     def scene(self) -> Scene | None:
+        """The tab shown."""
         return self.scenes[self.current] if 0 <= self.current < len(self.scenes) else None
+
+    @property
+    def tab(self) -> tuple[int, int]:
+        """(the tab shown, tabs loaded)."""
+        return self.current, len(self.scenes)
+
+    def next_tab(self) -> bool:
+        """`t`: the next tab is shown (False: there is no other)."""
+        if len(self.scenes) < 2:
+            return False
+        self.current = (self.current + 1) % len(self.scenes)
+        self.main.show_tab()
+        return True
+
+    def diff_pair(self):
+        """The two parts `D` compares (tui/app/diffview.py ``diff_pair``), or None."""
+        return diff_pair(self.scenes, self.current)
+
+    def export_findings(self) -> list[str]:
+        """`e`: every loaded analysis (Markdown + JSON) and an SVG of the screen; the paths written."""
+        from .export import export_all
+
+        analyses = [p.analysis for s in self.scenes for p in s.parts if p.analysis is not None]
+        svg = self.export_screenshot()
+        self.last_export = export_all(analyses, self.scene.parts[0].path, svg)
+        return self.last_export
 
     @property
     def lanes(self) -> LanesView:
@@ -164,7 +187,7 @@ class GapscopeApp(App):
         self.scenes[0] = scene
         self.loading = None
         self._freeze_heap(scene)
-        self.main.show_scene(0)
+        self.main.show_tab()
         self.lanes.sync_rows()
         self.call_after_refresh(self._first_frame_drawn)
         progressive.full_scene_in(self)
@@ -178,11 +201,12 @@ class GapscopeApp(App):
         self._freeze_heap(scene)
         if len(self.scenes) == 1:
             self.loading = None
-            self.main.show_scene(0)
+            self.current = 0
+            self.main.show_tab()
             self.lanes.focus()
             self.call_after_refresh(self._first_frame_drawn)
         else:
-            self.main.refresh_header()
+            self.main.update(keep_msg=True)  # the header counts the tabs
 
     def _first_frame_drawn(self) -> None:
         self._painted.set()  # the analysis may start
@@ -196,14 +220,13 @@ class GapscopeApp(App):
         sc.parts[ev.part].analysis_error = ev.text
         self._freeze_heap(sc)
         if sc is self.scene:
-            self.main.refresh_all()
+            self.main.scene_changed()
 
     @on(ProjectionReady)
     def _projection_ready(self, ev: ProjectionReady) -> None:
         """The findings' projected savings arrived (a large trace): the header and the findings view show them."""
         if ev.scene is self.scene:
-            self.main.fill_tables()
-            self.main.refresh_all()
+            self.main.scene_changed()
 
     @on(AnalysisReady)
     def _analysis_ready(self, ev: AnalysisReady) -> None:
@@ -218,14 +241,11 @@ class GapscopeApp(App):
             for pi in (range(len(sc.parts)) if ev.items is not None else [ev.part]):
                 sc.parts[pi].analysis = None
                 sc.parts[pi].analysis_error = failure("showing the analysis", exc)
-            sc._merge_gaps()
+            sc.merge_gaps()
             sc.apply_filter(None)
             sc.invalidate_rows()
             if sc is self.scene:
-                self.lanes.sync_rows()
-                if ev.items is not None:
-                    self.main.fill_tables()
-                self.main.refresh_all()
+                self.main.scene_changed()
 
     def _install_analysis(self, sc: Scene, ev: AnalysisReady) -> None:
         keep = sc.selected_gap
@@ -245,14 +265,7 @@ class GapscopeApp(App):
                 sc.active = keep_active
                 moved = True
         if sc is self.scene:
-            main = self.main
-            self.lanes.sync_rows()
-            main.fill_gap_list()
-            main.fill_tables()
-            if sc.selected >= 0 and not moved:
-                sc.visited = True
-                main.goto_gap(sc.selected)
-            main.refresh_all()
+            self.main.scene_changed(open_gap=not moved)
             # again: the gap list's and tables' rows were made after the freeze above, and a full collection
             # walked them every ~30 presses of `n` (13-21 ms at 1 GB)
             self._freeze_heap(sc)

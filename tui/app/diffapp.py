@@ -11,7 +11,8 @@ from textual.widgets import Static
 
 from . import glyphs as G
 from .diffview import DiffScene, DiffScreen
-from .safe import ascii_safe, safe
+from .loading import debugging, failure, read_trace
+from .safe import shown
 
 
 class DiffApp(App):
@@ -19,6 +20,7 @@ class DiffApp(App):
 
     TITLE = "gapscope diff"
     ENABLE_COMMAND_PALETTE = False
+    CSS_PATH = "gapscope.tcss"  # the explorer's styles (the before/after screen's are there too)
 
     def __init__(self, path_a: str, path_b: str, *, ascii: bool = False, load_opts: dict | None = None):
         super().__init__()
@@ -32,33 +34,40 @@ class DiffApp(App):
                              "..."), id="loading")
 
     def _t(self, s: str) -> str:
-        s = safe(s)
-        return ascii_safe(s) if self.glyphs.ascii else s
+        return shown(s, self.glyphs.ascii)
 
     def on_mount(self) -> None:
         self.load()
 
     @work(thread=True, exclusive=True)
     def load(self) -> None:
+        """Both traces read as the explorer reads them (tui/app/loading.py: ``read_trace`` with the app's options)
+        and analysed; a failure is put into words by the explorer's one formatter (``failure``)."""
         from ..analysis import analyze
-        from ..errors import GapscopeError
         from ..trace import load
 
+        models = []
+        for p in self.paths:
+            try:
+                models.append(read_trace(load, p, self.load_opts))
+            except Exception as exc:  # noqa: BLE001 - a reader bug too: one line, never a traceback
+                if debugging(exc):
+                    raise
+                return self.call_from_thread(self._fail, failure("loading", exc, p))
+        analyses = []
+        for p, m in zip(self.paths, models):
+            try:
+                analyses.append(analyze(m))
+            except Exception as exc:  # noqa: BLE001 - no comparison without both analyses: one line
+                if debugging(exc):
+                    raise
+                return self.call_from_thread(self._fail, failure("analysis", exc, p))
         try:
-            models = [load(p, **self.load_opts) for p in self.paths]
-            analyses = [analyze(m) for m in models]
             scene = DiffScene(self.paths[0], models[0], analyses[0], self.paths[1], models[1], analyses[1])
-        except GapscopeError as exc:
-            self.call_from_thread(self._fail, str(exc))
-            return
-        except MemoryError:
-            self.call_from_thread(self._fail, "out of memory (try --max-size or smaller traces)")
-            return
-        except Exception as exc:  # noqa: BLE001 - one line, never a traceback
-            if os.environ.get("GAPSCOPE_DEBUG"):
+        except Exception as exc:  # noqa: BLE001
+            if debugging(exc):
                 raise
-            self.call_from_thread(self._fail, f"internal error ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})")
-            return
+            return self.call_from_thread(self._fail, failure("before/after", exc))
         self.call_from_thread(self._show_diff, scene)
 
     def _show_diff(self, scene: DiffScene) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
@@ -26,11 +26,12 @@ from textual.widgets import DataTable, Footer, Static
 from . import glyphs as G
 from .lanes import Lane, Segments, cell_edges, segment_text
 from .loading import debugging, failure
-from .safe import ascii_safe, safe, short_kernel
-from .scene import Row, Scene
+from .rows import Row
+from .safe import short_kernel, shown
+from .scene import Scene
 from .tables import Table
 from .timefmt import fmt_dur
-from .timeline import Axis, LanesView, _runs, label_width
+from .timeline import Axis, LanesView, label_width, style_runs
 
 NEW_STYLE = Style(color="bright_red", bold=True)
 MATCH_STYLE = Style(color="bright_cyan", bold=True)
@@ -95,7 +96,7 @@ class DiffScene(Scene):
         self.aligned_on = None if offset_b is None else self.aligned_on
         self._realign(k, offset_b)
         if any(pt.analysis is not None for pt in self.parts):
-            self._merge_gaps()
+            self.merge_gaps()
             self.apply_filter(None)
             self._index_gaps()
             if keep >= 0:
@@ -258,21 +259,11 @@ class DiffLanes(LanesView):
         label = self._text(ln.label)[:lw].ljust(lw)
         lstyle = G.CURSOR_STYLE if is_cursor and self.has_focus else G.LABEL_STYLE
         table = [Style(), style, style + G.SELECTED_STYLE]
-        return Strip([Segment(label, lstyle), Segment(" ", Style())] + _runs(chars, codes, table), lw + 1 + cw)
+        return Strip([Segment(label, lstyle), Segment(" ", Style())] + style_runs(chars, codes, table), lw + 1 + cw)
 
 
 class DiffScreen(Screen):
     """Before/after of two analysed traces."""
-
-    CSS = """
-    DiffScreen { layout: vertical; }
-    #dhead { height: 3; background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
-    #dlanes { height: auto; max-height: 60%; }
-    #dstatus { height: 1; background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
-    #deltas { height: 1fr; min-height: 3; scrollbar-size-vertical: 1; scrollbar-size-horizontal: 0; }
-    DiffScreen.-ascii #deltas, DiffScreen.-ascii #dlanes { scrollbar-size: 0 0; }
-    DiffScreen.-ascii #dhead, DiffScreen.-ascii #dstatus { text-overflow: clip; }
-    """
 
     BINDINGS = [
         Binding("n", "gap(1)", "next gap"),
@@ -319,8 +310,7 @@ class DiffScreen(Screen):
 
     # ---------------------------------------------------------------- text
     def _t(self, s: str) -> str:
-        s = safe(s)
-        return ascii_safe(s) if self.glyphs.ascii else s
+        return shown(s, self.glyphs.ascii)
 
     def _d(self, us: float) -> str:
         return fmt_dur(int(round(us * 1e3)), ascii=self.glyphs.ascii)
@@ -433,6 +423,14 @@ class DiffScreen(Screen):
         self.query_one(DiffLanes).refresh()
         self.query_one(Axis).refresh()
 
+    @on(LanesView.Clicked)
+    def _clicked(self, ev: LanesView.Clicked) -> None:
+        self.refresh_view()
+
+    @on(LanesView.Zoom)
+    def _wheel_zoom(self, ev: LanesView.Zoom) -> None:
+        self.action_zoom(ev.factor)
+
     def _lanes(self) -> DiffLanes:
         return self.query_one(DiffLanes)
 
@@ -440,16 +438,13 @@ class DiffScreen(Screen):
     def action_step(self, d: int) -> None:
         sc = self.scene
         sc.set_step((sc.step + d) % sc.n_steps)
-        lv = self._lanes()
-        lv._cache.clear()
-        lv.sync_rows()
+        self._lanes().lanes_moved()
         self.refresh_view()
 
     def _goto(self, gid: int) -> None:
         sc = self.scene
         sc.align_on_gap(gid)
-        self._lanes()._cache.clear()
-        self._lanes().sync_rows()
+        self._lanes().lanes_moved()
         sc.select_gid(gid)
         a, b, _ = sc.gap_span(gid)
         if sc.match_gid >= 0:

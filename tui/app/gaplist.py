@@ -7,7 +7,7 @@ from textual.binding import Binding
 
 from . import glyphs as G
 from .rowlist import RowList
-from .safe import ascii_safe, safe, short_kernel
+from .safe import short_kernel, shown
 from .scene import Scene
 from .timefmt import fmt_at, fmt_dur
 
@@ -61,10 +61,6 @@ class GapList(RowList):
         ascii = glyphs.ascii
         ov = "crop" if ascii else "ellipsis"
 
-        def text(s: str) -> str:
-            s = safe(s)
-            return ascii_safe(s) if ascii else s
-
         def d(ns) -> str:
             return fmt_dur(int(ns), ascii=ascii)
 
@@ -95,7 +91,7 @@ class GapList(RowList):
                 Text(d(sc.g_dur[gid]), justify="right"),
                 Text(SHORT_CAUSE.get(cause, cause) if narrow else cause, style=G.CAUSE_COLOURS.get(cause, "")),
                 Text(fmt_at(int(sc.g_start[gid]) - origin, ascii=ascii), justify="right"),
-                Text(text(name), no_wrap=True, overflow=ov),
+                Text(shown(name, ascii), no_wrap=True, overflow=ov),
                 key=str(pos),
             )
         if sc.order.size > MAX_LIST:

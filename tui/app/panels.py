@@ -8,7 +8,7 @@ from rich.text import Text
 from ..trace.model import Kind
 from . import glyphs as G
 from ..analysis.names import display_frame
-from .safe import ascii_safe, safe
+from .safe import shown
 from .scene import Scene, device_label
 from .textview import TextView
 from .timefmt import fmt_dur
@@ -33,8 +33,7 @@ class T:
         self.text = Text(no_wrap=False, overflow="fold")
 
     def s(self, s: str) -> str:
-        s = safe(s)
-        return ascii_safe(s) if self.ascii else s
+        return shown(s, self.ascii)
 
     def add(self, s, style: str | None = None) -> "T":
         self.text.append(self.s(str(s)), style=style)

@@ -35,6 +35,13 @@ def ascii_safe(s: str) -> str:
     return s.encode("ascii", "replace").decode("ascii")
 
 
+def shown(s, ascii: bool) -> str:
+    """A trace string as the explorer draws it: made safe (``safe``), and for --ascii ASCII-safe too
+    (``ascii_safe``). Every widget that draws a name goes through here."""
+    s = safe(s)
+    return ascii_safe(s) if ascii else s
+
+
 def short_kernel(name: str) -> str:
     """A kernel's name without the return type, parameters and template arguments, for narrow columns:
     ``void at::native::foo<float, 4>(Params)`` -> ``at::native::foo<>``."""

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..trace.model import Kind, TraceModel
 from .lanes import Lane, Segments, UnionIndex, build_lanes
+from .rows import Row, fold_rows
 from .view import View
 
 
@@ -24,39 +25,6 @@ class Part:
     analysis_error: str | None = None
     min_listed_ns: int = 2000
     lanes: list = field(default_factory=list)
-
-
-@dataclass
-class Row:
-    """One display row: a lane, or a group header (lane is None)."""
-
-    lane: Lane | None
-    title: str = ""
-    folded: tuple = ()  # lanes with nothing in view, folded into this one row
-
-    @property
-    def key(self) -> str:
-        if self.lane is not None:
-            return self.lane.key
-        return f"fold:{self.title}" if self.folded else f"group:{self.title}"
-
-
-def lane_empty(ln: Lane, t0: int, t1: int) -> bool:
-    """Nothing of lane ``ln`` in [t0, t1) (gap rows are never empty: they are where gaps are walked)."""
-    if ln.kind == "gaps":
-        return False
-    edges = np.array([t0, t1], dtype=np.int64)
-    for u in (ln.union, ln.busy_all):
-        if u is not None:
-            return int(u.covered(edges)[0]) <= 0
-    if ln.segs is not None:  # disjoint pieces: starts and ends both sorted
-        i = int(np.searchsorted(ln.segs.starts, t1, side="left"))
-        j = int(np.searchsorted(ln.segs.ends, t0, side="right"))
-        return i <= j
-    if ln.iv is not None and len(ln.iv):
-        i = int(np.searchsorted(ln.iv.starts, t1, side="left"))
-        return i == 0 or int(ln.iv.ends[:i].max()) <= t0
-    return True
 
 
 def device_label(model, dev: int) -> str:
@@ -266,7 +234,7 @@ class Scene:
         if self._rows is None or key is None or not key // 2 < span < key * 2:
             old = self._rows
             cur = old[self.lane_cursor].key if old and 0 <= self.lane_cursor < len(old) else None
-            new = self._fold(self._full, cur) if self.fold_empty else self._full
+            new = fold_rows(self._full, cur, self.view.t0, self.view.t1) if self.fold_empty else self._full
             self._rows_key = span
             if old is None or len(new) != len(old) or any(a.key != b.key for a, b in zip(new, old)):
                 self._rows = new
@@ -277,38 +245,6 @@ class Scene:
                             break
                 self.lane_cursor = min(self.lane_cursor, max(len(new) - 1, 0))
         return self._rows
-
-    def _fold(self, full: list[Row], cur: str | None) -> list[Row]:
-        t0, t1 = self.view.t0, self.view.t1
-        out: list[Row] = []
-        group: list[Row] = []
-
-        def flush():
-            empty = [r for r in group if r.lane is not None and r.key != cur
-                     and not (r.lane.kind == "cpu" and r.lane.expanded) and lane_empty(r.lane, t0, t1)]
-            if len(empty) < 2:
-                out.extend(group)
-            else:
-                gone = {id(r) for r in empty}
-                names = ", ".join(r.lane.label for r in empty)
-                title = f"{len(empty)} lanes empty here: {names}"
-                placed = False
-                for r in group:
-                    if id(r) not in gone:
-                        out.append(r)
-                    elif not placed:
-                        out.append(Row(None, title, folded=tuple(x.lane for x in empty)))
-                        placed = True
-            group.clear()
-
-        for r in full:
-            if r.lane is None:
-                flush()
-                out.append(r)
-            else:
-                group.append(r)
-        flush()
-        return out
 
     def invalidate_rows(self) -> None:
         self._rows = None
@@ -392,7 +328,7 @@ class Scene:
             pt = self.parts[part]
             pt.analysis = a
             pt.min_listed_ns = int(min_listed_ns)
-        self._merge_gaps()
+        self.merge_gaps()
         self.apply_filter(self.cause_filter)  # (a finding's filter ends when analyses land)
         self.invalidate_rows()
 
@@ -402,7 +338,7 @@ class Scene:
 
         return rank_summary(self)
 
-    def _merge_gaps(self) -> None:
+    def merge_gaps(self) -> None:
         starts = [int(pt.analysis.window_start_ns) + pt.offset for pt in self.parts if pt.analysis is not None]
         self._win0 = min(starts) if starts else None
         ends = [max(int(d.window_end_ns) for d in pt.analysis.devices) + pt.offset for pt in self.parts

@@ -1,11 +1,16 @@
 """The / box: find a kernel or op by name. Enter finds (then steps to the next match), Shift+Enter steps back;
 once something matches, the box closes and the keys go back to the lanes, where n / N step through the
-matches and Esc ends the search (the screen's keys)."""
+matches and Esc ends the search (the screen's keys). The box only says what was asked (``Find``); the screen
+searches."""
 
 from __future__ import annotations
 
 from textual.binding import Binding
+from textual.css.query import NoMatches
+from textual.message import Message
 from textual.widgets import Input
+
+from .navigate import show_event
 
 
 class SearchInput(Input):
@@ -24,21 +29,71 @@ class SearchInput(Input):
             self.value = query
         self.focus()
 
+    def close(self) -> None:
+        self.remove_class("-on")
+
+    class Find(Message):
+        """Enter in the box: find ``query`` (the same query again: the next match). The screen searches; when
+        something matches it closes the box (``close``) and gives the keys back to the lanes."""
+
+        def __init__(self, box: "SearchInput", query: str) -> None:
+            super().__init__()
+            self.box, self.query = box, query
+
     def on_input_submitted(self, ev: Input.Submitted) -> None:
-        screen = self.screen
-        sc = screen.scene
+        ev.stop()
+        self.post_message(self.Find(self, ev.value))
+
+
+class SearchKeys:
+    """The search pane's actions (a part of the explorer's screen, ``MainScreen``): / opens the box, its
+    ``Find`` is answered here, n / N (the gap keys, while something matches) and Shift+Enter step through the
+    matches."""
+
+    async def action_search(self) -> None:
+        inp = self.search_box()
+        if inp is None:
+            inp = SearchInput()
+            await self.mount(inp, before=self.query_one("#status"))
+        inp.open(self.scene.search_query if self.scene is not None else "")
+
+    def search_box(self) -> SearchInput | None:
+        """The search box, once mounted (the first /)."""
+        try:
+            return self.query_one("#search", SearchInput)
+        except NoMatches:
+            return None
+
+    def on_search_input_find(self, ev: SearchInput.Find) -> None:
+        sc = self.scene
         if sc is None:
             return
-        if ev.value != sc.search_query:
-            if sc.search(ev.value):
-                screen.show_match(sc.current_match())
-            else:
-                screen.refresh_status()
+        if ev.query != sc.search_query:
+            if sc.search(ev.query):
+                self.show_match(sc.current_match())
         else:
-            screen.step_match(1)
+            nxt = sc.step_match(1)
+            if nxt >= 0:
+                self.show_match(nxt)
         if sc.matches.size:
             # the box closes and the keys go back to the lanes: n / N step through the matches (the status
             # line says so), Esc ends the search; / opens the box again on the query
-            self.remove_class("-on")
-            screen.lanes.focus()
-            screen.refresh_bindings()
+            ev.box.close()
+            self.lanes.focus()
+            self.update()
+        else:
+            self.update(keep_msg=True)
+
+    def step_match(self, d: int) -> None:
+        ev = self.scene.step_match(d)
+        if ev >= 0:
+            self.show_match(ev)
+            self.update()
+
+    def show_match(self, ev: int) -> None:
+        show_event(self.scene, ev, self.lanes.cells_width())
+
+    def action_prev_match(self) -> None:
+        sc = self.scene
+        if sc is not None and sc.matches.size:
+            self.step_match(-1)

@@ -10,6 +10,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from ..analysis.activity import achieved_text
@@ -17,7 +18,7 @@ from ..analysis.names import display_frame
 from ..analysis.ranks import effect_ns
 from . import glyphs as G
 from .evidence import evidence_lines
-from .safe import ascii_safe, safe, short_kernel
+from .safe import short_kernel, shown
 from .scene import Scene
 from .timefmt import fmt_dur
 
@@ -30,8 +31,7 @@ class Fmt:
         self.ov = "crop" if glyphs.ascii else "ellipsis"  # no "…" on terminals that are not UTF-8
 
     def text(self, s: str) -> str:
-        s = safe(s)
-        return ascii_safe(s) if self.ascii else s
+        return shown(s, self.ascii)
 
     def d(self, ns) -> str:
         return fmt_dur(int(ns), ascii=self.ascii)
@@ -129,6 +129,20 @@ class TableView(Vertical):
 
     def show_info(self, i: int | tuple[int, int]) -> None:
         raise NotImplementedError
+
+    class FindKernel(Message):
+        """Enter on a kernel: the screen shows its first call in the lanes."""
+
+        def __init__(self, name: str) -> None:
+            super().__init__()
+            self.name = name
+
+    class ShowGaps(Message):
+        """Enter on a finding: the screen's gap list holds its gaps (``rows`` of part ``part``), named ``label``."""
+
+        def __init__(self, part: int, rows: np.ndarray, label: str) -> None:
+            super().__init__()
+            self.part, self.rows, self.label = part, rows, label
 
     def on_data_table_row_highlighted(self, ev: DataTable.RowHighlighted) -> None:
         k = row_key(ev.row_key.value) if ev.row_key is not None else None
@@ -234,7 +248,7 @@ class KernelsView(TableView):
         key = row_key(ev.row_key.value) if ev.row_key is not None else None
         if sc is None or key is None or sc.parts[key[0]].analysis is None:
             return
-        self.screen.find_in_lanes(sc.parts[key[0]].analysis.kernels[key[1]].name)
+        self.post_message(self.FindKernel(sc.parts[key[0]].analysis.kernels[key[1]].name))
 
 
 class FindingsView(TableView):
@@ -325,7 +339,7 @@ class FindingsView(TableView):
         rows = np.asarray(getattr(f, "gap_rows", []), dtype=np.int64)
         listed = findings_of(sc)
         n = listed.index((k[0], k[1], f)) + 1 if (k[0], k[1], f) in listed else k[1] + 1
-        self.screen.show_finding_gaps(k[0], rows, f"finding {n}")
+        self.post_message(self.ShowGaps(k[0], rows, f"finding {n}"))
 
 
 def table_views(glyphs: G.Glyphs) -> list[TableView]:

@@ -13,6 +13,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
 from textual.geometry import Size
+from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -40,8 +41,9 @@ from .lanes import (
     segment_text,
     time_to_col,
 )
-from .safe import ascii_safe, safe, short_kernel
-from .scene import Row, Scene
+from .rows import Row
+from .safe import short_kernel, shown
+from .scene import Scene
 from .timefmt import fmt_dur, fmt_tick, nice_step
 
 
@@ -59,8 +61,7 @@ class _Base:
     glyphs: G.Glyphs
 
     def _text(self, s: str) -> str:
-        s = safe(s)
-        return ascii_safe(s) if self.glyphs.ascii else s
+        return shown(s, self.glyphs.ascii)
 
 
 class LanesView(ScrollView, _Base, can_focus=True):
@@ -100,6 +101,12 @@ class LanesView(ScrollView, _Base, can_focus=True):
         self.virtual_size = Size(max(self.size.width, 1), n)
         self.refresh(layout=True)
 
+    def lanes_moved(self) -> None:
+        """The lanes themselves changed under the same keys (the diff view shifted B in time): every drawn row
+        is forgotten, and the rows counted again."""
+        self._cache.clear()
+        self.sync_rows()
+
     def cells_width(self) -> int:
         w = self.size.width - (self.styles.scrollbar_size_vertical if self.show_vertical_scrollbar else 0)
         return max(w - label_width(w) - 1, 1)
@@ -132,17 +139,27 @@ class LanesView(ScrollView, _Base, can_focus=True):
             from .lanes import col_to_time
 
             sc.view.cursor = col_to_time(col, sc.view.t0, sc.view.t1, cw)
-        self.screen.refresh_view()
+        self.post_message(self.Clicked())
 
     def on_mouse_scroll_down(self, event) -> None:
         if event.ctrl or event.shift:
             event.stop()
-            self.screen.action_zoom(0.5)
+            self.post_message(self.Zoom(0.5))
 
     def on_mouse_scroll_up(self, event) -> None:
         if event.ctrl or event.shift:
             event.stop()
-            self.screen.action_zoom(2.0)
+            self.post_message(self.Zoom(2.0))
+
+    class Clicked(Message):
+        """A click moved the lane and time cursors (the scene is changed already): the screen redraws."""
+
+    class Zoom(Message):
+        """Ctrl or Shift and the wheel: zoom by ``factor`` about the cursor (the screen's zoom)."""
+
+        def __init__(self, factor: float) -> None:
+            super().__init__()
+            self.factor = factor
 
     # ---------------------------------------------------------------- render
     def render_line(self, y: int) -> Strip:
@@ -294,7 +311,7 @@ class LanesView(ScrollView, _Base, can_focus=True):
             table = list(table) + [table[int(codes[ccol])] + G.CURSOR_STYLE]
             codes = codes.copy()
             codes[ccol] = len(table) - 1
-        segs = [Segment(label, lstyle), Segment(" ", plain)] + _runs(chars, codes, table)
+        segs = [Segment(label, lstyle), Segment(" ", plain)] + style_runs(chars, codes, table)
         return Strip(segs, lw + 1 + cw)
 
 
@@ -306,7 +323,7 @@ def bar_name(name: str) -> str:
     return n.rsplit("::", 1)[-1] or n
 
 
-def _runs(chars: str, codes: np.ndarray, table: list[Style]) -> list[Segment]:
+def style_runs(chars: str, codes: np.ndarray, table: list[Style]) -> list[Segment]:
     """Segments of ``chars`` where cell k has style ``table[codes[k]]``; neighbouring cells whose styles are
     the same object share a segment."""
     n = len(chars)
@@ -469,5 +486,5 @@ class Axis(Widget, _Base):
             buf[-1] = g.right
         cur = self._text("@" + fmt_dur(v.cursor - o, ascii=g.ascii))[:lw].ljust(lw) + " "
         # to the axis' full width: a lanes scroll bar leaves its column to the axis, which must draw (blank) it
-        return Strip([Segment(cur, dim)] + _runs("".join(buf), np.arange(len(styles)), styles)).adjust_cell_length(
+        return Strip([Segment(cur, dim)] + style_runs("".join(buf), np.arange(len(styles)), styles)).adjust_cell_length(
             width, _NO_STYLE)

@@ -1,0 +1,83 @@
+"""The explorer's keys on the gaps pane (the gap list, tui/app/gaplist.py, and the stack panel beside it): the
+next and previous gap (n, N), the selected gap in focus (f), the cause filter (c, C), and which gap a tab
+opens on (``opening_gap``).
+
+``GapKeys`` is a part of the explorer's screen (``MainScreen``, tui/app/main.py): each action changes the
+scene and calls the screen's ``update``; the gap list and the stack panel are redrawn from the new state.
+"""
+
+from __future__ import annotations
+
+from .navigate import focus_context, focus_gap
+from .scene import Scene
+
+
+class GapKeys:
+    """The gaps pane's actions (a part of ``MainScreen``)."""
+
+    def select_gap(self, pos: int, *, context: float = 1.0) -> None:
+        """The gap at ``pos`` of the list selected, the view on it (the redraw follows from the new state)."""
+        sc = self.scene
+        if sc is None or not sc.any_analysis or not sc.order.size:
+            return
+        gid = sc.select(pos)
+        focus_gap(sc, gid, self.lanes.cells_width(), context=context)
+
+    def goto_gap(self, pos: int, *, context: float = 1.0) -> None:
+        self.select_gap(pos, context=context)
+        self.update()
+
+    def action_next_gap(self) -> None:
+        self.app.user_picked = True
+        sc = self.scene
+        if sc is not None and sc.search_query and sc.matches.size:
+            return self.step_match(1)
+        if sc is not None and sc.order.size:
+            self.goto_gap(min(sc.selected + 1, sc.order.size - 1) if sc.selected >= 0 else 0)
+
+    def action_prev_gap(self) -> None:
+        self.app.user_picked = True
+        sc = self.scene
+        if sc is not None and sc.search_query and sc.matches.size:
+            return self.step_match(-1)
+        if sc is not None and sc.order.size:
+            self.goto_gap(max(sc.selected - 1, 0))
+
+    def action_focus_gap(self) -> None:
+        """`f`: the selected gap with its context; shown so already (after `n`), tighter (focus_context)."""
+        sc = self.scene
+        if sc is not None and sc.selected_gap >= 0:
+            ctx, msg = focus_context(sc, self.lanes.cells_width())
+            self.select_gap(sc.selected, context=ctx)
+            self.update(msg)
+
+    def gap_highlighted(self, key) -> None:
+        """The gap list's cursor moved to the row ``key`` (the screen hands its Highlighted message over)."""
+        sc = self.scene
+        if sc is None or key is None or not str(key).isdigit():
+            return
+        pos = int(key)
+        if pos != sc.selected:
+            self.app.user_picked = True
+            self.goto_gap(pos)
+
+    def action_cause(self, d: int) -> None:
+        sc = self.scene
+        if sc is None or not sc.any_analysis:
+            return
+        from ..analysis import CAUSES
+
+        present = sorted(set(sc.g_cause[sc.all_listed].tolist()))
+        cycle = [None] + present
+        i = cycle.index(sc.cause_filter) if sc.cause_filter in cycle else 0
+        sc.apply_filter(cycle[(i + int(d)) % len(cycle)])
+        if sc.selected >= 0:
+            self.select_gap(0)
+        name = "all causes" if sc.cause_filter is None else CAUSES[sc.cause_filter]
+        self.update(f"gaps: {name} ({sc.order.size})")
+
+
+def opening_gap(sc: Scene) -> int:
+    """The position in the gap list a tab opens on (the first time it is shown, and when its analysis lands):
+    the one selected, the largest gap."""
+    return sc.selected

@@ -1,0 +1,46 @@
+"""What the explorer's screen shows, as one frozen value (``Shown``): the screen holds it in a reactive attribute,
+and its watcher redraws what depends on the fields that changed (tui/app/main.py ``MainScreen.watch_shown``).
+A key changes the scene (tui/app/scene.py) and takes a new ``Shown``; it never calls the redraws itself.
+
+No textual here: a test builds and compares these without an app.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Shown:
+    scene: int = 0  # id() of the scene on screen; 0 before the first
+    tabs: tuple = (0, 0)  # (this tab, tabs loaded)
+    data: int = 0  # counted up by the app each time the scene's analyses (or their projections) change
+    time_mode: str = ""
+    gaps: tuple = ()  # the gap list's rows: (id of the gap order, cause filter, finding filter)
+    selected: tuple = (-1, 0)  # (selected gap id, active part)
+    window: tuple = ()  # (t0, t1, cursor, lo, hi): the time window and the cursor
+    rows: tuple = ()  # (id of the display rows, how many)
+    lane: int = 0  # the lane cursor (a display row)
+    marks: tuple = ()  # (`m`'s mark, the selected range)
+    search: tuple = ()  # (query, match shown, id of the matches)
+    view: str = "lanes"  # lanes, kernels or findings (1 2 3)
+    keys: tuple = ()  # what decides which keys apply (check_action): the footer is redrawn when it changes
+    msg: str = ""  # the status line's message: it lasts until the next move
+
+    @classmethod
+    def of(cls, sc, *, tabs: tuple, data: int, view: str, msg: str, diff: bool) -> "Shown":
+        """What ``sc`` shows now (``diff``: D has a pair to compare)."""
+        rows = sc.rows()  # first: folding the rows can move the lane cursor
+        v = sc.view
+        searching = bool(sc.search_query and sc.matches.size)
+        keys = (sc.any_analysis, bool(sc.order.size), bool(sc.all_listed.size), searching, tabs[1], view, diff)
+        return cls(id(sc), tabs, data, sc.time_mode, (id(sc.order), sc.cause_filter, sc.finding_filter),
+                   (sc.selected_gap, sc.active), (v.t0, v.t1, v.cursor, v.lo, v.hi), (id(rows), len(rows)),
+                   sc.lane_cursor, (sc.mark, sc.span_sel), (sc.search_query, sc.match_pos, id(sc.matches)), view,
+                   keys, msg)
+
+    def lanes_changed(self, old: "Shown") -> bool:
+        """Anything the lanes and the axis draw, other than the lane cursor."""
+        return (self.scene, self.data, self.time_mode, self.gaps, self.selected, self.window, self.rows, self.marks,
+                self.search) != (old.scene, old.data, old.time_mode, old.gaps, old.selected, old.window, old.rows,
+                                 old.marks, old.search)
