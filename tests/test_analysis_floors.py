@@ -28,7 +28,7 @@ def test_peak_table_names():
     assert peaks_for("Mystery GPU") is None and peaks_for(None) is None
 
 
-H = 1.15  # floors.CLOCK_HEADROOM, written out: compute peaks are 15% above the datasheet's
+H = 1.15  # thresholds.CLOCK_HEADROOM, written out: compute peaks are 15% above the datasheet's
 L2 = 2 * 50e6  # twice the H200's 50 MB L2: bytes below this may never reach HBM
 
 

@@ -12,7 +12,7 @@ from tests.test_analysis import model_of
 from gapscope.tui.analysis import analyze
 
 BF = "c10::BFloat16"
-H = 1.15  # floors.CLOCK_HEADROOM
+H = 1.15  # thresholds.CLOCK_HEADROOM
 
 
 def _op(s, ts, name, dims, types, kernel, k_ts, k_dur):

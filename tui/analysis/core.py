@@ -15,7 +15,7 @@ from . import activity, causes
 from .gaps import CAUSES, DeviceStats, classify, device_stats_and_gaps, stream_gaps
 from .names import name_flags
 from .stacks import Frame, StackIndex, signature_frame
-from .thresholds import DEFAULT, Thresholds
+from .thresholds import DEFAULT, NOISY_IQR, NOISY_RANGE, Thresholds
 from .window import AnalysisWindow, compute_window
 from .units import fmt_ns as _us
 
@@ -54,11 +54,6 @@ class _Explanations(dict):
 
 CAUSE_EXPLANATIONS = _Explanations()
 
-
-
-# The un-profiled timing of our capture is "noisy" beyond these (the same limits as capture.recorder's).
-_NOISY_IQR = 1.15
-_NOISY_RANGE = 1.5
 
 class GapTable:
     """One row per compute gap of every device, sorted by duration (largest first)."""
@@ -120,8 +115,6 @@ class Finding:
     kernels: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     kernel_after_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     host_removed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # CPU ops the fix removes
-
-
 
 
 class Analysis:
@@ -335,7 +328,7 @@ class Analysis:
             return {}
         # judged here from the numbers (capture's own rule, capture.recorder.NOISY_IQR / NOISY_RANGE), not from
         # the trace's flag, so that traces recorded under an earlier rule read the same
-        noisy = p75 / p25 > _NOISY_IQR or hi / lo > _NOISY_RANGE
+        noisy = p75 / p25 > NOISY_IQR or hi / lo > NOISY_RANGE
         out: dict = {"unprofiled_min_us": lo, "unprofiled_p25_us": p25, "unprofiled_p75_us": p75,
                      "unprofiled_max_us": hi, "unprofiled_n": int(n) if isinstance(n, int) else None,
                      "ratio_low": prof / p75, "ratio_high": prof / p25, "timing_noisy": bool(noisy)}

@@ -10,10 +10,8 @@ import numpy as np
 from ..trace.model import Kind
 from .intervals import union
 from .replay_model import _CALLS, Replay, _inside, _subtract
+from .thresholds import BANDWIDTH_MIN_BYTES, COLD_MIN_REF, COLD_NS, DEFAULT, PINNED_GBPS
 
-#: host-to-device / device-to-host bandwidth of a pinned copy when the trace has none to measure (GB/s = bytes/ns):
-#: a conservative PCIe Gen4 x16 figure (an H200's Gen5 link does about twice that)
-PINNED_GBPS = 25.0
 #: synchronising ops that hand one value of a device tensor to the host (a check's read)
 SCALAR_READS = ("aten::item", "aten::_local_scalar_dense", "aten::is_nonzero")
 
@@ -224,26 +222,16 @@ def _copy_removal(r: Replay, kind: str | None, pageable_only: bool, frame):
 
 
 def _pinned_gbps(r: Replay, kind: str | None) -> float:
-    """Median bandwidth (GB/s = bytes/ns) of the trace's pinned copies of ``kind`` of 1 MiB or more, else
-    ``PINNED_GBPS``."""
+    """Median bandwidth (GB/s = bytes/ns) of the trace's pinned copies of ``kind`` of ``BANDWIDTH_MIN_BYTES`` or
+    more, else ``PINNED_GBPS``."""
     from .activity import copy_kind
 
     m = r.model
     it = r.items[m.kind[r.items] == int(Kind.MEMCPY)]
-    bws = [m.nbytes[i] / m.dur_ns[i] for i in it.tolist() if "Pinned" in m.name(i) and m.nbytes[i] >= 1 << 20
-           and m.dur_ns[i] > 0 and (not kind or copy_kind(m.name(i)) == kind)]
+    bws = [m.nbytes[i] / m.dur_ns[i] for i in it.tolist()
+           if "Pinned" in m.name(i) and m.nbytes[i] >= BANDWIDTH_MIN_BYTES and m.dur_ns[i] > 0
+           and (not kind or copy_kind(m.name(i)) == kind)]
     return float(np.median(bws)) if bws else PINNED_GBPS
-
-
-#: how long after an allocator call the host work it slowed is looked at (ns). Measured on the H200 (torch 2.11,
-#: traces/demo-eager-alloc.decode.json.gz): launch calls took 10.2 µs (median) in the first 20 µs after a
-#: ``cudaMalloc``, 7.7 µs at 100-200 µs and 5.3 µs from 400 µs on, as in the clean trace; an ``aten::linear`` 58.9
-#: µs at 100-200 µs and 36-42 µs later. Beyond 200 µs the comparison below mixes in *which* code runs there: the
-#: same split of the clean trace at every ``mlp`` start (where the churn sits in the bad one) gives -15 µs per
-#: step at 200 µs but -266 µs at 400 µs and -712 µs at 800 µs.
-COLD_NS = 200_000
-#: instances of a name, away from every allocator call, needed for its usual own time
-COLD_MIN_REF = 3
 
 
 def _after_effect(a, r: Replay, calls):
@@ -502,7 +490,7 @@ def _graph_owner(a) -> str | None:
         if rows.size:
             li = g.launch_idx[rows]
             queued = (li >= 0) & (m.ts_ns[np.where(li >= 0, li, 0)] < g.start_ns[rows])
-            if queued.mean() > 0.5:
+            if queued.mean() > DEFAULT.most:
                 continue
         if f.idle_ns > best_idle:
             best, best_idle = f.id, f.idle_ns

@@ -11,14 +11,8 @@ import numpy as np
 
 from ..trace.model import Kind, TrackKind
 from .intervals import union
+from .thresholds import DEFAULT_GRAPH_GAP_NS, DEFAULT_LAUNCH_NS, QUEUED_NS
 
-#: an item that starts within this of its stream's previous end was queued behind it
-QUEUED_NS = 2_000
-#: launch latency of an un-queued item when the trace has none to measure (ns)
-DEFAULT_LAUNCH_NS = 5_000
-#: GPU-side gap between two nodes of a CUDA graph when the trace has no graph launch: the median measured in
-#: traces/demo-graph.decode.json.gz (H200, torch 2.11, CUDA 13.0), 417 ns
-DEFAULT_GRAPH_GAP_NS = 417
 #: calls that may wait for the GPU: they wait in the replay only where the trace shows they waited
 _MAYBE_WAIT = ("cudaMemcpyAsync", "cudaMemsetAsync", "hipMemcpyAsync", "hipMemsetAsync", "cuMemcpyAsync",
                "cuMemcpyDtoHAsync", "cuMemcpyDtoHAsync_v2")
