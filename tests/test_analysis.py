@@ -7,15 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.synth import Synth
+from tests.helpers import model_of
 from gapscope.tui.analysis import CAUSES, analyze
-from gapscope.tui.trace.build import ColumnBuilder
-
-
-def model_of(s: Synth):
-    doc = s.doc()
-    b = ColumnBuilder("<synth>")
-    b.add(doc["traceEvents"])
-    return b.finish({k: v for k, v in doc.items() if k != "traceEvents"})
 
 
 def brute_force(kernels, others):

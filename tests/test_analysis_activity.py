@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.synth import Synth
-from tests.test_analysis import model_of
+from tests.helpers import model_of
 from gapscope.tui.analysis import analyze
 from gapscope.tui.analysis.activity import copy_kind
 

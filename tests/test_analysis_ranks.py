@@ -9,8 +9,7 @@ import jsonschema
 import pytest
 
 from tests.synth import Synth
-from tests.test_analysis import model_of
-from tests.test_report import SCHEMA_PATH
+from tests.helpers import SCHEMA_PATH, model_of
 from gapscope.tui.analysis import analyze_ranks, summarise
 from gapscope.tui.report import build_json, render_markdown
 

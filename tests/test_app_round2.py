@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import SAMPLE_TRACES
 from tests.synth import Synth
-from tests.test_app import opened, run, settle, three_gaps
+from tests.helpers.app import opened, run, settle, three_gaps
 from gapscope.tui.app.app import GapscopeApp
 from gapscope.tui.app.textdump import screen_text
 from gapscope.tui.app.timefmt import fmt_dur

@@ -9,7 +9,7 @@ import asyncio
 
 from tests.conftest import SAMPLE_TRACES
 from tests.synth import Synth
-from tests.test_analysis import model_of
+from tests.helpers import model_of
 from gapscope.tui.analysis import analyze_ranks
 
 AR = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"

@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import SAMPLE_TRACES
 from tests.synth import Synth
-from tests.test_analysis import model_of
+from tests.helpers import model_of
 from gapscope.tui.analysis import analyze
 
 BF = "c10::BFloat16"
