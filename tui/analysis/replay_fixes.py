@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace.model import Kind
+from .hosttime import frame_own_intervals
 from .intervals import union
 from .replay_model import _CALLS, Replay, _inside, _subtract
 from .thresholds import BANDWIDTH_MIN_BYTES, COLD_MIN_REF, COLD_NS, DEFAULT, PINNED_GBPS
@@ -49,11 +50,12 @@ def _within(m, idx, fr, window=None):
 
 
 def _python_own(r: Replay, name: str):
+    """The host time of frame ``name`` that a fused GPU call removes: its own time (hosttime.frame_own_intervals)
+    with the replay's children, (start, end, thread) arrays, or None when no event has the name."""
     m = r.model
     fr = _frame_intervals(m, name)
     if fr is None:
         return None
-    fs, fe, ft = fr
     py = m.kind == int(Kind.PYTHON)
     user = (r.flags["user_frame"][m.name_id] | r.flags["launcher_frame"][m.name_id]) & py \
         & (m.name_id != m.names.index(name))
@@ -73,21 +75,7 @@ def _python_own(r: Replay, name: str):
         b = np.searchsorted(cs, m.ts_ns[ot] + m.dur_ns[ot], side="left")
         issuing[ot[b > a]] = True
     keep_k = np.isin(m.kind, np.array(_CALLS, np.uint8)) | issuing | user
-    S, E, T = [], [], []
-    for t in np.unique(ft).tolist():
-        a_s, a_e = fs[ft == t], fe[ft == t]
-        sl = m.track_slice(int(t))
-        ev = np.arange(sl.start, sl.stop)
-        ev = ev[keep_k[ev]]
-        # only what runs inside the frame (its ancestors enclose it: they are not its children)
-        us, ue = union(a_s, a_e)
-        es, ee = m.ts_ns[ev], m.ts_ns[ev] + m.dur_ns[ev]
-        j = np.clip(np.searchsorted(us, es, side="right") - 1, 0, None)
-        inside = (us.size > 0) & (es >= us[j]) & (ee <= ue[j]) & ~((es == us[j]) & (ee == ue[j]))
-        ev = ev[inside]
-        s, e = _subtract(a_s, a_e, m.ts_ns[ev], m.ts_ns[ev] + m.dur_ns[ev])
-        S.append(s), E.append(e), T.append(np.full(s.size, t, np.int64))
-    return np.concatenate(S), np.concatenate(E), np.concatenate(T)
+    return frame_own_intervals(m, fr, keep_k)
 
 
 def _check_ops(r: Replay, frame: str | None, reads):

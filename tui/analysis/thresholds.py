@@ -212,6 +212,9 @@ HOLDS_SHARE = 0.5
 #: ``one_holder``'s screen: sample points per gap, and the share of them one event must run at
 SCREEN_POINTS = 33
 SCREEN_SHARE = 0.4
+#: the Python frame holding a gap's CPU (the python cause's frame, the stack shown) is the most common one among
+#: this many evenly spaced sample points of [t0, t_launch]
+HOLDER_POINTS = 33
 
 # -- timing of the capture (core.py) --------------------------------------------------------------------------
 
