@@ -235,7 +235,7 @@ def _sweep_idle(model, device):
 
 def test_real_traces_idle_matches_independent_sweep(shared_traces):
     """CUDA-graph decode (many tiny kernels) and NCCL traces: exact ns agreement with a plain sweep."""
-    from tests.conftest import SAMPLE_TRACES
+    from tests.helpers import SAMPLE_TRACES
     from gapscope.tui.trace import load
 
     paths = [shared_traces / "thirdparty" / "tracelens__vllm_decode_full_graph_execution.json.gz",

@@ -280,7 +280,7 @@ def test_a_send_and_its_recv_are_the_same_place_in_the_group_order():
 
 
 def _pair(stem):
-    from tests.conftest import SAMPLE_TRACES
+    from tests.helpers import SAMPLE_TRACES
     from gapscope.tui.trace import load
 
     files = [Path(SAMPLE_TRACES) / f"{stem}.rank{r}.json.gz" for r in (0, 1)]

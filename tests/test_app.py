@@ -500,7 +500,7 @@ def test_command_line_errors_are_one_line(tmp_path, argv, needle):
     import subprocess
     import sys
 
-    from tests.conftest import ROOT
+    from tests.helpers import ROOT
 
     trace = three_gaps(tmp_path)
     argv = [a.replace("{trace}", str(trace)) for a in argv]

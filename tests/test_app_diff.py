@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import SAMPLE_TRACES
+from tests.helpers import SAMPLE_TRACES
 from tests.helpers.app import diff_ready, settle
 from gapscope.tui.app.diffapp import DiffApp
 from gapscope.tui.app.diffview import DiffScene, DiffScreen

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import SAMPLE_TRACES
+from tests.helpers import SAMPLE_TRACES
 from tests.synth import Synth
 from tests.helpers.app import opened, run, settle, three_gaps
 from gapscope.tui.app.app import GapscopeApp

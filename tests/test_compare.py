@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.conftest import SAMPLE_TRACES
+from tests.helpers import A_STEP, B_STEP, SAMPLE_TRACES, model_of, stepped
 from tests.synth import Synth
-from tests.helpers import A_STEP, B_STEP, model_of, stepped
 from gapscope.tui.analysis import analyze
 from gapscope.tui.trace.model import Kind
 from gapscope.tui.analysis.compare import align_names, compare, find_steps, lcs_pairs, match_gaps

@@ -10,8 +10,7 @@ import json
 import jsonschema
 import pytest
 
-from tests.conftest import SAMPLE_TRACES
-from tests.helpers import A_STEP, B_STEP, model_of, stepped
+from tests.helpers import A_STEP, B_STEP, SAMPLE_TRACES, model_of, stepped
 from gapscope.tui.analysis import analyze
 from gapscope.tui.analysis.compare import compare
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.conftest import SAMPLE_TRACES
+from tests.helpers import SAMPLE_TRACES, largest_gap, model_of, shared_trace
 from tests.synth import Synth
-from tests.helpers import largest_gap, model_of, shared_trace
 from gapscope.tui.analysis import CAUSES, Thresholds, analyze
 from gapscope.tui.report import build_json, render_markdown
 from gapscope.tui.trace import load
@@ -307,7 +306,7 @@ def test_innermost_python_frame_is_the_last_opened_of_those_open(path):
     (ts <= t < end), the one opened last (same start: the shorter, then the later call). Where the parent ids
     agree with time (demo-eager) the model's parents are walked as they are; where torch wrote wrong ones
     (tp.prefill rank 1) or µs ties hide a frame (sidnb13), the time parents."""
-    from tests.conftest import SAMPLE_TRACES
+    from tests.helpers import SAMPLE_TRACES
 
     p = shared_trace(path.split(":", 1)[1]) if path.startswith("shared:") else SAMPLE_TRACES / path
     if not p.exists():

@@ -750,7 +750,7 @@ def test_the_projection_line_shows_the_fused_frame_as_a_code_span():
     """The Markdown projection line names the fused frame in a code span, not as escaped backticks (``\\```)."""
     from gapscope.tui.report import render_markdown
     from gapscope.tui.trace import load
-    from tests.conftest import SAMPLE_TRACES
+    from tests.helpers import SAMPLE_TRACES
 
     a = analyze(load(SAMPLE_TRACES / "demo-eager.decode.json.gz"))
     line = next(ln for ln in render_markdown([a], 10).splitlines() if ln.startswith("- Projection:"))

@@ -159,7 +159,7 @@ def test_two_traces_before_after(tmp_path, schema):
 
 
 def test_json_comparison_on_sample_pair(schema):
-    from tests.conftest import SAMPLE_TRACES
+    from tests.helpers import SAMPLE_TRACES
     from gapscope.tui.trace import load
 
     names = ["demo-eager.prefill.json.gz", "demo-eager.decode.json.gz"]
@@ -179,7 +179,7 @@ def test_json_comparison_on_sample_pair(schema):
 
 
 def test_json_validates_on_sample_traces(schema):
-    from tests.conftest import SAMPLE_TRACES
+    from tests.helpers import SAMPLE_TRACES
     from gapscope.tui.trace import load
 
     files = sorted(SAMPLE_TRACES.glob("*.json.gz"))

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.conftest import SAMPLE_TRACES
+from tests.helpers import SAMPLE_TRACES, largest_gap, model_of, shared_trace
 from tests.synth import Synth
-from tests.helpers import largest_gap, model_of, shared_trace
 from gapscope.tui.analysis import CAUSES, analyze
 from gapscope.tui.analysis.findings import SEVERITIES
 from gapscope.tui.analysis.gaps import typical_launch_delay
@@ -274,7 +273,7 @@ def test_cause_order_has_stall_before_python_and_launch():
 def _audit():
     import importlib.util
 
-    from tests.conftest import ROOT
+    from tests.helpers import ROOT
 
     spec = importlib.util.spec_from_file_location("gapscope_audit_ta", ROOT / "benchmarks" / "audit.py")
     mod = importlib.util.module_from_spec(spec)
@@ -290,7 +289,7 @@ def test_audit_recomputes_the_holder_of_a_stall(tmp_path):
     import subprocess
     import sys
 
-    from tests.conftest import ROOT
+    from tests.helpers import ROOT
 
     audit = _audit()
     path = _slow_driver_call().write(tmp_path / "stall.json")

@@ -10,9 +10,8 @@ import json
 
 import pytest
 
-from tests.conftest import SAMPLE_TRACES
+from tests.helpers import SAMPLE_TRACES, model_of
 from tests.synth import Synth
-from tests.helpers import model_of
 from gapscope.tui.analysis import analyze
 from gapscope.tui.trace import load
 
