@@ -11,7 +11,7 @@ import pytest
 from tests.synth import Synth
 from tests.helpers import model_of
 from gapscope.tui.analysis import analyze
-from gapscope.tui.analysis.replay import Replay, _calls_under, fused_frame_host, project
+from gapscope.tui.analysis.replay import Replay, _calls_under, _python_own, project
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 US = 1_000  # ns
@@ -50,7 +50,7 @@ def test_cpu_bound_removing_1ms_of_python_saves_1ms():
     a = analyze(model_of(s))
     r = Replay(a.model, a.window, a.flags)
     assert _span(r) == end * US  # unchanged: the recorded window, to the ns
-    iv = fused_frame_host(r, "user.py(20): bookkeeping")
+    iv = _python_own(r, "user.py(20): bookkeeping")
     assert _span(r) - _span(r, r.removal(*iv)) == 1000 * US
 
 
@@ -59,7 +59,7 @@ def test_gpu_bound_removing_python_saves_nothing():
     a = analyze(model_of(s))
     r = Replay(a.model, a.window, a.flags)
     assert _span(r) == end * US
-    iv = fused_frame_host(r, "user.py(20): bookkeeping")
+    iv = _python_own(r, "user.py(20): bookkeeping")
     assert int((iv[1] - iv[0]).sum()) == 1000 * US  # the frame's own time is there to remove...
     assert _span(r) - _span(r, r.removal(*iv)) == 0  # ...and the GPU chain does not get shorter
 
@@ -107,7 +107,7 @@ def test_host_work_before_a_sync_in_a_gpu_bound_loop_saves_nothing():
     a = analyze(model_of(_pipelined_with_sync(extra_us=50)))
     r = Replay(a.model, a.window, a.flags)
     assert _span(r) == 2023 * US
-    iv = fused_frame_host(r, "user.py(20): bookkeeping")
+    iv = _python_own(r, "user.py(20): bookkeeping")
     assert int((iv[1] - iv[0]).sum()) == 50 * US
     assert _span(r) - _span(r, r.removal(*iv)) == 0
 
@@ -258,7 +258,7 @@ def test_calibrated_sample_says_so_and_ranks_the_injected_frame():
     target = a.model.gapscope_meta["unprofiled_us"] * 1e3
     assert abs(p.devices[0].baseline_ns - target) <= 0.005 * target
     f = next(f for f in a.findings if f.evidence.get("frame") == "capture/demo.py(101): _host_bookkeeping")
-    own = fused_frame_host(Replay(a.model, a.window, a.flags), "capture/demo.py(101): _host_bookkeeping")
+    own = _python_own(Replay(a.model, a.window, a.flags), "capture/demo.py(101): _host_bookkeeping")
     removed_per_step = int((own[1] - own[0]).sum()) / 4
     # host-bound: the saving is most of the frame's own time, never more
     assert 0.5 * removed_per_step < p.saving_ns[f.id] <= removed_per_step

@@ -86,8 +86,8 @@ import numpy as np
 from .replay_calibrate import CAL_SLACK, NO_HOST, _calibrate, _steps
 from .replay_frames import attach, frame_whatifs, round_trip_fix
 from .replay_fixes import (PINNED_GBPS, SCALAR_READS, _calls_under, _check_ops, _copy_removal, _frame_intervals,
-                           _graph_owner, _n, _outermost, _pinned_gbps, _within, dependency_waits, fix_for,
-                           fused_frame_host, graph_nodes, kept_wait_text)
+                           _graph_owner, _n, _outermost, _pinned_gbps, _python_own, _within, dependency_waits, fix_for,
+                           graph_nodes, kept_wait_text)
 from .replay_model import (_CALLS, _MAYBE_WAIT, _WORK, DEFAULT_GRAPH_GAP_NS, DEFAULT_LAUNCH_NS, QUEUED_NS, Replay,
                            _inside, _Removed, _subtract)
 from .replay_result import DeviceProjection, FrameWhatIf, Projection
@@ -96,7 +96,7 @@ from .replay_result import DeviceProjection, FrameWhatIf, Projection
 #: replay_fixes, replay_calibrate, replay_result), so that ``from tui.analysis.replay import ...`` keeps working
 __all__ = ["project", "Projection", "DeviceProjection", "FrameWhatIf", "Replay", "fix_for", "QUEUED_NS", "DEFAULT_LAUNCH_NS",
            "DEFAULT_GRAPH_GAP_NS", "NO_HOST", "PINNED_GBPS", "SCALAR_READS", "_MAYBE_WAIT", "_WORK", "_CALLS",
-           "_subtract", "_inside", "_Removed", "_frame_intervals", "_within", "fused_frame_host", "_check_ops", "_outermost",
+           "_subtract", "_inside", "_Removed", "_frame_intervals", "_within", "_python_own", "_check_ops", "_outermost",
            "_calls_under", "_copy_removal", "_pinned_gbps", "_n", "_steps", "_calibrate", "_graph_owner"]
 
 

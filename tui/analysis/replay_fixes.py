@@ -49,7 +49,7 @@ def _within(m, idx, fr, window=None):
     return ok
 
 
-def fused_frame_host(r: Replay, name: str):
+def _python_own(r: Replay, name: str):
     """The host time of frame ``name`` that a fused GPU call removes: its own time (hosttime.frame_own_intervals)
     with the replay's children, (start, end, thread) arrays, or None when no event has the name."""
     m = r.model
@@ -381,7 +381,7 @@ def fix_for(a, r: Replay, f):
         what += ", its host syncs moved onto the GPU first" if a.syncs else ""
         return ("graph", None, what, None)
     if cause == "python" and frame:
-        iv = fused_frame_host(r, frame)
+        iv = _python_own(r, frame)
         return ("remove", iv, f"remove `{frame}`'s own host time", None) if iv is not None else None
     if cause == "sync":
         mask = r.flags["sync_op"] | r.flags["sync_rt"] | r.flags["blocking_copy"]
