@@ -1773,7 +1773,7 @@ _GRAPH_NODES_RE = re.compile(r"\((\d+) of its (\d+) GPU items already are graph 
 #: "; the 463.25 ms per step the GPU waited on dependencies (1 gpu-wait gap: ..."
 _GRAPH_KEEP_RE = re.compile(r"the (-?\d+(?:\.\d+)?) (s|ms|µs|ns) per step the GPU waited on dependencies "
                             r"\((\d+) gpu-wait gaps?")
-GRAPH_GAP_DEFAULT_NS = 417  # replay_model.DEFAULT_GRAPH_GAP_NS: the demo-graph trace's median node gap
+GRAPH_GAP_DEFAULT_NS = 417  # thresholds.DEFAULT_GRAPH_GAP_NS: the demo-graph trace's median node gap
 WAIT_MIN_NS = 20_000  # thresholds.wait_min_ns
 
 

@@ -16,17 +16,8 @@ export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 
 export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
 { date -u; nproc; uptime; nvidia-smi --query-gpu=name,driver_version --format=csv 2>/dev/null; } >>"$LOG" 2>&1
 
-run() {  # run LABEL SECONDS COMMAND...  (skipped when the budget is spent)
-    local label=$1 limit=$2
-    shift 2
-    local left=$((BUDGET - SECONDS - 10))
-    [ "$left" -lt "$limit" ] && limit=$left
-    if [ "$limit" -lt 15 ]; then echo "=== $label: skipped, budget spent" | tee -a "$LOG"; return; fi
-    local t0=$SECONDS
-    echo "=== $label: start $(date -u +%T): $*" >>"$LOG"
-    timeout "$limit" "$@" >>"$LOG" 2>&1
-    echo "=== $label: rc=$? in $((SECONDS - t0)) s" | tee -a "$LOG"
-}
+# run LABEL SECONDS COMMAND...  (skipped when the budget is spent)
+. "$(dirname "$0")/lib.sh"
 C="$PY -m capture run --out $T --overwrite --repeats 20 --budget 20 --max-rounds 60 $CPU"
 run mixtral 150 $C benchmarks.hf_clients:mixtral --name hf-mixtral --active 4
 run attention 90 $C benchmarks.hf_clients:attention --name hf-attn

@@ -22,17 +22,8 @@ export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
 CUDA_OK=$($PY -c 'import torch; print(int(torch.cuda.is_available()))' 2>/dev/null || echo 0)
 { date -u; nproc; uptime; } >>"$LOG" 2>&1
 
-run() {  # run LABEL SECONDS COMMAND...  (skipped when the budget is spent)
-    local label=$1 limit=$2
-    shift 2
-    local left=$((BUDGET - SECONDS - 10))
-    [ "$left" -lt "$limit" ] && limit=$left
-    if [ "$limit" -lt 15 ]; then echo "=== $label: skipped, budget spent" | tee -a "$LOG"; return; fi
-    local t0=$SECONDS
-    echo "=== $label: start $(date -u +%T): $*" >>"$LOG"
-    timeout "$limit" "$@" >>"$LOG" 2>&1
-    echo "=== $label: rc=$? in $((SECONDS - t0)) s" | tee -a "$LOG"
-}
+# run LABEL SECONDS COMMAND...  (skipped when the budget is spent)
+. "$(dirname "$0")/lib.sh"
 pairs() {
     run "pairs-$1" 90 $PY benchmarks/whatif_pairs.py --out "$OUT/whatif_measured_$1.json" --size "$SIZE" --rounds 40 \
         --budget 40 --max-rounds 100

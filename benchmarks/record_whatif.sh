@@ -24,24 +24,11 @@ mkdir -p "$T"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
 
-rec() {  # rec LABEL SECONDS COMMAND...   (skipped when the budget is spent)
-    local label=$1 limit=$2
-    shift 2
-    local left=$((BUDGET - SECONDS - 15))
-    [ "$left" -lt "$limit" ] && limit=$left
-    if [ "$limit" -lt 20 ]; then
-        echo "=== $label: skipped, budget spent" | tee -a "$LOG"
-        return
-    fi
-    local t0=$SECONDS
-    echo "=== $label: start $(date -u +%T): $*" | tee -a "$LOG"
-    timeout "$limit" "$@" >"$OUT/.$label.log" 2>&1
-    local rc=$?
-    grep -v '^USDT:' "$OUT/.$label.log" >>"$LOG"
-    grep -v '^USDT:' "$OUT/.$label.log" | grep -E '^(wrote|  un-profiled|[a-z-]+\.(decode|prefill) |[0-9]+ rounds|built|gapscope: error)' || true
-    rm -f "$OUT/.$label.log"
-    echo "=== $label: rc=$rc in $((SECONDS - t0)) s" | tee -a "$LOG"
-}
+# run LABEL SECONDS COMMAND...: benchmarks/lib.sh, with a wider margin, the start line and the
+# command's highlights printed as well (skipped when the budget is spent)
+. "$(dirname "$0")/lib.sh"
+RUN_MARGIN=15 RUN_MIN=20
+RUN_SHOW='^(wrote|  un-profiled|[a-z-]+\.(decode|prefill) |[0-9]+ rounds|built|gapscope: error)'
 {
     date -u
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv 2>&1 || true
@@ -57,7 +44,7 @@ PAIRS_BUDGET=${PAIRS_BUDGET:-45}
 FRAME_TIMES=${FRAME_TIMES:-0}  # N > 0: also the injected functions' own wall times (whatif_pairs.py --frame-times N)
 FT=()
 [ "$FRAME_TIMES" -gt 0 ] && FT=(--frame-times "$FRAME_TIMES")
-rec pairs 130 $PY benchmarks/whatif_pairs.py --out "$OUT/whatif_measured.json" --size "$SIZE" --rounds "$ROUNDS" \
+run pairs 130 $PY benchmarks/whatif_pairs.py --out "$OUT/whatif_measured.json" --size "$SIZE" --rounds "$ROUNDS" \
     --budget "$PAIRS_BUDGET" --max-rounds 100 "${FT[@]}"
 
 # 2. Hugging Face Llama (random weights, no download)
@@ -69,7 +56,7 @@ $PY -c 'import transformers, sys; print("transformers", transformers.__version__
 HF_SIZE=full
 [ "$SIZE" = tiny ] && HF_SIZE=tiny
 if $PY -c 'import transformers' >/dev/null 2>&1; then
-    HF_LLAMA_SIZE=$HF_SIZE rec hf-llama 110 $PY -m capture run benchmarks.hf_llama:steps --name hf-llama --out "$T" --overwrite
+    HF_LLAMA_SIZE=$HF_SIZE run hf-llama 110 $PY -m capture run benchmarks.hf_llama:steps --name hf-llama --out "$T" --overwrite
 else
     echo "=== hf-llama: skipped, no transformers (WHEELS=DIR installs it)" | tee -a "$LOG"
 fi
@@ -78,7 +65,7 @@ fi
 demo() {  # demo LABEL SECONDS OPTIONS...
     local label=$1 limit=$2
     shift 2
-    rec "$label" "$limit" $PY -m capture demo --size "$SIZE" --out "$T" --overwrite "$@"
+    run "$label" "$limit" $PY -m capture demo --size "$SIZE" --out "$T" --overwrite "$@"
 }
 # the what-if pairs' traces first, the other samples after them
 demo eager 50 --phase both
@@ -91,7 +78,7 @@ demo eager-nostacks 45 --phase both --no-stacks
 # 4. torch.compile last (its warm-up compiles); COMPILE=0 skips it
 [ "$CUDA_OK" = 1 ] && [ "${COMPILE:-1}" = 1 ] && demo compile 150 --mode compile --phase decode --dist-timeout 600
 # 5. the pairs once more at the end (PAIRS_AGAIN=1): how far the node drifted while the traces were recorded
-[ "${PAIRS_AGAIN:-0}" = 1 ] && rec pairs-again 130 $PY benchmarks/whatif_pairs.py --out "$OUT/whatif_measured_run2.json" \
+[ "${PAIRS_AGAIN:-0}" = 1 ] && run pairs-again 130 $PY benchmarks/whatif_pairs.py --out "$OUT/whatif_measured_run2.json" \
     --size "$SIZE" --rounds "$ROUNDS" --budget "$PAIRS_BUDGET" --max-rounds 100 "${FT[@]}"
 
 # one line per trace from its own metadata (stdlib only)

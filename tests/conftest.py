@@ -3,9 +3,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED_TRACES = ROOT.parent / "shared" / "traces"
-SAMPLE_TRACES = ROOT / "traces"
+from tests.helpers import SHARED_TRACES
 
 
 @pytest.fixture(scope="session")

@@ -7,15 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.synth import Synth
+from tests.helpers import model_of
 from gapscope.tui.analysis import CAUSES, analyze
-from gapscope.tui.trace.build import ColumnBuilder
-
-
-def model_of(s: Synth):
-    doc = s.doc()
-    b = ColumnBuilder("<synth>")
-    b.add(doc["traceEvents"])
-    return b.finish({k: v for k, v in doc.items() if k != "traceEvents"})
 
 
 def brute_force(kernels, others):
@@ -242,7 +235,7 @@ def _sweep_idle(model, device):
 
 def test_real_traces_idle_matches_independent_sweep(shared_traces):
     """CUDA-graph decode (many tiny kernels) and NCCL traces: exact ns agreement with a plain sweep."""
-    from tests.conftest import SAMPLE_TRACES
+    from tests.helpers import SAMPLE_TRACES
     from gapscope.tui.trace import load
 
     paths = [shared_traces / "thirdparty" / "tracelens__vllm_decode_full_graph_execution.json.gz",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.synth import Synth
-from tests.test_analysis import model_of
+from tests.helpers import model_of
 from gapscope.tui.analysis import analyze
 from gapscope.tui.analysis.activity import copy_kind
 
@@ -108,7 +108,7 @@ def test_demo_sync_trace_has_one_sync_row():
     """traces/demo-eager-sync (2026-12-01 recording): 32 aten::item calls in the 4 measured steps, each
     holding _local_scalar_dense and one cudaStreamSynchronize (counted from the raw JSON, events inside the
     gapscope.step#k ranges: items 918.039 µs, syncs 229.738 µs). Before: three rows of 32."""
-    from tests.conftest import SAMPLE_TRACES
+    from tests.helpers import SAMPLE_TRACES
     from gapscope.tui.trace import load
 
     a = analyze(load(SAMPLE_TRACES / "demo-eager-sync.decode.json.gz"))

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.test_causes import base, sync_scenario
-from tests.test_analysis import model_of
+from tests.helpers import model_of, one_gap, sync_scenario
 from gapscope.tui.analysis import CAUSE_EXPLANATIONS, CAUSES, Analysis, Thresholds, analyze
 
 
@@ -13,7 +12,7 @@ def test_contract():
     assert tuple(CAUSES) == ("copy", "collective", "sync", "gpu-wait", "profiler", "allocator", "stall", "python", "launch",
                              "host-idle")
     assert set(CAUSE_EXPLANATIONS) == set(CAUSES)
-    s = base()
+    s = one_gap()
     sync_scenario(s)
     s.launch(ts=195, dur=3, kernel="next", k_ts=200, k_dur=10)
     m = model_of(s)

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from tests.conftest import SAMPLE_TRACES
+from tests.helpers import SAMPLE_TRACES
 from gapscope.tui.analysis import CAUSES, analyze
 from gapscope.tui.analysis.names import builtin_name, display_frame
 from gapscope.tui.trace import load

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.synth import Synth
-from tests.test_analysis import model_of
+from tests.helpers import all_traces, model_of
 from gapscope.tui.analysis import analyze
 from gapscope.tui.analysis.floors import floor_ns, op_cost, peaks_for
 
@@ -28,7 +28,7 @@ def test_peak_table_names():
     assert peaks_for("Mystery GPU") is None and peaks_for(None) is None
 
 
-H = 1.15  # floors.CLOCK_HEADROOM, written out: compute peaks are 15% above the datasheet's
+H = 1.15  # thresholds.CLOCK_HEADROOM, written out: compute peaks are 15% above the datasheet's
 L2 = 2 * 50e6  # twice the H200's 50 MB L2: bytes below this may never reach HBM
 
 
@@ -205,16 +205,7 @@ def test_graph_replay_kernels_take_no_floor_from_the_op_around_the_replay():
     assert all(k.floor_ns is None and k.op_floor_calls == 0 for k in a.kernels) and a.op_floors == []
 
 
-def _all_traces():
-    from tests.conftest import SAMPLE_TRACES, SHARED_TRACES
-
-    out = sorted(SAMPLE_TRACES.glob("*.json.gz"))
-    if SHARED_TRACES.is_dir():
-        out += sorted(p for p in SHARED_TRACES.glob("*/*.json*") if "invalid" not in p.name)
-    return out
-
-
-@pytest.mark.parametrize("path", _all_traces(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", all_traces(), ids=lambda p: p.name)
 def test_no_row_is_below_its_floor(path):
     """A floor is a lower bound: on every sample and shared trace, the floored calls of each kernel row (and
     each multi-kernel op row) took at least their summed floors."""

@@ -9,8 +9,7 @@ import jsonschema
 import pytest
 
 from tests.synth import Synth
-from tests.test_analysis import model_of
-from tests.test_report import SCHEMA_PATH
+from tests.helpers import SCHEMA_PATH, model_of
 from gapscope.tui.analysis import analyze_ranks, summarise
 from gapscope.tui.report import build_json, render_markdown
 
@@ -281,7 +280,7 @@ def test_a_send_and_its_recv_are_the_same_place_in_the_group_order():
 
 
 def _pair(stem):
-    from tests.conftest import SAMPLE_TRACES
+    from tests.helpers import SAMPLE_TRACES
     from gapscope.tui.trace import load
 
     files = [Path(SAMPLE_TRACES) / f"{stem}.rank{r}.json.gz" for r in (0, 1)]

@@ -14,23 +14,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.synth import Synth
+from tests.helpers import model_of
 from gapscope.tui.analysis import analyze
 from gapscope.tui.analysis.stacks import signature_frame
 from gapscope.tui.trace import load
-from gapscope.tui.trace.build import ColumnBuilder
 from gapscope.tui.trace.model import Kind
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLES = sorted(glob.glob(os.path.join(ROOT, "traces", "*.json.gz")))
 SOME = [p for p in SAMPLES if os.path.basename(p).split(".")[0] in (
     "demo-eager-python", "demo-eager-nostacks", "demo-eager-sync", "demo-compile", "demo-graph")]
-
-
-def model_of(s: Synth):
-    doc = s.doc()
-    b = ColumnBuilder("<synth>")
-    b.add(doc["traceEvents"])
-    return b.finish({k: v for k, v in doc.items() if k != "traceEvents"})
 
 
 def reference_holder(a, thr: int, t0: int, tl: int):

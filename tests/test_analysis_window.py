@@ -8,9 +8,8 @@ import json
 
 import pytest
 
-from tests.conftest import SAMPLE_TRACES
+from tests.helpers import SAMPLE_TRACES, model_of
 from tests.synth import Synth
-from tests.test_analysis import model_of
 from gapscope.tui.analysis import analyze, analyze_ranks
 from gapscope.tui.analysis.stacks import Frame, signature_frame
 from gapscope.tui.report import build_json, render_markdown

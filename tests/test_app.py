@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import os
 import re
@@ -13,54 +11,13 @@ import numpy as np
 import pytest
 
 from tests.synth import Synth
+from tests.helpers.app import opened, run, settle, three_gaps
+from tests.helpers import SCHEMA_PATH as SCHEMA
 from gapscope.tui.app.app import GapscopeApp
 from gapscope.tui.app.lanes import time_to_col
 from gapscope.tui.app.navigate import event_under_cursor
 from gapscope.tui.app.textdump import screen_text
 
-SCHEMA = Path(__file__).resolve().parent.parent / "tui" / "report" / "findings.schema.json"  # the contract shipped in the package
-
-
-def three_gaps(tmp_path: Path, names=("k0", "k1", "k2", "ampere_sgemm_128x64"), fns=("b_fn", "a_fn", "c_fn"),
-               range_name="decode_step", op_name="aten::mm") -> Path:
-    """Kernels separated by gaps of 300, 500 and 100 µs; each gap is spent in its own Python frame."""
-    s = Synth()
-    s.annotation(range_name, 0, 1000)
-    s.launch(ts=0, dur=2, kernel=names[0], k_ts=5, k_dur=10)
-    t_end = 15
-    for i, (gap, fn) in enumerate(zip((300, 500, 100), fns)):
-        start = t_end
-        with s.frame(f"model.py({10 + i}): {fn}", start - 1, gap + 2):
-            s.cpu_op(op_name, start + 1, 5)
-            s.launch(ts=start + gap - 4, dur=2, kernel=names[i + 1], k_ts=start + gap, k_dur=10)
-        t_end = start + gap + 10
-    return s.write(tmp_path / "three_gaps.json")
-
-
-@contextlib.asynccontextmanager
-async def opened(path, size=(120, 40), **kw):
-    app = GapscopeApp([str(path)], load_opts={"no_cache": True}, **kw)
-    async with app.run_test(size=size) as pilot:
-        await settle(app, pilot)
-        yield app, pilot
-
-
-async def settle(app, pilot):
-    from textual.worker import WorkerCancelled
-
-    for _ in range(3):
-        try:
-            await app.workers.wait_for_complete()
-        except WorkerCancelled:
-            # a load that failed ends the explorer at once (exit 2, issue 26): the exit cancels the workers still
-            # registered, and which of them had finished first is a race
-            if app.return_code is None:
-                raise
-        await pilot.pause()
-
-
-def run(coro):
-    return asyncio.run(coro)
 
 
 def test_gap_keys_visit_gaps_by_size_and_stack_follows(tmp_path):
@@ -543,7 +500,7 @@ def test_command_line_errors_are_one_line(tmp_path, argv, needle):
     import subprocess
     import sys
 
-    from tests.conftest import ROOT
+    from tests.helpers import ROOT
 
     trace = three_gaps(tmp_path)
     argv = [a.replace("{trace}", str(trace)) for a in argv]

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import SAMPLE_TRACES
+from tests.helpers import SAMPLE_TRACES
+from tests.helpers.app import diff_ready, settle
 from gapscope.tui.app.diffapp import DiffApp
 from gapscope.tui.app.diffview import DiffScene, DiffScreen
 from gapscope.tui.app.textdump import screen_text
@@ -31,19 +32,6 @@ def pair():
     if not (A.exists() and B.exists()):
         pytest.skip("traces/ samples are not present")
     return str(A), str(B)
-
-
-async def diff_ready(pilot):
-    """Wait until the diff screen is up and its text has stopped changing (no worker left)."""
-    app = pilot.app
-    last = None
-    for _ in range(60):
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        now = screen_text(app)
-        if isinstance(app.screen, DiffScreen) and now == last and not app.workers:
-            break
-        last = now
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
@@ -169,12 +157,14 @@ async def _test_explorer_D_is_off_with_one_trace(pair):
 
     app = GapscopeApp([pair[0]], load_opts={"no_cache": True})
     async with app.run_test(size=(100, 30)) as pilot:
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(app, pilot)
+        # the trace loaded and its explorer is up: D is off because there is one trace, not because nothing opened
+        assert app.return_code is None and app.scene is not None and app.scene.analysis is not None
+        assert len(app.scene.analysis.gaps) > 0
+        main_screen = app.screen
         await pilot.press("D")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        assert not isinstance(app.screen, DiffScreen)
+        await settle(app, pilot)
+        assert not isinstance(app.screen, DiffScreen) and app.screen is main_screen and app.return_code is None
 
 
 def test_cli_diff_errors(tmp_path, capsys, pair, monkeypatch):
@@ -206,7 +196,7 @@ def test_readme_lists_the_diff_keys():
 
 def test_trace_strings_are_never_markup(tmp_path):
     """Kernel names and frames like ``[bold]`` or ``[/foo]`` are shown as written (never parsed as markup)."""
-    from tests.test_compare import stepped
+    from tests.helpers import stepped
 
     a = stepped([[("[bold]k1", 10, "launch"), ("[/foo]k2", 20, "python")]] * 2).write(tmp_path / "a.json")
     b = stepped([[("[bold]k1", 10, "launch"), ("[0]fused", 30, "python", 8.0)]] * 2,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_app import run, settle, three_gaps
+from tests.helpers.app import run, settle, three_gaps
 from gapscope.tui.app.app import GapscopeApp
 
 

@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from tests.conftest import SAMPLE_TRACES
+from tests.helpers import SAMPLE_TRACES
 from gapscope.tui.app.app import GapscopeApp
 from gapscope.tui.app.textdump import screen_text
 

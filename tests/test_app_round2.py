@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import SAMPLE_TRACES
+from tests.helpers import SAMPLE_TRACES
 from tests.synth import Synth
-from tests.test_app import opened, run, settle, three_gaps
+from tests.helpers.app import opened, run, settle, three_gaps
 from gapscope.tui.app.app import GapscopeApp
 from gapscope.tui.app.textdump import screen_text
 from gapscope.tui.app.timefmt import fmt_dur

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tests.conftest import SAMPLE_TRACES
-from tests.test_app import opened, run, settle, three_gaps
+from tests.helpers import SAMPLE_TRACES
+from tests.helpers.app import opened, run, settle, three_gaps
 from gapscope.tui.app.app import GapscopeApp
 from gapscope.tui.app.textdump import screen_text
 from gapscope.tui.trace.model import Kind

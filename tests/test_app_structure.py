@@ -7,7 +7,7 @@ import ast
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 APP = ROOT / "tui" / "app"
 

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from tests.conftest import SAMPLE_TRACES
-from tests.test_app import opened, run
+from tests.helpers import SAMPLE_TRACES
+from tests.helpers.app import opened, run
 from gapscope.tui.app.textdump import screen_text
 from gapscope.tui.app.timefmt import fmt_dur
 from gapscope.tui.report import build_json

@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 _spec = importlib.util.spec_from_file_location("gapscope_audit", ROOT / "benchmarks" / "audit.py")
 audit = importlib.util.module_from_spec(_spec)

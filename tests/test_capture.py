@@ -6,7 +6,6 @@ import errno
 import gzip
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,8 @@ import gapscope.capture as capture  # noqa: E402
 from gapscope.capture import cli as capture_cli  # noqa: E402
 from gapscope.capture.recorder import CaptureError  # noqa: E402
 from gapscope.tui.trace import load  # noqa: E402
+from tests.helpers import free_port  # noqa: E402
+from tests.helpers.capture import Counter  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -39,22 +40,6 @@ def _names_in_steps(path) -> list[str]:
 
 def _count(names: list[str], what: str) -> int:
     return sum(1 for n in names if n == what)
-
-
-class Counter:
-    """A step that counts its calls and marks each with a record_function range of its own."""
-
-    def __init__(self, fail_on: int | None = None, exc: BaseException | None = None):
-        self.calls = 0
-        self.fail_on = fail_on
-        self.exc = exc
-
-    def __call__(self):
-        self.calls += 1
-        if self.fail_on is not None and self.calls == self.fail_on:
-            raise self.exc
-        with torch.profiler.record_function("test.marker"):
-            return torch.ones(8, 8) @ torch.ones(8, 8)
 
 
 def _listing(d: Path) -> list[str]:
@@ -463,12 +448,6 @@ def test_missing_torch_is_one_line(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------- ranks
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _rank_worker(rank: int, world: int, port: int, out_dir: str, rcs) -> None:
     os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
@@ -483,7 +462,7 @@ def test_two_ranks_on_gloo_with_a_late_rank(tmp_path):
 
     ctx = mp.get_context("spawn")
     rcs = ctx.Manager().dict()
-    mp.start_processes(_rank_worker, args=(2, _free_port(), str(tmp_path), rcs), nprocs=2, join=True,
+    mp.start_processes(_rank_worker, args=(2, free_port(), str(tmp_path), rcs), nprocs=2, join=True,
                        start_method="spawn")
     assert dict(rcs) == {0: 0, 1: 0}
     stem = "demo-eager-tp-late1"
@@ -544,7 +523,7 @@ def test_failed_rank_makes_the_others_fail_not_hang(tmp_path, capfd):
         "    return {'decode': decode}\n"
     )
     rcs = mp.get_context("spawn").Manager().dict()
-    mp.start_processes(_failing_rank_worker, args=(2, _free_port(), str(tmp_path), rcs), nprocs=2, join=True,
+    mp.start_processes(_failing_rank_worker, args=(2, free_port(), str(tmp_path), rcs), nprocs=2, join=True,
                        start_method="spawn")
     err = capfd.readouterr().err
     assert rcs[1][0] == 2 and "raised ValueError: boom on rank 1" in err

@@ -7,19 +7,13 @@ from __future__ import annotations
 import pytest
 
 from tests.synth import Synth
-from tests.test_analysis import model_of
+from tests.helpers import model_of
+from tests.helpers import one_gap as base, sync_scenario
 from gapscope.tui.analysis import CAUSES, Thresholds, analyze
 
 
-def base(next_launch=195.0, next_k=200.0) -> Synth:
-    s = Synth()
-    s.launch(ts=0, dur=2, kernel="prev", k_ts=50, k_dur=50)
-    s._next = (next_launch, next_k)
-    return s
-
-
 def finish(s: Synth, *, with_launch=True):
-    tl, tk = s._next
+    tl, tk = s.next_at
     if with_launch:
         s.launch(ts=tl, dur=3, kernel="next", k_ts=tk, k_dur=10)
     else:
@@ -64,16 +58,6 @@ def test_collective_cpu_side_beats_sync():
     s.cpu_op("record_param_comms", 95, 95, **{"Collective name": "allreduce"})
     s.runtime("cudaStreamSynchronize", 96, 5)  # sync at t0 too: collective comes first
     assert cause_of(s)[0] == "collective"
-
-
-def sync_scenario(s: Synth):
-    with s.frame("model.py(42): hook", 60, 45):
-        with s.frame("<built-in method item of Tensor object at 0x7f>", 61, 43):
-            s.cpu_op("aten::item", 61, 43)
-            s.cpu_op("aten::_local_scalar_dense", 62, 41)
-            s.runtime("cudaMemcpyAsync", 63, 2)
-            s.runtime("cudaStreamSynchronize", 66, 36)  # returns at 102, after t0 = 100
-    s.python("model.py(50): sample", 106, 85)
 
 
 def test_sync_with_stack():
@@ -199,7 +183,7 @@ def test_no_launch_link_and_no_threads_is_host_idle():
 def test_thresholds_are_configurable():
     s = base()
     s.python("app.py(3): small", 100, 35)
-    s._next = (195.0, 200.0)
+    s.next_at = (195.0, 200.0)
     s.launch(ts=195, dur=3, kernel="next", k_ts=200, k_dur=10)
     m = model_of(s)
     assert CAUSES[int(analyze(m).gaps.cause[0])] == "host-idle"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SAMPLE_TRACES
+from tests.helpers import SAMPLE_TRACES
 from tests.rawtrace import BUSY_CATS, RawTrace, covered, is_profiler_name, is_step_range, ns, union
 
 MOST = 0.5  # "most of": a share strictly above one half (design/gap-causes.md)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SAMPLE_TRACES
+from tests.helpers import SAMPLE_TRACES
 
 SAMPLES = Path(os.environ.get("GAPSCOPE_SAMPLES", SAMPLE_TRACES))
 

@@ -1,7 +1,7 @@
 import subprocess
 import sys
 
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 from gapscope.tui import __version__
 
 

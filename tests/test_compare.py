@@ -6,46 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.conftest import SAMPLE_TRACES
+from tests.helpers import A_STEP, B_STEP, SAMPLE_TRACES, model_of, stepped
 from tests.synth import Synth
-from tests.test_analysis import model_of
 from gapscope.tui.analysis import analyze
 from gapscope.tui.trace.model import Kind
 from gapscope.tui.analysis.compare import align_names, compare, find_steps, lcs_pairs, match_gaps
-
-KD = 5.0  # µs, every kernel unless told
-
-
-def stepped(steps, *, frame="app.py(7): work", profiler_steps=False) -> Synth:
-    """Steps of kernels; each entry (kernel, gap before it in µs, what the CPU did in the gap, [dur], [shapes]):
-    "launch" = an aten op dispatching through the gap, "python" = a Python frame holding the CPU. Each kernel is
-    launched 2 µs before it starts; each step range runs from the end of the previous step's last kernel."""
-    s = Synth()
-    t = 100.0
-    for k, seq in enumerate(steps):
-        start = t
-        for entry in seq:
-            name, gap, how = entry[:3]
-            dur = entry[3] if len(entry) > 3 else KD
-            shapes = entry[4] if len(entry) > 4 else None
-            k_ts = t + gap
-            if how == "python":
-                s.python(frame, t + 0.5, gap - 3)
-            else:
-                s.cpu_op("aten::add", t + 0.5, gap - 3)
-            if shapes is not None:
-                with s.op("aten::mm", k_ts - 2.5, 2, **{"Input Dims": shapes}):
-                    s.launch(ts=k_ts - 2, dur=1, kernel=name, k_ts=k_ts, k_dur=dur)
-            else:
-                s.launch(ts=k_ts - 2, dur=1, kernel=name, k_ts=k_ts, k_dur=dur)
-            t = k_ts + dur
-        s.annotation(f"ProfilerStep#{k + 7}" if profiler_steps else f"gapscope.step#{k}", start, t - start)
-    return s
-
-
-# A: 2 steps of k1 k2 k3; B: 4 steps of k1 k23 (k2 and k3 fused), with a different Python frame
-A_STEP = [("k1", 10, "launch"), ("k2", 20, "python"), ("k3", 10, "launch")]
-B_STEP = [("k1", 10, "launch"), ("k23", 30, "python", 8.0)]
 
 
 def pair(**kw):
@@ -228,7 +193,7 @@ def test_compare_on_shared_traces_against_a_sample(shared_traces):
 
     import jsonschema
 
-    from tests.test_report import SCHEMA_PATH
+    from tests.helpers import SCHEMA_PATH
     from gapscope.tui.report import build_json
     from gapscope.tui.trace import load
 

@@ -10,9 +10,7 @@ import json
 import jsonschema
 import pytest
 
-from tests.conftest import SAMPLE_TRACES
-from tests.test_analysis import model_of
-from tests.test_compare import A_STEP, B_STEP, stepped
+from tests.helpers import A_STEP, B_STEP, SAMPLE_TRACES, model_of, stepped
 from gapscope.tui.analysis import analyze
 from gapscope.tui.analysis.compare import compare
 
@@ -200,7 +198,7 @@ def test_the_diff_header_shows_the_same_verdict():
     import asyncio
 
     from gapscope.tui.app.diffapp import DiffApp
-    from tests.test_app_diff import diff_ready
+    from tests.helpers.app import diff_ready
     from gapscope.tui.app.textdump import screen_text
 
     pair = [str(SAMPLE_TRACES / f"{n}.json.gz") for n in ("hf-attn.prefill_eager", "hf-attn.prefill_sdpa")]

@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from tests.conftest import SAMPLE_TRACES
+from tests.helpers import SAMPLE_TRACES
 from gapscope.tui.trace import build, decode_dicts, decode_typed, parallel, read
 from gapscope.tui.trace.build import ColumnBuilder
 from gapscope.tui.trace.decode_common import SlowLane

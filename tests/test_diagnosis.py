@@ -6,32 +6,16 @@ and the third-party ones in ../shared/traces/ (skipped when absent)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.conftest import SAMPLE_TRACES
+from tests.helpers import SAMPLE_TRACES, largest_gap, model_of, shared_trace
 from tests.synth import Synth
-from tests.test_analysis import model_of
 from gapscope.tui.analysis import CAUSES, Thresholds, analyze
 from gapscope.tui.report import build_json, render_markdown
 from gapscope.tui.trace import load
 from gapscope.tui.trace.model import Kind
-
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "traces"
-
-
-def _shared(rel: str) -> Path:
-    p = SHARED / rel
-    if not p.exists():
-        pytest.skip(f"{rel} not present")
-    return p
-
-
-def _largest(a):
-    i = int(np.argmax(a.gaps.dur_ns))
-    return i, CAUSES[int(a.gaps.cause[i])], a.gap_detail(i)
 
 
 # ------------------------------------------------------------------------------ item 1: gpu-wait
@@ -52,7 +36,7 @@ def _queued_behind_an_event() -> Synth:
 
 def test_queued_kernel_behind_a_stream_wait_is_gpu_wait_not_launch():
     a = analyze(model_of(_queued_behind_an_event()))
-    i, cause, d = _largest(a)
+    i, cause, d = largest_gap(a)
     assert a.gaps.dur_ns[i] == 500_000 and cause == "gpu-wait"
     ex = d.explanation
     assert "launched 4.0 µs into the gap" in ex and "started 496.0 µs after its launch call" in ex
@@ -69,8 +53,8 @@ def test_queued_kernel_behind_a_stream_wait_is_gpu_wait_not_launch():
 
 
 def test_sglang_493ms_wait_is_named_with_the_copy_behind_it():
-    a = analyze(load(_shared("thirdparty/tracelens__sglang_Qwen3-8B_decode.json.gz")))
-    i, cause, d = _largest(a)
+    a = analyze(load(shared_trace("thirdparty/tracelens__sglang_Qwen3-8B_decode.json.gz")))
+    i, cause, d = largest_gap(a)
     assert cause == "gpu-wait"
     assert "`hipStreamWaitEvent`" in d.explanation and "`hipMemcpyWithStream`" in d.explanation
     assert "blocking copy queued behind the wait" in d.explanation
@@ -82,8 +66,8 @@ def test_sglang_493ms_wait_is_named_with_the_copy_behind_it():
 def test_a_slow_launch_call_is_a_stall_and_says_so():
     """MI250: hipLaunchKernel itself ran 6.54 ms of a 6.63 ms gap: the host's issuing, not a GPU-side wait, and
     one call, not many dispatches (issue 23: a ``stall``)."""
-    a = analyze(load(_shared("thirdparty/hta__amd_mi250_minitoy_train_ROCm6_2_kineto.json.gz")))
-    i, cause, d = _largest(a)
+    a = analyze(load(shared_trace("thirdparty/hta__amd_mi250_minitoy_train_ROCm6_2_kineto.json.gz")))
+    i, cause, d = largest_gap(a)
     assert cause == "stall"
     assert d.explanation.startswith("One runtime call, the launch call `hipLaunchKernel` of `aten::add_`, ran on "
                                     "the CPU for 6.54 ms of the gap")
@@ -100,7 +84,7 @@ def test_a_frame_is_credited_with_its_own_time_only():
         s.python("app.py(9): helper", 175, 10)
     s.launch(ts=195, dur=3, kernel="next", k_ts=200, k_dur=10)
     a = analyze(model_of(s))
-    i, cause, d = _largest(a)
+    i, cause, d = largest_gap(a)
     assert cause == "python"
     assert d.extra["host"]["frames"] == [(d.extra["host"]["frames"][0][0], 50_000),
                                          (d.extra["host"]["frames"][1][0], 34_000),
@@ -119,7 +103,7 @@ def test_spread_host_time_lists_the_top_frames():
             s.python(f"app.py({20 + k}): part{k}", 101 + 18 * k, 17)
     s.launch(ts=195, dur=3, kernel="next", k_ts=200, k_dur=10)
     a = analyze(model_of(s))
-    _, cause, d = _largest(a)
+    _, cause, d = largest_gap(a)
     assert cause == "python"
     assert "spread over many frames" in d.explanation
     assert "`app.py(20): part0` 17.0 µs" in d.explanation
@@ -192,7 +176,7 @@ def test_copy_advice_fits_the_copy(direction, src, dst, nbytes, pin):
     s.memcpy(direction, 105, 80, nbytes=nbytes, corr=rt["args"]["correlation"], src=src, dst=dst)
     s.launch(ts=195, dur=3, kernel="next", k_ts=200, k_dur=10)
     a = analyze(model_of(s))
-    _, cause, _ = _largest(a)
+    _, cause, _ = largest_gap(a)
     assert cause == "copy"
     f = next(f for f in a.findings if f.cause == "copy" and f.idle_ns)
     assert ("pin_memory" in f.suggestion) == pin, f.suggestion
@@ -206,7 +190,7 @@ def test_a_copy_issued_before_the_window_reads_as_a_window_edge():
     s.launch(ts=91, dur=2, kernel="first", k_ts=95, k_dur=5)
     s.launch(ts=195, dur=3, kernel="next", k_ts=200, k_dur=10)
     a = analyze(model_of(s))
-    _, cause, d = _largest(a)
+    _, cause, d = largest_gap(a)
     assert cause == "copy" and d.extra.get("window_edge")
     assert "edge effect of the window" in d.explanation
     f = next(f for f in a.findings if f.cause == "copy" and f.idle_ns)
@@ -322,9 +306,9 @@ def test_innermost_python_frame_is_the_last_opened_of_those_open(path):
     (ts <= t < end), the one opened last (same start: the shorter, then the later call). Where the parent ids
     agree with time (demo-eager) the model's parents are walked as they are; where torch wrote wrong ones
     (tp.prefill rank 1) or µs ties hide a frame (sidnb13), the time parents."""
-    from tests.conftest import SAMPLE_TRACES
+    from tests.helpers import SAMPLE_TRACES
 
-    p = _shared(path.split(":", 1)[1]) if path.startswith("shared:") else SAMPLE_TRACES / path
+    p = shared_trace(path.split(":", 1)[1]) if path.startswith("shared:") else SAMPLE_TRACES / path
     if not p.exists():
         pytest.skip(f"{path} not present")
     a = analyze(load(str(p), no_cache=True))

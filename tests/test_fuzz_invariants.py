@@ -23,11 +23,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.synth import Synth, damage_bytes
+from tests.helpers import SCHEMA_PATH
 from gapscope.tui.analysis import CAUSES, analyze
 from gapscope.tui.errors import GapscopeError
 from gapscope.tui.trace import TraceError, load
 
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "tui" / "report" / "findings.schema.json"  # the contract shipped in the package
 
 _t = st.integers(0, 5_000)  # ns-ish grid, written as µs with 3 decimals
 _d = st.integers(0, 800)
@@ -232,7 +232,7 @@ def test_random_valid_traces_load_and_keep_the_invariants(tmp_path, schema, step
 def test_cause_totals_are_exact_for_a_far_away_event():
     """Found by benchmarks/fuzz.py: one event stamped 1e15 µs away from the rest (a clock glitch, or an absolute
     epoch timestamp among relative ones) makes a gap of ~1e18 ns, and the cause totals miss it by one."""
-    from tests.test_analysis import model_of
+    from tests.helpers import model_of
 
     s = Synth()
     s.kernel("a", 0, 0.001)

@@ -10,11 +10,12 @@ from pathlib import Path
 import jsonschema
 
 from tests.synth import Synth
+from tests.helpers import SCHEMA_PATH
 from gapscope.tui.analysis import analyze
 from gapscope.tui.report import build_json, render_markdown
 from gapscope.tui.trace import load
 
-SCHEMA = json.loads((Path(__file__).resolve().parent.parent / "tui" / "report" / "findings.schema.json").read_text())
+SCHEMA = json.loads(SCHEMA_PATH.read_text())
 MIXTRAL = Path(__file__).resolve().parent.parent / "traces" / "hf-mixtral.decode_eager.json.gz"
 
 
@@ -124,6 +125,6 @@ def test_frames_of_the_same_interval_list_the_caller_first():
 
 
 def model_of_synth(s):
-    from tests.test_analysis import model_of
+    from tests.helpers import model_of
 
     return model_of(s)

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 
 def _modules_after_import(stmt: str) -> set[str]:

@@ -206,7 +206,7 @@ def test_explorer_modules_never_import_torch():
     import subprocess
     import sys
 
-    from tests.conftest import ROOT
+    from tests.helpers import ROOT
 
     code = "import sys, gapscope.tui.app.app, gapscope.tui.app.lanes; print('torch' in sys.modules, 'textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)

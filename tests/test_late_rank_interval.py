@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import asyncio
 
-from tests.conftest import SAMPLE_TRACES
+from tests.helpers import SAMPLE_TRACES, model_of
 from tests.synth import Synth
-from tests.test_analysis import model_of
 from gapscope.tui.analysis import analyze_ranks
 
 AR = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
@@ -90,7 +89,7 @@ def test_audit_recomputes_the_comparison_interval_from_the_raw_events(tmp_path):
     import subprocess
     import sys
 
-    from tests.conftest import ROOT
+    from tests.helpers import ROOT
 
     spec = importlib.util.spec_from_file_location("gapscope_audit_ranks", ROOT / "benchmarks" / "audit.py")
     audit = importlib.util.module_from_spec(spec)

@@ -192,7 +192,7 @@ def test_report_to_stdout_closed_early_is_not_an_error(tmp_path):
 
 # ------------------------------------------------------------------------------------ explorer export
 def _export_in_app(trace: Path, *presses):
-    from tests.test_app import settle
+    from tests.helpers.app import settle
     from gapscope.tui.app.app import GapscopeApp
     from gapscope.tui.app.textdump import screen_text
 
@@ -294,7 +294,7 @@ def test_captured_trace_is_linked_into_place_from_a_temporary_name(tmp_path, mon
     pytest.importorskip("torch")
     import gapscope.capture as capture
     import gapscope.capture.recorder as rec
-    from tests.test_capture import Counter
+    from tests.helpers.capture import Counter
 
     moves = []
     real_link = os.link
@@ -315,7 +315,7 @@ def test_capture_export_failing_leaves_nothing(tmp_path, monkeypatch):
     torch = pytest.importorskip("torch")
     import gapscope.capture as capture
     from gapscope.capture.recorder import CaptureError
-    from tests.test_capture import Counter
+    from tests.helpers.capture import Counter
 
     (tmp_path / "x.json.gz").write_bytes(b"precious")
 

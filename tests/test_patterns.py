@@ -6,13 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.conftest import SAMPLE_TRACES
+from tests.helpers import SAMPLE_TRACES, model_of
 from tests.synth import Synth
-from tests.test_analysis import model_of
 from gapscope.tui.analysis import analyze
 
 BF = "c10::BFloat16"
-H = 1.15  # floors.CLOCK_HEADROOM
+H = 1.15  # thresholds.CLOCK_HEADROOM
 
 
 def _op(s, ts, name, dims, types, kernel, k_ts, k_dur):
@@ -321,7 +320,7 @@ def test_optimizer_without_foreach():
 
 def test_optimizer_without_foreach_on_real_training_traces():
     from gapscope.tui.trace import load
-    from tests.conftest import SHARED_TRACES
+    from tests.helpers import SHARED_TRACES
 
     a = analyze(load(SHARED_TRACES / "thirdparty" / "kineto__tbp_2021-06_resnet50_nw0_worker0.1623143089861.pt.trace.json.gz"))
     p = _kinds(a)["optimizer"]

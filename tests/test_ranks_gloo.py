@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 
 from gapscope.capture import cli as capture_cli  # noqa: E402
 
-from tests.test_capture import _free_port
+from tests.helpers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 STEM = "demo-eager-tp-late1"
@@ -40,7 +40,7 @@ def gloo_run(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("gloo")
     rcs = mp.get_context("spawn").Manager().dict()
-    mp.start_processes(_rank_worker, args=(2, _free_port(), str(out), rcs), nprocs=2, join=True,
+    mp.start_processes(_rank_worker, args=(2, free_port(), str(out), rcs), nprocs=2, join=True,
                        start_method="spawn")
     assert dict(rcs) == {0: 0, 1: 0}
     return out

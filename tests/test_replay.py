@@ -9,19 +9,12 @@ import numpy as np
 import pytest
 
 from tests.synth import Synth
+from tests.helpers import model_of
 from gapscope.tui.analysis import analyze
 from gapscope.tui.analysis.replay import Replay, _calls_under, _python_own, project
-from gapscope.tui.trace.build import ColumnBuilder
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 US = 1_000  # ns
-
-
-def model_of(s: Synth):
-    doc = s.doc()
-    b = ColumnBuilder("<synth>")
-    b.add(doc["traceEvents"])
-    return b.finish({k: v for k, v in doc.items() if k != "traceEvents"})
 
 
 def _loop(kernel_us: float, extra_at: int | None = None, n: int = 4, prep: str = "python"):
@@ -292,7 +285,7 @@ def test_report_json_carries_savings():
 def test_explorer_finding_info_shows_the_saving(tmp_path):
     from textual.widgets import Static
 
-    from tests.test_app import opened, run
+    from tests.helpers.app import opened, run
 
     p = _pipelined_with_sync().write(tmp_path / "sync.json")
 
@@ -591,7 +584,7 @@ def test_frame_whatifs_in_json_markdown_and_the_explorer(tmp_path):
 
     from gapscope.tui.report.jsonout import build_json
     from gapscope.tui.report.markdown import render_markdown
-    from tests.test_app import opened, run
+    from tests.helpers.app import opened, run
 
     a = analyze(model_of(_experts_step()))
     doc = build_json([a])
@@ -757,7 +750,7 @@ def test_the_projection_line_shows_the_fused_frame_as_a_code_span():
     """The Markdown projection line names the fused frame in a code span, not as escaped backticks (``\\```)."""
     from gapscope.tui.report import render_markdown
     from gapscope.tui.trace import load
-    from tests.conftest import SAMPLE_TRACES
+    from tests.helpers import SAMPLE_TRACES
 
     a = analyze(load(SAMPLE_TRACES / "demo-eager.decode.json.gz"))
     line = next(ln for ln in render_markdown([a], 10).splitlines() if ln.startswith("- Projection:"))

@@ -9,14 +9,11 @@ import jsonschema
 import pytest
 
 from tests.synth import Synth
-from tests.test_analysis import model_of
-from tests.test_causes import base, sync_scenario
+from tests.helpers import SCHEMA_PATH, model_of, one_gap, sync_scenario
 from gapscope.tui.analysis import analyze
 from gapscope.tui.cli import main
 from gapscope.tui.report import build_json, render_markdown, write_reports
 from gapscope.tui.report.markdown import code, esc, inline
-
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "tui" / "report" / "findings.schema.json"  # the contract shipped in the package
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +22,7 @@ def schema():
 
 
 def sync_trace(tmp_path, name="sync.json", meta=None) -> Path:
-    s = base()
+    s = one_gap()
     if meta:
         s.top.update(meta)
     sync_scenario(s)
@@ -132,7 +129,7 @@ def test_two_traces_before_after(tmp_path, schema):
     from gapscope.tui.trace import load
 
     a = analyze(load(str(sync_trace(tmp_path, "before.json")), no_cache=True))
-    s = base()
+    s = one_gap()
     s.python("serve.py(88): postprocess", 100, 92)
     s.launch(ts=195, dur=3, kernel="next", k_ts=200, k_dur=10)
     b = analyze(model_of(s))
@@ -162,7 +159,7 @@ def test_two_traces_before_after(tmp_path, schema):
 
 
 def test_json_comparison_on_sample_pair(schema):
-    from tests.conftest import SAMPLE_TRACES
+    from tests.helpers import SAMPLE_TRACES
     from gapscope.tui.trace import load
 
     names = ["demo-eager.prefill.json.gz", "demo-eager.decode.json.gz"]
@@ -182,7 +179,7 @@ def test_json_comparison_on_sample_pair(schema):
 
 
 def test_json_validates_on_sample_traces(schema):
-    from tests.conftest import SAMPLE_TRACES
+    from tests.helpers import SAMPLE_TRACES
     from gapscope.tui.trace import load
 
     files = sorted(SAMPLE_TRACES.glob("*.json.gz"))

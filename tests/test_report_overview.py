@@ -1,6 +1,6 @@
 """Many unrelated traces (a folder) get one row each, not a table as wide as the folder."""
 
-from tests.conftest import SAMPLE_TRACES
+from tests.helpers import SAMPLE_TRACES
 from gapscope.tui.analysis import analyze
 from gapscope.tui.report import render_markdown
 from gapscope.tui.trace import load

@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from tests.test_app import settle
-from tests.test_robust_report import CORPUS, Case
+from tests.helpers.app import settle
+from tests.helpers.corpus import CORPUS, Case
 from gapscope.tui.app.app import GapscopeApp
 from gapscope.tui.app.textdump import screen_text
 

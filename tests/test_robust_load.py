@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.synth import Synth, damage_bytes
+from tests.helpers import good_trace, kineto_layout
 from gapscope.tui.trace import Kind, TraceError, load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,24 +27,8 @@ def _cache(tmp_path, monkeypatch):
     monkeypatch.setenv("GAPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
 
 
-def _good() -> Synth:
-    t = Synth()
-    with t.op("aten::linear", 10.0, 20.0):
-        t.launch("cudaLaunchKernel", 12.0, 2.0, kernel="gemm", k_ts=30.0, k_dur=5.0)
-    t.cpu_op("aten::relu", 40, 3)
-    t.annotation("step", 0, 50)
-    return t
-
-
 def _good_bytes() -> bytes:
-    return _good().dumps()
-
-
-def _kineto_layout(doc: dict) -> bytes:
-    """Kineto's own layout: one event per few lines, `},\\n  {` between events."""
-    head = ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in doc.items() if k != "traceEvents")
-    evs = ",\n".join("  " + json.dumps(e) for e in doc["traceEvents"])
-    return ("{\n" + head + ',\n  "traceEvents": [\n' + evs + "\n  ],\n  \"traceName\": \"x\"\n}\n").encode()
+    return good_trace().dumps()
 
 
 def _cli(path) -> subprocess.CompletedProcess:
@@ -130,7 +115,7 @@ def test_gzip_bomb_stops_at_limit(tmp_path):
 
 # ------------------------------------------------------------------------- cases that must load, warned
 def test_truncated_gzip_keeps_what_decompressed(tmp_path):
-    raw = _kineto_layout(_good().doc())
+    raw = kineto_layout(good_trace().doc())
     comp = gzip.compress(raw)
     p = tmp_path / "cut.json.gz"
     p.write_bytes(comp[: len(comp) * 2 // 3])
@@ -141,7 +126,7 @@ def test_truncated_gzip_keeps_what_decompressed(tmp_path):
 
 
 def test_json_cut_mid_event_keeps_complete_events(tmp_path):
-    raw = _kineto_layout(_good().doc())
+    raw = kineto_layout(good_trace().doc())
     cut = raw.index(b'"aten::relu"')  # inside the relu event
     p = tmp_path / "cut.json"
     p.write_bytes(raw[:cut])
@@ -153,7 +138,7 @@ def test_json_cut_mid_event_keeps_complete_events(tmp_path):
 
 
 def test_unescaped_quote_and_nonfinite(tmp_path):
-    raw = _kineto_layout(_good().doc())
+    raw = kineto_layout(good_trace().doc())
     raw = raw.replace(b'"step"', b'"st"ep"').replace(b'"dur": 3', b'"dur": inf', 1)
     raw = raw.replace(b'"ts": 40', b'"ts": NaN')
     p = tmp_path / "broken.json"
@@ -167,7 +152,7 @@ def test_unescaped_quote_and_nonfinite(tmp_path):
 
 
 def test_odd_names_survive(tmp_path):
-    t = _good()
+    t = good_trace()
     odd = ["[bold]red[/bold]", "\x1b[31mansi\x1b[0m", "ctl\x01\x07", "x" * (1 << 20), "[/foo]", "[0]"]
     for i, n in enumerate(odd):
         t.cpu_op(n, 100 + i, 1)
@@ -180,7 +165,7 @@ def test_odd_names_survive(tmp_path):
 
 
 def test_invalid_utf8_and_raw_control_chars(tmp_path):
-    raw = _kineto_layout(_good().doc())
+    raw = kineto_layout(good_trace().doc())
     raw = raw.replace(b'"aten::relu"', b'"aten::re\xff\xfelu"').replace(b'"step"', b'"st\nep"')
     p = tmp_path / "bytes.json"
     p.write_bytes(raw)
@@ -192,7 +177,7 @@ def test_invalid_utf8_and_raw_control_chars(tmp_path):
 
 
 def test_deeply_nested_args(tmp_path):
-    raw = _kineto_layout(_good().doc())
+    raw = kineto_layout(good_trace().doc())
     deep = b"[" * 100_000 + b"]" * 100_000
     i = raw.index(b'"aten::relu"')
     j = raw.index(b'"args": {', i) + len(b'"args": {')
@@ -215,7 +200,7 @@ def test_deeply_nested_args(tmp_path):
 
 def test_top_level_array_and_empty_array(tmp_path):
     p = tmp_path / "arr.json"
-    p.write_bytes(json.dumps(_good().doc()["traceEvents"]).encode())
+    p.write_bytes(json.dumps(good_trace().doc()["traceEvents"]).encode())
     assert load(p, no_cache=True).n == 5
     e = tmp_path / "empty_arr.json"
     e.write_bytes(b"[]")

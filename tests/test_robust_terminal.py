@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_app import settle
+from tests.helpers.app import settle
 from gapscope.tui.app.app import GapscopeApp
 from gapscope.tui.app.textdump import screen_text
 

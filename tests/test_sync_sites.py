@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tests.synth import Synth
-from tests.test_analysis import model_of
+from tests.helpers import model_of
 from gapscope.tui.analysis import analyze
 from gapscope.tui.analysis.thresholds import DEFAULT
 from gapscope.tui.report import build_json

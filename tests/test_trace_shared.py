@@ -55,7 +55,7 @@ def test_every_shared_trace(shared_traces, tmp_path, monkeypatch):
 
 def test_our_sample_traces():
     """The GPU sample traces recorded by our own capture (traces/ in the repository)."""
-    from tests.conftest import SAMPLE_TRACES
+    from tests.helpers import SAMPLE_TRACES
 
     files = [p for p in _files(SAMPLE_TRACES) if "traceEvents" in _head(p)]
     assert len(files) >= 25, files  # the recordings listed in traces/README.md

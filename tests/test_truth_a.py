@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.conftest import SAMPLE_TRACES
+from tests.helpers import SAMPLE_TRACES, largest_gap, model_of, shared_trace
 from tests.synth import Synth
-from tests.test_analysis import model_of
-from tests.test_diagnosis import _largest, _shared
 from gapscope.tui.analysis import CAUSES, analyze
 from gapscope.tui.analysis.findings import SEVERITIES
 from gapscope.tui.analysis.gaps import typical_launch_delay
@@ -36,7 +34,7 @@ def _slow_driver_call() -> Synth:
 
 def test_one_slow_driver_call_is_a_stall_with_its_duration():
     a = analyze(model_of(_slow_driver_call()))
-    i, cause, d = _largest(a)
+    i, cause, d = largest_gap(a)
     assert a.gaps.dur_ns[i] == 6_060_000 and cause == "stall"
     h = d.extra["held_by"]
     assert (h["name"], h["kind"], h["ns"], h["of_ns"]) == ("cudaLaunchKernel", "driver", 6_002_000, 6_050_000)
@@ -58,7 +56,7 @@ def test_many_short_dispatches_stay_launch():
         s.cpu_op("aten::view", 100 + 50 * k, 40)
     s.launch(ts=6150, dur=3, kernel="next", k_ts=6160, k_dur=5)
     a = analyze(model_of(s))
-    i, cause, d = _largest(a)
+    i, cause, d = largest_gap(a)
     assert cause == "launch" and d.extra.get("held_by") is None
 
 
@@ -73,7 +71,7 @@ def _compile_region() -> Synth:
 
 def test_a_compile_region_holding_a_gap_gets_compile_advice():
     a = analyze(model_of(_compile_region()))
-    i, cause, d = _largest(a)
+    i, cause, d = largest_gap(a)
     assert cause == "stall"
     h = d.extra["held_by"]
     assert (h["kind"], h["ns"], h["of_ns"]) == ("compile", 2_000_000, 2_100_000)
@@ -100,8 +98,8 @@ def test_demo_compile_region_holds_a_gap():
 def test_b200_eager_op_own_time_holds_its_gap():
     """vLLM gpt-oss on a B200: the largest gap (2.64 ms) is one aten::addmm's own CPU time, 2.41 ms of the 2.61 ms
     before the next launch (hosttime's own-time rule; benchmarks/audit.py recomputes it from the raw events)."""
-    a = analyze(load(_shared("thirdparty/tracelens__b200_eager_trace.json.gz")))
-    i, cause, d = _largest(a)
+    a = analyze(load(shared_trace("thirdparty/tracelens__b200_eager_trace.json.gz")))
+    i, cause, d = largest_gap(a)
     assert cause == "stall"
     h = d.extra["held_by"]
     assert h["name"] == "aten::addmm" and h["kind"] == "op"
@@ -131,7 +129,7 @@ def _busy_prefill_then_wait() -> Synth:
 def test_usual_latency_comes_from_kernels_started_on_an_idle_gpu():
     a = analyze(model_of(_busy_prefill_then_wait()))
     assert typical_launch_delay(a.model, a.flags) == 5_000
-    i, cause, d = _largest(a)
+    i, cause, d = largest_gap(a)
     assert a.gaps.dur_ns[i] == 3_000_000 and cause == "gpu-wait"
     assert "the usual launch-to-start latency" not in d.explanation
     assert "started 3.00 ms after its launch call" in d.explanation and "`cudaStreamWaitEvent`" in d.explanation
@@ -144,7 +142,7 @@ def test_real_launch_baselines_exclude_queued_kernels():
     """sglang decode on an MI300X: the six kernels that started on an idle GPU have latencies 9.3-13.1 µs and
     the 463 ms wait; their median is 11.5 µs (the median over every launched kernel, queued ones included, was
     the old baseline). hf-generate on an H200: kernels queued behind busy kernels are left out."""
-    a = analyze(load(_shared("thirdparty/tracelens__sglang_Qwen3-8B_decode.json.gz")))
+    a = analyze(load(shared_trace("thirdparty/tracelens__sglang_Qwen3-8B_decode.json.gz")))
     assert typical_launch_delay(a.model, a.flags) == 11_522
     b = analyze(load(SAMPLE_TRACES / "hf-generate.generate.json.gz"))
     m = b.model
@@ -169,7 +167,7 @@ def test_dlrm_trace_waits_are_not_usual_latency():
     whose kernel was launched inside the gap and started 28 µs .. 43 ms after its launch were "the usual
     launch-to-start latency" (launch) against the old baseline; they are gpu-wait. The largest: 5.01 ms, the
     kernel started 4.66 ms after its launch while the thread sat in All2All_Pooled_WaitBackward."""
-    a = analyze(load(_shared("thirdparty/hta__trace_filter_sampled_rank-0.json.gz")))
+    a = analyze(load(shared_trace("thirdparty/hta__trace_filter_sampled_rank-0.json.gz")))
     m, g = a.model, a.gaps
     assert typical_launch_delay(m, a.flags) == 7_000
     L = g.launch_idx
@@ -226,7 +224,7 @@ def test_readme_sample_severities_follow_the_ranking():
 
 def test_severity_follows_the_ranking_on_real_traces():
     for p in (SAMPLE_TRACES / "hf-mixtral.decode_eager.json.gz", SAMPLE_TRACES / "demo-eager.decode.json.gz",
-              _shared("thirdparty/tracelens__b200_eager_trace.json.gz")):
+              shared_trace("thirdparty/tracelens__b200_eager_trace.json.gz")):
         a = analyze(load(p))
         ranked = _check_monotone(a)
         md = render_markdown([a])
@@ -261,7 +259,7 @@ def test_two_different_gpus_are_not_guessed():
 
 
 def test_mi300x_trace_names_its_device_everywhere():
-    a = analyze(load(_shared("thirdparty/tracelens__sglang_Qwen3-8B_decode.json.gz")))
+    a = analyze(load(shared_trace("thirdparty/tracelens__sglang_Qwen3-8B_decode.json.gz")))
     assert [(d.device, d.name) for d in a.devices] == [(9, "AMD Instinct MI300X")]
     assert "**cuda:9** (AMD Instinct MI300X)" in render_markdown([a])
     assert [d["name"] for d in build_json([a])["devices"]] == ["AMD Instinct MI300X"]
@@ -275,7 +273,7 @@ def test_cause_order_has_stall_before_python_and_launch():
 def _audit():
     import importlib.util
 
-    from tests.conftest import ROOT
+    from tests.helpers import ROOT
 
     spec = importlib.util.spec_from_file_location("gapscope_audit_ta", ROOT / "benchmarks" / "audit.py")
     mod = importlib.util.module_from_spec(spec)
@@ -291,7 +289,7 @@ def test_audit_recomputes_the_holder_of_a_stall(tmp_path):
     import subprocess
     import sys
 
-    from tests.conftest import ROOT
+    from tests.helpers import ROOT
 
     audit = _audit()
     path = _slow_driver_call().write(tmp_path / "stall.json")

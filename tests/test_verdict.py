@@ -10,9 +10,8 @@ import json
 
 import pytest
 
-from tests.conftest import SAMPLE_TRACES
+from tests.helpers import SAMPLE_TRACES, model_of
 from tests.synth import Synth
-from tests.test_analysis import model_of
 from gapscope.tui.analysis import analyze
 from gapscope.tui.trace import load
 
@@ -160,7 +159,7 @@ def test_raw_graph_counts_of_demo_graph():
 
 
 def test_explorer_header_shows_the_verdict(tmp_path):
-    from tests.test_app import opened, run
+    from tests.helpers.app import opened, run
     from gapscope.tui.app.textdump import screen_text
 
     s = Synth()
@@ -177,9 +176,9 @@ def test_explorer_header_shows_the_verdict(tmp_path):
 
 
 def _traces():
-    from tests.test_analysis_floors import _all_traces
+    from tests.helpers import all_traces
 
-    return _all_traces()
+    return all_traces()
 
 
 @pytest.mark.parametrize("path", _traces(), ids=lambda p: p.name)

@@ -14,6 +14,7 @@ from ..trace.model import Kind, TraceModel, TrackKind
 from .floors import peaks_for
 from .intervals import Coverage
 from .stacks import StackIndex, signature_frame
+from .thresholds import MAX_CHAIN, REUSE_LOOKBACK
 
 #: Kind as plain ints: numpy compares a column with an IntEnum member ~10x slower than with an int
 KI = SimpleNamespace(**{k.name: int(k) for k in Kind})
@@ -152,10 +153,6 @@ def args_keys(model: TraceModel, events) -> np.ndarray:
     return np.fromiter((uniq.setdefault(k, len(uniq)) for k in zip(model.name_id[ev].tolist(), blobs)),
                        np.int64, ev.size)
 
-
-#: how many earlier calls of the device a call looks back at for an input one of them wrote (bmm -> softmax
-#: -> copy_ -> bmm is three)
-REUSE_LOOKBACK = 8
 
 
 def call_floors(model: TraceModel, k: np.ndarray, window, flags) -> CallFloors:
@@ -478,7 +475,7 @@ def _outermost(parent: np.ndarray, member: np.ndarray, idx: np.ndarray) -> np.nd
     root = idx.copy()
     cur = parent[idx]
     live = np.arange(idx.size)
-    for _ in range(10_000):
+    for _ in range(MAX_CHAIN):
         keep = cur >= 0
         live, cur = live[keep], cur[keep]
         if live.size == 0:
@@ -507,7 +504,7 @@ def sync_stats(model: TraceModel, flags, stacks: StackIndex, max_stack_samples: 
     if rt_idx.size:  # aten ops above a sync runtime call synchronise too
         is_aten = np.array([n.startswith("aten::") for n in model.names], dtype=bool)[nid]
         cur = model.parent[rt_idx]
-        for _ in range(10_000):
+        for _ in range(MAX_CHAIN):
             cur = np.unique(cur[cur >= 0])
             if cur.size == 0:
                 break

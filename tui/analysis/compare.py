@@ -48,6 +48,7 @@ from .compare_align import MAX_ALIGN_CELLS, Alignment, Hunk, _prefix, _seq_names
 from .compare_steps import PROFILER_STEP_RE, Steps, _dedupe, find_steps
 from .compare_time import StepTime, StepVerdict, step_verdict
 from .gaps import CAUSES
+from .thresholds import SAME_SHARE
 
 #: the names this module held before the steps and the alignment moved out, re-exported so that
 #: ``from tui.analysis.compare import ...`` keeps working
@@ -55,9 +56,6 @@ __all__ = ["compare", "match_gaps", "Comparison", "CauseDelta", "KernelDelta", "
            "GapMatch", "finding_kind", "SAME_SHARE", "StepTime", "StepVerdict", "step_verdict", "Steps", "find_steps", "PROFILER_STEP_RE", "_dedupe", "Alignment",
            "Hunk", "align", "align_names", "lcs_pairs", "hunks_of", "MAX_ALIGN_CELLS", "_prefix", "_symbols",
            "_seq_names"]
-
-#: a matched finding whose per-step idle moved less than this share (of the larger) is "same"
-SAME_SHARE = 0.05
 
 
 # ------------------------------------------------------------------------------------------- the model

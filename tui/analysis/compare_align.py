@@ -15,9 +15,7 @@ import numpy as np
 
 from ..trace.model import TraceModel
 from .compare_steps import Steps
-
-#: the alignment keeps one bit per (A kernel, B kernel) pair of the step: 4e8 bits = 50 MB
-MAX_ALIGN_CELLS = 400_000_000
+from .thresholds import MAX_ALIGN_CELLS
 
 
 @dataclass

@@ -30,9 +30,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .units import fmt_ns
+from .thresholds import MIN_SPREAD_STEPS
 
-#: a profiled stand-in gets a p25–p75 spread from its step ranges only with at least this many steps
-MIN_SPREAD_STEPS = 4
 
 FASTER, SLOWER, UNCLEAR = "faster", "slower", "no clear change"
 

@@ -27,7 +27,7 @@ from .findings import build_findings, rank_severity
 from .gaps import CAUSES, DeviceStats, classify, device_stats_and_gaps, stream_gaps
 from .names import name_flags
 from .stacks import StackIndex, signature_frame
-from .thresholds import DEFAULT, Thresholds
+from .thresholds import DEFAULT, NOISY_IQR, NOISY_RANGE, Thresholds
 from .types import AnalysisWarning, Finding, GapContext, GapDetail, GapTable
 from .window import AnalysisWindow, compute_window
 from .units import fmt_ns as _us
@@ -68,10 +68,6 @@ class _Explanations(dict):
 CAUSE_EXPLANATIONS = _Explanations()
 
 
-
-# The un-profiled timing of our capture is "noisy" beyond these (the same limits as capture.recorder's).
-_NOISY_IQR = 1.15
-_NOISY_RANGE = 1.5
 
 def window_stage(model: TraceModel, window: str | AnalysisWindow = "steps") -> AnalysisWindow:
     """Stage 1: what the numbers cover (the measured steps, or the whole trace; window.py)."""
@@ -154,7 +150,7 @@ def _timing_spread(g: dict, prof: float) -> tuple[dict, list[AnalysisWarning]]:
         return {}, []
     # judged here from the numbers (capture's own rule, capture.recorder.NOISY_IQR / NOISY_RANGE), not from
     # the trace's flag, so that traces recorded under an earlier rule read the same
-    noisy = p75 / p25 > _NOISY_IQR or hi / lo > _NOISY_RANGE
+    noisy = p75 / p25 > NOISY_IQR or hi / lo > NOISY_RANGE
     out: dict = {"unprofiled_min_us": lo, "unprofiled_p25_us": p25, "unprofiled_p75_us": p75,
                  "unprofiled_max_us": hi, "unprofiled_n": int(n) if isinstance(n, int) else None,
                  "ratio_low": prof / p75, "ratio_high": prof / p25, "timing_noisy": bool(noisy)}
@@ -450,51 +446,9 @@ class Analysis:
         event index), and the first sample point inside it. Without such frames, the most common annotation
         holding the CPU there; the capture's own step loop is not a frame to name. Returns (time to take the
         stack at, event or -1 when no frame is named: then the time is t0). Vectorised over all gaps."""
-        m = self.model
-        n = t0.shape[0]
-        at = t0.astype(np.int64).copy()
-        ev = np.full(n, -1, np.int64)
-        ok = np.flatnonzero((thr >= 0) & (tl > t0))
-        if ok.size == 0:
-            return at, ev
-        pts = np.linspace(t0[ok], tl[ok] - 1, 33, axis=1).astype(np.int64)  # == np.linspace per gap
-        th = np.repeat(thr[ok], 33).reshape(pts.shape)
-        cpu_in = self.stacks.innermost("cpu", th.ravel(), pts.ravel()).reshape(pts.shape)
-        py_in = self.stacks.innermost("py", th.ravel(), pts.ravel()).reshape(pts.shape)
-        free = (cpu_in < 0) | (m.kind[np.maximum(cpu_in, 0)] == _ANNOTATION)
-        # a range inside an op (``nccl:all_reduce`` in ``record_param_comms``): the op runs there (hosttime's rule)
-        inner = free & (cpu_in >= 0) & (py_in >= 0)
-        if inner.any():
-            free[inner] = self.stacks.through_annotations(cpu_in[inner], pts[inner]) < 0
-        cand = free & (py_in >= 0)
-        scaffold = self.flags["capture_frame"][m.name_id[np.maximum(py_in, 0)]]
-        has_cand = cand.any(axis=1)
-        named = cand & ~scaffold
-        only_scaffold = has_cand & ~named.any(axis=1)  # the capture's loop only: no frame, the stack at t0
-        ann = free & (cpu_in >= 0) & ~has_cand[:, None]  # no Python frames: the annotation holding the CPU
-        for mask, col in ((named, py_in), (ann, cpu_in)):
-            r, c = np.nonzero(mask)
-            if r.size == 0:
-                continue
-            e = col[r, c]
-            o = np.lexsort((e, r))
-            r, e = r[o], e[o]
-            new = np.r_[True, (r[1:] != r[:-1]) | (e[1:] != e[:-1])]
-            first = np.flatnonzero(new)
-            cnt = np.diff(np.r_[first, r.size])
-            ur, ue = r[first], e[first]
-            # per row: the highest count, then the lowest event
-            o = np.lexsort((ue, -cnt, ur))
-            ur, ue = ur[o], ue[o]
-            top = np.r_[True, ur[1:] != ur[:-1]]
-            ur, ue = ur[top], ue[top]
-            hit = col[ur] == ue[:, None]
-            gi = ok[ur]
-            at[gi] = pts[ur, hit.argmax(axis=1)]
-            ev[gi] = ue
-        keep = ok[only_scaffold]
-        at[keep], ev[keep] = t0[keep], -1
-        return at, ev
+        from .hosttime import holder_points
+
+        return holder_points(self.stacks, self.model, self.flags, thr, t0, tl)
 
     def _explain(self, d: GapDetail, tl: int) -> str:
         c = causes.get(d.cause)

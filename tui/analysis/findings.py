@@ -15,6 +15,7 @@ from . import causes
 from .gaps import CAUSES
 from .stacks import signature_frame
 from .types import Finding
+from .thresholds import PAGEABLE_MIN_SHARE, SHORT_GAPS_MIN_SHARE, severity
 from .units import fmt_ns as _fmt
 
 #: cause -> default advice / title template (read from the registry; kept for callers that index by name)
@@ -22,10 +23,6 @@ SUGGESTIONS = {c.name: c.suggestion for c in causes.all_causes()}
 TITLES = {c.name: c.title for c in causes.all_causes()}
 #: causes whose findings are split by the frame a person would fix
 BY_FRAME = {c.name for c in causes.all_causes() if c.by_frame}
-
-#: pageable copies are worth a finding of their own only when they take this share of the window (pinning
-#: speeds the copy up; a copy that takes no time buys nothing from it)
-PAGEABLE_MIN_SHARE = 0.005
 
 ROUND_TRIP_ADVICE = (
     "Each of these gaps copies a GPU result to the host, works on it there and sends the answer back before "
@@ -38,16 +35,6 @@ ROUND_TRIP_ADVICE = (
 SEVERITIES = ("high", "medium", "low", "info")
 
 
-def _severity(share: float) -> str:
-    if share >= 0.10:
-        return "high"
-    if share >= 0.03:
-        return "medium"
-    if share >= 0.005:
-        return "low"
-    return "info"
-
-
 def rank_severity(findings: list, projection) -> None:
     """Severity from what the ranking uses, so that a finding never ranks below a less severe one: in the
     report's order (``Projection.ranked``: by projected saving, then the findings not projected), a projected
@@ -57,7 +44,7 @@ def rank_severity(findings: list, projection) -> None:
     cap = 0
     for f in projection.ranked(findings):
         pct = projection.best_pct(f.id)
-        own = _severity(pct / 100.0) if pct is not None else f.severity
+        own = severity(pct / 100.0) if pct is not None else f.severity
         cap = max(cap, SEVERITIES.index(own))
         f.severity = SEVERITIES[cap]
 
@@ -139,7 +126,7 @@ def pattern_findings(a) -> list:
             ev = {"pattern": p.kind, **p.evidence, "kernels": p.calls, "kernel_us": p.kernel_ns / 1e3,
                   "per_step_us": p.kernel_ns / 1e3 / steps, "share_of_kernel_pct": share, "steps": steps,
                   "measured_steps": a.step_count, "estimate": p.estimate}
-            out.append(Finding(id="", severity=_severity(p.kernel_ns / window), title=f"{p.title}: "
+            out.append(Finding(id="", severity=severity(p.kernel_ns / window), title=f"{p.title}: "
                                f"{_fmt(p.kernel_ns // steps)} of kernel time{per} in {p.calls // steps} kernels",
                                idle_ns=0, evidence=ev, suggestion=p.fix, cause="pattern"))
             continue
@@ -161,7 +148,7 @@ def pattern_findings(a) -> list:
                           "syncs": mk["syncs"], "gpu_launches": int(mk["kernels"].size),
                           "kernel_us": mk["kernel_ns"] / 1e3}
             ev["fix_replayed"] += f"; the additive mask's builders removed: {mk['what']}"
-        out.append(Finding(id="", severity=_severity(p.saving_ns / window), title=title, idle_ns=0, evidence=ev,
+        out.append(Finding(id="", severity=severity(p.saving_ns / window), title=title, idle_ns=0, evidence=ev,
                            suggestion=p.fix, cause="pattern", kernels=p.kernels, kernel_after_ns=p.kernel_after_ns,
                            host_removed=p.host_removed))
     return out
@@ -302,15 +289,15 @@ def build_findings(a) -> list:
             ev["data_dependent_host"] = bool(a.syncs)
             ev["graphed"] = graphed
         suggestion = ROUND_TRIP_ADVICE if part == "round-trip" else cz.advice(a, details, ev)
-        out.append(Finding(id="", severity=_severity(idle / window), title=title, idle_ns=idle, evidence=ev,
+        out.append(Finding(id="", severity=severity(idle / window), title=title, idle_ns=idle, evidence=ev,
                            suggestion=suggestion, gap_rows=rs_a, cause=cause))
     # gaps too short to list still add up
     short = np.flatnonzero(g.dur_ns < cfg.min_listed_gap_ns)
     if short.size:
         idle = int(g.dur_ns[short].sum())
-        if idle / window >= 0.01:
+        if idle / window >= SHORT_GAPS_MIN_SHARE:
             out.append(Finding(
-                id="", severity=_severity(idle / window),
+                id="", severity=severity(idle / window),
                 title=f"{short.size} gaps shorter than {_fmt(cfg.min_listed_gap_ns)} add up to {_fmt(idle)} of GPU idle",
                 idle_ns=idle,
                 evidence={"gaps": int(short.size), "idle_us": idle / 1e3, "share_of_window_pct": 100.0 * idle / window,

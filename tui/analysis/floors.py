@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from .thresholds import CLOCK_HEADROOM
+
 # name substring -> (bf16/fp16 dense TFLOP/s, tf32 dense TFLOP/s, fp32 non-tensor TFLOP/s, GB/s, L2 MB).
 # First match wins: "GH200" before "H200", which it contains.
 PEAKS: list[tuple[str, tuple[float, float, float, float, float]]] = [
@@ -106,10 +108,6 @@ CONV_OPS = {"aten::conv2d": (3, 4, 5, None, 6), "aten::conv1d": (3, 4, 5, None, 
 MEMORY_OPS = (ELEMENTWISE_OPS | CONVERT_OPS | INPLACE_OPS | REDUCE_OPS | CAT_OPS | GATHER_OPS | INDEX_OPS
               | set(POOL_OPS))
 FLOOR_OPS = MATMUL_OPS | set(SDPA_OPS) | MEMORY_OPS | set(CONV_OPS)
-
-#: the vendors' TFLOP/s are at the rated boost clock; GPUs run above it (H100/H200 SXM: 1980 MHz against the
-#: 1830 MHz of the datasheet, +8%), so the compute floor uses peaks 15% higher to stay a lower bound
-CLOCK_HEADROOM = 1.15
 
 
 def peaks_for(device_name: str | None):

@@ -20,7 +20,7 @@ import numpy as np
 from ..trace.model import Kind, TraceModel, TrackKind
 from .intervals import Coverage, GroupedCoverage
 from .names import STEP_ANNOTATION_RE, name_flags
-from .thresholds import Thresholds
+from .thresholds import MAX_CHAIN, SCREEN_POINTS, SCREEN_SHARE, Thresholds
 
 #: Kind as plain ints: numpy compares a column with an IntEnum member ~10x slower than with an int
 KI = SimpleNamespace(**{k.name: int(k) for k in Kind})
@@ -274,7 +274,7 @@ def _ancestor_mark(parent: np.ndarray, start: np.ndarray, allowed: np.ndarray) -
     # position into ``owner`` wins): no sort, unlike np.unique
     owner = np.empty(n, np.int64)
     ar = np.arange(cur.size, dtype=np.int64)
-    for _ in range(10_000):
+    for _ in range(MAX_CHAIN):
         cur = cur[cur >= 0]
         cur = cur[~seen[cur]]
         if cur.size == 0:
@@ -394,10 +394,6 @@ def typical_launch_delay(model: TraceModel, flags) -> int:
         return int(np.median(model.ts_ns[k] - model.ts_ns[model.launch[k]]))
     return 10_000
 
-
-#: ``one_holder``'s screen: sample points per gap, and the share of them one event must run at
-SCREEN_POINTS = 33
-SCREEN_SHARE = 0.4
 
 #: ranges named for what they are (compile, guards, data loading), not for the code they run: a holder even
 #: when nothing was launched below them (other long CPU-only ops are host work: the ``python`` cause's)

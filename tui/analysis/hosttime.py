@@ -19,17 +19,66 @@ Annotations never take time from a Python frame inside or around them: a ``recor
 label around code, not code. The time is exact (integer ns): the interval is cut at every start and end of
 the thread's events inside it and each piece goes to one event. ``benchmarks/audit.py`` recomputes the same
 numbers from the raw JSON independently.
+
+Every own-time rule of the analysis lives here, as one of these variants:
+
+- ``owners_at``: the rule above at given instants (vectorised); ``step_ranges=True`` credits a step range
+  like any other annotation instead of leaving the instant idle.
+- ``host_time``: the rule over an interval of one thread: every piece of it credited (the causes' and the
+  explorer's "who spent [a, b)").
+- ``holder_points``: the rule at ``HOLDER_POINTS`` sample points of each gap, the most common Python frame
+  (else annotation, step ranges included) named as the gap's holder (core.py, the python cause).
+- ``frame_own_intervals``: one frame's own time as intervals, its calls less its children, where the caller
+  says which events count as children (the replay's fused-call what-if: runtime calls, the ops that issue
+  them, other user frames; an op that issues nothing is the frame's own host work).
+- ``nesting_segments``: by nesting alone, of chosen kinds: the event open that started last owns the instant,
+  annotations included (ranks/owntime.py's per-frame excess of a late rank, keyed by frame name).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from ..trace.model import Kind
+from .intervals import subtract, union
+from .thresholds import HOLDER_POINTS
 
-_ANN = int(Kind.ANNOTATION)
+_ANN, _PY = int(Kind.ANNOTATION), int(Kind.PYTHON)
+
+
+class Owners(NamedTuple):
+    """Per instant: the credited ``event`` (the module's rule; -1: idle), and the innermost 'cpu' and Python events
+    it was chosen from (-1 where none is open)."""
+
+    event: np.ndarray
+    cpu: np.ndarray
+    py: np.ndarray
+
+
+def owners_at(stacks, model, thread: np.ndarray, t: np.ndarray, *, step_ranges: bool = False) -> Owners:
+    """The module's rule at instants: for each (thread[i], t[i]), the event credited with that instant.
+    Vectorised. ``step_ranges``: a step range with nothing else open under it is credited like any annotation
+    (rule 3) instead of leaving the instant idle: the Python holder of a gap (core.py) names it where the
+    trace has no Python frames, the capture's own step loop being dropped there by name instead."""
+    cpu = stacks.innermost("cpu", thread, t)
+    py = stacks.innermost("py", thread, t)
+    kind = model.kind
+    cpu_ann = (cpu >= 0) & (kind[np.maximum(cpu, 0)] == _ANN)
+    # a range inside an op (``nccl:all_reduce`` in ``record_param_comms``) labels the op: the op runs there
+    work = np.full(cpu.shape, -1, np.int64)
+    look = cpu_ann & (py >= 0)
+    if look.any():
+        work[look] = stacks.through_annotations(cpu[look], np.broadcast_to(t, cpu.shape)[look])
+    ann = cpu_ann
+    if not step_ranges:
+        # a step range (ProfilerStep#N, gapscope.step#k) wraps a whole step: never the thing that ran
+        ann = cpu_ann & ~stacks.flags["step_range"][model.name_id[np.maximum(cpu, 0)]]
+    who = np.where((cpu >= 0) & ~cpu_ann, cpu,
+                   np.where(work >= 0, work, np.where(py >= 0, py, np.where(ann, cpu, -1))))
+    return Owners(who, cpu, py)
 
 
 @dataclass(frozen=True)
@@ -106,17 +155,7 @@ def host_time(stacks, model, thread: int, a: int, b: int) -> HostTime:
     cuts = np.unique(cuts)
     lo_t, hi_t = cuts[:-1], cuts[1:]
     length = hi_t - lo_t
-    th = np.full(lo_t.shape, thread, np.int64)
-    cpu = stacks.innermost("cpu", th, lo_t)
-    py = stacks.innermost("py", th, lo_t)
-    kind = model.kind
-    cpu_ann = (cpu >= 0) & (kind[np.maximum(cpu, 0)] == _ANN)
-    # a step range (ProfilerStep#N, gapscope.step#k) wraps a whole step: never the thing that ran
-    step = cpu_ann & stacks.flags["step_range"][model.name_id[np.maximum(cpu, 0)]]
-    # a range inside an op (``nccl:all_reduce`` in ``record_param_comms``) labels the op: the op runs there
-    work = np.where(cpu_ann & (py >= 0), stacks.through_annotations(cpu, lo_t), -1)
-    who = np.where((cpu >= 0) & ~cpu_ann, cpu,
-                   np.where(work >= 0, work, np.where(py >= 0, py, np.where(cpu_ann & ~step, cpu, -1))))
+    who = owners_at(stacks, model, np.full(lo_t.shape, thread, np.int64), lo_t).event
     idle = int(length[who < 0].sum())
     k = who >= 0
     if not k.any():
@@ -126,3 +165,117 @@ def host_time(stacks, model, thread: int, a: int, b: int) -> HostTime:
     np.add.at(tot, inv, length[k])
     o = np.lexsort((u, -tot))
     return HostTime(thread, a, b, u[o].astype(np.int64), tot[o], idle)
+
+
+def holder_points(stacks, model, flags, thr: np.ndarray, t0: np.ndarray, tl: np.ndarray):
+    """For each gap (thread, t0, t_launch): the Python frame holding the CPU in [t0, tl], the most common
+    frame credited (the module's rule) at ``HOLDER_POINTS`` sample points (ties: the lowest event index), and the
+    first sample point where it is innermost. Without such frames, the most common annotation credited there
+    (``owners_at(step_ranges=True)``: a step range included); the capture's own step loop is not a frame to name. Returns
+    (time to take the stack at, event or -1 when no frame is named: then the time is t0). Vectorised over all
+    gaps."""
+    m = model
+    n = t0.shape[0]
+    at = t0.astype(np.int64).copy()
+    ev = np.full(n, -1, np.int64)
+    ok = np.flatnonzero((thr >= 0) & (tl > t0))
+    if ok.size == 0:
+        return at, ev
+    pts = np.linspace(t0[ok], tl[ok] - 1, HOLDER_POINTS, axis=1).astype(np.int64)  # == np.linspace per gap
+    th = np.repeat(thr[ok], HOLDER_POINTS).reshape(pts.shape)
+    # who held the CPU at each sample point: hosttime's rule (step ranges kept: rule 3 here names them)
+    own = owners_at(stacks, m, th.ravel(), pts.ravel(), step_ranges=True)
+    who, cpu_in, py_in = (x.reshape(pts.shape) for x in own)
+    held = m.kind[np.maximum(who, 0)]
+    cand = (who >= 0) & (held == _PY)  # a Python frame ran there, no op or runtime call under it
+    scaffold = flags["capture_frame"][m.name_id[np.maximum(py_in, 0)]]
+    has_cand = cand.any(axis=1)
+    named = cand & ~scaffold
+    only_scaffold = has_cand & ~named.any(axis=1)  # the capture's loop only: no frame, the stack at t0
+    # no Python frames: the annotation holding the CPU
+    ann = (who >= 0) & (held == _ANN) & ~has_cand[:, None]
+    for mask, col in ((named, py_in), (ann, cpu_in)):
+        r, c = np.nonzero(mask)
+        if r.size == 0:
+            continue
+        e = col[r, c]
+        o = np.lexsort((e, r))
+        r, e = r[o], e[o]
+        new = np.r_[True, (r[1:] != r[:-1]) | (e[1:] != e[:-1])]
+        first = np.flatnonzero(new)
+        cnt = np.diff(np.r_[first, r.size])
+        ur, ue = r[first], e[first]
+        # per row: the highest count, then the lowest event
+        o = np.lexsort((ue, -cnt, ur))
+        ur, ue = ur[o], ue[o]
+        top = np.r_[True, ur[1:] != ur[:-1]]
+        ur, ue = ur[top], ue[top]
+        hit = col[ur] == ue[:, None]
+        gi = ok[ur]
+        at[gi] = pts[ur, hit.argmax(axis=1)]
+        ev[gi] = ue
+    keep = ok[only_scaffold]
+    at[keep], ev[keep] = t0[keep], -1
+    return at, ev
+
+
+def frame_own_intervals(model, calls, children: np.ndarray):
+    """A frame's own time as intervals: its calls ``calls`` = (start, end, thread) arrays, less the time events of
+    ``children`` (a mask over all events: which kinds count as the frame's children is the caller's variant) ran
+    inside them on the same thread. Only what runs inside a call is a child: an event that encloses one, or is the
+    same interval as it, is an ancestor. Returns (start, end, thread) arrays, sorted per thread."""
+    m = model
+    fs, fe, ft = calls
+    S, E, T = [], [], []
+    for t in np.unique(ft).tolist():
+        a_s, a_e = fs[ft == t], fe[ft == t]
+        sl = m.track_slice(int(t))
+        ev = np.arange(sl.start, sl.stop)
+        ev = ev[children[ev]]
+        us, ue = union(a_s, a_e)
+        es, ee = m.ts_ns[ev], m.ts_ns[ev] + m.dur_ns[ev]
+        j = np.clip(np.searchsorted(us, es, side="right") - 1, 0, None)
+        inside = (us.size > 0) & (es >= us[j]) & (ee <= ue[j]) & ~((es == us[j]) & (ee == ue[j]))
+        ev = ev[inside]
+        s, e = subtract(a_s, a_e, m.ts_ns[ev], m.ts_ns[ev] + m.dur_ns[ev])
+        S.append(s), E.append(e), T.append(np.full(s.size, t, np.int64))
+    return np.concatenate(S), np.concatenate(E), np.concatenate(T)
+
+
+def nesting_segments(model, thread: int, t0: int, t1: int, kinds) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start, end, owner event or -1) of the thread's time in [t0, t1), cut where the innermost event changes:
+    the variant by nesting alone. Of the thread's events of ``kinds`` (positive duration), the one open that
+    started last owns each instant (same start: the shorter), whatever its kind: an annotation owns time like a
+    frame, and an op owns no time from a Python frame it calls. Cost: a Python loop over the events in [t0, t1)."""
+    m = model
+    owning = np.array(sorted(int(k) for k in kinds), np.int64)
+    sl = m.track_slice(thread)
+    idx = np.arange(sl.start, sl.stop, dtype=np.int64)
+    idx = idx[np.isin(m.kind[idx].astype(np.int64), owning) & (m.dur_ns[idx] > 0)]
+    ts = m.ts_ns[idx].astype(np.int64)
+    te = ts + m.dur_ns[idx].astype(np.int64)
+    keep = (te > t0) & (ts < t1)
+    idx, ts, te = idx[keep], np.maximum(ts[keep], t0), np.minimum(te[keep], t1)
+    o = np.lexsort((-(te - ts), ts))  # by start, the longer (outer) first
+    idx, ts, te = idx[o].tolist(), ts[o].tolist(), te[o].tolist()
+    s_out, e_out, own = [], [], []
+    stack: list[int] = []  # positions in idx, by start; ended ones are dropped lazily when they reach the top
+    cur = t0  # the time up to which segments were written
+
+    def close_until(t: int) -> None:  # write the segments of the innermost open events up to t
+        nonlocal cur
+        while cur < t:
+            while stack and te[stack[-1]] <= cur:
+                stack.pop()
+            top = stack[-1] if stack else -1
+            end = min(te[top], t) if top >= 0 else t
+            s_out.append(cur)
+            e_out.append(end)
+            own.append(idx[top] if top >= 0 else -1)
+            cur = end
+
+    for j in range(len(idx)):
+        close_until(ts[j])
+        stack.append(j)
+    close_until(t1)
+    return np.asarray(s_out, np.int64), np.asarray(e_out, np.int64), np.asarray(own, np.int64)

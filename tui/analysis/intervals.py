@@ -1,6 +1,6 @@
 """Vectorised interval arithmetic on integer nanoseconds.
 
-``union(starts, ends)`` merges intervals; ``Coverage`` answers "how much of [a, b) is covered" for
+``union(starts, ends)`` merges intervals, ``subtract`` takes one set from another; ``Coverage`` answers "how much of [a, b) is covered" for
 arrays of queries with two searchsorted calls. Grouped variants keep several tracks in one set by
 shifting each group into its own band of the time axis (group * span), so one sorted array answers
 queries for every thread at once.
@@ -30,6 +30,29 @@ def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     first = np.flatnonzero(new)
     last = np.concatenate((first[1:] - 1, [s.size - 1]))
     return s[first], run[last]
+
+
+def subtract(a_s, a_e, b_s, b_e) -> tuple[np.ndarray, np.ndarray]:
+    """Union of [a) minus union of [b), both given as arrays (any order); returns sorted disjoint arrays."""
+    a_s, a_e = union(np.asarray(a_s, np.int64), np.asarray(a_e, np.int64))
+    if a_s.size == 0:
+        return a_s, a_e
+    b_s, b_e = union(np.asarray(b_s, np.int64), np.asarray(b_e, np.int64))
+    if b_s.size == 0:
+        return a_s, a_e
+    # boundaries of both; a piece is kept when its start is inside a and not inside b. Four sorted runs: a stable
+    # sort (a merge of runs) is much cheaper than np.unique's quicksort of them
+    pts = np.concatenate((a_s, a_e, b_s, b_e))
+    pts.sort(kind="stable")
+    pts = pts[np.r_[True, pts[1:] != pts[:-1]]]
+    lo, hi = pts[:-1], pts[1:]
+
+    def inside(s, e, t):
+        j = np.searchsorted(s, t, side="right") - 1
+        return (j >= 0) & (t < e[np.clip(j, 0, None)])
+
+    keep = inside(a_s, a_e, lo) & ~inside(b_s, b_e, lo)
+    return union(lo[keep], hi[keep])
 
 
 class Coverage:

@@ -8,6 +8,8 @@ import re
 
 import numpy as np
 
+from .thresholds import NAME_SCAN
+
 #: runtime/driver calls that block the CPU until the GPU has caught up
 SYNC_RUNTIME = frozenset(
     {
@@ -112,10 +114,6 @@ def display_frame(name: str) -> str:
 def is_user_frame(name: str) -> bool:
     """A Python frame of the user's code: not torch or another library, not gapscope's capture."""
     return bool(PY_FRAME_RE.match(name)) and not _LIB_PATH_RE.search(name) and not CAPTURE_FRAME_RE.search(name)
-
-
-#: characters of a name that its patterns see (frame, launch and collective names are far shorter)
-NAME_SCAN = 4096
 
 
 def name_flags(names: list[str]) -> dict[str, np.ndarray]:

@@ -47,9 +47,9 @@ import numpy as np
 from ..trace.model import TrackKind
 from .activity import args_keys
 from .floors import CONV_OPS, MATMUL_OPS, peaks_for
+from .thresholds import ATTN_MAX_HEAD_DIM
 from .types import Pattern
 
-ATTN_MAX_HEAD_DIM = 256
 HALF = ("c10::BFloat16", "c10::Half")
 SOFTMAX_OPS = {"aten::softmax", "aten::_softmax", "aten::_safe_softmax", "aten::log_softmax", "aten::_log_softmax"}
 COPY_OPS = {"aten::copy_", "aten::to", "aten::_to_copy", "aten::contiguous", "aten::clone"}

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..trace.model import Kind
 from .replay_model import Replay
+from .thresholds import CAL_SLACK
 
 #: a per-event overhead that takes all recorded host time off (calibration's upper end)
 NO_HOST = 1e12
@@ -30,11 +31,6 @@ def steps_of(a) -> int:
 
 #: the name the older modules use
 _steps = steps_of
-
-
-#: an un-profiled time up to this factor above the replayed recording is the same step within timing noise
-#: (calibrated with no overhead taken off); above it, it was not measured under the recording's conditions
-CAL_SLACK = 1.05
 
 
 def _calibrate(r: Replay, target: float, dev: int, rtol: float = 5e-4) -> float:

@@ -8,12 +8,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace.model import Kind
-from .intervals import union
-from .replay_model import _CALLS, Replay, _inside, _subtract
+from .hosttime import frame_own_intervals
+from .intervals import subtract, union
+from .replay_model import _CALLS, Replay, _inside
+from .thresholds import BANDWIDTH_MIN_BYTES, COLD_MIN_REF, COLD_NS, DEFAULT, PINNED_GBPS
 
-#: host-to-device / device-to-host bandwidth of a pinned copy when the trace has none to measure (GB/s = bytes/ns):
-#: a conservative PCIe Gen4 x16 figure (an H200's Gen5 link does about twice that)
-PINNED_GBPS = 25.0
 #: synchronising ops that hand one value of a device tensor to the host (a check's read)
 SCALAR_READS = ("aten::item", "aten::_local_scalar_dense", "aten::is_nonzero")
 
@@ -79,28 +78,15 @@ def _own_keep(r: Replay):
 
 
 def _python_own(r: Replay, name: str):
+    """The host time of frame ``name`` that a fused GPU call removes: its own time (hosttime.frame_own_intervals)
+    with the replay's children, (start, end, thread) arrays, or None when no event has the name."""
     m = r.model
     fr = _frame_intervals(m, name)
     if fr is None:
         return None
-    fs, fe, ft = fr
     calls_issuing, user_any = _own_keep(r)
     keep_k = calls_issuing | (user_any & (m.name_id != m.names.index(name)))
-    S, E, T = [], [], []
-    for t in np.unique(ft).tolist():
-        a_s, a_e = fs[ft == t], fe[ft == t]
-        sl = m.track_slice(int(t))
-        ev = np.arange(sl.start, sl.stop)
-        ev = ev[keep_k[ev]]
-        # only what runs inside the frame (its ancestors enclose it: they are not its children)
-        us, ue = union(a_s, a_e)
-        es, ee = m.ts_ns[ev], m.ts_ns[ev] + m.dur_ns[ev]
-        j = np.clip(np.searchsorted(us, es, side="right") - 1, 0, None)
-        inside = (us.size > 0) & (es >= us[j]) & (ee <= ue[j]) & ~((es == us[j]) & (ee == ue[j]))
-        ev = ev[inside]
-        s, e = _subtract(a_s, a_e, m.ts_ns[ev], m.ts_ns[ev] + m.dur_ns[ev])
-        S.append(s), E.append(e), T.append(np.full(s.size, t, np.int64))
-    return np.concatenate(S), np.concatenate(E), np.concatenate(T)
+    return frame_own_intervals(m, fr, keep_k)
 
 
 def _check_ops(r: Replay, frame: str | None, reads):
@@ -141,7 +127,7 @@ def _check_ops(r: Replay, frame: str | None, reads):
         ps, pe = m.ts_ns[pt], m.ts_ns[pt] + m.dur_ns[pt]
         j = np.clip(np.searchsorted(us, ps, side="right") - 1, 0, None)
         nested = (us.size > 0) & (ps >= us[j]) & (pe <= ue[j]) & ~((ps == us[j]) & (pe == ue[j]))
-        s_, e_ = _subtract(us, ue, ps[nested], pe[nested])
+        s_, e_ = subtract(us, ue, ps[nested], pe[nested])
         S.append(s_), E.append(e_), T.append(np.full(s_.size, t, np.int64))
         own = _outermost(m, ops[(m.track[ops] == t) & _inside(s_, e_, m.ts_ns[ops])])
         n_ops += int((~np.isin(own, rd)).sum())
@@ -235,26 +221,16 @@ def _copy_removal(r: Replay, kind: str | None, pageable_only: bool, frame):
 
 
 def _pinned_gbps(r: Replay, kind: str | None) -> float:
-    """Median bandwidth (GB/s = bytes/ns) of the trace's pinned copies of ``kind`` of 1 MiB or more, else
-    ``PINNED_GBPS``."""
+    """Median bandwidth (GB/s = bytes/ns) of the trace's pinned copies of ``kind`` of ``BANDWIDTH_MIN_BYTES`` or
+    more, else ``PINNED_GBPS``."""
     from .activity import copy_kind
 
     m = r.model
     it = r.items[m.kind[r.items] == int(Kind.MEMCPY)]
-    bws = [m.nbytes[i] / m.dur_ns[i] for i in it.tolist() if "Pinned" in m.name(i) and m.nbytes[i] >= 1 << 20
-           and m.dur_ns[i] > 0 and (not kind or copy_kind(m.name(i)) == kind)]
+    bws = [m.nbytes[i] / m.dur_ns[i] for i in it.tolist()
+           if "Pinned" in m.name(i) and m.nbytes[i] >= BANDWIDTH_MIN_BYTES and m.dur_ns[i] > 0
+           and (not kind or copy_kind(m.name(i)) == kind)]
     return float(np.median(bws)) if bws else PINNED_GBPS
-
-
-#: how long after an allocator call the host work it slowed is looked at (ns). Measured on the H200 (torch 2.11,
-#: traces/demo-eager-alloc.decode.json.gz): launch calls took 10.2 µs (median) in the first 20 µs after a
-#: ``cudaMalloc``, 7.7 µs at 100-200 µs and 5.3 µs from 400 µs on, as in the clean trace; an ``aten::linear`` 58.9
-#: µs at 100-200 µs and 36-42 µs later. Beyond 200 µs the comparison below mixes in *which* code runs there: the
-#: same split of the clean trace at every ``mlp`` start (where the churn sits in the bad one) gives -15 µs per
-#: step at 200 µs but -266 µs at 400 µs and -712 µs at 800 µs.
-COLD_NS = 200_000
-#: instances of a name, away from every allocator call, needed for its usual own time
-COLD_MIN_REF = 3
 
 
 def _after_effect(a, r: Replay, calls):
@@ -513,7 +489,7 @@ def _graph_owner(a) -> str | None:
         if rows.size:
             li = g.launch_idx[rows]
             queued = (li >= 0) & (m.ts_ns[np.where(li >= 0, li, 0)] < g.start_ns[rows])
-            if queued.mean() > 0.5:
+            if queued.mean() > DEFAULT.most:
                 continue
         if f.idle_ns > best_idle:
             best, best_idle = f.id, f.idle_ns

@@ -11,14 +11,8 @@ import numpy as np
 
 from ..trace.model import Kind, TrackKind
 from .intervals import union
+from .thresholds import DEFAULT_GRAPH_GAP_NS, DEFAULT_LAUNCH_NS, QUEUED_NS
 
-#: an item that starts within this of its stream's previous end was queued behind it
-QUEUED_NS = 2_000
-#: launch latency of an un-queued item when the trace has none to measure (ns)
-DEFAULT_LAUNCH_NS = 5_000
-#: GPU-side gap between two nodes of a CUDA graph when the trace has no graph launch: the median measured in
-#: traces/demo-graph.decode.json.gz (H200, torch 2.11, CUDA 13.0), 417 ns
-DEFAULT_GRAPH_GAP_NS = 417
 #: calls that may wait for the GPU: they wait in the replay only where the trace shows they waited
 _MAYBE_WAIT = ("cudaMemcpyAsync", "cudaMemsetAsync", "hipMemcpyAsync", "hipMemsetAsync", "cuMemcpyAsync",
                "cuMemcpyDtoHAsync", "cuMemcpyDtoHAsync_v2")
@@ -27,29 +21,6 @@ _CALLS = (int(Kind.RUNTIME), int(Kind.DRIVER))
 
 
 # ----------------------------------------------------------------------------- intervals
-def _subtract(a_s, a_e, b_s, b_e):
-    """Union of [a) minus union of [b), both given as arrays (any order); returns sorted disjoint arrays."""
-    a_s, a_e = union(np.asarray(a_s, np.int64), np.asarray(a_e, np.int64))
-    if a_s.size == 0:
-        return a_s, a_e
-    b_s, b_e = union(np.asarray(b_s, np.int64), np.asarray(b_e, np.int64))
-    if b_s.size == 0:
-        return a_s, a_e
-    # boundaries of both; a point is kept when inside a and not inside b
-    # four sorted runs: a stable sort (a merge of runs) is much cheaper than np.unique's quicksort of them
-    pts = np.concatenate((a_s, a_e, b_s, b_e))
-    pts.sort(kind="stable")
-    pts = pts[np.r_[True, pts[1:] != pts[:-1]]]
-    lo, hi = pts[:-1], pts[1:]
-
-    def inside(s, e, t):
-        j = np.searchsorted(s, t, side="right") - 1
-        return (j >= 0) & (t < e[np.clip(j, 0, None)])
-
-    keep = inside(a_s, a_e, lo) & ~inside(b_s, b_e, lo)
-    return union(lo[keep], hi[keep])
-
-
 def inside(s, e, t):
     """t inside one of the sorted disjoint intervals [s, e)."""
     if s.size == 0:

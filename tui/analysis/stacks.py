@@ -11,6 +11,7 @@ import numpy as np
 
 from ..trace.model import Kind, TraceModel, TrackKind
 from .names import parse_frame
+from .thresholds import MAX_CHAIN, MAX_PARENT_STEPS
 
 #: Kind as plain ints: numpy compares a column with an IntEnum member ~10x slower than with an int
 KI = SimpleNamespace(**{k.name: int(k) for k in Kind})
@@ -29,8 +30,6 @@ class Frame:
 
 
 _PY, _ANN, _OP = int(Kind.PYTHON), int(Kind.ANNOTATION), int(Kind.CPU_OP)
-#: frames of one stack at most (its innermost ones): a parent cycle in a damaged file must end
-MAX_CHAIN = 10_000
 
 
 class StackIndex:
@@ -88,7 +87,7 @@ class StackIndex:
         # walk up the parent chain; only the points whose candidate does not contain t move on
         live = np.flatnonzero(cand >= 0)
         end, ts, par = self.end, m.ts_ns, self._up.get(fam, m.parent)
-        for _ in range(100_000):
+        for _ in range(MAX_PARENT_STEPS):
             if not live.size:
                 break
             c = cand[live]
@@ -109,7 +108,7 @@ class StackIndex:
         m = self.m
         cur = np.array(cpu, dtype=np.int64, copy=True)
         t = np.broadcast_to(np.asarray(t, np.int64), cur.shape)
-        for _ in range(100_000):
+        for _ in range(MAX_PARENT_STEPS):
             c = np.maximum(cur, 0)
             bad = (cur >= 0) & ((m.kind[c] == _ANN) | (m.ts_ns[c] > t) | (self.end[c] <= t))
             if not bad.any():
@@ -123,7 +122,7 @@ class StackIndex:
         uf = self.flags["user_frame"]
         m = self.m
         up = self._up.get("py", m.parent)
-        for _ in range(100_000):
+        for _ in range(MAX_PARENT_STEPS):
             live = cur >= 0
             if not live.any():
                 break
@@ -148,7 +147,7 @@ class StackIndex:
         if int(m.track[c]) != thread:
             return -1
         ts, end, par = m.ts_ns, self.end, self._up.get(fam, m.parent)
-        for _ in range(100_000):
+        for _ in range(MAX_PARENT_STEPS):
             if c < 0 or (ts[c] <= t < end[c]):
                 return c
             c = int(par[c])

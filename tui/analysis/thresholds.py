@@ -124,6 +124,10 @@ Several ranks (see ranks/):
     The launch finding's graph fix says how much dependency wait it keeps (gpu-wait time a graph replays as
     well) when that is at least this share of the step: hf-sampling.decode_host keeps 6.6 µs of an 11 ms step,
     which would only clutter the fix; tracelens' sglang decode keeps 463 of its 474 ms.
+
+Fixed values (module constants below ``Thresholds``, each with the reason for its value): the rest of the
+analysis's cut-offs, defaults for what a trace may not measure, and the bounds on work. A test
+(tests/test_thresholds.py) fails on a numeric constant or cut-off defined anywhere else in tui/analysis.
 """
 
 from __future__ import annotations
@@ -171,3 +175,120 @@ class Thresholds:
 
 
 DEFAULT = Thresholds()
+
+
+# -- severity (findings.py, ranks/job.py) ---------------------------------------------------------------------
+
+#: a finding's severity from its share of the window (idle time, or projected saving): (lowest share, severity),
+#: highest first; below the last, "info". A tenth of the window is worth fixing first; half a percent is noise.
+SEVERITY_BANDS = ((0.1, "high"), (0.03, "medium"), (0.005, "low"))
+
+
+def severity(share: float) -> str:
+    """The severity of a finding that takes ``share`` of the window (``SEVERITY_BANDS``)."""
+    for lowest, name in SEVERITY_BANDS:
+        if share >= lowest:
+            return name
+    return "info"
+
+
+# -- findings (findings.py) -----------------------------------------------------------------------------------
+
+#: pageable copies are worth a finding of their own only when they take this share of the window (pinning
+#: speeds the copy up; a copy that takes no time buys nothing from it)
+PAGEABLE_MIN_SHARE = 0.005
+#: gaps too short to list (``min_listed_gap_ns``) get a finding of their own when together they are at least this
+#: share of the window (many tiny kernels back to back); less is the GPU's own dispatch cost
+SHORT_GAPS_MIN_SHARE = 0.01
+
+# -- causes (causes/*.py, gaps.py) ----------------------------------------------------------------------------
+
+#: a copy this small is bound by latency, not bandwidth: pinning it changes nothing measurable
+SMALL_COPY_BYTES = 64 * 1024
+#: what the launching thread did meanwhile is said only when it is at least this long
+MEANWHILE_MIN_NS = 20_000
+#: the top frame "holds" the host time when its own time is at least this share of it; else it is spread
+HOLDS_SHARE = 0.5
+#: ``one_holder``'s screen: sample points per gap, and the share of them one event must run at
+SCREEN_POINTS = 33
+SCREEN_SHARE = 0.4
+#: the Python frame holding a gap's CPU (the python cause's frame, the stack shown) is the most common one among
+#: this many evenly spaced sample points of [t0, t_launch]
+HOLDER_POINTS = 33
+
+# -- timing of the capture (core.py) --------------------------------------------------------------------------
+
+#: the un-profiled timing of our capture is "noisy" beyond these (the same limits as capture.recorder's
+#: NOISY_IQR / NOISY_RANGE, which the capture cannot import from here)
+NOISY_IQR = 1.15
+NOISY_RANGE = 1.5
+
+# -- verdict (verdict.py) -------------------------------------------------------------------------------------
+
+#: the queue was empty at least this share of the window (and the GPU starved a real part of it): host-bound
+HOST_EMPTY_SHARE = 0.7
+HOST_STARVED_SHARE = 0.1
+#: the queue was empty at most this share of the window while the GPU was busy at least GPU_BUSY_SHARE of it
+GPU_EMPTY_SHARE = 0.3
+GPU_BUSY_SHARE = 0.5
+#: a device busy this share of its window is gpu-bound whatever the queue says
+GPU_SATURATED_SHARE = 0.95
+#: kernel rows named in a GPU-bound verdict
+GPU_BOUND_TOP = 5
+
+# -- before/after (compare.py, compare_time.py, compare_align.py) ---------------------------------------------
+
+#: a matched finding whose per-step idle moved less than this share (of the larger) is "same"
+SAME_SHARE = 0.05
+#: a profiled stand-in gets a p25–p75 spread from its step ranges only with at least this many steps
+MIN_SPREAD_STEPS = 4
+#: the alignment keeps one bit per (A kernel, B kernel) pair of the step: 4e8 bits = 50 MB
+MAX_ALIGN_CELLS = 400_000_000
+
+# -- kernel floors and op patterns (floors.py, patterns.py, activity.py) --------------------------------------
+
+#: the vendors' TFLOP/s are at the rated boost clock; GPUs run above it (H100/H200 SXM: 1980 MHz against the
+#: 1830 MHz of the datasheet, +8%), so the compute floor uses peaks 15% higher to stay a lower bound
+CLOCK_HEADROOM = 1.15
+#: eager attention: the head dimension d of Q [.., L, d] is at most this (the largest flash attention takes; a
+#: larger d is some other matmul)
+ATTN_MAX_HEAD_DIM = 256
+#: how many earlier calls of the device a call looks back at for an input one of them wrote (bmm -> softmax
+#: -> copy_ -> bmm is three)
+REUSE_LOOKBACK = 8
+
+# -- replay (replay_model.py, replay_fixes.py, replay_calibrate.py) -------------------------------------------
+
+#: an item that starts within this of its stream's previous end was queued behind it
+QUEUED_NS = 2_000
+#: launch latency of an un-queued item when the trace has none to measure (ns)
+DEFAULT_LAUNCH_NS = 5_000
+#: GPU-side gap between two nodes of a CUDA graph when the trace has no graph launch: the median measured in
+#: traces/demo-graph.decode.json.gz (H200, torch 2.11, CUDA 13.0), 417 ns
+DEFAULT_GRAPH_GAP_NS = 417
+#: host-to-device / device-to-host bandwidth of a pinned copy when the trace has none to measure (GB/s = bytes/ns):
+#: a conservative PCIe Gen4 x16 figure (an H200's Gen5 link does about twice that)
+PINNED_GBPS = 25.0
+#: a pinned copy measures the link's bandwidth from this size on (a smaller one is mostly its fixed latency)
+BANDWIDTH_MIN_BYTES = 1 << 20
+#: how long after an allocator call the host work it slowed is looked at (ns). Measured on the H200 (torch 2.11,
+#: traces/demo-eager-alloc.decode.json.gz): launch calls took 10.2 µs (median) in the first 20 µs after a
+#: ``cudaMalloc``, 7.7 µs at 100-200 µs and 5.3 µs from 400 µs on, as in the clean trace; an ``aten::linear`` 58.9
+#: µs at 100-200 µs and 36-42 µs later. Beyond 200 µs the comparison below mixes in *which* code runs there: the
+#: same split of the clean trace at every ``mlp`` start (where the churn sits in the bad one) gives -15 µs per
+#: step at 200 µs but -266 µs at 400 µs and -712 µs at 800 µs.
+COLD_NS = 200_000
+#: instances of a name, away from every allocator call, needed for its usual own time
+COLD_MIN_REF = 3
+#: an un-profiled time up to this factor above the replayed recording is the same step within timing noise
+#: (calibrated with no overhead taken off); above it, it was not measured under the recording's conditions
+CAL_SLACK = 1.05
+
+# -- bounds on work (stacks.py, names.py) ---------------------------------------------------------------------
+
+#: frames of one stack at most (its innermost ones): a parent cycle in a damaged file must end
+MAX_CHAIN = 10_000
+#: steps of a walk up the parent links at most (a loaded trace nests far less deep): a cycle must end
+MAX_PARENT_STEPS = 100_000
+#: characters of a name that its patterns see (frame, launch and collective names are far shorter)
+NAME_SCAN = 4096

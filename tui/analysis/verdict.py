@@ -23,17 +23,11 @@ import numpy as np
 
 from ..trace.model import Kind, TraceModel, TrackKind
 from .intervals import Coverage, union
+from .thresholds import (GPU_BOUND_TOP, GPU_BUSY_SHARE, GPU_EMPTY_SHARE, GPU_SATURATED_SHARE, HOST_EMPTY_SHARE,
+                         HOST_STARVED_SHARE)
 
 _KERNEL = int(Kind.KERNEL)
 
-#: the queue was empty at least this share of the window (and the GPU starved a real part of it): host-bound
-HOST_EMPTY_SHARE = 0.7
-HOST_STARVED_SHARE = 0.1
-#: the queue was empty at most this share of the window while the GPU was busy at least GPU_BUSY_SHARE of it
-GPU_EMPTY_SHARE = 0.3
-GPU_BUSY_SHARE = 0.5
-#: a device busy this share of its window is gpu-bound whatever the queue says
-GPU_SATURATED_SHARE = 0.95
 #: queue depth histogram over time: (lowest depth, label)
 DEPTH_BINS = ((0, "0"), (1, "1"), (2, "2-7"), (8, "8+"))
 
@@ -210,10 +204,6 @@ def _decide(v: Verdict) -> tuple[str, str]:
     elif T > S and T > B:
         why += " (the GPU waited on a dependency, not on the host)"
     return "mixed", why + lat + tail
-
-
-#: kernel rows named in a GPU-bound verdict
-GPU_BOUND_TOP = 5
 
 
 def gpu_bound_reason(v: Verdict, kernels: list, patterns: list) -> str:

@@ -4,10 +4,8 @@ copy call for most of it (unless the next kernel was already queued: then the GP
 from __future__ import annotations
 
 from ..units import fmt_ns
+from ..thresholds import SMALL_COPY_BYTES
 from . import Cause
-
-#: a copy this small is bound by latency, not bandwidth: pinning it changes nothing measurable
-SMALL_COPY_BYTES = 64 * 1024
 
 
 def rule(c):

@@ -11,12 +11,9 @@ import numpy as np
 from ...trace.model import Kind
 from ..hosttime import host_time
 from ..names import display_frame
+from ..thresholds import MEANWHILE_MIN_NS
 from ..units import fmt_ns
 from . import Cause
-
-
-#: what the launching thread did meanwhile is said only when it is at least this long
-MEANWHILE_MIN_NS = 20_000
 
 
 def rule(c):

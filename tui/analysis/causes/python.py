@@ -11,11 +11,9 @@ import numpy as np
 from ...trace.model import Kind
 from ..hosttime import host_time
 from ..names import display_frame
+from ..thresholds import HOLDS_SHARE
 from ..units import fmt_ns
 from . import Cause
-
-#: the top frame "holds" the host time when its own time is at least this share of it; else it is spread
-HOLDS_SHARE = 0.5
 
 
 def rule(c):

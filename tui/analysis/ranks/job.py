@@ -24,7 +24,7 @@ import numpy as np
 
 from ...trace.model import Kind, TraceModel
 from ..core import Analysis, analyze, window_stage
-from ..thresholds import DEFAULT, Thresholds
+from ..thresholds import DEFAULT, Thresholds, severity
 from ..types import AnalysisWarning, Finding
 from ..units import fmt_ns
 from .match import match_timelines
@@ -45,11 +45,6 @@ def effect_ns(f: Finding) -> int:
     ev = f.evidence if isinstance(f.evidence, dict) else {}
     eff = ev.get("effect_us")
     return max(int(f.idle_ns), int(round(float(eff) * 1e3)) if isinstance(eff, (int, float)) else 0)
-
-
-def _severity(share: float) -> str:
-    # the same cut-offs as the single-rank findings (findings.py)
-    return "high" if share >= 0.10 else "medium" if share >= 0.03 else "low" if share >= 0.005 else "info"
 
 
 def empty_match(n: int) -> RankMatch:
@@ -91,7 +86,7 @@ def _cross_findings(a: Analysis, res: RankMatch) -> tuple[list[tuple[int, Findin
     if le and 2 * le.count >= max(le.of, 1):
         ev = {**le.to_json(), "effect_us": le.waits_caused_ns / 1e3}
         first.append((le.waits_caused_ns, Finding(
-            id=f"late-rank-{rk}", severity=_severity(le.waits_caused_ns / win), title=late_sentence(le), idle_ns=0,
+            id=f"late-rank-{rk}", severity=severity(le.waits_caused_ns / win), title=late_sentence(le), idle_ns=0,
             evidence=ev, suggestion=f"The other ranks waited {fmt_ns(le.waits_caused_ns)} in total for this rank in "
                                     f"these collectives. {_ADVICE}", cause="collective")))
     if st and st.wait_ns > 0:
@@ -99,7 +94,7 @@ def _cross_findings(a: Analysis, res: RankMatch) -> tuple[list[tuple[int, Findin
         colls = [{"name": r.name, "wait_us": r.wait_by_rank.get(rk, 0) / 1e3, "count": r.count} for r in res.rows
                  if r.wait_by_rank.get(rk, 0) - r.startup_wait_by_rank.get(rk, 0) > 0]
         first.append((st.wait_ns, Finding(
-            id=f"collective-wait-{rk}", severity=_severity(st.wait_ns / win),
+            id=f"collective-wait-{rk}", severity=severity(st.wait_ns / win),
             title=wait_sentence(st, lr), idle_ns=0,
             evidence={"late_rank": st.wait_for, "wait_us": st.wait_ns / 1e3, "startup_wait_us": st.startup_wait_ns / 1e3,
                       "effect_us": st.wait_ns / 1e3, "collectives": colls},

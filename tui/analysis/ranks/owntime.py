@@ -10,8 +10,8 @@ communication and waiting for the other ranks (gloo's ``work.wait()``), not the 
 keyed by ``display_frame`` of their name (a built-in method loses its ``object at 0x...`` tail, so the same call
 has the same key on every rank).
 
-Cost: one pass over the thread's events that overlap the intervals (Python loop, O(events)), then a
-searchsorted and a bincount per interval.
+The cut is hosttime.py's nesting variant (``nesting_segments``). Cost: one pass over the thread's events that
+overlap the intervals (Python loop, O(events)), then a searchsorted and a bincount per interval.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import re
 import numpy as np
 
 from ...trace.model import CPU_NEST_KINDS, Kind, TraceModel
+from ..hosttime import nesting_segments
 from ..intervals import union
 from ..names import COLLECTIVE_OP_RE, display_frame
 
@@ -30,42 +31,8 @@ NOTHING = "(no event recorded)"
 #: range): communication and waiting for the other ranks (``work.wait()`` on gloo), not the rank's own work
 COMM = "(inside collective calls)"
 _COMM_FRAME_RE = re.compile(r"(^|/)torch/distributed/")
-_OWNING = np.array(sorted(int(k) for k in (Kind.PYTHON, *CPU_NEST_KINDS)), np.int64)
-
-
-def segments(model: TraceModel, thread: int, t0: int, t1: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(start, end, owner event or -1) of the thread's time in [t0, t1), cut where the innermost event changes."""
-    m = model
-    sl = m.track_slice(thread)
-    idx = np.arange(sl.start, sl.stop, dtype=np.int64)
-    idx = idx[np.isin(m.kind[idx].astype(np.int64), _OWNING) & (m.dur_ns[idx] > 0)]
-    ts = m.ts_ns[idx].astype(np.int64)
-    te = ts + m.dur_ns[idx].astype(np.int64)
-    keep = (te > t0) & (ts < t1)
-    idx, ts, te = idx[keep], np.maximum(ts[keep], t0), np.minimum(te[keep], t1)
-    o = np.lexsort((-(te - ts), ts))  # by start, the longer (outer) first
-    idx, ts, te = idx[o].tolist(), ts[o].tolist(), te[o].tolist()
-    s_out, e_out, own = [], [], []
-    stack: list[int] = []  # positions in idx, by start; ended ones are dropped lazily when they reach the top
-    cur = t0  # the time up to which segments were written
-
-    def close_until(t: int) -> None:  # write the segments of the innermost open events up to t
-        nonlocal cur
-        while cur < t:
-            while stack and te[stack[-1]] <= cur:
-                stack.pop()
-            top = stack[-1] if stack else -1
-            end = min(te[top], t) if top >= 0 else t
-            s_out.append(cur)
-            e_out.append(end)
-            own.append(idx[top] if top >= 0 else -1)
-            cur = end
-
-    for j in range(len(idx)):
-        close_until(ts[j])
-        stack.append(j)
-    close_until(t1)
-    return np.asarray(s_out, np.int64), np.asarray(e_out, np.int64), np.asarray(own, np.int64)
+#: the kinds that own time here: Python frames, ops, runtime and driver calls, and annotations alike
+OWNING_KINDS = (Kind.PYTHON, *CPU_NEST_KINDS)
 
 
 def _comm_spans(model: TraceModel, thread: int, t0: int, t1: int) -> tuple[np.ndarray, np.ndarray]:
@@ -89,7 +56,7 @@ def own_times(model: TraceModel, thread: int, intervals: list[tuple[int, int]]) 
     hi = max(b for _, b in intervals)
     if hi <= lo:
         return [{} for _ in intervals]
-    s, e, own = segments(model, thread, lo, hi)
+    s, e, own = nesting_segments(model, thread, lo, hi, OWNING_KINDS)
     # key per name (not per segment): -1 (nothing) and the owners' name ids
     nid = np.where(own >= 0, model.name_id[np.maximum(own, 0)].astype(np.int64), -1)
     names, inv = np.unique(nid, return_inverse=True)

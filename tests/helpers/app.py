@@ -1,0 +1,70 @@
+"""Explorer helpers the app tests share: a synthetic trace to open, the app opened and settled under Textual's
+Pilot, the diff screen waited for."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+
+from tests.synth import Synth
+from gapscope.tui.app.app import GapscopeApp
+from gapscope.tui.app.diffview import DiffScreen
+from gapscope.tui.app.textdump import screen_text
+
+
+def three_gaps(tmp_path: Path, names=("k0", "k1", "k2", "ampere_sgemm_128x64"), fns=("b_fn", "a_fn", "c_fn"),
+               range_name="decode_step", op_name="aten::mm") -> Path:
+    """Kernels separated by gaps of 300, 500 and 100 µs; each gap is spent in its own Python frame."""
+    s = Synth()
+    s.annotation(range_name, 0, 1000)
+    s.launch(ts=0, dur=2, kernel=names[0], k_ts=5, k_dur=10)
+    t_end = 15
+    for i, (gap, fn) in enumerate(zip((300, 500, 100), fns)):
+        start = t_end
+        with s.frame(f"model.py({10 + i}): {fn}", start - 1, gap + 2):
+            s.cpu_op(op_name, start + 1, 5)
+            s.launch(ts=start + gap - 4, dur=2, kernel=names[i + 1], k_ts=start + gap, k_dur=10)
+        t_end = start + gap + 10
+    return s.write(tmp_path / "three_gaps.json")
+
+
+@contextlib.asynccontextmanager
+async def opened(path, size=(120, 40), **kw):
+    """The explorer on ``path`` (no cache), its workers done: yields (app, pilot)."""
+    app = GapscopeApp([str(path)], load_opts={"no_cache": True}, **kw)
+    async with app.run_test(size=size) as pilot:
+        await settle(app, pilot)
+        yield app, pilot
+
+
+async def settle(app, pilot):
+    """Wait for the app's workers (three rounds: a finished worker may start another) and let the screen draw."""
+    from textual.worker import WorkerCancelled
+
+    for _ in range(3):
+        try:
+            await app.workers.wait_for_complete()
+        except WorkerCancelled:
+            # a load that failed ends the explorer at once (exit 2, issue 26): the exit cancels the workers still
+            # registered, and which of them had finished first is a race
+            if app.return_code is None:
+                raise
+        await pilot.pause()
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+async def diff_ready(pilot):
+    """Wait until the diff screen is up and its text has stopped changing (no worker left)."""
+    app = pilot.app
+    last = None
+    for _ in range(60):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        now = screen_text(app)
+        if isinstance(app.screen, DiffScreen) and now == last and not app.workers:
+            break
+        last = now
