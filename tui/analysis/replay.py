@@ -5,8 +5,10 @@ The model, built once from the trace (``Replay``):
 * **GPU work** (kernels, copies, memsets) keeps its recorded duration. An item starts at the latest of
   (its launch call's replayed time + its launch latency) and (the end of the previous item on its stream
   + the GPU-side dispatch gap). The launch latency is the observed one (start - launch call start) for
-  an item that was *not* queued behind its stream (it started more than ``QUEUED_NS`` after the previous
-  item ended); for a queued item, whose observed latency says only how long it sat in the queue, it is
+  an item that was *not* queued behind its stream; queued (replay_model.py, ``queued_behind``): it started
+  within ``QUEUED_NS`` of the previous item's end, or it was launched more than the usual launch latency
+  before that end (its launch reached the GPU while the stream was busy). For a queued item, whose observed
+  latency says only how long it sat in the queue, it is
   the trace's median latency of un-queued items (capped at its observed one). The dispatch gap is the
   observed one for a queued item, the median of those (capped) for the others. With these choices a
   replay of the unchanged trace reproduces every recorded start; the residual reported is what the
