@@ -89,7 +89,7 @@ from .replay_calibrate import CAL_SLACK, NO_HOST, _calibrate, _steps
 from .replay_frames import attach, frame_whatifs, round_trip_fix
 from .replay_fixes import (PINNED_GBPS, SCALAR_READS, _calls_under, _check_ops, _copy_removal, _frame_intervals,
                            _graph_owner, _n, _outermost, _pinned_gbps, _python_own, _within, dependency_waits, fix_for,
-                           graph_nodes, kept_wait_text)
+                           graph_needs, graph_nodes, host_reads, kept_wait_text)
 from .replay_model import (_CALLS, _MAYBE_WAIT, _WORK, DEFAULT_GRAPH_GAP_NS, DEFAULT_LAUNCH_NS, QUEUED_NS, Replay,
                            _inside, _Removed, _subtract)
 from .replay_result import DeviceProjection, FrameWhatIf, Projection
@@ -230,4 +230,12 @@ def project(a) -> Projection:
     # each frame that matters as one fused GPU call, and the findings whose gaps lie under one
     p.frames = frame_whatifs(a, r, c, base_step, max(rec.values()) / steps)
     p.frame_of = attach(a, p.frames)
+    # the graph fix of a step whose host reads GPU values comes after the fixes that remove those reads
+    if graph_owner is not None and p.saving_ns.get(graph_owner) is not None:
+        reads = host_reads(a, r)
+        if reads:
+            text, deps = graph_needs(a, reads, p.frame_of, graph_owner)
+            p.what[graph_owner] += text
+            if deps:
+                p.after[graph_owner] = deps
     return p
