@@ -72,7 +72,10 @@ trace is replayed, and the saving is baseline - projection (per step, of the slo
   each ``gpu-wait`` gap beyond its launch call + the usual idle-device launch latency + one graph gap, at least
   ``wait_min_ns``; tracelens' sglang decode: −463.98 ms (−97.9%) before, −731.4 µs with its 463.25 ms event wait
   kept). The fix text says what stays and, where items already are graph nodes, what the graph adds; a step
-  that already is one graph replay gets no graph fix.
+  that already is one graph replay gets no graph fix. A step whose host reads GPU values (replay_fixes.py,
+  ``host_reads``: ``.item()``, ``.cpu()``, ``nonzero``'s count) cannot be captured until they are gone: the fix
+  text names them per frame with the findings whose fix removes them (``graph_needs``), and the finding ranks
+  behind the first of each frame's (``Projection.after``, ``ranked``).
 
 Other causes (collective, host-idle, profiler) are not projected (``None``).
 
@@ -234,8 +237,8 @@ def project(a) -> Projection:
     if graph_owner is not None and p.saving_ns.get(graph_owner) is not None:
         reads = host_reads(a, r)
         if reads:
-            text, deps = graph_needs(a, reads, p.frame_of, graph_owner)
+            text, groups = graph_needs(a, reads, p.frame_of, graph_owner)
             p.what[graph_owner] += text
-            if deps:
-                p.after[graph_owner] = deps
+            if groups:
+                p.after[graph_owner] = groups
     return p

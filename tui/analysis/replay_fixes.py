@@ -413,22 +413,23 @@ def host_reads(a, r: Replay) -> dict[str | None, int]:
     return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0] or "")))
 
 
-def graph_needs(a, reads: dict, frame_of: dict, graph_id: str) -> tuple[str, list[str]]:
-    """The graph fix's dependency on the host reads (``host_reads``): ("; it needs the 352 syncs of `frame` removed
-    first (sync-1, python-2): the host reads their values, which a CUDA graph cannot capture", the ids of the
-    findings whose fix removes them: the sync findings of that frame and the findings whose fused-call what-if
-    is that frame's, in the findings' order)."""
-    parts, deps = [], []
+def graph_needs(a, reads: dict, frame_of: dict, graph_id: str) -> tuple[str, list[list[str]]]:
+    """The graph fix's dependency on the host reads (``host_reads``): ("; it needs the 352 syncs of `frame` (sync-1,
+    python-2) removed first: the host reads their values, which a CUDA graph cannot capture", per frame the ids of
+    the findings whose fix removes its reads: its sync findings and the findings whose fused-call what-if is that
+    frame's, in the findings' order; any one of them does)."""
+    parts, groups = [], []
     for k, (fr, n) in enumerate(reads.items()):
         ids = [f.id for f in a.findings if f.id != graph_id and fr is not None and (
             (f.cause == "sync" and (f.evidence or {}).get("frame") == fr) or frame_of.get(f.id) == fr)]
-        deps += [i for i in ids if i not in deps]
+        if ids:
+            groups.append(ids)
         what = f"the {_n(n, 'sync')}" if k == 0 else f"the {n}"
         where = f" of `{fr}`" if fr is not None else " outside any user frame"
         parts.append(what + where + (f" ({', '.join(ids)})" if ids else ""))
     text = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     return (f"; it needs {text} removed first: the host reads their values, which a CUDA graph cannot capture",
-            deps)
+            groups)
 
 
 def graph_nodes(r: Replay) -> tuple[int, int, int]:
