@@ -75,8 +75,11 @@ def test_gap_list_cursor_keys_scroll_and_select(size, ascii):
             sc = app.scene
             gl = app.query_one("#gaplist", GapList)
             assert sc.order.size > 60
+            # it opens on the top fix's gap (Scene.opening_position), the list's cursor on it
+            p0 = sc.selected
+            assert p0 == sc.opening_position() and gl.cursor_row == p0 and p0 + 2 * gl.size.height < sc.order.size
             # n / N from the lanes move the list's cursor with the selection
-            for key, want in (("n", 1), ("n", 2), ("N", 1)):
+            for key, want in (("n", p0 + 1), ("n", p0 + 2), ("N", p0 + 1)):
                 await pilot.press(key)
                 await pilot.pause()
                 assert sc.selected == want and gl.cursor_row == want
@@ -89,7 +92,7 @@ def test_gap_list_cursor_keys_scroll_and_select(size, ascii):
             for i in range(rows + 5):
                 await pilot.press("down")
                 await pilot.pause()
-                assert sc.selected == gl.cursor_row == 2 + i
+                assert sc.selected == gl.cursor_row == p0 + 2 + i
                 s, e, _ = sc.gap_span(sc.selected_gap)
                 assert sc.view.t0 < s < e < sc.view.t1
             assert gl.scroll_offset.y > 0
@@ -97,7 +100,7 @@ def test_gap_list_cursor_keys_scroll_and_select(size, ascii):
             for _ in range(3):
                 await pilot.press("up")
                 await pilot.pause()
-            assert sc.selected == gl.cursor_row == rows + 3
+            assert sc.selected == gl.cursor_row == p0 + rows + 3
             draws_its_rows(gl)
             # the focus changes the cursor's style: still one line in it
             await pilot.press("tab")

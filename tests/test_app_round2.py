@@ -57,6 +57,8 @@ def test_largest_gap_time_and_counts_agree_with_the_report():
         async with opened(SYNC, size=(160, 48)) as (app, pilot):
             a = app.scene.analysis
             listed = int(a.listed_rows().size)
+            app.main.goto_gap(0)  # it opens on the top fix's gap (test_app_topfix): here the largest
+            await pilot.pause()
             first = screen_text(app)
             await pilot.press("o")  # the trace's own time
             await pilot.pause()

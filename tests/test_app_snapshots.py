@@ -43,7 +43,7 @@ async def _ready(pilot):
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
 @pytest.mark.parametrize("ascii", [False, True], ids=["unicode", "ascii"])
-def test_open_on_largest_gap(snap_compare, sample, size, ascii):
+def test_open_on_top_fix_gap(snap_compare, sample, size, ascii):
     app = GapscopeApp([str(sample)], ascii=ascii, load_opts={"no_cache": True})
     assert snap_compare(app, terminal_size=size, run_before=_ready)
 

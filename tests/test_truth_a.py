@@ -216,10 +216,14 @@ def test_readme_sample_severities_follow_the_ranking():
     pj = a.projection
     for f in ranked:  # the projected ones come first, by saving: each reads the band of the figure it ranks by
         pct = pj.best_pct(f.id)
-        if pct is not None:
+        if pct is not None and f.id not in pj.after:
             assert f.severity == ("high" if pct >= 10 else "medium" if pct >= 3 else "low" if pct >= 0.5 else "info")
+    # but the step as one CUDA graph (77.9%): it needs the .item() check removed first, ranks right behind that fix
+    # (sync-1, 9.2% as one fused call: [medium]) and reads no more than it
+    g = ranked.index(next(f for f in ranked if f.id in pj.after))
+    assert ranked[g - 1].cause == "sync" and ranked[g].severity == ranked[g - 1].severity == "medium"
     attn = next(f for f in ranked if "demo.py(165): attn" in f.title)
-    assert ranked.index(attn) == 1 and attn.severity != "info"
+    assert ranked.index(attn) == 0 and attn.severity != "info"
 
 
 def test_severity_follows_the_ranking_on_real_traces():

@@ -137,14 +137,15 @@ def test_the_real_client_pairs_against_their_measured_savings(capsys):
     assert mx["finding"] == "transformers/models/mixtral/modeling_mixtral.py(69): forward" and mx["figure"] == "frame"
     assert sm["figure"] == "round-trip" and mx["calibrated"] and sm["calibrated"]
     assert mx["verdict"] == "ok" and sm["verdict"] == "ok"
-    # the GPU-side fixes are projected by the op-pattern findings (patterns.py): the matmul width and eager
+    # the GPU-side fixes are projected by the op-pattern findings (patterns.py): the matmul width, eager
     # attention (10.5% for 13.4%: the score ops and the additive mask's builder, masking_utils' eager_mask with
-    # its sync, removed) within target; fp32 without TF32 (32.2% for 64.2%, the twin is bf16 channels_last,
-    # compared against the pattern's recommended bf16 fix) misses, as benchmarks/README.md says: this test
-    # notices when either changes
+    # its sync, removed) and fp32 without TF32 (the twin is bf16 channels_last, compared against the pattern's
+    # recommended bf16 fix: 70.7% for 64.2%, since the kernels launched while their stream was busy follow their
+    # predecessors; 32.2% when they kept their recorded 0.6-3.9 ms launch-to-start) all within target
     at, ml, rn = rows["hf-attn.prefill_eager"], rows["hf-mlp.prefill_i5633"], rows["resnet50.fp32"]
     assert ml["verdict"] == "ok" and round(ml["measured_pct"], 1) == 41.0
     assert at["verdict"] == "ok" and round(at["measured_pct"], 1) == 13.4
     assert 0 < at["projected_pct"] < at["measured_pct"]
-    assert rn["verdict"] == "miss"
-    assert 0 < rn["projected_pct"] < rn["measured_pct"]
+    assert rn["verdict"] == "ok" and round(rn["measured_pct"], 1) == 64.2
+    assert rn["measured_pct"] < rn["projected_pct"] < 1.35 * rn["measured_pct"]
+    assert all(r["verdict"] == "ok" for r in rows.values())

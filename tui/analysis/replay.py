@@ -5,8 +5,10 @@ The model, built once from the trace (``Replay``):
 * **GPU work** (kernels, copies, memsets) keeps its recorded duration. An item starts at the latest of
   (its launch call's replayed time + its launch latency) and (the end of the previous item on its stream
   + the GPU-side dispatch gap). The launch latency is the observed one (start - launch call start) for
-  an item that was *not* queued behind its stream (it started more than ``QUEUED_NS`` after the previous
-  item ended); for a queued item, whose observed latency says only how long it sat in the queue, it is
+  an item that was *not* queued behind its stream; queued (replay_model.py, ``queued_behind``): it started
+  within ``QUEUED_NS`` of the previous item's end, or it was launched more than the usual launch latency
+  before that end (its launch reached the GPU while the stream was busy). For a queued item, whose observed
+  latency says only how long it sat in the queue, it is
   the trace's median latency of un-queued items (capped at its observed one). The dispatch gap is the
   observed one for a queued item, the median of those (capped) for the others. With these choices a
   replay of the unchanged trace reproduces every recorded start; the residual reported is what the
@@ -70,7 +72,10 @@ trace is replayed, and the saving is baseline - projection (per step, of the slo
   each ``gpu-wait`` gap beyond its launch call + the usual idle-device launch latency + one graph gap, at least
   ``wait_min_ns``; tracelens' sglang decode: −463.98 ms (−97.9%) before, −731.4 µs with its 463.25 ms event wait
   kept). The fix text says what stays and, where items already are graph nodes, what the graph adds; a step
-  that already is one graph replay gets no graph fix.
+  that already is one graph replay gets no graph fix. A step whose host reads GPU values (replay_fixes.py,
+  ``host_reads``: ``.item()``, ``.cpu()``, ``nonzero``'s count) cannot be captured until they are gone: the fix
+  text names them per frame with the findings whose fix removes them (``graph_needs``), and the finding ranks
+  behind the first of each frame's (``Projection.after``, ``ranked``).
 
 Other causes (collective, host-idle, profiler) are not projected (``None``).
 
@@ -87,7 +92,7 @@ from .replay_calibrate import CAL_SLACK, NO_HOST, _calibrate, _steps
 from .replay_frames import attach, frame_whatifs, round_trip_fix
 from .replay_fixes import (PINNED_GBPS, SCALAR_READS, _calls_under, _check_ops, _copy_removal, _frame_intervals,
                            _graph_owner, _n, _outermost, _pinned_gbps, _python_own, _within, dependency_waits, fix_for,
-                           graph_nodes, kept_wait_text)
+                           graph_needs, graph_nodes, host_reads, kept_wait_text)
 from .replay_model import (_CALLS, _MAYBE_WAIT, _WORK, DEFAULT_GRAPH_GAP_NS, DEFAULT_LAUNCH_NS, QUEUED_NS, Replay,
                            _inside, _Removed)
 from .replay_result import DeviceProjection, FrameWhatIf, Projection
@@ -228,4 +233,12 @@ def project(a) -> Projection:
     # each frame that matters as one fused GPU call, and the findings whose gaps lie under one
     p.frames = frame_whatifs(a, r, c, base_step, max(rec.values()) / steps)
     p.frame_of = attach(a, p.frames)
+    # the graph fix of a step whose host reads GPU values comes after the fixes that remove those reads
+    if graph_owner is not None and p.saving_ns.get(graph_owner) is not None:
+        reads = host_reads(a, r)
+        if reads:
+            text, groups = graph_needs(a, reads, p.frame_of, graph_owner)
+            p.what[graph_owner] += text
+            if groups:
+                p.after[graph_owner] = groups
     return p

@@ -353,6 +353,72 @@ def kept_wait_text(a, r: Replay, step_ns: float) -> str:
             "wait, another stream) stays: a graph does not remove it")
 
 
+def host_reads(a, r: Replay) -> dict[str | None, int]:
+    """The step's reads of a GPU value the host waited for, per user frame (None: outside any): the outermost
+    synchronising calls of the window (ops, runtime calls) inside which a device-to-host copy was launched on the
+    same thread: ``.item()``, ``.cpu()``, ``.tolist()``, ``aten::nonzero``'s count, ``if tensor:``
+    (``aten::is_nonzero``). The host needs what they read (an expert loop sized by ``nonzero``, a Python ``if`` on a
+    tensor), so a CUDA graph cannot capture the step until they are gone; a ``cudaDeviceSynchronize``, a blocking
+    host-to-device copy or an allocator's implicit sync copies nothing back and is not one. hf-mixtral.decode_eager:
+    352 in its 4 steps, all in ``modeling_mixtral.py(69): forward`` (64 ``where`` and 32 ``nonzero``, 192 ``item``,
+    64 ``is_nonzero``); demo-eager.decode: none."""
+    from .activity import copy_kind
+
+    m = r.model
+    roots = _calls_under(r, r.flags["sync_op"] | r.flags["sync_rt"] | r.flags["blocking_copy"], None)
+    if roots.size == 0:
+        return {}
+    # each from its outermost enclosing op (``aten::nonzero`` launches the copy of its count, then syncs)
+    op = int(Kind.CPU_OP)
+    cur = m.parent[roots]
+    for _ in range(10_000):
+        up = (cur >= 0) & (m.kind[np.where(cur >= 0, cur, 0)] == op)
+        if not up.any():
+            break
+        roots = np.where(up, cur, roots)
+        cur = np.where(up, m.parent[np.where(up, cur, 0)], -1)
+    roots = np.unique(roots)
+    cp = r.items[(m.kind[r.items] == int(Kind.MEMCPY)) & r.has_launch]
+    d2h = np.array([copy_kind(m.name(i)).startswith("DtoH") for i in cp.tolist()], bool)
+    L = m.launch[cp[d2h]]
+    if L.size == 0:
+        return {}
+    read = np.zeros(roots.size, bool)
+    for t in np.unique(m.track[roots]).tolist():
+        sel = np.flatnonzero(m.track[roots] == t)
+        lt = np.sort(m.ts_ns[L[m.track[L] == t]])
+        rs, re_ = m.ts_ns[roots[sel]], m.ts_ns[roots[sel]] + m.dur_ns[roots[sel]]
+        read[sel] = np.searchsorted(lt, re_, side="left") > np.searchsorted(lt, rs, side="left")
+    rd = roots[read]
+    if rd.size == 0:
+        return {}
+    uf = a.stacks.user_frame(m.track[rd].astype(np.int64), m.ts_ns[rd])
+    out: dict[str | None, int] = {}
+    for u in uf.tolist():
+        k = m.name(u) if u >= 0 else None
+        out[k] = out.get(k, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0] or "")))
+
+
+def graph_needs(a, reads: dict, frame_of: dict, graph_id: str) -> tuple[str, list[list[str]]]:
+    """The graph fix's dependency on the host reads (``host_reads``): ("; it needs the 352 syncs of `frame` (sync-1,
+    python-2) removed first: the host reads their values, which a CUDA graph cannot capture", per frame the ids of
+    the findings whose fix removes its reads: its sync findings and the findings whose fused-call what-if is that
+    frame's, in the findings' order; any one of them does)."""
+    parts, groups = [], []
+    for k, (fr, n) in enumerate(reads.items()):
+        ids = [f.id for f in a.findings if f.id != graph_id and fr is not None and (
+            (f.cause == "sync" and (f.evidence or {}).get("frame") == fr) or frame_of.get(f.id) == fr)]
+        if ids:
+            groups.append(ids)
+        what = f"the {_n(n, 'sync')}" if k == 0 else f"the {n}"
+        where = f" of `{fr}`" if fr is not None else " outside any user frame"
+        parts.append(what + where + (f" ({', '.join(ids)})" if ids else ""))
+    text = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return (f"; it needs {text} removed first: the host reads their values, which a CUDA graph cannot capture",
+            groups)
+
+
 def graph_nodes(r: Replay) -> tuple[int, int, int]:
     """(items of the window launched by a graph launch call, items of the window, graph launch calls that launched
     them): a step whose kernels already are graph nodes gains from "the step as one graph" only the others and
@@ -389,7 +455,8 @@ def fix_for(a, r: Replay, f):
         elif nodes:
             what += (f" ({nodes} of its {items} GPU items already are graph nodes: it adds the other "
                      f"{items - nodes} and the host gaps between them)")
-        what += ", its host syncs moved onto the GPU first" if a.syncs else ""
+        # a step whose host reads GPU values (host_reads) says which fixes come first (replay.py, graph_needs)
+        what += ", its host syncs moved onto the GPU first" if a.syncs and not host_reads(a, r) else ""
         return ("graph", None, what, None)
     if cause == "python" and frame:
         iv = _python_own(r, frame)

@@ -61,6 +61,10 @@ class Projection:
     #: per step, the slowest device's waits on dependencies no host change removes (replay_fixes.py,
     #: ``dependency_waits``), when at least ``graph_wait_note_share`` of the step; else 0
     waits_ns: int = 0
+    #: finding id -> the fixes it needs first, as groups of alternatives (the graph fix of a step whose host reads
+    #: GPU values: per frame, the findings whose fix removes its reads; replay_fixes.graph_needs); ``ranked`` puts
+    #: it after the first-ranked finding of every group
+    after: dict[str, list[list[str]]] = field(default_factory=dict)
 
     def frame_whatif(self, fid: str) -> FrameWhatIf | None:
         """The fused what-if of the frame attached to finding ``fid``, if any."""
@@ -88,7 +92,25 @@ class Projection:
         """``findings`` ranked by the projected saving of their fix (the report's order); those not projected
         follow in their own order (by idle time). The Markdown, the JSON and the explorer all rank this way."""
         b = {f.id: self.best_ns(f.id) for f in findings}
-        return sorted(findings, key=lambda f: (b[f.id] is None, -(b[f.id] or 0)))
+        out = sorted(findings, key=lambda f: (b[f.id] is None, -(b[f.id] or 0)))
+        return self._after_needs(out) if self.after else out
+
+    def _after_needs(self, order: list) -> list:
+        """``order`` with each finding of ``after`` moved to just behind the first-ranked finding of each group it
+        needs (one fix of a group is enough), where it ranked above one of those (hf-mixtral.decode_eager: the step
+        as one CUDA graph, −84.9%, behind sync-1, −48.9%, the first of the four fixes that remove its 352 host
+        reads). A group none of whose findings is in ``order`` does not move it."""
+        order = list(order)
+        for fid, groups in self.after.items():
+            ids = [f.id for f in order]
+            if fid not in ids:
+                continue
+            i = ids.index(fid)
+            firsts = [min(ids.index(d) for d in g if d in ids) for g in groups if any(d in ids for d in g)]
+            last = max(firsts, default=-1)
+            if last > i:
+                order.insert(last, order.pop(i))
+        return order
 
     def best_pct(self, fid: str) -> float | None:
         """``best_ns`` (what ranks the finding) as a share of the step, in %."""

@@ -330,7 +330,18 @@ class Scene:
             pt.min_listed_ns = int(min_listed_ns)
         self.merge_gaps()
         self.apply_filter(self.cause_filter)  # (a finding's filter ends when analyses land)
+        self.select(self.opening_position())
         self.invalidate_rows()
+
+    def opening_position(self) -> int:
+        """Where the gap list opens: the largest gap of the top fix (the projection's first finding with a saving,
+        the header's "top fix"); 0 (the largest gap) without one or before the projection (a large trace)."""
+        a = self.analysis
+        pj = vars(a).get("projection") if a is not None else None
+        f = next((f for f in pj.ranked(a.findings) if (pj.best_ns(f.id) or 0) > 0), None) if pj else None
+        rows = np.asarray(getattr(f, "gap_rows", ()), np.int64)
+        hit = np.flatnonzero((self.g_part[self.order] == self.active) & np.isin(self.g_row[self.order], rows))
+        return int(hit[0]) if hit.size else 0
 
     def rank_summary(self) -> list[dict]:
         """Per rank of a multi-rank tab, in rank order (tui/app/ranksummary.py)."""
