@@ -11,7 +11,7 @@ import pytest
 import gapscope.tui.trace
 from gapscope.tui.app.scene import Scene
 from gapscope.tui.app.shown import Shown
-from tests.test_app import three_gaps
+from tests.helpers.app import three_gaps
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.synth import Synth
-from tests.test_analysis import model_of
+from tests.helpers import model_of
 from gapscope.tui.analysis import CAUSES, analyze, analyze_ranks
 from gapscope.tui.analysis import causes as registry
 from gapscope.tui.analysis.core import profiler_distortion

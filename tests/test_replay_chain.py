@@ -11,7 +11,7 @@ import pytest
 
 from gapscope.tui.analysis import analyze
 from gapscope.tui.analysis.replay import project
-from gapscope.tui.analysis.replay_model import Replay, _chain_loop, _chain_vector, chain_holds
+from gapscope.tui.analysis.replay_model import Replay, chain_loop, chain_vector, chain_holds
 from gapscope.tui.trace import load
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
@@ -103,17 +103,17 @@ def test_a_chain_whose_sums_round_falls_back_to_the_loop():
     a = np.zeros(3)
     q = np.ones(3, np.int64)
     d = np.full(3, 2, np.int64)
-    want = _chain_loop(a, q, d, e0)
+    want = chain_loop(a, q, d, e0)
     assert want.tolist() == [e0, e0, e0]
-    assert _chain_vector(a, q, d, e0) is None
+    assert chain_vector(a, q, d, e0) is None
     # within one binade the formula is exact: the array path answers, and it is the loop's
     rng = np.random.default_rng(7)
     n = 200
     a2 = 1e9 + np.cumsum(rng.integers(0, 500, n)).astype(np.float64) + 0.375
     q2 = rng.integers(0, 3, n).astype(np.int64)
     d2 = rng.integers(100, 200, n).astype(np.int64)
-    got2 = _chain_vector(a2, q2, d2, 1e9)
-    assert got2 is not None and got2.tobytes() == _chain_loop(a2, q2, d2, 1e9).tobytes()
+    got2 = chain_vector(a2, q2, d2, 1e9)
+    assert got2 is not None and got2.tobytes() == chain_loop(a2, q2, d2, 1e9).tobytes()
 
 
 def test_the_check_accepts_the_loops_result_and_nothing_one_ulp_off():
@@ -122,7 +122,7 @@ def test_the_check_accepts_the_loops_result_and_nothing_one_ulp_off():
     a = 5e8 + np.cumsum(rng.integers(0, 300, n)).astype(np.float64) + 0.1
     q = rng.integers(0, 3, n).astype(np.int64)
     d = rng.integers(50, 250, n).astype(np.int64)
-    want = _chain_loop(a, q, d, 5e8)
+    want = chain_loop(a, q, d, 5e8)
     assert chain_holds(a, q, d, 5e8, want)
     for k in (0, n // 2, n - 1):
         off = want.copy()
@@ -133,7 +133,7 @@ def test_the_check_accepts_the_loops_result_and_nothing_one_ulp_off():
 def test_host_events_counted_around_removed_intervals_are_those_of_the_filtered_list():
     # the per-event overhead counts the recorded host events before each anchor, those inside removed
     # intervals left out: against the list with those events filtered out, as first written
-    from gapscope.tui.analysis.replay_model import _inside, _Removed
+    from gapscope.tui.analysis.replay_model import Removed, inside as _inside
 
     a = analyze(load(str(TRACES / "hf-generate.generate.json.gz")))
     r = Replay(a.model, a.window, a.flags)
@@ -145,10 +145,10 @@ def test_host_events_counted_around_removed_intervals_are_those_of_the_filtered_
     lo, hi = int(ev.min()), int(ev.max())
     for n in (1, 5, 300):
         s = np.sort(rng.integers(lo - 1000, hi + 1000, n))
-        R = _Removed(s, s + rng.integers(1, 200_000, n))
+        R = Removed(s, s + rng.integers(1, 200_000, n))
         # interval ends exactly on events and anchors too
         s2, e3 = ev[::97], ts[::89]
-        R = _Removed(np.r_[R.s, s2, e3 - 5_000], np.r_[R.e, s2 + 3_000, e3])
+        R = Removed(np.r_[R.s, s2, e3 - 5_000], np.r_[R.e, s2 + 3_000, e3])
         kept = ev[~_inside(R.s, R.e, ev)]
         n_o = np.searchsorted(kept, r.origin)
         want = (np.clip(np.searchsorted(kept, ts) - n_o, 0, None), np.clip(np.searchsorted(kept, te) - n_o, 0, None))

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from tests.synth import Synth
-from tests.test_replay import model_of
+from tests.helpers import model_of
 from gapscope.tui.analysis import analyze
 from gapscope.tui.analysis.replay import Replay
 from gapscope.tui.analysis.replay_model import DEFAULT_LAUNCH_NS, queued_behind

@@ -27,6 +27,7 @@ ALLOWED_LITERALS = {
     ("replay_calibrate.py", 1e9): "the ceiling of the overhead search (1 s per event): where doubling stops",
     ("stacks.py", 2**62): "the int64 range of a packed (thread, time) key",
     ("compare_align.py", 2): "a fusion is one kernel for two or more: structure, not a choice",
+    ("diagnosis.py", 2): "a pair is two traces: the trace-set kinds' definition, not a choice",
 }
 #: literals that are never a threshold: nothing, one, the sign
 TRIVIAL = {0, 1, -1}

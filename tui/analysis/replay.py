@@ -94,14 +94,14 @@ from .replay_fixes import (PINNED_GBPS, SCALAR_READS, _calls_under, _check_ops, 
                            _graph_owner, _n, _outermost, _pinned_gbps, _python_own, _within, dependency_waits, fix_for,
                            graph_needs, graph_nodes, host_reads, kept_wait_text)
 from .replay_model import (_CALLS, _MAYBE_WAIT, _WORK, DEFAULT_GRAPH_GAP_NS, DEFAULT_LAUNCH_NS, QUEUED_NS, Replay,
-                           _inside, _Removed)
+                           _inside, Removed)
 from .replay_result import DeviceProjection, FrameWhatIf, Projection
 
 #: the public entry; the other names are re-exported from the modules that now hold them (replay_model,
 #: replay_fixes, replay_calibrate, replay_result), so that ``from tui.analysis.replay import ...`` keeps working
 __all__ = ["project", "Projection", "DeviceProjection", "FrameWhatIf", "Replay", "fix_for", "QUEUED_NS", "DEFAULT_LAUNCH_NS",
            "DEFAULT_GRAPH_GAP_NS", "NO_HOST", "PINNED_GBPS", "SCALAR_READS", "_MAYBE_WAIT", "_WORK", "_CALLS",
-           "_inside", "_Removed", "_frame_intervals", "_within", "_python_own", "_check_ops", "_outermost",
+           "_inside", "Removed", "_frame_intervals", "_within", "_python_own", "_check_ops", "_outermost",
            "_calls_under", "_copy_removal", "_pinned_gbps", "_n", "_steps", "_calibrate", "_graph_owner"]
 
 

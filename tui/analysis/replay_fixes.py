@@ -11,7 +11,7 @@ from ..trace.model import Kind
 from .hosttime import frame_own_intervals
 from .intervals import subtract, union
 from .replay_model import _CALLS, Replay, _inside
-from .thresholds import BANDWIDTH_MIN_BYTES, COLD_MIN_REF, COLD_NS, DEFAULT, PINNED_GBPS
+from .thresholds import MAX_PARENT_STEPS, BANDWIDTH_MIN_BYTES, COLD_MIN_REF, COLD_NS, DEFAULT, PINNED_GBPS
 
 #: synchronising ops that hand one value of a device tensor to the host (a check's read)
 SCALAR_READS = ("aten::item", "aten::_local_scalar_dense", "aten::is_nonzero")
@@ -371,7 +371,7 @@ def host_reads(a, r: Replay) -> dict[str | None, int]:
     # each from its outermost enclosing op (``aten::nonzero`` launches the copy of its count, then syncs)
     op = int(Kind.CPU_OP)
     cur = m.parent[roots]
-    for _ in range(10_000):
+    for _ in range(MAX_PARENT_STEPS):
         up = (cur >= 0) & (m.kind[np.where(cur >= 0, cur, 0)] == op)
         if not up.any():
             break

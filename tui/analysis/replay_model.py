@@ -54,7 +54,7 @@ def inside(s, e, t):
 _inside = inside
 
 
-class _Removed:
+class Removed:
     """Removed time on one thread: sorted disjoint intervals; ``before(t)`` = removed measure before t."""
 
     def __init__(self, s, e):
@@ -80,7 +80,7 @@ class _Removed:
         return int(self.cum[-1])
 
 
-def _chain_loop(a, q, d, e0: float) -> np.ndarray:
+def chain_loop(a, q, d, e0: float) -> np.ndarray:
     """One stream's items one at a time: each ends at max(a, previous end + q) + d (the first after ``e0``)."""
     out = []
     e = e0
@@ -91,8 +91,8 @@ def _chain_loop(a, q, d, e0: float) -> np.ndarray:
     return np.array(out, np.float64)
 
 
-def _chain_vector(a, q, d, e0: float):
-    """``_chain_loop`` with arrays, or None where the result would not be the loop's bit for bit.
+def chain_vector(a, q, d, e0: float):
+    """``chain_loop`` with arrays, or None where the result would not be the loop's bit for bit.
 
     An item's end is the end of its chain's last restart r (the item that started at its own time ``a`` rather
     than behind its predecessor) plus the integer sum of the dispatch gaps and durations since: e = a[r] + d[r] +
@@ -108,7 +108,7 @@ def _chain_vector(a, q, d, e0: float):
 
 
 def chain_holds(a, q, d, e0: float, en) -> bool:
-    """Whether ``en`` is ``_chain_loop``'s result: every end is max(a, the previous end + q) + d in the loop's
+    """Whether ``en`` is ``chain_loop``'s result: every end is max(a, the previous end + q) + d in the loop's
     float operations (by induction from ``e0``, the loop's result is the only array that satisfies this)."""
     prev = np.empty(en.size, np.float64)
     prev[0] = e0
@@ -280,7 +280,7 @@ class Replay:
             self.host_ev[int(thr)] = np.sort(m.ts_ns[ev[np.isin(m.kind[ev], hk)]])
 
     # ------------------------------------------------------------------ running
-    def run(self, removed: dict[int, _Removed] | None = None, c: float = 0.0, dur=None, nowait=None,
+    def run(self, removed: dict[int, Removed] | None = None, c: float = 0.0, dur=None, nowait=None,
             drop=None, fuse=None, insert=None) -> np.ndarray:
         """Replayed end of every item (``self.items`` order), with ``removed`` host time squeezed out of the
         threads and ``c`` ns of profiler overhead taken off every host event the thread recorded; ``dur``
@@ -465,9 +465,9 @@ class Replay:
             t = int(tr[g0])
             e0 = stream_end.get(t, NEG)
             ag, qv, dv = a[g0:g1], q_all[g0:g1], d_all[g0:g1]
-            en = None if g1 - g0 < self._SHORT_CHAIN else _chain_vector(ag, qv, dv, e0)
+            en = None if g1 - g0 < self._SHORT_CHAIN else chain_vector(ag, qv, dv, e0)
             if en is None:
-                en = _chain_loop(ag, qv, dv, e0)
+                en = chain_loop(ag, qv, dv, e0)
             end[J[g0:g1]] = en
             stream_end[t] = float(en[-1])
             dev = int(self.dev[J[g0]])
@@ -536,11 +536,11 @@ class Replay:
         m = self.model
         return np.flatnonzero(np.isin(m.kind, np.array(kinds, np.uint8)))
 
-    def removal(self, idx_s, idx_e, thr) -> dict[int, _Removed]:
+    def removal(self, idx_s, idx_e, thr) -> dict[int, Removed]:
         """Intervals [idx_s, idx_e) on threads thr -> per thread removed sets."""
         out = {}
         idx_s, idx_e, thr = (np.asarray(x, np.int64) for x in (idx_s, idx_e, thr))
         for t in np.unique(thr).tolist():
             sel = thr == t
-            out[int(t)] = _Removed(idx_s[sel], idx_e[sel])
+            out[int(t)] = Removed(idx_s[sel], idx_e[sel])
         return out
