@@ -3,7 +3,7 @@
     python benchmarks/bench_report.py [TRACE...] [--repo DIR ...] [--rounds N] [--no-md] [--cells parse,info,...]
 
 For each TRACE (default: /tmp/gapscope-bench/big_100M.json, made by benchmarks/gen_big.py) and each checkout DIR
-(default: this one; give ``--repo /work/ref-tree --repo .`` for a before / after), every cell runs in a fresh
+(default: this one; give ``--repo OLD_CHECKOUT --repo .`` for a before / after), every cell runs in a fresh
 process, the checkouts alternating inside each round so that they see the same machine load:
 
 - **parse**: read (+ gunzip) the file and one ``orjson.loads`` of it, nothing else (the floor any loader has)

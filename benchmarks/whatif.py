@@ -72,7 +72,7 @@ PAIRS = [
 ISOLATING = ("-sync-noitem.", "-alloc-keep.")
 #: real clients (benchmarks/hf_clients.py, one ``capture run`` per pair: both phases timed un-profiled in the same
 #: interleaved rounds): (bad, fixed, what the fix is, the frame or finding kind that names it). The projected
-#: saving is: ``frame``, the frame's what-if as one fused GPU call (replay_frames.py); ``round-trip``, the round
+#: saving is: ``frame``, the frame's what-if as one fused GPU call (replay/frames.py); ``round-trip``, the round
 #: trip finding of that frame; ``pattern``, a finding whose evidence ``pattern`` is that name (none on main yet
 #: for eager attention: the row says "not covered"); ``none``, no finding projects that fix (GPU-side changes)
 REAL_PAIRS = [

@@ -1,4 +1,4 @@
-"""Before/after (tui/analysis/compare.py): synthetic pairs whose per-step deltas are written by hand, the
+"""Before/after (tui/analysis/compare/__init__.py): synthetic pairs whose per-step deltas are written by hand, the
 kernel-sequence alignment against a brute-force LCS, and the sample pairs in traces/."""
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ from tests.helpers import A_STEP, B_STEP, SAMPLE_TRACES, model_of, stepped
 from tests.synth import Synth
 from gapscope.tui.analysis import analyze
 from gapscope.tui.trace.model import Kind
-from gapscope.tui.analysis.compare import align_names, compare, find_steps, lcs_pairs, match_gaps
+from gapscope.tui.analysis.compare import compare, match_gaps
+from gapscope.tui.analysis.compare.align import align_names, lcs_pairs
+from gapscope.tui.analysis.compare.steps import find_steps
 
 
 def pair(**kw):

@@ -1,4 +1,4 @@
-"""Before/after verdict in un-profiled step time (tui/analysis/compare_time.py): synthetic pairs whose metadata is
+"""Before/after verdict in un-profiled step time (tui/analysis/compare/steptime.py): synthetic pairs whose metadata is
 written by hand (per-step figures, spreads, verdicts computed here), and the real-client pairs in traces/ against
 the un-profiled times in their own metadata (traces/README.md, last section)."""
 

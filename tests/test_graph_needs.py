@@ -1,4 +1,4 @@
-"""The graph what-if of a step whose host reads GPU values (replay_fixes.host_reads, graph_needs): it names the
+"""The graph what-if of a step whose host reads GPU values (replay.fixes.host_reads, graph_needs): it names the
 reads and the findings that remove them, and ranks after those (Projection.ranked); a step without reads keeps
 its graph finding first."""
 
@@ -8,9 +8,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from gapscope.tui.analysis import analyze
-from gapscope.tui.analysis.replay_fixes import host_reads
-from gapscope.tui.analysis.replay_model import Replay
-from gapscope.tui.analysis.replay_result import Projection
+from gapscope.tui.analysis.replay.fixes import host_reads
+from gapscope.tui.analysis.replay.model import Replay
+from gapscope.tui.analysis.replay.result import Projection
 from gapscope.tui.trace import load
 from gapscope.tui.trace.model import Kind
 

@@ -11,9 +11,9 @@ TESTS = Path(__file__).resolve().parent
 
 #: private names tests still import: (module, name) -> where the public name should come from
 STILL_PRIVATE = {
-    ("gapscope.tui.analysis.replay", "_calls_under"): "replay_fixes",
-    ("gapscope.tui.analysis.replay", "_python_own"): "replay_fixes (hosttime.frame_own_intervals with the replay's children)",
-    ("gapscope.tui.analysis.replay_fixes", "_after_effect"): "replay_fixes",
+    ("gapscope.tui.analysis.replay.fixes", "_calls_under"): "replay/fixes.py",
+    ("gapscope.tui.analysis.replay.fixes", "_python_own"): "replay/fixes.py (hosttime.frame_own_intervals with the replay's children)",
+    ("gapscope.tui.analysis.replay.fixes", "_after_effect"): "replay/fixes.py",
     ("gapscope.tui.app.lanes", "_distinct_ids"): "app/lanes.py",
     ("gapscope.tui.trace.cache", "_ARRAYS"): "trace/cache.py",
 }

@@ -1,4 +1,4 @@
-"""The replay model (tui/analysis/replay.py): exact what-if answers on hand-built traces, and the replay of
+"""The replay model (tui/analysis/replay/__init__.py): exact what-if answers on hand-built traces, and the replay of
 every sample trace reproducing its recorded window."""
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ import pytest
 from tests.synth import Synth
 from tests.helpers import model_of
 from gapscope.tui.analysis import analyze
-from gapscope.tui.analysis.replay import Replay, _calls_under, _python_own, project
+from gapscope.tui.analysis.replay import project
+from gapscope.tui.analysis.replay.fixes import _calls_under, _python_own
+from gapscope.tui.analysis.replay.model import Replay
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 US = 1_000  # ns
@@ -440,7 +442,7 @@ def _alloc_rounds(slow_us: float = 10.0, rounds: int = 6):
 
 
 def test_after_effect_is_the_excess_over_the_same_names_away_from_the_calls():
-    from gapscope.tui.analysis.replay_fixes import COLD_NS, _after_effect
+    from gapscope.tui.analysis.replay.fixes import COLD_NS, _after_effect
 
     a = analyze(model_of(_alloc_rounds()))
     m = a.model
@@ -463,7 +465,7 @@ def test_after_effect_is_the_excess_over_the_same_names_away_from_the_calls():
 
 
 def test_no_after_effect_when_the_host_is_as_fast_after_the_calls():
-    from gapscope.tui.analysis.replay_fixes import _after_effect
+    from gapscope.tui.analysis.replay.fixes import _after_effect
 
     a = analyze(model_of(_alloc_rounds(slow_us=0)))
     m = a.model
@@ -509,7 +511,7 @@ def test_a_frame_as_one_fused_gpu_call_removes_its_whole_subtree():
     kernels run back to back as graph nodes. Replayed: k0 115..165 as recorded; the frame's launches collapse to 112
     + 4 = 116, so k1 waits for the stream: 165 + 0.417 (the default graph gap) .. 185.417, k2 185.834..205.834; the
     second prep runs 116..216 and k3 starts 216 + 5 = 221 .. 271. The step: 417 -> 271 µs, 146 µs saved."""
-    from gapscope.tui.analysis.replay_frames import dispatch_ns, frame_whatif
+    from gapscope.tui.analysis.replay.frames import dispatch_ns, frame_whatif
 
     a = analyze(model_of(_experts_step()))
     p = project(a)
@@ -560,7 +562,7 @@ def test_a_host_round_trip_is_removed_whole():
     launch call (376): the wait, the numpy work, both calls; and the two copies. Replayed: k0 115..215; the host
     resumes at 112: the rest of the frame (376..382, after the copy back's call) runs 112..118, the second prep
     118..218, k1 at 218 + 7 (its own latency) = 225 .. 325. The step: 589 -> 325 µs."""
-    from gapscope.tui.analysis.replay_frames import round_trips
+    from gapscope.tui.analysis.replay.frames import round_trips
 
     a = analyze(model_of(_round_trip_step()))
     p = project(a)

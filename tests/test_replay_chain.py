@@ -11,7 +11,7 @@ import pytest
 
 from gapscope.tui.analysis import analyze
 from gapscope.tui.analysis.replay import project
-from gapscope.tui.analysis.replay_model import Replay, chain_loop, chain_vector, chain_holds
+from gapscope.tui.analysis.replay.model import Replay, chain_loop, chain_vector, chain_holds
 from gapscope.tui.trace import load
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
@@ -133,7 +133,7 @@ def test_the_check_accepts_the_loops_result_and_nothing_one_ulp_off():
 def test_host_events_counted_around_removed_intervals_are_those_of_the_filtered_list():
     # the per-event overhead counts the recorded host events before each anchor, those inside removed
     # intervals left out: against the list with those events filtered out, as first written
-    from gapscope.tui.analysis.replay_model import Removed, inside as _inside
+    from gapscope.tui.analysis.replay.model import Removed, inside as _inside
 
     a = analyze(load(str(TRACES / "hf-generate.generate.json.gz")))
     r = Replay(a.model, a.window, a.flags)

@@ -1,4 +1,4 @@
-"""Which GPU items the replay treats as queued behind their stream (replay_model.queued_behind): an item whose
+"""Which GPU items the replay treats as queued behind their stream (replay.model.queued_behind): an item whose
 launch reached the GPU while its stream was still busy follows its predecessor when the predecessor gets faster;
 one whose launch arrived after the stream freed up keeps its launch latency."""
 
@@ -11,8 +11,8 @@ import numpy as np
 from tests.synth import Synth
 from tests.helpers import model_of
 from gapscope.tui.analysis import analyze
-from gapscope.tui.analysis.replay import Replay
-from gapscope.tui.analysis.replay_model import DEFAULT_LAUNCH_NS, queued_behind
+from gapscope.tui.analysis.replay.model import Replay
+from gapscope.tui.analysis.replay.model import DEFAULT_LAUNCH_NS, queued_behind
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 US = 1_000  # ns

@@ -14,7 +14,7 @@ ANALYSIS = Path(__file__).resolve().parent.parent / "tui" / "analysis"
 
 #: module-level numeric constants that are not thresholds: (file, name) -> why
 ALLOWED_CONSTANTS = {
-    ("replay_calibrate.py", "NO_HOST"): "a sentinel overhead that takes all recorded host time off",
+    ("replay/calibrate.py", "NO_HOST"): "a sentinel overhead that takes all recorded host time off",
 }
 #: numeric literals compared against outside thresholds.py: (file, value) -> why
 ALLOWED_LITERALS = {
@@ -23,10 +23,10 @@ ALLOWED_LITERALS = {
     ("units.py", 1e9): "unit factor (ns -> s)",
     ("units.py", 1024): "unit factor (bytes -> KiB)",
     ("activity.py", 1000): "unit switch of a printed bandwidth (GB/s -> TB/s)",
-    ("replay_result.py", 1e6): "unit switch of a printed time (µs -> ms)",
-    ("replay_calibrate.py", 1e9): "the ceiling of the overhead search (1 s per event): where doubling stops",
+    ("replay/result.py", 1e6): "unit switch of a printed time (µs -> ms)",
+    ("replay/calibrate.py", 1e9): "the ceiling of the overhead search (1 s per event): where doubling stops",
     ("stacks.py", 2**62): "the int64 range of a packed (thread, time) key",
-    ("compare_align.py", 2): "a fusion is one kernel for two or more: structure, not a choice",
+    ("compare/align.py", 2): "a fusion is one kernel for two or more: structure, not a choice",
     ("diagnosis.py", 2): "a pair is two traces: the trace-set kinds' definition, not a choice",
 }
 #: literals that are never a threshold: nothing, one, the sign

@@ -122,7 +122,7 @@ def pattern_findings(a) -> list:
         title = (f"{p.title}: {_fmt(p.kernel_ns // steps)} of kernel time{per} ({share:.0f}% of all kernel "
                  f"time)")
         if p.kind == "tiny-kernel-loop":
-            # its saving is its frame's fused what-if (replay_frames.attach), not a kernel-time estimate
+            # its saving is its frame's fused what-if (replay.frames.attach), not a kernel-time estimate
             ev = {"pattern": p.kind, **p.evidence, "kernels": p.calls, "kernel_us": p.kernel_ns / 1e3,
                   "per_step_us": p.kernel_ns / 1e3 / steps, "share_of_kernel_pct": share, "steps": steps,
                   "measured_steps": a.step_count, "estimate": p.estimate}

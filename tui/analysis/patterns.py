@@ -27,7 +27,7 @@ live profiler object; this works on a file): each is the op calls that form it, 
 
 - ``tiny-kernel-loop``: a Python loop over elements or experts launching many kernels shorter than their launch
   calls, with data-dependent syncs and a repeated op sequence (patterns_loop.py); its saving is its frame's
-  fused what-if (replay_frames.py), not a kernel-time estimate.
+  fused what-if (replay/frames.py), not a kernel-time estimate.
 
 - ``optimizer``: an ``Optimizer.step#...`` range whose kernels come from per-parameter ops (at least
   ``optimizer_min_ops`` calls per step, no ``_foreach_`` / ``_fused_`` op): fix ``foreach=True`` / ``fused=True``;

@@ -291,13 +291,13 @@ def _py_time_parent(model: TraceModel, idx: np.ndarray) -> np.ndarray:
     zero-length call skips the frame actually running (integer-µs traces: ``all`` credited with its generator's
     microsecond). Where every frame's parent id is its time parent (most traces: checked by depth, one sort),
     the model's parents are returned as they are; else an array over all events (-1 elsewhere)."""
-    from ..trace.relate import _time_nesting
+    from ..trace.relate import time_nesting
 
     ts, dur, tr = model.ts_ns[idx], model.dur_ns[idx], model.track[idx].astype(np.int64)
     end = ts + dur
     span = int(end.max() - ts.min()) + 2
     if span * (int(tr.max()) + 1) < 2**62:
-        # the time depth of each frame (frames open at its start), as _time_nesting counts it
+        # the time depth of each frame (frames open at its start), as time_nesting counts it
         s_b = ts - int(ts.min()) + tr * span
         e_b = end - int(ts.min()) + tr * span
         pos = np.arange(idx.size, dtype=np.int64)
@@ -317,7 +317,7 @@ def _py_time_parent(model: TraceModel, idx: np.ndarray) -> np.ndarray:
             return model.parent
     parent = np.full(model.n, -1, np.int64)
     depth = np.zeros(model.n, np.int16)
-    _time_nesting(idx, model.ts_ns, model.dur_ns, model.track.astype(np.int64), depth, parent)
+    time_nesting(idx, model.ts_ns, model.dur_ns, model.track.astype(np.int64), depth, parent)
     return parent
 
 

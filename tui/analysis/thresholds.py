@@ -82,7 +82,7 @@ Op patterns (patterns.py):
     ``loop_min_repeats`` times within a call (the loop body, once per element or expert; a longer body is a
     model's forward, a decoding loop's step).
 
-Before/after (compare_time.py):
+Before/after (compare/steptime.py):
 
 ``distortion_differs`` (1.15)
     Two captures whose profiler distortions (profiled / un-profiled time) differ by more than this factor
@@ -113,7 +113,7 @@ Several ranks (see ranks/):
 ``late_blame_top`` (3)
     At most this many blamed frames are named.
 ``frame_min_share`` (0.05), ``frame_max_share`` (0.8)
-    A user frame gets a "one fused GPU call" what-if (replay_frames.py) when its inclusive host time per step is
+    A user frame gets a "one fused GPU call" what-if (replay/frames.py) when its inclusive host time per step is
     within this share of the recorded step: below, it is not worth a replay; above, it is the step itself, whose
     fused what-if is the launch finding's graph replay (the model's forward, the harness's step).
 ``frame_top`` (10)
@@ -236,7 +236,7 @@ GPU_SATURATED_SHARE = 0.95
 #: kernel rows named in a GPU-bound verdict
 GPU_BOUND_TOP = 5
 
-# -- before/after (compare.py, compare_time.py, compare_align.py) ---------------------------------------------
+# -- before/after (compare.py, compare/steptime.py, compare/align.py) ---------------------------------------------
 
 #: a matched finding whose per-step idle moved less than this share (of the larger) is "same"
 SAME_SHARE = 0.05
@@ -257,7 +257,7 @@ ATTN_MAX_HEAD_DIM = 256
 #: -> copy_ -> bmm is three)
 REUSE_LOOKBACK = 8
 
-# -- replay (replay_model.py, replay_fixes.py, replay_calibrate.py) -------------------------------------------
+# -- replay (replay/model.py, replay/fixes.py, replay/calibrate.py) -------------------------------------------
 
 #: an item that starts within this of its stream's previous end was queued behind it
 QUEUED_NS = 2_000

@@ -132,7 +132,7 @@ class DiffScene(Scene):
         key = self.steps_of(k)
         got = self._pairs.get(key)
         if got is None:
-            from ..analysis.compare import align
+            from ..analysis.compare.align import align
 
             al = align(self.parts[0].analysis, self.parts[1].analysis, self.cmp.steps_a, self.cmp.steps_b, *key)
             ka, kb = self.cmp.steps_a.step_kernels(key[0]), self.cmp.steps_b.step_kernels(key[1])
@@ -329,7 +329,7 @@ class DiffScreen(Screen):
             t.append(self._t(os.path.basename(sc.parts[pi].path)))
             t.append(f" ({s.steps} step{'s' if s.steps != 1 else ''})   ")
         t.append("\n")
-        # the verdict in un-profiled step time first (compare_time.py): profiled idle can rise while the step
+        # the verdict in un-profiled step time first (compare/steptime.py): profiled idle can rise while the step
         # gets faster; verdict word leading, so that an 80-column header that cuts the line still shows it
         sv = c.step
         head = sv.headline(lead=True)

@@ -314,7 +314,7 @@ class Loader:
                 raise
             self.post(AnalysisFailed(sc, pi, failure("analysis", exc)))
             return
-        # the projected savings (analysis/replay.py: 43 ms to 0.7 s): before the analysis is shown for a trace
+        # the projected savings (analysis/replay/__init__.py: 43 ms to 0.7 s): before the analysis is shown for a trace
         # small enough, so the header and the findings view come up whole; after it (ProjectionReady) else
         small = a.model.n < PROJECT_FIRST_EVENTS
         if small:

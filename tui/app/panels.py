@@ -82,7 +82,7 @@ def top_fix(a) -> tuple[str, str] | None:
         w = pj.frame_whatif(f.id)
         how = "un-profiled" if pj.calibrated else "profiled time"
         if w is not None and w.saving_ns > (s or 0) and pj.baseline_ns > 0:
-            # the report ranks this finding by its frame's fused what-if (replay_frames.py): that is its top fix
+            # the report ranks this finding by its frame's fused what-if (replay/frames.py): that is its top fix
             return (f"−{fmt_dur(w.saving_ns)} per step (−{100.0 * w.saving_ns / pj.baseline_ns:.1f}%), {how}",
                     f"{w.frame} as one fused GPU call")
         if s is not None and pct is not None and s > 0:

@@ -74,7 +74,7 @@ def _located(f) -> str:
 
 
 def projection_of(a):
-    """The analysis' projection (analysis/replay.py) once the loader computed it (app/loading.py); else None."""
+    """The analysis' projection (analysis/replay/__init__.py) once the loader computed it (app/loading.py); else None."""
     if a is None or not hasattr(a, "findings"):
         return None
     return a.projection_if_ready
@@ -321,7 +321,7 @@ class FindingsView(TableView):
             for ln in evidence_lines(f.evidence, ascii=fm.ascii)[:16]:
                 t.append(fm.text("  " + ln)[:300] + "\n", style="dim")
             if pj is not None and pj.frames and pj.baseline_ns > 0:
-                # the report's "Functions as one fused GPU call" table (replay_frames.py), its first rows
+                # the report's "Functions as one fused GPU call" table (replay/frames.py), its first rows
                 t.append("functions as one fused GPU call (saving per step, host per step):\n", style="bold")
                 for w in pj.frames[:5]:
                     t.append(fm.text(f"  −{fm.d(w.saving_ns)} (−{100.0 * w.saving_ns / pj.baseline_ns:.1f}%)  "

@@ -16,7 +16,7 @@ rank's offset, checked against the collectives' end times) and ``warnings`` (ran
 
 Every ``traces[]`` entry carries its own ``causes`` (count and idle per cause); the top-level ``causes`` add
 up every trace of the report. Two traces that are not the ranks of one job are a before/after pair (the
-diagnosis' kind ``pair``, tui/analysis/diagnosis.py): the report adds ``comparison`` (``comparison_entry``, from tui/analysis/compare.py), every number per step.
+diagnosis' kind ``pair``, tui/analysis/diagnosis.py): the report adds ``comparison`` (``comparison_entry``, from tui/analysis/compare/__init__.py), every number per step.
 """
 
 from __future__ import annotations
@@ -190,7 +190,7 @@ def comparison_entry(cmp, top: int = 50, gm=None, b=None) -> dict:
 
 
 def unprofiled_entry(sv) -> dict:
-    """``comparison.unprofiled``: the before/after verdict in un-profiled step time (compare_time.py), per step;
+    """``comparison.unprofiled``: the before/after verdict in un-profiled step time (compare/steptime.py), per step;
     ``basis`` says whether a profiled step time stands in."""
     r = lambda x: None if x is None else round(float(x), 3)  # noqa: E731
 
@@ -222,7 +222,7 @@ def new_gaps_entry(b, cmp, gm, top: int = 10) -> dict:
     return {"b_listed": int(gm.b_rows.size), "new_in_b": int(gm.new.sum()), "matched": int((gm.a_rows >= 0).sum()),
             "new": new}
 def projection_entry(a, device: int) -> dict | None:
-    """``devices[].projection``: the replay of this device's chain (tui/analysis/replay.py), per step."""
+    """``devices[].projection``: the replay of this device's chain (tui/analysis/replay/__init__.py), per step."""
     from ..analysis.replay import NO_HOST
 
     pj = a.projection
@@ -249,7 +249,7 @@ def saving_entry(a, f) -> dict:
 
 
 def frame_whatif_entries(a, tix=None) -> list[dict]:
-    """``frame_whatifs``: the frames that matter, each as one fused GPU call (replay_frames.py), per step, by
+    """``frame_whatifs``: the frames that matter, each as one fused GPU call (replay/frames.py), per step, by
     projected saving, with the findings their figure is attached to."""
     pj = a.projection
     base = pj.baseline_ns

@@ -1,5 +1,5 @@
 """Several traces against each other in the Markdown report: two as before/after, every number per step
-(``before_after``, from tui/analysis/compare.py), up to three side by side (``compare``), more one row each
+(``before_after``, from tui/analysis/compare/__init__.py), up to three side by side (``compare``), more one row each
 (``overview``); each followed by every trace's own report.
 """
 
@@ -72,7 +72,7 @@ def _steps_text(s) -> str:
 
 def before_after(diagnosis, top: int) -> list[str]:
     """Two traces: A (before) against B (after), every number per step (the diagnosis' comparison,
-    tui/analysis/compare.py), biggest change first; then each trace's own report."""
+    tui/analysis/compare/__init__.py), biggest change first; then each trace's own report."""
     from ..analysis.diagnosis import diagnose
 
     d = diagnose(diagnosis)

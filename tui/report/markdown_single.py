@@ -69,7 +69,7 @@ def saving_line(a, f) -> str | None:
 
 def frame_line(a, f) -> str | None:
     """"as one fused GPU call, `frame` → −4.1 ms per step (−48.9%)": the what-if of the frame the finding's gaps
-    lie under (replay_frames.py)."""
+    lie under (replay/frames.py)."""
     pj = a.projection
     w = pj.frame_whatif(f.id)
     if w is None or pj.baseline_ns <= 0:
@@ -79,7 +79,7 @@ def frame_line(a, f) -> str | None:
 
 
 def frames_section(a) -> list[str]:
-    """## Functions as one fused GPU call: the frames that matter (replay_frames.py), by projected saving."""
+    """## Functions as one fused GPU call: the frames that matter (replay/frames.py), by projected saving."""
     pj = a.projection
     if not pj.frames or pj.baseline_ns <= 0:
         return []

@@ -32,14 +32,14 @@ def _nesting(ts, dur, kind, pyid, pypar, offsets):
     for fam in (cpu_fam, is_py & (pyid < 0)):
         idx = np.flatnonzero(fam)
         if idx.size:
-            _time_nesting(idx, ts, dur, track_of, depth, parent)
+            time_nesting(idx, ts, dur, track_of, depth, parent)
     py = np.flatnonzero(is_py & (pyid >= 0))
     if py.size:
         _tree_nesting(py, pyid, pypar, depth, parent)
     return depth, parent
 
 
-def _time_nesting(idx, ts, dur, track_of, depth, parent):
+def time_nesting(idx, ts, dur, track_of, depth, parent):
     """Vectorised nesting of intervals per track. ``idx`` is sorted by (track, ts, -dur)."""
     s = ts[idx]
     e = s + dur[idx]
@@ -52,7 +52,7 @@ def _time_nesting(idx, ts, dur, track_of, depth, parent):
         for t in np.unique(tr):
             sub = tr == t
             if np.count_nonzero(sub) < idx.size:
-                _time_nesting(idx[sub], ts, dur, track_of, depth, parent)
+                time_nesting(idx[sub], ts, dur, track_of, depth, parent)
         return
     s_b = (s - base) + tr.astype(np.int64) * span
     e_b = (e - base) + tr.astype(np.int64) * span

@@ -5,7 +5,7 @@ The model, built once from the trace (``Replay``):
 * **GPU work** (kernels, copies, memsets) keeps its recorded duration. An item starts at the latest of
   (its launch call's replayed time + its launch latency) and (the end of the previous item on its stream
   + the GPU-side dispatch gap). The launch latency is the observed one (start - launch call start) for
-  an item that was *not* queued behind its stream; queued (replay_model.py, ``queued_behind``): it started
+  an item that was *not* queued behind its stream; queued (replay/model.py, ``queued_behind``): it started
   within ``QUEUED_NS`` of the previous item's end, or it was launched more than the usual launch latency
   before that end (its launch reached the GPU while the stream was busy). For a queued item, whose observed
   latency says only how long it sat in the queue, it is
@@ -60,7 +60,7 @@ trace is replayed, and the saving is baseline - projection (per step, of the slo
 * ``allocator``: the allocator calls and ``empty_cache`` under the frame, the implicit syncs in them, and the
   host work they slowed right after they returned (``cudaFree`` / ``cudaMalloc`` of large blocks leave the host's
   caches cold): the events starting within ``COLD_NS`` after a call, against the median own time of the same
-  names away from every call (replay_fixes.py, ``_after_effect``). On the H200 demo that was 0.5 ms per decode step
+  names away from every call (replay/fixes.py, ``_after_effect``). On the H200 demo that was 0.5 ms per decode step
   of recorded host time, and without it the projection was 34.8% for a measured 54.2%;
 * ``copy``: a pageable copy's blocking: its launch call beyond the median launch-call cost, and the sync
   calls inside the op that issued it; on the GPU the copy takes what a pinned one of the same bytes takes
@@ -72,37 +72,33 @@ trace is replayed, and the saving is baseline - projection (per step, of the slo
   each ``gpu-wait`` gap beyond its launch call + the usual idle-device launch latency + one graph gap, at least
   ``wait_min_ns``; tracelens' sglang decode: −463.98 ms (−97.9%) before, −731.4 µs with its 463.25 ms event wait
   kept). The fix text says what stays and, where items already are graph nodes, what the graph adds; a step
-  that already is one graph replay gets no graph fix. A step whose host reads GPU values (replay_fixes.py,
+  that already is one graph replay gets no graph fix. A step whose host reads GPU values (replay/fixes.py,
   ``host_reads``: ``.item()``, ``.cpu()``, ``nonzero``'s count) cannot be captured until they are gone: the fix
   text names them per frame with the findings whose fix removes them (``graph_needs``), and the finding ranks
   behind the first of each frame's (``Projection.after``, ``ranked``).
 
 Other causes (collective, host-idle, profiler) are not projected (``None``).
 
-This module is the entry (``project``: replay, calibrate, then each finding's fix). The pieces: the chain
-and its run in replay_model.py, what each fix removes in replay_fixes.py, the steps and the calibration in
-replay_calibrate.py, the ``Projection`` and ``DeviceProjection`` results in replay_result.py.
+This package's entry is ``project`` (replay, calibrate, then each finding's fix). The pieces: the chain and its
+run in model.py, what each fix removes in fixes.py, a frame as one fused GPU call and the host round trip in
+frames.py, the steps and the calibration in calibrate.py, the ``Projection`` and ``DeviceProjection`` results in
+result.py.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .replay_calibrate import CAL_SLACK, NO_HOST, _calibrate, _steps
-from .replay_frames import attach, frame_whatifs, round_trip_fix
-from .replay_fixes import (PINNED_GBPS, SCALAR_READS, _calls_under, _check_ops, _copy_removal, _frame_intervals,
-                           _graph_owner, _n, _outermost, _pinned_gbps, _python_own, _within, dependency_waits, fix_for,
-                           graph_needs, graph_nodes, host_reads, kept_wait_text)
-from .replay_model import (_CALLS, _MAYBE_WAIT, _WORK, DEFAULT_GRAPH_GAP_NS, DEFAULT_LAUNCH_NS, QUEUED_NS, Replay,
-                           _inside, Removed)
-from .replay_result import DeviceProjection, FrameWhatIf, Projection
+from .calibrate import CAL_SLACK, NO_HOST, _calibrate, _steps
+from .frames import attach, frame_whatifs, round_trip_fix
+from .fixes import (_calls_under, _check_ops, _graph_owner, _n, dependency_waits, fix_for, graph_needs, host_reads,
+                    kept_wait_text)
+from .model import Replay
+from .result import DeviceProjection, FrameWhatIf, Projection
 
-#: the public entry; the other names are re-exported from the modules that now hold them (replay_model,
-#: replay_fixes, replay_calibrate, replay_result), so that ``from tui.analysis.replay import ...`` keeps working
-__all__ = ["project", "Projection", "DeviceProjection", "FrameWhatIf", "Replay", "fix_for", "QUEUED_NS", "DEFAULT_LAUNCH_NS",
-           "DEFAULT_GRAPH_GAP_NS", "NO_HOST", "PINNED_GBPS", "SCALAR_READS", "_MAYBE_WAIT", "_WORK", "_CALLS",
-           "_inside", "Removed", "_frame_intervals", "_within", "_python_own", "_check_ops", "_outermost",
-           "_calls_under", "_copy_removal", "_pinned_gbps", "_n", "_steps", "_calibrate", "_graph_owner"]
+#: the sub-package's entry and its results; the pieces are imported from their own modules (model, fixes, frames,
+#: calibrate, result)
+__all__ = ["project", "Projection", "DeviceProjection", "FrameWhatIf", "NO_HOST"]
 
 
 def project(a) -> Projection:
@@ -130,7 +126,7 @@ def project(a) -> Projection:
         # the profiler only adds time: an un-profiled time well above the recording is not this recording's
         # (hf-llama.decode: 213.5 ms measured for a 49.7 ms recording on a loaded node); c would be 0 and the
         # projection the profiled one, so it is not called calibrated
-        from .units import fmt_ns
+        from ..units import fmt_ns
 
         unprof_long = True
         p.notes.append(f"the capture's un-profiled time ({fmt_ns(float(dist['unprofiled_us']) * 1e3 / steps)} per "
@@ -217,7 +213,7 @@ def project(a) -> Projection:
                 end = r.run(r.removal(cs, ce, ct), c, drop=drop)
                 sv2 = int(round(max(base_step - max(r.span(end).values()) / steps, sv)))
                 p.with_ops_ns[f.id] = sv2
-                from .units import fmt_ns
+                from ..units import fmt_ns
 
                 what = (f"{what}; with the {_n(n_ops, 'op')} computing the values read, if nothing else uses "
                         f"them: −{fmt_ns(sv2)} per step")

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..trace.model import TraceModel
-from .compare_steps import Steps
-from .thresholds import MAX_ALIGN_CELLS
+from ...trace.model import TraceModel
+from .steps import Steps
+from ..thresholds import MAX_ALIGN_CELLS
 
 
 @dataclass

@@ -19,15 +19,15 @@ steps against 5), so every number is **per step**: a total divided by the trace'
   (the comparison says so). The differences are hunks between matched kernels: ``added`` (only B kernels),
   ``removed`` (only A kernels), ``fused`` (several A kernels replaced by one B kernel in the same place) and
   ``replaced`` (anything else).
-* **Step time** (``step``, compare_time.py): the verdict "faster / slower / no clear change" on the captures'
+* **Step time** (``step``, compare/steptime.py): the verdict "faster / slower / no clear change" on the captures'
   un-profiled step time (their p25–p75 spreads decide), a profiled stand-in where a trace has none, and a
   warning when the two captures' distortions differ (their profiled idle is then not comparable). Every
   rendering opens with it, before kernel time, GPU span and idle.
 * **Gaps** (``match_gaps``): a listed gap of B is *new* when the kernel that ends it is aligned to an A kernel
   that no listed gap of A ends, or is not aligned at all; the explorer marks those.
 
-This module matches steps, causes, kernels, findings and gaps; the steps are found in compare_steps.py and
-the kernel sequences aligned in compare_align.py.
+This module matches steps, causes, kernels, findings and gaps; the steps are found in compare/steps.py and
+the kernel sequences aligned in compare/align.py.
 """
 
 from __future__ import annotations
@@ -42,20 +42,17 @@ try:  # as in the trace model: orjson where the viewer runs, json on GPU nodes t
 except ImportError:  # pragma: no cover
     _orjson = None
 
-from ..trace.model import TraceModel
-from .compare_align import MAX_ALIGN_CELLS, Alignment, Hunk, _prefix, _seq_names, _symbols, align, align_names, \
-    hunks_of, lcs_pairs
-from .compare_steps import PROFILER_STEP_RE, Steps, _dedupe, find_steps
-from .compare_time import StepTime, StepVerdict, step_verdict
-from .gaps import CAUSES
-from .thresholds import SAME_SHARE
+from ...trace.model import TraceModel
+from .align import Alignment, _seq_names, align, align_names
+from .steps import Steps, find_steps
+from .steptime import StepTime, StepVerdict, step_verdict
+from ..gaps import CAUSES
+from ..thresholds import SAME_SHARE
 
-#: the names this module held before the steps and the alignment moved out, re-exported so that
-#: ``from tui.analysis.compare import ...`` keeps working
+#: the comparison of two traces; its alignment (align.py), steps (steps.py) and un-profiled verdict (steptime.py)
+#: are imported from their own modules
 __all__ = ["compare", "match_gaps", "Comparison", "CauseDelta", "KernelDelta", "FindingDelta", "StepSummary",
-           "GapMatch", "finding_kind", "SAME_SHARE", "StepTime", "StepVerdict", "step_verdict", "Steps", "find_steps", "PROFILER_STEP_RE", "_dedupe", "Alignment",
-           "Hunk", "align", "align_names", "lcs_pairs", "hunks_of", "MAX_ALIGN_CELLS", "_prefix", "_symbols",
-           "_seq_names"]
+           "GapMatch", "finding_kind"]
 
 
 # ------------------------------------------------------------------------------------------- the model

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .replay_model import DEFAULT_GRAPH_GAP_NS
+from .model import DEFAULT_GRAPH_GAP_NS
 
 
 @dataclass
@@ -27,7 +27,7 @@ class DeviceProjection:
 
 @dataclass
 class FrameWhatIf:
-    """One frame as one fused GPU call (replay_frames.py), per step: its inclusive host time in the window, the GPU
+    """One frame as one fused GPU call (replay/frames.py), per step: its inclusive host time in the window, the GPU
     work launched under it, and the projected saving."""
 
     frame: str
@@ -54,15 +54,15 @@ class Projection:
     graph_gap_ns: int = DEFAULT_GRAPH_GAP_NS
     graph_gap_observed: bool = False
     notes: list[str] = field(default_factory=list)
-    #: the frames that matter, each as one fused GPU call (replay_frames.py), by projected saving
+    #: the frames that matter, each as one fused GPU call (replay/frames.py), by projected saving
     frames: list[FrameWhatIf] = field(default_factory=list)
     #: finding id -> the frame whose fused what-if is attached to it (its gaps lie under the frame)
     frame_of: dict[str, str] = field(default_factory=dict)
-    #: per step, the slowest device's waits on dependencies no host change removes (replay_fixes.py,
+    #: per step, the slowest device's waits on dependencies no host change removes (replay/fixes.py,
     #: ``dependency_waits``), when at least ``graph_wait_note_share`` of the step; else 0
     waits_ns: int = 0
     #: finding id -> the fixes it needs first, as groups of alternatives (the graph fix of a step whose host reads
-    #: GPU values: per frame, the findings whose fix removes its reads; replay_fixes.graph_needs); ``ranked`` puts
+    #: GPU values: per frame, the findings whose fix removes its reads; replay.fixes.graph_needs); ``ranked`` puts
     #: it after the first-ranked finding of every group
     after: dict[str, list[list[str]]] = field(default_factory=dict)
 
@@ -128,7 +128,7 @@ class Projection:
         host out of the way"."""
         if not self.devices:
             return None
-        from .units import fmt_ns
+        from ..units import fmt_ns
 
         b, fl, w = self.baseline_ns, self.floor_ns, self.waits_ns
         what = "un-profiled" if self.calibrated else "profiled"
@@ -152,7 +152,7 @@ class Projection:
         return s
 
     def top_frame(self) -> FrameWhatIf | None:
-        """The largest frame what-if that saves anything (replay_frames.py), None without one."""
+        """The largest frame what-if that saves anything (replay/frames.py), None without one."""
         w = self.frames[0] if self.frames else None
         return w if w is not None and w.saving_ns > 0 and self.baseline_ns > 0 else None
 
@@ -160,7 +160,7 @@ class Projection:
         """"as one fused GPU call, `frame` would save 6.93 ms per step (56.2%)": the largest of the frame what-ifs,
         which the report's projection line adds to the headline (the explorer's header line keeps the headline
         alone: it has one line). ``frame_text`` renders the frame's name (Markdown: a code span)."""
-        from .units import fmt_ns
+        from ..units import fmt_ns
 
         w = self.top_frame()
         if w is None:

@@ -14,18 +14,18 @@
   launch call (the read's wait and the run-ahead lost in it, the numpy and built-in calls between), and the two
   copies on the GPU. What stays is what the step does with the answer on the GPU.
 
-Both are replays of replay_model.py's chain, with the calibrated per-event overhead as every other fix.
+Both are replays of replay/model.py's chain, with the calibrated per-event overhead as every other fix.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..trace.model import Kind
-from .intervals import union
-from .replay_calibrate import steps_of
-from .replay_fixes import outermost
-from .replay_model import Replay, inside
+from ...trace.model import Kind
+from ..intervals import union
+from .calibrate import steps_of
+from .fixes import outermost
+from .model import Replay, inside
 
 #: which frames get the what-if and which findings carry it: ``Thresholds.frame_min_share``, ``frame_max_share``,
 #: ``frame_top``, ``frame_attach_share`` (thresholds.py)
@@ -138,7 +138,7 @@ def candidates(a, r: Replay, rec_step_ns: float, extra=()) -> list[tuple[str, in
 
 def frame_whatif(a, r: Replay, name: str, c: float, base_step: float):
     """The what-if of one frame as one fused GPU call: a ``FrameWhatIf`` (per step figures) or None."""
-    from .replay_result import FrameWhatIf
+    from .result import FrameWhatIf
 
     m = r.model
     steps = max(steps_of(a), 1)

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..trace.model import Kind, TraceModel
-from .window import step_ranges
+from ...trace.model import Kind, TraceModel
+from ..window import step_ranges
 
 PROFILER_STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .units import fmt_ns
-from .thresholds import MIN_SPREAD_STEPS
+from ..units import fmt_ns
+from ..thresholds import MIN_SPREAD_STEPS
 
 
 FASTER, SLOWER, UNCLEAR = "faster", "slower", "no clear change"

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..trace.model import Kind, TrackKind
-from .intervals import union
-from .thresholds import DEFAULT_GRAPH_GAP_NS, DEFAULT_LAUNCH_NS, QUEUED_NS
+from ...trace.model import Kind, TrackKind
+from ..intervals import union
+from ..thresholds import DEFAULT_GRAPH_GAP_NS, DEFAULT_LAUNCH_NS, QUEUED_NS
 
 #: calls that may wait for the GPU: they wait in the replay only where the trace shows they waited
 _MAYBE_WAIT = ("cudaMemcpyAsync", "cudaMemsetAsync", "hipMemcpyAsync", "hipMemsetAsync", "cuMemcpyAsync",
@@ -157,7 +157,7 @@ class Replay:
     """The dependency chain of a trace, replayable with host intervals removed and host time scaled."""
 
     def __init__(self, model, window=None, flags=None):
-        from .names import name_flags
+        from ..names import name_flags
 
         m = self.model = model
         self.window = window
@@ -288,7 +288,7 @@ class Replay:
         wait for the GPU; the items in ``drop`` (a mask, ``self.items`` order) do not run: they take no time,
         hold up nothing, and their end is -1e30; the items in ``fuse`` (a mask, ``self.items`` order) run as the
         nodes of one CUDA graph: each at the trace's median launch latency after its (replayed) launch call, and
-        one graph dispatch gap after its stream's previous item (replay_frames.py: a frame as one fused call);
+        one graph dispatch gap after its stream's previous item (replay/frames.py: a frame as one fused call);
         ``insert`` ({thread: (points, ns)}, recorded times) adds host time on a thread: every anchor at or after a
         point (since the origin) starts that much later, in replayed (un-profiled) time: the fused call's own
         dispatch."""
@@ -514,7 +514,7 @@ class Replay:
         """The window's GPU items back to back, one graph dispatch gap before each (per stream, the longest
         stream counts, and never less than the device's recorded busy time: a graph keeps the dependencies
         between streams, so their work overlaps no more than it did), plus ``keep`` (device -> ns): the time the
-        GPU waited on dependencies a graph does not remove (replay_fixes.py, ``dependency_waits``). On hta's
+        GPU waited on dependencies a graph does not remove (replay/fixes.py, ``dependency_waits``). On hta's
         trace_filter_sampled rank-0 the longest stream holds 290 of the 548 ms the device was busy: the rest
         counted as removable idle, and the fix projected 1.9x the idle outside gpu-wait."""
         keep = keep or {}

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..trace.model import Kind
-from .replay_model import Replay
-from .thresholds import CAL_SLACK
+from ...trace.model import Kind
+from .model import Replay
+from ..thresholds import CAL_SLACK
 
 #: a per-event overhead that takes all recorded host time off (calibration's upper end)
 NO_HOST = 1e12

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..trace.model import Kind
-from .hosttime import frame_own_intervals
-from .intervals import subtract, union
-from .replay_model import _CALLS, Replay, _inside
-from .thresholds import MAX_PARENT_STEPS, BANDWIDTH_MIN_BYTES, COLD_MIN_REF, COLD_NS, DEFAULT, PINNED_GBPS
+from ...trace.model import Kind
+from ..hosttime import frame_own_intervals
+from ..intervals import subtract, union
+from .model import _CALLS, Replay, _inside
+from ..thresholds import MAX_PARENT_STEPS, BANDWIDTH_MIN_BYTES, COLD_MIN_REF, COLD_NS, DEFAULT, PINNED_GBPS
 
 #: synchronising ops that hand one value of a device tensor to the host (a check's read)
 SCALAR_READS = ("aten::item", "aten::_local_scalar_dense", "aten::is_nonzero")
@@ -167,7 +167,7 @@ def _calls_under(r: Replay, mask_names, frame, kinds=(int(Kind.CPU_OP), int(Kind
 
 
 def _copy_removal(r: Replay, kind: str | None, pageable_only: bool, frame):
-    from .activity import copy_kind
+    from ..activity import copy_kind
 
     m = r.model
     memk = int(Kind.MEMCPY)
@@ -223,7 +223,7 @@ def _copy_removal(r: Replay, kind: str | None, pageable_only: bool, frame):
 def _pinned_gbps(r: Replay, kind: str | None) -> float:
     """Median bandwidth (GB/s = bytes/ns) of the trace's pinned copies of ``kind`` of ``BANDWIDTH_MIN_BYTES`` or
     more, else ``PINNED_GBPS``."""
-    from .activity import copy_kind
+    from ..activity import copy_kind
 
     m = r.model
     it = r.items[m.kind[r.items] == int(Kind.MEMCPY)]
@@ -243,7 +243,7 @@ def _after_effect(a, r: Replay, calls):
     positive, is that call's after-effect. The fix takes it off the host time after the call in proportion: each
     stretch between the thread's anchors (launches, waits) there loses the same share, so no launch moves ahead
     of another. Returns ((s, e, thread) arrays, excess ns) or None."""
-    from .hosttime import host_time
+    from ..hosttime import host_time
 
     m = r.model
     if calls.size == 0 or getattr(a, "stacks", None) is None:
@@ -313,8 +313,8 @@ def dependency_waits(a, r: Replay) -> dict[int, tuple[int, int]]:
     started on an idle device, the one the cause's rule uses) and one graph dispatch gap is kept (what the host's
     issuing can explain goes); a kept part below ``wait_min_ns`` is dispatch, not a wait. A CUDA graph replays the same dependencies: on tracelens' sglang decode (MI300X) one 463.3 ms gap waited
     on a ``hipStreamWaitEvent``, and the graph what-if without it projected −97.9% of the step."""
-    from .causes import code
-    from .gaps import typical_launch_delay
+    from ..causes import code
+    from ..gaps import typical_launch_delay
 
     g, m = a.gaps, a.model
     if len(g) == 0:
@@ -341,8 +341,8 @@ def dependency_waits(a, r: Replay) -> dict[int, tuple[int, int]]:
 def kept_wait_text(a, r: Replay, step_ns: float) -> str:
     """The graph fix's note on the dependency waits it keeps ("; the 463.25 ms per step the GPU waited on ...
     stays"), when they are at least ``graph_wait_note_share`` of the step ``step_ns``; else ""."""
-    from .replay_calibrate import _steps
-    from .units import fmt_ns
+    from .calibrate import _steps
+    from ..units import fmt_ns
 
     kept = dependency_waits(a, r)
     ns, n = sum(k for k, _ in kept.values()), sum(k for _, k in kept.values())
@@ -362,7 +362,7 @@ def host_reads(a, r: Replay) -> dict[str | None, int]:
     host-to-device copy or an allocator's implicit sync copies nothing back and is not one. hf-mixtral.decode_eager:
     352 in its 4 steps, all in ``modeling_mixtral.py(69): forward`` (64 ``where`` and 32 ``nonzero``, 192 ``item``,
     64 ``is_nonzero``); demo-eager.decode: none."""
-    from .activity import copy_kind
+    from ..activity import copy_kind
 
     m = r.model
     roots = _calls_under(r, r.flags["sync_op"] | r.flags["sync_rt"] | r.flags["blocking_copy"], None)
@@ -495,8 +495,8 @@ def fix_for(a, r: Replay, f):
         if after is not None:
             (s2, e2, t2), x = after
             S.append(s2), E.append(e2), T.append(t2)
-            from .replay_calibrate import _steps
-            from .units import fmt_ns
+            from .calibrate import _steps
+            from ..units import fmt_ns
 
             what += f", and the host work they slowed right after them ({fmt_ns(x / _steps(a))} per step, recorded)"
         return ("remove", (np.concatenate(S), np.concatenate(E), np.concatenate(T)), what, None)
