@@ -13,7 +13,7 @@ from tests.helpers import SCHEMA_PATH, model_of, one_gap, sync_scenario
 from gapscope.tui.analysis import analyze
 from gapscope.tui.cli import main
 from gapscope.tui.report import build_json, render_markdown, write_reports
-from gapscope.tui.report.markdown import code, esc, inline
+from gapscope.tui.report.markdown_text import code, esc, inline
 
 
 @pytest.fixture(scope="module")

@@ -11,19 +11,13 @@ escaping and labels all of them use are in markdown_text.py.
 from __future__ import annotations
 
 from ..analysis.diagnosis import diagnose
-from .markdown_compare import _num, _pct, _signed, _span, _steps_text, before_after, compare, overview
-from .markdown_ranks import ranks_headline, ranks_table
-from .markdown_single import (_COLL_RE, _coll_label, _fence, _sections, _stack_lines, _wait_text, by_saving, headline,
-                              projection_line, saving_line, single, streams_section, window_line)
-from .markdown_text import _CODE_SPAN, _CTRL, _MD_SPECIAL, _biggest_cause, _bytes, _ctrl_esc, _label, code, esc, inline
+from .markdown_compare import before_after, compare, overview
+from .markdown_ranks import ranks_table
+from .markdown_single import _sections, single
+from .markdown_text import _CTRL, _ctrl_esc, esc
 
-#: the entry; the other names are re-exported from the modules that now hold them, so that
-#: ``from tui.report.markdown import ...`` keeps working
-__all__ = ["render_markdown", "MAX_SIDE_BY_SIDE", "esc", "inline", "code", "_MD_SPECIAL", "_CODE_SPAN", "_CTRL",
-           "_ctrl_esc", "_bytes", "_label", "_biggest_cause", "_COLL_RE", "_coll_label", "_wait_text", "window_line",
-           "by_saving", "saving_line", "projection_line", "headline", "_stack_lines", "_fence", "single",
-           "streams_section", "_sections", "compare", "_signed", "_pct", "_num", "_span", "_steps_text",
-           "before_after", "overview", "ranks_headline", "ranks_table"]
+#: the entry of the Markdown report; its parts are imported from the modules that hold them
+__all__ = ["render_markdown", "MAX_SIDE_BY_SIDE"]
 
 
 #: side by side up to this many traces; more get one row each (a table 18 columns wide reads as noise)
