@@ -33,6 +33,18 @@ def _wait_for(session: str, needle: str, timeout: float = 30.0) -> str:
     raise AssertionError(f"{needle!r} did not appear; screen was:\n{text}")
 
 
+def _wait_for_re(session: str, pattern: str, timeout: float = 30.0) -> re.Match:
+    deadline = time.monotonic() + timeout
+    text = ""
+    while time.monotonic() < deadline:
+        text = _tmux("capture-pane", "-p", "-t", session)
+        m = re.search(pattern, text)
+        if m:
+            return m
+        time.sleep(0.2)
+    raise AssertionError(f"{pattern!r} did not appear; screen was:\n{text}")
+
+
 def _report_largest(trace) -> tuple[int, str, str]:
     """(gaps counted, largest gap's duration, its start) from `gapscope report`."""
     md = subprocess.run([sys.executable, "-m", "gapscope", "report", str(trace), "--no-cache"], cwd=ROOT, check=True,
@@ -70,7 +82,12 @@ def test_real_command_in_tmux(shared_traces, tmp_path, lang):
     cmd = f"{env} {sys.executable} -m gapscope {trace} --no-cache; echo EXIT=$?; sleep 30"
     _tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", cmd)
     try:
-        screen = _wait_for(session, "gap 1/")
+        # a trace opens on the top fix's gap (the header names the fix); N walks back to the largest
+        k = int(_wait_for_re(session, r"gap (\d+)/\d+").group(1))
+        screen = _wait_for(session, "top fix")
+        for j in range(k - 1, 0, -1):
+            _tmux("send-keys", "-t", session, "N")
+            screen = _wait_for(session, f"gap {j}/")
         assert "stack_memory_compile_graph" in screen
         # the explorer agrees with `gapscope report` on the same trace: the gaps counted, the largest gap's
         # duration and its time from the window start
