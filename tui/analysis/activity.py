@@ -141,14 +141,18 @@ def args_keys(model: TraceModel, events) -> np.ndarray:
         return np.zeros(0, np.int64)
     aid = model.args_id[ev].astype(np.int64)
     offs, data = model.args.offs, model.args.data
-    a0 = offs[np.maximum(aid, 0)].tolist()
-    a1 = offs[np.maximum(aid, 0) + 1].tolist()
+    # a trace whose events carry no args at all has no blob (``offs`` is [0]): every event then has none
+    has = (aid >= 0) & (aid < offs.size - 1)
+    at = np.where(has, aid, 0)
+    a0 = offs[at].tolist() if offs.size > 1 else [0] * ev.size
+    a1 = offs[at + 1].tolist() if offs.size > 1 else [0] * ev.size
+    has = has.tolist()
     # one substitution over the blobs joined by a byte no match can cross (the pattern takes quotes, names,
     # white space, digits, colons and commas only)
-    joined = b"\x00".join([data[x:y] if ai >= 0 else b"" for x, y, ai in zip(a0, a1, aid.tolist())])
+    joined = b"\x00".join([data[x:y] if ok else b"" for x, y, ok in zip(a0, a1, has)])
     blobs = _ID_RE.sub(b"", joined).split(b"\x00")
     if len(blobs) != ev.size:  # a blob holding the separator itself: one at a time
-        blobs = [_ID_RE.sub(b"", data[x:y]) if ai >= 0 else b"" for x, y, ai in zip(a0, a1, aid.tolist())]
+        blobs = [_ID_RE.sub(b"", data[x:y]) if ok else b"" for x, y, ok in zip(a0, a1, has)]
     uniq: dict[tuple, int] = {}
     return np.fromiter((uniq.setdefault(k, len(uniq)) for k in zip(model.name_id[ev].tolist(), blobs)),
                        np.int64, ev.size)
