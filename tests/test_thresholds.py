@@ -65,14 +65,14 @@ def strays(path: Path, source: str | None = None) -> list[str]:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:
                 name = ast.unparse(t)
-                if (path.name, name) not in ALLOWED_CONSTANTS:
+                if (rel, name) not in ALLOWED_CONSTANTS:
                     out.append(f"{rel}:{node.lineno}: constant {name} = {ast.unparse(node.value)}")
     for node in ast.walk(tree):
         if isinstance(node, ast.Compare):  # literal cut-offs: ``share >= 0.1``
             sides = [node.left, *node.comparators]
             for i, side in enumerate(sides):
                 v = _number(side)
-                if v is None or v in TRIVIAL or (path.name, v) in ALLOWED_LITERALS:
+                if v is None or v in TRIVIAL or (rel, v) in ALLOWED_LITERALS:
                     continue
                 others = sides[:i] + sides[i + 1:]
                 if float(v).is_integer() and abs(v) <= MAX_STRUCTURAL_LEN and any(_is_len(o) for o in others):
