@@ -139,12 +139,14 @@ def test_sample_trace_in_tmux(tmp_path, env):
     _tmux("new-session", "-d", "-s", session, "-x", "80", "-y", "24", cmd)
     try:
         _tmux("set-option", "-t", session, "mouse", "off", check=False)
-        screen = _wait_for(session, "gap 1/")
-        assert "demo-eager-sync" in screen and "GPU idle" in screen and "cause:" in screen
+        # the trace opens on the top fix's gap (gap k of n); n goes to the next one down the list
+        screen = _wait_for(session, "cause:")
+        k = int(re.search(r"gap (\d+)/\d+", screen).group(1))
+        assert "demo-eager-sync" in screen and "GPU idle" in screen and "top fix" in screen
         if env["LANG"] == "C":  # not UTF-8: plain ASCII everywhere
             assert screen.isascii(), screen
         _tmux("send-keys", "-t", session, "n")
-        screen = _wait_for(session, "gap 2/")
+        screen = _wait_for(session, f"gap {k + 1}/")
         _tmux("send-keys", "-t", session, "?")
         screen = _wait_for(session, "next / previous gap")
         _tmux("send-keys", "-t", session, "Escape")
