@@ -59,6 +59,10 @@ What is checked (one line per mismatch, ``trace: claim: reported X, events say Y
   range); and no ``launch`` example is held that way by one call or op.
 * a sync finding's fix, "remove the N synchronising calls in `frame`": N is the outermost synchronising calls
   starting inside that frame in the window (``sync_calls``).
+* the graph fix's "it needs the N syncs of `frame` ... removed first: the host reads their values": per frame, the
+  outermost synchronising calls of the window, each taken up to the ops enclosing it, inside which a device-to-host
+  copy was launched on the same thread, by the innermost user frame open at its start (``host_reads``, with my own
+  rule of what is user code: ``is_user_frame``); a graph fix with a saving and no such clause has none.
 * ``frame_whatifs``: each frame's calls in the window, its inclusive host time per step (per thread the union of
   its python_function calls starting in a step range) and the GPU work launched under it (launch call by
   correlation inside one of its calls; the item overlapping its device's window): ``check_frames``.
@@ -630,6 +634,7 @@ def audit_report(path: str, tr: Trace, rep: dict, label: str, whole: bool = Fals
     check_launches(A, tr, rep, devs)
     check_findings(A, tr, rep, devs, mine, origin)
     check_graph_fix(A, tr, rep, devs, mine, origin)
+    check_graph_reads(A, tr, rep)
     check_frames(A, tr, rep, devs, mode)
     return A
 
@@ -1877,6 +1882,104 @@ def check_graph_fix(A, tr, rep, devs, mine, origin):
         v, tol = parse_dur(m.group(1), m.group(2))
         A.ok(abs(kept / steps - v) <= tol, f"finding {f.get('id')} graph fix: wait kept per step",
              f"{m.group(1)} {m.group(2)}", us(kept / steps))
+
+
+# ------------------------------------------------------------------ the graph fix's host reads
+#: "; it needs the 352 syncs of `frame` (sync-1, python-2), the 8 of `other` and the 1 outside any user frame removed
+#: first: the host reads their values"
+_NEEDS_RE = re.compile(r"; it needs (.+) removed first: the host reads their values")
+_NEEDS_PART_RE = re.compile(r"the (\d+)(?: syncs?)? (?:of `([^`]+)`|outside any user frame)")
+
+
+#: a Python frame ``file(line): function`` of the workload's own code: not of an installed package (site-packages,
+#: dist-packages, torch and its compilers, triton), of Python's standard library (lib/python3.x, frozen modules,
+#: runpy, threading, contextlib), a built-in (``<built-in ...>``, ``<string>``) or gapscope's capture harness
+_PY_FRAME_FILE = re.compile(r"^(.+?)\(\d+\): ")
+_NOT_USER_FILE = re.compile(r"site-packages/|dist-packages/|(^|/)torch/|(^|/)_dynamo/|(^|/)_inductor/|(^|/)triton/"
+                            r"|/lib/python3|^<|(^|/)(runpy|threading|contextlib)\.py$"
+                            r"|(^|/)capture/(recorder|cli|__main__|__init__)\.py$")
+
+
+def is_user_frame(v) -> bool:
+    m = _PY_FRAME_FILE.match(v.name) if v.kind == "py" else None
+    return bool(m) and not _NOT_USER_FILE.search(m.group(1))
+
+
+def host_reads(tr, in_steps) -> Counter:
+    """The reads of a GPU value the host waited for, per user frame (``is_user_frame``; None: outside any): per
+    thread, the outermost synchronising calls (ops and runtime calls of SYNC_NAMES; inside the step ranges when
+    ``in_steps``), each taken up to the op it is in and the ops that op is in, as long as an op encloses it (not
+    through a range or a Python frame); each distinct one counts when a device-to-host copy was launched on the
+    thread inside it (its launch call, by correlation, starts there), under the innermost user frame open at its
+    start."""
+    d2h = defaultdict(list)  # thread -> starts of the launch calls of device-to-host copies
+    for g in tr.gpu:
+        if g.kind == "memcpy" and copy_label(g.name).startswith("DtoH"):
+            L = tr.launch(g)
+            if L is not None:
+                d2h[tr.thread_of[id(L)]].append(L.s)
+    out = Counter()
+    for key, evs in tr.threads.items():
+        ls = sorted(d2h.get(key, ()))
+        if not ls:
+            continue
+        calls = sorted((v for v in evs if v.kind in ("op", "runtime") and v.name in SYNC_NAMES
+                        and (not in_steps or tr.in_steps(v.s))), key=lambda v: (v.s, -v.e))
+        outer, last_end = set(), None
+        for v in calls:
+            if last_end is not None and v.e <= last_end:
+                continue  # inside the previous one: one synchronisation
+            last_end = v.e if last_end is None else max(last_end, v.e)
+            outer.add(id(v))
+        roots, open_ = {}, []  # open_: the events other than Python frames open so far, outermost first
+        for v in evs:
+            if v.kind == "py":
+                continue
+            while open_ and open_[-1].e <= v.s:
+                open_.pop()
+            if id(v) in outer:
+                up = v
+                for u in reversed(open_):  # innermost first: up through the ops that enclose it
+                    if u.e < v.e:
+                        continue  # ended inside it: not around it
+                    if u.kind != "op":
+                        break
+                    up = u
+                roots[id(up)] = up
+            open_.append(v)
+        # those inside which a copy back was launched read a value
+        reads = {k for k, r in roots.items() if (i := bisect.bisect_left(ls, r.s)) < len(ls) and ls[i] < r.e}
+        frames_open = []  # the Python frames opened so far, outermost first (those that ended dropped lazily)
+        for v in evs:
+            if v.kind == "py":
+                while frames_open and frames_open[-1].e <= v.s:
+                    frames_open.pop()
+                frames_open.append(v)
+            elif id(v) in reads:
+                inner = [u for u in frames_open if u.s <= v.s < u.e and is_user_frame(u)]
+                out[inner[-1].name if inner else None] += 1
+    return out
+
+
+def check_graph_reads(A, tr, rep):
+    """The graph fix's "it needs the N syncs of `frame` ... removed first: the host reads their values": N per frame
+    (and outside any user frame) against ``host_reads`` of the window; a graph fix with a saving and without the
+    clause has no read."""
+    mode = (((rep.get("traces") or [{}])[0].get("window") or {}).get("mode")) or "all"
+    in_steps = mode == "steps" and bool(tr.steps)
+    for f in rep.get("findings", []):
+        fix = f.get("fix") or ""
+        if f.get("cause") != "launch" or "CUDA graph" not in fix:
+            continue
+        m = _NEEDS_RE.search(fix)
+        if m is None:
+            if f.get("saving_us") is not None:
+                got = sum(host_reads(tr, in_steps).values())
+                A.ok(got == 0, f"finding {f.get('id')} graph fix: host reads", "none said", got)
+            continue
+        said = {p.group(2): int(p.group(1)) for p in _NEEDS_PART_RE.finditer(m.group(1))}
+        got = dict(host_reads(tr, in_steps))
+        A.ok(said == got, f"finding {f.get('id')} graph fix: host reads per frame", said, got)
 
 
 # ------------------------------------------------------------------ the sync fix's count of calls

@@ -503,6 +503,33 @@ def test_the_allocator_fix_after_effect_is_recomputed_from_the_events():
     assert len(mismatches(bad)) == 1
 
 
+def test_the_graph_fix_host_reads_are_recounted_from_the_events():
+    """The graph fix's "it needs the N syncs of `frame` ... removed first: the host reads their values", recounted by
+    the checker's own reading of the events of the real sync trace (each of the 4 steps reads the check's value 8
+    times): right as reported; a changed N, the frame's reads said to be outside any frame, and the clause left out
+    are each a mismatch."""
+    path = ROOT / "traces" / "demo-eager-sync.decode.json.gz"
+    rep = audit.run_report(f"{sys.executable} -m gapscope", str(ROOT), str(path), False)
+    tr = audit.Trace(audit.read_trace(str(path)))
+    frame = "capture/demo.py(51): _inject_sync_check"
+    f = next(f for f in rep["findings"] if f["cause"] == "launch" and "CUDA graph" in f["fix"])
+    assert f"it needs the 32 syncs of `{frame}` (sync-1) removed first" in f["fix"]
+    assert audit.host_reads(tr, True) == {frame: 32}
+
+    def mismatches(r):
+        A = audit.audit_report(str(path), tr, r, "t")
+        return [m for m in A.mismatches if "host reads" in m]
+
+    assert mismatches(rep) == []
+    i = rep["findings"].index(f)
+    for wrong in (f["fix"].replace("the 32 syncs", "the 31 syncs"),
+                  f["fix"].replace(f"of `{frame}`", "outside any user frame"),
+                  f["fix"][:f["fix"].index("; it needs")]):
+        bad = copy.deepcopy(rep)
+        bad["findings"][i]["fix"] = wrong
+        assert len(mismatches(bad)) == 1, wrong
+
+
 @pytest.fixture(scope="module")
 def attn():
     """The eager-attention prefill (traces/), its raw events and the report of this checkout."""

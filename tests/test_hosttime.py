@@ -70,6 +70,27 @@ def test_nesting_segments_credit_whatever_started_last(scene):
                    (70, 80, e["label"]), (80, 90, e["step"]), (90, 92, e["launch"]), (92, 100, e["step"])]
 
 
+def test_nesting_credits_a_frame_an_op_calls_and_a_range_a_frame_opens_unlike_the_rule():
+    # µs: an op [0, 40) calls a Python frame P [10, 30); a frame G [50, 90) opens a record_function range R [60, 80)
+    s = Synth()
+    s.cpu_op("aten::custom", 0, 40)
+    s.python("user.py(2): p", 10, 20)
+    s.python("user.py(3): g", 50, 40)
+    s.annotation("R", 60, 20)
+    a = analyze(model_of(s), window="all")
+    m = a.model
+    e = {n: int(np.flatnonzero(m.name_id == m.names.index(n))[0]) for n in ("aten::custom", "user.py(2): p",
+                                                                           "user.py(3): g", "R")}
+    th = int(m.track[e["R"]])
+    at = np.array([5, 20, 35, 55, 70, 85, 95]) * US
+    by_rule = owners_at(a.stacks, m, np.full(at.size, th), at).event
+    op, p, g, r = e["aten::custom"], e["user.py(2): p"], e["user.py(3): g"], e["R"]
+    assert by_rule.tolist() == [op, op, op, g, g, g, -1]  # the op over the frame it calls, the frame over the range
+    s_, t_, own = nesting_segments(m, th, 0, 100 * US, (Kind.PYTHON, *CPU_NEST_KINDS))
+    assert list(zip((s_ // US).tolist(), (t_ // US).tolist(), own.tolist())) == [
+        (0, 10, op), (10, 30, p), (30, 40, op), (40, 50, -1), (50, 60, g), (60, 80, r), (80, 90, g), (90, 100, -1)]
+
+
 def test_frame_own_intervals_take_off_only_the_chosen_children(scene):
     a, e, th = scene
     m = a.model

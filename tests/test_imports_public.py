@@ -1,6 +1,6 @@
 """Test files share code through tests/helpers and reach the package through its public names: no test file imports
-another test file (or conftest), and no private name (``_x``) is imported from gapscope, except the few listed
-below, each still waiting for a public home in its module (each module is being reworked elsewhere)."""
+another test file (or conftest), and no private name (``_x``) is imported from gapscope, except any listed in
+STILL_PRIVATE below (none now), each waiting for a public home in its module."""
 
 from __future__ import annotations
 
@@ -9,14 +9,9 @@ from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
 
-#: private names tests still import: (module, name) -> where the public name should come from
-STILL_PRIVATE = {
-    ("gapscope.tui.analysis.replay.fixes", "_calls_under"): "replay/fixes.py",
-    ("gapscope.tui.analysis.replay.fixes", "_python_own"): "replay/fixes.py (hosttime.frame_own_intervals with the replay's children)",
-    ("gapscope.tui.analysis.replay.fixes", "_after_effect"): "replay/fixes.py",
-    ("gapscope.tui.app.lanes", "_distinct_ids"): "app/lanes.py",
-    ("gapscope.tui.trace.cache", "_ARRAYS"): "trace/cache.py",
-}
+#: private names tests still import: (module, name) -> where the public name should come from; empty now, kept so
+#: that a private name a test needs is listed here, with its module, until it has a public one
+STILL_PRIVATE: dict[tuple[str, str], str] = {}
 
 
 def _imports(path: Path):

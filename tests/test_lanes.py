@@ -242,9 +242,9 @@ def test_locale_decides_unicode_or_ascii(env, utf8):
 
 
 def test_distinct_ids_are_np_unique():
-    from gapscope.tui.app.lanes import _distinct_ids
+    from gapscope.tui.app.lanes import distinct_ids
 
     rng = np.random.default_rng(7)
     for n, hi in ((0, 1), (1, 1), (50, 5), (10_000, 3_000)):
         a = rng.integers(0, hi, n).astype(np.int32)
-        assert np.array_equal(_distinct_ids(a), np.unique(a))
+        assert np.array_equal(distinct_ids(a), np.unique(a))

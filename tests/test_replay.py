@@ -12,7 +12,7 @@ from tests.synth import Synth
 from tests.helpers import model_of
 from gapscope.tui.analysis import analyze
 from gapscope.tui.analysis.replay import project
-from gapscope.tui.analysis.replay.fixes import _calls_under, _python_own
+from gapscope.tui.analysis.replay.fixes import calls_under, python_own
 from gapscope.tui.analysis.replay.model import Replay
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
@@ -52,7 +52,7 @@ def test_cpu_bound_removing_1ms_of_python_saves_1ms():
     a = analyze(model_of(s))
     r = Replay(a.model, a.window, a.flags)
     assert _span(r) == end * US  # unchanged: the recorded window, to the ns
-    iv = _python_own(r, "user.py(20): bookkeeping")
+    iv = python_own(r, "user.py(20): bookkeeping")
     assert _span(r) - _span(r, r.removal(*iv)) == 1000 * US
 
 
@@ -61,7 +61,7 @@ def test_gpu_bound_removing_python_saves_nothing():
     a = analyze(model_of(s))
     r = Replay(a.model, a.window, a.flags)
     assert _span(r) == end * US
-    iv = _python_own(r, "user.py(20): bookkeeping")
+    iv = python_own(r, "user.py(20): bookkeeping")
     assert int((iv[1] - iv[0]).sum()) == 1000 * US  # the frame's own time is there to remove...
     assert _span(r) - _span(r, r.removal(*iv)) == 0  # ...and the GPU chain does not get shorter
 
@@ -96,7 +96,7 @@ def test_sync_in_a_pipelined_loop_saves_its_drain_and_refill():
     r = Replay(a.model, a.window, a.flags)
     # recorded: k0 115..415, k1 ..715, k2 ..1015, sync returns 1018, k3 1123..1423, k4 ..1723, k5 ..2023
     assert _span(r) == 2023 * US
-    idx = _calls_under(r, a.flags["sync_rt"], "user.py(30): check")
+    idx = calls_under(r, a.flags["sync_rt"], "user.py(30): check")
     assert a.model.name(int(idx[0])) == "cudaStreamSynchronize" and idx.size == 1
     rem = r.removal(a.model.ts_ns[idx], a.model.ts_ns[idx] + a.model.dur_ns[idx], a.model.track[idx])
     # without it k3 queues behind k2 (1015..1315) and the chain ends at 1915: the 108 µs bubble is saved
@@ -109,7 +109,7 @@ def test_host_work_before_a_sync_in_a_gpu_bound_loop_saves_nothing():
     a = analyze(model_of(_pipelined_with_sync(extra_us=50)))
     r = Replay(a.model, a.window, a.flags)
     assert _span(r) == 2023 * US
-    iv = _python_own(r, "user.py(20): bookkeeping")
+    iv = python_own(r, "user.py(20): bookkeeping")
     assert int((iv[1] - iv[0]).sum()) == 50 * US
     assert _span(r) - _span(r, r.removal(*iv)) == 0
 
@@ -264,7 +264,7 @@ def test_calibrated_sample_says_so_and_ranks_the_injected_frame():
     target = a.model.gapscope_meta["unprofiled_us"] * 1e3
     assert abs(p.devices[0].baseline_ns - target) <= 0.005 * target
     f = next(f for f in a.findings if f.evidence.get("frame") == "capture/demo.py(101): _host_bookkeeping")
-    own = _python_own(Replay(a.model, a.window, a.flags), "capture/demo.py(101): _host_bookkeeping")
+    own = python_own(Replay(a.model, a.window, a.flags), "capture/demo.py(101): _host_bookkeeping")
     removed_per_step = int((own[1] - own[0]).sum()) / 4
     # host-bound: the saving is most of the frame's own time, never more
     assert 0.5 * removed_per_step < p.saving_ns[f.id] <= removed_per_step
@@ -442,14 +442,14 @@ def _alloc_rounds(slow_us: float = 10.0, rounds: int = 6):
 
 
 def test_after_effect_is_the_excess_over_the_same_names_away_from_the_calls():
-    from gapscope.tui.analysis.replay.fixes import COLD_NS, _after_effect
+    from gapscope.tui.analysis.replay.fixes import COLD_NS, after_effect
 
     a = analyze(model_of(_alloc_rounds()))
     m = a.model
     r = Replay(m, a.window, a.flags)
     calls = np.flatnonzero(np.array([n == "cudaMalloc" for n in m.names])[m.name_id])
     assert calls.size == 6
-    (s_, e_, t_), total = _after_effect(a, r, calls)
+    (s_, e_, t_), total = after_effect(a, r, calls)
     # aten::add's own time is 18 µs away from the calls and 28 µs in the 3 slow iterations after each: 6 x 3 x 10 µs;
     # the launch calls (2 µs everywhere) add nothing, the 2 normal iterations inside the 200 µs add nothing
     assert total == 180 * US
@@ -465,13 +465,13 @@ def test_after_effect_is_the_excess_over_the_same_names_away_from_the_calls():
 
 
 def test_no_after_effect_when_the_host_is_as_fast_after_the_calls():
-    from gapscope.tui.analysis.replay.fixes import _after_effect
+    from gapscope.tui.analysis.replay.fixes import after_effect
 
     a = analyze(model_of(_alloc_rounds(slow_us=0)))
     m = a.model
     r = Replay(m, a.window, a.flags)
     calls = np.flatnonzero(np.array([n == "cudaMalloc" for n in m.names])[m.name_id])
-    assert _after_effect(a, r, calls) is None
+    assert after_effect(a, r, calls) is None
 
 
 def _copy(s: Synth, direction: str, ts: float, dur: float, c_ts: float, c_dur: float, src: str, dst: str):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from gapscope.tui.trace import parallel, read, reader
-from gapscope.tui.trace.cache import _ARRAYS
+from gapscope.tui.trace.cache import COLUMNS
 
 SAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "traces",
                       "demo-eager.decode.json.gz")
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(parallel._orjson is None or not hasattr(os, "for
 
 
 def _same(a, b):
-    for k in _ARRAYS:
+    for k in COLUMNS:
         x, y = getattr(a, k), getattr(b, k)
         assert x.dtype == y.dtype, k
         assert np.array_equal(x, y), k

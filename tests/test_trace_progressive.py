@@ -15,7 +15,7 @@ import pytest
 
 from gapscope.tui.analysis import analyze
 from gapscope.tui.trace import parallel, progressive, read, reader
-from gapscope.tui.trace.cache import _ARRAYS
+from gapscope.tui.trace.cache import COLUMNS
 from gapscope.tui.trace.model import TrackKind
 
 SAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "traces",
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(parallel._orjson is None or not hasattr(os, "for
 
 def same_model(a, b):
     """Every column array equal (dtype too), every side table equal."""
-    for k in _ARRAYS:
+    for k in COLUMNS:
         x, y = getattr(a, k), getattr(b, k)
         assert x.dtype == y.dtype, k
         assert np.array_equal(x, y), k

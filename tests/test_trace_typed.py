@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from gapscope.tui.trace import build, decode_typed, load, parallel, read, reader
-from gapscope.tui.trace.cache import _ARRAYS
+from gapscope.tui.trace.cache import COLUMNS
 from gapscope.tui.trace.model import ARGS_DROP, BlobList, Kind
 
 pytestmark = pytest.mark.skipif(decode_typed._DEC_EV is None, reason="msgspec is not installed")
@@ -27,7 +27,7 @@ def _all_args(m):
 
 
 def _same(a, b, *, args_bytes=True):
-    for k in _ARRAYS:
+    for k in COLUMNS:
         if k == "args_id":
             continue
         x, y = getattr(a, k), getattr(b, k)
@@ -175,7 +175,7 @@ def test_parallel_path_merges_cpu_args(tmp_path, monkeypatch):
     par = read.load_uncached(str(p))
     monkeypatch.setattr(parallel, "PARALLEL_MIN", None)
     ser = read.load_uncached(str(p))
-    for k in _ARRAYS:
+    for k in COLUMNS:
         assert np.array_equal(getattr(par, k), getattr(ser, k)), k
     assert par.args == ser.args
 

@@ -33,6 +33,21 @@ Every own-time rule of the analysis lives here, as one of these variants:
   them, other user frames; an op that issues nothing is the frame's own host work).
 - ``nesting_segments``: by nesting alone, of chosen kinds: the event open that started last owns the instant,
   annotations included (ranks/owntime.py's per-frame excess of a late rank, keyed by frame name).
+
+Why ``nesting_segments`` is still a sweep of its own and not ``owners_at`` with a variant. Its rule is
+expressible through ``owners_at``'s lookups: of the innermost 'cpu' and innermost Python event at an instant
+(stacks.py), the one that started later (same start: the shorter) is the innermost open event, and over every CPU
+thread of the 51 sample and third-party traces, each thread whole as the interval, that gives the owner the loop
+gives for all 1,062,559 of its segments; it is no slower (hf-generate: 300 ms against the loop's 380 ms), though
+ranks/owntime.py would then need a StackIndex, built before the ranks are analysed. What it cannot express is the
+loop's dependence on the interval: the loop clips the events to [t0, t1) before ordering them, so where two events
+that overlap without nesting are both open at t0, the one that ends sooner counts as the inner one, not the one
+that started later. On demo-eager-tp's prefill, rank 0, one interval of ``own_times`` starts while the
+``attention`` range (which ends 2.8 µs later) and the built-in call that closes it (started after the range, ends
+5.6 µs later) are open: the loop credits the range, the per-instant rule the call. The owner of an instant then
+depends on where the caller's interval starts, which no per-instant rule gives; switching changes the two-rank
+prefill report's JSON (``others_median_us`` 2.798 -> 0.0 for ``attention``, 2.785 -> 5.583 for the built-in call)
+though no report of benchmarks/check_reports_same.py, so the loop stays until that change is made on purpose.
 """
 
 from __future__ import annotations

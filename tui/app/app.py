@@ -48,7 +48,7 @@ class GapscopeApp(App):
         # the first frame of the trace then only fills it in, without a switch of screens
         self.loading: str | None = None
         self.cancelled = False
-        self.user_picked = False  # until the person picks a gap, the largest one stays selected
+        self.user_picked = False  # until the person picks a gap, the one a tab opens on stays selected
         self._frozen = False  # gc.freeze() done for a large trace (undone on exit)
         self._gc_threshold = gc.get_threshold()
         # set once the first trace's lanes are on screen: the analysis thread starts after that, so it does not
@@ -178,7 +178,7 @@ class GapscopeApp(App):
 
     def replace_preview(self, scene: Scene) -> None:
         """The full scene takes the preview's place. Where the person moved on the preview, the view and the lane
-        cursor stay; else it opens as any trace does (the whole window, then the largest gap once analysed)."""
+        cursor stay; else it opens as any trace does (the whole window, then the top fix's gap once analysed)."""
         old = self.scenes[0]
         if progressive.moved(old):
             scene.view.t0, scene.view.t1, scene.view.cursor = old.view.t0, old.view.t1, old.view.cursor

@@ -79,5 +79,5 @@ class GapKeys:
 
 def opening_gap(sc: Scene) -> int:
     """The position in the gap list a tab opens on (the first time it is shown, and when its analysis lands):
-    the one selected, the largest gap."""
+    the one selected: the largest gap of the top fix (``Scene.opening_position``), else the largest gap."""
     return sc.selected

@@ -297,7 +297,7 @@ def cpu_categories(model: TraceModel, idx: np.ndarray) -> np.ndarray:
     nid = model.name_id[idx]
     sel = rt | (kinds == Kind.CPU_OP)
     if sel.any():
-        uniq = _distinct_ids(nid[sel])
+        uniq = distinct_ids(nid[sel])
         sync_ids = [u for u in uniq.tolist() if model.names[u] in _SYNC_OPS or _SYNC_RUNTIME.search(model.names[u])]
         alloc_ids = [u for u in uniq.tolist() if _ALLOC_RUNTIME.search(model.names[u])]
         if sync_ids:
@@ -307,7 +307,7 @@ def cpu_categories(model: TraceModel, idx: np.ndarray) -> np.ndarray:
     return cat
 
 
-def _distinct_ids(ids: np.ndarray) -> np.ndarray:
+def distinct_ids(ids: np.ndarray) -> np.ndarray:
     """The distinct interned ids (names: non-negative, dense), sorted. Not `np.unique`: its first call in a
     process imports numpy.ma (~8 ms), and the lanes are on the way to the first frame."""
     return np.flatnonzero(np.bincount(ids)) if ids.size else ids[:0]
@@ -321,7 +321,7 @@ def _cpu_lane(model: TraceModel, tr, rank) -> Lane | None:
     # record_function ranges other than ProfilerStep#N are user code: counted as Python on the thread row
     # (the analysis does the same); the profiler's step ranges cover everything and are left out
     if ann.size:
-        step_ids = [i for i in _distinct_ids(model.name_id[ann]).tolist() if model.names[i].startswith("ProfilerStep#")]
+        step_ids = [i for i in distinct_ids(model.name_id[ann]).tolist() if model.names[i].startswith("ProfilerStep#")]
         user_ann = ann[~np.isin(model.name_id[ann], step_ids)] if step_ids else ann
     else:
         user_ann = ann
@@ -359,7 +359,7 @@ def _depth_rows(model: TraceModel, tr, rank, act: np.ndarray, akind: np.ndarray)
     harness = np.zeros(act.size, bool)
     if is_py.any():
         nid = model.name_id[act[is_py]]
-        ids = [u for u in _distinct_ids(nid).tolist() if HARNESS_FRAME_RE.search(model.names[u])]
+        ids = [u for u in distinct_ids(nid).tolist() if HARNESS_FRAME_RE.search(model.names[u])]
         if ids:
             harness[is_py] = np.isin(nid, ids)
     n_harness = 0

@@ -112,7 +112,8 @@ class MainScreen(LaneKeys, GapKeys, SearchKeys, Screen):
         slot.remove()
 
     def show_tab(self) -> None:
-        """The app's current tab (``app.scene``) is the one to show; a tab opens on its gap the first time."""
+        """The app's current tab (``app.scene``) is the one to show; a tab opens on its top fix's gap the first
+        time (``opening_gap``)."""
         sc = self.scene
         if not sc.visited and sc.order.size and sc.selected >= 0:
             sc.visited = True

@@ -104,7 +104,7 @@ class Scene:
         self.time_mode = "window"
         self._win0: int | None = None  # the analysed window's start (aligned), set when analyses land
         self._win1: int | None = None  # and its end (aligned)
-        self.visited = False  # shown once on screen (a tab opens on its largest gap the first time)
+        self.visited = False  # shown once on screen (a tab opens on its top fix's gap the first time)
 
     @property
     def origin(self) -> int:

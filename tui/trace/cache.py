@@ -31,7 +31,8 @@ except ImportError:  # pragma: no cover
 #: bump when the model's columns or their meaning change: older entries are then rebuilt
 FORMAT_VERSION = 2
 _EDGE = 64 << 10
-_ARRAYS = ("ts_ns", "dur_ns", "kind", "track", "name_id", "corr", "ext_id", "py_id", "py_parent", "depth",
+#: the model's array columns an entry stores (tests compare two models column by column with it)
+COLUMNS = ("ts_ns", "dur_ns", "kind", "track", "name_id", "corr", "ext_id", "py_id", "py_parent", "depth",
            "parent", "args_id", "nbytes", "launch", "op", "track_offsets")
 
 
@@ -102,7 +103,7 @@ def _track_from(d: dict) -> Track:
 
 
 def _entry_arrays(model: TraceModel, key: dict) -> dict:
-    arrays = {k: getattr(model, k) for k in _ARRAYS}
+    arrays = {k: getattr(model, k) for k in COLUMNS}
     names = [s.encode("utf-8", "surrogatepass") for s in model.names]
     arrays["names_data"], arrays["names_offs"] = _blob(names)
     if isinstance(model.args, BlobList):
@@ -133,7 +134,7 @@ def decode(raw_file: str, key: dict, path: str) -> TraceModel | None:
         side = _loads(z["side"].tobytes())
         if side.get("key") != key:
             return None
-        cols = {k: z[k] for k in _ARRAYS}
+        cols = {k: z[k] for k in COLUMNS}
         names = [b.decode("utf-8", "surrogatepass") for b in _unblob(z["names_data"], z["names_offs"])]
         args = BlobList(z["args_data"].tobytes(), z["args_offs"])
     ao = args.offs
@@ -141,7 +142,7 @@ def decode(raw_file: str, key: dict, path: str) -> TraceModel | None:
                                                                                       (np.diff(ao) < 0).any()):
         raise ValueError("args offsets do not match their data")
     n = cols["ts_ns"].shape[0]
-    if any(cols[k].shape[0] != n for k in _ARRAYS if k != "track_offsets"):
+    if any(cols[k].shape[0] != n for k in COLUMNS if k != "track_offsets"):
         raise ValueError("columns of different lengths")
     tracks = [_track_from(d) for d in side["tracks"]]
     if cols["track_offsets"].shape[0] != len(tracks) + 1:

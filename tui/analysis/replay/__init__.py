@@ -60,7 +60,7 @@ trace is replayed, and the saving is baseline - projection (per step, of the slo
 * ``allocator``: the allocator calls and ``empty_cache`` under the frame, the implicit syncs in them, and the
   host work they slowed right after they returned (``cudaFree`` / ``cudaMalloc`` of large blocks leave the host's
   caches cold): the events starting within ``COLD_NS`` after a call, against the median own time of the same
-  names away from every call (replay/fixes.py, ``_after_effect``). On the H200 demo that was 0.5 ms per decode step
+  names away from every call (replay/fixes.py, ``after_effect``). On the H200 demo that was 0.5 ms per decode step
   of recorded host time, and without it the projection was 34.8% for a measured 54.2%;
 * ``copy``: a pageable copy's blocking: its launch call beyond the median launch-call cost, and the sync
   calls inside the op that issued it; on the GPU the copy takes what a pinned one of the same bytes takes
@@ -91,7 +91,7 @@ import numpy as np
 
 from .calibrate import CAL_SLACK, NO_HOST, _calibrate, _steps
 from .frames import attach, frame_whatifs, round_trip_fix
-from .fixes import (_calls_under, _check_ops, _graph_owner, _n, dependency_waits, fix_for, graph_needs, host_reads,
+from .fixes import (_check_ops, _graph_owner, _n, calls_under, dependency_waits, fix_for, graph_needs, host_reads,
                     kept_wait_text)
 from .model import Replay
 from .result import DeviceProjection, FrameWhatIf, Projection
@@ -204,7 +204,7 @@ def project(a) -> Projection:
         if f.cause == "sync" and kind == "remove":
             frame = (f.evidence or {}).get("frame")
             try:
-                reads = _calls_under(r, r.flags["sync_op"] | r.flags["sync_rt"] | r.flags["blocking_copy"], frame)
+                reads = calls_under(r, r.flags["sync_op"] | r.flags["sync_rt"] | r.flags["blocking_copy"], frame)
                 chk = _check_ops(r, frame, reads)
             except (ValueError, IndexError, KeyError):
                 chk = None

@@ -77,7 +77,7 @@ def _own_keep(r: Replay):
     return got
 
 
-def _python_own(r: Replay, name: str):
+def python_own(r: Replay, name: str):
     """The host time of frame ``name`` that a fused GPU call removes: its own time (hosttime.frame_own_intervals)
     with the replay's children, (start, end, thread) arrays, or None when no event has the name."""
     m = r.model
@@ -129,7 +129,7 @@ def _check_ops(r: Replay, frame: str | None, reads):
         nested = (us.size > 0) & (ps >= us[j]) & (pe <= ue[j]) & ~((ps == us[j]) & (pe == ue[j]))
         s_, e_ = subtract(us, ue, ps[nested], pe[nested])
         S.append(s_), E.append(e_), T.append(np.full(s_.size, t, np.int64))
-        own = _outermost(m, ops[(m.track[ops] == t) & _inside(s_, e_, m.ts_ns[ops])])
+        own = outermost(m, ops[(m.track[ops] == t) & _inside(s_, e_, m.ts_ns[ops])])
         n_ops += int((~np.isin(own, rd)).sum())
         sel = (L >= 0) & (m.track[np.where(L >= 0, L, 0)] == t)
         drop[sel] = _inside(s_, e_, m.ts_ns[L[sel]])
@@ -152,18 +152,17 @@ def outermost(m, idx):
     return idx[keep]
 
 
-#: the name the older code uses
-_outermost = outermost
-
-
-def _calls_under(r: Replay, mask_names, frame, kinds=(int(Kind.CPU_OP), int(Kind.RUNTIME), int(Kind.DRIVER))):
+def calls_under(r: Replay, mask_names, frame, kinds=(int(Kind.CPU_OP), int(Kind.RUNTIME), int(Kind.DRIVER))):
+    """The outermost events of ``kinds`` whose name is in ``mask_names`` (a per-name-id mask) that start inside a
+    call of frame ``frame`` on its thread (without a frame: anywhere, inside the measured steps when the window is
+    clipped); empty when no event has the frame's name."""
     m = r.model
     idx = np.flatnonzero(mask_names[m.name_id] & np.isin(m.kind, np.array(kinds, np.uint8)))
     fr = _frame_intervals(m, frame)
     if frame and fr is None:
         return np.zeros(0, np.int64)
     idx = idx[_within(m, idx, fr, r.window)]
-    return _outermost(m, idx)
+    return outermost(m, idx)
 
 
 def _copy_removal(r: Replay, kind: str | None, pageable_only: bool, frame):
@@ -233,7 +232,7 @@ def _pinned_gbps(r: Replay, kind: str | None) -> float:
     return float(np.median(bws)) if bws else PINNED_GBPS
 
 
-def _after_effect(a, r: Replay, calls):
+def after_effect(a, r: Replay, calls):
     """The host work an allocator call slows down after it returns (``cudaFree`` / ``cudaMalloc`` of large blocks
     unmap and map memory: the host's caches and TLBs start cold), as host intervals to remove and its total.
 
@@ -365,7 +364,7 @@ def host_reads(a, r: Replay) -> dict[str | None, int]:
     from ..activity import copy_kind
 
     m = r.model
-    roots = _calls_under(r, r.flags["sync_op"] | r.flags["sync_rt"] | r.flags["blocking_copy"], None)
+    roots = calls_under(r, r.flags["sync_op"] | r.flags["sync_rt"] | r.flags["blocking_copy"], None)
     if roots.size == 0:
         return {}
     # each from its outermost enclosing op (``aten::nonzero`` launches the copy of its count, then syncs)
@@ -459,11 +458,11 @@ def fix_for(a, r: Replay, f):
         what += ", its host syncs moved onto the GPU first" if a.syncs and not host_reads(a, r) else ""
         return ("graph", None, what, None)
     if cause == "python" and frame:
-        iv = _python_own(r, frame)
+        iv = python_own(r, frame)
         return ("remove", iv, f"remove `{frame}`'s own host time", None) if iv is not None else None
     if cause == "sync":
         mask = r.flags["sync_op"] | r.flags["sync_rt"] | r.flags["blocking_copy"]
-        idx = _calls_under(r, mask, frame)
+        idx = calls_under(r, mask, frame)
         if frame and getattr(r.window, "clipped", False) and idx.size:
             # in the measured steps, as without a frame: hf-mixtral.decode_eager's frame holds 440 synchronising
             # calls over the trace, 352 in its 4 steps (the warm-up's are no part of the window replayed)
@@ -483,7 +482,7 @@ def fix_for(a, r: Replay, f):
                 f"remove the {_n(idx.size, 'synchronising call')}{where}", None)
     if cause == "allocator":
         mask = r.flags["alloc"] | r.flags["empty_cache"]
-        idx = _calls_under(r, mask, frame)
+        idx = calls_under(r, mask, frame)
         if idx.size == 0:
             return None
         S, E, T = [m.ts_ns[idx]], [m.ts_ns[idx] + m.dur_ns[idx]], [m.track[idx].astype(np.int64)]
@@ -491,7 +490,7 @@ def fix_for(a, r: Replay, f):
         # the runtime calls under them (cudaFree, cudaMalloc) are the ones whose after-effect is looked for
         rt = np.flatnonzero(r.flags["alloc"][m.name_id] & np.isin(m.kind, np.array(_CALLS, np.uint8)))
         rt = rt[_within(m, rt, (S[0], E[0], T[0]))]
-        after = _after_effect(a, r, rt) if rt.size else None
+        after = after_effect(a, r, rt) if rt.size else None
         if after is not None:
             (s2, e2, t2), x = after
             S.append(s2), E.append(e2), T.append(t2)
