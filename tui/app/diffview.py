@@ -19,6 +19,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.reactive import reactive
 from textual.screen import Screen
 from textual.strip import Strip
 from textual.widgets import DataTable, Footer, Static
@@ -29,6 +30,7 @@ from .loading import debugging, failure
 from .rows import Row
 from .safe import short_kernel, shown
 from .scene import Scene
+from .shown import DiffShown
 from .tables import Table
 from .timefmt import fmt_dur
 from .timeline import Axis, LanesView, label_width, style_runs
@@ -53,6 +55,7 @@ class DiffScene(Scene):
         self._pairs: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         self.marks: dict[int, Lane] = {}
         self.match_gid = -1  # the A gap matching the selected B gap
+        self.moves = 0  # counted up each time B is moved in time (the screen draws every lane again)
         self._realign(0)
         self.set_analyses([(0, analysis_a, analysis_a.config.min_listed_gap_ns),
                            (1, analysis_b, analysis_b.config.min_listed_gap_ns)])
@@ -95,6 +98,7 @@ class DiffScene(Scene):
         keep = self.selected_gap
         self.aligned_on = None if offset_b is None else self.aligned_on
         self._realign(k, offset_b)
+        self.moves += 1
         if any(pt.analysis is not None for pt in self.parts):
             self.merge_gaps()
             self.apply_filter(None)
@@ -263,7 +267,9 @@ class DiffLanes(LanesView):
 
 
 class DiffScreen(Screen):
-    """Before/after of two analysed traces."""
+    """Before/after of two analysed traces. What is on screen is one frozen value (``shown``,
+    tui/app/shown.py ``DiffShown``): a key changes the scene and calls ``update``; ``watch_shown`` redraws the
+    header, the lanes and the status line where the fields they depend on changed."""
 
     BINDINGS = [
         Binding("n", "gap(1)", "next gap"),
@@ -280,6 +286,8 @@ class DiffScreen(Screen):
         Binding("x", "swap", "swap A/B"),
         Binding("escape,q", "leave", "back"),
     ]
+
+    shown: reactive[DiffShown] = reactive(DiffShown(), init=False, always_update=False, repaint=False)
 
     def __init__(self, scene: DiffScene, glyphs: G.Glyphs, *, quit_on_leave: bool = False):
         super().__init__()
@@ -301,12 +309,9 @@ class DiffScreen(Screen):
     def on_mount(self) -> None:
         if self.glyphs.ascii:
             self.add_class("-ascii")
-        lv = self.query_one(DiffLanes)
-        lv.set_scene(self.scene)
-        self.query_one(Axis).scene = self.scene
         self._fill_deltas()
-        self.refresh_view()
-        lv.focus()
+        self.update()
+        self._lanes().focus()
 
     # ---------------------------------------------------------------- text
     def _t(self, s: str) -> str:
@@ -416,16 +421,43 @@ class DiffScreen(Screen):
             t.append(self._t(f"; next {short_kernel(b.model.name(nxt))}"))
         return t
 
-    # ---------------------------------------------------------------- drawing
-    def refresh_view(self) -> None:
-        self.query_one("#dhead", Static).update(self._head())
-        self.query_one("#dstatus", Static).update(self._status())
-        self.query_one(DiffLanes).refresh()
-        self.query_one(Axis).refresh()
+    # ---------------------------------------------------------------- state
+    def update(self, msg: str = "", *, keep_msg: bool = False) -> None:
+        """A new ``DiffShown`` from the scene as it is now (``msg`` on the status line: a move clears it)."""
+        self.shown = DiffShown.of(self.scene, self.shown.msg if keep_msg else msg)
+
+    def watch_shown(self, old: DiffShown, new: DiffShown) -> None:
+        sc = self.scene
+        lv = self._lanes()
+        axis = self.query_one(Axis)
+        if new.scene != old.scene:
+            lv.set_scene(sc)
+            axis.scene = sc
+        elif new.moved != old.moved:
+            lv.lanes_moved()  # B moved in time: every drawn row is forgotten
+        elif len(sc.rows()) != lv.virtual_size.height:
+            lv.sync_rows()  # lanes folded or unfolded by the zoom
+        if (new.scene, new.step) != (old.scene, old.step):
+            self.query_one("#dhead", Static).update(self._head())
+        if (new.scene, new.moved, new.selected, new.msg) != (old.scene, old.moved, old.selected, old.msg):
+            self.query_one("#dstatus", Static).update(Text(new.msg) if new.msg else self._status())
+        if new.lanes_changed(old):
+            if new.lane != old.lane:
+                lv.ensure_cursor_visible()
+            lv.refresh()
+            axis.refresh()
+        elif new.lane != old.lane:
+            top = lv.scroll_offset.y
+            lv.ensure_cursor_visible()
+            if lv.scroll_offset.y == top:
+                lv.refresh_line(old.lane)  # only the two rows whose label changed
+                lv.refresh_line(new.lane)
+            else:
+                lv.refresh()
 
     @on(LanesView.Clicked)
     def _clicked(self, ev: LanesView.Clicked) -> None:
-        self.refresh_view()
+        self.update()
 
     @on(LanesView.Zoom)
     def _wheel_zoom(self, ev: LanesView.Zoom) -> None:
@@ -434,17 +466,15 @@ class DiffScreen(Screen):
     def _lanes(self) -> DiffLanes:
         return self.query_one(DiffLanes)
 
-    # ---------------------------------------------------------------- actions
+    # ---------------------------------------------------------------- actions: each changes the scene, then ``update``
     def action_step(self, d: int) -> None:
         sc = self.scene
         sc.set_step((sc.step + d) % sc.n_steps)
-        self._lanes().lanes_moved()
-        self.refresh_view()
+        self.update()
 
     def _goto(self, gid: int) -> None:
         sc = self.scene
         sc.align_on_gap(gid)
-        self._lanes().lanes_moved()
         sc.select_gid(gid)
         a, b, _ = sc.gap_span(gid)
         if sc.match_gid >= 0:
@@ -452,7 +482,7 @@ class DiffScreen(Screen):
             a, b = min(a, ma), max(b, mb)
         sc.view.focus(a, b, self._lanes().cells_width(), context=3.0)
         sc.view.cursor = int(sc.g_start[gid])
-        self.refresh_view()
+        self.update()
 
     def action_gap(self, d: int) -> None:
         sc = self.scene
@@ -464,8 +494,7 @@ class DiffScreen(Screen):
     def action_new_gap(self, d: int) -> None:
         sc = self.scene
         if not sc.new_order.size:
-            self.query_one("#dstatus", Static).update(Text("no gap of B is new"))
-            return
+            return self.update("no gap of B is new")
         self.new_pos = (self.new_pos + d) % sc.new_order.size if self.new_pos >= 0 else (0 if d > 0 else -1) % sc.new_order.size
         self._goto(int(sc.new_order[self.new_pos]))
 
@@ -474,24 +503,23 @@ class DiffScreen(Screen):
         n = len(sc.rows())
         if n:
             sc.lane_cursor = max(0, min(sc.lane_cursor + d, n - 1))
-            self._lanes().ensure_cursor_visible()
-            self._lanes().refresh()
+            self.update(keep_msg=True)
 
     def action_pan(self, frac: float) -> None:
         self.scene.view.pan(frac)
-        self.refresh_view()
+        self.update()
 
     def action_zoom(self, factor: float) -> None:
         self.scene.view.zoom(factor, self._lanes().cells_width())
-        self.refresh_view()
+        self.update()
 
     def action_fit(self) -> None:
         self.scene.fit_step()
-        self.refresh_view()
+        self.update()
 
     def action_swap(self) -> None:
         """B before A: the same two traces the other way round (a new comparison, off the event loop)."""
-        self.query_one("#dstatus", Static).update(Text("swapping before and after ..."))
+        self.update("swapping before and after ...")
         self._swap()
 
     @work(thread=True, exclusive=True, group="swap")
@@ -502,7 +530,7 @@ class DiffScreen(Screen):
         except Exception as exc:  # noqa: BLE001 - one line in the status bar, the view stays
             if debugging(exc):
                 raise
-            return self.app.call_from_thread(self.query_one("#dstatus", Static).update, Text(failure("swap", exc)))
+            return self.app.call_from_thread(self.update, failure("swap", exc))
         self.app.call_from_thread(self.app.switch_screen, DiffScreen(sc, self.glyphs, quit_on_leave=self.quit_on_leave))
 
     def action_leave(self) -> None:
