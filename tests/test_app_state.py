@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 import gapscope.tui.trace
-from gapscope.tui.app.diffview import DiffScene
+from gapscope.tui.app.diffscene import DiffScene
 from gapscope.tui.app.scene import Scene
 from gapscope.tui.app.shown import DiffShown, Shown
 from tests.helpers import A_STEP, B_STEP, stepped

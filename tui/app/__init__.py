@@ -10,7 +10,8 @@ keys in ``lanekeys.py`` (lanes), ``gapkeys.py`` (gap list and stack) and ``searc
 ``keys.py`` (each key with its help text); ``gaplist.py``, ``tables.py``, ``panels.py``, ``timeline.py`` the
 widgets, which talk to the screen by messages; ``navigate.py`` what is under the cursor and where it goes;
 ``gapscope.tcss`` the styles (the before/after screen's too); ``screens.py`` the help and detail screens;
-``diffview.py`` before/after, ``diffapp.py`` its App (``gapscope diff A B``).
+``diffscene.py`` the before/after scene, ``diffview.py`` its screen (its state in ``shown.py`` too),
+``diffapp.py`` its App (``gapscope diff A B``).
 """
 
 from __future__ import annotations
