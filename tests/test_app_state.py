@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 import gapscope.tui.trace
@@ -122,3 +123,19 @@ def test_visiting_a_b_gap_selects_it_and_its_match_in_a(diff):
     assert on_gap.step[1] == "the kernel after the gap" and on_gap.moved > before.moved
     diff.select_gid(new[0])  # a new gap of B matches no gap of A
     assert DiffShown.of(diff).selected == (new[0], -1)
+
+
+def test_the_listed_gaps_of_a_scene_are_merged_largest_first(scene):
+    """tui/app/scenegaps.py: the scene's gap columns, its order and its gap rows come from the analysis."""
+    from gapscope.tui.app.scenegaps import gap_lanes_of, listed_gaps
+
+    g = listed_gaps(scene.parts)
+    gaps = scene.analysis.gaps
+    assert sorted(g.dur.tolist()) == [100_000, 300_000, 500_000] and g.part.tolist() == [0, 0, 0]
+    assert g.dur.tolist() == np.asarray(gaps.dur_ns)[g.row].tolist()
+    assert g.dur[g.largest_first].tolist() == [500_000, 300_000, 100_000]
+    assert g.largest_first.tolist() == scene.all_listed.tolist()
+    assert (g.end - g.start).tolist() == g.dur.tolist()
+    lanes, cover = gap_lanes_of(g)
+    assert lanes.keys() == cover.keys() == {(0, int(d)) for d in g.device}
+    assert sorted(np.concatenate([ln.segs.ref for ln in lanes.values()]).tolist()) == [0, 1, 2]
