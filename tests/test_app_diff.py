@@ -1,6 +1,6 @@
-"""The before/after view (tui/app/diffview.py): `gapscope diff A B`, the explorer's D key, its keys, snapshots at
-80x24 and 160x48 on two committed samples (eager decode against the same decode with ~100 µs of Python
-bookkeeping per layer), and the README's key table against the screen's bindings.
+"""The before/after view (tui/app/diffscene.py, diffview.py): `gapscope diff A B`, the explorer's D key, its
+keys, snapshots at 80x24 and 160x48 on two committed samples (eager decode against the same decode with ~100 µs
+of Python bookkeeping per layer), and the README's key table against the screen's bindings.
 
 Update the snapshots after an intended change with
     python -m pytest tests/test_app_diff.py --snapshot-update
@@ -19,7 +19,8 @@ import pytest
 from tests.helpers import SAMPLE_TRACES
 from tests.helpers.app import diff_ready, settle
 from gapscope.tui.app.diffapp import DiffApp
-from gapscope.tui.app.diffview import DiffScene, DiffScreen
+from gapscope.tui.app.diffscene import DiffScene
+from gapscope.tui.app.diffview import DiffScreen
 from gapscope.tui.app.textdump import screen_text
 from gapscope.tui.cli import main
 

@@ -91,6 +91,48 @@ def test_the_panes_keys_change_state_and_never_redraw(path, cls):
     assert "update" in _calls(APP / path, cls) or "goto_gap" in _calls(APP / path, cls)
 
 
+def _action_calls(path, cls: str) -> dict[str, set[str]]:
+    """For each key of class ``cls`` (its ``action_*`` methods), what it calls, the class's own methods it calls
+    included (followed down): ``self.update(...)`` as "self.update", any other ``x.update(...)`` (a widget's
+    text) as "widget.update"."""
+    tree = ast.parse(path.read_text())
+    node = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == cls)
+    methods = {f.name: f for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+    def direct(f) -> set[str]:
+        out = set()
+        for n in ast.walk(f):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+                on_self = isinstance(n.func.value, ast.Name) and n.func.value.id == "self"
+                if n.func.attr == "update":
+                    out.add("self.update" if on_self else "widget.update")
+                else:
+                    out.add(n.func.attr)
+        return out
+
+    def reach(name: str, seen: set[str]) -> set[str]:
+        seen.add(name)
+        got = direct(methods[name])
+        for m in sorted(got & methods.keys() - seen - {"update"}):
+            got |= reach(m, seen)
+        return got
+
+    return {name: reach(name, set()) for name in methods if name.startswith("action_")}
+
+
+def test_the_diff_screens_keys_change_state_and_never_redraw():
+    """The before/after screen as the explorer's: a key changes the scene and calls ``update``; the screen's
+    watcher (DiffScreen.watch_shown) redraws."""
+    actions = _action_calls(APP / "diffview.py", "DiffScreen")
+    assert {"action_step", "action_gap", "action_new_gap", "action_pan", "action_lane"} <= actions.keys()
+    redraws = REDRAWS | {"lanes_moved", "set_scene", "widget.update"}
+    for name, calls in actions.items():
+        assert calls & redraws == set(), name
+        assert "self.update" in calls or name == "action_leave", name  # leave: the screen goes
+    watcher = _calls(APP / "diffview.py", "DiffScreen")
+    assert {"lanes_moved", "refresh", "refresh_line"} <= watcher  # what the watcher does, in the same class
+
+
 def test_widgets_talk_to_the_screen_by_messages():
     """No widget calls a method of its screen (``self.screen.x()``): it posts a message the screen answers."""
     for path in APP.glob("*.py"):

@@ -193,7 +193,7 @@ def test_the_ranks_of_a_job_are_an_input_of_each_rank_analysis():
 @pytest.mark.parametrize("ranks,pair", [((None, None), True), ((0, 0), True), ((0, 1), False)])
 def test_the_explorers_diff_pair_follows_the_trace_set_rule(ranks, pair):
     """D diffs two tabs when the report would compare them: two traces each with its own rank are ranks."""
-    from gapscope.tui.app.diffview import diff_pair
+    from gapscope.tui.app.diffscene import diff_pair
 
     scenes = [SimpleNamespace(multi=False, analysis=SimpleNamespace(rank=r), part=f"p{i}") for i, r in enumerate(ranks)]
     assert diff_pair(scenes, 0) == (("p0", "p1") if pair else None)

@@ -9,8 +9,10 @@ state (``shown.py``: one frozen value whose changes redraw the screen) and the k
 keys in ``lanekeys.py`` (lanes), ``gapkeys.py`` (gap list and stack) and ``search.py`` (the / box), all bound in
 ``keys.py`` (each key with its help text); ``gaplist.py``, ``tables.py``, ``panels.py``, ``timeline.py`` the
 widgets, which talk to the screen by messages; ``navigate.py`` what is under the cursor and where it goes;
+``scene.py`` what one tab shows (``scenegaps.py`` its listed gaps, merged over its parts);
 ``gapscope.tcss`` the styles (the before/after screen's too); ``screens.py`` the help and detail screens;
-``diffview.py`` before/after, ``diffapp.py`` its App (``gapscope diff A B``).
+``diffscene.py`` the before/after scene, ``diffview.py`` its screen (its state in ``shown.py`` too),
+``diffapp.py`` its App (``gapscope diff A B``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from textual.app import App
 
 from . import glyphs as G
 from . import progress as progressive
-from .diffview import diff_pair
+from .diffscene import diff_pair
 from .loading import (LOAD_OPTS, AnalysisFailed, AnalysisReady, Loader, LoadFailed, PreviewLoaded, Progress,
                       ProjectionReady, ReadProgress, SceneLoaded, debugging, failure)
 from .main import MainScreen
@@ -118,7 +118,7 @@ class GapscopeApp(App):
         return True
 
     def diff_pair(self):
-        """The two parts `D` compares (tui/app/diffview.py ``diff_pair``), or None."""
+        """The two parts `D` compares (tui/app/diffscene.py ``diff_pair``), or None."""
         return diff_pair(self.scenes, self.current)
 
     def export_findings(self) -> list[str]:

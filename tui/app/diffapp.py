@@ -10,7 +10,8 @@ from textual.app import App, ComposeResult
 from textual.widgets import Static
 
 from . import glyphs as G
-from .diffview import DiffScene, DiffScreen
+from .diffscene import DiffScene
+from .diffview import DiffScreen
 from .loading import debugging, failure, read_trace
 from .safe import shown
 

@@ -270,7 +270,8 @@ class MainScreen(LaneKeys, GapKeys, SearchKeys, Screen):
     @work(thread=True, exclusive=True, group="diff")
     def _build_diff(self, a, b) -> None:
         """The diff's own lanes and comparison are built off the event loop (seconds on a large trace)."""
-        from .diffview import DiffScene, DiffScreen
+        from .diffscene import DiffScene
+        from .diffview import DiffScreen
 
         try:
             sc = DiffScene(a.path, a.model, a.analysis, b.path, b.model, b.analysis)

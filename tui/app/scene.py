@@ -1,5 +1,6 @@
 """Everything the explorer knows about what it shows in one tab: one trace, or the ranks of one job side by
-side (lanes grouped by rank). Lanes, view, gap selection, search. No textual here."""
+side (lanes grouped by rank). Lanes, view, gap selection, search; the listed gaps it selects from are merged
+by tui/app/scenegaps.py. No textual here."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..trace.model import Kind, TraceModel
-from .lanes import Lane, Segments, UnionIndex, build_lanes
+from .lanes import Lane, UnionIndex, build_lanes
 from .rows import Row, fold_rows
+from .scenegaps import gap_lanes_of, listed_counts, listed_gaps, top_fix_position
 from .view import View
 
 
@@ -129,18 +131,8 @@ class Scene:
         return "trace time" if self.time_mode == "trace" else "from window start"
 
     def listed_counts(self) -> tuple[int, int, int]:
-        """(listed, all, shortest listed ns) over the analysed parts: listed gaps are those
-        ``Analysis.listed_rows()`` lists (at least ``min_listed_gap_ns``); all of them are counted in totals."""
-        listed = total = 0
-        lim = 0
-        for pt in self.parts:
-            if pt.analysis is None:
-                continue
-            total += len(pt.analysis.gaps)
-            listed += int(np.count_nonzero(np.asarray(pt.analysis.gaps.dur_ns[:len(pt.analysis.gaps)])
-                                           >= pt.min_listed_ns))
-            lim = max(lim, pt.min_listed_ns)
-        return listed, total, lim
+        """(listed, all, shortest listed ns) over the analysed parts (tui/app/scenegaps.py ``listed_counts``)."""
+        return listed_counts(self.parts)
 
     def _align_ranks(self, models: list[TraceModel], offsets: list[int]) -> list[int]:
         """Time bases checked against the collectives' end times (tui.analysis.ranks.align_clocks): a rank
@@ -334,14 +326,9 @@ class Scene:
         self.invalidate_rows()
 
     def opening_position(self) -> int:
-        """Where the gap list opens: the largest gap of the top fix (the projection's first finding with a saving,
-        the header's "top fix"); 0 (the largest gap) without one or before the projection (a large trace)."""
-        a = self.analysis
-        pj = vars(a).get("projection") if a is not None else None
-        f = next((f for f in pj.ranked(a.findings) if (pj.best_ns(f.id) or 0) > 0), None) if pj else None
-        rows = np.asarray(getattr(f, "gap_rows", ()), np.int64)
-        hit = np.flatnonzero((self.g_part[self.order] == self.active) & np.isin(self.g_row[self.order], rows))
-        return int(hit[0]) if hit.size else 0
+        """Where the gap list opens: the largest gap of the active part's top fix (tui/app/scenegaps.py
+        ``top_fix_position``); 0 (the largest gap) without one."""
+        return top_fix_position(self.analysis, self.active, self.g_part, self.g_row, self.order)
 
     def rank_summary(self) -> list[dict]:
         """Per rank of a multi-rank tab, in rank order (tui/app/ranksummary.py)."""
@@ -350,41 +337,13 @@ class Scene:
         return rank_summary(self)
 
     def merge_gaps(self) -> None:
-        starts = [int(pt.analysis.window_start_ns) + pt.offset for pt in self.parts if pt.analysis is not None]
-        self._win0 = min(starts) if starts else None
-        ends = [max(int(d.window_end_ns) for d in pt.analysis.devices) + pt.offset for pt in self.parts
-                if pt.analysis is not None and pt.analysis.devices]
-        self._win1 = max(ends) if ends and self._win0 is not None else None
-        cols = {k: [] for k in ("part", "row", "start", "end", "dur", "cause", "device")}
-        for pi, pt in enumerate(self.parts):
-            a = pt.analysis
-            if a is None:
-                continue
-            g = a.gaps
-            n = len(g)
-            dur = np.asarray(g.dur_ns[:n], dtype=np.int64)
-            rows = np.flatnonzero(dur >= pt.min_listed_ns)
-            cols["part"].append(np.full(rows.size, pi, np.int64))
-            cols["row"].append(rows.astype(np.int64))
-            cols["start"].append(np.asarray(g.start_ns, dtype=np.int64)[rows] + pt.offset)
-            cols["end"].append(np.asarray(g.end_ns, dtype=np.int64)[rows] + pt.offset)
-            cols["dur"].append(dur[rows])
-            cols["cause"].append(np.asarray(g.cause, dtype=np.int64)[rows])
-            cols["device"].append(np.asarray(g.device, dtype=np.int64)[rows])
-        cat = {k: (np.concatenate(v) if v else np.zeros(0, np.int64)) for k, v in cols.items()}
-        self.g_part, self.g_row, self.g_start, self.g_end = cat["part"], cat["row"], cat["start"], cat["end"]
-        self.g_dur, self.g_cause, self.g_device = cat["dur"], cat["cause"], cat["device"]
-        # largest first; ties by time so the order is stable
-        self.all_listed = np.lexsort((self.g_start, -self.g_dur)).astype(np.int64)
-        self.gap_lanes.clear()
-        self.gap_cover.clear()
-        for key in sorted(set(zip(self.g_part.tolist(), self.g_device.tolist()))):
-            ids = np.flatnonzero((self.g_part == key[0]) & (self.g_device == key[1]))
-            ids = ids[np.argsort(self.g_start[ids], kind="stable")]
-            st, en = self.g_start[ids], self.g_end[ids]
-            ln = Lane("gaps", "idle gaps", device=int(key[1]), segs=Segments(st, en, ids), part=int(key[0]))
-            self.gap_lanes[key] = ln
-            self.gap_cover[key] = UnionIndex(st, en)
+        """The listed gaps of the analysed parts, merged by global gap id (tui/app/scenegaps.py), and their rows."""
+        g = listed_gaps(self.parts)
+        self._win0, self._win1 = g.window
+        self.g_part, self.g_row, self.g_start, self.g_end = g.part, g.row, g.start, g.end
+        self.g_dur, self.g_cause, self.g_device = g.dur, g.cause, g.device
+        self.all_listed = g.largest_first
+        self.gap_lanes, self.gap_cover = gap_lanes_of(g)
 
     def apply_finding(self, part: int, rows, label: str) -> int:
         """Only the gaps of one finding (its ``gap_rows`` in part ``part``), largest first; returns how many."""

@@ -1,6 +1,7 @@
 """What the explorer's screen shows, as one frozen value (``Shown``): the screen holds it in a reactive attribute,
 and its watcher redraws what depends on the fields that changed (tui/app/main.py ``MainScreen.watch_shown``).
 A key changes the scene (tui/app/scene.py) and takes a new ``Shown``; it never calls the redraws itself.
+``DiffShown`` is the same for the before/after screen (tui/app/diffview.py).
 
 No textual here: a test builds and compares these without an app.
 """
@@ -44,3 +45,31 @@ class Shown:
         return (self.scene, self.data, self.time_mode, self.gaps, self.selected, self.window, self.rows, self.marks,
                 self.search) != (old.scene, old.data, old.time_mode, old.gaps, old.selected, old.window, old.rows,
                                  old.marks, old.search)
+
+
+@dataclass(frozen=True)
+class DiffShown:
+    """What the before/after screen shows (tui/app/diffview.py ``DiffScreen.watch_shown``), made from its
+    ``DiffScene``: a key moves the scene and takes a new one, as ``Shown`` on the explorer's screen."""
+
+    scene: int = 0  # id() of the scene on screen; 0 before the first
+    step: tuple = ()  # (the step, what the axis is aligned on): the header's step line
+    moved: int = 0  # counted up by the scene each time it moves B in time (every lane is drawn again)
+    selected: tuple = ()  # (the selected gap, the A gap it matches): the status line and the marks
+    window: tuple = ()  # (t0, t1, cursor, lo, hi): the time window and the cursor
+    rows: tuple = ()  # (id of the display rows, how many)
+    lane: int = 0  # the lane cursor (a display row)
+    msg: str = ""  # shown on the status line in place of the selected gap: it lasts until the next move
+
+    @classmethod
+    def of(cls, sc, msg: str = "") -> "DiffShown":
+        """What the diff scene ``sc`` shows now."""
+        rows = sc.rows()  # first: folding the rows can move the lane cursor
+        v = sc.view
+        return cls(id(sc), (sc.step, sc.aligned_on), sc.moves, (sc.selected_gap, sc.match_gid),
+                   (v.t0, v.t1, v.cursor, v.lo, v.hi), (id(rows), len(rows)), sc.lane_cursor, msg)
+
+    def lanes_changed(self, old: "DiffShown") -> bool:
+        """Anything the lanes and the axis draw, other than the lane cursor."""
+        return (self.scene, self.moved, self.selected, self.window, self.rows) != \
+            (old.scene, old.moved, old.selected, old.window, old.rows)

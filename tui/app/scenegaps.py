@@ -1,0 +1,98 @@
+"""The gaps of a scene (tui/app/scene.py): the listed gaps of its analysed parts merged into one set of columns
+by global gap id, largest first; the gap row each (part, device) draws them on; the analysed window they lie in;
+how many are listed; and the gap the list opens on. Pure functions of the parts: the scene holds what they
+return (its ``g_*`` columns, ``all_listed``, ``gap_lanes``) and its filters and selection work on it.
+
+No textual here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .lanes import Lane, Segments, UnionIndex
+
+
+@dataclass(frozen=True)
+class ListedGaps:
+    """Every listed gap of the analysed parts (those of at least the part's ``min_listed_ns``); a gap's global
+    id is its index into each column. Times are aligned (the part's offset added)."""
+
+    part: np.ndarray
+    row: np.ndarray  # the gap's row in its part's ``analysis.gaps``
+    start: np.ndarray
+    end: np.ndarray
+    dur: np.ndarray
+    cause: np.ndarray
+    device: np.ndarray
+    largest_first: np.ndarray  # every id, largest first; ties by start, so the order is stable
+    window: tuple  # (start, end) of the analysed window over the parts (aligned), each None when unknown
+
+
+def listed_gaps(parts) -> ListedGaps:
+    starts = [int(pt.analysis.window_start_ns) + pt.offset for pt in parts if pt.analysis is not None]
+    win0 = min(starts) if starts else None
+    ends = [max(int(d.window_end_ns) for d in pt.analysis.devices) + pt.offset for pt in parts
+            if pt.analysis is not None and pt.analysis.devices]
+    win1 = max(ends) if ends and win0 is not None else None
+    cols = {k: [] for k in ("part", "row", "start", "end", "dur", "cause", "device")}
+    for pi, pt in enumerate(parts):
+        a = pt.analysis
+        if a is None:
+            continue
+        g = a.gaps
+        n = len(g)
+        dur = np.asarray(g.dur_ns[:n], dtype=np.int64)
+        rows = np.flatnonzero(dur >= pt.min_listed_ns)
+        cols["part"].append(np.full(rows.size, pi, np.int64))
+        cols["row"].append(rows.astype(np.int64))
+        cols["start"].append(np.asarray(g.start_ns, dtype=np.int64)[rows] + pt.offset)
+        cols["end"].append(np.asarray(g.end_ns, dtype=np.int64)[rows] + pt.offset)
+        cols["dur"].append(dur[rows])
+        cols["cause"].append(np.asarray(g.cause, dtype=np.int64)[rows])
+        cols["device"].append(np.asarray(g.device, dtype=np.int64)[rows])
+    cat = {k: (np.concatenate(v) if v else np.zeros(0, np.int64)) for k, v in cols.items()}
+    order = np.lexsort((cat["start"], -cat["dur"])).astype(np.int64)
+    return ListedGaps(**cat, largest_first=order, window=(win0, win1))
+
+
+def gap_lanes_of(g: ListedGaps) -> tuple[dict, dict]:
+    """The "idle gaps" row of each (part, device) with listed gaps, and the union of its gaps (for the cells
+    they cover), both keyed by (part, device)."""
+    lanes: dict[tuple[int, int], Lane] = {}
+    cover: dict[tuple[int, int], UnionIndex] = {}
+    for key in sorted(set(zip(g.part.tolist(), g.device.tolist()))):
+        ids = np.flatnonzero((g.part == key[0]) & (g.device == key[1]))
+        ids = ids[np.argsort(g.start[ids], kind="stable")]
+        st, en = g.start[ids], g.end[ids]
+        lanes[key] = Lane("gaps", "idle gaps", device=int(key[1]), segs=Segments(st, en, ids), part=int(key[0]))
+        cover[key] = UnionIndex(st, en)
+    return lanes, cover
+
+
+def listed_counts(parts) -> tuple[int, int, int]:
+    """(listed, all, shortest listed ns) over the analysed parts: listed gaps are those
+    ``Analysis.listed_rows()`` lists (at least ``min_listed_gap_ns``); all of them are counted in totals."""
+    listed = total = 0
+    lim = 0
+    for pt in parts:
+        if pt.analysis is None:
+            continue
+        total += len(pt.analysis.gaps)
+        listed += int(np.count_nonzero(np.asarray(pt.analysis.gaps.dur_ns[:len(pt.analysis.gaps)])
+                                       >= pt.min_listed_ns))
+        lim = max(lim, pt.min_listed_ns)
+    return listed, total, lim
+
+
+def top_fix_position(analysis, part: int, g_part: np.ndarray, g_row: np.ndarray, order: np.ndarray) -> int:
+    """The position in ``order`` of the largest gap of the top fix of part ``part`` (``analysis``): the
+    projection's first finding with a saving, the header's "top fix"; 0 (the largest gap) without one or
+    before the projection (a large trace)."""
+    pj = vars(analysis).get("projection") if analysis is not None else None
+    f = next((f for f in pj.ranked(analysis.findings) if (pj.best_ns(f.id) or 0) > 0), None) if pj else None
+    rows = np.asarray(getattr(f, "gap_rows", ()), np.int64)
+    hit = np.flatnonzero((g_part[order] == part) & np.isin(g_row[order], rows))
+    return int(hit[0]) if hit.size else 0
