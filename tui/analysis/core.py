@@ -236,7 +236,9 @@ class Analysis:
 
     @property
     def window_start_ns(self) -> int:
-        return min((d.window_start_ns for d in self.devices), default=self.model.window_ns()[0])
+        if not self.devices:  # the trace's extent only then: a pass over every event, asked for per gap entry
+            return self.model.window_ns()[0]
+        return min(d.window_start_ns for d in self.devices)
 
     @property
     def window_note(self) -> str | None:

@@ -142,15 +142,14 @@ def host_time(stacks, model, thread: int, a: int, b: int) -> HostTime:
         return HostTime(thread, a, b, z, z, max(b - a, 0))
     sl = model.track_slice(thread)
     ts = model.ts_ns[sl]
-    end = ts + model.dur_ns[sl]
     # every boundary of the thread's events inside (a, b): events are sorted by start on their track, and an
     # event that ends inside (a, b) started before b
-    hi = int(np.searchsorted(ts, b, side="left"))
+    hi = int(ts.searchsorted(b, side="left"))
     # events that end after a started at most the thread's longest duration before it: no need to scan the
     # thread's whole history (one call per gap on a long thread was O(events) each)
-    lo = int(np.searchsorted(ts, a - _longest(model, thread, sl), side="left"))
+    lo = int(ts.searchsorted(a - _longest(model, thread, sl), side="left"))
     s_in = ts[lo:hi]
-    e_in = end[lo:hi]
+    e_in = stacks.end[sl.start + lo:sl.start + hi]  # the index's end column: ts + dur, computed once
     cuts = np.concatenate(([a, b], s_in[(s_in > a) & (s_in < b)], e_in[(e_in > a) & (e_in < b)]))
     cuts = np.unique(cuts)
     lo_t, hi_t = cuts[:-1], cuts[1:]
