@@ -369,6 +369,14 @@ class Analysis:
             self._details[i] = d
         return d
 
+    def prefetch_details(self, rows) -> None:
+        """Ready at once what ``gap_detail`` of each row will ask gap by gap: the host time of the python gaps
+        (``Evidence.prefetch_host_times``)."""
+        g = self.gaps
+        rows = np.asarray(rows, np.int64)
+        py = rows[g.cause[rows] == causes.code("python")]
+        self.evidence.prefetch_host_times(g.thread[py], g.start_ns[py], g.t_launch_ns[py])
+
     def _gap_detail(self, i: int) -> GapDetail:
         m, g, st = self.model, self.gaps, self.stacks
         cause = CAUSES[int(g.cause[i])]
