@@ -139,23 +139,36 @@ def args_keys(model: TraceModel, events) -> np.ndarray:
     ev = np.asarray(events, np.int64)
     if ev.size == 0:
         return np.zeros(0, np.int64)
-    aid = model.args_id[ev].astype(np.int64)
-    offs, data = model.args.offs, model.args.data
-    # a trace whose events carry no args at all has no blob (``offs`` is [0]): every event then has none
-    has = (aid >= 0) & (aid < offs.size - 1)
-    at = np.where(has, aid, 0)
-    a0 = offs[at].tolist() if offs.size > 1 else [0] * ev.size
-    a1 = offs[at + 1].tolist() if offs.size > 1 else [0] * ev.size
-    has = has.tolist()
-    # one substitution over the blobs joined by a byte no match can cross (the pattern takes quotes, names,
-    # white space, digits, colons and commas only)
-    joined = b"\x00".join([data[x:y] if ok else b"" for x, y, ok in zip(a0, a1, has)])
-    blobs = _ID_RE.sub(b"", joined).split(b"\x00")
-    if len(blobs) != ev.size:  # a blob holding the separator itself: one at a time
-        blobs = [_ID_RE.sub(b"", data[x:y]) if ok else b"" for x, y, ok in zip(a0, a1, has)]
-    uniq: dict[tuple, int] = {}
-    return np.fromiter((uniq.setdefault(k, len(uniq)) for k in zip(model.name_id[ev].tolist(), blobs)),
-                       np.int64, ev.size)
+    # a property of the loaded trace, kept on the model: each event's key once (the floors and the op patterns
+    # ask for the same calls), numbered over every event keyed so far
+    memo = model.__dict__.get("_args_keys")
+    if memo is None:
+        memo = model.__dict__["_args_keys"] = (np.full(model.n, -1, np.int64), {})
+    known, uniq = memo
+    new = np.unique(ev[known[ev] < 0])
+    if new.size:
+        aid = model.args_id[new].astype(np.int64)
+        offs, data = model.args.offs, model.args.data
+        # a trace whose events carry no args at all has no blob (``offs`` is [0]): every event then has none
+        has = (aid >= 0) & (aid < offs.size - 1)
+        at = np.where(has, aid, 0)
+        a0 = offs[at].tolist() if offs.size > 1 else [0] * new.size
+        a1 = offs[at + 1].tolist() if offs.size > 1 else [0] * new.size
+        has = has.tolist()
+        # one substitution over the blobs joined by a byte no match can cross (the pattern takes quotes, names,
+        # white space, digits, colons and commas only)
+        joined = b"\x00".join([data[x:y] if ok else b"" for x, y, ok in zip(a0, a1, has)])
+        blobs = _ID_RE.sub(b"", joined).split(b"\x00")
+        if len(blobs) != new.size:  # a blob holding the separator itself: one at a time
+            blobs = [_ID_RE.sub(b"", data[x:y]) if ok else b"" for x, y, ok in zip(a0, a1, has)]
+        known[new] = np.fromiter((uniq.setdefault(k, len(uniq)) for k in zip(model.name_id[new].tolist(), blobs)),
+                                 np.int64, new.size)
+    # renumbered 0, 1, ... in order of first appearance in ``events``
+    g = known[ev]
+    u, first, inv = np.unique(g, return_index=True, return_inverse=True)
+    rank = np.empty(u.size, np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(u.size)
+    return rank[inv]
 
 
 
@@ -265,7 +278,8 @@ def call_floors(model: TraceModel, k: np.ndarray, window, flags) -> CallFloors:
     r_sig, r_bytes = u_read[u_of], u_rbytes[u_of]
     w_sig, w_bytes = u_write[u_of], u_wbytes[u_of]
     nb = np.where(ok_c, u_bytes[u_of], 0.0)
-    l2 = np.array([peaks[int(d)][4] * 1e6 if int(d) in peaks else 0.0 for d in c_dev.tolist()])
+    dev_l2 = {d: peaks[d][4] * 1e6 if d in peaks else 0.0 for d in np.unique(c_dev).tolist()}
+    l2 = np.array([dev_l2[d] for d in c_dev.tolist()], dtype=float)
     reused = np.zeros((calls.size, R), bool)
     so = o2  # call rows in device, start order
     cum = np.r_[0.0, np.cumsum(nb[so])]
@@ -293,7 +307,11 @@ def call_floors(model: TraceModel, k: np.ndarray, window, flags) -> CallFloors:
             continue
         rate = np.array([peak_for_dtype(p, t) for t in dts], dtype=float)[u_dtype[u_of[m]]]
         flops = u_flops[u_of[m]]
-        t_c = np.array([compute_ns(f, dts[t], p) for f, t in zip(flops.tolist(), u_dtype[u_of[m]].tolist())])
+        # once per distinct call (op and args): the same figures as per call
+        um = np.unique(u_of[m])
+        t_u = np.zeros(U)
+        t_u[um] = [compute_ns(f, dts[t], p) for f, t in zip(u_flops[um].tolist(), u_dtype[um].tolist())]
+        t_c = t_u[u_of[m]]
         by = np.maximum(u_bytes[u_of[m]] - reuse_b[m], 0.0)
         t_m = by / p[3]
         f_h = np.maximum(t_c, t_m)

@@ -236,7 +236,9 @@ class Analysis:
 
     @property
     def window_start_ns(self) -> int:
-        return min((d.window_start_ns for d in self.devices), default=self.model.window_ns()[0])
+        if not self.devices:  # the trace's extent only then: a pass over every event, asked for per gap entry
+            return self.model.window_ns()[0]
+        return min(d.window_start_ns for d in self.devices)
 
     @property
     def window_note(self) -> str | None:
@@ -366,6 +368,14 @@ class Analysis:
             d = self._gap_detail(i)
             self._details[i] = d
         return d
+
+    def prefetch_details(self, rows) -> None:
+        """Ready at once what ``gap_detail`` of each row will ask gap by gap: the host time of the python gaps
+        (``Evidence.prefetch_host_times``)."""
+        g = self.gaps
+        rows = np.asarray(rows, np.int64)
+        py = rows[g.cause[rows] == causes.code("python")]
+        self.evidence.prefetch_host_times(g.thread[py], g.start_ns[py], g.t_launch_ns[py])
 
     def _gap_detail(self, i: int) -> GapDetail:
         m, g, st = self.model, self.gaps, self.stacks

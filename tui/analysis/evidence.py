@@ -2,7 +2,7 @@
 an interval, the ops issued there, the allocator call or copy behind a gap, the synchronising call that made it,
 what the thread last did. ``Evidence`` is built once per analysis (``Analysis.evidence``) over the model, the
 stack index and the CPU sets the classifier found; every method is a pure query (the copy lookup keeps a cache
-of each GPU track's longest event)."""
+of each GPU track's longest event, ``host_time`` one of the intervals asked for)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import numpy as np
 
 from ..trace.model import Kind, TraceModel
 from . import activity
+from .hosttime import HostTime, host_times
 from .stacks import Frame, StackIndex
 from .thresholds import Thresholds
 from .units import fmt_ns as _us
@@ -24,6 +25,24 @@ class Evidence:
         self.cpu = cpu
         self.config = config
         self._max_dur: dict[int, int] = {}
+        self._host: dict[tuple[int, int, int], HostTime] = {}
+
+    def host_time(self, thr: int, t0: int, t1: int) -> HostTime:
+        """``hosttime.host_time`` of [t0, t1) on ``thr``: who spent the thread's time there (kept; the findings
+        take those of the gaps they detail at once, ``prefetch_host_times``)."""
+        key = (int(thr), int(t0), int(t1))
+        h = self._host.get(key)
+        if h is None:
+            h = self._host[key] = host_times(self.stacks, self.model, [key[0]], [key[1]], [key[2]])[0]
+        return h
+
+    def prefetch_host_times(self, thr, t0, t1) -> None:
+        """``host_time`` of many intervals, computed together (one pass of the rule over all their pieces)."""
+        keys = [k for k in dict.fromkeys(zip(np.asarray(thr, np.int64).tolist(), np.asarray(t0, np.int64).tolist(),
+                                              np.asarray(t1, np.int64).tolist())) if k not in self._host]
+        if keys:
+            th, a, b = zip(*keys)
+            self._host.update(zip(keys, host_times(self.stacks, self.model, th, a, b)))
 
     def thread_events(self, thr: int, t0: int, t1: int) -> np.ndarray:
         """Events of thread ``thr`` overlapping [t0, t1): those starting inside (a searchsorted range)

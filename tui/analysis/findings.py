@@ -211,6 +211,7 @@ def build_findings(a) -> list:
     groups: dict[tuple, np.ndarray] = {}
     for j in np.argsort(firsts, kind="stable").tolist():
         groups[keys[int(cs[starts[j]])]] = rows[o[bounds[j]:bounds[j + 1]]]
+    a.prefetch_details(np.concatenate([rs[:5] for rs in groups.values()]) if groups else np.zeros(0, np.int64))
     out = []
     window_start = a.window_start_ns
     steps = a.step_count

@@ -18,6 +18,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..trace.model import Kind, TraceModel, TrackKind
+from .hosttime import host_times
 from .intervals import Coverage, GroupedCoverage
 from .names import STEP_ANNOTATION_RE, name_flags
 from .thresholds import MAX_CHAIN, SCREEN_POINTS, SCREEN_SHARE, Thresholds
@@ -409,8 +410,6 @@ def one_holder(stacks, model: TraceModel, cfg: Thresholds, thread, t0, t1, tl, l
     Python frame nor a long CPU-only op (host work: the ``python`` cause names those with their own time) unless
     it is a compile or data-loader range (``NAMED_RANGE``), and the launch was not late (``of`` = t_launch - t0).
     Only gaps of at least ``stall_min_ns`` are looked at: the rule is for one-off stalls."""
-    from .hosttime import host_time
-
     n = t0.shape[0]
     ev = np.full(n, -1, np.int64)
     ns = np.zeros(n, np.int64)
@@ -476,8 +475,7 @@ def one_holder(stacks, model: TraceModel, cfg: Thresholds, thread, t0, t1, tl, l
             # a parent shared by two gaps: its children were clipped to one of them only, so no bound there
             shared = np.bincount(np.searchsorted(um, mode), minlength=um.size)[np.searchsorted(um, mode)] > 1
             cand = cand[shared | (inside - sub > cfg.most * of[cand])]
-    for r in cand.tolist():
-        ht = host_time(stacks, model, int(thread[r]), int(t0[r]), int(tl[r]))
+    for r, ht in zip(cand.tolist(), host_times(stacks, model, thread[cand], t0[cand], tl[cand])):
         if ht.events.size and ok_kind[kind[ht.events[0]]]:
             e = int(ht.events[0])
             if host_op is not None and host_op[e] and not named[model.name_id[e]]:

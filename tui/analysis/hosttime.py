@@ -25,7 +25,7 @@ Every own-time rule of the analysis lives here, as one of these variants:
 - ``owners_at``: the rule above at given instants (vectorised); ``step_ranges=True`` credits a step range
   like any other annotation instead of leaving the instant idle.
 - ``host_time``: the rule over an interval of one thread: every piece of it credited (the causes' and the
-  explorer's "who spent [a, b)").
+  explorer's "who spent [a, b)"); ``host_times``: the same over many intervals at once.
 - ``holder_points``: the rule at ``HOLDER_POINTS`` sample points of each gap, the most common Python frame
   (else annotation, step ranges included) named as the gap's holder (core.py, the python cause).
 - ``frame_own_intervals``: one frame's own time as intervals, its calls less its children, where the caller
@@ -157,15 +157,14 @@ def host_time(stacks, model, thread: int, a: int, b: int) -> HostTime:
         return HostTime(thread, a, b, z, z, max(b - a, 0))
     sl = model.track_slice(thread)
     ts = model.ts_ns[sl]
-    end = ts + model.dur_ns[sl]
     # every boundary of the thread's events inside (a, b): events are sorted by start on their track, and an
     # event that ends inside (a, b) started before b
-    hi = int(np.searchsorted(ts, b, side="left"))
+    hi = int(ts.searchsorted(b, side="left"))
     # events that end after a started at most the thread's longest duration before it: no need to scan the
     # thread's whole history (one call per gap on a long thread was O(events) each)
-    lo = int(np.searchsorted(ts, a - _longest(model, thread, sl), side="left"))
+    lo = int(ts.searchsorted(a - _longest(model, thread, sl), side="left"))
     s_in = ts[lo:hi]
-    e_in = end[lo:hi]
+    e_in = stacks.end[sl.start + lo:sl.start + hi]  # the index's end column: ts + dur, computed once
     cuts = np.concatenate(([a, b], s_in[(s_in > a) & (s_in < b)], e_in[(e_in > a) & (e_in < b)]))
     cuts = np.unique(cuts)
     lo_t, hi_t = cuts[:-1], cuts[1:]
@@ -180,6 +179,57 @@ def host_time(stacks, model, thread: int, a: int, b: int) -> HostTime:
     np.add.at(tot, inv, length[k])
     o = np.lexsort((u, -tot))
     return HostTime(thread, a, b, u[o].astype(np.int64), tot[o], idle)
+
+
+def host_times(stacks, model, thread, a, b) -> list[HostTime]:
+    """``host_time`` of many intervals (``thread[i]``, ``a[i]``, ``b[i]``) at once: the same credit, the rule
+    applied once over the pieces of them all (one ``owners_at`` instead of one per interval)."""
+    thread = np.asarray(thread, np.int64).tolist()
+    a, b = np.asarray(a, np.int64).tolist(), np.asarray(b, np.int64).tolist()
+    z = np.zeros(0, np.int64)
+    out: list = [None] * len(a)
+    LO, HI, TH, SEG = [], [], [], []
+    for i, (th, x, y) in enumerate(zip(thread, a, b)):
+        if th < 0 or y <= x:
+            out[i] = HostTime(th, x, y, z, z, max(y - x, 0))
+            continue
+        sl = model.track_slice(th)
+        ts = model.ts_ns[sl]
+        hi = int(ts.searchsorted(y, side="left"))
+        lo = int(ts.searchsorted(x - _longest(model, th, sl), side="left"))
+        s_in = ts[lo:hi]
+        e_in = stacks.end[sl.start + lo:sl.start + hi]
+        cuts = np.unique(np.concatenate(([x, y], s_in[(s_in > x) & (s_in < y)], e_in[(e_in > x) & (e_in < y)])))
+        LO.append(cuts[:-1])
+        HI.append(cuts[1:])
+        TH.append(np.full(cuts.size - 1, th, np.int64))
+        SEG.append(np.full(cuts.size - 1, i, np.int64))
+    if not LO:
+        return out
+    lo_t, hi_t, th_t, seg = (np.concatenate(v) for v in (LO, HI, TH, SEG))
+    length = hi_t - lo_t
+    who = owners_at(stacks, model, th_t, lo_t).event
+    idle = np.zeros(len(a), np.int64)
+    np.add.at(idle, seg[who < 0], length[who < 0])
+    k = who >= 0
+    # per interval: the credited events, most time first (ties: the lower index), as host_time orders them
+    sk, wk, lk = seg[k], who[k], length[k]
+    o = np.lexsort((wk, sk))
+    sk, wk, lk = sk[o], wk[o], lk[o]
+    first = np.flatnonzero(np.r_[True, (sk[1:] != sk[:-1]) | (wk[1:] != wk[:-1])]) if sk.size else z
+    us, uw = sk[first], wk[first]
+    tot = np.add.reduceat(lk, first) if sk.size else z
+    o = np.lexsort((uw, -tot, us))
+    us, uw, tot = us[o], uw[o], tot[o]
+    bounds = np.searchsorted(us, np.arange(len(a) + 1))
+    for i, (th, x, y) in enumerate(zip(thread, a, b)):
+        if out[i] is None:
+            j0, j1 = int(bounds[i]), int(bounds[i + 1])
+            if j0 == j1:
+                out[i] = HostTime(th, x, y, z, z, int(idle[i]))
+            else:
+                out[i] = HostTime(th, x, y, uw[j0:j1].astype(np.int64), tot[j0:j1].copy(), int(idle[i]))
+    return out
 
 
 def holder_points(stacks, model, flags, thr: np.ndarray, t0: np.ndarray, tl: np.ndarray):

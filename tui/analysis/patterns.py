@@ -91,23 +91,24 @@ def _gather(a, wanted: set) -> _Calls | None:
     kn = np.add.reduceat(m.dur_ns[cf.k[pos]], starts) if pos.size else np.zeros(0, np.int64)
     gdev = np.array([t.device if t.kind is TrackKind.GPU else -1 for t in m.tracks] + [-1], np.int64)
     first = pos[starts]
-    dims, types, ops = [], [], []
-    memo: dict = {}
     # the args decoded once per distinct (op, args without the per-call ids): shapes repeat every layer and step
-    for e, key in zip(calls.tolist(), args_keys(m, calls).tolist()):
-        r = memo.get(key)
-        if r is None:
-            args = m.event_args(e)
-            d = args.get("Input Dims") or []
-            t = args.get("Input type") or []
-            r = memo[key] = ([x if isinstance(x, list) and all(isinstance(v, int) for v in x) else [] for x in d],
-                             [x if isinstance(x, str) else "" for x in t])
-        dims.append(r[0])
-        types.append(r[1])
-        ops.append(m.names[m.name_id[e]])
+    keys = args_keys(m, calls)  # 0, 1, ... in order of first appearance
+    u_first = np.unique(keys, return_index=True)[1].tolist()
+    decoded = []
+    for e in calls[u_first].tolist():
+        args = m.event_args(e)
+        d = args.get("Input Dims") or []
+        t = args.get("Input type") or []
+        decoded.append(([x if isinstance(x, list) and all(isinstance(v, int) for v in x) else [] for x in d],
+                        [x if isinstance(x, str) else "" for x in t]))
+    per_call = [decoded[k] for k in keys.tolist()]
+    dims = [r[0] for r in per_call]
+    types = [r[1] for r in per_call]
+    names = m.names
+    ops = [names[i] for i in m.name_id[calls].tolist()]
     return _Calls(calls, ops, dims, types, kn.astype(np.int64), cf.floor[first], gdev[m.track[cf.k[first]]], first,
                   [pos[s:e] for s, e in zip(starts.tolist(), ends.tolist())],
-                  [m.names[m.name_id[cf.k[p]]] for p in first.tolist()])
+                  [names[i] for i in m.name_id[cf.k[first]].tolist()])
 
 
 def _short(t: str) -> str:
@@ -474,18 +475,23 @@ def _unaligned(a, C: _Calls, claimed: set) -> Pattern | None:
 
     half = [i for i, (op, t) in enumerate(zip(C.op, C.types)) if op in MATMUL_OPS and t and _is_half(t[0])]
     bad, good = [], []
+    seen: dict = {}  # (op, dims list) -> aligned or not: calls with the same args share one dims list (_gather)
     for i in half:
-        kn = dims_of(i)
-        if kn is None:
-            continue
-        (bad if any(v % cfg.matmul_align for v in kn) else good).append(i)
+        key = (C.op[i], id(C.dims[i]))
+        al = seen.get(key)
+        if al is None:
+            kn = dims_of(i)
+            al = seen[key] = -1 if kn is None else int(any(v % cfg.matmul_align for v in kn))
+        if al >= 0:
+            (bad if al else good).append(i)
     bad = [i for i in bad if i not in claimed]
     if not bad:
         return None
     # the efficiency (floor / time) the aligned matmuls reach, time-weighted
-    gf = [i for i in good if not np.isnan(C.floor[i])]
-    gt = sum(float(C.kernel_ns[i]) for i in gf)
-    eff = sum(float(C.floor[i]) for i in gf) / gt if gt > 0 else None
+    fl_g = C.floor[good].tolist() if good else []
+    gf = [i for i, x in zip(good, fl_g) if x == x]  # NaN: no floor
+    gt = sum(C.kernel_ns[gf].astype(np.float64).tolist()) if gf else 0
+    eff = sum(C.floor[gf].tolist()) / gt if gt > 0 else None
     after = {}
     for i in bad:
         fl = C.floor[i]

@@ -151,28 +151,43 @@ def loop_stats(a, name: str) -> dict | None:
     # the op sequence of each call: its kernels' outermost ops, each op call once, in launch order
     blocks: Counter = Counter()
     reps: list[tuple] = []
-    memo: dict = {}
+    memo = memo_a.setdefault("repeat", {})  # op sequence -> its repeat: nested frames' calls share sequences
     cfg = a.config
     # each call's op sequence by name ids (-1: no op), its names only for a sequence not seen before
     nid_outer = np.where(outer >= 0, m.name_id[np.maximum(outer, 0)], -1)
-    for c0, n in zip(starts.tolist(), per.tolist()):
-        u = outer[c0:c0 + n]
-        keep = np.r_[True, u[1:] != u[:-1]] if u.size else np.zeros(0, bool)
-        u = u[keep]
-        ids = tuple(nid_outer[c0:c0 + n][keep].tolist())
+    # (a kernel's op is kept where it differs from the one before it in the same call)
+    keep = np.ones(outer.size, bool)
+    keep[1:] = outer[1:] != outer[:-1]
+    keep[starts] = True
+    kpos = np.flatnonzero(keep)
+    u_all = outer[kpos]
+    ids_all = nid_outer[kpos].tolist()
+    k_lo = (np.cumsum(keep)[starts] - 1).tolist()
+    k_hi = k_lo[1:] + [kpos.size]
+    rep_first = np.full(starts.size, -1, np.int64)  # per call: the repeated run's first and last op (-1: none)
+    rep_last = np.full(starts.size, -1, np.int64)
+    for j, (lo, hi) in enumerate(zip(k_lo, k_hi)):
+        ids = tuple(ids_all[lo:hi])
         r = memo.get(ids)
         if r is None:
             seq = tuple(m.names[x] if x >= 0 else "?" for x in ids)
             r = memo[ids] = tandem_repeat(seq, cfg.loop_min_block, cfg.loop_min_repeats,
                                           cfg.loop_max_block) or ((), 0, 0)
-        # the syncs inside the repeated run (its first op's start to its last op's end): the loop's own
-        n_in = 0
         if r[1]:
-            first, last = int(u[r[2]]), int(u[r[2] + r[1] * len(r[0]) - 1])
-            ts = sync_ts.get(int(m.track[L[c0]]), np.zeros(0, np.int64))
-            n_in = int(np.searchsorted(ts, m.ts_ns[last] + m.dur_ns[last]) - np.searchsorted(ts, m.ts_ns[first]))
+            rep_first[j] = lo + r[2]
+            rep_last[j] = lo + r[2] + r[1] * len(r[0]) - 1
         blocks[r[0]] += 1
-        reps.append((r[0], r[1], n_in))
+        reps.append(r)
+    # the syncs inside each repeated run (its first op's start to its last op's end): the loop's own
+    n_in = np.zeros(starts.size, np.int64)
+    has_rep = rep_first >= 0
+    c_thr = m.track[L[starts]]
+    for t in np.unique(c_thr[has_rep]).tolist():
+        j = np.flatnonzero(has_rep & (c_thr == t))
+        first, last = u_all[rep_first[j]], u_all[rep_last[j]]
+        ts = sync_ts.get(int(t), np.zeros(0, np.int64))
+        n_in[j] = np.searchsorted(ts, m.ts_ns[last] + m.dur_ns[last]) - np.searchsorted(ts, m.ts_ns[first])
+    reps = [(b, r, x) for (b, r, _), x in zip(reps, n_in.tolist())]
     block, _ = blocks.most_common(1)[0]
     kd, ld = m.dur_ns[k], m.dur_ns[L]
     thr = m.track[idx].astype(np.int64)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 
 from ...trace.model import Kind
-from ..hosttime import host_time
 from ..names import display_frame
 from ..thresholds import HOLDS_SHARE
 from ..units import fmt_ns
@@ -24,7 +23,7 @@ def host_frames(a, thr: int, t0: int, tl: int, k: int = 5) -> dict:
     """The host-work frames of [t0, tl) on ``thr`` by own time: Python frames, annotations, host-computation
     ops. ``{"from_ns", "to_ns", "frames": [(event, ns)], "host_ns"}``."""
     m = a.model
-    ht = host_time(a.stacks, m, thr, t0, tl)
+    ht = a.evidence.host_time(thr, t0, tl)
     kind = m.kind
     ev = ht.events
     if ev.size:
