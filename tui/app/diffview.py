@@ -266,13 +266,7 @@ class DiffScreen(Screen):
             lv.refresh()
             axis.refresh()
         elif new.lane != old.lane:
-            top = lv.scroll_offset.y
-            lv.ensure_cursor_visible()
-            if lv.scroll_offset.y == top:
-                lv.refresh_line(old.lane)  # only the two rows whose label changed
-                lv.refresh_line(new.lane)
-            else:
-                lv.refresh()
+            lv.cursor_row_moved(old.lane, new.lane)
 
     @on(LanesView.Clicked)
     def _clicked(self, ev: LanesView.Clicked) -> None:

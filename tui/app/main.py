@@ -180,14 +180,7 @@ class MainScreen(LaneKeys, GapKeys, SearchKeys, Screen):
             lv.refresh()
             axis.refresh()
         elif new.lane != old.lane:
-            top = lv.scroll_offset.y
-            lv.ensure_cursor_visible()
-            if lv.scroll_offset.y == top:
-                # only the two rows whose label changed are redrawn (small updates over slow links)
-                lv.refresh_line(old.lane)
-                lv.refresh_line(new.lane)
-            else:
-                lv.refresh()
+            if lv.cursor_row_moved(old.lane, new.lane):
                 axis.refresh()
         self._draw_status(new.msg)
         if new.keys != old.keys:

@@ -122,6 +122,19 @@ class LanesView(ScrollView, _Base, can_focus=True):
         elif y >= top + h:
             self.scroll_to(y=y - h + 1, animate=False)
 
+    def cursor_row_moved(self, old: int, new: int) -> bool:
+        """Only the lane cursor moved, from row ``old`` to ``new``: the two rows whose label changed are redrawn
+        (small updates over slow links), everything when the view had to scroll to keep the cursor in it (then
+        True)."""
+        top = self.scroll_offset.y
+        self.ensure_cursor_visible()
+        if self.scroll_offset.y == top:
+            self.refresh_line(old)
+            self.refresh_line(new)
+            return False
+        self.refresh()
+        return True
+
     # ----------------------------------------------------------------- mouse
     def on_click(self, event) -> None:
         """A click puts the lane cursor on the row and the time cursor on the cell under the pointer."""
