@@ -6,26 +6,15 @@ import gzip
 import json
 import os
 
-import numpy as np
 import pytest
 
 from gapscope.tui.trace import parallel, read, reader
-from gapscope.tui.trace.cache import COLUMNS
+from tests.helpers import assert_same_model
 
 SAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "traces",
                       "demo-eager.decode.json.gz")
 
 pytestmark = pytest.mark.skipif(parallel._orjson is None or not hasattr(os, "fork"), reason="needs orjson and fork")
-
-
-def _same(a, b):
-    for k in COLUMNS:
-        x, y = getattr(a, k), getattr(b, k)
-        assert x.dtype == y.dtype, k
-        assert np.array_equal(x, y), k
-    for k in ("names", "args", "tracks", "devices", "metadata", "warnings", "category_counts"):
-        assert getattr(a, k) == getattr(b, k), k
-    assert list(a.category_counts) == list(b.category_counts)
 
 
 def _load_both(path, monkeypatch, *, expect_split=True):
@@ -58,7 +47,7 @@ def test_parallel_equals_serial_on_sample(tmp_path, monkeypatch, doc):
     p.write_bytes(json.dumps(doc, indent=1).encode())
     par, ser = _load_both(p, monkeypatch)
     assert par.n > 10_000 and len(par.tracks) > 3
-    _same(par, ser)
+    assert_same_model(par, ser)
 
 
 def test_parallel_equals_serial_with_trailer_and_new_names_late(tmp_path, monkeypatch, doc):
@@ -71,13 +60,13 @@ def test_parallel_equals_serial_with_trailer_and_new_names_late(tmp_path, monkey
     p = tmp_path / "t.json"
     p.write_bytes(json.dumps(d).encode())
     par, ser = _load_both(p, monkeypatch)
-    _same(par, ser)
+    assert_same_model(par, ser)
     assert any(n.startswith("late_") for n in par.names)
     cut = tmp_path / "cut.json"
     raw = p.read_bytes()
     cut.write_bytes(raw[: len(raw) - 300])
     par, ser = _load_both(cut, monkeypatch)
-    _same(par, ser)
+    assert_same_model(par, ser)
     assert any("cut off" in w for w in par.warnings)
 
 
@@ -90,7 +79,7 @@ def test_parallel_falls_back_on_damage(tmp_path, monkeypatch, doc):
     p = tmp_path / "bad.json"
     p.write_bytes(raw)
     par, ser = _load_both(p, monkeypatch, expect_split=False)
-    _same(par, ser)
+    assert_same_model(par, ser)
     assert any("unescaped" in w for w in par.warnings)
 
 
@@ -98,11 +87,11 @@ def test_bare_array_and_gzip_split_equal_serial(tmp_path, monkeypatch, doc):
     p = tmp_path / "bare.json"
     p.write_bytes(json.dumps(doc["traceEvents"]).encode())
     par, ser = _load_both(p, monkeypatch)
-    _same(par, ser)
+    assert_same_model(par, ser)
     g = tmp_path / "t.json.gz"
     g.write_bytes(gzip.compress(json.dumps(doc).encode(), 1))
     par, ser = _load_both(g, monkeypatch)  # gzip: split once decompressed
-    _same(par, ser)
+    assert_same_model(par, ser)
 
 
 def test_background_cache_write_then_warm_equals_cold(tmp_path, monkeypatch, doc):
@@ -121,24 +110,24 @@ def test_background_cache_write_then_warm_equals_cold(tmp_path, monkeypatch, doc
     assert os.path.isfile(cache.entry_path(str(p)))
     assert not [f for f in os.listdir(tmp_path / "cache") if f.endswith(".tmp")]
     monkeypatch.setattr(read, "load_uncached", None)  # a warm load must not parse
-    _same(cold, load(str(p)))
+    assert_same_model(cold, load(str(p)))
 
 
 def test_gzip_trace_is_split_after_decompression_and_equals_serial(tmp_path, monkeypatch, doc):
     # the worker gets the decompressed bytes by the fork (shared pages), and parses the second half of them
     par, ser = _load_both(SAMPLE, monkeypatch)
     assert par.n > 10_000
-    _same(par, ser)
+    assert_same_model(par, ser)
     # a gzip stream cut off mid-way: the same warning and the same events either way
     raw = gzip.compress(json.dumps(doc).encode())
     cut = tmp_path / "cut.json.gz"
     cut.write_bytes(raw[: len(raw) * 2 // 3])
     par, ser = _load_both(cut, monkeypatch)
-    _same(par, ser)
+    assert_same_model(par, ser)
     assert any("ends early" in w for w in par.warnings)
 
 
 def test_gzip_trace_stays_in_one_process_when_parallel_is_off(tmp_path, monkeypatch):
     monkeypatch.setenv("GAPSCOPE_LOAD_PARALLEL", "0")
     par, ser = _load_both(SAMPLE, monkeypatch, expect_split=False)
-    _same(par, ser)
+    assert_same_model(par, ser)

@@ -10,12 +10,11 @@ import gzip
 import json
 import os
 
-import numpy as np
 import pytest
 
 from gapscope.tui.analysis import analyze
 from gapscope.tui.trace import parallel, progressive, read, reader
-from gapscope.tui.trace.cache import COLUMNS
+from tests.helpers import assert_same_model
 from gapscope.tui.trace.model import TrackKind
 
 SAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "traces",
@@ -25,14 +24,8 @@ pytestmark = pytest.mark.skipif(parallel._orjson is None or not hasattr(os, "for
 
 
 def same_model(a, b):
-    """Every column array equal (dtype too), every side table equal."""
-    for k in COLUMNS:
-        x, y = getattr(a, k), getattr(b, k)
-        assert x.dtype == y.dtype, k
-        assert np.array_equal(x, y), k
-    for k in ("names", "args", "tracks", "devices", "metadata", "warnings", "category_counts"):
-        assert getattr(a, k) == getattr(b, k), k
-    assert list(a.category_counts) == list(b.category_counts)
+    """A full model on both sides, equal column for column and table for table."""
+    assert_same_model(a, b)
     assert a.n == b.n and not a.partial and not b.partial
 
 

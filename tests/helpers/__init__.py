@@ -134,3 +134,16 @@ def stepped(steps, *, frame="app.py(7): work", profiler_steps=False) -> Synth:
 # A: 2 steps of k1 k2 k3; B: 4 steps of k1 k23 (k2 and k3 fused), with a different Python frame
 A_STEP = [("k1", 10, "launch"), ("k2", 20, "python"), ("k3", 10, "launch")]
 B_STEP = [("k1", 10, "launch"), ("k23", 30, "python", 8.0)]
+
+
+def assert_same_model(a, b) -> None:
+    """Two loads of one trace gave the same model: every column array equal (dtype too), every side table equal."""
+    from gapscope.tui.trace.cache import COLUMNS
+
+    for k in COLUMNS:
+        x, y = getattr(a, k), getattr(b, k)
+        assert x.dtype == y.dtype, k
+        assert np.array_equal(x, y), k
+    for k in ("names", "args", "tracks", "devices", "metadata", "warnings", "category_counts"):
+        assert getattr(a, k) == getattr(b, k), k
+    assert list(a.category_counts) == list(b.category_counts)
