@@ -1,4 +1,4 @@
-"""The README's first screen: the explorer at 100x30 on traces/demo-eager-sync.decode.json.gz, as plain text.
+"""The README's first screen: the explorer at 100x36 on traces/demo-eager-sync.decode.json.gz, as plain text.
 
     python3 benchmarks/readme_screen.py            # prints it; --write puts it into README.md and tests/readme_screen.txt
 """
@@ -21,7 +21,7 @@ TRACE = ROOT / "traces" / "demo-eager-sync.decode.json.gz"
 
 async def _grab() -> str:
     app = GapscopeApp([str(TRACE)], load_opts={"no_cache": True})
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with app.run_test(size=(100, 36)) as pilot:
         for _ in range(3):
             await app.workers.wait_for_complete()
             await pilot.pause()

@@ -322,7 +322,16 @@ def test_80x24_folds_lanes_with_nothing_in_view_and_gives_the_rows_to_the_gap_li
     async def go():
         async with opened(SYNC, size=(80, 24)) as (app, pilot):
             sc = app.scene
+            # the explorer opens on the top fix's gap (a sync, whose DtoH copy is in view): go to the largest gap of
+            # `attn`'s host work instead (48.6 µs at +2.62 ms), which no copy is near
+            a = sc.analysis
+            f = next(f for f in a.findings if "demo.py(165): attn" in f.title)
+            rows = np.asarray(f.gap_rows, np.int64)
+            pos = int(np.flatnonzero(np.isin(sc.g_row[sc.order], rows))[0])
+            app.screen.goto_gap(pos)
+            await pilot.pause()
             first = screen_text(app)
+            assert "gap 226/709" in first and "at +2.62 ms" in first, first
             folded = [r for r in sc.rows() if r.folded]
             labels = sorted(ln.label for r in folded for ln in r.folded)
             # the copies in the trace, counted from the model: DtoH and DtoD run somewhere, not near gap 1

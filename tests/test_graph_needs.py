@@ -50,10 +50,17 @@ def test_mixtral_eager_graph_fix_comes_after_the_fixes_of_its_syncs():
     # four fixes of the same reads: any one of them does
     assert pj.after == {"launch-1": [["sync-1", "python-2", "python-17", "pattern-1"]]}
     ranked = [f.id for f in pj.ranked(a.findings)]
-    # the graph fix keeps its figure (−84.9%) and ranks behind the first of those (sync-1, −48.9%: the experts loop
-    # as one fused call); first is the MoE block as one fused call (−56.2%), which removes them too
-    assert ranked[:5] == ["python-7", "sync-1", "launch-1", "python-2", "python-17"]
-    assert round(pj.saving_pct("launch-1"), 1) == 84.9 and round(pj.best_pct("sync-1"), 1) == 48.9
+    # the graph fix keeps its figure (−84.9%) and ranks right behind the first of those: the experts loop as one fused
+    # call (−48.9% alone), carried by the loop's own finding (pattern-1) and by no other finding sharing the frame.
+    # pattern-1 ranks with what it unlocks (the two together are the graph's −84.9%); then the MoE block as one fused
+    # call (−56.2%), which removes the reads too
+    assert ranked[:4] == ["pattern-1", "launch-1", "python-7", "python-3"]
+    assert pj.unlocks(a.findings) == {"pattern-1": "launch-1"}
+    assert round(pj.saving_pct("launch-1"), 1) == 84.9 and round(pj.best_pct("pattern-1"), 1) == 48.9
+    assert round(pj.rank_pct(a.findings)["pattern-1"], 1) == 84.9
+    # sync-1 ranks by its own fix (−6.7%: [medium])
+    assert {pj.ranked_with(f) for f in ("sync-1", "python-2", "python-17", "pattern-1")} == {"pattern-1"}
+    assert round(pj.best_pct("sync-1"), 1) == 6.7 and pj.best_pct("python-17") == 0.0
     assert round(pj.best_pct("python-7"), 1) == 56.2
 
 
@@ -85,12 +92,14 @@ def test_ranked_moves_a_finding_behind_what_it_needs():
     p.saving_ns = {"g": 900, "a": 500, "b": 400, "c": 300, "d": None}
     fs = [_f(x) for x in ("d", "c", "b", "a", "g")]
     assert [f.id for f in p.ranked(fs)] == ["g", "a", "b", "c", "d"]
-    # two groups: b (alone) and one of c, a: behind b, the later of b and a
+    # two groups: b (alone) and one of c, a (a: the larger figure of its own). Both rank with what they unlock (g's
+    # 900, ties in the findings' order) and g comes right behind the later of them
     p.after = {"g": [["b"], ["c", "a"]]}
-    assert [f.id for f in p.ranked(fs)] == ["a", "b", "g", "c", "d"]
-    # one group of alternatives: behind its first-ranked member
+    assert p.unlocks(fs) == {"b": "g", "a": "g"}
+    assert [f.id for f in p.ranked(fs)] == ["b", "a", "g", "c", "d"]
+    # one group of alternatives: its member with the larger figure (b) ranks with g, g right behind it
     p.after = {"g": [["c", "b"]]}
-    assert [f.id for f in p.ranked(fs)] == ["a", "b", "g", "c", "d"]
+    assert [f.id for f in p.ranked(fs)] == ["b", "g", "a", "c", "d"]
     # a group none of whose findings is listed (a subset, the findings view), or ranked below it already: no move
     assert [f.id for f in p.ranked([_f("g"), _f("a")])] == ["g", "a"]
     p.after = {"c": [["a"]]}
@@ -98,3 +107,33 @@ def test_ranked_moves_a_finding_behind_what_it_needs():
     # without a saving of its own it stays behind the projected findings
     p.after = {"d": [["a"]]}
     assert [f.id for f in p.ranked(fs)] == ["g", "a", "b", "c", "d"]
+
+
+def test_a_frame_shared_by_several_findings_ranks_one_of_them():
+    """hf-mixtral.decode_eager: four findings lie under `(69): forward` (the experts loop). Its what-if as one fused
+    call (−48.9%) is one fix: it ranks the loop's own finding; `activations.py(102): forward`, whose own fix saves
+    0 ns, reads [info] (it read [high] when each of the four was ranked by the shared what-if), and the Markdown
+    names the finding that carries it."""
+    from gapscope.tui.report.jsonout import build_json
+    from gapscope.tui.report.markdown import render_markdown
+
+    a = analyze(load(str(TRACES / "hf-mixtral.decode_eager.json.gz")))
+    pj = a.projection
+    act = next(f for f in a.findings if "activations.py(102): forward" in f.title)
+    assert pj.frame_of[act.id] == MIXTRAL and pj.ranked_with(act.id) == "pattern-1"
+    assert pj.saving_ns[act.id] == 0 and act.severity == "info"
+    highs = [f.id for f in a.findings if f.severity == "high"]
+    # every [high] finding is high by a saving of its own to carry, of at least 10% of the step
+    assert all(pj.best_pct(fid) >= 10 for fid in highs) and len(highs) == 7
+    md = render_markdown([a])
+    order = [f.id for f in pj.ranked(a.findings)]
+    n = order.index("pattern-1") + 1
+    # python-2 (the loop's own host time, −11.0% by itself) is listed 7th; its what-if line points at the loop's finding
+    k = order.index("python-2") + 1
+    lines = md.split(f"\n{k}. **", 1)[1].split("\n")
+    assert "`transformers/models/mixtral/modeling_mixtral.py(69): forward` held the CPU" in lines[0]
+    assert lines[2].endswith(f"as one fused GPU call (its whole host subtree out, its GPU work kept); the fix of "
+                             f"finding {n}, ranked there  ")
+    doc = build_json([a])
+    e = next(f for f in doc["findings"] if f["id"] == act.id)
+    assert e["frame_whatif"]["ranked_with"] == "pattern-1" and e["severity"] == "info"

@@ -157,17 +157,22 @@ def test_markdown_says_the_fix_and_ranks_findings_by_saving():
     md = render_markdown([analyze(load(str(TRACES / "demo-eager-sync.decode.json.gz"), no_cache=True))])
     findings = md[md.index("## Findings"):md.index("## Idle time by cause")]
     # ranked by the larger of the finding's own fix and its frame's fused what-if ("replace the function"), but for
-    # the step as one CUDA graph (2.87 ms): it needs the .item() check removed first and comes right after its fix
+    # the step as one CUDA graph (2.87 ms): it needs the .item() check removed first and comes right after its fix,
+    # which ranks with it (at the graph's figure: "with finding 2 after it, which needs it first")
     got, needs = [], []
     for item in re.split(r"\n\d+\. \*\*", findings)[1:]:
         xs = [float(n) * (1000 if u == "ms" else 1)
-              for n, u in re.findall(r"(?:fix|replace the function) → \*\*−([0-9.]+) (ms|µs) per step", item)]
+              for n, u in re.findall(r"(?:fix → |replace the function → |which needs it first: )\*\*−([0-9.]+) "
+                                     r"(ms|µs) per step", item)]
         if xs:
             (needs if "it needs the 32 syncs of" in item else got).append((max(xs), item))
     assert len(got) >= 5 and [x for x, _ in got] == sorted((x for x, _ in got), reverse=True)
     assert [x for x, _ in needs] == [2870.0] and "(sync-1) removed first" in needs[0][1]
     items = re.split(r"\n\d+\. \*\*", findings)[1:]
-    assert "synchronising calls in `capture/demo.py(51): _inject_sync_check`" in items[items.index(needs[0][1]) - 1]
+    before = items[items.index(needs[0][1]) - 1]
+    assert "synchronising calls in `capture/demo.py(51): _inject_sync_check`" in before
+    assert "with finding 2 after it, which needs it first: **−2.87 ms per step (−77.9%)**" in before
+    assert items.index(needs[0][1]) == 1
     assert "un-profiled, calibrated" in findings
 
 
@@ -601,7 +606,8 @@ def test_frame_whatifs_in_json_markdown_and_the_explorer(tmp_path):
     assert (ex["calls"], ex["host_us"], ex["gpu_us"], ex["gpu_items"], ex["saving_us"]) == (1, 150.0, 40.0, 2, 146.0)
     assert ex["saving_pct"] == 35.01 and ex["findings"] == ["sync-1"]
     sync = next(f for f in doc["findings"] if f["id"] == "sync-1")
-    assert sync["frame_whatif"] == {"frame": "user.py(40): experts", "saving_us": 146.0, "saving_pct": 35.01}
+    assert sync["frame_whatif"] == {"frame": "user.py(40): experts", "saving_us": 146.0, "saving_pct": 35.01,
+                                    "ranked_with": "sync-1"}
     assert all(f["frame_whatif"] is None for f in doc["findings"] if f["id"] not in sum(
         (w["findings"] for w in doc["frame_whatifs"]), []))
     md = render_markdown([a])

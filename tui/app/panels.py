@@ -64,10 +64,14 @@ def _finding_fix(a, row: int) -> str | None:
     if pj is None:
         return None
     sv = pj.saving_ns
+    unlocks = pj.unlocks(a.findings)
     for n, f in enumerate(pj.ranked(a.findings), 1):
         if row in getattr(f, "gap_rows", ()) and sv.get(f.id) is not None:
             how = "un-profiled, calibrated" if pj.calibrated else "profiled time"
-            return f"finding {n}: fix → −{fmt_dur(sv[f.id])} per step (−{pj.saving_pct(f.id):.1f}%), {how}"
+            dep = unlocks.get(f.id)
+            both = (f"; −{pj.saving_pct(dep):.1f}% with the fix it unlocks" if dep is not None
+                    and pj.saving_pct(dep) is not None else "")
+            return f"finding {n}: fix → −{fmt_dur(sv[f.id])} per step (−{pj.saving_pct(f.id):.1f}%){both}, {how}"
     return None
 
 
@@ -77,11 +81,21 @@ def top_fix(a) -> tuple[str, str] | None:
     pj = a.projection_if_ready if a is not None else None
     if pj is None:
         return None
+    unlocks = pj.unlocks(a.findings)
     for f in pj.ranked(a.findings):
         s, pct = pj.saving_ns.get(f.id), pj.saving_pct(f.id)
         w = pj.frame_whatif(f.id)
         how = "un-profiled" if pj.calibrated else "profiled time"
-        if w is not None and w.saving_ns > (s or 0) and pj.baseline_ns > 0:
+        dep = unlocks.get(f.id)
+        if dep is not None and pj.saving_ns.get(dep) is not None and pj.saving_pct(dep) is not None:
+            # a fix another one needs first ranks with it (Projection.unlocks): the two together are the top fix
+            # what it needs is this fix itself (its reads removed); a loop without a fix of its own, as one call
+            first = (pj.what.get(f.id) or "").split(";", 1)[0] if s is not None else \
+                f"{w.frame} as one fused GPU call" if w is not None else f.title or ""
+            then = (pj.what.get(dep) or "").split(";", 1)[0]
+            return (f"−{fmt_dur(pj.saving_ns[dep])} per step (−{pj.saving_pct(dep):.1f}%), {how}",
+                    f"{first}, then {then}")
+        if w is not None and w.saving_ns > (s or 0) and pj.baseline_ns > 0 and pj.ranked_with(f.id) == f.id:
             # the report ranks this finding by its frame's fused what-if (replay/frames.py): that is its top fix
             return (f"−{fmt_dur(w.saving_ns)} per step (−{100.0 * w.saving_ns / pj.baseline_ns:.1f}%), {how}",
                     f"{w.frame} as one fused GPU call")

@@ -310,11 +310,17 @@ class FindingsView(TableView):
                     how = "un-profiled, calibrated" if pj.calibrated else "profiled time"
                     t.append(fm.text(f"fix → −{fm.d(s)} per step (−{pj.saving_pct(f.id):.1f}%), {how}: "
                                         f"{pj.what.get(f.id, '')}") + "\n", style="bold")
+                dep = pj.unlocks(pa.findings).get(f.id) if pa is not None else None
+                if dep is not None and pj.saving_ns.get(dep) is not None and pj.saving_pct(dep) is not None:
+                    t.append(fm.text(f"with finding {dep} after it, which needs it first: −{fm.d(pj.saving_ns[dep])} "
+                                        f"per step (−{pj.saving_pct(dep):.1f}%)") + "\n", style="bold")
                 w = pj.frame_whatif(f.id)
                 if w is not None and pj.baseline_ns > 0:
+                    owner = pj.ranked_with(f.id)
+                    shared = f"; the fix of finding {owner}, ranked there" if owner != f.id else ""
                     t.append(fm.text(f"replace the function → −{fm.d(w.saving_ns)} per step "
                                         f"(−{100.0 * w.saving_ns / pj.baseline_ns:.1f}%) with {w.frame} as one fused "
-                                        "GPU call") + "\n", style="bold")
+                                        f"GPU call{shared}") + "\n", style="bold")
             if f.suggestion:
                 t.append("suggestion: ", style="bold green")
                 t.append(fm.text(str(f.suggestion)) + "\n")

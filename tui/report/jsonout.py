@@ -238,15 +238,19 @@ def projection_entry(a, device: int) -> dict | None:
     return None
 
 
-def saving_entry(a, f) -> dict:
-    """``findings[].saving_us`` (per step; null: not projected), ``saving_pct``, the fix replayed and, for a sync
-    finding whose frame is a check, ``saving_whole_check_us`` (its ops removed too; else null)."""
+def saving_entry(a, f, tix=None) -> dict:
+    """``findings[].saving_us`` (per step; null: not projected), ``saving_pct``, the fix replayed, for a sync
+    finding whose frame is a check ``saving_whole_check_us`` (its ops removed too; else null), and ``unlocks``: the
+    finding that needs this fix first (``Projection.unlocks``; else null)."""
     pj = a.projection
     s = pj.saving_ns.get(f.id)
     pct = pj.saving_pct(f.id)
     w = getattr(pj, "with_ops_ns", {}).get(f.id)
+    dep = pj.unlocks(a.findings).get(f.id)
+    if dep is not None and tix is not None:
+        dep = f"t{tix}:{dep}"
     return {"saving_us": None if s is None else _us(s), "saving_pct": None if pct is None else round(pct, 2),
-            "fix": pj.what.get(f.id), "saving_whole_check_us": None if w is None else _us(w)}
+            "fix": pj.what.get(f.id), "saving_whole_check_us": None if w is None else _us(w), "unlocks": dep}
 
 
 def frame_whatif_entries(a, tix=None) -> list[dict]:
@@ -267,7 +271,7 @@ def frame_whatif_entries(a, tix=None) -> list[dict]:
     return out
 
 
-def frame_entry(a, f) -> dict | None:
+def frame_entry(a, f, tix=None) -> dict | None:
     """``findings[].frame_whatif``: the fused what-if of the frame this finding's gaps lie under, or null."""
     pj = a.projection
     w = pj.frame_whatif(f.id)
@@ -275,7 +279,8 @@ def frame_entry(a, f) -> dict | None:
         return None
     base = pj.baseline_ns
     return {"frame": w.frame, "saving_us": _us(w.saving_ns),
-            "saving_pct": round(100.0 * w.saving_ns / base, 2) if base > 0 else None}
+            "saving_pct": round(100.0 * w.saving_ns / base, 2) if base > 0 else None,
+            "ranked_with": pj.ranked_with(f.id) if tix is None else f"t{tix}:{pj.ranked_with(f.id)}"}
 
 
 def build_json(analyses, top: int = 50) -> dict:
@@ -362,7 +367,7 @@ def build_json(analyses, top: int = 50) -> dict:
         for f in a.findings:
             e = {"id": f"t{ti}:{f.id}" if multi else f.id, "severity": f.severity, "title": f.title,
                  "idle_us": _us(f.idle_ns), "evidence": _jsonable(f.evidence), "suggestion": f.suggestion,
-                 "cause": f.cause, **saving_entry(a, f), "frame_whatif": frame_entry(a, f)}
+                 "cause": f.cause, **saving_entry(a, f, ti if multi else None), "frame_whatif": frame_entry(a, f, ti if multi else None)}
             if multi:
                 e["trace"] = ti
             doc["findings"].append(e)

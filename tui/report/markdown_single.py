@@ -57,25 +57,43 @@ def by_saving(a) -> list:
     return a.projection.ranked(a.findings)
 
 
-def saving_line(a, f) -> str | None:
-    """"fix → −1.23 ms per step (−9.1%), un-profiled, calibrated: remove the 32 synchronising calls ..."."""
+def saving_line(a, f, order: list | None = None) -> str | None:
+    """"fix → −1.23 ms per step (−9.1%), un-profiled, calibrated: remove the 32 synchronising calls ..."; for a fix
+    another finding needs first (``Projection.unlocks``), what the two buy together and that finding's number in
+    ``order`` (the findings as listed)."""
     pj = a.projection
     s, pct = pj.saving_ns.get(f.id), pj.saving_pct(f.id)
     if s is None or pct is None:
-        return f"fix: {inline(pj.what[f.id])}" if pj.what.get(f.id) else None
-    how = "un-profiled, calibrated" if pj.calibrated else "profiled time"
-    return f"fix → **−{t(s)} per step (−{pct:.1f}%)**, {how}: {inline(pj.what.get(f.id, ''))}"
+        line = f"fix: {inline(pj.what[f.id])}" if pj.what.get(f.id) else None
+    else:
+        how = "un-profiled, calibrated" if pj.calibrated else "profiled time"
+        line = f"fix → **−{t(s)} per step (−{pct:.1f}%)**, {how}: {inline(pj.what.get(f.id, ''))}"
+    dep = pj.unlocks(order or a.findings).get(f.id)
+    if dep is not None and line is not None:
+        ds, dp = pj.saving_ns.get(dep), pj.saving_pct(dep)
+        ids = [g.id for g in (order or [])]
+        n = ids.index(dep) + 1 if dep in ids else dep
+        if ds is not None and dp is not None:
+            line += f"; with finding {n} after it, which needs it first: **−{t(ds)} per step (−{dp:.1f}%)**"
+    return line
 
 
-def frame_line(a, f) -> str | None:
+def frame_line(a, f, order: list | None = None) -> str | None:
     """"as one fused GPU call, `frame` → −4.1 ms per step (−48.9%)": the what-if of the frame the finding's gaps
-    lie under (replay/frames.py)."""
+    lie under (replay/frames.py); where another finding carries it (``Projection.ranked_with``), which one, by its
+    number in ``order`` (the findings as listed)."""
     pj = a.projection
     w = pj.frame_whatif(f.id)
     if w is None or pj.baseline_ns <= 0:
         return None
-    return (f"replace the function → **−{t(w.saving_ns)} per step (−{100.0 * w.saving_ns / pj.baseline_ns:.1f}%)** "
-            f"with {code(w.frame, False, 90)} as one fused GPU call (its whole host subtree out, its GPU work kept)")
+    s = (f"replace the function → **−{t(w.saving_ns)} per step (−{100.0 * w.saving_ns / pj.baseline_ns:.1f}%)** "
+         f"with {code(w.frame, False, 90)} as one fused GPU call (its whole host subtree out, its GPU work kept)")
+    owner = pj.ranked_with(f.id)
+    if owner != f.id:
+        ids = [g.id for g in (order or [])]
+        s += f"; the fix of finding {ids.index(owner) + 1}, ranked there" if owner in ids else \
+            f"; the fix of finding {owner}, ranked there"
+    return s
 
 
 def frames_section(a) -> list[str]:
@@ -240,12 +258,13 @@ def single(a, top: int, title: bool = True) -> list[str]:
     if a.findings:
         L.append("## Findings")
         L.append("")
-        for i, f in enumerate(by_saving(a)[:top], 1):
+        order = by_saving(a)
+        for i, f in enumerate(order[:top], 1):
             L.append(f"{i}. **\\[{f.severity}\\] {inline(f.title)}**  ")
-            sv = saving_line(a, f)
+            sv = saving_line(a, f, order)
             if sv:
                 L.append(f"   {sv}  ")
-            fl = frame_line(a, f)
+            fl = frame_line(a, f, order)
             if fl:
                 L.append(f"   {fl}  ")
             ev = f.evidence or {}

@@ -90,7 +90,7 @@ from __future__ import annotations
 import numpy as np
 
 from .calibrate import CAL_SLACK, NO_HOST, _calibrate, _steps
-from .frames import attach, frame_whatifs, round_trip_fix
+from .frames import attach, frame_owners, frame_whatifs, round_trip_fix
 from .fixes import (_check_ops, _graph_owner, _n, calls_under, dependency_waits, fix_for, graph_needs, host_reads,
                     kept_wait_text)
 from .model import Replay
@@ -229,6 +229,7 @@ def project(a) -> Projection:
     # each frame that matters as one fused GPU call, and the findings whose gaps lie under one
     p.frames = frame_whatifs(a, r, c, base_step, max(rec.values()) / steps)
     p.frame_of = attach(a, p.frames)
+    p.frame_owner = frame_owners(a.findings, p.frame_of, p.saving_ns)
     # the graph fix of a step whose host reads GPU values comes after the fixes that remove those reads
     if graph_owner is not None and p.saving_ns.get(graph_owner) is not None:
         reads = host_reads(a, r)

@@ -229,6 +229,29 @@ def attach(a, frames: list) -> dict[str, str]:
     return out
 
 
+def frame_owners(findings: list, frame_of: dict[str, str], saving_ns: dict) -> dict[str, str]:
+    """Frame -> the one finding its fused what-if ranks, when several findings are attached to it: the loop of
+    tiny kernels of that frame (its saving is the what-if), else a finding about that frame itself (its host time,
+    its syncs), else the finding whose own fix saves the most; ties by idle time, then by order. One fix is one
+    saving: the others rank by their own fix (hf-mixtral.decode_eager: `(69): forward` as one fused call is the
+    experts loop's finding; `activations.py(102): forward`'s, whose own fix saves 0 ns, no longer reads [high])."""
+    by_frame: dict[str, list] = {}
+    for k, f in enumerate(findings):
+        fr = frame_of.get(f.id)
+        if fr is not None:
+            by_frame.setdefault(fr, []).append((k, f))
+    out = {}
+    for fr, fs in by_frame.items():
+        def key(kf, fr=fr):
+            k, f = kf
+            own = (f.evidence or {}).get("frame") == fr
+            tier = 0 if (f.cause == "pattern" and own) else 1 if own else 2
+            return (tier, -(saving_ns.get(f.id) or 0), -f.idle_ns, k)
+
+        out[fr] = min(fs, key=key)[1].id
+    return out
+
+
 def round_trips(a, r: Replay, f):
     """The round trips of a round-trip finding: per gap, on its launching thread, the synchronising read open in
     the gap (outermost, from the start of the aten op around it) and the first host-to-device copy launched after

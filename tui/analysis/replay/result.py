@@ -58,6 +58,9 @@ class Projection:
     frames: list[FrameWhatIf] = field(default_factory=list)
     #: finding id -> the frame whose fused what-if is attached to it (its gaps lie under the frame)
     frame_of: dict[str, str] = field(default_factory=dict)
+    #: frame -> the one finding its what-if ranks when several share it (replay/frames.py ``frame_owners``); the
+    #: others rank by their own fix. A frame missing here ranks every finding attached to it
+    frame_owner: dict[str, str] = field(default_factory=dict)
     #: per step, the slowest device's waits on dependencies no host change removes (replay/fixes.py,
     #: ``dependency_waits``), when at least ``graph_wait_note_share`` of the step; else 0
     waits_ns: int = 0
@@ -71,11 +74,21 @@ class Projection:
         fr = self.frame_of.get(fid)
         return next((w for w in self.frames if w.frame == fr), None) if fr else None
 
+    def ranked_with(self, fid: str) -> str | None:
+        """The finding that carries the fused what-if attached to ``fid`` (``fid`` itself, or the one it shares the
+        frame with), or None when no what-if is attached."""
+        fr = self.frame_of.get(fid)
+        if fr is None:
+            return None
+        return self.frame_owner.get(fr, fid)
+
     def best_ns(self, fid: str) -> int | None:
-        """What ranks a finding: the larger of its own fix's saving and its frame's fused what-if."""
+        """What ranks a finding: the larger of its own fix's saving and its frame's fused what-if, when the what-if
+        is its to carry (``ranked_with``: one finding per frame; hf-mixtral.decode_eager had four [high] findings
+        all ranked by `(69): forward` as one fused call, two of them with an own fix of 0 ns)."""
         s = self.saving_ns.get(fid)
         w = self.frame_whatif(fid)
-        if w is None:
+        if w is None or self.ranked_with(fid) != fid:
             return s
         return w.saving_ns if s is None else max(s, w.saving_ns)
 
@@ -88,10 +101,43 @@ class Projection:
     def floor_ns(self) -> int:
         return max((d.floor_ns // max(d.steps, 1) for d in self.devices), default=0)
 
-    def ranked(self, findings: list) -> list:
-        """``findings`` ranked by the projected saving of their fix (the report's order); those not projected
-        follow in their own order (by idle time). The Markdown, the JSON and the explorer all rank this way."""
+    def unlocks(self, findings: list) -> dict[str, str]:
+        """Prerequisite id -> the finding of ``after`` it unlocks: of each group of fixes a finding needs first, the
+        member with the largest figure of its own (``best_ns``; ties by order). hf-attn.prefill_eager: the step as
+        one CUDA graph (−25.2%) needs the one sync of `find_packed_sequence_indices` removed first, which alone saves
+        0.4%; ranked by its own figure it read [info], and the graph fix behind it too."""
+        ids = {f.id: k for k, f in enumerate(findings)}
+        out: dict[str, str] = {}
+        for fid, groups in self.after.items():
+            if fid not in ids:
+                continue
+            for g in groups:
+                members = [d for d in g if d in ids]
+                if members:
+                    first = min(members, key=lambda d: (self.best_ns(d) is None, -(self.best_ns(d) or 0), ids[d]))
+                    out.setdefault(first, fid)
+        return out
+
+    def rank_ns(self, findings: list) -> dict[str, int | None]:
+        """Finding id -> the figure it ranks by: ``best_ns``, and for a fix another one needs first (``unlocks``)
+        the larger of that and the figure of the finding it unlocks (the two are worth that together)."""
         b = {f.id: self.best_ns(f.id) for f in findings}
+        if self.after:
+            for pre, dep in self.unlocks(findings).items():
+                if b.get(dep) is not None:
+                    b[pre] = max(b[pre] or 0, b[dep])
+        return b
+
+    def rank_pct(self, findings: list) -> dict[str, float | None]:
+        """``rank_ns`` as a share of the step, in % (what a finding's severity reads)."""
+        base = self.baseline_ns
+        return {k: (None if v is None or base <= 0 else 100.0 * v / base) for k, v in self.rank_ns(findings).items()}
+
+    def ranked(self, findings: list) -> list:
+        """``findings`` ranked by the projected saving of their fix (``rank_ns``, the report's order); those not
+        projected follow in their own order (by idle time). The Markdown, the JSON and the explorer all rank this
+        way."""
+        b = self.rank_ns(findings)
         out = sorted(findings, key=lambda f: (b[f.id] is None, -(b[f.id] or 0)))
         return self._after_needs(out) if self.after else out
 
