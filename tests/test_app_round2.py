@@ -611,8 +611,8 @@ def test_readme_key_table_matches_the_bindings():
 
 
 def test_help_key_table_is_made_from_the_bindings():
-    """One list (tui/app/keys.py) holds each key, its help text and its bindings: the explorer's bindings are
-    that list's, each help row shows exactly its bindings' keys (or keys its widget binds), and the help
+    """One list (``MainScreen.KEYS``, made from the panes' tables and the screen's own) holds each key, its help
+    text and its bindings: the explorer's bindings are that list's, each help row shows exactly its bindings' keys (or keys its widget binds), and the help
     screen shows every row."""
     from textual.binding import Binding
     from textual.screen import Screen
@@ -623,9 +623,9 @@ def test_help_key_table_is_made_from_the_bindings():
     from gapscope.tui.app.screens import HelpScreen
     from gapscope.tui.app.timeline import LanesView
 
-    assert list(MainScreen.BINDINGS) == keys.BINDINGS
+    assert list(MainScreen.BINDINGS) == keys.bindings(MainScreen.KEYS)
     widgets = {"LanesView": LanesView, "GapList": GapList, "Screen": Screen}
-    for k in keys.KEYS:
+    for k in MainScreen.KEYS:
         if k.bindings:
             bound = {x.strip() for b in k.bindings for x in b.key.split(",")}
         else:  # keys a widget binds: each named widget binds all of them (Tab: Textual's focus key)
@@ -646,7 +646,7 @@ def test_help_key_table_is_made_from_the_bindings():
             return screen_text(app)
 
     text = run(go())
-    for shown, what in keys.HELP:
+    for shown, what in MainScreen.KEY_HELP:
         assert f"{shown} " in text and what in text, shown
 
 

@@ -58,9 +58,9 @@ def test_zero_fits_the_analysed_window_and_the_docs_say_so():
     assert hi - lo > span + 3_000_000
     # the window and a margin of 1% each side so that edge kernels are not cut
     assert abs(t0 - (w0 - span // 100)) <= 1_000 and abs(t1 - (w1 + span // 100)) <= 1_000, (t0 - w0, t1 - w1)
-    from gapscope.tui.app import keys
+    from gapscope.tui.app.main import MainScreen
 
-    help0 = dict(keys.HELP)["0 / Home"]
+    help0 = dict(MainScreen.KEY_HELP)["0 / Home"]
     readme = next(ln for ln in (ROOT / "README.md").read_text().splitlines() if ln.startswith("| `0` / `Home` | fit"))
     assert "analysed window" in help0 and "analysed window" in readme and "trace" not in help0.split("(")[0]
 

@@ -3,17 +3,31 @@ next and previous gap (n, N), the selected gap in focus (f), the cause filter (c
 opens on (``opening_gap``).
 
 ``GapKeys`` is a part of the explorer's screen (``MainScreen``, tui/app/main.py): each action changes the
-scene and calls the screen's ``update``; the gap list and the stack panel are redrawn from the new state.
+scene and calls the screen's ``update``; the gap list and the stack panel are redrawn from the new state. Its
+keys are ``GapKeys.KEYS``, bound by the screen with the other panes' (tui/app/keys.py).
 """
 
 from __future__ import annotations
 
+from textual.binding import Binding
+
+from .keys import Key
 from .navigate import focus_context, focus_gap
 from .scene import Scene
 
 
 class GapKeys:
     """The gaps pane's actions (a part of ``MainScreen``)."""
+
+    #: the gaps' keys, in the order of the actions below (``at``: their place in the help and the footer)
+    KEYS = [
+        Key("n / N", "next / previous gap, largest first (jumps there, updates the stack panel)",
+            (Binding("n", "next_gap", "next gap"), Binding("N", "prev_gap", "prev gap", key_display="N")), at=10),
+        Key("f / z", "zoom to the selected gap (again, or right after n: tighter, the gap fills the window)",
+            (Binding("f,z", "focus_gap", "zoom gap", show=False),), at=90),
+        Key("c / C", "filter the gap list by cause (next / previous cause)",
+            (Binding("c", "cause(1)", "cause"), Binding("C", "cause(-1)", "cause", show=False)), at=100),
+    ]
 
     def select_gap(self, pos: int, *, context: float = 1.0) -> None:
         """The gap at ``pos`` of the list selected, the view on it (the redraw follows from the new state)."""

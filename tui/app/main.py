@@ -5,8 +5,9 @@ selected gap (the kernels and findings views behind 2 and 3), the status line an
 What is on screen is one frozen value (``shown``, tui/app/shown.py) in a reactive attribute: a key changes the
 scene and calls ``update``; ``watch_shown`` redraws the header, the lanes, the gap list, the stack panel, the
 status line and the footer where the fields they depend on changed. The keys are the panes' (lanekeys.py,
-gapkeys.py, search.py: the lanes, the gaps and the search) and this module's (views, tabs, before/after,
-detail, help, export, Esc); the widgets talk back through messages (LanesView.Clicked and Zoom,
+gapkeys.py, search.py: the lanes, the gaps and the search; each pane's ``KEYS`` next to its actions) and this
+module's (``SCREEN_KEYS``: views, tabs, before/after, detail, help, export, Esc); ``MainScreen`` binds them all
+(``PANES``, one place) and the help shows them in the same order; the widgets talk back through messages (LanesView.Clicked and Zoom,
 GapList.Highlighted, SearchInput.Find, TableView.FindKernel and ShowGaps)."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.reactive import reactive
@@ -26,6 +28,7 @@ from textual.widgets import ContentSwitcher, DataTable, Footer, Static
 
 from . import glyphs as G
 from . import keys
+from .keys import Key
 from .gapkeys import GapKeys, opening_gap
 from .gaplist import MAX_LIST, NARROW, GapList
 from .lanekeys import LaneKeys
@@ -40,8 +43,34 @@ from .tables import Fmt, TableView, table_views
 from .timeline import Axis, LanesView
 
 
-class MainScreen(LaneKeys, GapKeys, SearchKeys, Screen):
-    BINDINGS = keys.BINDINGS  # tui/app/keys.py: each key with its help text
+#: the panes whose actions are a part of the screen; their ``KEYS`` are bound by it (a new pane: its mixin here)
+PANES = (LaneKeys, GapKeys, SearchKeys)
+
+#: the screen's own keys (its actions below; ``at``: their place among the panes' keys in the help and the footer)
+SCREEN_KEYS = [
+    Key("Enter", "detail of what is under the cursor (lanes) or of the gap (gap list); a finding: its gaps",
+        (Binding("enter", "detail", "detail", show=False),), at=110),
+    Key("Tab", "next pane: lanes, gap list, stack panel", bound_by="Screen", at=130),
+    Key("1 2 3", "views: lanes, kernels, findings",
+        (Binding("1", "view('lanes')", "lanes", show=False), Binding("2", "view('kernels')", "kernels", show=False),
+         Binding("3", "view('findings')", "findings", show=False)), at=140),
+    Key("t", "next loaded trace (prefill / decode ...)", (Binding("t", "next_trace", "trace", show=False),), at=150),
+    Key("D", "before/after: this tab and the next, the earlier one as A (before), step by step (gapscope diff A B; "
+        "x there swaps)", (Binding("D", "diff", "diff", key_display="D", show=False),), at=160),
+    Key("Esc", "end the search, range or filter; back to the lanes", (Binding("escape", "escape", "back", show=False),),
+        at=210),
+    Key("e", "export: findings (Markdown + JSON) and an SVG of the screen", (Binding("e", "export", "export"),), at=220),
+    Key("g", "legend", (Binding("g", "legend", "legend", show=False),), at=230),
+    Key("? / F1", "this help", (Binding("question_mark,f1", "help", "help"),), at=240),
+    Key("q", "quit", (Binding("q", "app.quit", "quit"),), at=250),
+]
+
+
+class MainScreen(*PANES, Screen):
+    #: every key of the screen, the panes' and its own, in the help's order (tui/app/keys.py)
+    KEYS = keys.in_help_order(*(p.KEYS for p in PANES), SCREEN_KEYS)
+    BINDINGS = keys.bindings(KEYS)
+    KEY_HELP = keys.help_rows(KEYS)  # the help screen's key table (not HELP: Textual's help panel text)
 
     #: what is on screen (tui/app/shown.py); every change redraws what depends on it (``watch_shown``), and only
     #: that: a repaint of the whole screen on each change (Textual's default) made n and N twice as slow
@@ -305,10 +334,10 @@ class MainScreen(LaneKeys, GapKeys, SearchKeys, Screen):
         self.app.push_screen(DetailScreen(event_text(sc, ev, self.glyphs), self.glyphs.ascii))
 
     def action_help(self) -> None:
-        self.app.push_screen(HelpScreen(self.glyphs))
+        self.app.push_screen(HelpScreen(self.glyphs, self.KEY_HELP))
 
     def action_legend(self) -> None:
-        self.app.push_screen(HelpScreen(self.glyphs, legend_only=True))
+        self.app.push_screen(HelpScreen(self.glyphs, self.KEY_HELP, legend_only=True))
 
     def action_export(self) -> None:
         from .export import export_message

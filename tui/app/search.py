@@ -10,6 +10,7 @@ from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import Input
 
+from .keys import Key
 from .navigate import show_event
 
 
@@ -49,6 +50,12 @@ class SearchKeys:
     """The search pane's actions (a part of the explorer's screen, ``MainScreen``): / opens the box, its
     ``Find`` is answered here, n / N (the gap keys, while something matches) and Shift+Enter step through the
     matches."""
+
+    #: the search's key (``at``: its place in the help and the footer; n / N are the gap keys')
+    KEYS = [
+        Key("/", "find a kernel or op by name; Enter finds, then n / N step through the matches, Esc ends",
+            (Binding("slash", "search", "find"),), at=120),
+    ]
 
     async def action_search(self) -> None:
         inp = self.search_box()
