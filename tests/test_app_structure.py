@@ -91,8 +91,8 @@ def test_the_panes_keys_change_state_and_never_redraw(path, cls):
     assert "update" in _calls(APP / path, cls) or "goto_gap" in _calls(APP / path, cls)
 
 
-def _action_calls(path, cls: str) -> dict[str, set[str]]:
-    """For each key of class ``cls`` (its ``action_*`` methods), what it calls, the class's own methods it calls
+def _action_calls(path, cls: str, names: set[str] | None = None) -> dict[str, set[str]]:
+    """For each key of class ``cls`` (its ``action_*`` methods, or the methods ``names``), what it calls, the class's own methods it calls
     included (followed down): ``self.update(...)`` as "self.update", any other ``x.update(...)`` (a widget's
     text) as "widget.update"."""
     tree = ast.parse(path.read_text())
@@ -117,7 +117,8 @@ def _action_calls(path, cls: str) -> dict[str, set[str]]:
             got |= reach(m, seen)
         return got
 
-    return {name: reach(name, set()) for name in methods if name.startswith("action_")}
+    return {name: reach(name, set()) for name in methods
+            if (name.startswith("action_") if names is None else name in names)}
 
 
 def test_the_diff_screens_keys_change_state_and_never_redraw():
@@ -132,6 +133,31 @@ def test_the_diff_screens_keys_change_state_and_never_redraw():
     watcher = _calls(APP / "diffview.py", "DiffScreen")
     # what the watcher does, in the same class (a lane move alone: LanesView.cursor_row_moved, two rows)
     assert {"lanes_moved", "refresh", "cursor_row_moved"} <= watcher
+
+
+def _handlers(path, cls: str) -> set[str]:
+    """The methods of ``cls`` that answer a widget's message (decorated with ``@on(...)``)."""
+    tree = ast.parse(path.read_text())
+    node = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == cls)
+    return {f.name for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and any(isinstance(d, ast.Call) and getattr(d.func, "id", "") == "on" for d in f.decorator_list)}
+
+
+def test_the_screens_own_keys_change_state_and_never_redraw():
+    """The explorer screen's own keys (views, tabs, detail, Esc ...) and the messages of its widgets as the panes'
+    keys: they change the state and call ``update``; what the tables, the gap list and the lanes show follows
+    from the state in ``watch_shown`` (``1 2 3`` switch the view, the watcher fills the table shown)."""
+    actions = _action_calls(APP / "main.py", "MainScreen")
+    assert {"action_view", "action_escape", "action_detail", "action_next_trace"} <= actions.keys()
+    for name, calls in actions.items():
+        assert calls & REDRAWS == set(), name
+    assert "self.update" in actions["action_view"] and "switch_view" in actions["action_view"]
+    handlers = _handlers(APP / "main.py", "MainScreen")
+    assert {"_find_kernel", "_show_finding_gaps", "_gap_highlighted"} <= handlers
+    for name, calls in _action_calls(APP / "main.py", "MainScreen", handlers).items():
+        assert calls & REDRAWS == set(), name
+    watcher = _calls(APP / "main.py", "MainScreen")
+    assert {"fill_tables", "fill_gap_list", "sync_rows", "refresh_bindings"} <= watcher
 
 
 def test_widgets_talk_to_the_screen_by_messages():

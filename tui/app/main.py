@@ -194,8 +194,8 @@ class MainScreen(*PANES, Screen):
             lv.sync_rows()  # lanes folded, expanded, or gap rows added by an analysis
         if data or new.gaps != old.gaps or new.time_mode != old.time_mode:
             self.fill_gap_list()
-        if data:
-            self.fill_tables()
+        if data or (new.view != "lanes" and (new.view, new.selected[1]) != (old.view, old.selected[1])):
+            self.fill_tables()  # the tables follow the analyses, and the active rank when a table is shown
         if data or new.tabs != old.tabs or new.time_mode != old.time_mode:
             self.refresh_header()
         if data or new.selected != old.selected or new.gaps != old.gaps or new.time_mode != old.time_mode:
@@ -262,11 +262,9 @@ class MainScreen(*PANES, Screen):
 
     # ================================================================ the keys: each changes the scene, then ``update``
     async def action_view(self, name: str) -> None:
-        if name != "lanes":
-            if not self.query(TableView):  # mounted (hidden) the first time one of them is shown
-                await self.query_one("#views", ContentSwitcher).mount_all(table_views(self.glyphs))
-            self.fill_tables()  # the tables follow the active rank
-        self.switch_view(name)
+        if name != "lanes" and not self.query(TableView):  # mounted (hidden) the first time one of them is shown
+            await self.query_one("#views", ContentSwitcher).mount_all(table_views(self.glyphs))
+        self.switch_view(name)  # the watcher fills the table shown (``Shown.view``)
         self.update(keep_msg=True)
 
     def view_name(self) -> str:
@@ -421,7 +419,7 @@ class MainScreen(*PANES, Screen):
         self.query_one(GapList).fill(self.scene, self.glyphs, self.size.width)
 
     def fill_tables(self) -> None:
-        if self.query(TableView):  # else filled when first shown (action_view)
+        if self.query(TableView):  # else filled when first shown (``watch_shown``: the view changed)
             self._tables_width = self.size.width
             for view in self.query(TableView):
                 row = view.table.cursor_row
