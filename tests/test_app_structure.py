@@ -205,3 +205,35 @@ def test_the_explorer_modules_import_each_other_without_a_cycle():
 
     for m in sorted(graph):
         visit(m)
+
+
+def test_the_scene_is_made_of_parts_with_one_responsibility_each_and_no_textual():
+    """``Scene`` holds its parts (the traces) and is made of a ``View`` (the time window), ``DisplayRows`` (the rows
+    and the lane cursor), a ``GapSelection`` (the listed gaps, the filter, the selected gap) and a ``SearchState``
+    (the / query and its matches); none of them, nor the scene, imports textual (a test builds them without an
+    app)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import gapscope.tui.app.scene, gapscope.tui.app.diffscene, gapscope.tui.app.shown; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'textual', 'rich'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "[]"
+    from tests.synth import Synth
+    from tests.helpers import model_of
+    from gapscope.tui.app.matches import SearchState
+    from gapscope.tui.app.rows import DisplayRows
+    from gapscope.tui.app.scene import Scene
+    from gapscope.tui.app.scenegaps import GapSelection
+    from gapscope.tui.app.view import View
+
+    s = Synth()
+    s.launch(ts=0, dur=2, kernel="k0", k_ts=5, k_dur=10)
+    sc = Scene("<synth>", model_of(s))
+    assert (type(sc.view), type(sc.display), type(sc.gaps), type(sc.search)) == \
+        (View, DisplayRows, GapSelection, SearchState)
+    assert sc.display.view is sc.view  # the rows fold what the view shows
+    # what moved out is not on the scene any more (no forwarding names)
+    gone = {"order", "selected", "g_dur", "lane_cursor", "matches", "search_query", "cause_filter", "rows",
+            "invalidate_rows", "toggle_expand", "gap_span", "selected_gap"}
+    assert gone & set(dir(sc)) == set()

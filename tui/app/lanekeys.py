@@ -22,8 +22,8 @@ class LaneKeys:
     #: the lanes' keys, in the order of the actions below (``at``: their place in the help and the footer)
     KEYS = [
         Key("← → / h l / a d", "pan the time window",
-            (Binding("left,h,a", "pan(-0.25)", "pan", show=False), Binding("right,l,d", "pan(0.25)", "pan", show=False)),
-            at=20),
+            (Binding("left,h,a", "pan(-0.25)", "pan", show=False),
+             Binding("right,l,d", "pan(0.25)", "pan", show=False)), at=20),
         Key("w s / + - / =", "zoom in / out about the cursor",
             (Binding("w,plus,equals_sign", "zoom(2.0)", "zoom", key_display="w/s"),
              Binding("s,minus", "zoom(0.5)", "zoom out", show=False)), at=30),
@@ -90,26 +90,26 @@ class LaneKeys:
         sc = self.scene
         if sc is None:
             return
-        n = len(sc.rows())
+        n = len(sc.display.rows())
         if n:
-            sc.lane_cursor = max(0, min(sc.lane_cursor + int(d), n - 1))
+            sc.display.cursor = max(0, min(sc.display.cursor + int(d), n - 1))
             self.update()
 
     def action_expand(self) -> None:
         sc = self.scene
         if sc is None:
             return
-        rows = sc.rows()
-        row = rows[sc.lane_cursor] if 0 <= sc.lane_cursor < len(rows) else None
+        rows = sc.display.rows()
+        row = rows[sc.display.cursor] if 0 <= sc.display.cursor < len(rows) else None
         if row is not None and row.lane is None:
             # a folded row shows its lanes (every lane, until space on a group header folds them again)
-            if not (row.folded or not sc.fold_empty):
+            if not (row.folded or not sc.display.fold_empty):
                 return self.say("space: nothing to expand on a group header")
-            sc.fold_empty = not sc.fold_empty
-            sc.invalidate_rows()
+            sc.display.fold_empty = not sc.display.fold_empty
+            sc.display.invalidate()
             self.update("every lane shown (space on a group header folds the empty ones again)"
-                        if not sc.fold_empty else "lanes with nothing in view folded")
-        elif sc.toggle_expand():
+                        if not sc.display.fold_empty else "lanes with nothing in view folded")
+        elif sc.display.toggle_expand(sc.lanes):
             self.update()
         else:
             self.say("space: only a CPU thread with a recorded stack expands")
@@ -157,7 +157,7 @@ class LaneKeys:
         sc.view.ensure_visible(t)
         r = sc.row_of_event(ev, part)
         if r >= 0:
-            sc.lane_cursor = r
+            sc.display.cursor = r
         self.update()
 
     def action_origin(self) -> None:

@@ -7,8 +7,8 @@ scene and calls ``update``; ``watch_shown`` redraws the header, the lanes, the g
 status line and the footer where the fields they depend on changed. The keys are the panes' (lanekeys.py,
 gapkeys.py, search.py: the lanes, the gaps and the search; each pane's ``KEYS`` next to its actions) and this
 module's (``SCREEN_KEYS``: views, tabs, before/after, detail, help, export, Esc); ``MainScreen`` binds them all
-(``PANES``, one place) and the help shows them in the same order; the widgets talk back through messages (LanesView.Clicked and Zoom,
-GapList.Highlighted, SearchInput.Find, TableView.FindKernel and ShowGaps)."""
+(``PANES``, one place) and the help shows them in the same order; the widgets talk back through messages
+(LanesView.Clicked and Zoom, GapList.Highlighted, SearchInput.Find, TableView.FindKernel and ShowGaps)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,8 @@ SCREEN_KEYS = [
         "x there swaps)", (Binding("D", "diff", "diff", key_display="D", show=False),), at=160),
     Key("Esc", "end the search, range or filter; back to the lanes", (Binding("escape", "escape", "back", show=False),),
         at=210),
-    Key("e", "export: findings (Markdown + JSON) and an SVG of the screen", (Binding("e", "export", "export"),), at=220),
+    Key("e", "export: findings (Markdown + JSON) and an SVG of the screen", (Binding("e", "export", "export"),),
+        at=220),
     Key("g", "legend", (Binding("g", "legend", "legend", show=False),), at=230),
     Key("? / F1", "this help", (Binding("question_mark,f1", "help", "help"),), at=240),
     Key("q", "quit", (Binding("q", "app.quit", "quit"),), at=250),
@@ -144,7 +145,7 @@ class MainScreen(*PANES, Screen):
         """The app's current tab (``app.scene``) is the one to show; a tab opens on its top fix's gap the first
         time (``opening_gap``)."""
         sc = self.scene
-        if not sc.visited and sc.order.size and sc.selected >= 0:
+        if not sc.visited and sc.gaps.order.size and sc.gaps.selected >= 0:
             sc.visited = True
             self.select_gap(opening_gap(sc))
         self.update()
@@ -154,7 +155,7 @@ class MainScreen(*PANES, Screen):
         them is made again; ``open_gap``: the view goes to the gap a tab opens on."""
         self.data += 1
         sc = self.scene
-        if open_gap and sc.selected >= 0:
+        if open_gap and sc.gaps.selected >= 0:
             sc.visited = True
             self.select_gap(opening_gap(sc))
         self.update()
@@ -201,7 +202,7 @@ class MainScreen(*PANES, Screen):
         if data or new.selected != old.selected or new.gaps != old.gaps or new.time_mode != old.time_mode:
             self._move_list_cursor()
             self.query_one("#stack", StackPanel).set_text(stack_text(sc, self.glyphs))
-        if len(sc.rows()) != lv.virtual_size.height:
+        if len(sc.display.rows()) != lv.virtual_size.height:
             lv.sync_rows()  # lanes folded or unfolded by the move (nothing in view)
         if new.lanes_changed(old):
             if (new.lane, new.selected, new.search, new.rows) != (old.lane, old.selected, old.search, old.rows):
@@ -245,8 +246,8 @@ class MainScreen(*PANES, Screen):
 
     def _draw_status(self, msg: str) -> None:
         sc = self.scene
-        rows = sc.rows()
-        ev = event_under_cursor(sc, self.lanes.cells_width()) if rows and 0 <= sc.lane_cursor < len(rows) else -1
+        rows = sc.display.rows()
+        ev = event_under_cursor(sc, self.lanes.cells_width()) if rows and 0 <= sc.display.cursor < len(rows) else -1
         if sc.set_link(sc.active, ev):
             self.lanes.refresh()  # the mark of the other end moved
         parts = ([msg] if msg else []) + status_parts(sc, ev, self.fmt.d)
@@ -257,8 +258,8 @@ class MainScreen(*PANES, Screen):
     def _move_list_cursor(self) -> None:
         sc = self.scene
         gl = self.query_one(GapList)
-        if 0 <= sc.selected < MAX_LIST and gl.row_count > sc.selected:
-            gl.move_cursor(row=sc.selected, animate=False)
+        if 0 <= sc.gaps.selected < MAX_LIST and gl.row_count > sc.gaps.selected:
+            gl.move_cursor(row=sc.gaps.selected, animate=False)
 
     # ================================================================ the keys: each changes the scene, then ``update``
     async def action_view(self, name: str) -> None:
@@ -316,12 +317,12 @@ class MainScreen(*PANES, Screen):
         if sc is None:
             return
         if self.focused is self.query_one(GapList) or self.focused is self.query_one("#stack"):
-            if sc.selected_gap >= 0:
+            if sc.gaps.selected_gap >= 0:
                 self.app.push_screen(DetailScreen(stack_text(sc, self.glyphs, full=True), self.glyphs.ascii))
             return
         gid = gap_under_cursor(self.scene, self.lanes.cells_width())
         if gid >= 0:
-            where = np.flatnonzero(sc.order == gid)
+            where = np.flatnonzero(sc.gaps.order == gid)
             if where.size:
                 self.goto_gap(int(where[0]))
             self.app.push_screen(DetailScreen(stack_text(sc, self.glyphs, full=True), self.glyphs.ascii))
@@ -356,12 +357,12 @@ class MainScreen(*PANES, Screen):
             return self.app.action_cancel_load()
         sc = self.scene
         inp = self.search_box()
-        if (inp is not None and inp.has_class("-on")) or (sc is not None and sc.search_query):
+        if (inp is not None and inp.has_class("-on")) or (sc is not None and sc.search.query):
             if inp is not None:
                 inp.close()
                 inp.value = ""
             if sc is not None:
-                sc.search("")
+                sc.find("")
             self.lanes.focus()
             return self.update()
         if self.view_name() != "lanes":
@@ -370,10 +371,10 @@ class MainScreen(*PANES, Screen):
         elif sc is not None and (sc.mark is not None or sc.span_sel is not None):
             sc.mark = sc.span_sel = None  # the range selection ends
             self.update("range cleared")
-        elif sc is not None and (sc.finding_filter is not None or sc.cause_filter is not None):
-            keep = sc.selected_gap  # every gap again, the selected one still selected
+        elif sc is not None and (sc.gaps.finding_filter is not None or sc.gaps.cause_filter is not None):
+            keep = sc.gaps.selected_gap  # every gap again, the selected one still selected
             sc.apply_filter(None)
-            where = np.flatnonzero(sc.order == keep)
+            where = np.flatnonzero(sc.gaps.order == keep)
             self.select_gap(int(where[0]) if where.size else 0)
             self.update("all gaps")
 
@@ -382,11 +383,11 @@ class MainScreen(*PANES, Screen):
         if action in ("next_gap", "prev_gap", "focus_gap", "cause"):
             if sc is None:
                 return None
-            if action in ("next_gap", "prev_gap") and sc.search_query and sc.matches.size:
+            if action in ("next_gap", "prev_gap") and sc.search.stepping:
                 return True
-            if not sc.any_analysis or not sc.order.size:
+            if not sc.any_analysis or not sc.gaps.order.size:
                 return None
-            if action == "cause" and not sc.all_listed.size:
+            if action == "cause" and not sc.gaps.all_listed.size:
                 return None
             return True
         if action == "next_trace":
@@ -432,7 +433,7 @@ class MainScreen(*PANES, Screen):
         """Enter on a kernel (view 2): the lanes, on its first call."""
         sc = self.scene
         self.switch_view("lanes")
-        if sc.search(ev.name):
+        if sc.find(ev.name):
             self.show_match(sc.current_match())
         self.update()
 
