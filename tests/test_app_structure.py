@@ -237,3 +237,37 @@ def test_the_scene_is_made_of_parts_with_one_responsibility_each_and_no_textual(
     gone = {"order", "selected", "g_dur", "lane_cursor", "matches", "search_query", "cause_filter", "rows",
             "invalidate_rows", "toggle_expand", "gap_span", "selected_gap"}
     assert gone & set(dir(sc)) == set()
+
+
+def test_the_tables_are_filled_by_the_watcher_when_the_view_changes(tmp_path, monkeypatch):
+    """1 2 3 only switch the view; the table shown is filled because ``Shown.view`` changed (once per change: 2
+    again fills nothing, 1 fills nothing), with the scene's kernels in it."""
+    from tests.helpers.app import opened, run, three_gaps
+    from gapscope.tui.app.main import MainScreen
+    from gapscope.tui.app.tables import TableView
+
+    calls = []
+    real = MainScreen.fill_tables
+
+    def counted(self):
+        calls.append(self.shown.view)
+        return real(self)
+
+    monkeypatch.setattr(MainScreen, "fill_tables", counted)
+    p = three_gaps(tmp_path)
+
+    async def go():
+        async with opened(p) as (app, pilot):
+            calls.clear()
+            seen = []
+            for key in ("2", "2", "3", "1", "2"):
+                await pilot.press(key)
+                await pilot.pause()
+                seen.append(list(calls))
+            rows = {type(v).__name__: v.table.row_count for v in app.screen.query(TableView)}
+            return seen, rows
+
+    seen, rows = run(go())
+    assert seen == [["kernels"], ["kernels"], ["kernels", "findings"], ["kernels", "findings"],
+                    ["kernels", "findings", "kernels"]]
+    assert rows["KernelsView"] >= 4  # k0, k1, k2 and the sgemm
