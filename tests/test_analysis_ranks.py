@@ -257,7 +257,7 @@ def test_explorer_lanes_use_the_corrected_offset():
     offs = [p.offset for p in sc.parts]
     assert offs[0] - offs[1] == 2_000_000
     assert sc.clock_warnings and sc.clock_warnings[0].startswith("rank 1:")
-    titles = [r.title for r in sc.rows() if r.lane is None]
+    titles = [r.title for r in sc.display.rows() if r.lane is None]
     assert any(t.startswith("rank 1 · host · clock corrected") for t in titles)
 
 

@@ -34,11 +34,11 @@ def test_gap_keys_visit_gaps_by_size_and_stack_follows(tmp_path):
                 if key:
                     await pilot.press(key)
                     await pilot.pause()
-                row = sc.selected_row
+                row = sc.gaps.selected_row
                 seen.append(int(a.gaps.dur_ns[row]))
                 screens.append(screen_text(app))
                 # the gap is on screen with context on both sides
-                s, e, _ = sc.gap_span(row)
+                s, e, _ = sc.gaps.span(row)
                 assert sc.view.t0 < s and e < sc.view.t1
                 assert s - sc.view.t0 >= (e - s) // 2 and sc.view.t1 - e >= (e - s) // 2
                 # the stack panel shows the stack of this gap
@@ -106,12 +106,12 @@ def test_search_finds_a_kernel_and_steps_through_matches(tmp_path):
             await pilot.press("enter")
             await pilot.pause()
             sc = app.scene
-            assert sc.matches.size == 2
+            assert sc.search.matches.size == 2
             # the match nearest the cursor (issue 26): the cursor is at the largest gap's start (325 µs), gemm_a
             # starts 320 µs before it, gemm_b 500 µs after
             ev = event_under_cursor(app.scene, app.lanes.cells_width())
             assert ev >= 0 and app.scene.model.name(ev) == "gemm_a"
-            assert sc.rows()[sc.lane_cursor].lane.kind == "stream"
+            assert sc.display.rows()[sc.display.cursor].lane.kind == "stream"
             assert "find 'gemm': 1/2" in screen_text(app)
             # Enter hands the keys back (issue 15, defect 7): the box is closed, n / N step through the matches
             # and are not typed into the query
@@ -124,14 +124,14 @@ def test_search_finds_a_kernel_and_steps_through_matches(tmp_path):
             await pilot.press("N")
             await pilot.pause()
             assert sc.model.name(event_under_cursor(app.scene, app.lanes.cells_width())) == "gemm_a"
-            assert box.value == "gemm" and sc.search_query == "gemm"
+            assert box.value == "gemm" and sc.search.query == "gemm"
             # Escape ends the search; n goes back to walking gaps
             await pilot.press("escape")
             await pilot.pause()
-            assert sc.search_query == ""
+            assert sc.search.query == ""
             await pilot.press("n")
             await pilot.pause()
-            assert sc.selected == 1
+            assert sc.gaps.selected == 1
 
     run(go())
 
@@ -233,7 +233,7 @@ def test_resize_to_tiny_and_back(tmp_path):
             await pilot.press("escape")
             await pilot.pause()
             sc = app.scene
-            return screen_text(app), sc.selected, sc.order.size, app.size
+            return screen_text(app), sc.gaps.selected, sc.gaps.order.size, app.size
 
     txt, selected, n, size = run(go())
     # back at 80x24 the explorer is whole again: every line of the terminal drawn, the header names the trace,
@@ -328,10 +328,10 @@ def test_real_trace_opens_on_the_top_fix_gap(shared_traces):
             # the largest listed gap of the report's first finding with a saving, else the largest listed gap
             pj = a.projection
             top = next((f for f in pj.ranked(a.findings) if (pj.best_ns(f.id) or 0) > 0), None)
-            listed = np.asarray(sc.g_row[sc.all_listed])
+            listed = np.asarray(sc.gaps.row[sc.gaps.all_listed])
             pool = np.intersect1d(np.asarray(top.gap_rows if top is not None else [], np.int64), listed)
             pool = pool if pool.size else listed
-            assert int(g.dur_ns[sc.selected_row]) == int(np.max(np.asarray(g.dur_ns)[pool]))
+            assert int(g.dur_ns[sc.gaps.selected_row]) == int(np.max(np.asarray(g.dur_ns)[pool]))
             for k in ("n", "space", "j", "2", "3", "1", "c", "c", "t", "g", "escape"):
                 await pilot.press(k)
                 await pilot.pause()
@@ -347,11 +347,11 @@ def test_click_moves_lane_and_time_cursor(tmp_path):
         async with opened(p, size=(120, 40)) as (app, pilot):
             sc = app.scene
             lv = app.lanes
-            stream_row = next(i for i, r in enumerate(sc.rows()) if r.lane is not None and r.lane.kind == "stream")
+            stream_row = next(i for i, r in enumerate(sc.display.rows()) if r.lane is not None and r.lane.kind == "stream")
             before = sc.view.cursor
             await pilot.click("#lanes", offset=(lv.size.width - 10, stream_row))
             await pilot.pause()
-            assert sc.lane_cursor == stream_row
+            assert sc.display.cursor == stream_row
             assert sc.view.cursor != before and sc.view.t0 <= sc.view.cursor < sc.view.t1
 
     run(go())
@@ -366,14 +366,14 @@ def test_ranks_of_one_job_share_a_tab_grouped_by_rank(shared_traces):
             await settle(app, pilot)
             sc = app.scene
             assert len(app.scenes) == 1 and len(sc.parts) == 2
-            titles = [r.title for r in sc.rows() if r.lane is None]
+            titles = [r.title for r in sc.display.rows() if r.lane is None]
             # rank order, whatever the order on the command line
             assert titles[0].startswith("rank 0 · host") and any(t.startswith("rank 1 · host") for t in titles)
             assert titles.index(next(t for t in titles if t.startswith("rank 1"))) > \
                 titles.index(next(t for t in titles if t.startswith("rank 0 · cuda")))
             # the gap list merges both ranks, largest first
-            assert set(sc.g_part[sc.order].tolist()) == {0, 1}
-            d = sc.g_dur[sc.order]
+            assert set(sc.gaps.part[sc.gaps.order].tolist()) == {0, 1}
+            d = sc.gaps.dur[sc.gaps.order]
             assert (np.diff(d) <= 0).all()
             seen = set()
             for _ in range(4):
@@ -532,8 +532,8 @@ def test_gap_list_findings_and_kernels_views_drive_the_lanes(tmp_path):
             assert app.focused is app.query_one("#gaplist")
             await pilot.press("down")
             await pilot.pause()
-            assert sc.selected == 1
-            s, e, _ = sc.gap_span(sc.selected_gap)
+            assert sc.gaps.selected == 1
+            s, e, _ = sc.gaps.span(sc.gaps.selected_gap)
             assert sc.view.t0 < s < e < sc.view.t1
             # findings view: Enter goes to the finding's largest gap
             await pilot.press("3")
@@ -543,7 +543,7 @@ def test_gap_list_findings_and_kernels_views_drive_the_lanes(tmp_path):
             await pilot.press("enter")
             await pilot.pause()
             assert app.query_one("#views").current == "lanesview"
-            assert sc.selected_row in set(np.asarray(f0.gap_rows).tolist())
+            assert sc.gaps.selected_row in set(np.asarray(f0.gap_rows).tolist())
             # kernels view: Enter finds that kernel in the lanes
             await pilot.press("2")
             await pilot.pause()
@@ -562,19 +562,19 @@ def test_space_expands_a_thread_into_stack_depth_rows(tmp_path):
     async def go():
         async with opened(p, size=(120, 40)) as (app, pilot):
             sc = app.scene
-            cpu_row = next(i for i, r in enumerate(sc.rows()) if r.lane is not None and r.lane.kind == "cpu")
-            await pilot.press(*(["k"] * (sc.lane_cursor - cpu_row)))
+            cpu_row = next(i for i, r in enumerate(sc.display.rows()) if r.lane is not None and r.lane.kind == "cpu")
+            await pilot.press(*(["k"] * (sc.display.cursor - cpu_row)))
             await pilot.pause()
-            assert sc.lane_cursor == cpu_row
-            n = len(sc.rows())
+            assert sc.display.cursor == cpu_row
+            n = len(sc.display.rows())
             await pilot.press("space")
             await pilot.pause()
-            labels = [r.lane.label.strip() for r in sc.rows() if r.lane is not None and r.lane.kind == "depth"]
-            assert len(sc.rows()) == n + len(labels) and labels[:1] == ["py 0"] and "op 0" in labels
+            labels = [r.lane.label.strip() for r in sc.display.rows() if r.lane is not None and r.lane.kind == "depth"]
+            assert len(sc.display.rows()) == n + len(labels) and labels[:1] == ["py 0"] and "op 0" in labels
             txt = screen_text(app)
             await pilot.press("space")
             await pilot.pause()
-            assert len(sc.rows()) == n
+            assert len(sc.display.rows()) == n
             return txt
 
     txt = run(go())
@@ -595,10 +595,10 @@ def test_large_trace_freezes_the_heap_until_exit(tmp_path, monkeypatch):
         async with opened(p) as (app, pilot):
             assert app._frozen is expect_frozen
             assert (gc.get_freeze_count() > 0) is expect_frozen
-            before = app.scene.selected
+            before = app.scene.gaps.selected
             await pilot.press("n")
             await pilot.pause()
-            assert app.scene.selected == before + 1
+            assert app.scene.gaps.selected == before + 1
         assert gc.get_freeze_count() == 0
 
     run(go(False))

@@ -74,12 +74,12 @@ def test_steps_line_up_and_gaps_match(pair):
     sc.align_on_gap(gid)
     sc.select_gid(gid)
     m = sc.match_gid
-    assert m >= 0 and sc.g_part[m] == 0 and sc.aligned_on == "the kernel after the gap"
-    assert sc.g_end[m] == sc.g_end[gid]
+    assert m >= 0 and sc.gaps.part[m] == 0 and sc.aligned_on == "the kernel after the gap"
+    assert sc.gaps.end[m] == sc.gaps.end[gid]
     b = sc.parts[1].analysis
     a = sc.parts[0].analysis
-    nb = b.model.name(int(b.gaps.next_idx[int(sc.g_row[gid])]))
-    na = a.model.name(int(a.gaps.next_idx[int(sc.g_row[m])]))
+    nb = b.model.name(int(b.gaps.next_idx[int(sc.gaps.row[gid])]))
+    na = a.model.name(int(a.gaps.next_idx[int(sc.gaps.row[m])]))
     assert na == nb
     # new gaps in B are those match_gaps calls new, and each has its row on the "new in B" lane
     assert sc.new_order.size == int(sc.gm.new.sum()) > 0
@@ -105,11 +105,11 @@ async def _test_diff_keys(pair):
         assert scr.scene.step == 3
         await pilot.press("m")
         await pilot.pause()
-        gid = scr.scene.selected_gap
+        gid = scr.scene.gaps.selected_gap
         assert gid >= 0 and scr.scene.b_new[gid] and "new in B" in screen_text(app)
         await pilot.press("n")
         await pilot.pause()
-        assert scr.scene.selected_gap == int(scr.scene.b_order[0])
+        assert scr.scene.gaps.selected_gap == int(scr.scene.b_order[0])
         await pilot.press("q")
         await pilot.pause()
     assert app.return_code in (0, None)
@@ -142,7 +142,7 @@ async def _test_explorer_D_opens_the_diff_of_two_tabs(pair):
         # its gap list (and e exported a picture of the diff), and its footer listed them
         await pilot.press("t", "c")
         await pilot.pause()
-        assert app.current == 0 and app.scene.cause_filter is None
+        assert app.current == 0 and app.scene.gaps.cause_filter is None
         assert "export" not in screen_text(app)
         await pilot.press("escape")
         await pilot.pause()

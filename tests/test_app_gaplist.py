@@ -74,15 +74,15 @@ def test_gap_list_cursor_keys_scroll_and_select(size, ascii):
         async with opened(size, ascii) as (app, pilot):
             sc = app.scene
             gl = app.query_one("#gaplist", GapList)
-            assert sc.order.size > 60
+            assert sc.gaps.order.size > 60
             # it opens on the top fix's gap (Scene.opening_position), the list's cursor on it
-            p0 = sc.selected
-            assert p0 == sc.opening_position() and gl.cursor_row == p0 and p0 + 2 * gl.size.height < sc.order.size
+            p0 = sc.gaps.selected
+            assert p0 == sc.opening_position() and gl.cursor_row == p0 and p0 + 2 * gl.size.height < sc.gaps.order.size
             # n / N from the lanes move the list's cursor with the selection
             for key, want in (("n", p0 + 1), ("n", p0 + 2), ("N", p0 + 1)):
                 await pilot.press(key)
                 await pilot.pause()
-                assert sc.selected == want and gl.cursor_row == want
+                assert sc.gaps.selected == want and gl.cursor_row == want
             draws_its_rows(gl)
             # in the list: Down past the last visible row scrolls; the lanes follow every row
             await pilot.press("tab")
@@ -92,15 +92,15 @@ def test_gap_list_cursor_keys_scroll_and_select(size, ascii):
             for i in range(rows + 5):
                 await pilot.press("down")
                 await pilot.pause()
-                assert sc.selected == gl.cursor_row == p0 + 2 + i
-                s, e, _ = sc.gap_span(sc.selected_gap)
+                assert sc.gaps.selected == gl.cursor_row == p0 + 2 + i
+                s, e, _ = sc.gaps.span(sc.gaps.selected_gap)
                 assert sc.view.t0 < s < e < sc.view.t1
             assert gl.scroll_offset.y > 0
             draws_its_rows(gl)
             for _ in range(3):
                 await pilot.press("up")
                 await pilot.pause()
-            assert sc.selected == gl.cursor_row == p0 + rows + 3
+            assert sc.gaps.selected == gl.cursor_row == p0 + rows + 3
             draws_its_rows(gl)
             # the focus changes the cursor's style: still one line in it
             await pilot.press("tab")
@@ -114,7 +114,7 @@ def test_gap_list_cursor_keys_scroll_and_select(size, ascii):
             await pilot.pause()
             assert isinstance(app.screen, DetailScreen)
             txt = screen_text(app)
-            assert f"gap {sc.selected + 1}/{sc.order.size}" in txt
+            assert f"gap {sc.gaps.selected + 1}/{sc.gaps.order.size}" in txt
             if ascii:
                 assert all(ord(ch) < 128 for ch in txt)
 
@@ -137,8 +137,8 @@ def test_stack_panel_repaints_every_changed_line():
                 # and it is the selected gap's: its number, and the analysis' explanation of it
                 sc = app.scene
                 plain = " ".join(panel.plain.split())
-                assert plain.startswith(f"gap {sc.selected + 1}/{sc.order.size} "), plain[:80]
-                assert " ".join(sc.analysis.gap_detail(sc.selected_row).explanation.split())[:60] in plain
+                assert plain.startswith(f"gap {sc.gaps.selected + 1}/{sc.gaps.order.size} "), plain[:80]
+                assert " ".join(sc.analysis.gap_detail(sc.gaps.selected_row).explanation.split())[:60] in plain
 
     run(go())
 
@@ -194,7 +194,7 @@ def test_wrap_lines_on_every_gap_of_a_trace():
         async with opened((100, 30)) as (app, pilot):
             sc = app.scene
             console = app.console
-            for pos in range(0, sc.order.size, 7):
+            for pos in range(0, sc.gaps.order.size, 7):
                 sc.select(pos)
                 t = stack_text(sc, G.UNICODE)
                 for width in (30, 45):
@@ -292,7 +292,7 @@ def test_gap_list_pages_instead_of_creeping():
             gl = app.query_one("#gaplist", GapList)
             shown = gl.size.height - 1  # under the header
             lead = shown // 4
-            assert shown >= 6 and sc.order.size > 3 * shown
+            assert shown >= 6 and sc.gaps.order.size > 3 * shown
             scrolls = []
             for _ in range(2 * shown + 2):
                 before = round(gl.scroll_y)
@@ -383,7 +383,7 @@ def test_gap_list_page_keys_home_end_keep_the_cursor_shown():
                 await pilot.pause()
                 y = round(gl.scroll_y)
                 assert y <= gl.cursor_row < y + shown, key
-                assert sc.selected == gl.cursor_row, key
+                assert sc.gaps.selected == gl.cursor_row, key
                 draws_its_rows(gl)
             assert gl.cursor_row > 0
 
@@ -399,12 +399,12 @@ def test_axis_follows_the_lanes_scroll_bar():
             lv = app.lanes
             sc = app.scene
             axis = app.query_one("#axis")
-            sc.lane_cursor = next(i for i, r in enumerate(sc.rows()) if r.lane is not None and r.lane.kind == "cpu")
+            sc.display.cursor = next(i for i, r in enumerate(sc.display.rows()) if r.lane is not None and r.lane.kind == "cpu")
             seen = set()
             for _ in range(4):
                 # rows come or go without the app's own redraw of the view (as when an analysis lands): only the
                 # layout that follows changes the lanes' scroll bar
-                assert sc.toggle_expand()
+                assert sc.display.toggle_expand(sc.lanes)
                 lv.sync_rows()
                 await pilot.pause()
                 await pilot.pause()

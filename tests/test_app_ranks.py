@@ -49,7 +49,7 @@ def test_late_rank_pair_names_rank_1_in_header_findings_and_collective_gaps():
             assert len(app.scenes) == 1 and len(sc.parts) == 2
             assert [pt.model.rank for pt in sc.parts] == [0, 1]
             assert all(pt.analysis is not None and pt.analysis.cross_rank for pt in sc.parts)
-            titles = [r.title for r in sc.rows() if r.lane is None]
+            titles = [r.title for r in sc.display.rows() if r.lane is None]
             for r in (0, 1):
                 assert any(t.startswith(f"rank {r} · host") for t in titles)
                 assert any(t.startswith(f"rank {r} · cuda") for t in titles)
@@ -73,12 +73,12 @@ def test_late_rank_pair_names_rank_1_in_header_findings_and_collective_gaps():
 
             await pilot.press("c")
             await pilot.pause()
-            while sc.cause_filter is not None and CAUSES[sc.cause_filter] != "collective":
+            while sc.gaps.cause_filter is not None and CAUSES[sc.gaps.cause_filter] != "collective":
                 await pilot.press("c")
                 await pilot.pause()
-            assert sc.cause_filter is not None and sc.order.size
+            assert sc.gaps.cause_filter is not None and sc.gaps.order.size
             found = None
-            for _ in range(min(int(sc.order.size), 40)):
+            for _ in range(min(int(sc.gaps.order.size), 40)):
                 if sc.active == 0 and "_straggler_work" in _stack(app):
                     found = _stack(app)
                     break

@@ -63,7 +63,7 @@ def test_largest_gap_time_and_counts_agree_with_the_report():
             await pilot.press("o")  # the trace's own time
             await pilot.pause()
             trace_time = screen_text(app)
-            start = int(a.gaps.start_ns[app.scene.selected_row])
+            start = int(a.gaps.start_ns[app.scene.gaps.selected_row])
             return first, trace_time, listed, start
 
     first, trace_time, listed, start = run(go())
@@ -115,7 +115,7 @@ def test_j_and_k_move_between_gaps_in_the_gap_list(tmp_path):
             for k in ("j", "j", "k"):
                 await pilot.press(k)
                 await pilot.pause()
-                got.append(int(sc.g_dur[sc.selected_gap]))
+                got.append(int(sc.gaps.dur[sc.gaps.selected_gap]))
             return got
 
     assert run(go()) == [300_000, 100_000, 300_000]
@@ -161,7 +161,7 @@ def test_two_ranks_at_80x24_show_the_selected_lane_and_follow_j():
                 for k in keys:
                     await pilot.press(k)
                 await pilot.pause()
-                y = app.scene.lane_cursor - int(lv.scroll_offset.y)
+                y = app.scene.display.cursor - int(lv.scroll_offset.y)
                 screens.append((0 <= y < lv.region.height, screen_text(app)))
             return screens
 
@@ -272,7 +272,7 @@ def test_a_second_tab_opens_on_its_largest_gap(tmp_path):
             await pilot.press("t")
             await pilot.pause()
             sc = app.scene
-            s, e, _ = sc.gap_span(sc.selected_gap)
+            s, e, _ = sc.gaps.span(sc.gaps.selected_gap)
             return app.current, sc.view.t0, sc.view.t1, s, e, sc.view.lo, sc.view.hi
 
     cur, t0, t1, s, e, lo, hi = run(go())
@@ -301,7 +301,7 @@ def test_stack_panel_shortens_builtin_frames_and_shows_innermost_first():
 
     async def go():
         async with opened(SYNC, size=(160, 48)) as (app, pilot):
-            det = app.scene.analysis.gap_detail(app.scene.selected_row)
+            det = app.scene.analysis.gap_detail(app.scene.gaps.selected_row)
             return screen_text(app), det
 
     txt, det = run(go())
@@ -327,17 +327,17 @@ def test_80x24_folds_lanes_with_nothing_in_view_and_gives_the_rows_to_the_gap_li
             a = sc.analysis
             f = next(f for f in a.findings if "demo.py(165): attn" in f.title)
             rows = np.asarray(f.gap_rows, np.int64)
-            pos = int(np.flatnonzero(np.isin(sc.g_row[sc.order], rows))[0])
+            pos = int(np.flatnonzero(np.isin(sc.gaps.row[sc.gaps.order], rows))[0])
             app.screen.goto_gap(pos)
             await pilot.pause()
             first = screen_text(app)
             assert "gap 226/709" in first and "at +2.62 ms" in first, first
-            folded = [r for r in sc.rows() if r.folded]
+            folded = [r for r in sc.display.rows() if r.folded]
             labels = sorted(ln.label for r in folded for ln in r.folded)
             # the copies in the trace, counted from the model: DtoH and DtoD run somewhere, not near gap 1
             await pilot.press("0")  # the whole trace: every lane has something in view
             await pilot.pause()
-            fitted = [r for r in sc.rows() if r.folded]
+            fitted = [r for r in sc.display.rows() if r.folded]
             return first, labels, fitted, len(app.query_one("#gaplist").region.size), \
                 app.query_one("#gaplist").region.height
 
@@ -367,14 +367,14 @@ def test_lane_cursor_stays_on_its_lane_when_lanes_fold():
             sc = app.scene
             await pilot.press("0")
             await pilot.pause()
-            dtoh = next(i for i, r in enumerate(sc.rows()) if r.lane is not None and r.lane.label == "DtoH")
-            sc.lane_cursor = dtoh
+            dtoh = next(i for i, r in enumerate(sc.display.rows()) if r.lane is not None and r.lane.label == "DtoH")
+            sc.display.cursor = dtoh
             app.main.action_focus_gap()  # back to gap 1 (the gap row gets the cursor)
-            sc.lane_cursor = next(i for i, r in enumerate(sc.rows()) if r.lane is not None and r.lane.label == "DtoH")
+            sc.display.cursor = next(i for i, r in enumerate(sc.display.rows()) if r.lane is not None and r.lane.label == "DtoH")
             await pilot.press("w", "s")  # a zoom in and out about gap 1: no copy in view, DtoH has the cursor
             await pilot.pause()
-            rows = sc.rows()
-            return rows[sc.lane_cursor].lane.label if rows[sc.lane_cursor].lane else None, \
+            rows = sc.display.rows()
+            return rows[sc.display.cursor].lane.label if rows[sc.display.cursor].lane else None, \
                 [r.lane.label for r in rows if r.lane is not None and r.lane.kind == "copy"]
 
     label, copies = run(go())
@@ -405,17 +405,17 @@ def test_enter_on_a_finding_lists_its_gaps_n_walks_them_escape_clears():
             await pilot.pause()
             f = a.findings[i]
             mine = sorted((int(a.gaps.dur_ns[r]) for r in f.gap_rows if int(a.gaps.dur_ns[r]) >= lim), reverse=True)
-            got = [int(sc.g_dur[g]) for g in sc.order]
-            rows_ok = set(sc.g_row[sc.order].tolist()) <= set(np.asarray(f.gap_rows).tolist())
+            got = [int(sc.gaps.dur[g]) for g in sc.gaps.order]
+            rows_ok = set(sc.gaps.row[sc.gaps.order].tolist()) <= set(np.asarray(f.gap_rows).tolist())
             walked = []
             for _ in range(2):
                 await pilot.press("n")
                 await pilot.pause()
-                walked.append(sc.selected_row)
+                walked.append(sc.gaps.selected_row)
             status = screen_text(app)
             await pilot.press("escape")
             await pilot.pause()
-            return mine, got, rows_ok, walked, status, int(sc.order.size), listed, set(f.gap_rows)
+            return mine, got, rows_ok, walked, status, int(sc.gaps.order.size), listed, set(f.gap_rows)
 
     mine, got, rows_ok, walked, status, after, listed, frows = run(go())
     assert got == mine and rows_ok
@@ -469,7 +469,7 @@ def test_space_and_brackets_on_rows_without_them_say_so(tmp_path):
             sc = app.scene
             out = []
             for kind, key in (("stream", "space"), (None, "right_square_bracket")):
-                sc.lane_cursor = next(i for i, r in enumerate(sc.rows())
+                sc.display.cursor = next(i for i, r in enumerate(sc.display.rows())
                                       if (r.lane.kind if r.lane is not None else None) == kind)
                 await pilot.press(key)
                 await pilot.pause()
@@ -513,13 +513,13 @@ def test_a_kernel_marks_its_launch_and_v_jumps_between_them(tmp_path):
             sc = app.scene
             v = sc.view
             v.t0, v.t1, v.cursor = 800_000, 840_000, 830_000  # on my_gemm_kernel (825-835 µs)
-            sc.lane_cursor = next(i for i, r in enumerate(sc.rows()) if r.lane is not None and r.lane.kind == "stream")
+            sc.display.cursor = next(i for i, r in enumerate(sc.display.rows()) if r.lane is not None and r.lane.kind == "stream")
             app.main.refresh_view()
             await pilot.pause()
             on_kernel = screen_text(app)
             await pilot.press("v")
             await pilot.pause()
-            lane = sc.rows()[sc.lane_cursor].lane
+            lane = sc.display.rows()[sc.display.cursor].lane
             return on_kernel, screen_text(app), lane.kind, v.cursor
 
     on_kernel, on_launch, kind, cursor = run(go())
@@ -538,7 +538,7 @@ def test_range_of_a_step_gives_busy_idle_causes_and_kernels(tmp_path):
     async def go():
         async with opened(p, size=(120, 40)) as (app, pilot):
             sc = app.scene
-            sc.lane_cursor = next(i for i, r in enumerate(sc.rows()) if r.lane is not None and r.lane.kind == "ranges")
+            sc.display.cursor = next(i for i, r in enumerate(sc.display.rows()) if r.lane is not None and r.lane.kind == "ranges")
             sc.view.cursor = 500_000  # inside decode_step (0-1000 µs)
             app.main.refresh_view()
             await pilot.press("M")
@@ -620,8 +620,8 @@ def test_readme_key_table_matches_the_bindings():
 
 
 def test_help_key_table_is_made_from_the_bindings():
-    """One list (tui/app/keys.py) holds each key, its help text and its bindings: the explorer's bindings are
-    that list's, each help row shows exactly its bindings' keys (or keys its widget binds), and the help
+    """One list (``MainScreen.KEYS``, made from the panes' tables and the screen's own) holds each key, its help
+    text and its bindings: the explorer's bindings are that list's, each help row shows exactly its bindings' keys (or keys its widget binds), and the help
     screen shows every row."""
     from textual.binding import Binding
     from textual.screen import Screen
@@ -632,9 +632,9 @@ def test_help_key_table_is_made_from_the_bindings():
     from gapscope.tui.app.screens import HelpScreen
     from gapscope.tui.app.timeline import LanesView
 
-    assert list(MainScreen.BINDINGS) == keys.BINDINGS
+    assert list(MainScreen.BINDINGS) == keys.bindings(MainScreen.KEYS)
     widgets = {"LanesView": LanesView, "GapList": GapList, "Screen": Screen}
-    for k in keys.KEYS:
+    for k in MainScreen.KEYS:
         if k.bindings:
             bound = {x.strip() for b in k.bindings for x in b.key.split(",")}
         else:  # keys a widget binds: each named widget binds all of them (Tab: Textual's focus key)
@@ -655,7 +655,7 @@ def test_help_key_table_is_made_from_the_bindings():
             return screen_text(app)
 
     text = run(go())
-    for shown, what in keys.HELP:
+    for shown, what in MainScreen.KEY_HELP:
         assert f"{shown} " in text and what in text, shown
 
 
@@ -682,7 +682,7 @@ def test_projection_in_the_header_and_the_gap_detail(monkeypatch, first):
     pj = a.projection
     assert "projection: " + pj.headline() in txt
     # the selected gap (the largest) belongs to the report's finding n; its saving as the report prints it
-    row = sc.selected_row
+    row = sc.gaps.selected_row
     n, f = next((n, f) for n, f in enumerate(pj.ranked(a.findings), 1) if row in f.gap_rows)
     assert f"finding {n}: fix → −{fmt_dur(pj.saving_ns[f.id])} per step (−{pj.saving_pct(f.id):.1f}%)" in txt
 

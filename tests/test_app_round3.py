@@ -58,9 +58,9 @@ def test_zero_fits_the_analysed_window_and_the_docs_say_so():
     assert hi - lo > span + 3_000_000
     # the window and a margin of 1% each side so that edge kernels are not cut
     assert abs(t0 - (w0 - span // 100)) <= 1_000 and abs(t1 - (w1 + span // 100)) <= 1_000, (t0 - w0, t1 - w1)
-    from gapscope.tui.app import keys
+    from gapscope.tui.app.main import MainScreen
 
-    help0 = dict(keys.HELP)["0 / Home"]
+    help0 = dict(MainScreen.KEY_HELP)["0 / Home"]
     readme = next(ln for ln in (ROOT / "README.md").read_text().splitlines() if ln.startswith("| `0` / `Home` | fit"))
     assert "analysed window" in help0 and "analysed window" in readme and "trace" not in help0.split("(")[0]
 
@@ -152,7 +152,7 @@ def test_findings_detail_has_no_raw_floats_or_reprs():
 # ----------------------------------------------------------------- defect 4: every depth, the launcher folded
 def _depth_labels(sc) -> list[str]:
     """The depth rows' labels, those folded into a "lanes empty here" row too."""
-    lanes = [ln for r in sc.rows() for ln in ((r.lane,) if r.lane is not None else (r.folded or ()))]
+    lanes = [ln for r in sc.display.rows() for ln in ((r.lane,) if r.lane is not None else (r.folded or ()))]
     return [ln.label.strip() for ln in lanes if ln.kind == "depth"]
 
 
@@ -168,13 +168,13 @@ def test_expanded_thread_shows_every_depth_with_the_launcher_frames_folded():
     async def go():
         async with opened(MIXTRAL, size=(200, 50)) as (app, pilot):
             sc = app.scene
-            sc.lane_cursor = next(i for i, r in enumerate(sc.rows()) if r.lane is not None and r.lane.kind == "cpu"
+            sc.display.cursor = next(i for i, r in enumerate(sc.display.rows()) if r.lane is not None and r.lane.kind == "cpu"
                                   and r.lane.track == int(m.track[forward[0]]))
             await pilot.press("space")
             await pilot.pause()
             labels = _depth_labels(sc)
-            fold = next(i for i, r in enumerate(sc.rows()) if r.lane is not None and r.lane.harness_fold)
-            sc.lane_cursor = fold
+            fold = next(i for i, r in enumerate(sc.display.rows()) if r.lane is not None and r.lane.harness_fold)
+            sc.display.cursor = fold
             await pilot.press("space")  # the launcher's levels, one by one
             await pilot.pause()
             shown = _depth_labels(sc)
@@ -197,12 +197,12 @@ def test_v_puts_the_launch_mark_on_the_depth_row_of_the_launch(tmp_path):
     async def go():
         async with opened(p, size=(120, 40)) as (app, pilot):
             sc = app.scene
-            cpu = next(i for i, r in enumerate(sc.rows()) if r.lane is not None and r.lane.kind == "cpu")
-            sc.lane_cursor = cpu
+            cpu = next(i for i, r in enumerate(sc.display.rows()) if r.lane is not None and r.lane.kind == "cpu")
+            sc.display.cursor = cpu
             await pilot.press("space")
             await pilot.pause()
-            stream = next(i for i, r in enumerate(sc.rows()) if r.lane is not None and r.lane.kind == "stream")
-            sc.lane_cursor = stream
+            stream = next(i for i, r in enumerate(sc.display.rows()) if r.lane is not None and r.lane.kind == "stream")
+            sc.display.cursor = stream
             k = int(np.flatnonzero(sc.model.kind == Kind.KERNEL)[2])  # gemm k2, launched at 821 µs
             sc.view.focus(int(sc.model.ts_ns[k]), int(sc.model.ts_ns[k] + sc.model.dur_ns[k]), 100, context=20)
             sc.view.cursor = int(sc.model.ts_ns[k]) + 1
@@ -211,7 +211,7 @@ def test_v_puts_the_launch_mark_on_the_depth_row_of_the_launch(tmp_path):
             row = sc.link[2]
             await pilot.press("v")
             await pilot.pause()
-            return sc.rows()[row].lane.label.strip(), sc.lane_cursor == row, screen_text(app), row
+            return sc.display.rows()[row].lane.label.strip(), sc.display.cursor == row, screen_text(app), row
 
     label, on_it, txt, row = run(go())
     assert label.startswith("op ") and on_it  # the launch's own depth row, not the thread's folded row
@@ -232,7 +232,7 @@ def test_search_counts_what_the_kernels_view_counts_and_starts_nearest_the_curso
             app.screen.query_one("#search").value = q
             await pilot.press("enter")
             await pilot.pause()
-            return q, k.count, cursor, sc.matches.copy(), sc.match_pos, screen_text(app), sc.model
+            return q, k.count, cursor, sc.search.matches.copy(), sc.search.pos, screen_text(app), sc.model
 
     q, calls, cursor, matches, pos, txt, m = run(go())
     # from the raw events: every kernel of that name, and those the report's window holds

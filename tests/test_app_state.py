@@ -50,7 +50,7 @@ def test_a_pan_changes_the_window_and_redraws_the_lanes(scene):
 def test_a_lane_move_alone_is_not_a_change_of_the_lanes(scene):
     """Only the lane cursor moved: the screen redraws the two rows whose label changed, not every lane."""
     before = shown(scene)
-    scene.lane_cursor += 1
+    scene.display.cursor += 1
     after = shown(scene)
     assert after.lane == before.lane + 1 and not after.lanes_changed(before)
 
@@ -60,14 +60,14 @@ def test_the_selection_and_the_filter(scene):
     gid = scene.select(1)
     after = shown(scene)
     assert after.selected == (gid, 0) != before.selected and after.gaps == before.gaps
-    scene.apply_filter(int(scene.g_cause[gid]))
+    scene.apply_filter(int(scene.gaps.cause[gid]))
     filtered = shown(scene)
-    assert filtered.gaps != after.gaps and filtered.gaps[1] == int(scene.g_cause[gid])
+    assert filtered.gaps != after.gaps and filtered.gaps[1] == int(scene.gaps.cause[gid])
 
 
 def test_the_keys_that_apply_follow_the_search(scene):
     before = shown(scene)
-    assert scene.search("k1")
+    assert scene.find("k1")
     after = shown(scene)
     assert after.search != before.search and after.keys != before.keys  # n / N step through the matches now
     assert shown(scene, msg="hello") != after and shown(scene, view="kernels").keys != after.keys
@@ -104,7 +104,7 @@ def test_a_step_moves_b_and_a_lane_move_alone_redraws_no_lane(diff):
     on_step = DiffShown.of(diff)
     assert on_step.step == (1, None) != before.step and on_step.moved == before.moved + 1
     assert on_step.lanes_changed(before)
-    diff.lane_cursor += 1
+    diff.display.cursor += 1
     moved = DiffShown.of(diff)
     assert moved.lane == on_step.lane + 1 and not moved.lanes_changed(on_step)
     assert DiffShown.of(diff, "no gap of B is new") != moved
@@ -134,7 +134,7 @@ def test_the_listed_gaps_of_a_scene_are_merged_largest_first(scene):
     assert sorted(g.dur.tolist()) == [100_000, 300_000, 500_000] and g.part.tolist() == [0, 0, 0]
     assert g.dur.tolist() == np.asarray(gaps.dur_ns)[g.row].tolist()
     assert g.dur[g.largest_first].tolist() == [500_000, 300_000, 100_000]
-    assert g.largest_first.tolist() == scene.all_listed.tolist()
+    assert g.largest_first.tolist() == scene.gaps.all_listed.tolist()
     assert (g.end - g.start).tolist() == g.dur.tolist()
     lanes, cover = gap_lanes_of(g)
     assert lanes.keys() == cover.keys() == {(0, int(d)) for d in g.device}

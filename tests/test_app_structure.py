@@ -91,8 +91,8 @@ def test_the_panes_keys_change_state_and_never_redraw(path, cls):
     assert "update" in _calls(APP / path, cls) or "goto_gap" in _calls(APP / path, cls)
 
 
-def _action_calls(path, cls: str) -> dict[str, set[str]]:
-    """For each key of class ``cls`` (its ``action_*`` methods), what it calls, the class's own methods it calls
+def _action_calls(path, cls: str, names: set[str] | None = None) -> dict[str, set[str]]:
+    """For each key of class ``cls`` (its ``action_*`` methods, or the methods ``names``), what it calls, the class's own methods it calls
     included (followed down): ``self.update(...)`` as "self.update", any other ``x.update(...)`` (a widget's
     text) as "widget.update"."""
     tree = ast.parse(path.read_text())
@@ -117,7 +117,8 @@ def _action_calls(path, cls: str) -> dict[str, set[str]]:
             got |= reach(m, seen)
         return got
 
-    return {name: reach(name, set()) for name in methods if name.startswith("action_")}
+    return {name: reach(name, set()) for name in methods
+            if (name.startswith("action_") if names is None else name in names)}
 
 
 def test_the_diff_screens_keys_change_state_and_never_redraw():
@@ -132,6 +133,31 @@ def test_the_diff_screens_keys_change_state_and_never_redraw():
     watcher = _calls(APP / "diffview.py", "DiffScreen")
     # what the watcher does, in the same class (a lane move alone: LanesView.cursor_row_moved, two rows)
     assert {"lanes_moved", "refresh", "cursor_row_moved"} <= watcher
+
+
+def _handlers(path, cls: str) -> set[str]:
+    """The methods of ``cls`` that answer a widget's message (decorated with ``@on(...)``)."""
+    tree = ast.parse(path.read_text())
+    node = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == cls)
+    return {f.name for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and any(isinstance(d, ast.Call) and getattr(d.func, "id", "") == "on" for d in f.decorator_list)}
+
+
+def test_the_screens_own_keys_change_state_and_never_redraw():
+    """The explorer screen's own keys (views, tabs, detail, Esc ...) and the messages of its widgets as the panes'
+    keys: they change the state and call ``update``; what the tables, the gap list and the lanes show follows
+    from the state in ``watch_shown`` (``1 2 3`` switch the view, the watcher fills the table shown)."""
+    actions = _action_calls(APP / "main.py", "MainScreen")
+    assert {"action_view", "action_escape", "action_detail", "action_next_trace"} <= actions.keys()
+    for name, calls in actions.items():
+        assert calls & REDRAWS == set(), name
+    assert "self.update" in actions["action_view"] and "switch_view" in actions["action_view"]
+    handlers = _handlers(APP / "main.py", "MainScreen")
+    assert {"_find_kernel", "_show_finding_gaps", "_gap_highlighted"} <= handlers
+    for name, calls in _action_calls(APP / "main.py", "MainScreen", handlers).items():
+        assert calls & REDRAWS == set(), name
+    watcher = _calls(APP / "main.py", "MainScreen")
+    assert {"fill_tables", "fill_gap_list", "sync_rows", "refresh_bindings"} <= watcher
 
 
 def test_widgets_talk_to_the_screen_by_messages():
@@ -179,3 +205,69 @@ def test_the_explorer_modules_import_each_other_without_a_cycle():
 
     for m in sorted(graph):
         visit(m)
+
+
+def test_the_scene_is_made_of_parts_with_one_responsibility_each_and_no_textual():
+    """``Scene`` holds its parts (the traces) and is made of a ``View`` (the time window), ``DisplayRows`` (the rows
+    and the lane cursor), a ``GapSelection`` (the listed gaps, the filter, the selected gap) and a ``SearchState``
+    (the / query and its matches); none of them, nor the scene, imports textual (a test builds them without an
+    app)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import gapscope.tui.app.scene, gapscope.tui.app.diffscene, gapscope.tui.app.shown; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'textual', 'rich'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "[]"
+    from tests.synth import Synth
+    from tests.helpers import model_of
+    from gapscope.tui.app.matches import SearchState
+    from gapscope.tui.app.rows import DisplayRows
+    from gapscope.tui.app.scene import Scene
+    from gapscope.tui.app.scenegaps import GapSelection
+    from gapscope.tui.app.view import View
+
+    s = Synth()
+    s.launch(ts=0, dur=2, kernel="k0", k_ts=5, k_dur=10)
+    sc = Scene("<synth>", model_of(s))
+    assert (type(sc.view), type(sc.display), type(sc.gaps), type(sc.search)) == \
+        (View, DisplayRows, GapSelection, SearchState)
+    assert sc.display.view is sc.view  # the rows fold what the view shows
+    # what moved out is not on the scene any more (no forwarding names)
+    gone = {"order", "selected", "g_dur", "lane_cursor", "matches", "search_query", "cause_filter", "rows",
+            "invalidate_rows", "toggle_expand", "gap_span", "selected_gap"}
+    assert gone & set(dir(sc)) == set()
+
+
+def test_the_tables_are_filled_by_the_watcher_when_the_view_changes(tmp_path, monkeypatch):
+    """1 2 3 only switch the view; the table shown is filled because ``Shown.view`` changed (once per change: 2
+    again fills nothing, 1 fills nothing), with the scene's kernels in it."""
+    from tests.helpers.app import opened, run, three_gaps
+    from gapscope.tui.app.main import MainScreen
+    from gapscope.tui.app.tables import TableView
+
+    calls = []
+    real = MainScreen.fill_tables
+
+    def counted(self):
+        calls.append(self.shown.view)
+        return real(self)
+
+    monkeypatch.setattr(MainScreen, "fill_tables", counted)
+    p = three_gaps(tmp_path)
+
+    async def go():
+        async with opened(p) as (app, pilot):
+            calls.clear()
+            seen = []
+            for key in ("2", "2", "3", "1", "2"):
+                await pilot.press(key)
+                await pilot.pause()
+                seen.append(list(calls))
+            rows = {type(v).__name__: v.table.row_count for v in app.screen.query(TableView)}
+            return seen, rows
+
+    seen, rows = run(go())
+    assert seen == [["kernels"], ["kernels"], ["kernels", "findings"], ["kernels", "findings"],
+                    ["kernels", "findings", "kernels"]]
+    assert rows["KernelsView"] >= 4  # k0, k1, k2 and the sgemm

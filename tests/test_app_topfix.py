@@ -73,7 +73,7 @@ def _opened_on(path, size=(80, 24)):
         async with opened(path, size=size) as (app, pilot):
             await pilot.pause()
             sc = app.scene
-            return screen_text(app), sc.analysis, int(sc.g_row[sc.selected_gap]), int(sc.g_row[sc.all_listed[0]])
+            return screen_text(app), sc.analysis, int(sc.gaps.row[sc.gaps.selected_gap]), int(sc.gaps.row[sc.gaps.all_listed[0]])
 
     return run(go())
 

@@ -14,13 +14,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.helpers import model_of
+from tests.helpers import US, first_event, model_of
 from tests.synth import Synth
 from gapscope.tui.analysis import analyze
 from gapscope.tui.analysis.hosttime import frame_own_intervals, host_time, nesting_segments, owners_at
 from gapscope.tui.trace.model import CPU_NEST_KINDS, Kind
-
-US = 1_000  # ns
 
 
 @pytest.fixture(scope="module")
@@ -32,15 +30,10 @@ def scene():
     s.annotation("label", 70, 10)
     s.launch("cudaLaunchKernel", 90, 2, kernel="k", k_ts=95, k_dur=3)
     a = analyze(model_of(s), window="all")
-    m = a.model
-
-    def ev(name):
-        return int(np.flatnonzero(m.name_id == m.names.index(name))[0])
-
     names = {"step": "gapscope.step#0", "F": "user.py(1): f", "op": "aten::add", "label": "label",
              "launch": "cudaLaunchKernel"}
-    e = {k: ev(v) for k, v in names.items()}
-    return a, e, int(m.track[e["F"]])
+    e = {k: first_event(a.model, v) for k, v in names.items()}
+    return a, e, int(a.model.track[e["F"]])
 
 
 def test_owners_at_credits_by_the_rule(scene):
@@ -79,8 +72,7 @@ def test_nesting_credits_a_frame_an_op_calls_and_a_range_a_frame_opens_unlike_th
     s.annotation("R", 60, 20)
     a = analyze(model_of(s), window="all")
     m = a.model
-    e = {n: int(np.flatnonzero(m.name_id == m.names.index(n))[0]) for n in ("aten::custom", "user.py(2): p",
-                                                                           "user.py(3): g", "R")}
+    e = {n: first_event(m, n) for n in ("aten::custom", "user.py(2): p", "user.py(3): g", "R")}
     th = int(m.track[e["R"]])
     at = np.array([5, 20, 35, 55, 70, 85, 95]) * US
     by_rule = owners_at(a.stacks, m, np.full(at.size, th), at).event

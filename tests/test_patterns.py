@@ -257,27 +257,14 @@ def test_mixtral_decode_gemv_has_its_hbm_floor():
 def test_the_kernels_view_shows_achieved_figures_and_the_pattern():
     """Explorer view 2 on the i5633 prefill: the peak and achieved columns, and the top kernel's info box with its
     achieved figures and the unaligned-matmul pattern it belongs to."""
-    import asyncio
+    from tests.helpers.app import view_text
 
-    from gapscope.tui.app.app import GapscopeApp
-    from gapscope.tui.app.textdump import screen_text
-
-    async def go():
-        app = GapscopeApp([str(SAMPLE_TRACES / "hf-mlp.prefill_i5633.json.gz")], load_opts={"no_cache": True})
-        async with app.run_test(size=(160, 48)) as pilot:
-            for _ in range(3):
-                await app.workers.wait_for_complete()
-                await pilot.pause()
-            await pilot.press("2")
-            await pilot.pause()
-            txt = screen_text(app)
-            k = app.scene.analysis.kernels[0]
-            assert "cutlass_75" in k.name
-            assert "peak" in txt and "achieved" in txt
-            assert f"{k.peak_pct:.0f}%" in txt and "TFLOP/s" in txt
-            assert "pattern: matmul dimensions not multiples of 8" in txt
-
-    asyncio.run(go())
+    txt, sc = view_text(SAMPLE_TRACES / "hf-mlp.prefill_i5633.json.gz", "2")
+    k = sc.analysis.kernels[0]
+    assert "cutlass_75" in k.name
+    assert "peak" in txt and "achieved" in txt
+    assert f"{k.peak_pct:.0f}%" in txt and "TFLOP/s" in txt
+    assert "pattern: matmul dimensions not multiples of 8" in txt
 
 
 def _sgd(foreach: bool, params: int = 20):
@@ -439,21 +426,8 @@ def test_tandem_repeat():
 def test_the_explorer_shows_the_tiny_kernel_loop():
     """Explorer on the Mixtral eager decode: view 2's top kernel (a GEMV the experts loop launches) names the
     pattern without claiming kernel time (its saving is in its finding)."""
-    import asyncio
+    from tests.helpers.app import view_text
 
-    from gapscope.tui.app.app import GapscopeApp
-    from gapscope.tui.app.textdump import screen_text
-
-    async def go():
-        app = GapscopeApp([str(SAMPLE_TRACES / "hf-mixtral.decode_eager.json.gz")], load_opts={"no_cache": True})
-        async with app.run_test(size=(160, 48)) as pilot:
-            for _ in range(3):
-                await app.workers.wait_for_complete()
-                await pilot.pause()
-            await pilot.press("2")
-            await pilot.pause()
-            txt = screen_text(app)
-            assert "pattern: Python loop of tiny kernels" in txt
-            assert "projected in its finding)" in " ".join(txt.split())  # wrapped at the panel's width
-
-    asyncio.run(go())
+    txt, _ = view_text(SAMPLE_TRACES / "hf-mixtral.decode_eager.json.gz", "2")
+    assert "pattern: Python loop of tiny kernels" in txt
+    assert "projected in its finding)" in " ".join(txt.split())  # wrapped at the panel's width

@@ -9,14 +9,12 @@ import numpy as np
 import pytest
 
 from tests.synth import Synth
-from tests.helpers import model_of
+from tests.helpers import SAMPLE_TRACES, SHARED_TRACES, US, model_of, replayed
 from gapscope.tui.analysis import analyze
 from gapscope.tui.analysis.replay import project
 from gapscope.tui.analysis.replay.fixes import calls_under, python_own
 from gapscope.tui.analysis.replay.model import Replay
 
-TRACES = Path(__file__).resolve().parent.parent / "traces"
-US = 1_000  # ns
 
 
 def _loop(kernel_us: float, extra_at: int | None = None, n: int = 4, prep: str = "python"):
@@ -49,8 +47,7 @@ def _span(r: Replay, removed=None) -> int:
 
 def test_cpu_bound_removing_1ms_of_python_saves_1ms():
     s, end = _loop(10, extra_at=1)
-    a = analyze(model_of(s))
-    r = Replay(a.model, a.window, a.flags)
+    a, r = replayed(model_of(s))
     assert _span(r) == end * US  # unchanged: the recorded window, to the ns
     iv = python_own(r, "user.py(20): bookkeeping")
     assert _span(r) - _span(r, r.removal(*iv)) == 1000 * US
@@ -58,8 +55,7 @@ def test_cpu_bound_removing_1ms_of_python_saves_1ms():
 
 def test_gpu_bound_removing_python_saves_nothing():
     s, end = _loop(3000, extra_at=1)
-    a = analyze(model_of(s))
-    r = Replay(a.model, a.window, a.flags)
+    a, r = replayed(model_of(s))
     assert _span(r) == end * US
     iv = python_own(r, "user.py(20): bookkeeping")
     assert int((iv[1] - iv[0]).sum()) == 1000 * US  # the frame's own time is there to remove...
@@ -92,8 +88,7 @@ def _pipelined_with_sync(extra_us: float = 0):
 
 
 def test_sync_in_a_pipelined_loop_saves_its_drain_and_refill():
-    a = analyze(model_of(_pipelined_with_sync()))
-    r = Replay(a.model, a.window, a.flags)
+    a, r = replayed(model_of(_pipelined_with_sync()))
     # recorded: k0 115..415, k1 ..715, k2 ..1015, sync returns 1018, k3 1123..1423, k4 ..1723, k5 ..2023
     assert _span(r) == 2023 * US
     idx = calls_under(r, a.flags["sync_rt"], "user.py(30): check")
@@ -106,8 +101,7 @@ def test_sync_in_a_pipelined_loop_saves_its_drain_and_refill():
 def test_host_work_before_a_sync_in_a_gpu_bound_loop_saves_nothing():
     # 50 µs more Python in iteration 1: the GPU is still the bottleneck up to the sync, which waits for k2
     # (ends 1015) either way; a replay that kept the sync's recorded length would move k3 50 µs earlier
-    a = analyze(model_of(_pipelined_with_sync(extra_us=50)))
-    r = Replay(a.model, a.window, a.flags)
+    a, r = replayed(model_of(_pipelined_with_sync(extra_us=50)))
     assert _span(r) == 2023 * US
     iv = python_own(r, "user.py(20): bookkeeping")
     assert int((iv[1] - iv[0]).sum()) == 50 * US
@@ -154,7 +148,7 @@ def test_markdown_says_the_fix_and_ranks_findings_by_saving():
     md = render_markdown([analyze(model_of(_pipelined_with_sync()))])
     assert "fix → **−108.0 µs per step (−5.3%)**, profiled time: remove the 1 synchronising call in" in md
     assert "- Projection: step 2.02 ms profiled; GPU floor 1.80 ms" in md  # 2023 µs; six 300 µs kernels
-    md = render_markdown([analyze(load(str(TRACES / "demo-eager-sync.decode.json.gz"), no_cache=True))])
+    md = render_markdown([analyze(load(str(SAMPLE_TRACES / "demo-eager-sync.decode.json.gz"), no_cache=True))])
     findings = md[md.index("## Findings"):md.index("## Idle time by cause")]
     # ranked by the larger of the finding's own fix and its frame's fused what-if ("replace the function"), but for
     # the step as one CUDA graph (2.87 ms): it needs the .item() check removed first and comes right after its fix,
@@ -244,7 +238,7 @@ def test_device_to_device_copy_is_not_projected_as_a_pinned_copy():
 
 
 def _samples():
-    return sorted(TRACES.glob("*.json.gz"))
+    return sorted(SAMPLE_TRACES.glob("*.json.gz"))
 
 
 @pytest.mark.parametrize("path", _samples(), ids=lambda p: p.name)
@@ -262,7 +256,7 @@ def test_replay_reproduces_every_sample_within_2pct(path):
 def test_calibrated_sample_says_so_and_ranks_the_injected_frame():
     from gapscope.tui.trace import load
 
-    a = analyze(load(str(TRACES / "demo-eager-python.decode.json.gz"), no_cache=True))
+    a = analyze(load(str(SAMPLE_TRACES / "demo-eager-python.decode.json.gz"), no_cache=True))
     p = a.projection
     assert p.calibrated and p.steps == 4
     # calibrated to the capture's un-profiled time for the 4 steps (its metadata's median)
@@ -280,7 +274,7 @@ def test_report_json_carries_savings():
     from gapscope.tui.report.jsonout import build_json
     from gapscope.tui.trace import load
 
-    a = analyze(load(str(TRACES / "demo-eager-sync.decode.json.gz"), no_cache=True))
+    a = analyze(load(str(SAMPLE_TRACES / "demo-eager-sync.decode.json.gz"), no_cache=True))
     doc = build_json([a])
     pj = doc["devices"][0]["projection"]
     assert pj["calibrated"] is True and pj["steps"] == 4 and pj["floor_us"] < pj["baseline_us"]
@@ -294,45 +288,27 @@ def test_report_json_carries_savings():
 
 
 def test_explorer_finding_info_shows_the_saving(tmp_path):
-    from textual.widgets import Static
-
-    from tests.helpers.app import opened, run
+    from tests.helpers.app import finding_info
 
     p = _pipelined_with_sync().write(tmp_path / "sync.json")
-
-    async def go():
-        async with opened(p, size=(140, 40)) as (app, pilot):
-            await pilot.press("3")
-            await pilot.pause()
-            fs = app.scene.analysis.findings
-            sync = next(k for k, f in enumerate(fs) if f.cause == "sync")
-            from gapscope.tui.app.tables import FindingsView
-
-            app.query_one(FindingsView).show_info(sync)
-            await pilot.pause()
-            w = app.query_one("#findinginfo", Static)
-            txt = str(getattr(w, "renderable", None) or getattr(w, "content", ""))
-            assert "fix → −108.0 µs per step" in txt and "profiled time" in txt, txt
-
-    run(go())
+    txt = finding_info(p, lambda sc: next(k for k, f in enumerate(sc.analysis.findings) if f.cause == "sync"),
+                       size=(140, 40))
+    assert "fix → −108.0 µs per step" in txt and "profiled time" in txt, txt
 
 
 def test_two_rank_sample_says_how_collectives_are_treated():
     from gapscope.tui.trace import load
 
-    a = analyze(load(str(TRACES / "demo-eager-tp.decode.rank0.json.gz"), no_cache=True))
+    a = analyze(load(str(SAMPLE_TRACES / "demo-eager-tp.decode.rank0.json.gz"), no_cache=True))
     p = a.projection
     assert any("replayed alone" in n and "collective" in n for n in p.notes)
     assert all(p.saving_ns[f.id] is None for f in a.findings if f.cause == "collective")
 
 
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "traces"
-
-
 def _shared():
-    if not SHARED.is_dir():
+    if not SHARED_TRACES.is_dir():
         return []
-    return sorted(p for p in SHARED.glob("*/*") if p.name.endswith((".json", ".json.gz")))
+    return sorted(p for p in SHARED_TRACES.glob("*/*") if p.name.endswith((".json", ".json.gz")))
 
 
 @pytest.mark.skipif(not _shared(), reason="shared traces absent")
@@ -392,8 +368,7 @@ def _pipelined_with_check(after_read: bool = False):
 
 def test_dropped_items_take_no_time_and_hold_up_nothing():
     s, end = _pipelined_with_check()
-    a = analyze(model_of(s))
-    r = Replay(a.model, a.window, a.flags)
+    a, r = replayed(model_of(s))
     assert _span(r) == end * US == 2073 * US
     amax = np.array([a.model.name(int(i)) == "amax" for i in r.items])
     # the GPU-bound chain loses the 50 µs kernel; the sync still waits for what is left (k2), so its bubble stays
@@ -449,9 +424,8 @@ def _alloc_rounds(slow_us: float = 10.0, rounds: int = 6):
 def test_after_effect_is_the_excess_over_the_same_names_away_from_the_calls():
     from gapscope.tui.analysis.replay.fixes import COLD_NS, after_effect
 
-    a = analyze(model_of(_alloc_rounds()))
+    a, r = replayed(model_of(_alloc_rounds()))
     m = a.model
-    r = Replay(m, a.window, a.flags)
     calls = np.flatnonzero(np.array([n == "cudaMalloc" for n in m.names])[m.name_id])
     assert calls.size == 6
     (s_, e_, t_), total = after_effect(a, r, calls)
@@ -472,9 +446,8 @@ def test_after_effect_is_the_excess_over_the_same_names_away_from_the_calls():
 def test_no_after_effect_when_the_host_is_as_fast_after_the_calls():
     from gapscope.tui.analysis.replay.fixes import after_effect
 
-    a = analyze(model_of(_alloc_rounds(slow_us=0)))
+    a, r = replayed(model_of(_alloc_rounds(slow_us=0)))
     m = a.model
-    r = Replay(m, a.window, a.flags)
     calls = np.flatnonzero(np.array([n == "cudaMalloc" for n in m.names])[m.name_id])
     assert after_effect(a, r, calls) is None
 
@@ -518,9 +491,8 @@ def test_a_frame_as_one_fused_gpu_call_removes_its_whole_subtree():
     second prep runs 116..216 and k3 starts 216 + 5 = 221 .. 271. The step: 417 -> 271 µs, 146 µs saved."""
     from gapscope.tui.analysis.replay.frames import dispatch_ns, frame_whatif
 
-    a = analyze(model_of(_experts_step()))
+    a, r = replayed(model_of(_experts_step()))
     p = project(a)
-    r = Replay(a.model, a.window, a.flags)
     assert _span(r) == 417 * US and not p.calibrated
     assert dispatch_ns(r) == 4 * US and p.graph_gap_ns == 417
     w = frame_whatif(a, r, "user.py(40): experts", 0.0, 417 * US)
@@ -591,15 +563,16 @@ def test_frame_whatifs_in_json_markdown_and_the_explorer(tmp_path):
     import json
 
     import jsonschema
-    from textual.widgets import Static
 
+    from gapscope.tui.app.tables import findings_of
     from gapscope.tui.report.jsonout import build_json
     from gapscope.tui.report.markdown import render_markdown
-    from tests.helpers.app import opened, run
+    from tests.helpers import SCHEMA_PATH
+    from tests.helpers.app import finding_info
 
     a = analyze(model_of(_experts_step()))
     doc = build_json([a])
-    schema = json.loads((Path(__file__).resolve().parent.parent / "tui" / "report" / "findings.schema.json").read_text())
+    schema = json.loads(SCHEMA_PATH.read_text())
     jsonschema.validate(doc, schema)
     rows = {w["frame"]: w for w in doc["frame_whatifs"]}
     ex = rows["user.py(40): experts"]
@@ -616,23 +589,10 @@ def test_frame_whatifs_in_json_markdown_and_the_explorer(tmp_path):
     assert "| `user.py(40): experts` | 1 | 150.0 µs | 40.0 µs | −146.0 µs (−35.0%) | sync-1 |" in md
     assert "replace the function → **−146.0 µs per step (−35.0%)** with `user.py(40): experts` as one fused" in md
     p = _experts_step().write(tmp_path / "experts.json")
-
-    async def go():
-        async with opened(p, size=(160, 50)) as (app, pilot):
-            await pilot.press("3")
-            await pilot.pause()
-            from gapscope.tui.app.tables import FindingsView, findings_of
-
-            k = next(n for n, e in enumerate(findings_of(app.scene)) if e[2].cause == "sync")
-            app.query_one(FindingsView).show_info(k)
-            await pilot.pause()
-            w = app.query_one("#findinginfo", Static)
-            txt = str(getattr(w, "renderable", None) or getattr(w, "content", ""))
-            assert "replace the function → −146.0 µs per step (−35.0%) with user.py(40): experts" in txt, txt
-            assert "functions as one fused GPU call" in txt and "−185.0 µs (−44.4%)  host 200.0 µs  user.py(10): prep" \
-                in txt, txt
-
-    run(go())
+    txt = finding_info(p, lambda sc: next(n for n, e in enumerate(findings_of(sc)) if e[2].cause == "sync"))
+    assert "replace the function → −146.0 µs per step (−35.0%) with user.py(40): experts" in txt, txt
+    assert "functions as one fused GPU call" in txt and "−185.0 µs (−44.4%)  host 200.0 µs  user.py(10): prep" \
+        in txt, txt
 
 
 def test_the_explorer_top_fix_is_the_figure_the_finding_ranks_by():

@@ -4,18 +4,16 @@ what-if), with the array path forced on every chain, and chains built to make it
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
+from tests.helpers import SAMPLE_TRACES, SHARED_TRACES, replayed
 from gapscope.tui.analysis import analyze
 from gapscope.tui.analysis.replay import project
 from gapscope.tui.analysis.replay.model import Replay, chain_loop, chain_vector, chain_holds
 from gapscope.tui.trace import load
 
-TRACES = Path(__file__).resolve().parent.parent / "traces"
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "traces" / "thirdparty"
+THIRDPARTY = SHARED_TRACES / "thirdparty"
 
 
 def loop_chain(r: Replay, fs, fe, skip, lat, qg, dur, dropped) -> np.ndarray:
@@ -78,10 +76,10 @@ def _checked(monkeypatch, short: int):
     return seen
 
 
-_CASES = [TRACES / "hf-generate.generate.json.gz", TRACES / "demo-eager-sync.decode.json.gz",
-          TRACES / "demo-eager-alloc.decode.json.gz", TRACES / "demo-eager-tp.decode.rank0.json.gz",
-          SHARED / "tracelens__b200_eager_trace.json.gz", SHARED / "hta__nccl_data.json.gz",
-          SHARED / "kineto__tbp_2021-06_resnet50_nw0_worker0.1623143089861.pt.trace.json.gz"]
+_CASES = [SAMPLE_TRACES / "hf-generate.generate.json.gz", SAMPLE_TRACES / "demo-eager-sync.decode.json.gz",
+          SAMPLE_TRACES / "demo-eager-alloc.decode.json.gz", SAMPLE_TRACES / "demo-eager-tp.decode.rank0.json.gz",
+          THIRDPARTY / "tracelens__b200_eager_trace.json.gz", THIRDPARTY / "hta__nccl_data.json.gz",
+          THIRDPARTY / "kineto__tbp_2021-06_resnet50_nw0_worker0.1623143089861.pt.trace.json.gz"]
 
 
 @pytest.mark.parametrize("path", _CASES, ids=lambda p: p.name)
@@ -135,8 +133,7 @@ def test_host_events_counted_around_removed_intervals_are_those_of_the_filtered_
     # intervals left out: against the list with those events filtered out, as first written
     from gapscope.tui.analysis.replay.model import Removed, inside as _inside
 
-    a = analyze(load(str(TRACES / "hf-generate.generate.json.gz")))
-    r = Replay(a.model, a.window, a.flags)
+    a, r = replayed(load(str(SAMPLE_TRACES / "hf-generate.generate.json.gz")))
     rng = np.random.default_rng(11)
     thr = int(np.unique(r.a_thr)[0])
     sel = r.a_thr == thr

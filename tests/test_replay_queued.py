@@ -4,18 +4,12 @@ one whose launch arrived after the stream freed up keeps its launch latency."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from tests.synth import Synth
-from tests.helpers import model_of
-from gapscope.tui.analysis import analyze
-from gapscope.tui.analysis.replay.model import Replay
+from tests.helpers import SAMPLE_TRACES, US, model_of, replayed
 from gapscope.tui.analysis.replay.model import DEFAULT_LAUNCH_NS, queued_behind
-
-TRACES = Path(__file__).resolve().parent.parent / "traces"
-US = 1_000  # ns
+from gapscope.tui.trace import load
 
 
 def test_queued_behind_by_hand():
@@ -55,9 +49,8 @@ def _busy_stream():
 
 
 def test_an_item_queued_behind_a_busy_stream_follows_its_predecessor():
-    a = analyze(model_of(_busy_stream()))
+    a, r = replayed(model_of(_busy_stream()))
     m = a.model
-    r = Replay(m, a.window, a.flags)
     names = [m.name(int(i)) for i in r.items]
     assert names == ["k0", "k1", "k2"]
     # the median latency of the items not queued: k0's 5 µs and k2's 8 µs (k1's 997.5 µs is its queue's)
@@ -75,9 +68,8 @@ def test_resnet50_fp32_queue():
     """resnet50.fp32 (GPU-bound, TF32 off): the 132 items launched more than the usual launch latency before their
     stream's previous end, counted from the raw events here, are the ones the replay queues beyond QUEUED_NS; the
     replay of the unchanged trace still ends where the recording does."""
-    a = analyze(__import__("gapscope.tui.trace", fromlist=["load"]).load(str(TRACES / "resnet50.fp32.json.gz")))
+    a, r = replayed(load(str(SAMPLE_TRACES / "resnet50.fp32.json.gz")))
     m = a.model
-    r = Replay(m, a.window, a.flags)
     it = r.items
     s, e = m.ts_ns[it], m.ts_ns[it] + m.dur_ns[it]
     lts = m.ts_ns[m.launch[it]]

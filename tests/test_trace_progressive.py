@@ -198,7 +198,7 @@ def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, monkeypatch, 
         seen["partial"] = app.scene.model.partial
         seen["bar"] = ui.bar(app) is not None
         seen["export"] = app.main.check_action("export", ())
-        seen["gaps"] = int(app.scene.order.size)
+        seen["gaps"] = int(app.scene.gaps.order.size)
         seen["header"] = app.main.query_one("#header").render().plain
         seen["screen"] = screen_text(app)
         orig(app, scene)
@@ -220,7 +220,7 @@ def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, monkeypatch, 
     assert "reading the trace" in seen["header"]
     assert "loading t.json" in seen["screen"] or "building the model" in seen["screen"]
     sc = app.scene
-    assert not sc.model.partial and sc.any_analysis and sc.order.size > 0
+    assert not sc.model.partial and sc.any_analysis and sc.gaps.order.size > 0
     assert "reading the trace" not in final and "loading t.json" not in final
     same_model(sc.model, read.load_uncached(str(p)))
 

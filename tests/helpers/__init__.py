@@ -21,6 +21,21 @@ SAMPLE_TRACES = ROOT / "traces"
 SHARED_TRACES = ROOT.parent / "shared" / "traces"
 #: the JSON contract shipped in the package
 SCHEMA_PATH = ROOT / "tui" / "report" / "findings.schema.json"
+US = 1_000  # ns: the synthetic traces are written in µs
+
+
+def first_event(m, name: str) -> int:
+    """The first event of model ``m`` named ``name``."""
+    return int(np.flatnonzero(m.name_id == m.names.index(name))[0])
+
+
+def replayed(model, **kw):
+    """``(a, r)``: the analysis of ``model`` (``analyze(model, **kw)``) and the replay of its recording."""
+    from gapscope.tui.analysis import analyze
+    from gapscope.tui.analysis.replay.model import Replay
+
+    a = analyze(model, **kw)
+    return a, Replay(a.model, a.window, a.flags)
 
 
 def model_of(s: Synth):

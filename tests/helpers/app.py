@@ -57,6 +57,38 @@ def run(coro):
     return asyncio.run(coro)
 
 
+def view_text(path, key: str, size=(160, 48)):
+    """The explorer on ``path``, settled, then ``key`` (a view: "2" the kernels, "3" the findings): (the screen's
+    text, the scene)."""
+
+    async def go():
+        async with opened(path, size=size) as (app, pilot):
+            await pilot.press(key)
+            await pilot.pause()
+            return screen_text(app), app.scene
+
+    return run(go())
+
+
+def finding_info(path, pick, size=(160, 50)) -> str:
+    """The text of view 3's info box (``#findinginfo``) on the finding at row ``pick(scene)`` of the findings
+    table, the explorer opened on ``path`` and settled."""
+    from textual.widgets import Static
+
+    from gapscope.tui.app.tables import FindingsView
+
+    async def go():
+        async with opened(path, size=size) as (app, pilot):
+            await pilot.press("3")
+            await pilot.pause()
+            app.query_one(FindingsView).show_info(pick(app.scene))
+            await pilot.pause()
+            w = app.query_one("#findinginfo", Static)
+            return str(getattr(w, "renderable", None) or getattr(w, "content", ""))
+
+    return run(go())
+
+
 async def diff_ready(pilot):
     """Wait until the diff screen is up and its text has stopped changing (no worker left)."""
     app = pilot.app

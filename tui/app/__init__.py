@@ -6,10 +6,12 @@ Where things are: ``app.py`` the App (scenes, the load worker's messages, the he
 asks of it: ``tab``, ``next_tab``, ``diff_pair``, ``export_findings``); ``loading.py`` the load worker and the one
 failure formatter (``gapscope diff`` reads through it too); ``main.py`` the explorer's screen: its layout, its
 state (``shown.py``: one frozen value whose changes redraw the screen) and the keys of no one pane; the panes'
-keys in ``lanekeys.py`` (lanes), ``gapkeys.py`` (gap list and stack) and ``search.py`` (the / box), all bound in
-``keys.py`` (each key with its help text); ``gaplist.py``, ``tables.py``, ``panels.py``, ``timeline.py`` the
-widgets, which talk to the screen by messages; ``navigate.py`` what is under the cursor and where it goes;
-``scene.py`` what one tab shows (``scenegaps.py`` its listed gaps, merged over its parts);
+keys in ``lanekeys.py`` (lanes), ``gapkeys.py`` (gap list and stack) and ``search.py`` (the / box), each pane's
+``KEYS`` table next to its actions, all bound by the screen (``main.PANES``; ``keys.py``: what a key entry is);
+``gaplist.py``, ``tables.py``, ``panels.py``, ``timeline.py`` the widgets, which talk to the screen by messages;
+``navigate.py`` what is under the cursor and where it goes; ``scene.py`` what one tab shows, made of ``view.py``
+(the time window), ``rows.py`` (the display rows and the lane cursor), ``scenegaps.py`` (its listed gaps, merged
+over its parts, the gap list's filter and selection) and ``matches.py`` (the search);
 ``gapscope.tcss`` the styles (the before/after screen's too); ``screens.py`` the help and detail screens;
 ``diffscene.py`` the before/after scene, ``diffview.py`` its screen (its state in ``shown.py`` too),
 ``diffapp.py`` its App (``gapscope diff A B``).

@@ -182,7 +182,7 @@ class GapscopeApp(App):
         old = self.scenes[0]
         if progressive.moved(old):
             scene.view.t0, scene.view.t1, scene.view.cursor = old.view.t0, old.view.t1, old.view.cursor
-            scene.lane_cursor = min(old.lane_cursor, max(len(scene.rows()) - 1, 0))
+            scene.display.cursor = min(old.display.cursor, max(len(scene.display.rows()) - 1, 0))
             self.user_picked = True
         self.scenes[0] = scene
         self.loading = None
@@ -243,12 +243,12 @@ class GapscopeApp(App):
                 sc.parts[pi].analysis_error = failure("showing the analysis", exc)
             sc.merge_gaps()
             sc.apply_filter(None)
-            sc.invalidate_rows()
+            sc.display.invalidate()
             if sc is self.scene:
                 self.main.scene_changed()
 
     def _install_analysis(self, sc: Scene, ev: AnalysisReady) -> None:
-        keep = sc.selected_gap
+        keep = sc.gaps.selected_gap
         keep_active = sc.active
         if ev.items is not None:
             sc.set_analyses(ev.items)
@@ -259,7 +259,7 @@ class GapscopeApp(App):
         if keep >= 0 and self.user_picked:
             # parts are analysed in order and appended, so earlier gap ids are unchanged: a later rank's
             # analysis must not move the selection or the view
-            where = np.flatnonzero(sc.order == keep)
+            where = np.flatnonzero(sc.gaps.order == keep)
             if where.size:
                 sc.select(int(where[0]))
                 sc.active = keep_active

@@ -44,7 +44,7 @@ class DiffScene(Scene):
                            (1, analysis_b, analysis_b.config.min_listed_gap_ns)])
         self._index_gaps()
         self.view.lo, self.view.hi = self._extent()
-        self.selected = -1  # nothing selected until n / m
+        self.gaps.selected = -1  # nothing selected until n / m
         self.fit_step()
 
     # ------------------------------------------------------------------ steps
@@ -78,7 +78,7 @@ class DiffScene(Scene):
 
     def set_step(self, k: int, offset_b: int | None = None) -> None:
         k = max(0, min(int(k), self.n_steps - 1))
-        keep = self.selected_gap
+        keep = self.gaps.selected_gap
         self.aligned_on = None if offset_b is None else self.aligned_on
         self._realign(k, offset_b)
         self.moves += 1
@@ -88,7 +88,7 @@ class DiffScene(Scene):
             self._index_gaps()
             if keep >= 0:
                 self.select_gid(keep)
-        self.invalidate_rows()
+        self.display.invalidate()
         lo, hi = self._extent()
         self.view.lo, self.view.hi = lo, hi
         self.fit_step()
@@ -131,12 +131,12 @@ class DiffScene(Scene):
         A kernel it is matched to: a gap at the same place in both traces then ends at the same column."""
         k = self.step_of_gap(gid)
         b = self.parts[1].analysis
-        nxt = int(b.gaps.next_idx[int(self.g_row[gid])])
+        nxt = int(b.gaps.next_idx[int(self.gaps.row[gid])])
         ea, eb = self.matched_kernels(k)
         off = None
         if eb.size:
             mb, ma = self.parts[1].model, self.parts[0].model
-            tref = int(mb.ts_ns[nxt]) if nxt >= 0 else int(b.gaps.start_ns[int(self.g_row[gid])])
+            tref = int(mb.ts_ns[nxt]) if nxt >= 0 else int(b.gaps.start_ns[int(self.gaps.row[gid])])
             j = int(np.searchsorted(mb.ts_ns[eb], tref, side="right")) - 1
             if j >= 0:
                 off = int(ma.ts_ns[ea[j]]) - int(mb.ts_ns[eb[j]])
@@ -150,52 +150,53 @@ class DiffScene(Scene):
     def _index_gaps(self) -> None:
         """Global gap ids of B's listed gaps (largest first), which are new, and the A gap each matches."""
         gm = self.gm
-        b_ids = np.flatnonzero(self.g_part == 1)
-        a_ids = np.flatnonzero(self.g_part == 0)
-        b_of_row = dict(zip(self.g_row[b_ids].tolist(), b_ids.tolist()))
-        a_of_row = dict(zip(self.g_row[a_ids].tolist(), a_ids.tolist()))
-        self.b_new = np.zeros(self.g_part.size, bool)
-        self.a_match = np.full(self.g_part.size, -1, np.int64)
+        b_ids = np.flatnonzero(self.gaps.part == 1)
+        a_ids = np.flatnonzero(self.gaps.part == 0)
+        b_of_row = dict(zip(self.gaps.row[b_ids].tolist(), b_ids.tolist()))
+        a_of_row = dict(zip(self.gaps.row[a_ids].tolist(), a_ids.tolist()))
+        self.b_new = np.zeros(self.gaps.part.size, bool)
+        self.a_match = np.full(self.gaps.part.size, -1, np.int64)
         for r, ar, new in zip(gm.b_rows.tolist(), gm.a_rows.tolist(), gm.new.tolist()):
             gid = b_of_row.get(r)
             if gid is None:
                 continue
             self.b_new[gid] = new
             self.a_match[gid] = a_of_row.get(ar, -1) if ar >= 0 else -1
-        self.b_order = b_ids[np.lexsort((self.g_start[b_ids], -self.g_dur[b_ids]))]
+        self.b_order = b_ids[np.lexsort((self.gaps.start[b_ids], -self.gaps.dur[b_ids]))]
         self.new_order = self.b_order[self.b_new[self.b_order]]
         self.marks.clear()
-        for dev in sorted(set(self.g_device[b_ids].tolist())):
-            ids = b_ids[(self.g_device[b_ids] == dev) & self.b_new[b_ids]]
-            ids = ids[np.argsort(self.g_start[ids], kind="stable")]
+        for dev in sorted(set(self.gaps.device[b_ids].tolist())):
+            ids = b_ids[(self.gaps.device[b_ids] == dev) & self.b_new[b_ids]]
+            ids = ids[np.argsort(self.gaps.start[ids], kind="stable")]
             self.marks[dev] = Lane("marks", f"new in {SIDE[1]}", device=int(dev),
-                                   segs=Segments(self.g_start[ids], self.g_end[ids], ids), part=1)
+                                   segs=Segments(self.gaps.start[ids], self.gaps.end[ids], ids), part=1)
         self.match_gid = -1
 
     def select_gid(self, gid: int) -> None:
-        where = np.flatnonzero(self.order == gid)
+        where = np.flatnonzero(self.gaps.order == gid)
         if where.size:
             self.select(int(where[0]))
-        self.match_gid = int(self.a_match[gid]) if 0 <= gid < self.a_match.size and self.g_part[gid] == 1 else -1
+        self.match_gid = int(self.a_match[gid]) if 0 <= gid < self.a_match.size and self.gaps.part[gid] == 1 else -1
 
     def step_of_gap(self, gid: int) -> int:
-        row = int(self.g_row[gid])
-        st = self.cmp.steps_b if self.g_part[gid] == 1 else self.cmp.steps_a
+        row = int(self.gaps.row[gid])
+        st = self.cmp.steps_b if self.gaps.part[gid] == 1 else self.cmp.steps_a
         return int(st.gap_step[row])
 
     # ------------------------------------------------------------------- rows
     def _build_rows(self) -> list[Row]:
         out: list[Row] = []
         for pi, pt in enumerate(self.parts):
-            devs = sorted({ln.device for ln in pt.lanes if ln.device >= 0} | {d for (p, d) in self.gap_lanes if p == pi})
+            devs = sorted({ln.device for ln in pt.lanes if ln.device >= 0}
+                          | {d for (p, d) in self.gaps.lanes if p == pi})
             where = ", ".join(self._device_title(pt.model, d, None) for d in devs)
             out.append(Row(None, f"{SIDE[pi]} {ROLE[pi]}: {os.path.basename(pt.path)}" + (f" | {where}" if where else "")))
             out.extend(Row(ln) for ln in pt.lanes if ln.kind in ("ranges", "cpu"))
             for dev in devs:
                 out.extend(Row(ln) for ln in pt.lanes if ln.device == dev and ln.kind == "stream")
-                if (pi, dev) in self.gap_lanes:
-                    out.append(Row(self.gap_lanes[(pi, dev)]))
-                if pi == 0 and (0, dev) in self.gap_lanes:
+                if (pi, dev) in self.gaps.lanes:
+                    out.append(Row(self.gaps.lanes[(pi, dev)]))
+                if pi == 0 and (0, dev) in self.gaps.lanes:
                     out.append(Row(Lane("match", f"matches {SIDE[1]}", device=dev, part=0)))
                 if pi == 1 and dev in self.marks:
                     out.append(Row(self.marks[dev]))

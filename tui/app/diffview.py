@@ -51,13 +51,13 @@ class DiffLanes(LanesView):
     def render_line(self, y: int) -> Strip:
         sc = self.scene
         if sc is not None:
-            rows = sc.rows()
+            rows = sc.display.rows()
             yy = y + int(self.scroll_offset.y)
             if 0 <= yy < len(rows) and rows[yy].lane is not None and rows[yy].lane.kind in ("marks", "match"):
                 width = self.size.width - (self.styles.scrollbar_size_vertical if self.show_vertical_scrollbar
                                            else 0)
                 lw = label_width(width)
-                return self._mark_row(rows[yy].lane, yy == sc.lane_cursor, lw, max(width - lw - 1, 1))
+                return self._mark_row(rows[yy].lane, yy == sc.display.cursor, lw, max(width - lw - 1, 1))
         return super().render_line(y)
 
     def _mark_row(self, ln: Lane, is_cursor: bool, lw: int, cw: int) -> Strip:
@@ -67,15 +67,15 @@ class DiffLanes(LanesView):
         edges = cell_edges(v.t0, v.t1, cw)
         if ln.kind == "match":
             gid = sc.match_gid
-            segs = Segments(sc.g_start[[gid]], sc.g_end[[gid]], np.array([gid])) if gid >= 0 else \
+            segs = Segments(sc.gaps.start[[gid]], sc.gaps.end[[gid]], np.array([gid])) if gid >= 0 else \
                 Segments(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
             style, word = MATCH_STYLE, "match"
         else:
             segs, style, word = ln.segs, NEW_STYLE, "new"
         refs = segs.cells(edges)
-        chars, _ = segment_text(refs, lambda r: f"{word} {fmt_dur(int(sc.g_dur[int(segs.ref[r])]), ascii=g.ascii)}",
+        chars, _ = segment_text(refs, lambda r: f"{word} {fmt_dur(int(sc.gaps.dur[int(segs.ref[r])]), ascii=g.ascii)}",
                                 bar=g.bar, open_=g.open)
-        sel = sc.selected_gap
+        sel = sc.gaps.selected_gap
         codes = np.where(refs < 0, 0, 1).astype(np.intp)
         if ln.kind == "marks" and sel >= 0 and refs.size and (refs >= 0).any():
             codes[(refs >= 0) & (np.asarray(segs.ref)[np.maximum(refs, 0)] == sel)] = 2
@@ -217,25 +217,26 @@ class DiffScreen(Screen):
     def _status(self) -> Text:
         sc = self.scene
         t = Text(no_wrap=True, overflow="ellipsis")
-        gid = sc.selected_gap
-        if gid < 0 or sc.g_part[gid] != 1:
+        gid = sc.gaps.selected_gap
+        if gid < 0 or sc.gaps.part[gid] != 1:
             nb, nn = sc.b_order.size, sc.new_order.size
             t.append(self._t(f"{nb} listed gaps in B, {nn} new: n / m to visit them, ] / [ for the steps"))
             return t
         from ..analysis import CAUSES
 
         d = lambda ns: fmt_dur(int(ns), ascii=self.glyphs.ascii)  # noqa: E731
-        t.append(self._t(f"B gap {d(sc.g_dur[gid])} {CAUSES[int(sc.g_cause[gid])]}"), style="bold")
+        t.append(self._t(f"B gap {d(sc.gaps.dur[gid])} {CAUSES[int(sc.gaps.cause[gid])]}"), style="bold")
         if sc.b_new[gid]:
             t.append(" new in B", style=NEW_STYLE)
         m = sc.match_gid
         if m >= 0:
-            t.append(self._t(f"; in A at the same place: {d(sc.g_dur[m])} {CAUSES[int(sc.g_cause[m])]} "
-                             f"({'+' if sc.g_dur[gid] >= sc.g_dur[m] else '-'}{d(abs(int(sc.g_dur[gid]) - int(sc.g_dur[m])))})"))
+            g = sc.gaps
+            t.append(self._t(f"; in A at the same place: {d(g.dur[m])} {CAUSES[int(g.cause[m])]} "
+                             f"({'+' if g.dur[gid] >= g.dur[m] else '-'}{d(abs(int(g.dur[gid]) - int(g.dur[m])))})"))
         elif not sc.b_new[gid]:
             t.append(self._t("; A's gap there is not listed"))
         b = sc.parts[1].analysis
-        nxt = int(b.gaps.next_idx[int(sc.g_row[gid])])
+        nxt = int(b.gaps.next_idx[int(sc.gaps.row[gid])])
         if nxt >= 0:
             t.append(self._t(f"; next {short_kernel(b.model.name(nxt))}"))
         return t
@@ -254,7 +255,7 @@ class DiffScreen(Screen):
             axis.scene = sc
         elif new.moved != old.moved:
             lv.lanes_moved()  # B moved in time: every drawn row is forgotten
-        elif len(sc.rows()) != lv.virtual_size.height:
+        elif len(sc.display.rows()) != lv.virtual_size.height:
             lv.sync_rows()  # lanes folded or unfolded by the zoom
         if (new.scene, new.step) != (old.scene, old.step):
             self.query_one("#dhead", Static).update(self._head())
@@ -289,12 +290,12 @@ class DiffScreen(Screen):
         sc = self.scene
         sc.align_on_gap(gid)
         sc.select_gid(gid)
-        a, b, _ = sc.gap_span(gid)
+        a, b, _ = sc.gaps.span(gid)
         if sc.match_gid >= 0:
-            ma, mb, _ = sc.gap_span(sc.match_gid)
+            ma, mb, _ = sc.gaps.span(sc.match_gid)
             a, b = min(a, ma), max(b, mb)
         sc.view.focus(a, b, self._lanes().cells_width(), context=3.0)
-        sc.view.cursor = int(sc.g_start[gid])
+        sc.view.cursor = int(sc.gaps.start[gid])
         self.update()
 
     def action_gap(self, d: int) -> None:
@@ -313,9 +314,9 @@ class DiffScreen(Screen):
 
     def action_lane(self, d: int) -> None:
         sc = self.scene
-        n = len(sc.rows())
+        n = len(sc.display.rows())
         if n:
-            sc.lane_cursor = max(0, min(sc.lane_cursor + d, n - 1))
+            sc.display.cursor = max(0, min(sc.display.cursor + d, n - 1))
             self.update(keep_msg=True)
 
     def action_pan(self, frac: float) -> None:

@@ -74,34 +74,35 @@ class GapList(RowList):
             return
         origin = sc.origin
         first = [] if narrow else [Text("")]  # the "#" cell when there is a "#" column
-        for pos, gid in enumerate(sc.order[:MAX_LIST].tolist()):
-            pt = sc.parts[int(sc.g_part[gid])]
-            row = int(sc.g_row[gid])
+        for pos, gid in enumerate(sc.gaps.order[:MAX_LIST].tolist()):
+            pt = sc.parts[int(sc.gaps.part[gid])]
+            row = int(sc.gaps.row[gid])
             nxt = int(pt.analysis.gaps.next_idx[row])
-            cause = cause_name(int(sc.g_cause[gid]))
+            cause = cause_name(int(sc.gaps.cause[gid]))
             # the aten op that launched the next kernel says more than the kernel's name
             op = int(pt.model.op[nxt]) if nxt >= 0 else -1
             name = pt.model.name(op) if op >= 0 else (short_kernel(pt.model.name(nxt)) if nxt >= 0 else "?")
             name = name[6:] if name.startswith("aten::") else name  # the column is narrow: mm, not aten::mm
             if sc.multi:
                 r = pt.model.rank
-                name = f"r{r if r is not None else int(sc.g_part[gid])} {name}"
+                name = f"r{r if r is not None else int(sc.gaps.part[gid])} {name}"
             self.add_row(
                 *([] if narrow else [Text(str(pos + 1))]),
-                Text(d(sc.g_dur[gid]), justify="right"),
+                Text(d(sc.gaps.dur[gid]), justify="right"),
                 Text(SHORT_CAUSE.get(cause, cause) if narrow else cause, style=G.CAUSE_COLOURS.get(cause, "")),
-                Text(fmt_at(int(sc.g_start[gid]) - origin, ascii=ascii), justify="right"),
+                Text(fmt_at(int(sc.gaps.start[gid]) - origin, ascii=ascii), justify="right"),
                 Text(shown(name, ascii), no_wrap=True, overflow=ov),
                 key=str(pos),
             )
-        if sc.order.size > MAX_LIST:
-            self.add_row(*first, Text("...", justify="right"), Text(f"{sc.order.size - MAX_LIST} more", style="dim"),
-                         Text(""), Text("n walks all of them", style="dim"), key="more")
+        if sc.gaps.order.size > MAX_LIST:
+            self.add_row(*first, Text("...", justify="right"),
+                         Text(f"{sc.gaps.order.size - MAX_LIST} more", style="dim"), Text(""),
+                         Text("n walks all of them", style="dim"), key="more")
         listed, total, lim = sc.listed_counts()
-        if total > listed and sc.cause_filter is None:
+        if total > listed and sc.gaps.cause_filter is None:
             # the report counts every gap; the list holds those the report lists (Analysis.listed_rows)
             self.add_row(*first, Text(f"+{total - listed}", justify="right", style="dim"),
                          Text("gaps", style="dim"), Text(f"< {d(lim)}", justify="right", style="dim"),
                          Text("not listed (in every total)", style="dim"), key="short")
-        if 0 <= sc.selected < min(sc.order.size, MAX_LIST):
-            self.move_cursor(row=sc.selected, animate=False)
+        if 0 <= sc.gaps.selected < min(sc.gaps.order.size, MAX_LIST):
+            self.move_cursor(row=sc.gaps.selected, animate=False)

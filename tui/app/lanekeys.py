@@ -2,18 +2,51 @@
 lane cursors, folding and expanding lanes, the range (m, M), the launch link (v) and the time origin (o).
 
 ``LaneKeys`` is a part of the explorer's screen (``MainScreen``, tui/app/main.py): each action changes the
-scene and calls the screen's ``update``, whose new state redraws what changed (tui/app/shown.py). The keys
-themselves are bound in tui/app/keys.py, the one table the help and the README are checked against.
+scene and calls the screen's ``update``, whose new state redraws what changed (tui/app/shown.py). Its keys are
+``LaneKeys.KEYS`` (tui/app/keys.py ``Key``: the keys, their help and their bindings); the screen binds them with
+the other panes' (``MainScreen.BINDINGS``), and the help and the README are checked against them.
 """
 
 from __future__ import annotations
 
+from textual.binding import Binding
+
+from .keys import Key
 from .navigate import event_under_cursor, move_cursor, next_event_start, range_at_cursor
 from .screens import DetailScreen
 
 
 class LaneKeys:
     """The lanes pane's actions (a part of ``MainScreen``)."""
+
+    #: the lanes' keys, in the order of the actions below (``at``: their place in the help and the footer)
+    KEYS = [
+        Key("← → / h l / a d", "pan the time window",
+            (Binding("left,h,a", "pan(-0.25)", "pan", show=False),
+             Binding("right,l,d", "pan(0.25)", "pan", show=False)), at=20),
+        Key("w s / + - / =", "zoom in / out about the cursor",
+            (Binding("w,plus,equals_sign", "zoom(2.0)", "zoom", key_display="w/s"),
+             Binding("s,minus", "zoom(0.5)", "zoom out", show=False)), at=30),
+        Key("0 / Home", "fit the analysed window (the span the report's numbers are of)",
+            (Binding("0,home", "fit", "fit", show=False),), at=80),
+        Key("shift+← → / H L", "move the cursor one cell",
+            (Binding("shift+left,H", "cursor(-1)", "cursor", show=False),
+             Binding("shift+right,L", "cursor(1)", "cursor", show=False)), at=40),
+        Key("[ ]", "cursor to the previous / next event on the lane",
+            (Binding("left_square_bracket", "event(-1)", "prev event", show=False),
+             Binding("right_square_bracket", "event(1)", "next event", show=False)), at=50),
+        Key("↑ ↓ / j k", "move between lanes (gap list: between gaps)", bound_by="LanesView, GapList", at=60),
+        Key("space / x", "expand / collapse a CPU thread into its stack depth rows (on the launcher row: its outer "
+            "frames; on a folded row: every lane)", (Binding("space,x", "expand", "expand", show=False),), at=70),
+        Key("m", "mark the cursor's time; m again: stats of the range between (busy, idle, causes, kernels, host "
+            "frames and ops by own time)", (Binding("m", "mark", "range", show=False),), at=190),
+        Key("M", "the same for the step, range or event under the cursor",
+            (Binding("M", "mark_range", "range of a step", show=False),), at=200),
+        Key("v", "jump between a kernel and its launch call (the other end is marked on the lanes)",
+            (Binding("v", "link", "launch/kernel", show=False),), at=180),
+        Key("o", "times from the analysed window's start (as the report) or in the trace's own time",
+            (Binding("o", "origin", "time origin", show=False),), at=170),
+    ]
 
     def action_pan(self, frac: float) -> None:
         if self.scene is not None:
@@ -57,26 +90,26 @@ class LaneKeys:
         sc = self.scene
         if sc is None:
             return
-        n = len(sc.rows())
+        n = len(sc.display.rows())
         if n:
-            sc.lane_cursor = max(0, min(sc.lane_cursor + int(d), n - 1))
+            sc.display.cursor = max(0, min(sc.display.cursor + int(d), n - 1))
             self.update()
 
     def action_expand(self) -> None:
         sc = self.scene
         if sc is None:
             return
-        rows = sc.rows()
-        row = rows[sc.lane_cursor] if 0 <= sc.lane_cursor < len(rows) else None
+        rows = sc.display.rows()
+        row = rows[sc.display.cursor] if 0 <= sc.display.cursor < len(rows) else None
         if row is not None and row.lane is None:
             # a folded row shows its lanes (every lane, until space on a group header folds them again)
-            if not (row.folded or not sc.fold_empty):
+            if not (row.folded or not sc.display.fold_empty):
                 return self.say("space: nothing to expand on a group header")
-            sc.fold_empty = not sc.fold_empty
-            sc.invalidate_rows()
+            sc.display.fold_empty = not sc.display.fold_empty
+            sc.display.invalidate()
             self.update("every lane shown (space on a group header folds the empty ones again)"
-                        if not sc.fold_empty else "lanes with nothing in view folded")
-        elif sc.toggle_expand():
+                        if not sc.display.fold_empty else "lanes with nothing in view folded")
+        elif sc.display.toggle_expand(sc.lanes):
             self.update()
         else:
             self.say("space: only a CPU thread with a recorded stack expands")
@@ -124,7 +157,7 @@ class LaneKeys:
         sc.view.ensure_visible(t)
         r = sc.row_of_event(ev, part)
         if r >= 0:
-            sc.lane_cursor = r
+            sc.display.cursor = r
         self.update()
 
     def action_origin(self) -> None:

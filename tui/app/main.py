@@ -5,9 +5,10 @@ selected gap (the kernels and findings views behind 2 and 3), the status line an
 What is on screen is one frozen value (``shown``, tui/app/shown.py) in a reactive attribute: a key changes the
 scene and calls ``update``; ``watch_shown`` redraws the header, the lanes, the gap list, the stack panel, the
 status line and the footer where the fields they depend on changed. The keys are the panes' (lanekeys.py,
-gapkeys.py, search.py: the lanes, the gaps and the search) and this module's (views, tabs, before/after,
-detail, help, export, Esc); the widgets talk back through messages (LanesView.Clicked and Zoom,
-GapList.Highlighted, SearchInput.Find, TableView.FindKernel and ShowGaps)."""
+gapkeys.py, search.py: the lanes, the gaps and the search; each pane's ``KEYS`` next to its actions) and this
+module's (``SCREEN_KEYS``: views, tabs, before/after, detail, help, export, Esc); ``MainScreen`` binds them all
+(``PANES``, one place) and the help shows them in the same order; the widgets talk back through messages
+(LanesView.Clicked and Zoom, GapList.Highlighted, SearchInput.Find, TableView.FindKernel and ShowGaps)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import numpy as np
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.reactive import reactive
@@ -26,6 +28,7 @@ from textual.widgets import ContentSwitcher, DataTable, Footer, Static
 
 from . import glyphs as G
 from . import keys
+from .keys import Key
 from .gapkeys import GapKeys, opening_gap
 from .gaplist import MAX_LIST, NARROW, GapList
 from .lanekeys import LaneKeys
@@ -40,8 +43,35 @@ from .tables import Fmt, TableView, table_views
 from .timeline import Axis, LanesView
 
 
-class MainScreen(LaneKeys, GapKeys, SearchKeys, Screen):
-    BINDINGS = keys.BINDINGS  # tui/app/keys.py: each key with its help text
+#: the panes whose actions are a part of the screen; their ``KEYS`` are bound by it (a new pane: its mixin here)
+PANES = (LaneKeys, GapKeys, SearchKeys)
+
+#: the screen's own keys (its actions below; ``at``: their place among the panes' keys in the help and the footer)
+SCREEN_KEYS = [
+    Key("Enter", "detail of what is under the cursor (lanes) or of the gap (gap list); a finding: its gaps",
+        (Binding("enter", "detail", "detail", show=False),), at=110),
+    Key("Tab", "next pane: lanes, gap list, stack panel", bound_by="Screen", at=130),
+    Key("1 2 3", "views: lanes, kernels, findings",
+        (Binding("1", "view('lanes')", "lanes", show=False), Binding("2", "view('kernels')", "kernels", show=False),
+         Binding("3", "view('findings')", "findings", show=False)), at=140),
+    Key("t", "next loaded trace (prefill / decode ...)", (Binding("t", "next_trace", "trace", show=False),), at=150),
+    Key("D", "before/after: this tab and the next, the earlier one as A (before), step by step (gapscope diff A B; "
+        "x there swaps)", (Binding("D", "diff", "diff", key_display="D", show=False),), at=160),
+    Key("Esc", "end the search, range or filter; back to the lanes", (Binding("escape", "escape", "back", show=False),),
+        at=210),
+    Key("e", "export: findings (Markdown + JSON) and an SVG of the screen", (Binding("e", "export", "export"),),
+        at=220),
+    Key("g", "legend", (Binding("g", "legend", "legend", show=False),), at=230),
+    Key("? / F1", "this help", (Binding("question_mark,f1", "help", "help"),), at=240),
+    Key("q", "quit", (Binding("q", "app.quit", "quit"),), at=250),
+]
+
+
+class MainScreen(*PANES, Screen):
+    #: every key of the screen, the panes' and its own, in the help's order (tui/app/keys.py)
+    KEYS = keys.in_help_order(*(p.KEYS for p in PANES), SCREEN_KEYS)
+    BINDINGS = keys.bindings(KEYS)
+    KEY_HELP = keys.help_rows(KEYS)  # the help screen's key table (not HELP: Textual's help panel text)
 
     #: what is on screen (tui/app/shown.py); every change redraws what depends on it (``watch_shown``), and only
     #: that: a repaint of the whole screen on each change (Textual's default) made n and N twice as slow
@@ -115,7 +145,7 @@ class MainScreen(LaneKeys, GapKeys, SearchKeys, Screen):
         """The app's current tab (``app.scene``) is the one to show; a tab opens on its top fix's gap the first
         time (``opening_gap``)."""
         sc = self.scene
-        if not sc.visited and sc.order.size and sc.selected >= 0:
+        if not sc.visited and sc.gaps.order.size and sc.gaps.selected >= 0:
             sc.visited = True
             self.select_gap(opening_gap(sc))
         self.update()
@@ -125,7 +155,7 @@ class MainScreen(LaneKeys, GapKeys, SearchKeys, Screen):
         them is made again; ``open_gap``: the view goes to the gap a tab opens on."""
         self.data += 1
         sc = self.scene
-        if open_gap and sc.selected >= 0:
+        if open_gap and sc.gaps.selected >= 0:
             sc.visited = True
             self.select_gap(opening_gap(sc))
         self.update()
@@ -165,14 +195,14 @@ class MainScreen(LaneKeys, GapKeys, SearchKeys, Screen):
             lv.sync_rows()  # lanes folded, expanded, or gap rows added by an analysis
         if data or new.gaps != old.gaps or new.time_mode != old.time_mode:
             self.fill_gap_list()
-        if data:
-            self.fill_tables()
+        if data or (new.view != "lanes" and (new.view, new.selected[1]) != (old.view, old.selected[1])):
+            self.fill_tables()  # the tables follow the analyses, and the active rank when a table is shown
         if data or new.tabs != old.tabs or new.time_mode != old.time_mode:
             self.refresh_header()
         if data or new.selected != old.selected or new.gaps != old.gaps or new.time_mode != old.time_mode:
             self._move_list_cursor()
             self.query_one("#stack", StackPanel).set_text(stack_text(sc, self.glyphs))
-        if len(sc.rows()) != lv.virtual_size.height:
+        if len(sc.display.rows()) != lv.virtual_size.height:
             lv.sync_rows()  # lanes folded or unfolded by the move (nothing in view)
         if new.lanes_changed(old):
             if (new.lane, new.selected, new.search, new.rows) != (old.lane, old.selected, old.search, old.rows):
@@ -216,8 +246,8 @@ class MainScreen(LaneKeys, GapKeys, SearchKeys, Screen):
 
     def _draw_status(self, msg: str) -> None:
         sc = self.scene
-        rows = sc.rows()
-        ev = event_under_cursor(sc, self.lanes.cells_width()) if rows and 0 <= sc.lane_cursor < len(rows) else -1
+        rows = sc.display.rows()
+        ev = event_under_cursor(sc, self.lanes.cells_width()) if rows and 0 <= sc.display.cursor < len(rows) else -1
         if sc.set_link(sc.active, ev):
             self.lanes.refresh()  # the mark of the other end moved
         parts = ([msg] if msg else []) + status_parts(sc, ev, self.fmt.d)
@@ -228,16 +258,14 @@ class MainScreen(LaneKeys, GapKeys, SearchKeys, Screen):
     def _move_list_cursor(self) -> None:
         sc = self.scene
         gl = self.query_one(GapList)
-        if 0 <= sc.selected < MAX_LIST and gl.row_count > sc.selected:
-            gl.move_cursor(row=sc.selected, animate=False)
+        if 0 <= sc.gaps.selected < MAX_LIST and gl.row_count > sc.gaps.selected:
+            gl.move_cursor(row=sc.gaps.selected, animate=False)
 
     # ================================================================ the keys: each changes the scene, then ``update``
     async def action_view(self, name: str) -> None:
-        if name != "lanes":
-            if not self.query(TableView):  # mounted (hidden) the first time one of them is shown
-                await self.query_one("#views", ContentSwitcher).mount_all(table_views(self.glyphs))
-            self.fill_tables()  # the tables follow the active rank
-        self.switch_view(name)
+        if name != "lanes" and not self.query(TableView):  # mounted (hidden) the first time one of them is shown
+            await self.query_one("#views", ContentSwitcher).mount_all(table_views(self.glyphs))
+        self.switch_view(name)  # the watcher fills the table shown (``Shown.view``)
         self.update(keep_msg=True)
 
     def view_name(self) -> str:
@@ -289,12 +317,12 @@ class MainScreen(LaneKeys, GapKeys, SearchKeys, Screen):
         if sc is None:
             return
         if self.focused is self.query_one(GapList) or self.focused is self.query_one("#stack"):
-            if sc.selected_gap >= 0:
+            if sc.gaps.selected_gap >= 0:
                 self.app.push_screen(DetailScreen(stack_text(sc, self.glyphs, full=True), self.glyphs.ascii))
             return
         gid = gap_under_cursor(self.scene, self.lanes.cells_width())
         if gid >= 0:
-            where = np.flatnonzero(sc.order == gid)
+            where = np.flatnonzero(sc.gaps.order == gid)
             if where.size:
                 self.goto_gap(int(where[0]))
             self.app.push_screen(DetailScreen(stack_text(sc, self.glyphs, full=True), self.glyphs.ascii))
@@ -305,10 +333,10 @@ class MainScreen(LaneKeys, GapKeys, SearchKeys, Screen):
         self.app.push_screen(DetailScreen(event_text(sc, ev, self.glyphs), self.glyphs.ascii))
 
     def action_help(self) -> None:
-        self.app.push_screen(HelpScreen(self.glyphs))
+        self.app.push_screen(HelpScreen(self.glyphs, self.KEY_HELP))
 
     def action_legend(self) -> None:
-        self.app.push_screen(HelpScreen(self.glyphs, legend_only=True))
+        self.app.push_screen(HelpScreen(self.glyphs, self.KEY_HELP, legend_only=True))
 
     def action_export(self) -> None:
         from .export import export_message
@@ -329,12 +357,12 @@ class MainScreen(LaneKeys, GapKeys, SearchKeys, Screen):
             return self.app.action_cancel_load()
         sc = self.scene
         inp = self.search_box()
-        if (inp is not None and inp.has_class("-on")) or (sc is not None and sc.search_query):
+        if (inp is not None and inp.has_class("-on")) or (sc is not None and sc.search.query):
             if inp is not None:
                 inp.close()
                 inp.value = ""
             if sc is not None:
-                sc.search("")
+                sc.find("")
             self.lanes.focus()
             return self.update()
         if self.view_name() != "lanes":
@@ -343,10 +371,10 @@ class MainScreen(LaneKeys, GapKeys, SearchKeys, Screen):
         elif sc is not None and (sc.mark is not None or sc.span_sel is not None):
             sc.mark = sc.span_sel = None  # the range selection ends
             self.update("range cleared")
-        elif sc is not None and (sc.finding_filter is not None or sc.cause_filter is not None):
-            keep = sc.selected_gap  # every gap again, the selected one still selected
+        elif sc is not None and (sc.gaps.finding_filter is not None or sc.gaps.cause_filter is not None):
+            keep = sc.gaps.selected_gap  # every gap again, the selected one still selected
             sc.apply_filter(None)
-            where = np.flatnonzero(sc.order == keep)
+            where = np.flatnonzero(sc.gaps.order == keep)
             self.select_gap(int(where[0]) if where.size else 0)
             self.update("all gaps")
 
@@ -355,11 +383,11 @@ class MainScreen(LaneKeys, GapKeys, SearchKeys, Screen):
         if action in ("next_gap", "prev_gap", "focus_gap", "cause"):
             if sc is None:
                 return None
-            if action in ("next_gap", "prev_gap") and sc.search_query and sc.matches.size:
+            if action in ("next_gap", "prev_gap") and sc.search.stepping:
                 return True
-            if not sc.any_analysis or not sc.order.size:
+            if not sc.any_analysis or not sc.gaps.order.size:
                 return None
-            if action == "cause" and not sc.all_listed.size:
+            if action == "cause" and not sc.gaps.all_listed.size:
                 return None
             return True
         if action == "next_trace":
@@ -392,7 +420,7 @@ class MainScreen(LaneKeys, GapKeys, SearchKeys, Screen):
         self.query_one(GapList).fill(self.scene, self.glyphs, self.size.width)
 
     def fill_tables(self) -> None:
-        if self.query(TableView):  # else filled when first shown (action_view)
+        if self.query(TableView):  # else filled when first shown (``watch_shown``: the view changed)
             self._tables_width = self.size.width
             for view in self.query(TableView):
                 row = view.table.cursor_row
@@ -405,7 +433,7 @@ class MainScreen(LaneKeys, GapKeys, SearchKeys, Screen):
         """Enter on a kernel (view 2): the lanes, on its first call."""
         sc = self.scene
         self.switch_view("lanes")
-        if sc.search(ev.name):
+        if sc.find(ev.name):
             self.show_match(sc.current_match())
         self.update()
 

@@ -1,5 +1,6 @@
 """What `/` finds: every kernel, copy, op, range, frame and runtime call whose name holds the query (any case),
-in time order over the parts of a scene, and which of them the analysed window holds."""
+in time order over the parts of a scene, and which of them the analysed window holds; ``SearchState`` (the
+scene's ``search``) holds the query, its matches and the one shown. No textual here."""
 
 from __future__ import annotations
 
@@ -51,3 +52,39 @@ def nearest(t: np.ndarray, cursor: int) -> int:
     if i >= t.size or (i > 0 and cursor - int(t[i - 1]) <= int(t[i]) - cursor):
         i -= 1
     return max(i, 0)
+
+
+class SearchState:
+    """The search of a scene: the query, its matches by time (``matches``: events, ``parts``: their parts,
+    ``inside``: in the analysed window) and the one shown (``pos``, -1 for none)."""
+
+    def __init__(self) -> None:
+        self.query = ""
+        self.matches = np.zeros(0, dtype=np.int64)
+        self.parts = np.zeros(0, dtype=np.int64)
+        self.pos = -1
+        self.inside = np.zeros(0, dtype=bool)
+
+    @property
+    def stepping(self) -> bool:
+        """Something matches: n / N step through the matches rather than the gaps."""
+        return bool(self.query and self.matches.size)
+
+    def run(self, parts, query: str, cursor: int) -> int:
+        """The matches of ``query`` over ``parts`` (``find``); the one shown is the nearest ``cursor``. Returns
+        how many."""
+        self.query = query
+        self.matches, self.parts, t, self.inside = find(parts, query)
+        self.pos = nearest(t, cursor) if self.matches.size else -1
+        return int(self.matches.size)
+
+    def current(self) -> tuple[int, int] | None:
+        """(part, event) of the match shown, or None."""
+        if 0 <= self.pos < self.matches.size:
+            return int(self.parts[self.pos]), int(self.matches[self.pos])
+        return None
+
+    def step(self, d: int) -> None:
+        """The match ``d`` away (round the ends)."""
+        if self.matches.size:
+            self.pos = (self.pos + d) % self.matches.size

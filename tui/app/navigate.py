@@ -17,7 +17,7 @@ def event_under_cursor(sc: Scene | None, cw: int) -> int:
     """The event under the time cursor on the cursor's lane (and that lane's part made active), or -1."""
     if sc is None:
         return -1
-    ln = sc.cursor_lane()
+    ln = sc.display.cursor_lane()
     if ln is None or ln.kind == "gaps":
         return -1
     sc.active = ln.part
@@ -36,7 +36,7 @@ def event_under_cursor(sc: Scene | None, cw: int) -> int:
 
 def gap_under_cursor(sc: Scene | None, cw: int) -> int:
     """The gap under the time cursor on a gaps lane, or -1."""
-    ln = sc.cursor_lane() if sc else None
+    ln = sc.display.cursor_lane() if sc else None
     if ln is None or ln.kind != "gaps":
         return -1
     v = sc.view
@@ -53,12 +53,12 @@ TIGHT_CONTEXT = 0.05
 def focus_gap(sc: Scene, gid: int, cw: int, context: float = 1.0) -> None:
     """The view on gap ``gid`` (with ``context`` times its length on each side), the lane cursor on its
     device's gap row so Enter explains it."""
-    a, b, dev = sc.gap_span(gid)
-    part = int(sc.g_part[gid])
+    a, b, dev = sc.gaps.span(gid)
+    part = int(sc.gaps.part[gid])
     sc.view.focus(a, b, cw, context=context)
-    for i, r in enumerate(sc.rows()):
+    for i, r in enumerate(sc.display.rows()):
         if r.lane is not None and r.lane.kind == "gaps" and r.lane.device == dev and r.lane.part == part:
-            sc.lane_cursor = i
+            sc.display.cursor = i
 
 
 def focus_context(sc: Scene, cw: int) -> tuple[float, str]:
@@ -67,7 +67,7 @@ def focus_context(sc: Scene, cw: int) -> tuple[float, str]:
     the same with a message saying so."""
     v = sc.view
     now = (v.t0, v.t1, v.cursor)
-    a, b, _ = sc.gap_span(sc.selected_gap)
+    a, b, _ = sc.gaps.span(sc.gaps.selected_gap)
     targets = []
     for ctx in (1.0, TIGHT_CONTEXT):
         v.focus(a, b, cw, context=ctx)
@@ -96,7 +96,7 @@ def move_cursor(sc: Scene, d: int, cw: int) -> None:
 
 def next_event_start(sc: Scene, d: int) -> int | str:
     """The start of the next (``d`` > 0) or previous event on the cursor's lane, or why there is none."""
-    ln = sc.cursor_lane()
+    ln = sc.display.cursor_lane()
     if ln is None or (ln.iv is None and ln.segs is None):
         return "[ ]: no events on this row"
     s = ln.iv.starts if ln.iv is not None else ln.segs.starts
@@ -119,13 +119,13 @@ def show_event(sc: Scene, ev: int, cw: int) -> bool:
     v.cursor = t
     r = sc.row_of_event(ev)
     if r >= 0:
-        sc.lane_cursor = r
+        sc.display.cursor = r
     return r >= 0
 
 
 def range_at_cursor(sc: Scene, ev: int) -> tuple[int, int] | None:
     """The range (step, record_function) under the cursor on a ranges row, else the span of event ``ev``."""
-    ln = sc.cursor_lane()
+    ln = sc.display.cursor_lane()
     if ln is not None and ln.kind == "ranges" and ln.segs is not None:
         r = ln.segs.cells(np.array([sc.view.cursor, sc.view.cursor + 1], dtype=np.int64))[0]
         if r >= 0:
@@ -140,20 +140,20 @@ def status_parts(sc: Scene, ev: int, d) -> list[str]:
     """The status line after the message: the search, the filters, the event under the cursor (``ev``) and the
     other end of its launch link, the cursor's time (``d`` formats a duration)."""
     parts = []
-    if sc.search_query:
-        q = sc.search_query if len(sc.search_query) <= 40 else sc.search_query[:39] + "…"  # the count stays in view
-        if sc.matches.size:
-            n_in = int(np.count_nonzero(sc.match_in))
-            out = int(sc.matches.size) - n_in
-            here = "" if not out or sc.match_in[sc.match_pos] else ", this one outside"
-            parts.append(f"find '{q}': {sc.match_pos + 1}/{sc.matches.size}"
+    if sc.search.query:
+        q = sc.search.query if len(sc.search.query) <= 40 else sc.search.query[:39] + "…"  # the count stays in view
+        if sc.search.matches.size:
+            n_in = int(np.count_nonzero(sc.search.inside))
+            out = int(sc.search.matches.size) - n_in
+            here = "" if not out or sc.search.inside[sc.search.pos] else ", this one outside"
+            parts.append(f"find '{q}': {sc.search.pos + 1}/{sc.search.matches.size}"
                          + (f" ({n_in} in the window, {out} outside{here})" if out else "") + " (n/N, Esc ends)")
         else:
             parts.append(f"find '{q}': no match")
-    if sc.cause_filter is not None:
-        parts.append(f"filter: {cause_name(sc.cause_filter)}")
-    if sc.finding_filter is not None:
-        parts.append(f"gaps of {sc.finding_filter}: {sc.order.size} (n/N walk them, Esc: all gaps)")
+    if sc.gaps.cause_filter is not None:
+        parts.append(f"filter: {cause_name(sc.gaps.cause_filter)}")
+    if sc.gaps.finding_filter is not None:
+        parts.append(f"gaps of {sc.gaps.finding_filter}: {sc.gaps.order.size} (n/N walk them, Esc: all gaps)")
     if ev >= 0:
         m = sc.model
         gpu = int(m.kind[ev]) in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)

@@ -358,7 +358,7 @@ def stack_text(scene: Scene, glyphs: G.Glyphs, *, full: bool = False) -> Text:
         if scene.analysis_error:
             return t.add(scene.analysis_error, "italic").text
         return t.add("analysing the trace...", "italic").text
-    row = scene.selected_row
+    row = scene.gaps.selected_row
     if row < 0:
         if not len(a.gaps):
             if not a.devices:
@@ -371,10 +371,10 @@ def stack_text(scene: Scene, glyphs: G.Glyphs, *, full: bool = False) -> Text:
     except Exception as exc:  # detail is computed on demand; a failure must not take the screen down
         return t.add(f"no detail for this gap ({type(exc).__name__}: {exc})", "italic").text
     g = a.gaps
-    s, e, dev = scene.gap_span(scene.selected_gap)
-    t.add(f"gap {scene.selected + 1}/{scene.order.size} ", "bold")
+    s, e, dev = scene.gaps.span(scene.gaps.selected_gap)
+    t.add(f"gap {scene.gaps.selected + 1}/{scene.gaps.order.size} ", "bold")
     listed, total, lim = scene.listed_counts()
-    if total > listed and scene.cause_filter is None:
+    if total > listed and scene.gaps.cause_filter is None:
         # the report counts every gap; the list only those the report lists (at least min_listed_gap_ns)
         t.add(f"({total - listed} under {t.d(lim)} not listed, {total} in all) ", "dim")
     where = f"cuda:{dev}"

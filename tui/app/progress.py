@@ -106,7 +106,7 @@ def moved(old) -> bool:
     from .view import View
 
     v, fresh = old.view, View(old.view.lo, old.view.hi)
-    return (v.t0, v.t1, v.cursor) != (fresh.t0, fresh.t1, fresh.cursor) or old.lane_cursor != 0
+    return (v.t0, v.t1, v.cursor) != (fresh.t0, fresh.t1, fresh.cursor) or old.display.cursor != 0
 
 
 def full_scene_in(app) -> None:

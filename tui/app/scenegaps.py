@@ -1,7 +1,7 @@
 """The gaps of a scene (tui/app/scene.py): the listed gaps of its analysed parts merged into one set of columns
 by global gap id, largest first; the gap row each (part, device) draws them on; the analysed window they lie in;
-how many are listed; and the gap the list opens on. Pure functions of the parts: the scene holds what they
-return (its ``g_*`` columns, ``all_listed``, ``gap_lanes``) and its filters and selection work on it.
+how many are listed; and the gap the list opens on: pure functions of the parts. ``GapSelection`` (the scene's
+``gaps``) holds what they return, and the gap list's filter (a cause, or one finding's gaps) and selection.
 
 No textual here.
 """
@@ -56,6 +56,83 @@ def listed_gaps(parts) -> ListedGaps:
     cat = {k: (np.concatenate(v) if v else np.zeros(0, np.int64)) for k, v in cols.items()}
     order = np.lexsort((cat["start"], -cat["dur"])).astype(np.int64)
     return ListedGaps(**cat, largest_first=order, window=(win0, win1))
+
+
+class GapSelection:
+    """The listed gaps of a scene's analysed parts, as columns by global gap id (``part``, ``row``: the gap's row
+    in its part's ``analysis.gaps``, aligned ``start`` / ``end``, ``dur``, ``cause``, ``device``); the gap list
+    (``order``: ``all_listed`` after the filter) and the gap selected in it (``selected``: a position in
+    ``order``, -1 for none). Which part is active is the scene's: it follows the selected gap (``Scene.select``)."""
+
+    def __init__(self) -> None:
+        z = np.zeros(0, np.int64)
+        self.part = self.row = self.start = self.end = self.dur = self.cause = self.device = z
+        self.all_listed = z  # every listed gap, largest first
+        self.order = z  # the gap list's gaps, largest first (after the filter)
+        self.selected = -1
+        self.cause_filter: int | None = None
+        self.finding_filter: str | None = None  # the gap list holds one finding's gaps (Enter on a finding)
+        self.lanes: dict[tuple[int, int], Lane] = {}  # the "idle gaps" row of each (part, device)
+        self.cover: dict[tuple[int, int], UnionIndex] = {}
+        self.window: tuple = (None, None)  # the analysed window over the parts (aligned), each None when unknown
+
+    def merge(self, parts) -> None:
+        """The listed gaps of the analysed ``parts``, merged by global gap id, and their rows (the filter and the
+        selection are made again by the scene)."""
+        g = listed_gaps(parts)
+        self.window = g.window
+        self.part, self.row, self.start, self.end = g.part, g.row, g.start, g.end
+        self.dur, self.cause, self.device = g.dur, g.cause, g.device
+        self.all_listed = g.largest_first
+        self.lanes, self.cover = gap_lanes_of(g)
+
+    def filter_cause(self, cause: int | None) -> None:
+        """Only the gaps of ``cause`` (every gap: None), largest first; the largest selected."""
+        self.finding_filter = None
+        self.cause_filter = cause
+        ids = self.all_listed
+        if cause is not None:
+            ids = ids[self.cause[ids] == cause]
+        self.order = ids
+        self.selected = 0 if ids.size else -1
+
+    def filter_finding(self, part: int, rows, label: str) -> int:
+        """Only the gaps of one finding (its ``gap_rows`` in part ``part``), largest first; returns how many."""
+        rows = np.asarray(rows, dtype=np.int64)
+        ids = self.all_listed[(self.part[self.all_listed] == part) & np.isin(self.row[self.all_listed], rows)]
+        self.cause_filter = None
+        self.finding_filter = label
+        self.order = ids
+        self.selected = 0 if ids.size else -1
+        return int(ids.size)
+
+    def select(self, pos: int) -> int:
+        """Select the gap at ``pos`` of the order (clipped); returns its id, -1 when the list is empty."""
+        if not self.order.size:
+            self.selected = -1
+            return -1
+        self.selected = max(0, min(int(pos), self.order.size - 1))
+        return int(self.order[self.selected])
+
+    @property
+    def selected_gap(self) -> int:
+        """Global id of the selected gap, or -1."""
+        if 0 <= self.selected < self.order.size:
+            return int(self.order[self.selected])
+        return -1
+
+    @property
+    def selected_row(self) -> int:
+        """Row of the selected gap in its part's ``analysis.gaps`` (the active part), or -1."""
+        gid = self.selected_gap
+        return int(self.row[gid]) if gid >= 0 else -1
+
+    def span(self, gid: int) -> tuple[int, int, int]:
+        """Aligned (start, end, device) of gap ``gid``."""
+        return int(self.start[gid]), int(self.end[gid]), int(self.device[gid])
+
+    def cover_for(self, lane: Lane) -> UnionIndex | None:
+        return self.cover.get((lane.part, lane.device))
 
 
 def gap_lanes_of(g: ListedGaps) -> tuple[dict, dict]:

@@ -11,7 +11,6 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from . import glyphs as G
-from .keys import HELP
 
 
 def legend_text(glyphs: G.Glyphs) -> Text:
@@ -71,9 +70,11 @@ class HelpScreen(_Scrolling, ModalScreen):
     HelpScreen.-ascii > VerticalScroll { border: ascii $accent; scrollbar-size: 0 0; }
     """
 
-    def __init__(self, glyphs: G.Glyphs, legend_only: bool = False):
+    def __init__(self, glyphs: G.Glyphs, keys: list[tuple[str, str]], legend_only: bool = False):
+        """``keys``: the key table of the screen it helps with, (keys, what they do) in order."""
         super().__init__(classes="-ascii" if glyphs.ascii else "")
         self.glyphs = glyphs
+        self.key_rows = keys
         self.legend_only = legend_only
 
     def compose(self) -> ComposeResult:
@@ -86,7 +87,7 @@ class HelpScreen(_Scrolling, ModalScreen):
                 # no "…" where a column is cut (narrow terminals): a non-UTF-8 terminal cannot show it
                 table.add_column(no_wrap=True, style="bold", overflow="crop" if self.glyphs.ascii else "ellipsis")
                 table.add_column(ratio=1, overflow="fold" if self.glyphs.ascii else "ellipsis")
-                for k, what in HELP:
+                for k, what in self.key_rows:
                     if self.glyphs.ascii:
                         k = k.replace("←", "left").replace("→", "right").replace("↑", "up").replace("↓", "down")
                     table.add_row(Text(k), Text(what))

@@ -10,6 +10,7 @@ from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import Input
 
+from .keys import Key
 from .navigate import show_event
 
 
@@ -50,12 +51,18 @@ class SearchKeys:
     ``Find`` is answered here, n / N (the gap keys, while something matches) and Shift+Enter step through the
     matches."""
 
+    #: the search's key (``at``: its place in the help and the footer; n / N are the gap keys')
+    KEYS = [
+        Key("/", "find a kernel or op by name; Enter finds, then n / N step through the matches, Esc ends",
+            (Binding("slash", "search", "find"),), at=120),
+    ]
+
     async def action_search(self) -> None:
         inp = self.search_box()
         if inp is None:
             inp = SearchInput()
             await self.mount(inp, before=self.query_one("#status"))
-        inp.open(self.scene.search_query if self.scene is not None else "")
+        inp.open(self.scene.search.query if self.scene is not None else "")
 
     def search_box(self) -> SearchInput | None:
         """The search box, once mounted (the first /)."""
@@ -68,14 +75,14 @@ class SearchKeys:
         sc = self.scene
         if sc is None:
             return
-        if ev.query != sc.search_query:
-            if sc.search(ev.query):
+        if ev.query != sc.search.query:
+            if sc.find(ev.query):
                 self.show_match(sc.current_match())
         else:
             nxt = sc.step_match(1)
             if nxt >= 0:
                 self.show_match(nxt)
-        if sc.matches.size:
+        if sc.search.matches.size:
             # the box closes and the keys go back to the lanes: n / N step through the matches (the status
             # line says so), Esc ends the search; / opens the box again on the query
             ev.box.close()
@@ -95,5 +102,5 @@ class SearchKeys:
 
     def action_prev_match(self) -> None:
         sc = self.scene
-        if sc is not None and sc.matches.size:
+        if sc is not None and sc.search.matches.size:
             self.step_match(-1)

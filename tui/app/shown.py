@@ -31,14 +31,12 @@ class Shown:
     @classmethod
     def of(cls, sc, *, tabs: tuple, data: int, view: str, msg: str, diff: bool) -> "Shown":
         """What ``sc`` shows now (``diff``: D has a pair to compare)."""
-        rows = sc.rows()  # first: folding the rows can move the lane cursor
-        v = sc.view
-        searching = bool(sc.search_query and sc.matches.size)
-        keys = (sc.any_analysis, bool(sc.order.size), bool(sc.all_listed.size), searching, tabs[1], view, diff)
-        return cls(id(sc), tabs, data, sc.time_mode, (id(sc.order), sc.cause_filter, sc.finding_filter),
-                   (sc.selected_gap, sc.active), (v.t0, v.t1, v.cursor, v.lo, v.hi), (id(rows), len(rows)),
-                   sc.lane_cursor, (sc.mark, sc.span_sel), (sc.search_query, sc.match_pos, id(sc.matches)), view,
-                   keys, msg)
+        rows = sc.display.rows()  # first: folding the rows can move the lane cursor
+        v, g, f = sc.view, sc.gaps, sc.search
+        keys = (sc.any_analysis, bool(g.order.size), bool(g.all_listed.size), f.stepping, tabs[1], view, diff)
+        return cls(id(sc), tabs, data, sc.time_mode, (id(g.order), g.cause_filter, g.finding_filter),
+                   (g.selected_gap, sc.active), (v.t0, v.t1, v.cursor, v.lo, v.hi), (id(rows), len(rows)),
+                   sc.display.cursor, (sc.mark, sc.span_sel), (f.query, f.pos, id(f.matches)), view, keys, msg)
 
     def lanes_changed(self, old: "Shown") -> bool:
         """Anything the lanes and the axis draw, other than the lane cursor."""
@@ -64,10 +62,10 @@ class DiffShown:
     @classmethod
     def of(cls, sc, msg: str = "") -> "DiffShown":
         """What the diff scene ``sc`` shows now."""
-        rows = sc.rows()  # first: folding the rows can move the lane cursor
+        rows = sc.display.rows()  # first: folding the rows can move the lane cursor
         v = sc.view
-        return cls(id(sc), (sc.step, sc.aligned_on), sc.moves, (sc.selected_gap, sc.match_gid),
-                   (v.t0, v.t1, v.cursor, v.lo, v.hi), (id(rows), len(rows)), sc.lane_cursor, msg)
+        return cls(id(sc), (sc.step, sc.aligned_on), sc.moves, (sc.gaps.selected_gap, sc.match_gid),
+                   (v.t0, v.t1, v.cursor, v.lo, v.hi), (id(rows), len(rows)), sc.display.cursor, msg)
 
     def lanes_changed(self, old: "DiffShown") -> bool:
         """Anything the lanes and the axis draw, other than the lane cursor."""

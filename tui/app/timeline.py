@@ -97,7 +97,7 @@ class LanesView(ScrollView, _Base, can_focus=True):
         self.sync_rows()
 
     def sync_rows(self) -> None:
-        n = len(self.scene.rows()) if self.scene is not None else 0
+        n = len(self.scene.display.rows()) if self.scene is not None else 0
         self.virtual_size = Size(max(self.size.width, 1), n)
         self.refresh(layout=True)
 
@@ -114,7 +114,7 @@ class LanesView(ScrollView, _Base, can_focus=True):
     def ensure_cursor_visible(self) -> None:
         if self.scene is None:
             return
-        y = self.scene.lane_cursor
+        y = self.scene.display.cursor
         top = int(self.scroll_offset.y)
         h = max(self.size.height, 1)
         if y < top:
@@ -142,8 +142,8 @@ class LanesView(ScrollView, _Base, can_focus=True):
         if sc is None:
             return
         y = int(event.y) + int(self.scroll_offset.y)
-        if 0 <= y < len(sc.rows()):
-            sc.lane_cursor = y
+        if 0 <= y < len(sc.display.rows()):
+            sc.display.cursor = y
         width = self.size.width - (self.styles.scrollbar_size_vertical if self.show_vertical_scrollbar else 0)
         lw = label_width(width)
         col = int(event.x) - lw - 1
@@ -181,7 +181,7 @@ class LanesView(ScrollView, _Base, can_focus=True):
         if sc is None or width <= 0:
             return Strip.blank(max(width, 0), _NO_STYLE)
         y += int(self.scroll_offset.y)
-        rows = sc.rows()
+        rows = sc.display.rows()
         if y >= len(rows):
             return Strip.blank(width, _NO_STYLE)
         row = rows[y]
@@ -189,15 +189,15 @@ class LanesView(ScrollView, _Base, can_focus=True):
         lw = label_width(width)
         cw = max(width - lw - 1, 1)
         ccol = time_to_col(v.cursor, v.t0, v.t1, cw) if v.t0 <= v.cursor < v.t1 else -1
-        sel = sc.selected_gap
+        sel = sc.gaps.selected_gap
         link = sc.link[3] if sc.link is not None and sc.link[2] == y else None
-        key = (id(sc), row.key, v.t0, v.t1, width, ccol, y == sc.lane_cursor, sel,
+        key = (id(sc), row.key, v.t0, v.t1, width, ccol, y == sc.display.cursor, sel,
                self.glyphs.ascii, sc.any_analysis, self.has_focus, link)
         strip = self._cache.get(key)
         if strip is not None:
             self._cache.move_to_end(key)
             return strip
-        strip = self._draw(row, y == sc.lane_cursor, lw, cw, ccol, sel, link)
+        strip = self._draw(row, y == sc.display.cursor, lw, cw, ccol, sel, link)
         self.renders += 1
         self._cache[key] = strip
         if len(self._cache) > ROW_CACHE:
@@ -262,15 +262,15 @@ class LanesView(ScrollView, _Base, can_focus=True):
             codes = (lvl > 0).astype(np.intp)  # 0 plain, 1 busy, 2 idle in a gap, 3 the selected gap
             table = [plain, G.KERNEL_STYLE if ln.kind == "stream" else G.COPY_STYLE, G.GAP_STYLE,
                      G.SELECTED_GAP_STYLE, _BAR_NAME_STYLE]
-            cover = sc.gap_cover_for(ln) if ln.kind == "stream" else None
+            cover = sc.gaps.cover_for(ln) if ln.kind == "stream" else None
             if cover is not None:
                 gc = cover.covered(edges) * 2 >= np.maximum(np.diff(edges), 1)
                 idle = gc & (lvl == 0)
                 chars_a[idle] = g.gap
                 codes[idle] = 2
-                if sel >= 0 and int(sc.g_part[sel]) == ln.part and int(sc.g_device[sel]) == ln.device:
+                if sel >= 0 and int(sc.gaps.part[sel]) == ln.part and int(sc.gaps.device[sel]) == ln.device:
                     # the selected gap stands out on its device's streams too
-                    a, b, _ = sc.gap_span(sel)
+                    a, b, _ = sc.gaps.span(sel)
                     ca = max(time_to_col(a, v.t0, v.t1, cw), 0)
                     cb = min(time_to_col(max(b - 1, a), v.t0, v.t1, cw), cw - 1)
                     if cb >= ca:
@@ -285,8 +285,8 @@ class LanesView(ScrollView, _Base, can_focus=True):
 
             def lab(r: int) -> str:
                 gid = int(ln.segs.ref[r])
-                cn = causes[int(sc.g_cause[gid])] if causes else "?"
-                return f"{G.CAUSE_LETTERS.get(cn, '?')} {cn} {fmt_dur(int(sc.g_dur[gid]), ascii=g.ascii)}"
+                cn = causes[int(sc.gaps.cause[gid])] if causes else "?"
+                return f"{G.CAUSE_LETTERS.get(cn, '?')} {cn} {fmt_dur(int(sc.gaps.dur[gid]), ascii=g.ascii)}"
 
             chars, _ = segment_text(refs, lab, bar=g.bar, open_=g.open)
             # codes: 0 plain, 1 + cause, 1 + len(causes) + cause for the selected gap
@@ -294,7 +294,7 @@ class LanesView(ScrollView, _Base, can_focus=True):
             nc = len(names)
             if len(ln.segs.ref) and (refs >= 0).any():
                 gids = np.asarray(ln.segs.ref)[np.maximum(refs, 0)]
-                cause = np.clip(sc.g_cause[gids], 0, nc - 1) if causes else np.zeros(refs.size, np.int64)
+                cause = np.clip(sc.gaps.cause[gids], 0, nc - 1) if causes else np.zeros(refs.size, np.int64)
                 codes = np.where(refs < 0, 0, 1 + cause + np.where(gids == sel, nc, 0)).astype(np.intp)
             else:
                 codes = np.zeros(refs.size, np.intp)
@@ -433,9 +433,9 @@ class Axis(Widget, _Base):
         lw = label_width(full)
         cw = max(full - lw - 1, 1)
         v = sc.view
-        gid = sc.selected_gap
-        key = (y, id(sc), sc.origin, v.t0, v.t1, v.cursor, width, full, sc.gap_span(gid) if gid >= 0 else None, g.ascii,
-               sc.mark, sc.span_sel)
+        gid = sc.gaps.selected_gap
+        key = (y, id(sc), sc.origin, v.t0, v.t1, v.cursor, width, full, sc.gaps.span(gid) if gid >= 0 else None,
+               g.ascii, sc.mark, sc.span_sel)
         strip = self._cache.get(key)
         if strip is None:
             strip = self._cache[key] = self._draw(y, sc, width, lw, cw)
@@ -470,9 +470,9 @@ class Axis(Widget, _Base):
             c = time_to_col(t, v.t0, v.t1, cw)
             if 0 <= c < cw:
                 buf[c] = g.tick
-        gid = sc.selected_gap
+        gid = sc.gaps.selected_gap
         if gid >= 0:
-            a, b, _ = sc.gap_span(gid)
+            a, b, _ = sc.gaps.span(gid)
             ca = max(time_to_col(a, v.t0, v.t1, cw), 0)
             cb = min(time_to_col(max(b - 1, a), v.t0, v.t1, cw), cw - 1)
             for c in range(ca, cb + 1):

@@ -1,0 +1,145 @@
+"""Each pane declares its own keys next to its actions (``LaneKeys.KEYS``, ``GapKeys.KEYS``, ``SearchKeys.KEYS``)
+and the screen its own (``SCREEN_KEYS``); ``MainScreen`` binds them in one place (issue 22, item 5). To the user
+nothing changed: the help screen's rows, the bindings and the footer are the ones the one screen-level table of
+tui/app/keys.py made before the panes owned their keys, written down here as they were then."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import SAMPLE_TRACES
+from tests.helpers.app import opened, run
+from gapscope.tui.app.textdump import screen_text
+
+#: the help screen's rows (keys, what they do) of the old table, in its order
+HELP_BEFORE = [
+    ('n / N', 'next / previous gap, largest first (jumps there, updates the stack panel)'),
+    ('← → / h l / a d', 'pan the time window'),
+    ('w s / + - / =', 'zoom in / out about the cursor'),
+    ('shift+← → / H L', 'move the cursor one cell'),
+    ('[ ]', 'cursor to the previous / next event on the lane'),
+    ('↑ ↓ / j k', 'move between lanes (gap list: between gaps)'),
+    ('space / x', 'expand / collapse a CPU thread into its stack depth rows (on the launcher row: its outer frames; '
+                  'on a folded row: every lane)'),
+    ('0 / Home', "fit the analysed window (the span the report's numbers are of)"),
+    ('f / z', 'zoom to the selected gap (again, or right after n: tighter, the gap fills the window)'),
+    ('c / C', 'filter the gap list by cause (next / previous cause)'),
+    ('Enter', 'detail of what is under the cursor (lanes) or of the gap (gap list); a finding: its gaps'),
+    ('/', 'find a kernel or op by name; Enter finds, then n / N step through the matches, Esc ends'),
+    ('Tab', 'next pane: lanes, gap list, stack panel'),
+    ('1 2 3', 'views: lanes, kernels, findings'),
+    ('t', 'next loaded trace (prefill / decode ...)'),
+    ('D', 'before/after: this tab and the next, the earlier one as A (before), step by step (gapscope diff A B; x '
+          'there swaps)'),
+    ('o', "times from the analysed window's start (as the report) or in the trace's own time"),
+    ('v', 'jump between a kernel and its launch call (the other end is marked on the lanes)'),
+    ('m', "mark the cursor's time; m again: stats of the range between (busy, idle, causes, kernels, host frames and "
+          "ops by own time)"),
+    ('M', 'the same for the step, range or event under the cursor'),
+    ('Esc', 'end the search, range or filter; back to the lanes'),
+    ('e', 'export: findings (Markdown + JSON) and an SVG of the screen'),
+    ('g', 'legend'),
+    ('? / F1', 'this help'),
+    ('q', 'quit'),
+]
+
+#: the old table's bindings, in order: (keys, action, description, shown in the footer, key_display)
+BINDINGS_BEFORE = [
+    ('n', 'next_gap', 'next gap', True, None),
+    ('N', 'prev_gap', 'prev gap', True, 'N'),
+    ('left,h,a', 'pan(-0.25)', 'pan', False, None),
+    ('right,l,d', 'pan(0.25)', 'pan', False, None),
+    ('w,plus,equals_sign', 'zoom(2.0)', 'zoom', True, 'w/s'),
+    ('s,minus', 'zoom(0.5)', 'zoom out', False, None),
+    ('shift+left,H', 'cursor(-1)', 'cursor', False, None),
+    ('shift+right,L', 'cursor(1)', 'cursor', False, None),
+    ('left_square_bracket', 'event(-1)', 'prev event', False, None),
+    ('right_square_bracket', 'event(1)', 'next event', False, None),
+    ('space,x', 'expand', 'expand', False, None),
+    ('0,home', 'fit', 'fit', False, None),
+    ('f,z', 'focus_gap', 'zoom gap', False, None),
+    ('c', 'cause(1)', 'cause', True, None),
+    ('C', 'cause(-1)', 'cause', False, None),
+    ('enter', 'detail', 'detail', False, None),
+    ('slash', 'search', 'find', True, None),
+    ('1', "view('lanes')", 'lanes', False, None),
+    ('2', "view('kernels')", 'kernels', False, None),
+    ('3', "view('findings')", 'findings', False, None),
+    ('t', 'next_trace', 'trace', False, None),
+    ('D', 'diff', 'diff', False, 'D'),
+    ('o', 'origin', 'time origin', False, None),
+    ('v', 'link', 'launch/kernel', False, None),
+    ('m', 'mark', 'range', False, None),
+    ('M', 'mark_range', 'range of a step', False, None),
+    ('escape', 'escape', 'back', False, None),
+    ('e', 'export', 'export', True, None),
+    ('g', 'legend', 'legend', False, None),
+    ('question_mark,f1', 'help', 'help', True, None),
+    ('q', 'app.quit', 'quit', True, None),
+]
+
+#: the footer of the old table at 200 columns, whatever had the focus
+FOOTER_BEFORE = " n next gap  N prev gap  w/s zoom  c cause  / find  e export  ? help  q quit"
+
+
+def test_the_help_rows_and_the_bindings_are_the_old_tables():
+    from gapscope.tui.app.main import MainScreen
+
+    assert MainScreen.KEY_HELP == HELP_BEFORE
+    assert [(b.key, b.action, b.description, b.show, b.key_display) for b in MainScreen.BINDINGS] == BINDINGS_BEFORE
+
+
+def test_each_pane_owns_its_keys_and_the_screen_binds_them_all():
+    """Every action a key names is a method of the class that declares the key (a pane's key next to its action);
+    no key is declared twice; the screen's table is the panes' and its own, nothing else."""
+    from gapscope.tui.app.main import PANES, SCREEN_KEYS, MainScreen
+
+    owners = [(p, p.KEYS) for p in PANES] + [(MainScreen, SCREEN_KEYS)]
+    for cls, table in owners:
+        for k in table:
+            for b in k.bindings:
+                name = b.action.split("(")[0]
+                if not name.startswith("app."):
+                    assert f"action_{name}" in vars(cls), (cls.__name__, b.action)
+    declared = [k for _, t in owners for k in t]
+    assert sorted(k.at for k in declared) == [k.at for k in MainScreen.KEYS]
+    assert len({k.shown for k in declared}) == len(declared)
+    assert {k.shown for k in MainScreen.KEYS} == {k.shown for k in declared}
+    assert "n / N" in {k.shown for k in PANES[1].KEYS} and "/" in {k.shown for k in PANES[2].KEYS}
+
+
+def test_a_pane_key_without_a_place_in_the_help_is_refused():
+    from textual.binding import Binding
+
+    from gapscope.tui.app import keys
+
+    with pytest.raises(ValueError):
+        keys.in_help_order([keys.Key("x", "a key", (Binding("x", "x", "x"),))])
+    with pytest.raises(ValueError):
+        keys.in_help_order([keys.Key("x", "a key", at=5)], [keys.Key("y", "another", at=5)])
+
+
+def test_the_footer_and_the_help_screen_are_the_old_ones_whatever_has_the_focus():
+    """The keys stay bound on the screen: the footer lists the same keys with the lanes, the gap list or the stack
+    panel focused, and the help screen shows the old rows in the old order."""
+
+    async def go():
+        out = {}
+        async with opened(SAMPLE_TRACES / "demo-eager-sync.decode.json.gz", size=(200, 80)) as (app, pilot):
+            for focus in ("lanes", "gaplist", "stack"):
+                app.screen.query_one("#" + focus).focus()
+                await pilot.pause()
+                out[focus] = screen_text(app).rstrip("\n").split("\n")[-1]
+            await pilot.press("question_mark")
+            await pilot.pause()
+            out["help"] = screen_text(app)
+        return out
+
+    got = run(go())
+    for focus in ("lanes", "gaplist", "stack"):
+        assert got[focus].rstrip() == FOOTER_BEFORE, focus
+    text = got["help"]
+    at = [text.index(f"│ {shown}  ") for shown, _ in HELP_BEFORE]  # a row: the box's edge, the keys, their help
+    assert at == sorted(at)  # in the old order
+    for shown, what in HELP_BEFORE:
+        assert what[:60] in text, shown
