@@ -171,7 +171,7 @@ class ColumnBuilder:
             evs = _typed.decode_events(text)
             if evs is not None:
                 try:
-                    chunk = _typed.stage_typed(self, evs, text)
+                    chunk = _typed.stage_typed(self, evs)
                 except SlowLane:
                     if strict():
                         raise

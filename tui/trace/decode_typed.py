@@ -13,6 +13,7 @@ import os as _os
 from collections import Counter
 from itertools import compress
 from operator import attrgetter
+from typing import NamedTuple
 
 import numpy as np
 
@@ -61,17 +62,16 @@ if _msgspec is not None:
         tid: Union[int, str, None] = None
         ts: Union[int, float, None] = None
         dur: Union[int, float, None] = None
-        args: Optional[_Ids] = _NO_IDS
-
-    class _EvArgs(_msgspec.Struct, gc=False):
+        # as written: the ids are decoded from all the pieces' args at once (``decode_events``), and the kinds
+        # that keep their args take them from here (a second decode of the piece for them cost ~10% of a load)
         args: _msgspec.Raw = _msgspec.Raw(b"{}")
 
     _DEC_EV = _msgspec.json.Decoder(list[_Ev])
-    _DEC_ARGS = _msgspec.json.Decoder(list[_EvArgs])
+    _DEC_IDS = _msgspec.json.Decoder(list[Optional[_Ids]])
     _DEC_ANY = _msgspec.json.Decoder()
     _FAST_ERRORS: tuple = (_msgspec.DecodeError,)
 else:  # pragma: no cover
-    _DEC_EV = _DEC_ARGS = _DEC_ANY = None
+    _DEC_EV = _DEC_IDS = _DEC_ANY = None
     _FAST_ERRORS = ()
 
 #: the typed lane can be turned off (GAPSCOPE_DECODER=dicts), e.g. to compare both paths
@@ -86,18 +86,31 @@ _G_PYID, _G_PYPAR, _G_FIN = attrgetter("pyid"), attrgetter("pypar"), attrgetter(
 
 
 
-def decode_events(text):
+class Decoded(NamedTuple):
+    """A piece decoded by ``decode_events``: its records, each one's args as written, and its ids record (None
+    for ``"args": null``)."""
+
+    evs: list
+    raws: list
+    ids: list
+
+
+def decode_events(text) -> Decoded | None:
     """The piece's events as typed records, or None when they do not fit the records' types."""
     try:
-        return _DEC_EV.decode(text)
+        evs = _DEC_EV.decode(text)
+        raws = list(map(_G_ARGS, evs))
+        # every args object in one text: one decode call instead of one per event
+        return Decoded(evs, raws, _DEC_IDS.decode(b"[" + b",".join(raws) + b"]"))
     except _FAST_ERRORS:
         return None
 
 
-def stage_typed(b, evs: list, text) -> StagedChunk:
-    """``decode_dicts.stage_dicts`` for typed records (see ``_Ev``): the same staged values, from attribute
-    reads. The records' types are checked by msgspec; an int beyond 64 bits or a time out of range raises
-    SlowLane."""
+def stage_typed(b, dec: Decoded) -> StagedChunk:
+    """``decode_dicts.stage_dicts`` for typed records (see ``_Ev``; ``dec`` from ``decode_events``): the same
+    staged values, from attribute reads. The records' types are checked by msgspec; an int beyond 64 bits or a
+    time out of range raises SlowLane."""
+    evs, raws, all_ids = dec
     n_all = len(evs)
     if n_all == 0:
         return StagedChunk(Counter(), [], None)
@@ -105,10 +118,8 @@ def stage_typed(b, evs: list, text) -> StagedChunk:
     counts = Counter(cats)
     phs = list(map(_G_PH, evs))
     phc = set(phs)
-    raws = None
     meta = []
     if "M" in phc:
-        raws = list(map(_G_ARGS, _DEC_ARGS.decode(text)))
         for i in np.flatnonzero(np.fromiter(map(_PH_M.__contains__, phs), bool, n_all)).tolist():
             e = evs[i]
             a = _DEC_ANY.decode(raws[i])
@@ -124,7 +135,7 @@ def stage_typed(b, evs: list, text) -> StagedChunk:
     tids = list(map(_G_TID, timed))
     kind, ts, ts_ok, dur, no_dur, n_neg = kinds_and_times(b._kind_of_cat, tcats, tphs, phc, list(map(_G_TS, timed)),
                                                           list(map(_G_DUR, timed)))
-    ids = list(map(_G_ARGS, timed))
+    ids = all_ids if mask is None else list(compress(all_ids, mask))
     if None in ids:  # "args": null
         ids = [a if a is not None else _NO_IDS for a in ids]
     n_open = _open_ranges(list(map(_G_FIN, ids)), tphs)
@@ -163,8 +174,6 @@ def stage_typed(b, evs: list, text) -> StagedChunk:
     args_sub: list = []
     rlist: list = []
     if aix.size or rix.size:
-        if raws is None:
-            raws = list(map(_G_ARGS, _DEC_ARGS.decode(text)))
         traws = raws if mask is None else list(compress(raws, mask))
         if aix.size:
             args_sub = list(map(_DEC_ANY.decode, _take(traws, aix, amask)))
