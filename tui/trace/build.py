@@ -37,6 +37,8 @@ import json as _json
 _dict_loads = _orjson.loads if _orjson is not None else _json.loads
 #: the typed lane can be turned off (GAPSCOPE_DECODER=dicts), e.g. to compare both lanes
 FAST_DECODE = _typed.FAST_DECODE
+#: CPU ops' args not kept: nothing in them, or not encodable (None)
+_NOT_KEPT = _NO_ARGS | {None}
 
 
 
@@ -234,8 +236,9 @@ class ColumnBuilder:
             args_id[aix] = self._intern_args_list(staged.args)
         if rix.size:
             # one entry each, numbered -2, -3, ... until finish() appends them after the interned table
-            keep = [r is not None and r not in _NO_ARGS for r in raws]
-            if not all(keep):
+            gone = list(map(_NOT_KEPT.__contains__, raws))  # one C-level pass: almost always all False
+            if True in gone:
+                keep = [not g for g in gone]
                 rix = rix[np.array(keep, dtype=bool)]
                 raws = list(compress(raws, keep))
             base = self.n_rargs
