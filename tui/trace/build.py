@@ -236,14 +236,17 @@ class ColumnBuilder:
             args_id[aix] = self._intern_args_list(staged.args)
         if rix.size:
             # one entry each, numbered -2, -3, ... until finish() appends them after the interned table
-            gone = list(map(_NOT_KEPT.__contains__, raws))  # one C-level pass: almost always all False
-            if True in gone:
-                keep = [not g for g in gone]
-                rix = rix[np.array(keep, dtype=bool)]
-                raws = list(compress(raws, keep))
+            lens = staged.raw_lens
+            if lens is None:  # the dict lane's bytes (None: not encodable)
+                gone = list(map(_NOT_KEPT.__contains__, raws))  # one C-level pass: almost always all False
+                if True in gone:
+                    keep = [not g for g in gone]
+                    rix = rix[np.array(keep, dtype=bool)]
+                    raws = list(compress(raws, keep))
+                lens = np.fromiter(map(len, raws), np.int64, len(raws))
             base = self.n_rargs
             self._rbuf += b"".join(raws)
-            self._rlens.append(np.fromiter(map(len, raws), np.int64, len(raws)))
+            self._rlens.append(lens)
             self.n_rargs += len(raws)
             args_id[rix] = -2 - (base + np.arange(len(raws), dtype=np.int64))
         self._bad["no_ts"] += staged.n_no_ts

@@ -283,12 +283,15 @@ class Staged(NamedTuple):
     args_rows: np.ndarray  # rows whose args are interned (kernels, copies, ...)
     args: list  # their args dicts
     raw_rows: np.ndarray  # rows whose args are kept as written (CPU ops)
-    raws: list  # their args as bytes (None: could not be encoded)
+    raws: list  # their args as bytes (None: could not be encoded), or as the typed lane's Raw records
     ts_ok: np.ndarray  # bool: the timestamp is usable
     n_no_ts: int
     no_dur: int
     n_neg: int
     n_open: int
+    #: the typed lane's: each raw's length, its raws already without the empty ones (None: ``raws`` are bytes or
+    #: None, filtered at commit)
+    raw_lens: np.ndarray | None = None
 
 
 class StagedChunk(NamedTuple):

@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .decode_common import (
-    _ARGS_KINDS, _BYTES_KINDS, _EMPTY, _PH_M, _RAW_ARGS_KIND, StagedChunk, Staged, _open_ranges, _take, _timed_only,
+    _ARGS_KINDS, _BYTES_KINDS, _EMPTY, _NO_ARGS, _PH_M, _RAW_ARGS_KIND, StagedChunk, Staged, _open_ranges, _take, _timed_only,
     i64, kinds_and_times,
 )
 from .model import NO_ID, Kind
@@ -81,6 +81,7 @@ _G_NAME, _G_PID, _G_TID, _G_TS = attrgetter("name"), attrgetter("pid"), attrgett
 #: ``map(_NONE_AS_NO_ID, xs, xs)``: each x, or NO_ID where x is None (dict.get with the value as its default)
 _NONE_AS_NO_ID = {None: NO_ID}.get
 _G_DUR = attrgetter("dur")
+_NO_ARGS_MAX = max(map(len, _NO_ARGS))
 _G_CORR, _G_EXT, _G_EXTLC = attrgetter("correlation"), attrgetter("ext"), attrgetter("ext_lc")
 _G_PYID, _G_PYPAR, _G_FIN = attrgetter("pyid"), attrgetter("pypar"), attrgetter("finished")
 
@@ -179,8 +180,19 @@ def stage_typed(b, dec: Decoded) -> StagedChunk:
             args_sub = list(map(_DEC_ANY.decode, _take(traws, aix, amask)))
             if set(map(type, args_sub)) != {dict}:
                 args_sub = [a if type(a) is dict else _EMPTY for a in args_sub]
-        if rix.size:
-            rlist = list(map(bytes, _take(traws, rix, rmask)))
+    rlens = None
+    if rix.size:
+        # the Raw records themselves: their bytes are copied once, into the builder's buffer, at commit (which
+        # comes before the piece's text is overwritten); a bytes object each cost an allocation and a free
+        rlist = _take(traws, rix, rmask)
+        rlens = np.fromiter(map(len, rlist), np.int64, len(rlist))
+        short = np.flatnonzero(rlens <= _NO_ARGS_MAX).tolist()  # what holds nothing is short: look at those
+        gone = [i for i in short if bytes(rlist[i]) in _NO_ARGS]
+        if gone:
+            keep = np.ones(len(rlist), bool)
+            keep[gone] = False
+            rix, rlens = rix[keep], rlens[keep]
+            rlist = list(compress(rlist, keep.tolist()))
     n_no_ts = int(np.count_nonzero(~ts_ok))
     return StagedChunk(counts, meta, Staged(ts, dur, kind, names, nl, tkeys, tl, ids, corr, ext, pyid, pypar, nbytes,
-                                            aix, args_sub, rix, rlist, ts_ok, n_no_ts, no_dur, n_neg, n_open))
+                                            aix, args_sub, rix, rlist, ts_ok, n_no_ts, no_dur, n_neg, n_open, rlens))
