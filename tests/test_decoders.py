@@ -77,7 +77,7 @@ def test_both_stagers_give_the_same_named_columns():
            {"ph": "X", "cat": "python_function", "name": "f.py(1): g", "pid": 0, "tid": 1, "ts": 9, "dur": 9,
             "args": {"Python id": 3, "Python parent id": None}}]
     text = json.dumps(evs).encode()
-    t = decode_typed.stage_typed(ColumnBuilder(), decode_typed.decode_events(text), text).cols
+    t = decode_typed.stage_typed(ColumnBuilder(), decode_typed.decode_events(text)).cols
     d = decode_dicts.stage_dicts(ColumnBuilder(), json.loads(text)).cols
     for f in ("ts", "dur", "kind", "corr", "ext", "pyid", "pypar", "nbytes", "ts_ok", "args_rows", "raw_rows"):
         assert np.array_equal(getattr(t, f), getattr(d, f)), f

@@ -338,7 +338,7 @@ def test_max_size(tmp_path):
 
 def test_stdlib_json_fallback(tmp_path, monkeypatch):
     """GPU nodes may lack orjson: the reader then uses the json module and gives the same model."""
-    from gapscope.tui.trace import parallel, reader, repair
+    from gapscope.tui.trace import reader, repair
 
     p = _basic().write(tmp_path / "t.json")
     ref = load(p, no_cache=True)
@@ -346,7 +346,7 @@ def test_stdlib_json_fallback(tmp_path, monkeypatch):
     def std_loads(b):
         return json.loads(bytes(b))
 
-    for mod in (repair, reader, parallel):  # every module that parses JSON text
+    for mod in (repair, reader):  # every module that parses JSON text (the worker's part: reader._clean_region)
         monkeypatch.setattr(mod, "_loads", std_loads)
     m = load(p, no_cache=True)
     assert np.array_equal(m.ts_ns, ref.ts_ns) and np.array_equal(m.launch, ref.launch)
@@ -357,7 +357,7 @@ def test_stdlib_json_fallback(tmp_path, monkeypatch):
 
 
 def test_stdlib_fallback_chunked_and_cut(tmp_path, monkeypatch):
-    from gapscope.tui.trace import parallel, reader, repair
+    from gapscope.tui.trace import reader, repair
 
     t = Synth()
     for i in range(100):
@@ -365,7 +365,7 @@ def test_stdlib_fallback_chunked_and_cut(tmp_path, monkeypatch):
             t.launch("cudaLaunchKernel", i * 10 + 1, 1, kernel=f"k{i % 7}", k_ts=i * 10 + 3, k_dur=0.5)
     path = t.write(tmp_path / "c.json")
     ref = load(path, no_cache=True)
-    for mod in (repair, reader, parallel):
+    for mod in (repair, reader):
         monkeypatch.setattr(mod, "_loads", lambda b: json.loads(bytes(b).decode("utf-8", "replace")))
     monkeypatch.setattr(reader, "CHUNK", 1009)
     m = load(path, no_cache=True)

@@ -131,3 +131,18 @@ def test_gzip_trace_stays_in_one_process_when_parallel_is_off(tmp_path, monkeypa
     monkeypatch.setenv("GAPSCOPE_LOAD_PARALLEL", "0")
     par, ser = _load_both(SAMPLE, monkeypatch, expect_split=False)
     assert_same_model(par, ser)
+
+
+def test_worker_widens_a_cut_inside_a_value_like_the_parent(tmp_path, monkeypatch, doc):
+    # "}, {" inside strings all over the worker's part (not at the split: a split there is refused): many of its
+    # cuts fall inside an event, and it takes the next boundary instead (it used to give its whole part up at the
+    # first one: the parent parsed it all)
+    evs = doc["traceEvents"]
+    k = len(evs) * 3 // 5
+    evs = evs[:k] + [dict(e, args=dict(e.get("args") or {}, note='x}, {"y": 1}, {z')) if e.get("ph") == "X" else e
+                     for e in evs[k:]]
+    p = tmp_path / "cuts.json"
+    p.write_bytes(json.dumps({"traceEvents": evs}).encode())
+    par, ser = _load_both(p, monkeypatch)
+    assert_same_model(par, ser)
+    assert par.n > 10_000

@@ -37,6 +37,8 @@ import json as _json
 _dict_loads = _orjson.loads if _orjson is not None else _json.loads
 #: the typed lane can be turned off (GAPSCOPE_DECODER=dicts), e.g. to compare both lanes
 FAST_DECODE = _typed.FAST_DECODE
+#: CPU ops' args not kept: nothing in them, or not encodable (None)
+_NOT_KEPT = _NO_ARGS | {None}
 
 
 
@@ -171,7 +173,7 @@ class ColumnBuilder:
             evs = _typed.decode_events(text)
             if evs is not None:
                 try:
-                    chunk = _typed.stage_typed(self, evs, text)
+                    chunk = _typed.stage_typed(self, evs)
                 except SlowLane:
                     if strict():
                         raise
@@ -234,13 +236,17 @@ class ColumnBuilder:
             args_id[aix] = self._intern_args_list(staged.args)
         if rix.size:
             # one entry each, numbered -2, -3, ... until finish() appends them after the interned table
-            keep = [r is not None and r not in _NO_ARGS for r in raws]
-            if not all(keep):
-                rix = rix[np.array(keep, dtype=bool)]
-                raws = list(compress(raws, keep))
+            lens = staged.raw_lens
+            if lens is None:  # the dict lane's bytes (None: not encodable)
+                gone = list(map(_NOT_KEPT.__contains__, raws))  # one C-level pass: almost always all False
+                if True in gone:
+                    keep = [not g for g in gone]
+                    rix = rix[np.array(keep, dtype=bool)]
+                    raws = list(compress(raws, keep))
+                lens = np.fromiter(map(len, raws), np.int64, len(raws))
             base = self.n_rargs
             self._rbuf += b"".join(raws)
-            self._rlens.append(np.fromiter(map(len, raws), np.int64, len(raws)))
+            self._rlens.append(lens)
             self.n_rargs += len(raws)
             args_id[rix] = -2 - (base + np.arange(len(raws), dtype=np.int64))
         self._bad["no_ts"] += staged.n_no_ts

@@ -227,23 +227,28 @@ def kinds_and_times(kind_of_cat: dict, tcats: list, tphs: list, phc: set, tsl, d
         inst = np.fromiter(map(_PH_I.__contains__, tphs), bool, n)
         kind[inst & (kind == Kind.OTHER)] = Kind.INSTANT
         # an instant of a range category (e.g. a cpu_op 'i') stays of its category, with no duration
-    if None in tsl:
+    # a None makes the array one of objects: only then is the list searched for one
+    tsa = np.array(tsl)
+    if tsa.dtype == object and None in tsl:
         no_ts = np.fromiter(map(_IS_NONE, tsl), bool, n)
         ts, ts_ok = _us_to_ns([0 if v is None else v for v in tsl])
         ts_ok &= ~no_ts
     else:
-        ts, ts_ok = _us_to_ns(tsl)
+        ts, ts_ok = _us_to_ns(tsa)
+    del tsa
     no_dur = 0
-    if None in durl:
+    dura = np.array(durl)
+    if dura.dtype == object and None in durl:
         # complete events without a duration (instants have none by design; events without a
         # timestamp are skipped and counted as such)
-        miss = np.fromiter(map(_IS_NONE, durl), bool, n)
-        miss &= np.fromiter(map(_PH_X.__contains__, tphs), bool, n) & ts_ok
+        miss = np.fromiter(map(_IS_NONE, durl), bool, n) & ts_ok
         if inst is not None:
             miss &= ~inst
-        no_dur = int(np.count_nonzero(miss))
-        durl = np.array(durl, dtype=np.float64)  # None -> nan -> not ok -> 0
-    dur, dur_ok = _us_to_ns(durl)
+        at = np.flatnonzero(miss).tolist()  # few: the phase is looked at for these only
+        no_dur = sum(map(_PH_X.__contains__, [tphs[i] for i in at]))
+        dura = np.array(durl, dtype=np.float64)  # None -> nan -> not ok -> 0
+    dur, dur_ok = _us_to_ns(dura)
+    del dura
     dur[~dur_ok] = 0
     if inst is not None:
         dur[inst] = 0
@@ -278,12 +283,15 @@ class Staged(NamedTuple):
     args_rows: np.ndarray  # rows whose args are interned (kernels, copies, ...)
     args: list  # their args dicts
     raw_rows: np.ndarray  # rows whose args are kept as written (CPU ops)
-    raws: list  # their args as bytes (None: could not be encoded)
+    raws: list  # their args as bytes (None: could not be encoded), or as the typed lane's Raw records
     ts_ok: np.ndarray  # bool: the timestamp is usable
     n_no_ts: int
     no_dur: int
     n_neg: int
     n_open: int
+    #: the typed lane's: each raw's length, its raws already without the empty ones (None: ``raws`` are bytes or
+    #: None, filtered at commit)
+    raw_lens: np.ndarray | None = None
 
 
 class StagedChunk(NamedTuple):

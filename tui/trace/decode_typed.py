@@ -13,11 +13,12 @@ import os as _os
 from collections import Counter
 from itertools import compress
 from operator import attrgetter
+from typing import NamedTuple
 
 import numpy as np
 
 from .decode_common import (
-    _ARGS_KINDS, _BYTES_KINDS, _EMPTY, _PH_M, _RAW_ARGS_KIND, StagedChunk, Staged, _open_ranges, _take, _timed_only,
+    _ARGS_KINDS, _BYTES_KINDS, _EMPTY, _NO_ARGS, _PH_M, _RAW_ARGS_KIND, StagedChunk, Staged, _open_ranges, _take, _timed_only,
     i64, kinds_and_times,
 )
 from .model import NO_ID, Kind
@@ -61,17 +62,16 @@ if _msgspec is not None:
         tid: Union[int, str, None] = None
         ts: Union[int, float, None] = None
         dur: Union[int, float, None] = None
-        args: Optional[_Ids] = _NO_IDS
-
-    class _EvArgs(_msgspec.Struct, gc=False):
+        # as written: the ids are decoded from all the pieces' args at once (``decode_events``), and the kinds
+        # that keep their args take them from here (a second decode of the piece for them cost ~10% of a load)
         args: _msgspec.Raw = _msgspec.Raw(b"{}")
 
     _DEC_EV = _msgspec.json.Decoder(list[_Ev])
-    _DEC_ARGS = _msgspec.json.Decoder(list[_EvArgs])
+    _DEC_IDS = _msgspec.json.Decoder(list[Optional[_Ids]])
     _DEC_ANY = _msgspec.json.Decoder()
     _FAST_ERRORS: tuple = (_msgspec.DecodeError,)
 else:  # pragma: no cover
-    _DEC_EV = _DEC_ARGS = _DEC_ANY = None
+    _DEC_EV = _DEC_IDS = _DEC_ANY = None
     _FAST_ERRORS = ()
 
 #: the typed lane can be turned off (GAPSCOPE_DECODER=dicts), e.g. to compare both paths
@@ -81,23 +81,37 @@ _G_NAME, _G_PID, _G_TID, _G_TS = attrgetter("name"), attrgetter("pid"), attrgett
 #: ``map(_NONE_AS_NO_ID, xs, xs)``: each x, or NO_ID where x is None (dict.get with the value as its default)
 _NONE_AS_NO_ID = {None: NO_ID}.get
 _G_DUR = attrgetter("dur")
+_NO_ARGS_MAX = max(map(len, _NO_ARGS))
 _G_CORR, _G_EXT, _G_EXTLC = attrgetter("correlation"), attrgetter("ext"), attrgetter("ext_lc")
 _G_PYID, _G_PYPAR, _G_FIN = attrgetter("pyid"), attrgetter("pypar"), attrgetter("finished")
 
 
 
-def decode_events(text):
+class Decoded(NamedTuple):
+    """A piece decoded by ``decode_events``: its records, each one's args as written, and its ids record (None
+    for ``"args": null``)."""
+
+    evs: list
+    raws: list
+    ids: list
+
+
+def decode_events(text) -> Decoded | None:
     """The piece's events as typed records, or None when they do not fit the records' types."""
     try:
-        return _DEC_EV.decode(text)
+        evs = _DEC_EV.decode(text)
+        raws = list(map(_G_ARGS, evs))
+        # every args object in one text: one decode call instead of one per event
+        return Decoded(evs, raws, _DEC_IDS.decode(b"[" + b",".join(raws) + b"]"))
     except _FAST_ERRORS:
         return None
 
 
-def stage_typed(b, evs: list, text) -> StagedChunk:
-    """``decode_dicts.stage_dicts`` for typed records (see ``_Ev``): the same staged values, from attribute
-    reads. The records' types are checked by msgspec; an int beyond 64 bits or a time out of range raises
-    SlowLane."""
+def stage_typed(b, dec: Decoded) -> StagedChunk:
+    """``decode_dicts.stage_dicts`` for typed records (see ``_Ev``; ``dec`` from ``decode_events``): the same
+    staged values, from attribute reads. The records' types are checked by msgspec; an int beyond 64 bits or a
+    time out of range raises SlowLane."""
+    evs, raws, all_ids = dec
     n_all = len(evs)
     if n_all == 0:
         return StagedChunk(Counter(), [], None)
@@ -105,10 +119,8 @@ def stage_typed(b, evs: list, text) -> StagedChunk:
     counts = Counter(cats)
     phs = list(map(_G_PH, evs))
     phc = set(phs)
-    raws = None
     meta = []
     if "M" in phc:
-        raws = list(map(_G_ARGS, _DEC_ARGS.decode(text)))
         for i in np.flatnonzero(np.fromiter(map(_PH_M.__contains__, phs), bool, n_all)).tolist():
             e = evs[i]
             a = _DEC_ANY.decode(raws[i])
@@ -124,7 +136,7 @@ def stage_typed(b, evs: list, text) -> StagedChunk:
     tids = list(map(_G_TID, timed))
     kind, ts, ts_ok, dur, no_dur, n_neg = kinds_and_times(b._kind_of_cat, tcats, tphs, phc, list(map(_G_TS, timed)),
                                                           list(map(_G_DUR, timed)))
-    ids = list(map(_G_ARGS, timed))
+    ids = all_ids if mask is None else list(compress(all_ids, mask))
     if None in ids:  # "args": null
         ids = [a if a is not None else _NO_IDS for a in ids]
     n_open = _open_ranges(list(map(_G_FIN, ids)), tphs)
@@ -163,15 +175,24 @@ def stage_typed(b, evs: list, text) -> StagedChunk:
     args_sub: list = []
     rlist: list = []
     if aix.size or rix.size:
-        if raws is None:
-            raws = list(map(_G_ARGS, _DEC_ARGS.decode(text)))
         traws = raws if mask is None else list(compress(raws, mask))
         if aix.size:
             args_sub = list(map(_DEC_ANY.decode, _take(traws, aix, amask)))
             if set(map(type, args_sub)) != {dict}:
                 args_sub = [a if type(a) is dict else _EMPTY for a in args_sub]
-        if rix.size:
-            rlist = list(map(bytes, _take(traws, rix, rmask)))
+    rlens = None
+    if rix.size:
+        # the Raw records themselves: their bytes are copied once, into the builder's buffer, at commit (which
+        # comes before the piece's text is overwritten); a bytes object each cost an allocation and a free
+        rlist = _take(traws, rix, rmask)
+        rlens = np.fromiter(map(len, rlist), np.int64, len(rlist))
+        short = np.flatnonzero(rlens <= _NO_ARGS_MAX).tolist()  # what holds nothing is short: look at those
+        gone = [i for i in short if bytes(rlist[i]) in _NO_ARGS]
+        if gone:
+            keep = np.ones(len(rlist), bool)
+            keep[gone] = False
+            rix, rlens = rix[keep], rlens[keep]
+            rlist = list(compress(rlist, keep.tolist()))
     n_no_ts = int(np.count_nonzero(~ts_ok))
     return StagedChunk(counts, meta, Staged(ts, dur, kind, names, nl, tkeys, tl, ids, corr, ext, pyid, pypar, nbytes,
-                                            aix, args_sub, rix, rlist, ts_ok, n_no_ts, no_dur, n_neg, n_open))
+                                            aix, args_sub, rix, rlist, ts_ok, n_no_ts, no_dur, n_neg, n_open, rlens))
