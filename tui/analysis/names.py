@@ -73,10 +73,15 @@ _LIB_PATH_RE = re.compile(
 
 #: gapscope's own capture scaffolding (the step loop, the command line), not the workload: never the
 #: frame a finding is about. ``capture/demo.py`` is the demo workload and stays a user frame.
-CAPTURE_FRAME_RE = re.compile(r"(^|/)capture/(recorder|cli|__main__|__init__)\.py\(")
+#: Run as ``python -m gapscope capture`` (from a checkout) the command line adds ``gapscope/__main__.py``,
+#: ``tui/cli.py``'s main and ``tui/commands/capture.py``'s run_argv above them (installed, they are under
+#: site-packages: library frames already).
+_GAPSCOPE_CLI = r"|(^|/)gapscope/__main__\.py\(|(^|/)tui/cli\.py\(\d+\): _?main$|(^|/)tui/commands/capture\.py\("
+CAPTURE_FRAME_RE = re.compile(r"(^|/)capture/(recorder|cli|__main__|__init__)\.py\(" + _GAPSCOPE_CLI)
 #: the frames a script is launched by (``python -m``'s runpy, gapscope's capture): the outermost levels of every
 #: stack, the same on every event; the explorer folds them into one row of an expanded thread
-HARNESS_FRAME_RE = re.compile(r"(^|/)capture/(recorder|cli|__main__|__init__)\.py\(|^<frozen runpy>|(^|/)runpy\.py\(")
+HARNESS_FRAME_RE = re.compile(r"(^|/)capture/(recorder|cli|__main__|__init__)\.py\(|^<frozen runpy>|(^|/)runpy\.py\("
+                              + _GAPSCOPE_CLI)
 #: the capture's step ranges (and its profiler warm-up step's, before the window); like ``ProfilerStep#N`` they wrap
 #: a whole step and say nothing about a gap
 STEP_ANNOTATION_RE = re.compile(r"^(ProfilerStep#|gapscope\.step#|gapscope\.profiler_warmup$)")
