@@ -236,7 +236,9 @@ class Replay:
         self.trig = trig
         # devices each thread launches to
         thr_devs: dict[int, set] = {}
-        for t, dv in zip(m.track[L[has]].tolist(), self.dev[has].tolist()):
+        # the distinct (thread, device) pairs once, in order of first launch (each repeats thousands of times)
+        pairs = dict.fromkeys(zip(m.track[L[has]].tolist(), self.dev[has].tolist()))
+        for t, dv in pairs:
             thr_devs.setdefault(int(t), set()).add(int(dv))
         all_devs = sorted(set(self.dev.tolist()))
         self.thr_devs = {t: sorted(v) for t, v in thr_devs.items()}
@@ -423,7 +425,8 @@ class Replay:
             lprime[lo:hi] = fs[lo:hi] + shv[slot[lo:hi]]
             i_hi = int(ptr[hi]) if na else seq.size
             if i_hi > i_lo:
-                self._epoch_items(seq[i_lo:i_hi], lprime, lat, qg, dur, dropped, startf, end, stream_end, dev_end)
+                self._epoch_items(seq[i_lo:i_hi], lprime, lat, qg, dur, dropped, startf, end, stream_end, dev_end,
+                                  (i_lo, i_hi))
             if k < len(eff):
                 p = hi - 1
                 th = int(self.a_thr[p])
@@ -437,32 +440,45 @@ class Replay:
     #: a stream's chain in one epoch shorter than this runs item by item (fewer array operations)
     _SHORT_CHAIN = 48
 
-    def _epoch_items(self, J, lprime, lat, qg, dur, dropped, startf, end, stream_end, dev_end) -> None:
-        """The items ``J`` (trigger order) of one epoch, every anchor they launch from already placed."""
+    def _epoch_items(self, J, lprime, lat, qg, dur, dropped, startf, end, stream_end, dev_end, key=None) -> None:
+        """The items ``J`` (trigger order) of one epoch, every anchor they launch from already placed. ``key``:
+        the epoch's item range in trigger order; its layout (the items by stream, the streams' bounds) is kept
+        for the next run with the same epoch and nothing dropped in it (the fixes' runs share most epochs)."""
         NEG = -1e30
         if dropped is not None:
             dj = dropped[J]
             if dj.any():
                 end[J[dj]] = NEG
                 J = J[~dj]
+                key = None
                 if J.size == 0:
                     return
-        has = self.has_launch[J]
+        memo = self.__dict__.setdefault("_epoch_memo", {})
+        lay = memo.get(key) if key is not None else None
+        if lay is None:
+            tr = self.trk[J]
+            if tr[0] != tr[-1] or not (tr == tr[0]).all():
+                o = np.argsort(tr, kind="stable")
+                J2, tr2 = J[o], tr[o]
+                cuts = np.flatnonzero(tr2[1:] != tr2[:-1]) + 1
+                bounds = [0, *cuts.tolist(), J.size]
+            else:
+                o, J2, tr2 = None, J, tr
+                bounds = [0, J.size]
+            groups = [(g0, g1, int(tr2[g0]), int(self.dev[J2[g0]])) for g0, g1 in zip(bounds[:-1], bounds[1:])]
+            lay = (o, J2, self.has_launch[J], np.maximum(self.item_anchor[J], 0), groups)
+            if key is not None:
+                memo[key] = lay
+        o, J2, has, anc, groups = lay
         if has.any():
-            a = np.where(has, lprime[np.maximum(self.item_anchor[J], 0)] + lat[J], startf[J])
+            a = np.where(has, lprime[anc] + lat[J], startf[J])
         else:  # a stream head launched before any anchor (or a trace without launch calls)
             a = startf[J]
-        tr = self.trk[J]
-        if tr[0] != tr[-1] or not (tr == tr[0]).all():
-            o = np.argsort(tr, kind="stable")
-            J, a, tr = J[o], a[o], tr[o]
-            cuts = np.flatnonzero(tr[1:] != tr[:-1]) + 1
-            bounds = [0, *cuts.tolist(), J.size]
-        else:
-            bounds = [0, J.size]
+        if o is not None:
+            a = a[o]
+        J = J2
         q_all, d_all = qg[J], dur[J]
-        for g0, g1 in zip(bounds[:-1], bounds[1:]):
-            t = int(tr[g0])
+        for g0, g1, t, dev in groups:
             e0 = stream_end.get(t, NEG)
             ag, qv, dv = a[g0:g1], q_all[g0:g1], d_all[g0:g1]
             en = None if g1 - g0 < self._SHORT_CHAIN else chain_vector(ag, qv, dv, e0)
@@ -470,7 +486,6 @@ class Replay:
                 en = chain_loop(ag, qv, dv, e0)
             end[J[g0:g1]] = en
             stream_end[t] = float(en[-1])
-            dev = int(self.dev[J[g0]])
             top = float(en.max())
             if top > dev_end.get(dev, NEG):
                 dev_end[dev] = top
