@@ -295,9 +295,18 @@ def frame_own_intervals(model, calls, children: np.ndarray):
     for t in np.unique(ft).tolist():
         a_s, a_e = fs[ft == t], fe[ft == t]
         sl = m.track_slice(int(t))
-        ev = np.arange(sl.start, sl.stop)
-        ev = ev[children[ev]]
         us, ue = union(a_s, a_e)
+        # only the thread's events starting in one of the calls' intervals (the model sorts a thread's events by
+        # start) can be inside one: their index ranges, in event order
+        if us.size:
+            tts = m.ts_ns[sl]
+            lo = np.searchsorted(tts, us, side="left")
+            hi = np.searchsorted(tts, ue, side="right")
+            n = hi - lo
+            ev = sl.start + np.repeat(lo - np.concatenate(([0], np.cumsum(n)[:-1])), n) + np.arange(int(n.sum()))
+        else:
+            ev = np.arange(sl.start, sl.stop)
+        ev = ev[children[ev]]
         es, ee = m.ts_ns[ev], m.ts_ns[ev] + m.dur_ns[ev]
         j = np.clip(np.searchsorted(us, es, side="right") - 1, 0, None)
         inside = (us.size > 0) & (es >= us[j]) & (ee <= ue[j]) & ~((es == us[j]) & (ee == ue[j]))

@@ -306,9 +306,15 @@ def _py_time_parent(model: TraceModel, idx: np.ndarray) -> np.ndarray:
         s_b = ts - int(ts.min()) + tr * span
         e_b = end - int(ts.min()) + tr * span
         pos = np.arange(idx.size, dtype=np.int64)
-        ends_le = np.searchsorted(np.sort(e_b), s_b, side="right")
+        # (a stable sort: the ends are nearly sorted already, frames nesting)
+        ends_le = np.searchsorted(np.sort(e_b, kind="stable"), s_b, side="right")
         zc = np.concatenate(([0], np.cumsum(e_b == s_b)))
-        later_zero = zc[np.searchsorted(s_b, s_b, side="right")] - zc[pos]
+        if (s_b[1:] >= s_b[:-1]).all():  # (track, start) order: each start's right insertion point in them is
+            last = np.flatnonzero(np.r_[s_b[1:] != s_b[:-1], True])  # one past the last of its equals
+            right = np.repeat(last + 1, np.diff(np.r_[-1, last]))
+        else:
+            right = np.searchsorted(s_b, s_b, side="right")
+        later_zero = zc[right] - zc[pos]
         td = pos - (ends_le - later_zero)
         local = np.full(model.n, -1, np.int64)
         local[idx] = pos

@@ -279,7 +279,9 @@ class Replay:
         for thr in np.unique(self.a_thr).tolist():
             sl = m.track_slice(int(thr))
             ev = np.arange(sl.start, sl.stop)
-            self.host_ev[int(thr)] = np.sort(m.ts_ns[ev[np.isin(m.kind[ev], hk)]])
+            hts = m.ts_ns[ev[np.isin(m.kind[ev], hk)]]
+            # a thread's events are in start order already (the model's order): sorted only if not
+            self.host_ev[int(thr)] = hts if (hts[1:] >= hts[:-1]).all() else np.sort(hts)
 
     # ------------------------------------------------------------------ running
     def run(self, removed: dict[int, Removed] | None = None, c: float = 0.0, dur=None, nowait=None,
