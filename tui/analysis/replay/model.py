@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...trace.model import Kind, TrackKind
-from ..intervals import union
+from ..intervals import member, union
 from ..thresholds import DEFAULT_GRAPH_GAP_NS, DEFAULT_LAUNCH_NS, QUEUED_NS
 
 #: calls that may wait for the GPU: they wait in the replay only where the trace shows they waited
@@ -164,7 +164,7 @@ class Replay:
         fl = self.flags = flags if flags is not None else name_flags(model.names)
         ntr = len(m.tracks)
         tdev = np.array([t.device if t.kind is TrackKind.GPU else -1 for t in m.tracks] + [-1], np.int64)
-        gw = np.flatnonzero(np.isin(m.kind, np.array(_WORK, np.uint8)) & (tdev[m.track] >= 0)) if m.n else \
+        gw = np.flatnonzero(member(m.kind, _WORK) & (tdev[m.track] >= 0)) if m.n else \
             np.zeros(0, np.int64)
         # stream order: by track then start (the model's order already)
         gw = gw[np.lexsort((m.ts_ns[gw], m.track[gw]))]
@@ -211,7 +211,7 @@ class Replay:
         self.graph_gap_ns = int(np.median(gg)) if gg.size else DEFAULT_GRAPH_GAP_NS
 
         # ---- anchors: launch calls of items, and calls that may wait for the GPU
-        calls = np.flatnonzero(np.isin(m.kind, np.array(_CALLS, np.uint8)))
+        calls = np.flatnonzero(member(m.kind, _CALLS))
         nid = m.name_id[calls]
         always = fl["sync_rt"][nid] | fl["blocking_copy"][nid]
         maybe_names = np.array([n in _MAYBE_WAIT for n in m.names], bool) | (fl["alloc"] & ~fl["launch"])
@@ -244,8 +244,13 @@ class Replay:
         self.thr_devs = {t: sorted(v) for t, v in thr_devs.items()}
         self.devices = all_devs
         # recorded wait target of each waiter: max end of items triggered at anchors <= its own position
-        is_w = np.isin(anc, waiters)
-        is_always = np.isin(anc, calls[always])
+        # membership of event indices through a mark over the events (np.isin sorts or tables them first)
+        mark = np.zeros(m.n, bool)
+        mark[waiters] = True
+        is_w = mark[anc]
+        mark[:] = False
+        mark[calls[always]] = True
+        is_always = mark[anc]
         g_rec = np.full(na, np.iinfo(np.int64).min // 4, np.int64)
         if na:
             order = np.argsort(trig, kind="stable")
@@ -261,7 +266,9 @@ class Replay:
         waits = is_w & (self.a_end >= g_rec) & (is_always | (g_rec > self.a_ts))
         self.waits = waits
         self.tail = np.where(waits, self.a_end - np.maximum(self.a_ts, g_rec), 0)
-        self.is_launcher = np.isin(anc, launchers)
+        mark[:] = False
+        mark[launchers] = True
+        self.is_launcher = mark[anc]
         # window items and origin
         if window is not None and getattr(window, "clipped", False):
             self.in_window = window.gpu_in(m, gw)
@@ -279,7 +286,7 @@ class Replay:
         for thr in np.unique(self.a_thr).tolist():
             sl = m.track_slice(int(thr))
             ev = np.arange(sl.start, sl.stop)
-            hts = m.ts_ns[ev[np.isin(m.kind[ev], hk)]]
+            hts = m.ts_ns[ev[member(m.kind[ev], hk)]]
             # a thread's events are in start order already (the model's order): sorted only if not
             self.host_ev[int(thr)] = hts if (hts[1:] >= hts[:-1]).all() else np.sort(hts)
 
@@ -551,7 +558,7 @@ class Replay:
     # ----------------------------------------------------------- removals
     def thread_events(self, kinds) -> np.ndarray:
         m = self.model
-        return np.flatnonzero(np.isin(m.kind, np.array(kinds, np.uint8)))
+        return np.flatnonzero(member(m.kind, kinds))
 
     def removal(self, idx_s, idx_e, thr) -> dict[int, Removed]:
         """Intervals [idx_s, idx_e) on threads thr -> per thread removed sets."""
