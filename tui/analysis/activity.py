@@ -161,8 +161,12 @@ def args_keys(model: TraceModel, events) -> np.ndarray:
         blobs = _ID_RE.sub(b"", joined).split(b"\x00")
         if len(blobs) != new.size:  # a blob holding the separator itself: one at a time
             blobs = [_ID_RE.sub(b"", data[x:y]) if ok else b"" for x, y, ok in zip(a0, a1, has)]
-        known[new] = np.fromiter((uniq.setdefault(k, len(uniq)) for k in zip(model.name_id[new].tolist(), blobs)),
-                                 np.int64, new.size)
+        keys = list(zip(model.name_id[new].tolist(), blobs))
+        # numbered in order of first appearance: the distinct keys first (a dict keeps that order), then a lookup
+        for key in dict.fromkeys(keys):
+            if key not in uniq:
+                uniq[key] = len(uniq)
+        known[new] = np.fromiter(map(uniq.__getitem__, keys), np.int64, new.size)
     # renumbered 0, 1, ... in order of first appearance in ``events``
     g = known[ev]
     u, first, inv = np.unique(g, return_index=True, return_inverse=True)

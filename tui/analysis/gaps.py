@@ -466,7 +466,9 @@ def one_holder(stacks, model: TraceModel, cfg: Thresholds, thread, t0, t1, tl, l
         cand, mode, inside = cand[keep], mode[keep], inside[keep]
         if cand.size:
             um, first = np.unique(mode, return_index=True)
-            child = np.flatnonzero(np.isin(model.parent, um) & (kind != KI.ANNOTATION))
+            held = np.zeros(model.n + 1, bool)  # a mark over the events (index -1: no parent, never marked)
+            held[um] = True
+            child = np.flatnonzero(held[model.parent] & (kind != KI.ANNOTATION))
             pos = np.searchsorted(um, model.parent[child])
             row = cand[first[pos]]  # a child is clipped to the interval of the first gap its parent holds
             cl = np.maximum(np.minimum(model.ts_ns[child] + model.dur_ns[child], tl[row])

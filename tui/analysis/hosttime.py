@@ -58,7 +58,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..trace.model import Kind
-from .intervals import subtract, union
+from .intervals import member, subtract, union
 from .thresholds import HOLDER_POINTS
 
 _ANN, _PY = int(Kind.ANNOTATION), int(Kind.PYTHON)
@@ -126,7 +126,9 @@ class HostTime:
             keep = mask[ev]
             if not keep.any():
                 return []
-            sel = np.isin(nid, nid[keep])
+            named = np.zeros(len(model.names), bool)
+            named[nid[keep]] = True
+            sel = named[nid]
             ev, ns, nid = ev[sel], ns[sel], nid[sel]
         u, first, inv = np.unique(nid, return_index=True, return_inverse=True)
         tot = np.zeros(u.size, np.int64)
@@ -295,9 +297,18 @@ def frame_own_intervals(model, calls, children: np.ndarray):
     for t in np.unique(ft).tolist():
         a_s, a_e = fs[ft == t], fe[ft == t]
         sl = m.track_slice(int(t))
-        ev = np.arange(sl.start, sl.stop)
-        ev = ev[children[ev]]
         us, ue = union(a_s, a_e)
+        # only the thread's events starting in one of the calls' intervals (the model sorts a thread's events by
+        # start) can be inside one: their index ranges, in event order
+        if us.size:
+            tts = m.ts_ns[sl]
+            lo = np.searchsorted(tts, us, side="left")
+            hi = np.searchsorted(tts, ue, side="right")
+            n = hi - lo
+            ev = sl.start + np.repeat(lo - np.concatenate(([0], np.cumsum(n)[:-1])), n) + np.arange(int(n.sum()))
+        else:
+            ev = np.arange(sl.start, sl.stop)
+        ev = ev[children[ev]]
         es, ee = m.ts_ns[ev], m.ts_ns[ev] + m.dur_ns[ev]
         j = np.clip(np.searchsorted(us, es, side="right") - 1, 0, None)
         inside = (us.size > 0) & (es >= us[j]) & (ee <= ue[j]) & ~((es == us[j]) & (ee == ue[j]))
@@ -316,7 +327,7 @@ def nesting_segments(model, thread: int, t0: int, t1: int, kinds) -> tuple[np.nd
     owning = np.array(sorted(int(k) for k in kinds), np.int64)
     sl = m.track_slice(thread)
     idx = np.arange(sl.start, sl.stop, dtype=np.int64)
-    idx = idx[np.isin(m.kind[idx].astype(np.int64), owning) & (m.dur_ns[idx] > 0)]
+    idx = idx[member(m.kind[idx], owning) & (m.dur_ns[idx] > 0)]
     ts = m.ts_ns[idx].astype(np.int64)
     te = ts + m.dur_ns[idx].astype(np.int64)
     keep = (te > t0) & (ts < t1)

@@ -47,6 +47,7 @@ import numpy as np
 from ..trace.model import TrackKind
 from .activity import args_keys
 from .floors import CONV_OPS, MATMUL_OPS, peaks_for
+from .intervals import member
 from .thresholds import ATTN_MAX_HEAD_DIM
 from .types import Pattern
 
@@ -353,7 +354,7 @@ def mask_builder(a, C: _Calls, rows: list[int], keys: set) -> dict | None:
         frames.extend(m.names[m.name_id[e]] for e, _ in members)
     removed = np.unique(np.array(removed, np.int64))
     # the GPU work launched inside them (the mask's kernels, the scalar's copy): gone with them
-    work = np.flatnonzero(np.isin(m.kind, np.array([int(k) for k in GPU_WORK_KINDS], np.uint8)) & (m.launch >= 0))
+    work = np.flatnonzero(member(m.kind, [int(k) for k in GPU_WORK_KINDS]) & (m.launch >= 0))
     if getattr(a.window, "clipped", False) and work.size:
         work = work[a.window.gpu_in(m, work)]
     L = m.launch[work]
@@ -363,7 +364,7 @@ def mask_builder(a, C: _Calls, rows: list[int], keys: set) -> dict | None:
     kernels = work[inside]
     # syncs inside them: the runtime calls that block the host
     fl = a.flags
-    rt = np.flatnonzero(np.isin(m.kind, np.array([int(Kind.RUNTIME), int(Kind.DRIVER)], np.uint8))
+    rt = np.flatnonzero(member(m.kind, [int(Kind.RUNTIME), int(Kind.DRIVER)])
                         & (fl["sync_rt"] | fl["blocking_copy"])[m.name_id])
     syncs = 0
     for r in removed.tolist():

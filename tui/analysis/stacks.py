@@ -36,6 +36,7 @@ class StackIndex:
     def __init__(self, model: TraceModel, flags: dict[str, np.ndarray]):
         self.m = model
         self._frames: dict[int, Frame] = {}
+        self._parsed: dict[int, tuple] = {}
         self._step_ann: dict[int, bool] = {}
         self.flags = flags
         kind = model.kind
@@ -157,10 +158,12 @@ class StackIndex:
         out = []
         m = self.m
         up = self._up.get(fam, m.parent)
+        ts, end, dur = m.ts_ns, self.end, m.dur_ns
+        i = int(i)
         while i >= 0 and len(out) < MAX_CHAIN:
-            if m.ts_ns[i] <= t < self.end[i] or m.dur_ns[i] == 0:
-                out.append(int(i))
-            i = int(up[i])
+            if ts.item(i) <= t < end.item(i) or dur.item(i) == 0:
+                out.append(i)
+            i = up.item(i)
         return out
 
     def open_events(self, thread: int, t: int) -> list[int]:
@@ -270,8 +273,10 @@ class StackIndex:
         nm = m.names[nid]
         k = int(m.kind[i])
         if k == _PY:
-            f, ln, _ = parse_frame(nm)
-            return Frame("python", nm, i, f, ln)
+            got = self._parsed.get(nid)  # a frame's name is parsed once (its calls repeat every step)
+            if got is None:
+                got = self._parsed[nid] = parse_frame(nm)[:2]
+            return Frame("python", nm, i, got[0], got[1])
         if k == _ANN:
             return Frame("annotation", nm, i)
         if self.flags["sync_rt"][nid] or self.flags["blocking_copy"][nid] or self.flags["sync_op"][nid]:
@@ -301,9 +306,15 @@ def _py_time_parent(model: TraceModel, idx: np.ndarray) -> np.ndarray:
         s_b = ts - int(ts.min()) + tr * span
         e_b = end - int(ts.min()) + tr * span
         pos = np.arange(idx.size, dtype=np.int64)
-        ends_le = np.searchsorted(np.sort(e_b), s_b, side="right")
+        # (a stable sort: the ends are nearly sorted already, frames nesting)
+        ends_le = np.searchsorted(np.sort(e_b, kind="stable"), s_b, side="right")
         zc = np.concatenate(([0], np.cumsum(e_b == s_b)))
-        later_zero = zc[np.searchsorted(s_b, s_b, side="right")] - zc[pos]
+        if (s_b[1:] >= s_b[:-1]).all():  # (track, start) order: each start's right insertion point in them is
+            last = np.flatnonzero(np.r_[s_b[1:] != s_b[:-1], True])  # one past the last of its equals
+            right = np.repeat(last + 1, np.diff(np.r_[-1, last]))
+        else:
+            right = np.searchsorted(s_b, s_b, side="right")
+        later_zero = zc[right] - zc[pos]
         td = pos - (ends_le - later_zero)
         local = np.full(model.n, -1, np.int64)
         local[idx] = pos

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..trace.model import Kind, TraceModel, TrackKind
-from .intervals import union
+from .intervals import member, union
 from .units import fmt_ns as _fmt
 
 STEP_RE = re.compile(r"^gapscope\.step#(\d+)$")
@@ -154,7 +154,7 @@ def compute_window(model: TraceModel, mode: str = "steps") -> AnalysisWindow:
     if mode not in MODES:
         raise ValueError(f"window must be one of {MODES}, not {mode!r}")
     tdev = _track_device(model)
-    work = np.flatnonzero(np.isin(model.kind, np.array(_WORK, np.uint8)) & (tdev[model.track] >= 0)) \
+    work = np.flatnonzero(member(model.kind, _WORK) & (tdev[model.track] >= 0)) \
         if model.n else np.zeros(0, np.int64)
     dev = tdev[model.track[work]]
     ts = model.ts_ns[work]

@@ -48,6 +48,12 @@ def _effect_us(e: dict) -> float:
 
 
 def _jsonable(v):
+    t = type(v)
+    # the plain scalars first (most of a report's values): returned as they are
+    if t is str or t is int or t is bool or v is None:
+        return v
+    if t is float:
+        return None if v != v else v
     if isinstance(v, dict):
         return {str(k): _jsonable(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):

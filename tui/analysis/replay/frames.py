@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...trace.model import Kind
-from ..intervals import union
+from ..intervals import member, union
 from .calibrate import steps_of
 from .fixes import outermost
 from .model import Replay, inside
@@ -90,7 +90,7 @@ def _dispatch_ns(r: Replay, c: float) -> int:
     if k.size == 0:
         return 0
     L = m.launch[k]
-    ops = np.flatnonzero((m.kind == int(Kind.CPU_OP)) & np.isin(m.track, np.unique(m.track[L])))
+    ops = np.flatnonzero((m.kind == int(Kind.CPU_OP)) & member(m.track, np.unique(m.track[L])))
     top = outermost(m, ops)
     cost = []
     for t in np.unique(m.track[L]).tolist():
@@ -116,7 +116,7 @@ def candidates(a, r: Replay, rec_step_ns: float, extra=()) -> list[tuple[str, in
     steps = max(steps_of(a), 1)
     thr = np.unique(r.a_thr)
     py = np.flatnonzero((m.kind == int(Kind.PYTHON)) & r.flags["user_frame"][m.name_id]
-                        & np.isin(m.track, thr))
+                        & member(m.track, thr))
     if r.window is not None and getattr(r.window, "clipped", False) and py.size:
         py = py[r.window.cpu_in(m, py)]
     out = []

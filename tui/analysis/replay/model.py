@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...trace.model import Kind, TrackKind
-from ..intervals import union
+from ..intervals import member, union
 from ..thresholds import DEFAULT_GRAPH_GAP_NS, DEFAULT_LAUNCH_NS, QUEUED_NS
 
 #: calls that may wait for the GPU: they wait in the replay only where the trace shows they waited
@@ -164,7 +164,7 @@ class Replay:
         fl = self.flags = flags if flags is not None else name_flags(model.names)
         ntr = len(m.tracks)
         tdev = np.array([t.device if t.kind is TrackKind.GPU else -1 for t in m.tracks] + [-1], np.int64)
-        gw = np.flatnonzero(np.isin(m.kind, np.array(_WORK, np.uint8)) & (tdev[m.track] >= 0)) if m.n else \
+        gw = np.flatnonzero(member(m.kind, _WORK) & (tdev[m.track] >= 0)) if m.n else \
             np.zeros(0, np.int64)
         # stream order: by track then start (the model's order already)
         gw = gw[np.lexsort((m.ts_ns[gw], m.track[gw]))]
@@ -211,7 +211,7 @@ class Replay:
         self.graph_gap_ns = int(np.median(gg)) if gg.size else DEFAULT_GRAPH_GAP_NS
 
         # ---- anchors: launch calls of items, and calls that may wait for the GPU
-        calls = np.flatnonzero(np.isin(m.kind, np.array(_CALLS, np.uint8)))
+        calls = np.flatnonzero(member(m.kind, _CALLS))
         nid = m.name_id[calls]
         always = fl["sync_rt"][nid] | fl["blocking_copy"][nid]
         maybe_names = np.array([n in _MAYBE_WAIT for n in m.names], bool) | (fl["alloc"] & ~fl["launch"])
@@ -236,14 +236,21 @@ class Replay:
         self.trig = trig
         # devices each thread launches to
         thr_devs: dict[int, set] = {}
-        for t, dv in zip(m.track[L[has]].tolist(), self.dev[has].tolist()):
+        # the distinct (thread, device) pairs once, in order of first launch (each repeats thousands of times)
+        pairs = dict.fromkeys(zip(m.track[L[has]].tolist(), self.dev[has].tolist()))
+        for t, dv in pairs:
             thr_devs.setdefault(int(t), set()).add(int(dv))
         all_devs = sorted(set(self.dev.tolist()))
         self.thr_devs = {t: sorted(v) for t, v in thr_devs.items()}
         self.devices = all_devs
         # recorded wait target of each waiter: max end of items triggered at anchors <= its own position
-        is_w = np.isin(anc, waiters)
-        is_always = np.isin(anc, calls[always])
+        # membership of event indices through a mark over the events (np.isin sorts or tables them first)
+        mark = np.zeros(m.n, bool)
+        mark[waiters] = True
+        is_w = mark[anc]
+        mark[:] = False
+        mark[calls[always]] = True
+        is_always = mark[anc]
         g_rec = np.full(na, np.iinfo(np.int64).min // 4, np.int64)
         if na:
             order = np.argsort(trig, kind="stable")
@@ -259,7 +266,9 @@ class Replay:
         waits = is_w & (self.a_end >= g_rec) & (is_always | (g_rec > self.a_ts))
         self.waits = waits
         self.tail = np.where(waits, self.a_end - np.maximum(self.a_ts, g_rec), 0)
-        self.is_launcher = np.isin(anc, launchers)
+        mark[:] = False
+        mark[launchers] = True
+        self.is_launcher = mark[anc]
         # window items and origin
         if window is not None and getattr(window, "clipped", False):
             self.in_window = window.gpu_in(m, gw)
@@ -277,7 +286,9 @@ class Replay:
         for thr in np.unique(self.a_thr).tolist():
             sl = m.track_slice(int(thr))
             ev = np.arange(sl.start, sl.stop)
-            self.host_ev[int(thr)] = np.sort(m.ts_ns[ev[np.isin(m.kind[ev], hk)]])
+            hts = m.ts_ns[ev[member(m.kind[ev], hk)]]
+            # a thread's events are in start order already (the model's order): sorted only if not
+            self.host_ev[int(thr)] = hts if (hts[1:] >= hts[:-1]).all() else np.sort(hts)
 
     # ------------------------------------------------------------------ running
     def run(self, removed: dict[int, Removed] | None = None, c: float = 0.0, dur=None, nowait=None,
@@ -423,7 +434,8 @@ class Replay:
             lprime[lo:hi] = fs[lo:hi] + shv[slot[lo:hi]]
             i_hi = int(ptr[hi]) if na else seq.size
             if i_hi > i_lo:
-                self._epoch_items(seq[i_lo:i_hi], lprime, lat, qg, dur, dropped, startf, end, stream_end, dev_end)
+                self._epoch_items(seq[i_lo:i_hi], lprime, lat, qg, dur, dropped, startf, end, stream_end, dev_end,
+                                  (i_lo, i_hi))
             if k < len(eff):
                 p = hi - 1
                 th = int(self.a_thr[p])
@@ -437,32 +449,45 @@ class Replay:
     #: a stream's chain in one epoch shorter than this runs item by item (fewer array operations)
     _SHORT_CHAIN = 48
 
-    def _epoch_items(self, J, lprime, lat, qg, dur, dropped, startf, end, stream_end, dev_end) -> None:
-        """The items ``J`` (trigger order) of one epoch, every anchor they launch from already placed."""
+    def _epoch_items(self, J, lprime, lat, qg, dur, dropped, startf, end, stream_end, dev_end, key=None) -> None:
+        """The items ``J`` (trigger order) of one epoch, every anchor they launch from already placed. ``key``:
+        the epoch's item range in trigger order; its layout (the items by stream, the streams' bounds) is kept
+        for the next run with the same epoch and nothing dropped in it (the fixes' runs share most epochs)."""
         NEG = -1e30
         if dropped is not None:
             dj = dropped[J]
             if dj.any():
                 end[J[dj]] = NEG
                 J = J[~dj]
+                key = None
                 if J.size == 0:
                     return
-        has = self.has_launch[J]
+        memo = self.__dict__.setdefault("_epoch_memo", {})
+        lay = memo.get(key) if key is not None else None
+        if lay is None:
+            tr = self.trk[J]
+            if tr[0] != tr[-1] or not (tr == tr[0]).all():
+                o = np.argsort(tr, kind="stable")
+                J2, tr2 = J[o], tr[o]
+                cuts = np.flatnonzero(tr2[1:] != tr2[:-1]) + 1
+                bounds = [0, *cuts.tolist(), J.size]
+            else:
+                o, J2, tr2 = None, J, tr
+                bounds = [0, J.size]
+            groups = [(g0, g1, int(tr2[g0]), int(self.dev[J2[g0]])) for g0, g1 in zip(bounds[:-1], bounds[1:])]
+            lay = (o, J2, self.has_launch[J], np.maximum(self.item_anchor[J], 0), groups)
+            if key is not None:
+                memo[key] = lay
+        o, J2, has, anc, groups = lay
         if has.any():
-            a = np.where(has, lprime[np.maximum(self.item_anchor[J], 0)] + lat[J], startf[J])
+            a = np.where(has, lprime[anc] + lat[J], startf[J])
         else:  # a stream head launched before any anchor (or a trace without launch calls)
             a = startf[J]
-        tr = self.trk[J]
-        if tr[0] != tr[-1] or not (tr == tr[0]).all():
-            o = np.argsort(tr, kind="stable")
-            J, a, tr = J[o], a[o], tr[o]
-            cuts = np.flatnonzero(tr[1:] != tr[:-1]) + 1
-            bounds = [0, *cuts.tolist(), J.size]
-        else:
-            bounds = [0, J.size]
+        if o is not None:
+            a = a[o]
+        J = J2
         q_all, d_all = qg[J], dur[J]
-        for g0, g1 in zip(bounds[:-1], bounds[1:]):
-            t = int(tr[g0])
+        for g0, g1, t, dev in groups:
             e0 = stream_end.get(t, NEG)
             ag, qv, dv = a[g0:g1], q_all[g0:g1], d_all[g0:g1]
             en = None if g1 - g0 < self._SHORT_CHAIN else chain_vector(ag, qv, dv, e0)
@@ -470,7 +495,6 @@ class Replay:
                 en = chain_loop(ag, qv, dv, e0)
             end[J[g0:g1]] = en
             stream_end[t] = float(en[-1])
-            dev = int(self.dev[J[g0]])
             top = float(en.max())
             if top > dev_end.get(dev, NEG):
                 dev_end[dev] = top
@@ -534,7 +558,7 @@ class Replay:
     # ----------------------------------------------------------- removals
     def thread_events(self, kinds) -> np.ndarray:
         m = self.model
-        return np.flatnonzero(np.isin(m.kind, np.array(kinds, np.uint8)))
+        return np.flatnonzero(member(m.kind, kinds))
 
     def removal(self, idx_s, idx_e, thr) -> dict[int, Removed]:
         """Intervals [idx_s, idx_e) on threads thr -> per thread removed sets."""
