@@ -325,8 +325,6 @@ class MainScreen(LaneKeys, GapKeys, SearchKeys, Screen):
         self.notify("\n".join(self.fmt.text(s) for s in lines), title="export", timeout=8)
 
     def action_escape(self) -> None:
-        if self.app.loading is not None:
-            return self.app.action_cancel_load()
         sc = self.scene
         inp = self.search_box()
         if (inp is not None and inp.has_class("-on")) or (sc is not None and sc.search_query):
@@ -349,6 +347,8 @@ class MainScreen(LaneKeys, GapKeys, SearchKeys, Screen):
             where = np.flatnonzero(sc.order == keep)
             self.select_gap(int(where[0]) if where.size else 0)
             self.update("all gaps")
+        elif self.app.loading is not None:  # nothing else to end (a preview, or no trace yet): the load stops
+            self.app.action_cancel_load()
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         sc = self.scene
