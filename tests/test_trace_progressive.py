@@ -246,6 +246,17 @@ def test_provisional_gaps_are_the_full_loads_inside_the_known_span(tmp_path, sma
         assert have.get((int(d), int(s), int(e))) == int(c)
 
 
+def test_only_the_explorer_reaches_the_provisional_analysis():
+    """The provisional path (an analysis of a preview) is the explorer's: no module outside tui/app names it (the
+    report, the commands and the analysis go through ``analyze``, which refuses a partial model)."""
+    from tests.helpers import ROOT
+
+    names = ("provisional_analysis", "ProvisionalAnalysis", "provisional_window")
+    users = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tui").rglob("*.py")
+                   if any(n in p.read_text() for n in names))
+    assert users and all(u.startswith("tui/app/") for u in users), users
+
+
 def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, monkeypatch, small):
     """Under run_test: the preview's lanes with the bar under the header (export off) and a provisional gap list
     (so said in the header, the list's title and the bar), then the full model with its gaps, the bar gone:
