@@ -181,24 +181,110 @@ def test_progress_text():
     assert bar_text(None, "b", 80) == "loading b ... (Esc cancels)"  # before the first report
 
 
+def tiled(copies: int = 4, steps: int = 2) -> dict:
+    """benchmarks/gen_big.py's layout: whole copies of a Kineto-order trace one after another in the file, each
+    shifted in time past the previous one (its CPU ops, then its frames, then its runtime calls and kernels)."""
+    base = kineto_order(steps=steps)
+    timed = [e for e in base["traceEvents"] if e["ph"] != "M"]
+    span = max(e["ts"] + e.get("dur", 0) for e in timed) - min(e["ts"] for e in timed) + 1000.0
+    out = []
+    for c in range(copies):
+        for e in timed:
+            e = dict(e, ts=e["ts"] + c * span)
+            if "args" in e:
+                e["args"] = {k: (v + c * 100_000 if isinstance(v, int) and k != "stream" and k != "device" else v)
+                             for k, v in e["args"].items()}
+            if "id" in e:
+                e["id"] = e["id"] + c * 100_000
+            out.append(e)
+    return dict(base, traceEvents=out + [e for e in base["traceEvents"] if e["ph"] == "M"])
+
+
+@pytest.mark.parametrize("layout", ["kineto", "tiled"])
+def test_known_end_bounds_what_the_preview_holds(tmp_path, monkeypatch, small, layout):
+    """Every event of the file that starts before the preview's known end is in the preview, on Kineto's order
+    and on a tiled file (whose next copy's CPU ops follow the head while its frames and kernels lie further)."""
+    doc = kineto_order() if layout == "kineto" else tiled()
+    p = tmp_path / "t.json"
+    raw = json.dumps(doc, indent=1).encode()
+    p.write_bytes(raw)
+    if layout == "tiled":  # the head ends in the second copy's CPU ops; no probe past it (one every 1 MB)
+        second_frames = raw.find(b'"python_function"', raw.find(b'"ProfilerStep#1"', raw.find(b'"ProfilerStep#1"') + 1))
+        monkeypatch.setattr(progressive, "HEAD", second_frames - 4096 - raw.find(b"["))
+        monkeypatch.setattr(progressive, "MIN_STEP", 1 << 20)
+    pv = progressive.read_preview(str(p))
+    full = read.load_uncached(str(p))
+    assert pv.model.partial and 0 < pv.decoded < pv.size == os.path.getsize(p)
+    k = pv.known_end_ns
+    assert k is not None and full.window_ns()[0] < k < full.window_ns()[1]
+    got = set(event_keys(pv.model))
+    before = [key for key, t in zip(event_keys(full), full.ts_ns.tolist()) if t < k]
+    assert len(before) > 100 and all(key in got for key in before)
+
+
+def test_provisional_gaps_are_the_full_loads_inside_the_known_span(tmp_path, small):
+    """The provisional analysis (the explorer's only way to analyse a preview) lists only gaps that end before
+    the known end, each one a gap of the full trace with the same times and cause; ``analyze`` still refuses."""
+    from gapscope.tui.app.progress import ProvisionalAnalysis, provisional_analysis
+
+    p = tmp_path / "t.json"
+    p.write_bytes(json.dumps(kineto_order(steps=60), indent=1).encode())
+    pv = progressive.read_preview(str(p))
+    a = provisional_analysis(pv)
+    assert isinstance(a, ProvisionalAnalysis) and len(a.gaps) > 10
+    with pytest.raises(ValueError, match="partial"):
+        analyze(pv.model)
+    g = a.gaps
+    n = len(g)
+    assert int(max(g.end_ns[:n])) <= pv.known_end_ns
+    assert a.provisional_note.startswith("provisional: first ") and "% read" in a.provisional_note
+    full = analyze(read.load_uncached(str(p)))
+    fg = full.gaps
+    have = {(int(d), int(s), int(e)): int(c) for d, s, e, c in zip(fg.device[:len(fg)], fg.start_ns[:len(fg)],
+                                                                  fg.end_ns[:len(fg)], fg.cause[:len(fg)])}
+    for d, s, e, c in zip(g.device[:n], g.start_ns[:n], g.end_ns[:n], g.cause[:n]):
+        assert have.get((int(d), int(s), int(e))) == int(c)
+
+
+def test_only_the_explorer_reaches_the_provisional_analysis():
+    """The provisional path (an analysis of a preview) is the explorer's: no module outside tui/app names it (the
+    report, the commands and the analysis go through ``analyze``, which refuses a partial model)."""
+    from tests.helpers import ROOT
+
+    names = ("provisional_analysis", "ProvisionalAnalysis", "provisional_window")
+    users = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tui").rglob("*.py")
+                   if any(n in p.read_text() for n in names))
+    assert users and all(u.startswith("tui/app/") for u in users), users
+
+
 def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, monkeypatch, small):
-    """Under run_test: the preview's lanes with the bar under the header (export off, no gap list), then the
-    full model (equal to a plain load's) with its gaps, the bar gone."""
+    """Under run_test: the preview's lanes with the bar under the header (export off) and a provisional gap list
+    (so said in the header, the list's title and the bar), then the full model with its gaps, the bar gone:
+    the model, the gaps and the findings exactly those of a plain load."""
     from gapscope.tui.app import progress as ui
     from gapscope.tui.app.app import GapscopeApp
+    from gapscope.tui.app.loading import Loader
+    from gapscope.tui.app.scene import Scene
     from gapscope.tui.app.textdump import screen_text
 
     p = tmp_path / "t.json"
     p.write_bytes(json.dumps(kineto_order(steps=60)).encode())
     seen = {}
     orig = GapscopeApp.replace_preview
+    orig_prov = Loader.provisional
+
+    def prov(self, sc, pv):
+        seen["known"] = pv.known_end_ns
+        orig_prov(self, sc, pv)
 
     def spy(app, scene):
         # the moment the full scene arrives, the preview is on screen
         seen["partial"] = app.scene.model.partial
         seen["bar"] = ui.bar(app) is not None
         seen["export"] = app.main.check_action("export", ())
-        seen["gaps"] = int(app.scene.gaps.order.size)
+        sc = app.scene
+        seen["gaps"] = int(sc.gaps.order.size)
+        seen["ends"] = int(sc.gaps.end.max()) if sc.gaps.order.size else None
         seen["header"] = app.main.query_one("#header").render().plain
         seen["screen"] = screen_text(app)
         orig(app, scene)
@@ -214,15 +300,71 @@ def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, monkeypatch, 
             return app, screen_text(app)
 
     monkeypatch.setattr(GapscopeApp, "replace_preview", spy)
+    monkeypatch.setattr(Loader, "provisional", prov)
     app, final = asyncio.run(go())
-    assert seen["partial"] is True and seen["bar"] is True
-    assert seen["export"] is None and seen["gaps"] == 0
-    assert "reading the trace" in seen["header"]
+    assert seen["partial"] is True and seen["bar"] is True and seen["export"] is None
+    assert seen["gaps"] > 0 and seen["ends"] <= seen["known"]
+    assert "provisional: first " in seen["header"]
+    assert seen["screen"].count("provisional: first ") >= 2  # the header and the gap list's title (or the bar)
     assert "loading t.json" in seen["screen"] or "building the model" in seen["screen"]
     sc = app.scene
     assert not sc.model.partial and sc.any_analysis and sc.gaps.order.size > 0
-    assert "reading the trace" not in final and "loading t.json" not in final
-    same_model(sc.model, read.load_uncached(str(p)))
+    assert "provisional" not in final and "loading t.json" not in final
+    plain = read.load_uncached(str(p))
+    same_model(sc.model, plain)
+    ref = Scene(str(p), plain)
+    a = analyze(plain)
+    ref.set_analysis(a, sc.part.min_listed_ns)
+    for col in ("part", "row", "start", "end", "dur", "cause", "device", "order", "all_listed"):
+        assert getattr(sc.gaps, col).tolist() == getattr(ref.gaps, col).tolist(), col
+    assert [(f.id, f.title) for f in sc.analysis.findings] == [(f.id, f.title) for f in a.findings]
+    assert type(sc.analysis) is type(a)
+
+
+def test_esc_on_the_preview_closes_the_search_box_then_cancels(tmp_path, monkeypatch, small):
+    """Esc on the preview ends what is open first (the search box), as on any trace; the load goes on. Only an
+    Esc with nothing else to end cancels the load."""
+    import threading
+
+    from gapscope.tui.app.app import GapscopeApp
+    from gapscope.tui.app.loading import Loader
+
+    p = tmp_path / "t.json"
+    p.write_bytes(json.dumps(kineto_order(steps=60)).encode())
+    gate = threading.Event()
+    orig_show = Loader.show_preview
+
+    def show(self, path):
+        orig_show(self, path)
+        gate.wait(60)  # the reader parses once the keys were pressed
+
+    monkeypatch.setattr(Loader, "show_preview", show)
+    seen = {}
+
+    async def go():
+        app = GapscopeApp([str(p)], load_opts={"no_cache": True}, analyze=False)
+        async with app.run_test(size=(120, 40)) as pilot:
+            for _ in range(400):
+                await pilot.pause()
+                if app.scene is not None:
+                    break
+            assert app.scene.model.partial
+            await pilot.press("slash")
+            await pilot.pause()
+            box = app.main.search_box()
+            assert box is not None and box.has_class("-on")
+            await pilot.press("escape")
+            await pilot.pause()
+            seen["closed"] = not box.has_class("-on")
+            seen["running"] = not app.cancelled and app.is_running
+            await pilot.press("escape")
+            await pilot.pause()
+            seen["cancelled"] = app.cancelled
+            gate.set()
+        seen["rc"] = app.return_code
+
+    asyncio.run(go())
+    assert seen == {"closed": True, "running": True, "cancelled": True, "rc": 130}
 
 
 def test_keys_work_on_the_preview_and_the_full_scene_keeps_the_view(tmp_path, monkeypatch, small):

@@ -14,7 +14,7 @@ from . import glyphs as G
 from . import progress as progressive
 from .diffscene import diff_pair
 from .loading import (LOAD_OPTS, AnalysisFailed, AnalysisReady, Loader, LoadFailed, PreviewLoaded, Progress,
-                      ProjectionReady, ReadProgress, SceneLoaded, debugging, failure)
+                      ProjectionReady, ProvisionalReady, ReadProgress, SceneLoaded, debugging, failure)
 from .main import MainScreen
 from .scene import Scene
 from .timeline import LanesView
@@ -191,6 +191,12 @@ class GapscopeApp(App):
         self.lanes.sync_rows()
         self.call_after_refresh(self._first_frame_drawn)
         progressive.full_scene_in(self)
+
+    @on(ProvisionalReady)
+    def _provisional_ready(self, ev: ProvisionalReady) -> None:
+        """The preview's provisional gap list (tui/app/progress.py), while the preview is the scene shown."""
+        if self.scenes and self.scenes[0] is ev.scene:
+            progressive.install_provisional(self, ev.scene, ev.analysis, ev.min_listed)
 
     @on(ReadProgress)
     def _read_progress(self, ev: ReadProgress) -> None:

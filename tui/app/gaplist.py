@@ -70,6 +70,10 @@ class GapList(RowList):
             self.set_columns(narrow)
         else:
             self.clear()
+        note = getattr(sc.analysis, "provisional_note", None) if sc is not None else None
+        label = Text("next op" + (f"  ({note})" if note else ""), style="bold yellow" if note else "")
+        if self.columns and self.columns[-1].label != label:  # the list's title: a preview's list is provisional
+            self.columns[-1].label = label
         if sc is None or not sc.any_analysis:
             return
         origin = sc.origin

@@ -75,6 +75,14 @@ class PreviewLoaded(Message):
         self.scene = scene
 
 
+class ProvisionalReady(Message):
+    """The preview's provisional analysis (tui/app/progress.py ``provisional_analysis``), for its scene."""
+
+    def __init__(self, scene: Scene, analysis, min_listed: int) -> None:
+        super().__init__()
+        self.scene, self.analysis, self.min_listed = scene, analysis, min_listed
+
+
 class LoadFailed(Message):
     def __init__(self, text: str) -> None:
         super().__init__()
@@ -216,18 +224,20 @@ class Loader:
 
     def show_preview(self, path: str) -> None:
         """Called by the reader once its worker is started and before this process parses: the lanes of the
-        beginning of a big trace (tui.trace.progressive.preview), then a wait for their first frame (this
-        thread's parse would hold the GIL while the screen is drawn). No preview for a small trace; a preview
-        that fails is no preview (the full load says what is wrong with the trace)."""
+        beginning of a big trace (tui.trace.progressive.read_preview), then a wait for their first frame (this
+        thread's parse would hold the GIL while the screen is drawn), then (with the analysis on) the gap list of
+        the part of the window the preview knows whole, marked provisional (tui/app/progress.py). No preview for
+        a small trace; a preview that fails is no preview (the full load says what is wrong with the trace), a
+        provisional analysis that fails is none."""
         if self.cancelled:
             return
         try:
-            from ..trace.progressive import preview
+            from ..trace.progressive import read_preview
 
-            m = preview(path)
-            if m is None:
+            pv = read_preview(path)
+            if pv is None:
                 return
-            sc = Scene(path, m)
+            sc = Scene(path, pv.model)
         except Exception as exc:  # noqa: BLE001
             if debugging(exc):
                 raise
@@ -235,6 +245,22 @@ class Loader:
         self.previewed = True
         self.post(PreviewLoaded(sc))
         self.painted.wait(FIRST_PAINT_WAIT_S)
+        if self.analyse and not self.cancelled:
+            self.provisional(sc, pv)
+
+    def provisional(self, sc: Scene, pv) -> None:
+        try:
+            from .progress import provisional_analysis
+
+            a = provisional_analysis(pv)
+            if a is None:
+                return
+            min_listed = _min_listed(a)
+        except Exception as exc:  # noqa: BLE001 - no provisional list; the full one comes as without it
+            if debugging(exc):
+                raise
+            return
+        self.post(ProvisionalReady(sc, a, min_listed))
 
     def progress(self, p) -> None:
         """A reader's progress report: posted at most every PROGRESS_EVERY_S, and at each change of phase."""

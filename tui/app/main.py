@@ -353,8 +353,6 @@ class MainScreen(*PANES, Screen):
         self.notify("\n".join(self.fmt.text(s) for s in lines), title="export", timeout=8)
 
     def action_escape(self) -> None:
-        if self.app.loading is not None:
-            return self.app.action_cancel_load()
         sc = self.scene
         inp = self.search_box()
         if (inp is not None and inp.has_class("-on")) or (sc is not None and sc.search.query):
@@ -377,6 +375,8 @@ class MainScreen(*PANES, Screen):
             where = np.flatnonzero(sc.gaps.order == keep)
             self.select_gap(int(where[0]) if where.size else 0)
             self.update("all gaps")
+        elif self.app.loading is not None:  # nothing else to end (a preview, or no trace yet): the load stops
+            self.app.action_cancel_load()
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         sc = self.scene

@@ -133,6 +133,9 @@ def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs, width: i
     sep0 = ""
     if a is not None and getattr(a, "devices", None):
         ds = a.devices[0]
+        note = getattr(a, "provisional_note", None)  # a preview's (tui/app/progress.py): numbers of a part only
+        if note:
+            t.add(note, "bold black on yellow").add(sep)
         t.add(f"window {t.d(ds.window_ns)}")
         pct = int(ds.idle_ns) * 100 / max(int(ds.window_ns), 1)
         t.add(sep).add("GPU idle ").add(f"{pct:.1f}%", "bold yellow" if pct >= 20 else "bold")

@@ -2,19 +2,84 @@
 read, a bar under the header with the bytes and events read so far, then the full scene in the preview's place
 (``GapscopeApp.show_preview`` / ``replace_preview``; the bar's helpers are here).
 
-The preview is a Scene over a partial model (``TraceModel.partial``): lanes and keys only. It has no analysis, the
-export key is off on it, and ``analyze`` refuses its model, so nothing counted (gaps, findings, report, export)
-ever comes from it. The full model comes from the one load path, as without a preview.
+The preview is a Scene over a partial model (``TraceModel.partial``): lanes and keys, and a provisional gap list.
+``analyze`` refuses its model; ``provisional_analysis`` here is the one way to analyse it, for the explorer only
+(never the report, never an export: the export key is off on a preview): a ``ProvisionalAnalysis`` of the part of
+the window the preview knows whole, the span before ``Preview.known_end_ns`` (tui/trace/progressive.py), cut at
+the last GPU op that ends before it, so that every gap it lists lies inside that span. The header, the gap list's
+title and the bar say "provisional". The full model comes from the one load path, as without a preview, and its
+analysis (``analyze``) replaces the provisional one: the final numbers are a plain load's.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
+import numpy as np
 from rich.text import Text
 from textual.widgets import Static
 
-from ..trace.progressive import LoadProgress
+from ..analysis import Analysis
+from ..trace.model import Kind, TrackKind
+from ..trace.progressive import LoadProgress, Preview
+from .timefmt import fmt_dur
+
+#: the GPU work that bounds a provisional window (the kinds the gaps are made from)
+_WORK = (int(Kind.KERNEL), int(Kind.MEMCPY), int(Kind.MEMSET))
+
+
+class ProvisionalAnalysis(Analysis):
+    """An Analysis of a preview's known span (``provisional_analysis``): what the explorer lists while the trace is
+    read, marked provisional wherever it is shown, replaced by the full load's."""
+
+    def __init__(self, model, window, preview: Preview) -> None:
+        #: the preview's figures: bytes decoded of the file, the bound of what it knows
+        self.preview_bytes, self.file_bytes, self.known_end_ns = preview.decoded, preview.size, preview.known_end_ns
+        super().__init__(model, None, window)
+
+    @property
+    def provisional_note(self) -> str:
+        """``provisional: first 27.6 ms of the window, 0.4% read``."""
+        pct = self.preview_bytes * 100 / max(self.file_bytes, 1)
+        return f"provisional: first {fmt_dur(int(self.window_ns))} of the window, {pct:.1f}% read"
+
+
+def provisional_window(model, known_end_ns: int):
+    """The window ``analyze`` would take on ``model`` (the measured steps, else the whole trace), each device's
+    part cut at the end of its last GPU op that ends by ``known_end_ns`` (a gap after it may end past what is
+    known), the CPU side at the latest such end; None when no device has such an op."""
+    from ..analysis.window import compute_window
+
+    w = compute_window(model, "steps")
+    ts, end = model.ts_ns, model.ts_ns + model.dur_ns
+    work = np.isin(model.kind, np.array(_WORK, np.uint8))
+    dev_of = np.array([t.device if t.kind is TrackKind.GPU else -1 for t in model.tracks] + [-1], np.int64)
+    dev = dev_of[model.track]
+    device = {}
+    for d, (w0, w1) in w.device.items():
+        sel = work & (dev == d) & (end <= min(w1, known_end_ns)) & (end > w0)
+        if sel.any():
+            device[d] = (w0, int(end[sel].max()))
+    if not device:
+        return None
+    last = max(e for _, e in device.values())
+    if w.clipped:
+        cs, ce = w.cpu_start, np.minimum(w.cpu_end, last)
+        keep = cs < ce
+        cs, ce = cs[keep], ce[keep]
+    else:  # no steps: the whole trace up to the known end, as a clipped window (so the devices' cut holds)
+        cs = np.array([min(int(ts.min()), min(s for s, _ in device.values()))], np.int64)
+        ce = np.array([last], np.int64)
+    return replace(w, mode="steps", device=device, cpu_start=cs, cpu_end=ce)
+
+
+def provisional_analysis(pv: Preview) -> ProvisionalAnalysis | None:
+    """The preview's provisional analysis (module docstring), or None: no bound known, or no GPU op inside it."""
+    if pv.known_end_ns is None:
+        return None
+    w = provisional_window(pv.model, pv.known_end_ns)
+    return ProvisionalAnalysis(pv.model, w, pv) if w is not None else None
 
 
 def _mb(n: int) -> str:
@@ -25,18 +90,20 @@ def _count(n: int) -> str:
     return f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n:,}"
 
 
-def bar_text(p: LoadProgress | None, name: str, width: int, ascii: bool = False, phase: str | None = None) -> str:
-    """The bar's line: what is being done, a bar of ``done``/``total``, bytes and events. A pure function of its
-    arguments (tests)."""
+def bar_text(p: LoadProgress | None, name: str, width: int, ascii: bool = False, phase: str | None = None,
+             note: str = "") -> str:
+    """The bar's line: what is being done, a bar of ``done``/``total``, bytes and events (and ``note``: the
+    provisional gap list's). A pure function of its arguments (tests)."""
+    more = f"; gap list {note}" if note else ""
     if phase == "analysing":
         return f"finding gaps in {name} ... (the gap list and findings come when they are in)"
     if p is None:
-        return f"loading {name} ... (Esc cancels)"
+        return f"loading {name} ...{more} (Esc cancels)"
     if p.phase == "building":
-        return f"building the model of {name}: sorting and linking {_count(p.events)} events ..."
+        return f"building the model of {name}: sorting and linking {_count(p.events)} events ...{more}"
     done, total, events = p.done, p.total, p.events
     frac = done / total if total > 0 else 0.0
-    tail = f" {_mb(done)} of {_mb(total)}, {_count(events)} events  (Esc cancels)"
+    tail = f" {_mb(done)} of {_mb(total)}, {_count(events)} events{more}  (Esc cancels)"
     head = f"loading {name} "
     cells = max(10, min(40, width - len(head) - len(tail) - 2))
     full = int(round(frac * cells))
@@ -57,6 +124,7 @@ class LoadBar(Static):
         self.ascii = ascii
         self.last: LoadProgress | None = None
         self.phase: str | None = "reading"
+        self.note = ""  # the provisional gap list's, once it is in
 
     def on_mount(self) -> None:
         self.show()
@@ -72,7 +140,7 @@ class LoadBar(Static):
     def show(self) -> None:
         width = self.size.width or (self.app.size.width if self.app is not None else 80)
         phase = self.phase if self.phase == "analysing" else None
-        t = bar_text(self.last, self.trace_name, width, self.ascii, phase)
+        t = bar_text(self.last, self.trace_name, width, self.ascii, phase, self.note)
         self.update(Text(t, no_wrap=True), layout=False)
 
 
@@ -93,6 +161,17 @@ def progress(app, p: LoadProgress) -> None:
 
 def is_preview(app) -> bool:
     return bool(app.scenes) and any(pt.model.partial for pt in app.scenes[0].parts)
+
+
+def install_provisional(app, scene, analysis, min_listed: int) -> None:
+    """The provisional analysis on the preview's scene: its gap list (the person's view and lane stay where they
+    are: no gap is opened), the header and the bar say provisional."""
+    scene.set_analysis(analysis, min_listed, 0)
+    app.main.scene_changed()
+    b = bar(app)
+    if b is not None:
+        b.note = analysis.provisional_note
+        b.show()
 
 
 def mount_bar(app, scene) -> None:

@@ -13,17 +13,26 @@ by the first HEAD bytes is the beginning's end, and the bytes around every probe
 are decoded too, up to BUDGET in all. A tiled file (``benchmarks/gen_big.py``) has its beginning in its first
 HEAD bytes and decodes those alone.
 
+``read_preview(path)`` gives the same model with what it covers (``Preview``): ``known_end_ns``, the earliest of
+the starts seen in the bytes it did not decode (the first event after each decoded range, every probe outside
+them) and of the times its main kinds of events reach (the latest CPU op, Python frame, runtime call and kernel
+decoded: a tiled file's next copy starts with its CPU ops, and its frames and kernels sit past the bytes read).
+The runs being sorted by time, the events of the file that start before it are in the preview: the explorer lists
+the gaps that end before it as a provisional gap list (tui/app/progress.py). It is a bound read from samples, not
+a proof (a run that starts and ends between two probes is not seen); the full load's list replaces it.
+
 ``Meter`` turns the reader's ticks (``read.load(progress=...)``) into ``LoadProgress``: bytes of the event
 array read and events decoded so far, by this process and the worker (its shared counters).
 """
 
 from __future__ import annotations
 
+import math
 import os
 from typing import NamedTuple
 
 from .build import ColumnBuilder
-from .model import TraceModel
+from .model import Kind, TraceModel
 from .repair import _BOUNDARY, JSONDecodeError, _loads
 from .stream import skip_ws
 
@@ -175,6 +184,11 @@ def _whole(data, a: int, b: int, lo: int, hi: int) -> tuple[int, int] | None:
 def regions(data, lo: int, hi: int) -> list[tuple[int, int]]:
     """The byte ranges of the event array data[lo:hi] a preview decodes (file order, not overlapping): the first
     HEAD bytes, and the bytes around each probe whose event starts before the time the head reaches."""
+    return _plan(data, lo, hi)[0]
+
+
+def _plan(data, lo: int, hi: int) -> tuple[list[tuple[int, int]], list[tuple[int, float | None]]]:
+    """``regions``, and the probes: (offset, ts of the first whole timed event after it, or None)."""
     n = hi - lo
     step = max(n // PROBES, MIN_STEP, 1)
     xs = list(range(lo, hi, step))
@@ -207,12 +221,60 @@ def regions(data, lo: int, hi: int) -> list[tuple[int, int]]:
             out[-1] = (out[-1][0], b)
         else:
             out.append((a, b))
+    return out, list(zip(xs, ts))
+
+
+def _known_end(data, decoded: list[tuple[int, int]], probes: list, lo: int, hi: int) -> int | None:
+    """The earliest start (ns, rounded down) seen in the bytes not decoded: the first event after each decoded
+    range and every probe not inside one (a probe reads up to _PROBE_READ bytes past its offset). The array read
+    to its end: no bound (2**62). None when nothing outside was readable."""
+    seen = [t for x, t in probes
+            if t is not None and not any(a <= x and x + _PROBE_READ <= b for a, b in decoded)]
+    for a, b in decoded:
+        if b < hi:
+            t = _probe(data, b - 1, hi)
+            if t is not None:
+                seen.append(t)
+    if seen:
+        return int(math.floor(min(seen) * 1000.0)) - 1
+    return 2**62 if decoded == [(lo, hi)] else None
+
+
+#: the kinds whose latest decoded start bounds what a preview knows (``_reach``)
+_REACH_KINDS = (Kind.CPU_OP, Kind.PYTHON, Kind.RUNTIME, Kind.KERNEL)
+
+
+def _reach(model: TraceModel) -> int | None:
+    """The earliest of the latest starts of the preview's CPU ops, Python frames, runtime calls and kernels (those
+    of them it has): past it, one of those runs is not read yet."""
+    out = None
+    for k in _REACH_KINDS:
+        ts = model.ts_ns[model.kind == int(k)]
+        if ts.size:
+            t = int(ts.max())
+            out = t if out is None else min(out, t)
     return out
+
+
+class Preview(NamedTuple):
+    """A preview (``read_preview``): the partial model; ``known_end_ns``, before which every event of the file is
+    in it (module docstring; None: no bound known); the bytes it decoded of the file's ``size``."""
+
+    model: TraceModel
+    known_end_ns: int | None
+    decoded: int
+    size: int
 
 
 def preview(path: str, min_size: int | None = None) -> TraceModel | None:
     """A partial model of the beginning of ``path``'s window (see the module's docstring), or None: a file
     smaller than ``min_size`` (default PREVIEW_MIN), gzip, not laid out like a trace, or nothing decoded."""
+    pv = read_preview(path, min_size)
+    return pv.model if pv is not None else None
+
+
+def read_preview(path: str, min_size: int | None = None) -> Preview | None:
+    """``preview``'s model with what it covers (``Preview``), or None as ``preview``."""
     import mmap
 
     min_size = PREVIEW_MIN if min_size is None else min_size
@@ -234,7 +296,9 @@ def preview(path: str, min_size: int | None = None) -> TraceModel | None:
         if hi <= lo:
             return None
         b = ColumnBuilder(path)
-        for a, z in regions(data, lo, hi):
+        plan, probes = _plan(data, lo, hi)
+        decoded = []
+        for a, z in plan:
             w = _whole(data, a, z, lo, hi)
             if w is None:
                 continue
@@ -242,11 +306,16 @@ def preview(path: str, min_size: int | None = None) -> TraceModel | None:
                 b.add_bytes(b"[" + data[w[0] : w[1]] + b"]", _loads)
             except (JSONDecodeError, RecursionError, ValueError):
                 continue  # damage: the full load repairs it or says so; the preview shows the rest
+            decoded.append(w)
         if b.n_added == 0:
             return None
+        known = _known_end(data, decoded, probes, lo, hi)
         model = b.finish(_metadata(head))
     finally:
         data.close()
+    reach = _reach(model)
+    if known is not None and reach is not None:
+        known = min(known, reach)
     model.partial = True
     model.warnings = []  # about a part of the trace (GPU ops whose launch is elsewhere): the full load's count
-    return model
+    return Preview(model, known, sum(z - a for a, z in decoded), size)
