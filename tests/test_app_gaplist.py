@@ -293,6 +293,10 @@ def test_gap_list_pages_instead_of_creeping():
             shown = gl.size.height - 1  # under the header
             lead = shown // 4
             assert shown >= 6 and sc.gaps.order.size > 3 * shown
+            # from the largest gap (the explorer opens on the top fix's gap, wherever it is in the list)
+            app.screen.goto_gap(0)
+            await pilot.pause()
+            assert gl.cursor_row == 0 and round(gl.scroll_y) == 0
             scrolls = []
             for _ in range(2 * shown + 2):
                 before = round(gl.scroll_y)
