@@ -321,12 +321,11 @@ def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, monkeypatch, 
     assert type(sc.analysis) is type(a)
 
 
-def test_esc_on_the_preview_closes_the_search_box_then_cancels(tmp_path, monkeypatch, small):
-    """Esc on the preview ends what is open first (the search box), as on any trace; the load goes on. Only an
-    Esc with nothing else to end cancels the load."""
+def _held_preview(tmp_path, monkeypatch):
+    """A trace the explorer previews, then reads only once ``gate`` is set (the keys pressed meanwhile): (path,
+    gate)."""
     import threading
 
-    from gapscope.tui.app.app import GapscopeApp
     from gapscope.tui.app.loading import Loader
 
     p = tmp_path / "t.json"
@@ -339,6 +338,15 @@ def test_esc_on_the_preview_closes_the_search_box_then_cancels(tmp_path, monkeyp
         gate.wait(60)  # the reader parses once the keys were pressed
 
     monkeypatch.setattr(Loader, "show_preview", show)
+    return p, gate
+
+
+def test_esc_on_the_preview_closes_the_search_box_then_cancels(tmp_path, monkeypatch, small):
+    """Esc on the preview ends what is open first (the search box), as on any trace; the load goes on. Only an
+    Esc with nothing else to end cancels the load."""
+    from gapscope.tui.app.app import GapscopeApp
+
+    p, gate = _held_preview(tmp_path, monkeypatch)
     seen = {}
 
     async def go():
@@ -370,21 +378,9 @@ def test_esc_on_the_preview_closes_the_search_box_then_cancels(tmp_path, monkeyp
 def test_keys_work_on_the_preview_and_the_full_scene_keeps_the_view(tmp_path, monkeypatch, small):
     """Zoom and pan on the preview while the trace is read (the load held until the keys are in): the full scene
     opens where the person was, not on the whole window."""
-    import threading
-
     from gapscope.tui.app.app import GapscopeApp
-    from gapscope.tui.app.loading import Loader
 
-    p = tmp_path / "t.json"
-    p.write_bytes(json.dumps(kineto_order(steps=60)).encode())
-    gate = threading.Event()
-    orig_show = Loader.show_preview
-
-    def show(self, path):
-        orig_show(self, path)
-        gate.wait(60)  # the reader parses once the keys were pressed
-
-    monkeypatch.setattr(Loader, "show_preview", show)
+    p, gate = _held_preview(tmp_path, monkeypatch)
     seen = {}
     orig = GapscopeApp.replace_preview
 
