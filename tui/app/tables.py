@@ -266,13 +266,16 @@ class FindingsView(TableView):
         cols = ("#", "rank", "severity", "idle", "finding") if sc.multi else \
             ("#", "severity", "idle", "saves/step", "finding") if pj is not None else ("#", "severity", "idle", "finding")
         rows = []
+        # what ranks each finding and sets its severity (its own fix, the frame's fused call it carries, or the
+        # fix it unlocks with it: Projection.rank_ns), as the report orders them
+        ranks = pj.rank_ns(sc.analysis.findings) if pj is not None else {}
         for n, (pi, i, f) in enumerate(findings_of(sc)):
             cells = [Text(str(n + 1)), Text(str(f.severity)), Text(fm.d(f.idle_ns)),
                      Text(fm.text(_located(f)), no_wrap=True, overflow=fm.ov)]
             if sc.multi:
                 cells.insert(1, Text(str(rank_of(sc, pi))))
             elif pj is not None:
-                s = pj.saving_ns.get(f.id)
+                s = ranks.get(f.id)
                 cells.insert(3, Text("–" if s is None else fm.text(f"−{fm.d(s)}" if s > 0 else fm.d(0)),
                                      justify="right"))
             rows.append((cells, f"{pi}:{i}"))
