@@ -134,6 +134,9 @@ def test_a_frame_shared_by_several_findings_ranks_one_of_them():
     assert "`transformers/models/mixtral/modeling_mixtral.py(69): forward` held the CPU" in lines[0]
     assert lines[2].endswith(f"as one fused GPU call (its whole host subtree out, its GPU work kept); the fix of "
                              f"finding {n}, ranked there  ")
+    # the loop's finding has no fix figure of its own (its frame's fused call is its fix): it says what it unlocks
+    first = md.split("\n1. **", 1)[1].split("\n")
+    assert n == 1 and first[1] == "   With finding 2 after it, which needs it first: **−10.46 ms per step (−84.9%)**  "
     doc = build_json([a])
     e = next(f for f in doc["findings"] if f["id"] == act.id)
     assert e["frame_whatif"]["ranked_with"] == "pattern-1" and e["severity"] == "info"
