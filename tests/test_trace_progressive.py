@@ -6,6 +6,7 @@ screen. Small thresholds (pieces of 64 KB, probes 32 KB apart) give many pieces 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import json
 import os
@@ -341,22 +342,29 @@ def _held_preview(tmp_path, monkeypatch):
     return p, gate
 
 
+@contextlib.asynccontextmanager
+async def _previewing(p):
+    """The explorer on ``p`` (not analysed), once it shows the preview: yields (app, pilot)."""
+    from gapscope.tui.app.app import GapscopeApp
+
+    app = GapscopeApp([str(p)], load_opts={"no_cache": True}, analyze=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(400):
+            await pilot.pause()
+            if app.scene is not None:
+                break
+        assert app.scene.model.partial
+        yield app, pilot
+
+
 def test_esc_on_the_preview_closes_the_search_box_then_cancels(tmp_path, monkeypatch, small):
     """Esc on the preview ends what is open first (the search box), as on any trace; the load goes on. Only an
     Esc with nothing else to end cancels the load."""
-    from gapscope.tui.app.app import GapscopeApp
-
     p, gate = _held_preview(tmp_path, monkeypatch)
     seen = {}
 
     async def go():
-        app = GapscopeApp([str(p)], load_opts={"no_cache": True}, analyze=False)
-        async with app.run_test(size=(120, 40)) as pilot:
-            for _ in range(400):
-                await pilot.pause()
-                if app.scene is not None:
-                    break
-            assert app.scene.model.partial
+        async with _previewing(p) as (app, pilot):
             await pilot.press("slash")
             await pilot.pause()
             box = app.main.search_box()
@@ -391,13 +399,7 @@ def test_keys_work_on_the_preview_and_the_full_scene_keeps_the_view(tmp_path, mo
     monkeypatch.setattr(GapscopeApp, "replace_preview", spy)
 
     async def go():
-        app = GapscopeApp([str(p)], load_opts={"no_cache": True}, analyze=False)
-        async with app.run_test(size=(120, 40)) as pilot:
-            for _ in range(400):
-                await pilot.pause()
-                if app.scene is not None:
-                    break
-            assert app.scene.model.partial
+        async with _previewing(p) as (app, pilot):
             v = app.scene.view
             whole = (v.t0, v.t1)
             for k in ("w", "w", "d"):
