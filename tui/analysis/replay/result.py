@@ -144,8 +144,8 @@ class Projection:
     def _after_needs(self, order: list) -> list:
         """``order`` with each finding of ``after`` moved to just behind the first-ranked finding of each group it
         needs (one fix of a group is enough), where it ranked above one of those (hf-mixtral.decode_eager: the step
-        as one CUDA graph, −84.9%, behind sync-1, −48.9%, the first of the four fixes that remove its 352 host
-        reads). A group none of whose findings is in ``order`` does not move it."""
+        as one CUDA graph, −84.9%, behind pattern-1, the first of the four fixes that remove its 352 host reads,
+        which ``rank_ns`` ranks at that figure). A group none of whose findings is in ``order`` does not move it."""
         order = list(order)
         for fid, groups in self.after.items():
             ids = [f.id for f in order]
