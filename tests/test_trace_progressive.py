@@ -577,3 +577,43 @@ def test_the_gap_picked_on_the_provisional_list_stays_picked(tmp_path, monkeypat
     assert seen["picked"][0] > 0  # moved off the list's first gap
     assert seen["carried"] == (True, seen["picked"][1])
     assert seen["final"] == ("Analysis", seen["picked"][1], seen["view"])
+
+
+def test_findings_that_fail_after_the_gaps_leave_no_pending_list(monkeypatch):
+    """A large trace's gaps are listed before its findings; when the findings then fail, the explorer ends as a
+    plain load whose analysis failed: no gaps listed, the error said (not a list left waiting for findings)."""
+    from gapscope.tui.analysis import core
+    from gapscope.tui.app import loading
+    from gapscope.tui.app.app import GapscopeApp
+
+    monkeypatch.setattr(loading, "PROJECT_FIRST_EVENTS", 1)
+
+    def boom(a):
+        raise RuntimeError("findings broke")
+
+    monkeypatch.setattr(core, "build_findings", boom)
+    seen = {}
+    orig = GapscopeApp._install_analysis
+
+    def spy(app, sc, ev):
+        orig(app, sc, ev)
+        seen.setdefault("listed", int(sc.gaps.order.size))
+
+    monkeypatch.setattr(GapscopeApp, "_install_analysis", spy)
+
+    async def go():
+        app = GapscopeApp([SAMPLE], load_opts={"no_cache": True})
+        async with app.run_test(size=(120, 40)) as pilot:
+            for _ in range(400):
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+                if app.scene is not None and app.scene.analysis_error:
+                    break
+            sc = app.scene
+            seen["final"] = (sc.analysis, int(sc.gaps.order.size), sc.analysis_error,
+                             app.main.check_action("export", ()))
+
+    asyncio.run(go())
+    assert seen["listed"] > 0
+    a, listed, err, export = seen["final"]
+    assert a is None and listed == 0 and "findings broke" in err and export is True

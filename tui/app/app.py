@@ -230,6 +230,11 @@ class GapscopeApp(App):
         progressive.analysis_in(self)
         sc = ev.scene
         sc.parts[ev.part].analysis_error = ev.text
+        if progressive.pending(sc.parts[ev.part].analysis):  # a provisional list, or gaps whose findings failed
+            sc.parts[ev.part].analysis = None  # as a plain load that failed: no gaps, the error said
+            sc.merge_gaps()
+            sc.apply_filter(None)
+            sc.display.invalidate()
         self._freeze_heap(sc)
         if sc is self.scene:
             self.main.scene_changed()
