@@ -321,8 +321,21 @@ def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, monkeypatch, 
     from gapscope.tui.app.scene import Scene
     from gapscope.tui.app.textdump import screen_text
 
+    import threading
+
+    from gapscope.tui.analysis import core
+
+    listed = threading.Event()
     if gaps_first:  # the path of a large trace: gaps, then the findings, then the projection
         monkeypatch.setattr(loading, "PROJECT_FIRST_EVENTS", 1)
+        build = core.build_findings
+
+        def slow_findings(a):  # the findings of a large trace take seconds: they come after the gaps are listed
+            if not a.model.partial:
+                listed.wait(30)
+            return build(a)
+
+        monkeypatch.setattr(core, "build_findings", slow_findings)
 
     p = tmp_path / "t.json"
     p.write_bytes(json.dumps(kineto_order(steps=60)).encode())
@@ -387,6 +400,7 @@ def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, monkeypatch, 
             seen.setdefault("pending", (sc.model.partial, sc.analysis.findings, sc.analysis.projection_if_ready,
                                         sc.gaps.order.tolist(), sc.gaps.selected,
                                         app.main.check_action("export", ())))
+            listed.set()
 
     monkeypatch.setattr(GapscopeApp, "replace_preview", spy_full)
     monkeypatch.setattr(GapscopeApp, "_install_analysis", spy_install)
@@ -588,7 +602,12 @@ def test_findings_that_fail_after_the_gaps_leave_no_pending_list(monkeypatch):
 
     monkeypatch.setattr(loading, "PROJECT_FIRST_EVENTS", 1)
 
+    import threading
+
+    listed = threading.Event()
+
     def boom(a):
+        listed.wait(30)  # once the gaps are on screen
         raise RuntimeError("findings broke")
 
     monkeypatch.setattr(core, "build_findings", boom)
@@ -598,6 +617,7 @@ def test_findings_that_fail_after_the_gaps_leave_no_pending_list(monkeypatch):
     def spy(app, sc, ev):
         orig(app, sc, ev)
         seen.setdefault("listed", int(sc.gaps.order.size))
+        listed.set()
 
     monkeypatch.setattr(GapscopeApp, "_install_analysis", spy)
 

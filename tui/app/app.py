@@ -252,8 +252,9 @@ class GapscopeApp(App):
         if "warnings" not in vars(ev.analysis.analysis):  # posted a moment before the analysis set its warnings
             self.set_timer(0.02, lambda: self._gaps_ready(ev))
             return
-        if ev.scene.parts[ev.part].analysis is not None and not progressive.pending(ev.scene.parts[ev.part].analysis):
-            return  # the analysis whole came first
+        pt = ev.scene.parts[ev.part]
+        if pt.analysis_error is not None or (pt.analysis is not None and not progressive.pending(pt.analysis)):
+            return  # the analysis whole (or its failure) came first
         progressive.gaps_in(self)
         self._analysis_ready(ev, bar=False)
 
