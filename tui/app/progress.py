@@ -7,8 +7,10 @@ The preview is a Scene over a partial model (``TraceModel.partial``): lanes and 
 (never the report, never an export: the export key is off on a preview): a ``ProvisionalAnalysis`` of the part of
 the window the preview knows whole, the span before ``Preview.known_end_ns`` (tui/trace/progressive.py), cut at
 the last GPU op that ends before it, so that every gap it lists lies inside that span. The header, the gap list's
-title and the bar say "provisional". The full model comes from the one load path, as without a preview, and its
-analysis (``analyze``) replaces the provisional one: the final numbers are a plain load's.
+title and the bar say "provisional". The full model comes from the one load path, as without a preview; the
+provisional list comes onto it (``CarriedProvisional``: its events mapped to the full model's, ``EventMap``) until
+the full analysis replaces it, whose gaps are shown first on a large trace (``FindingsPending``, while its findings
+are built: tui/app/loading.py ``analyze_gaps_first``): the final numbers are a plain load's.
 """
 
 from __future__ import annotations
