@@ -25,8 +25,12 @@ Default traces: one sample trace (traces/demo-eager.decode.json.gz) and /tmp/gap
   progressive  (--progressive, biggest trace only) cold opens, the --repo checkouts alternating (the order
             reversed every other round), each round with its own floor: seconds to the first lanes drawn (a
             preview's where the tree has one), to the provisional gap list (lanes drawn on the preview with its
-            provisional analysis in, where the tree has one), to the full model's lanes, to the gap list (lanes
-            drawn with the full analysis in); peak RSS app + worker. The table: the least of the rounds, ratios to the least floor,
+            provisional analysis in, where the tree has one), to the full model's lanes (and to them with the
+            provisional list carried onto the full model, where the tree does that), to the gap list (lanes drawn
+            with the full gaps in: the findings may still be being built), to the findings (the analysis whole), to
+            the projection (polled); a pan every 0.2 s until then, wall ms from the key to the lanes redrawn, by
+            what was on screen (the preview, the full model without gaps, its gaps, the projection being made);
+            peak RSS app + worker. The table: the least of the rounds, ratios to the least floor,
             and the best same-round ratio
 Imports (numpy, orjson, textual, tui) are done before every clock starts.
 """
@@ -97,19 +101,32 @@ elif mode == "progressive":
     frames = []
     orig = LanesView.render_line
 
+    def state(sc):
+        # what the scene shows: 'preview', 'provisional' (a preview's list), 'carried' (the full model with the
+        # provisional list carried onto it), 'full' (the full model, no gaps), 'gaps' (its gaps, the findings being
+        # built), 'findings' (the analysis whole), on any tree
+        a = sc.analysis
+        if getattr(sc.model, "partial", False):
+            return "provisional" if sc.any_analysis else "preview"
+        if not sc.any_analysis:
+            return "full"
+        if getattr(a, "provisional_note", None) is not None:
+            return "carried"
+        return "gaps" if getattr(a, "findings_note", None) is not None else "findings"
+
     def render_line(self, y):
         sc = self.app.scene
         if sc is not None:
             now = time.perf_counter()
             if not frames or now - frames[-1] > 0.001:
                 frames.append(now)
+            st = state(sc)
             marks.setdefault("first", now)
-            if getattr(sc.model, "partial", False) and sc.any_analysis:
-                marks.setdefault("provisional", now)  # a preview's provisional gap list, where the tree has one
-            if not getattr(sc.model, "partial", False):
+            marks.setdefault(st, now)
+            if st not in ("preview", "provisional"):
                 marks.setdefault("full", now)
-                if sc.any_analysis:
-                    marks.setdefault("gaps", now)
+            if st in ("gaps", "findings"):
+                marks.setdefault("gaps", now)  # the full gap list (on the old tree: with the findings)
         return orig(self, y)
 
     LanesView.render_line = render_line
@@ -119,27 +136,29 @@ elif mode == "progressive":
         t = time.perf_counter()
         async with app.run_test(size=(200, 50)) as pilot:
             lag = []
-            while "gaps" not in marks:
+            while "findings" not in marks or ("projection" not in marks and time.perf_counter() - marks["findings"] < 60):
                 await asyncio.sleep(0.005)
                 if app.error:
                     raise SystemExit(app.error)
-                if "first" in marks and "full" not in marks and len(lag) < 20:
-                    # a pan on the preview while the trace is read: wall ms from the key to the lanes redrawn
+                sc = app.scene
+                if sc is not None and "findings" in marks and getattr(sc.analysis, "projection_if_ready", None) is not None:
+                    marks.setdefault("projection", time.perf_counter())  # polled: the header shows it next frame
+                if "first" in marks and "projection" not in marks and len(lag) < 60:
+                    # a pan while the rest loads: wall ms from the key to the lanes redrawn, by what was shown
                     await asyncio.sleep(0.2)
-                    if "full" in marks:
-                        continue
+                    phase = "projection" if "findings" in marks else state(app.scene)
+                    phase = "preview" if phase == "provisional" else phase
                     k0 = time.perf_counter()
                     await pilot.press("d" if len(lag) % 2 else "a")
                     while not frames or frames[-1] < k0:
                         await asyncio.sleep(0.001)
-                        if "full" in marks:
-                            break
-                    else:
-                        lag.append((frames[-1] - k0) * 1000)
-            out["lag"] = sorted(lag)
-            for k in ("first", "full", "gaps"):
+                    lag.append((phase, (frames[-1] - k0) * 1000))
+            out["lag"] = sorted(ms for ph, ms in lag if ph == "preview")
+            out["lag_by"] = {{ph: sorted(ms for p, ms in lag if p == ph) for ph in sorted({{p for p, _ in lag}})}}
+            for k in ("first", "full", "gaps", "findings"):
                 out[k] = marks[k] - t
-            out["provisional"] = marks["provisional"] - t if "provisional" in marks else None
+            for k in ("provisional", "carried", "projection"):
+                out[k] = marks[k] - t if k in marks else None
             out["s"] = out["first"]
             out["n"] = app.scene.model.n
             out["rss"], out["rss_children"] = rss()
@@ -363,14 +382,19 @@ def progressive(paths: list[str], repos: list[str], rounds: int) -> int:
                 res[repo].append(o)
                 lag = o.get("lag") or []
                 pr = "-" if o.get("provisional") is None else f"{o['provisional']:.2f}"
-                line.append(f"{os.path.basename(repo)}: first {o['first']:.2f} provisional gaps {pr} full {o['full']:.2f} gaps "
-                            f"{o['gaps']:.2f} RSS {(o['rss'] + o['rss_children']) / size:.2f}x"
+                opt = {k: ("-" if o.get(k) is None else f"{o[k]:.2f}") for k in ("carried", "findings", "projection")}
+                line.append(f"{os.path.basename(repo)}: first {o['first']:.2f} provisional gaps {pr} full {o['full']:.2f}"
+                            f" (provisional list carried: {opt['carried']}) gaps {o['gaps']:.2f} findings "
+                            f"{opt['findings']} projection {opt['projection']} RSS "
+                            f"{(o['rss'] + o['rss_children']) / size:.2f}x"
                             + (f" keys while reading n={len(lag)} median {_pct(lag, 50):.0f} max {max(lag):.0f} ms"
-                               if lag else ""))
+                               if lag else "")
+                            + "".join(f"; keys on {ph}: n={len(xs)} median {_pct(xs, 50):.0f} max {max(xs):.0f} ms"
+                                      for ph, xs in (o.get("lag_by") or {}).items() if xs and ph != "preview"))
             print("  " + " | ".join(line), flush=True)
     fmin = min(floors)
     hdr = ("checkout", "floor s (min)", "first lanes s", "/floor", "provisional gap list s", "/floor", "full lanes s",
-           "/floor", "gap list s", "/floor",
+           "/floor", "gap list s", "/floor", "findings s", "projection s",
            "peak RSS/JSON (app+worker)", "same-round ratios first / gaps (best)",
            "pan while reading, wall ms median / max (n)")
     table = [hdr]
@@ -384,6 +408,8 @@ def progressive(paths: list[str], repos: list[str], rounds: int) -> int:
         rss_o = min(rs, key=lambda o: o["rss"] + o["rss_children"])
         table.append((repo, f"{fmin:.2f}", f"{first:.2f}", f"{first / fmin:.3f}x", *prov, f"{full:.2f}",
                       f"{full / fmin:.2f}x", f"{gaps:.2f}", f"{gaps / fmin:.2f}x",
+                      f"{min(o['findings'] for o in rs):.2f}",
+                      "-" if any(o.get("projection") is None for o in rs) else f"{min(o['projection'] for o in rs):.2f}",
                       f"{(rss_o['rss'] + rss_o['rss_children']) / size:.2f} ({rss_o['rss'] / size:.2f}+"
                       f"{rss_o['rss_children'] / size:.2f})",
                       f"{min(o['first'] / o['floor'] for o in rs):.3f}x / {min(o['gaps'] / o['floor'] for o in rs):.2f}x",

@@ -11,6 +11,7 @@ import gzip
 import json
 import os
 
+import numpy as np
 import pytest
 
 from gapscope.tui.analysis import analyze
@@ -258,15 +259,83 @@ def test_only_the_explorer_reaches_the_provisional_analysis():
     assert users and all(u.startswith("tui/app/") for u in users), users
 
 
-def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, monkeypatch, small):
+def _analysis_state(a) -> dict:
+    """What an analysis holds, comparable between two of the same model: its attributes' names, its gap table,
+    devices, window, warnings, findings (and their gap rows), job and cross-rank inputs."""
+    g = a.gaps
+    return {"vars": sorted(k for k in vars(a) if k not in ("_details", "_holders")),
+            "gaps": {k: getattr(g, k).tolist() for k in ("order", "device", "start_ns", "end_ns", "cause", "next_idx",
+                                                         "launch_idx", "thread", "t_launch_ns")},
+            "breakdown": {k: v.tolist() for k, v in g.breakdown.items()},
+            "devices": [(d.device, d.window_start_ns, d.window_end_ns, d.idle_ns) for d in a.devices],
+            "window": (a.window.mode, a.window.clipped, sorted(a.window.device.items())),
+            "warnings": list(a.warnings), "alerts": [(w.kind, w.text) for w in a.alerts],
+            "findings": [(f.id, f.title, f.severity, f.idle_ns, np.asarray(getattr(f, "gap_rows", ()), np.int64).tolist())
+                         for f in a.findings],
+            "job": (a.job, a.cross_rank, a.late_rank_note)}
+
+
+def test_gaps_first_is_a_plain_analysis():
+    """``analyze_gaps_first`` hands the analysis over once its gaps are classified and before its findings exist
+    (the explorer lists them meanwhile), and returns what a plain ``analyze`` returns: the same attributes, gaps,
+    warnings and findings, no job."""
+    from gapscope.tui.app.loading import analyze_gaps_first
+    from gapscope.tui.trace import load
+
+    m = load(SAMPLE, no_cache=True)
+    seen = []
+
+    def classified(a):
+        seen.append((a, "findings" in vars(a), {k: getattr(a.gaps, k).copy() for k in ("start_ns", "cause")}))
+
+    a = analyze_gaps_first(m, classified)
+    assert len(seen) == 1 and seen[0][0] is a and seen[0][1] is False  # handed over before the findings
+    assert seen[0][2]["start_ns"].tolist() == a.gaps.start_ns.tolist() and len(a.gaps) > 10
+    plain = analyze(m)
+    assert _analysis_state(a) == _analysis_state(plain)
+    assert a.findings and a.job is None
+
+
+def _full_of(pv_model, full_model, e: int) -> tuple:
+    """(track key, start, duration, kind, name) of event ``e`` of ``pv_model``, and of the same index in
+    ``full_model``: a preview's index read against the full model names another event."""
+    def key(m, i):
+        return (track_key(m.tracks[int(m.track[i])]), int(m.ts_ns[i]), int(m.dur_ns[i]), int(m.kind[i]),
+                m.names[int(m.name_id[i])])
+
+    return key(pv_model, e), key(full_model, e)
+
+
+@pytest.mark.parametrize("gaps_first", [False, True], ids=["analysis-whole", "gaps-first"])
+def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, monkeypatch, small, gaps_first):
     """Under run_test: the preview's lanes with the bar under the header (export off) and a provisional gap list
-    (so said in the header, the list's title and the bar), then the full model with its gaps, the bar gone:
-    the model, the gaps and the findings exactly those of a plain load."""
+    (so said in the header, the list's title and the bar), then the full model with the provisional list still
+    listed (its events the full model's: no gap of it points at a preview's index), then (gaps first: a large
+    trace) the full gaps while the findings are built, then the full analysis, the bar gone: the model, the gaps,
+    their order, the gap selected and the findings exactly those of a plain load."""
+    from gapscope.tui.app import loading
     from gapscope.tui.app import progress as ui
     from gapscope.tui.app.app import GapscopeApp
     from gapscope.tui.app.loading import Loader
+    from gapscope.tui.app.panels import stack_text
     from gapscope.tui.app.scene import Scene
     from gapscope.tui.app.textdump import screen_text
+
+    import threading
+
+    from gapscope.tui.analysis import core
+
+    listed = threading.Event()
+    if gaps_first:  # the path of a large trace: gaps, then the findings, then the projection
+        monkeypatch.setattr(loading, "PROJECT_FIRST_EVENTS", 1)
+        build = core.build_findings
+
+        def slow_findings(a):  # the findings of a large trace take seconds: they come after the gaps are listed
+            if not a.model.partial:
+                listed.wait(30)
+            return build(a)
+
+        monkeypatch.setattr(core, "build_findings", slow_findings)
 
     p = tmp_path / "t.json"
     p.write_bytes(json.dumps(kineto_order(steps=60)).encode())
@@ -300,7 +369,41 @@ def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, monkeypatch, 
                     break
             return app, screen_text(app)
 
-    monkeypatch.setattr(GapscopeApp, "replace_preview", spy)
+    orig_carried = GapscopeApp.replace_preview
+
+    def spy_full(app, scene):
+        spy(app, scene)
+        sc = app.scene  # the full scene, the provisional list carried onto it
+        a = sc.analysis
+        seen["carried"] = type(a).__name__, a.provisional_note if a is not None else None
+        seen["carried_gaps"] = [(int(sc.gaps.start[i]), int(sc.gaps.end[i]), int(sc.gaps.cause[i]))
+                                for i in sc.gaps.order.tolist()]
+        seen["carried_export"] = app.main.check_action("export", ())
+        src, g = a.source, a.gaps
+        seen["moved"] = int((g.next_idx != src.gaps.next_idx).sum())
+        seen["same_events"] = [_full_of(src.model, sc.model, int(e))[0] == _full_of(sc.model, sc.model, int(f))[0]
+                               for e, f in zip(src.gaps.next_idx.tolist(), g.next_idx.tolist()) if e >= 0]
+        seen["thread"], seen["frames"] = [], []
+        for row in np.flatnonzero(src.gaps.thread >= 0).tolist():
+            d, d0 = a.gap_detail(row), src.gap_detail(row)
+            seen["thread"].append((track_key(sc.model.tracks[d.thread_track]),
+                                   track_key(src.model.tracks[d0.thread_track])))
+            seen["frames"] += [(f.name, _full_of(sc.model, sc.model, f.event)[0][4])
+                               for f in d.idle_stack + d.stack + d.launch_stack if f.event >= 0]
+        seen["stack_text"] = str(stack_text(sc, app.glyphs))
+
+    orig_install = GapscopeApp._install_analysis
+
+    def spy_install(app, sc, ev):
+        orig_install(app, sc, ev)
+        if isinstance(sc.analysis, ui.FindingsPending):
+            seen.setdefault("pending", (sc.model.partial, sc.analysis.findings, sc.analysis.projection_if_ready,
+                                        sc.gaps.order.tolist(), sc.gaps.selected,
+                                        app.main.check_action("export", ())))
+            listed.set()
+
+    monkeypatch.setattr(GapscopeApp, "replace_preview", spy_full)
+    monkeypatch.setattr(GapscopeApp, "_install_analysis", spy_install)
     monkeypatch.setattr(Loader, "provisional", prov)
     app, final = asyncio.run(go())
     assert seen["partial"] is True and seen["bar"] is True and seen["export"] is None
@@ -308,6 +411,13 @@ def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, monkeypatch, 
     assert "provisional: first " in seen["header"]
     assert seen["screen"].count("provisional: first ") >= 2  # the header and the gap list's title (or the bar)
     assert "loading t.json" in seen["screen"] or "building the model" in seen["screen"]
+    # the full model came with the provisional list, on its own events (the preview's indices are others')
+    assert seen["carried"][0] == "CarriedProvisional" and seen["carried"][1].startswith("provisional: first ")
+    assert seen["carried_export"] is None
+    assert seen["moved"] > 0 and seen["same_events"] and all(seen["same_events"])
+    assert seen["thread"] and all(a == b for a, b in seen["thread"])
+    assert seen["frames"] and all(a == b for a, b in seen["frames"])
+    assert "no detail" not in seen["stack_text"] and "cause: " in seen["stack_text"]
     sc = app.scene
     assert not sc.model.partial and sc.any_analysis and sc.gaps.order.size > 0
     assert "provisional" not in final and "loading t.json" not in final
@@ -315,11 +425,25 @@ def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, monkeypatch, 
     same_model(sc.model, plain)
     ref = Scene(str(p), plain)
     a = analyze(plain)
+    if not gaps_first:
+        a.projection  # noqa: B018 - a small trace's projection comes before its analysis is shown
     ref.set_analysis(a, sc.part.min_listed_ns)
     for col in ("part", "row", "start", "end", "dur", "cause", "device", "order", "all_listed"):
         assert getattr(sc.gaps, col).tolist() == getattr(ref.gaps, col).tolist(), col
+    assert sc.gaps.selected == ref.gaps.selected
     assert [(f.id, f.title) for f in sc.analysis.findings] == [(f.id, f.title) for f in a.findings]
     assert type(sc.analysis) is type(a)
+    # (the screen asked for more of its tables than the reference did: every attribute but those)
+    assert dict(_analysis_state(sc.analysis), vars=None) == dict(_analysis_state(a), vars=None)
+    # every provisional gap is one of the full list's, same times and cause
+    full = {(int(ref.gaps.start[i]), int(ref.gaps.end[i]), int(ref.gaps.cause[i])) for i in ref.gaps.order.tolist()}
+    assert seen["carried_gaps"] and set(seen["carried_gaps"]) <= full
+    if gaps_first:  # the full gaps listed while the findings were built: the final list, no findings, no export
+        partial, findings, pj, order, selected, export = seen["pending"]
+        assert not partial and findings == [] and pj is None and export is None
+        assert order == sc.gaps.order.tolist() and selected == sc.gaps.selected
+    else:
+        assert "pending" not in seen
 
 
 def _held_preview(tmp_path, monkeypatch):
@@ -415,3 +539,101 @@ def test_keys_work_on_the_preview_and_the_full_scene_keeps_the_view(tmp_path, mo
 
     asyncio.run(go())
     assert seen["after"] == (*seen["preview"], False)
+
+
+@pytest.mark.parametrize("gaps_first", [False, True], ids=["analysis-whole", "gaps-first"])
+def test_the_gap_picked_on_the_provisional_list_stays_picked(tmp_path, monkeypatch, small, gaps_first):
+    """A gap picked on the preview's provisional list (`n`) is still the one selected on the full model (the list
+    carried onto it) and once the full gaps are in (another list, the same gap by its times), and the view the
+    person had stays."""
+    from gapscope.tui.app import loading
+    from gapscope.tui.app.app import GapscopeApp
+    from gapscope.tui.app.progress import CarriedProvisional
+
+    if gaps_first:
+        monkeypatch.setattr(loading, "PROJECT_FIRST_EVENTS", 1)
+    p, gate = _held_preview(tmp_path, monkeypatch)
+    seen = {}
+    orig = GapscopeApp.replace_preview
+
+    def spy(app, scene):
+        orig(app, scene)
+        sc = app.scene
+        seen["carried"] = (type(sc.analysis) is CarriedProvisional, sc.gaps.span(sc.gaps.selected_gap))
+
+    monkeypatch.setattr(GapscopeApp, "replace_preview", spy)
+
+    async def go():
+        app = GapscopeApp([str(p)], load_opts={"no_cache": True})
+        async with app.run_test(size=(120, 40)) as pilot:
+            for _ in range(400):
+                await pilot.pause()
+                if app.scene is not None and app.scene.any_analysis:
+                    break
+            sc = app.scene
+            assert sc.model.partial and sc.gaps.order.size > 3
+            for _ in range(3):
+                await pilot.press("n")
+            await pilot.pause()
+            seen["picked"] = (sc.gaps.selected, sc.gaps.span(sc.gaps.selected_gap))
+            seen["view"] = (sc.view.t0, sc.view.t1)
+            gate.set()
+            for _ in range(400):
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+                a = app.scene.analysis
+                if not app.scene.model.partial and a is not None and type(a).__name__ == "Analysis":
+                    break
+            sc = app.scene
+            seen["final"] = (type(sc.analysis).__name__, sc.gaps.span(sc.gaps.selected_gap), (sc.view.t0, sc.view.t1))
+
+    asyncio.run(go())
+    assert seen["picked"][0] > 0  # moved off the list's first gap
+    assert seen["carried"] == (True, seen["picked"][1])
+    assert seen["final"] == ("Analysis", seen["picked"][1], seen["view"])
+
+
+def test_findings_that_fail_after_the_gaps_leave_no_pending_list(monkeypatch):
+    """A large trace's gaps are listed before its findings; when the findings then fail, the explorer ends as a
+    plain load whose analysis failed: no gaps listed, the error said (not a list left waiting for findings)."""
+    from gapscope.tui.analysis import core
+    from gapscope.tui.app import loading
+    from gapscope.tui.app.app import GapscopeApp
+
+    monkeypatch.setattr(loading, "PROJECT_FIRST_EVENTS", 1)
+
+    import threading
+
+    listed = threading.Event()
+
+    def boom(a):
+        listed.wait(30)  # once the gaps are on screen
+        raise RuntimeError("findings broke")
+
+    monkeypatch.setattr(core, "build_findings", boom)
+    seen = {}
+    orig = GapscopeApp._install_analysis
+
+    def spy(app, sc, ev):
+        orig(app, sc, ev)
+        seen.setdefault("listed", int(sc.gaps.order.size))
+        listed.set()
+
+    monkeypatch.setattr(GapscopeApp, "_install_analysis", spy)
+
+    async def go():
+        app = GapscopeApp([SAMPLE], load_opts={"no_cache": True})
+        async with app.run_test(size=(120, 40)) as pilot:
+            for _ in range(400):
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+                if app.scene is not None and app.scene.analysis_error:
+                    break
+            sc = app.scene
+            seen["final"] = (sc.analysis, int(sc.gaps.order.size), sc.analysis_error,
+                             app.main.check_action("export", ()))
+
+    asyncio.run(go())
+    assert seen["listed"] > 0
+    a, listed, err, export = seen["final"]
+    assert a is None and listed == 0 and "findings broke" in err and export is True

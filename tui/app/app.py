@@ -13,8 +13,8 @@ from textual.app import App
 from . import glyphs as G
 from . import progress as progressive
 from .diffscene import diff_pair
-from .loading import (LOAD_OPTS, AnalysisFailed, AnalysisReady, Loader, LoadFailed, PreviewLoaded, Progress,
-                      ProjectionReady, ProvisionalReady, ReadProgress, SceneLoaded, debugging, failure)
+from .loading import (LOAD_OPTS, AnalysisFailed, AnalysisReady, GapsReady, Loader, LoadFailed, PreviewLoaded,
+                      Progress, ProjectionReady, ProvisionalReady, ReadProgress, SceneLoaded, debugging, failure)
 from .main import MainScreen
 from .scene import Scene
 from .timeline import LanesView
@@ -178,12 +178,18 @@ class GapscopeApp(App):
 
     def replace_preview(self, scene: Scene) -> None:
         """The full scene takes the preview's place. Where the person moved on the preview, the view and the lane
-        cursor stay; else it opens as any trace does (the whole window, then the top fix's gap once analysed)."""
+        cursor stay; else it opens as any trace does (the whole window, then the top fix's gap once analysed).
+        The provisional gap list comes with it, on the full model (``Loader.carry``), until the full gaps come."""
         old = self.scenes[0]
         if progressive.moved(old):
             scene.view.t0, scene.view.t1, scene.view.cursor = old.view.t0, old.view.t1, old.view.cursor
             scene.display.cursor = min(old.display.cursor, max(len(scene.display.rows()) - 1, 0))
             self.user_picked = True
+        if scene.any_analysis:  # the provisional list carried onto the full model (tui/app/progress.py)
+            scene.visited = True  # as on the preview, no provisional gap is opened: the full list's is
+            if self.user_picked and old.any_analysis:  # the person's place in it stays
+                scene.apply_filter(old.gaps.cause_filter)
+                scene.select(old.gaps.selected)
         self.scenes[0] = scene
         self.loading = None
         self._freeze_heap(scene)
@@ -224,6 +230,11 @@ class GapscopeApp(App):
         progressive.analysis_in(self)
         sc = ev.scene
         sc.parts[ev.part].analysis_error = ev.text
+        if progressive.pending(sc.parts[ev.part].analysis):  # a provisional list, or gaps whose findings failed
+            sc.parts[ev.part].analysis = None  # as a plain load that failed: no gaps, the error said
+            sc.merge_gaps()
+            sc.apply_filter(None)
+            sc.display.invalidate()
         self._freeze_heap(sc)
         if sc is self.scene:
             self.main.scene_changed()
@@ -234,11 +245,25 @@ class GapscopeApp(App):
         if ev.scene is self.scene:
             self.main.scene_changed()
 
+    @on(GapsReady)
+    def _gaps_ready(self, ev: GapsReady) -> None:
+        """A large trace's full gaps, classified, while its findings are built (tui/app/progress.py
+        ``FindingsPending``): the gap list, opened as a plain load opens it; the analysis whole follows."""
+        if "warnings" not in vars(ev.analysis.analysis):  # posted a moment before the analysis set its warnings
+            self.set_timer(0.02, lambda: self._gaps_ready(ev))
+            return
+        pt = ev.scene.parts[ev.part]
+        if pt.analysis_error is not None or (pt.analysis is not None and not progressive.pending(pt.analysis)):
+            return  # the analysis whole (or its failure) came first
+        progressive.gaps_in(self)
+        self._analysis_ready(ev, bar=False)
+
     @on(AnalysisReady)
-    def _analysis_ready(self, ev: AnalysisReady) -> None:
+    def _analysis_ready(self, ev: AnalysisReady, bar: bool = True) -> None:
         """One part's analysis, or (``items``) every rank's of a multi-rank tab at once (analyze_ranks)."""
         sc = ev.scene
-        progressive.analysis_in(self)
+        if bar:
+            progressive.analysis_in(self)
         try:
             self._install_analysis(sc, ev)
         except Exception as exc:  # noqa: BLE001 - keep the lanes; say what went wrong in one line
@@ -254,8 +279,27 @@ class GapscopeApp(App):
                 self.main.scene_changed()
 
     def _install_analysis(self, sc: Scene, ev: AnalysisReady) -> None:
+        before = sc.parts[ev.part].analysis if ev.items is None else None
         keep = sc.gaps.selected_gap
+        keep_span = sc.gaps.span(keep) if keep >= 0 else None
         keep_active = sc.active
+        # the full analysis after its gaps (GapsReady): the same gaps, listed and opened already
+        same = isinstance(before, progressive.FindingsPending) and before.analysis is ev.analysis
+        # a provisional list before it (tui/app/progress.py): other rows, the same gaps by their times
+        carried = not same and progressive.pending(before)
+        if same:
+            # its gaps are those merged from it when they came (GapsReady): the analysis only (the merge again,
+            # the same columns, took ~0.2 s of the screen's thread at 1 GB); where a plain load opens the list
+            sc.parts[ev.part].analysis = ev.analysis
+            self._freeze_heap(sc)
+            pos = sc.gaps.selected if self.user_picked else sc.opening_position()
+            moved = pos == sc.gaps.selected
+            if not moved:
+                sc.select(pos)
+            if sc is self.scene:
+                self.main.scene_changed(open_gap=not moved)
+                self._freeze_heap(sc)
+            return
         if ev.items is not None:
             sc.set_analyses(ev.items)
         else:
@@ -265,7 +309,12 @@ class GapscopeApp(App):
         if keep >= 0 and self.user_picked:
             # parts are analysed in order and appended, so earlier gap ids are unchanged: a later rank's
             # analysis must not move the selection or the view
-            where = np.flatnonzero(sc.gaps.order == keep)
+            g = sc.gaps
+            if carried:
+                s0, e0, dev = keep_span
+                where = np.flatnonzero((g.start[g.order] == s0) & (g.end[g.order] == e0) & (g.device[g.order] == dev))
+            else:
+                where = np.flatnonzero(g.order == keep)
             if where.size:
                 sc.select(int(where[0]))
                 sc.active = keep_active

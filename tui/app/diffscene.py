@@ -18,7 +18,7 @@ import numpy as np
 
 from .lanes import Lane, Segments
 from .rows import Row
-from .scene import Scene
+from .scene import Scene, analysis_pending
 
 SIDE = ("A", "B")
 ROLE = ("before", "after")
@@ -212,7 +212,8 @@ def diff_pair(scenes: list, current: int):
 
     i, j = sorted((current, (current + 1) % len(scenes)))
     a, b = scenes[i], scenes[j]
-    if a.multi or b.multi or a.analysis is None or b.analysis is None:
+    if a.multi or b.multi or a.analysis is None or b.analysis is None or analysis_pending(a.analysis) or \
+            analysis_pending(b.analysis):  # (a provisional list, or findings still being built: not yet)
         return None
     # the report's rule (diagnosis.trace_set_kind): two traces each with its own rank are ranks, not a pair
     if trace_set_kind([a.analysis, b.analysis]) != "pair":

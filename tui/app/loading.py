@@ -83,6 +83,15 @@ class ProvisionalReady(Message):
         self.scene, self.analysis, self.min_listed = scene, analysis, min_listed
 
 
+class GapsReady(Message):
+    """A large trace's full analysis with its gaps classified, its findings still being built
+    (tui/app/progress.py ``FindingsPending``); ``AnalysisReady`` follows with the analysis whole."""
+
+    def __init__(self, scene: Scene, analysis, min_listed: int, part: int = 0) -> None:
+        super().__init__()
+        self.scene, self.analysis, self.min_listed, self.part, self.items = scene, analysis, min_listed, part, None
+
+
 class LoadFailed(Message):
     def __init__(self, text: str) -> None:
         super().__init__()
@@ -143,6 +152,45 @@ def _min_listed(a) -> int:
     return int(getattr(cfg, "min_listed_gap_ns", 2000))
 
 
+class _Handover:
+    """The ``job`` input of ``analyze`` (tui.analysis.core: the ranks of one job, ``ranks.job.RankJob``) for a
+    trace that is no rank of a job: nothing of its own to add (no match, no late rank, no warnings, its own
+    findings as they are, the same as ``job=None``), and ``put_device_wait``, which the analysis calls once its
+    gaps are classified and before it builds its findings, hands the analysis over (``analyze_gaps_first``)."""
+
+    cross_rank = None
+
+    def __init__(self, classified) -> None:
+        self.classified = classified
+
+    def late_note(self, rank) -> None:
+        return None
+
+    def warnings(self, rank) -> list:
+        return []
+
+    def put_device_wait(self, a) -> None:
+        self.classified(a)
+
+    def put_collective_waits(self, rank, collectives: list) -> None:
+        pass
+
+    def findings(self, a, own: list) -> list:
+        return own
+
+
+def analyze_gaps_first(model, classified):
+    """``analyze(model)``, with ``classified(analysis)`` called in between, once the gaps are classified and
+    before the findings are built (the explorer lists the gaps meanwhile: tui/app/progress.py
+    ``FindingsPending``). The analysis returned is a plain ``analyze``'s: ``job`` is None again, and the
+    hand-over adds nothing (``_Handover``; test_gaps_first_is_a_plain_analysis)."""
+    from ..analysis import analyze
+
+    a = analyze(model, job=_Handover(classified))
+    a.job = None
+    return a
+
+
 class Loader:
     """The body of the app's load worker: read the traces, build their scenes, analyse them; every result is
     posted to ``target`` (the app) once ``mounted`` is set (a small trace can be read before the widgets it
@@ -154,6 +202,7 @@ class Loader:
         self.mounted, self.painted = mounted, painted
         self.worker = None
         self.previewed = False  # a preview's lanes were posted (the full scene then takes their place)
+        self.provisional_of = None  # the preview's provisional analysis, once posted (carried onto the full model)
         self._last_progress = 0.0
 
     def post(self, msg: Message) -> None:
@@ -180,6 +229,8 @@ class Loader:
             return
         if self.previewed:
             self.painted.clear()  # the analysis waits for the full scene's first frame, not the preview's
+            if len(scenes) == 1 and self.analyse:
+                self.carry(scenes[0])
         for sc in scenes:
             self.post(SceneLoaded(sc))
         if not self.analyse:
@@ -260,7 +311,24 @@ class Loader:
             if debugging(exc):
                 raise
             return
+        self.provisional_of = (a, min_listed)
         self.post(ProvisionalReady(sc, a, min_listed))
+
+    def carry(self, sc: Scene) -> None:
+        """The preview's provisional gap list onto the full scene (tui/app/progress.py ``carry_provisional``),
+        listed until the full analysis' gaps replace it; none when it fails."""
+        if self.provisional_of is None:
+            return
+        try:
+            from .progress import carry_provisional
+
+            a, min_listed = self.provisional_of
+            c = carry_provisional(a, sc.parts[0].model)
+            if c is not None:
+                sc.set_analysis(c, min_listed, 0)
+        except Exception as exc:  # noqa: BLE001 - the full list comes as without it
+            if debugging(exc):
+                raise
 
     def progress(self, p) -> None:
         """A reader's progress report: posted at most every PROGRESS_EVERY_S, and at each change of phase."""
@@ -330,21 +398,35 @@ class Loader:
 
     def analyse_part(self, sc: Scene, pi: int = 0) -> None:
         """One trace's analysis (tui.analysis.analyze); the lanes stay usable when it fails."""
+        model = sc.parts[pi].model
+        # the projected savings (analysis/replay/__init__.py: 43 ms to 4 s): before the analysis is shown for a
+        # trace small enough, so the header and the findings view come up whole; after it (ProjectionReady) else,
+        # and there the gaps are listed as soon as they are classified, before the findings (1 GB: ~2.5 of ~8 s)
+        small = model.n < PROJECT_FIRST_EVENTS
         try:
             from ..analysis import analyze
 
-            a = analyze(sc.parts[pi].model)
+            if small or sc.multi:
+                a = analyze(model)
+            else:
+                from .progress import FindingsPending
+
+                a = analyze_gaps_first(model, lambda c: self.post(GapsReady(sc, FindingsPending(c), _min_listed(c),
+                                                                             pi)))
             min_listed = _min_listed(a)
         except Exception as exc:  # noqa: BLE001
             if debugging(exc):
                 raise
             self.post(AnalysisFailed(sc, pi, failure("analysis", exc)))
             return
-        # the projected savings (analysis/replay/__init__.py: 43 ms to 0.7 s): before the analysis is shown for a trace
-        # small enough, so the header and the findings view come up whole; after it (ProjectionReady) else
-        small = a.model.n < PROJECT_FIRST_EVENTS
         if small:
             self.project(a)
+        else:
+            try:
+                a.verdicts  # noqa: B018 - the header's (~0.1 s at 1 GB), here rather than on the screen's thread
+            except Exception as exc:  # noqa: BLE001 - the header asks again and says what it can
+                if debugging(exc):
+                    raise
         self.post(AnalysisReady(sc, a, min_listed, pi))
         if not small and not self.cancelled:
             self.project(a)

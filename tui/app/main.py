@@ -397,7 +397,7 @@ class MainScreen(*PANES, Screen):
         if action == "diff":
             return True if self.app.diff_pair() is not None else None
         if action in ("pan", "zoom", "fit", "cursor", "event", "expand", "search", "detail", "export"):
-            if sc is None or (action == "export" and sc.model.partial):  # a preview is never exported
+            if sc is None or (action == "export" and not sc.exportable):  # a preview, a pending list: never
                 return None
             if action in ("pan", "zoom", "cursor", "event", "expand") and self.view_name() != "lanes":
                 return None

@@ -54,7 +54,8 @@ def range_stats(sc: Scene, a: int, b: int) -> dict:
                 cnt = np.bincount(inv)
                 order = np.argsort(-tot, kind="stable")
                 p["kernels"] = [(m.names[int(ids[i])], int(cnt[i]), int(tot[i])) for i in order]
-        p["host"] = host_stats(pt, a - pt.offset, b - pt.offset) if an is not None else []
+        # (a provisional list carried onto the full model has no stack index: tui/app/progress.py)
+        p["host"] = host_stats(pt, a - pt.offset, b - pt.offset) if getattr(an, "stacks", None) is not None else []
         out["parts"].append(p)
     return out
 

@@ -50,6 +50,13 @@ def device_label(model, dev: int) -> str:
     return f"cuda:{dev}" + (f" {nm}" if nm else "")
 
 
+def analysis_pending(a) -> bool:
+    """Whether analysis ``a`` is not the final one yet: provisional (tui/app/progress.py: a preview's, or carried
+    onto the full model) or with its findings still being built (``FindingsPending``)."""
+    return a is not None and (getattr(a, "provisional_note", None) is not None or
+                              getattr(a, "findings_note", None) is not None)
+
+
 def _base_ns(model: TraceModel) -> int | None:
     b = model.metadata.get("baseTimeNanoseconds")
     return int(b) if isinstance(b, (int, float)) and not isinstance(b, bool) else None
@@ -175,6 +182,11 @@ class Scene:
     @property
     def any_analysis(self) -> bool:
         return any(p.analysis is not None for p in self.parts)
+
+    @property
+    def exportable(self) -> bool:
+        """No preview and no analysis still pending (``analysis_pending``): what an export writes is final."""
+        return not any(p.model.partial or analysis_pending(p.analysis) for p in self.parts)
 
     def title(self) -> str:
         b = os.path.basename(self.parts[0].path)

@@ -19,7 +19,7 @@ from ..analysis.ranks import effect_ns
 from . import glyphs as G
 from .evidence import evidence_lines
 from .safe import short_kernel, shown
-from .scene import Scene
+from .scene import Scene, analysis_pending
 from .timefmt import fmt_dur
 
 
@@ -172,7 +172,7 @@ class KernelsView(TableView):
         self.scene = sc
         fm, kt = self.fmt, self.table
         kt.clear(columns=True)
-        if sc is None or sc.analysis is None:
+        if sc is None or sc.analysis is None or analysis_pending(sc.analysis):
             kt.add_column(Text("kernels appear once the analysis is done"))
             return
         # the columns that fit the width (the info box below the table shows every field of the kernel); the
@@ -259,7 +259,7 @@ class FindingsView(TableView):
         self.scene = sc
         fm, ft = self.fmt, self.table
         ft.clear(columns=True)
-        if sc is None or sc.analysis is None:
+        if sc is None or sc.analysis is None or analysis_pending(sc.analysis):
             ft.add_column(Text("findings appear once the analysis is done"))
             return
         pj = None if sc.multi else projection_of(sc.analysis)
