@@ -171,7 +171,7 @@ class Analysis:
     each from the declared results of the one before; per-gap detail and the projection on demand."""
 
     def __init__(self, model: TraceModel, config: Thresholds | None = None, window: str | AnalysisWindow = "steps",
-                 job=None):
+                 job=None, on_classified=None):
         self.model = model
         self.config = config or DEFAULT
         #: the ranks of one job this trace is one of (ranks.job.RankJob), or None: its match, late-rank
@@ -206,6 +206,8 @@ class Analysis:
         #: the warnings, typed (kind, text, figures): the loader's, the profiler's distortion, the ranks'
         self.alerts: tuple[AnalysisWarning, ...] = tuple(alerts)
         self.warnings: list[str] = [w.text for w in alerts]
+        if on_classified is not None:  # the gaps, causes and warnings are in; the findings come next
+            on_classified(self)
         findings = build_findings(self)
         self.findings: list[Finding] = job.findings(self, findings) if job is not None else findings
 
@@ -468,10 +470,13 @@ class Analysis:
 
 
 def analyze(model: TraceModel, config: Thresholds | None = None, window: str | AnalysisWindow = "steps",
-            job=None) -> Analysis:
+            job=None, on_classified=None) -> Analysis:
     """Analyse one trace. ``window="steps"`` (default) restricts every number to the GPU work of the
     measured ``gapscope.step#k`` ranges when the trace has them; ``window="all"`` keeps the whole trace (or a
-    window already computed). ``job``: the ranks of one job this trace is one of (ranks.job.RankJob)."""
+    window already computed). ``job``: the ranks of one job this trace is one of (ranks.job.RankJob).
+    ``on_classified(analysis)``, when given, is called once the gaps are classified (devices, gaps, causes,
+    stacks, warnings in) and before the findings are built: the explorer lists a large trace's gaps meanwhile.
+    It changes nothing in the analysis returned."""
     if model.partial:  # a preview of a trace still being read (tui/trace/progressive.py): no numbers from it
         raise ValueError("a partial model (the preview of a trace being read) is never analysed")
-    return Analysis(model, config, window, job)
+    return Analysis(model, config, window, job, on_classified)

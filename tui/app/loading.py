@@ -152,43 +152,14 @@ def _min_listed(a) -> int:
     return int(getattr(cfg, "min_listed_gap_ns", 2000))
 
 
-class _Handover:
-    """The ``job`` input of ``analyze`` (tui.analysis.core: the ranks of one job, ``ranks.job.RankJob``) for a
-    trace that is no rank of a job: nothing of its own to add (no match, no late rank, no warnings, its own
-    findings as they are, the same as ``job=None``), and ``put_device_wait``, which the analysis calls once its
-    gaps are classified and before it builds its findings, hands the analysis over (``analyze_gaps_first``)."""
-
-    cross_rank = None
-
-    def __init__(self, classified) -> None:
-        self.classified = classified
-
-    def late_note(self, rank) -> None:
-        return None
-
-    def warnings(self, rank) -> list:
-        return []
-
-    def put_device_wait(self, a) -> None:
-        self.classified(a)
-
-    def put_collective_waits(self, rank, collectives: list) -> None:
-        pass
-
-    def findings(self, a, own: list) -> list:
-        return own
-
-
 def analyze_gaps_first(model, classified):
     """``analyze(model)``, with ``classified(analysis)`` called in between, once the gaps are classified and
-    before the findings are built (the explorer lists the gaps meanwhile: tui/app/progress.py
-    ``FindingsPending``). The analysis returned is a plain ``analyze``'s: ``job`` is None again, and the
-    hand-over adds nothing (``_Handover``; test_gaps_first_is_a_plain_analysis)."""
+    before the findings are built (``analyze``'s ``on_classified``; the explorer lists the gaps meanwhile:
+    tui/app/progress.py ``FindingsPending``). The analysis returned is a plain ``analyze``'s
+    (test_gaps_first_is_a_plain_analysis)."""
     from ..analysis import analyze
 
-    a = analyze(model, job=_Handover(classified))
-    a.job = None
-    return a
+    return analyze(model, on_classified=classified)
 
 
 class Loader:
