@@ -27,7 +27,7 @@ from .decode_common import (  # noqa: F401  (CATEGORY_KIND: the category table, 
     _EMPTY, CATEGORY_KIND, SlowLane, Staged, _as_id, _dumps, _int_or, kind_of_new_cat, strict,
 )
 from .decode_dicts import sanitize, stage_dicts
-from .relate import _exact_duplicates, _links, _nesting
+from .relate import _exact_duplicates, _links, _nesting, sort_order
 from .model import ARGS_DROP, GPU_WORK_KINDS, NO_ID, BlobList, Kind, TraceModel, Track, TrackKind
 
 try:
@@ -358,11 +358,7 @@ class ColumnBuilder:
         ts = self._column("ts", np.int64)
         dur = self._column("dur", np.int64)
         track = self._column("track", np.int32)
-        if ts.size:
-            # by track, then time, then longest first
-            order = np.lexsort((-dur, ts, track))
-        else:
-            order = np.zeros(0, np.int64)
+        order = sort_order(track, ts, dur)  # by track, then time, then longest first
         ts = ts[order]
         dur = dur[order]
         track = track[order]
