@@ -150,9 +150,9 @@ def test_worker_widens_a_cut_inside_a_value_like_the_parent(tmp_path, monkeypatc
 
 @pytest.mark.parametrize("pickled_columns", [False, True], ids=["raw", "pickled"])
 def test_worker_part_read_from_the_pipe_in_pieces(tmp_path, monkeypatch, doc, pickled_columns):
-    """The worker's columns, args lengths and args buffer come as raw bytes after a small header, read into their
-    arrays a piece per system call (here 4 KiB: hundreds of reads, pieces cut inside values); a column whose pieces
-    are not of one dtype goes pickled in the header instead. Either way the model is the serial one."""
+    """The worker's columns, args lengths and args buffer come as raw bytes after a small pickled header, read into
+    their arrays a piece per system call (here 4 KiB: hundreds of reads, pieces cut inside values); a column whose
+    pieces are not of one dtype goes pickled in the header instead. Either way the model is the serial one."""
     p = tmp_path / "t.json"
     p.write_bytes(json.dumps(doc, indent=1).encode())
     monkeypatch.setattr(parallel, "_PIPE_PIECE", 4096)
@@ -164,6 +164,7 @@ def test_worker_part_read_from_the_pipe_in_pieces(tmp_path, monkeypatch, doc, pi
         monkeypatch.setattr(parallel, "_flat", lambda arrays: None)
     par, ser = _load_both(p, monkeypatch)
     assert_same_model(par, ser)
-    assert len(reads) == (2 if pickled_columns else 13)  # the args lengths and buffer, after the 11 columns or not
+    # the header's length and the header; the 11 columns (or not: in the header); the args lengths and buffer
+    assert len(reads) == (4 if pickled_columns else 15)
     if not pickled_columns:
         assert sum(reads) > 100 * 4096  # the columns alone: over a hundred reads

@@ -245,4 +245,5 @@ def stage_typed(b, dec: Decoded) -> StagedChunk:
             rlist = list(compress(rlist, keep.tolist()))
     n_no_ts = int(np.count_nonzero(~ts_ok))
     return StagedChunk(counts, meta, Staged(ts, dur, kind, names, nl, tkeys, tl, ids, corr, ext, pyid, pypar, nbytes,
-                                            aix, args_sub, rix, rlist, ts_ok, n_no_ts, no_dur, n_neg, n_open, rlens, True))
+                                            aix, args_sub, rix, rlist, ts_ok, n_no_ts, no_dur, n_neg, n_open, rlens,
+                                            args_raw=True))
