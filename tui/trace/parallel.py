@@ -233,7 +233,9 @@ class _Job:
             os.close(w)
 
     def _wait_readable(self, tick, start: int) -> None:
-        while not select.select([self.fd], [], [], 0.1)[0]:
+        p = select.poll()  # not select.select: any descriptor number
+        p.register(self.fd, select.POLLIN)
+        while not p.poll(100):
             tick(start)
 
     def result(self, start: int, end: int, tick=None) -> dict:
