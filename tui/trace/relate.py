@@ -102,7 +102,7 @@ def time_nesting(idx, ts, dur, track_of, depth, parent):
     # ordered by (level, position), the one just before (level - 1, position) in that order is it, when it is
     # of level - 1 (one pass per level was quadratic in the depth: 32k levels of a same-timestamp flood)
     lvl_key = d * (m + 1) + pos
-    by_lvl = np.argsort(lvl_key, kind="stable")
+    by_lvl = np.argsort(d.astype(np.int16), kind="stable")  # lvl_key's order (d is clipped to int16): a radix sort
     sorted_key = lvl_key[by_lvl]
     here = np.flatnonzero(d > 0)
     k = np.searchsorted(sorted_key, (d[here] - 1) * (m + 1) + here, side="left") - 1
