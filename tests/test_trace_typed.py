@@ -260,3 +260,15 @@ def test_kernel_args_interned_by_their_text_without_ids(tmp_path, monkeypatch):
     assert typed.event_args(int(k[4])) == {'x"correlation': 1, "grid": [1]}
     assert typed.event_args(int(k[6])) == {"n": {"correlation": 1}}
     assert len(decodes) < len(KERNEL_ARGS)  # the kernels whose text was seen were not decoded
+
+
+def test_phases_of_other_lengths_are_read_as_the_dict_lane_reads_them(tmp_path, monkeypatch):
+    """The typed lane reads one-letter phases through a byte table; a longer or an empty phase (here "XX" and "", as
+    many letters as events in all) must not be taken for letters: only the "X" counts as a complete event."""
+    evs = [_ev(ph="XX", ts=1.0, dur=None), _ev(ph="", ts=2.0, dur=None), _ev(ph="X", ts=3.0, dur=None)]
+    for e in evs:
+        del e["dur"]
+    typed, dicts, n_fast = _paths(monkeypatch, _write(tmp_path, evs))
+    assert n_fast == 1
+    _same(typed, dicts)
+    assert any(w.startswith("1 complete events had no duration") for w in typed.warnings)

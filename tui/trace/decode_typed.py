@@ -146,7 +146,7 @@ def stage_typed(b, dec: Decoded) -> StagedChunk:
     phs = list(map(_G_PH, evs))
     try:  # one letter each (always, in Kineto's traces): their codes through a table of the 256 bytes
         j = "".join(phs).encode("latin-1")
-        if len(j) != n_all:
+        if len(j) != n_all or "" in phs:  # n letters, none empty: one each
             raise ValueError
         pa = _PH_LUT[np.frombuffer(j, dtype=np.uint8)]
     except (TypeError, ValueError):  # a None, a longer phase
