@@ -10,6 +10,13 @@ For each trace, every measurement runs in a fresh subprocess and reports wall ti
   warm   tui.trace.load(path) with a cache entry already written (a first load is run before)
 Ratios: cold/floor time, and peak RSS / uncompressed JSON size.
 Pass --profile to print a cProfile summary of one cold load of the first trace.
+
+    python benchmarks/bench_load.py --cpu [--repo DIR]... [--rounds N] [--one] [TRACE]
+
+The load's CPU in both processes, checkouts interleaved (the order reversed every other round): each run is a
+fresh process that imports the tree, then times ``read.load_uncached(TRACE)``: wall, ``process_time`` (this process)
+and the reaped worker's ``RUSAGE_CHILDREN`` (user + system), and the peak RSS of both. ``--one``: one process
+(GAPSCOPE_LOAD_PARALLEL=0). Best and median per checkout. Default trace: /tmp/gapscope-bench/big_100M.json.
 """
 
 from __future__ import annotations
@@ -64,6 +71,59 @@ def _run(mode: str, path: str, env: dict, repeat: int = 3) -> dict:
     return best
 
 
+_CPU_CHILD = r"""
+import json, resource, sys, time
+sys.path.insert(0, {repo!r})
+import gapscope
+assert gapscope.__file__.startswith({repo!r}), gapscope.__file__
+from gapscope.tui.trace import read
+w, c = time.perf_counter(), time.process_time()
+m = read.load_uncached(sys.argv[1])
+w, c = time.perf_counter() - w, time.process_time() - c
+ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({{"wall": w, "main": c, "worker": ch.ru_utime + ch.ru_stime, "rss": rss,
+                  "rss_children": ch.ru_maxrss * 1024, "n": m.n}}))
+"""
+
+
+def _cpu(argv: list[str]) -> int:
+    import argparse
+    import statistics
+
+    ap = argparse.ArgumentParser(prog="bench_load.py --cpu")
+    ap.add_argument("trace", nargs="?", default="/tmp/gapscope-bench/big_100M.json")
+    ap.add_argument("--repo", action="append", default=[])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--one", action="store_true", help="one process (GAPSCOPE_LOAD_PARALLEL=0)")
+    a = ap.parse_args(argv)
+    repos = [os.path.abspath(r) for r in (a.repo or [REPO])]
+    env = dict(os.environ)
+    if a.one:
+        env["GAPSCOPE_LOAD_PARALLEL"] = "0"
+    size = _json_size(a.trace)
+    runs: dict = {r: [] for r in repos}
+    for i in range(a.rounds):
+        for r in (repos if i % 2 == 0 else repos[::-1]):
+            out = subprocess.run([sys.executable, "-c", _CPU_CHILD.format(repo=r), a.trace], capture_output=True,
+                                 text=True, env=env, check=True)
+            runs[r].append(json.loads(out.stdout.strip().splitlines()[-1]))
+            x = runs[r][-1]
+            print(f"round {i + 1} {r}: wall {x['wall']:.3f} s, CPU {x['main'] + x['worker']:.3f} s "
+                  f"({x['main']:.3f} + worker {x['worker']:.3f})", file=sys.stderr)
+    print(f"| checkout | CPU s best | CPU s median | main CPU s (best) | worker CPU s (best) | wall s best | "
+          f"wall s median | peak RSS / JSON (self+worker) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in repos:
+        xs = runs[r]
+        tot = [x["main"] + x["worker"] for x in xs]
+        b = min(xs, key=lambda x: x["main"] + x["worker"])
+        rss = max((x["rss"] + x["rss_children"]) / size for x in xs)
+        print(f"| {r} | {min(tot):.3f} | {statistics.median(tot):.3f} | {b['main']:.3f} | {b['worker']:.3f} | "
+              f"{min(x['wall'] for x in xs):.3f} | {statistics.median(x['wall'] for x in xs):.3f} | {rss:.2f} |")
+    return 0
+
+
 def _json_size(path: str) -> int:
     with open(path, "rb") as f:
         head = f.read(2)
@@ -81,6 +141,8 @@ def _json_size(path: str) -> int:
 
 
 def main(argv: list[str]) -> int:
+    if "--cpu" in argv:
+        return _cpu([x for x in argv if x != "--cpu"])
     profile = "--profile" in argv
     paths = [a for a in argv if a != "--profile"] or sorted(glob.glob("/tmp/gapscope-bench/big_*.json*"))
     if not paths:

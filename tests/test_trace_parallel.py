@@ -146,3 +146,25 @@ def test_worker_widens_a_cut_inside_a_value_like_the_parent(tmp_path, monkeypatc
     par, ser = _load_both(p, monkeypatch)
     assert_same_model(par, ser)
     assert par.n > 10_000
+
+
+@pytest.mark.parametrize("pickled_columns", [False, True], ids=["raw", "pickled"])
+def test_worker_part_read_from_the_pipe_in_pieces(tmp_path, monkeypatch, doc, pickled_columns):
+    """The worker's columns, args lengths and args buffer come as raw bytes after a small pickled header, read into
+    their arrays a piece per system call (here 4 KiB: hundreds of reads, pieces cut inside values); a column whose
+    pieces are not of one dtype goes pickled in the header instead. Either way the model is the serial one."""
+    p = tmp_path / "t.json"
+    p.write_bytes(json.dumps(doc, indent=1).encode())
+    monkeypatch.setattr(parallel, "_PIPE_PIECE", 4096)
+    reads = []
+    orig_read = parallel._read_into
+    monkeypatch.setattr(parallel, "_read_into", lambda fd, buf: reads.append(memoryview(buf).nbytes) or
+                        orig_read(fd, buf))
+    if pickled_columns:
+        monkeypatch.setattr(parallel, "_flat", lambda arrays: None)
+    par, ser = _load_both(p, monkeypatch)
+    assert_same_model(par, ser)
+    # the header's length and the header; the 11 columns (or not: in the header); the args lengths and buffer
+    assert len(reads) == (4 if pickled_columns else 15)
+    if not pickled_columns:
+        assert sum(reads) > 100 * 4096  # the columns alone: over a hundred reads

@@ -200,3 +200,75 @@ def test_cache_keeps_the_args_table(tmp_path):
     assert isinstance(again.args, BlobList) and again.args == first.args
     cpu = np.flatnonzero(first.kind == Kind.CPU_OP)[:200]
     assert [again.event_args(int(i)) for i in cpu] == [first.event_args(int(i)) for i in cpu]
+
+
+def _kernel_text(ts: float, args: str, cat: str = "kernel") -> str:
+    return ('{"ph": "X", "cat": "%s", "name": "gemm", "pid": 0, "tid": 7, "ts": %s, "dur": 1.0, "args": %s}'
+            % (cat, ts, args))
+
+
+#: kernels' args as written: (text, the kernel whose entry it shares, or None: an entry of its own, or -1: none)
+KERNEL_ARGS = [
+    ('{"External id": 1, "correlation": 11, "device": 0, "stream": 7, "grid": [1, 1, 1]}', None),
+    ('{"External id": 2, "correlation": 12, "device": 0, "stream": 7, "grid": [1, 1, 1]}', 0),  # ids only differ
+    ('{"External id": 3, "correlation": 13, "device": 0, "stream": 7, "grid": [2, 1, 1]}', None),
+    ('{"correlation":14,"External id":4,"device":0,"stream":7,"grid":[1,1,1]}', 0),  # other spacing and order
+    ('{"x\\"correlation": 1, "grid": [1]}', None),  # an escaped quote: a key of its own, kept
+    ('{"x\\"correlation": 2, "grid": [1]}', None),
+    ('{"correlation": 15, "n": {"correlation": 1}}', None),  # a nested object's "correlation" is kept
+    ('{"correlation": 16, "n": {"correlation": 2}}', None),
+    ('{"s": "a\\"correlation\\": 3", "correlation": 17}', None),  # inside a string
+    ('{"s": "a\\"correlation\\": 4", "correlation": 18}', None),
+    ('{"correlation": 19, "External id": 5}', -1),  # nothing but ids
+    ('{}', -1),
+    ('{"External id": 6, "correlation": 20, "device": 0, "stream": 7, "grid": [1, 1, 1]}', 0),
+]
+
+
+def test_kernel_args_interned_by_their_text_without_ids(tmp_path, monkeypatch):
+    """The typed lane finds a kernel's interned args by its text without the id members (``_intern_args_raw``):
+    the same ids and entries as decoding each one (the dict lane), in cases where cutting the text would be wrong
+    (an escaped quote, a nested object, a string), and with fewer decodes than kernels. Also: a complete event
+    without "dur" is counted as such, and the categories keep the order of their first appearance, pieces apart."""
+    evs = [_kernel_text(10.0 + i, a) for i, (a, _) in enumerate(KERNEL_ARGS)]
+    evs.insert(3, '{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 5.0}')  # no "dur"
+    evs.insert(5, _kernel_text(30.0, '{"correlation": 21}', cat="newcat"))
+    evs.insert(1, '{"ph": "i", "cat": "cpu_instant_event", "name": "mark", "pid": 1, "tid": 1, "ts": 6.0, "s": "t"}')
+    p = tmp_path / "k.json"
+    p.write_text('{"traceEvents": [\n' + ",\n".join(evs) + "\n]}")
+    monkeypatch.setattr(reader, "CHUNK", 400)  # several pieces: the lookups carry over from one to the next
+    decodes = []
+    orig = decode_typed.decode_args
+    monkeypatch.setattr(decode_typed, "decode_args", lambda r: decodes.append(1) or orig(r))
+    typed, dicts, n_fast = _paths(monkeypatch, p)
+    assert n_fast >= 3
+    _same(typed, dicts)
+    assert np.array_equal(typed.args_id, dicts.args_id) and list(typed.args) == list(dicts.args)
+    assert list(typed.category_counts.items()) == list(dicts.category_counts.items())
+    assert list(typed.category_counts) == ["kernel", "cpu_instant_event", "cpu_op", "newcat"]
+    assert any("1 complete events had no duration" in w for w in typed.warnings)
+    k = np.flatnonzero((typed.kind == Kind.KERNEL) & (typed.ts_ns < 30_000))
+    ids = typed.args_id[k].tolist()
+    assert len(ids) == len(KERNEL_ARGS)
+    for i, (_, same) in enumerate(KERNEL_ARGS):
+        if same is None:
+            assert ids[i] >= 0 and ids[i] not in ids[:i], i
+        elif same == -1:
+            assert ids[i] == -1, i
+        else:
+            assert ids[i] == ids[same], i
+    assert typed.event_args(int(k[4])) == {'x"correlation': 1, "grid": [1]}
+    assert typed.event_args(int(k[6])) == {"n": {"correlation": 1}}
+    assert len(decodes) < len(KERNEL_ARGS)  # the kernels whose text was seen were not decoded
+
+
+def test_phases_of_other_lengths_are_read_as_the_dict_lane_reads_them(tmp_path, monkeypatch):
+    """The typed lane reads one-letter phases through a byte table; a longer or an empty phase (here "XX" and "", as
+    many letters as events in all) must not be taken for letters: only the "X" counts as a complete event."""
+    evs = [_ev(ph="XX", ts=1.0, dur=None), _ev(ph="", ts=2.0, dur=None), _ev(ph="X", ts=3.0, dur=None)]
+    for e in evs:
+        del e["dur"]
+    typed, dicts, n_fast = _paths(monkeypatch, _write(tmp_path, evs))
+    assert n_fast == 1
+    _same(typed, dicts)
+    assert any(w.startswith("1 complete events had no duration") for w in typed.warnings)

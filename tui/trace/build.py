@@ -15,6 +15,8 @@ ops (shapes, collectives) one entry each, as written.
 """
 from __future__ import annotations
 
+import re
+from functools import partial
 from itertools import compress
 
 import numpy as np
@@ -22,10 +24,10 @@ import numpy as np
 from . import decode_typed as _typed
 from .decode_common import (  # noqa: F401  (CATEGORY_KIND: the category table, read elsewhere)
     _COLS, _GPU_SIDE_ARR, _GPU_SIDE_INT, _IS_NONE, _KIND_LOOKUP, _KNOWN_NON_EVENT_CATS, _NO_ARGS, _STREAM_RE,
-    CATEGORY_KIND, SlowLane, Staged, _as_id, _dumps, _int_or, strict,
+    _EMPTY, CATEGORY_KIND, SlowLane, Staged, _as_id, _dumps, _int_or, kind_of_new_cat, strict,
 )
 from .decode_dicts import sanitize, stage_dicts
-from .relate import _exact_duplicates, _links, _nesting
+from .relate import _exact_duplicates, _links, _nesting, sort_order
 from .model import ARGS_DROP, GPU_WORK_KINDS, NO_ID, BlobList, Kind, TraceModel, Track, TrackKind
 
 try:
@@ -39,6 +41,12 @@ _dict_loads = _orjson.loads if _orjson is not None else _json.loads
 FAST_DECODE = _typed.FAST_DECODE
 #: CPU ops' args not kept: nothing in them, or not encodable (None)
 _NOT_KEPT = _NO_ARGS | {None}
+#: a member of the ids that change from one launch to the next (all in ARGS_DROP) with its integer value, as
+#: Kineto writes it (see ``_intern_args_raw``)
+_ID_MEMBERS = re.compile(rb'"(?:correlation|External id|external id)"[ \t\n\r]*:[ \t\n\r]*-?[0-9]+(?=[ \t\n\r]*[,}])')
+assert {"correlation", "External id", "external id"} <= ARGS_DROP
+_cut_ids = partial(_ID_MEMBERS.sub, b"")
+_ARGS_KEY_MAX = 1 << 16
 
 
 
@@ -53,6 +61,8 @@ class ColumnBuilder:
         self._name_ix: dict = {}
         self.args: list[bytes] = []
         self._args_ix: dict[bytes, int] = {}
+        #: the typed lane's args texts without their id members -> their interned id (``_intern_args_raw``)
+        self._args_key: dict[bytes, int] = {}
         # CPU ops' args as written, one entry each (ids -2 - k until finish): one growing buffer plus lengths,
         # so millions of entries are never millions of objects, and finish() needs no second copy
         self._rbuf = bytearray()
@@ -69,6 +79,10 @@ class ColumnBuilder:
         self._bad = {"no_ts": 0, "neg_dur": 0, "no_dur": 0, "not_object": 0, "open": 0, "args_enc": 0}
         self.n_added = 0
         self._kind_of_cat: dict = dict(_KIND_LOOKUP)  # every cat spelling met so far -> kind
+        #: the typed lane's category codes: spelling -> code, code -> spelling, code -> kind (``new_cat``)
+        self._cat_code: dict = {}
+        self._cat_names: list = []
+        self._kind_of_code = np.zeros(0, dtype=np.uint8)
         #: chunks per decoding lane: typed records, refused by them, dicts, sanitised dicts
         self.lanes = {"typed": 0, "typed_refused": 0, "dicts": 0, "sanitised": 0}
 
@@ -83,36 +97,72 @@ class ColumnBuilder:
             self._name_ix[name] = i
         return i
 
+    def _canon(self, a):
+        """The bytes ``a`` (an args dict) is interned as: encoded without its id keys; None for nothing kept."""
+        if not a:
+            return None
+        try:
+            return _dumps({k: v for k, v in a.items() if k not in ARGS_DROP})
+        except (TypeError, ValueError, RecursionError, OverflowError):
+            self._bad["args_enc"] += 1
+            return None
+
+    def _intern_canon(self, raw) -> int:
+        """The interned id of ``raw`` (``_canon``'s bytes); -1 for None or nothing."""
+        if raw is None or raw == b"{}":
+            return -1
+        ix = self._args_ix
+        i = ix.get(raw)
+        if i is None:
+            raw = memoryview(raw).tobytes()  # orjson's bytes hold a 4 KiB buffer: kept, a copy its size
+            i = len(self.args)
+            self.args.append(raw)
+            ix[raw] = i
+        return i
+
     def _intern_args_list(self, arg_dicts: list) -> np.ndarray:
         """Interned ids of ``arg_dicts``, each encoded without its id keys."""
-        drop = ARGS_DROP
-        raws = []
-        for a in arg_dicts:
-            if not a:
-                raws.append(None)
-                continue
-            try:
-                raws.append(_dumps({k: v for k, v in a.items() if k not in drop}))
-            except (TypeError, ValueError, RecursionError, OverflowError):
-                self._bad["args_enc"] += 1
-                raws.append(None)
-        ix = self._args_ix
-        ids = list(map(ix.get, raws))
+        raws = list(map(self._canon, arg_dicts))
+        ids = list(map(self._args_ix.get, raws))
         if None in ids:
-            store = self.args
             for j, v in enumerate(ids):
                 if v is None:
-                    raw = raws[j]
-                    if raw is None or raw == b"{}":
-                        ids[j] = -1
+                    ids[j] = self._intern_canon(raws[j])
+        return np.array(ids, dtype=np.int32)
+
+    def _intern_args_raw(self, raws: list) -> np.ndarray:
+        """``_intern_args_list`` of the typed lane's args as written (``msgspec.Raw``), with the same ids.
+
+        Kernels' args differ from one launch to the next only in their ids (correlation, External id), which the
+        interned entry drops: ``_ID_MEMBERS`` cuts those members out of the text, and a text seen before
+        (``_args_key``) gives its entry without decoding, filtering and encoding the args again (~7 µs a kernel,
+        against ~2 µs for the cut). The cut is exact where it is used, on the text of one JSON object (valid: msgspec
+        decoded it) with no backslash and no other ``{``: every quote there delimits a string, so a match starts a
+        key (a closing quote cannot be followed by letters), a top-level one, and ends with its whole integer value
+        (the look-ahead). What is left is that text without some of its id members, every other string and token as
+        written: two args with the same text left have the same other members in the same order, so the same entry.
+        Other args are decoded as before.
+        """
+        keys = list(map(_cut_ids, raws))
+        kix = self._args_key
+        ids = list(map(kix.get, keys))
+        if None in ids:
+            if len(kix) > _ARGS_KEY_MAX:  # bounded: args unique in more than their ids (copies' bandwidth)
+                kix.clear()
+            dec = _typed.decode_args
+            for j in np.flatnonzero(np.fromiter(map(_IS_NONE, ids), bool, len(ids))).tolist():
+                k = keys[j]
+                cut = k[:1] == b"{" and k.count(b"{") == 1 and b"\\" not in k
+                if cut:
+                    v = kix.get(k)
+                    if v is not None:
+                        ids[j] = v
                         continue
-                    i = ix.get(raw)
-                    if i is None:
-                        raw = memoryview(raw).tobytes()  # orjson's bytes hold a 4 KiB buffer: kept, a copy its size
-                        i = len(store)
-                        store.append(raw)
-                        ix[raw] = i
-                    ids[j] = i
+                a = dec(raws[j])
+                n_bad = self._bad["args_enc"]
+                v = ids[j] = self._intern_canon(self._canon(a if type(a) is dict else _EMPTY))
+                if cut and self._bad["args_enc"] == n_bad:  # a failure is counted for every event: not kept
+                    kix[k] = v
         return np.array(ids, dtype=np.int32)
 
     def _track_for(self, kind: int, pid, tid, args: dict) -> int:
@@ -143,6 +193,15 @@ class ColumnBuilder:
             self.tracks.append(tr)
             self._track_ix[key] = t
         return t
+
+    def new_cat(self, c) -> None:
+        """Give category spelling ``c`` the next code (the typed lane's)."""
+        k = self._kind_of_cat.get(c)
+        if k is None:
+            k = kind_of_new_cat(self._kind_of_cat, c)
+        self._cat_code[c] = len(self._cat_names)
+        self._cat_names.append(c)
+        self._kind_of_code = np.append(self._kind_of_code, np.uint8(k))
 
     # ------------------------------------------------------------------ add
     def add(self, events) -> None:
@@ -190,9 +249,10 @@ class ColumnBuilder:
     def lookups(self, kind: np.ndarray, names, pids, tids):
         """Track keys, and the name and track ids known so far (None where new: interned at commit). Lookups
         only: they raise TypeError here, inside the fast path, for unhashable values."""
-        gside = np.isin(kind, _GPU_SIDE_ARR)
-        tkeys = list(zip(gside.tolist(), pids, tids))
-        return tkeys, list(map(self._name_ix.get, names)), list(map(self._raw_track.get, tkeys))
+        gside = np.isin(kind, _GPU_SIDE_ARR).tolist()
+        tl = list(map(self._raw_track.get, zip(gside, pids, tids)))  # the keys are built again only where new
+        tkeys = list(zip(gside, pids, tids)) if None in tl else None
+        return tkeys, list(map(self._name_ix.get, names)), tl
 
 
     def _commit(self, counts, meta, staged: Staged | None) -> None:
@@ -220,10 +280,11 @@ class ColumnBuilder:
         # tracks: the same, each new key placed once
         rt = self._raw_track
         if None in tl:
-            first = {}
-            for i in np.flatnonzero(np.fromiter(map(_IS_NONE, tl), bool, len(tl))).tolist():
-                first.setdefault(tkeys[i], i)
-            for key, i in first.items():
+            new = np.flatnonzero(np.fromiter(map(_IS_NONE, tl), bool, len(tl))).tolist()
+            new_keys = list(map(tkeys.__getitem__, new))
+            first = dict(zip(reversed(new_keys), reversed(new)))  # each key's first row
+            for key in dict.fromkeys(new_keys):  # in order of first appearance
+                i = first[key]
                 if key not in rt:
                     a = al[i]
                     if not isinstance(a, dict):  # typed path: the ids record
@@ -233,7 +294,7 @@ class ColumnBuilder:
         track = np.array(tl, dtype=np.int32)
         args_id = np.full(n, -1, dtype=np.int32)
         if aix.size:
-            args_id[aix] = self._intern_args_list(staged.args)
+            args_id[aix] = (self._intern_args_raw if staged.args_raw else self._intern_args_list)(staged.args)
         if rix.size:
             # one entry each, numbered -2, -3, ... until finish() appends them after the interned table
             lens = staged.raw_lens
@@ -297,11 +358,7 @@ class ColumnBuilder:
         ts = self._column("ts", np.int64)
         dur = self._column("dur", np.int64)
         track = self._column("track", np.int32)
-        if ts.size:
-            # by track, then time, then longest first
-            order = np.lexsort((-dur, ts, track))
-        else:
-            order = np.zeros(0, np.int64)
+        order = sort_order(track, ts, dur)  # by track, then time, then longest first
         ts = ts[order]
         dur = dur[order]
         track = track[order]
@@ -356,6 +413,7 @@ class ColumnBuilder:
         devices = metadata.get("deviceProperties")
         self._name_ix = {}
         self._args_ix = {}
+        self._args_key = {}
         return TraceModel(
             path=self.path,
             ts_ns=ts,

@@ -210,16 +210,22 @@ def i64(values: list) -> np.ndarray:
         raise SlowLane() from None
 
 
+def kind_of_new_cat(kind_of_cat: dict, c) -> int:
+    """The kind of a category spelling not met before (lower-cased into CATEGORY_KIND), recorded in ``kind_of_cat``."""
+    k = CATEGORY_KIND.get(c.lower()) if isinstance(c, str) else None
+    kc = kind_of_cat[c] = int(Kind.OTHER) if k is None else int(k)
+    return kc
+
+
 def kinds_and_times(kind_of_cat: dict, tcats: list, tphs: list, phc: set, tsl, durl: list):
     """(kind, ts, ts_ok, dur, no_dur, n_neg) of the timed events of a chunk, from their cat / ph / ts / dur
-    values (both decoding paths)."""
+    values (the dict lane; the typed lane takes its kinds from category codes, ``decode_typed``)."""
     n = len(tcats)
     kc = kind_of_cat  # every cat spelling met so far -> kind, grown here
     kl = list(map(kc.get, tcats))
     if None in kl:
         for c in set(tcats) - kc.keys():  # each new spelling once, then map again
-            k = CATEGORY_KIND.get(c.lower()) if isinstance(c, str) else None
-            kc[c] = int(Kind.OTHER) if k is None else int(k)
+            kind_of_new_cat(kc, c)
         kl = list(map(kc.get, tcats))
     kind = np.array(kl, dtype=np.uint8)
     inst = None
@@ -227,6 +233,13 @@ def kinds_and_times(kind_of_cat: dict, tcats: list, tphs: list, phc: set, tsl, d
         inst = np.fromiter(map(_PH_I.__contains__, tphs), bool, n)
         kind[inst & (kind == Kind.OTHER)] = Kind.INSTANT
         # an instant of a range category (e.g. a cpu_op 'i') stays of its category, with no duration
+    return (kind, *times(n, inst, lambda at: sum(map(_PH_X.__contains__, [tphs[i] for i in at])), tsl, durl))
+
+
+def times(n: int, inst, x_among, tsl, durl: list, absent_nan: bool = False):
+    """(ts, ts_ok, dur, no_dur, n_neg) of ``n`` timed events from their ts / dur values: ``inst`` marks the instants
+    (None: none), ``x_among(rows)`` counts the complete ("X") events among ``rows``. ``absent_nan``: a NaN duration
+    is one the event did not have (the typed lane's default; JSON cannot write a NaN)."""
     # a None makes the array one of objects: only then is the list searched for one
     tsa = np.array(tsl)
     if tsa.dtype == object and None in tsl:
@@ -238,15 +251,22 @@ def kinds_and_times(kind_of_cat: dict, tcats: list, tphs: list, phc: set, tsl, d
     del tsa
     no_dur = 0
     dura = np.array(durl)
+    miss = None
     if dura.dtype == object and None in durl:
         # complete events without a duration (instants have none by design; events without a
         # timestamp are skipped and counted as such)
-        miss = np.fromiter(map(_IS_NONE, durl), bool, n) & ts_ok
+        miss = np.fromiter(map(_IS_NONE, durl), bool, n)
+        dura = np.array(durl, dtype=np.float64)  # None -> nan -> not ok -> 0
+        if absent_nan:
+            miss |= np.isnan(dura)
+    elif absent_nan and dura.dtype == np.float64:
+        miss = np.isnan(dura)
+    if miss is not None:
+        miss &= ts_ok
         if inst is not None:
             miss &= ~inst
         at = np.flatnonzero(miss).tolist()  # few: the phase is looked at for these only
-        no_dur = sum(map(_PH_X.__contains__, [tphs[i] for i in at]))
-        dura = np.array(durl, dtype=np.float64)  # None -> nan -> not ok -> 0
+        no_dur = int(x_among(at)) if at else 0
     dur, dur_ok = _us_to_ns(dura)
     del dura
     dur[~dur_ok] = 0
@@ -256,7 +276,7 @@ def kinds_and_times(kind_of_cat: dict, tcats: list, tphs: list, phc: set, tsl, d
     n_neg = int(np.count_nonzero(neg))
     if n_neg:
         dur[neg] = 0
-    return kind, ts, ts_ok, dur, no_dur, n_neg
+    return ts, ts_ok, dur, no_dur, n_neg
 
 
 def strict() -> bool:
@@ -292,6 +312,8 @@ class Staged(NamedTuple):
     #: the typed lane's: each raw's length, its raws already without the empty ones (None: ``raws`` are bytes or
     #: None, filtered at commit)
     raw_lens: np.ndarray | None = None
+    #: ``args`` are the typed lane's records of the args as written (``msgspec.Raw``), not dicts
+    args_raw: bool = False
 
 
 class StagedChunk(NamedTuple):

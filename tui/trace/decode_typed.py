@@ -10,16 +10,14 @@ A piece the records do not fit (a string timestamp, a float pid, a null id) is r
 from __future__ import annotations
 
 import os as _os
-from collections import Counter
-from itertools import compress
+from itertools import compress, repeat
 from operator import attrgetter
 from typing import NamedTuple
 
 import numpy as np
 
 from .decode_common import (
-    _ARGS_KINDS, _BYTES_KINDS, _EMPTY, _NO_ARGS, _PH_M, _RAW_ARGS_KIND, StagedChunk, Staged, _open_ranges, _take, _timed_only,
-    i64, kinds_and_times,
+    _ARGS_KINDS, _BYTES_KINDS, _IS_NONE, _NO_ARGS, _RAW_ARGS_KIND, StagedChunk, Staged, _take, i64, times,
 )
 from .model import NO_ID, Kind
 
@@ -61,7 +59,9 @@ if _msgspec is not None:
         pid: Union[int, str, None] = None
         tid: Union[int, str, None] = None
         ts: Union[int, float, None] = None
-        dur: Union[int, float, None] = None
+        #: NaN where the event has no "dur" (JSON cannot write a NaN): the array of a piece with instants is one of
+        #: floats, as the None it had made it (``decode_common.times``), without searching it for the None
+        dur: Union[int, float, None] = float("nan")
         # as written: the ids are decoded from all the pieces' args at once (``decode_events``), and the kinds
         # that keep their args take them from here (a second decode of the piece for them cost ~10% of a load)
         args: _msgspec.Raw = _msgspec.Raw(b"{}")
@@ -84,7 +84,18 @@ _G_DUR = attrgetter("dur")
 _NO_ARGS_MAX = max(map(len, _NO_ARGS))
 _G_CORR, _G_EXT, _G_EXTLC = attrgetter("correlation"), attrgetter("ext"), attrgetter("ext_lc")
 _G_PYID, _G_PYPAR, _G_FIN = attrgetter("pyid"), attrgetter("pypar"), attrgetter("finished")
+#: phases by code: complete, instant, flow, metadata, anything else (a timed event of an unknown phase)
+_PH_X, _PH_INSTANT, _PH_FLOW, _PH_META, _PH_OTHER = range(5)
+_PH_CODE = {"X": _PH_X, "i": _PH_INSTANT, "I": _PH_INSTANT, "s": _PH_FLOW, "f": _PH_FLOW, "t": _PH_FLOW, "M": _PH_META}
+_PH_LUT = np.full(256, _PH_OTHER, dtype=np.uint8)
+for _p, _c in _PH_CODE.items():
+    _PH_LUT[ord(_p)] = _c
 
+
+
+def decode_args(raw):
+    """One event's args, as written (a ``msgspec.Raw`` of a decoded piece), as Python values."""
+    return _DEC_ANY.decode(raw)
 
 
 class Decoded(NamedTuple):
@@ -114,32 +125,73 @@ def stage_typed(b, dec: Decoded) -> StagedChunk:
     evs, raws, all_ids = dec
     n_all = len(evs)
     if n_all == 0:
-        return StagedChunk(Counter(), [], None)
+        return StagedChunk({}, [], None)
+    # categories by code (``b._cat_code``, grown in order of first appearance): one lookup pass gives both the
+    # counts (a bincount) and the kinds (a take), where a Counter and a lookup of each timed event's kind were two
     cats = list(map(_G_CAT, evs))
-    counts = Counter(cats)
+    code = b._cat_code
+    cl = list(map(code.get, cats))
+    if None in cl:
+        for c in dict.fromkeys(compress(cats, map(_IS_NONE, cl))):
+            b.new_cat(c)
+        cl = list(map(code.get, cats))
+    del cats
+    ca = np.array(cl, dtype=np.intp)
+    del cl
+    cnt = np.bincount(ca, minlength=len(code)).tolist()
+    names_of = b._cat_names
+    # in code order: the spellings new to the trace come in order of first appearance, as a Counter has them
+    counts = {names_of[c]: k for c, k in enumerate(cnt) if k}
+    # phases by code too (_PH_CODE): which events are timed, instants, complete
     phs = list(map(_G_PH, evs))
-    phc = set(phs)
+    try:  # one letter each (always, in Kineto's traces): their codes through a table of the 256 bytes
+        j = "".join(phs).encode("latin-1")
+        if len(j) != n_all or "" in phs:  # n letters, none empty: one each
+            raise ValueError
+        pa = _PH_LUT[np.frombuffer(j, dtype=np.uint8)]
+    except (TypeError, ValueError):  # a None, a longer phase
+        pa = np.array(list(map(_PH_CODE.get, phs, repeat(_PH_OTHER))), dtype=np.uint8)
+    del phs
     meta = []
-    if "M" in phc:
-        for i in np.flatnonzero(np.fromiter(map(_PH_M.__contains__, phs), bool, n_all)).tolist():
+    if _PH_META in pa:
+        for i in np.flatnonzero(pa == _PH_META).tolist():
             e = evs[i]
             a = _DEC_ANY.decode(raws[i])
             meta.append({"ph": "M", "name": e.name, "pid": e.pid, "tid": e.tid,
                          "args": a if isinstance(a, dict) else {}})
-    timed, tcats, tphs, mask = _timed_only(evs, cats, phs, phc)
+    tmask = pa < _PH_FLOW  # X, i / I and unknown phases
+    if _PH_OTHER in pa:
+        tmask |= pa == _PH_OTHER
+    if tmask.all():
+        timed, mask = evs, None
+    else:
+        mask = tmask.tolist()
+        timed = list(compress(evs, mask))
+        ca, pa = ca[tmask], pa[tmask]
     n = len(timed)
     if n == 0:
         return StagedChunk(counts, meta, None)
+    kind = b._kind_of_code[ca]
+    inst = None
+    if _PH_INSTANT in pa:
+        inst = pa == _PH_INSTANT
+        kind[inst & (kind == Kind.OTHER)] = Kind.INSTANT
+        # an instant of a range category (e.g. a cpu_op 'i') stays of its category, with no duration
+    is_x = pa == _PH_X
     # one pass per field (cheaper than building a tuple per event and transposing)
     names = list(map(_G_NAME, timed))
     pids = list(map(_G_PID, timed))
     tids = list(map(_G_TID, timed))
-    kind, ts, ts_ok, dur, no_dur, n_neg = kinds_and_times(b._kind_of_cat, tcats, tphs, phc, list(map(_G_TS, timed)),
-                                                          list(map(_G_DUR, timed)))
+    ts, ts_ok, dur, no_dur, n_neg = times(n, inst, lambda at: np.count_nonzero(is_x[at]), list(map(_G_TS, timed)),
+                                          list(map(_G_DUR, timed)), absent_nan=True)
     ids = all_ids if mask is None else list(compress(all_ids, mask))
     if None in ids:  # "args": null
         ids = [a if a is not None else _NO_IDS for a in ids]
-    n_open = _open_ranges(list(map(_G_FIN, ids)), tphs)
+    fin = list(map(_G_FIN, ids))
+    n_open = 0
+    if False in fin:  # "finished": false on an X event (some [memory] instants carry it too: not ranges)
+        n_open = sum(1 for v, x in zip(fin, is_x.tolist()) if v is False and x)
+    del fin
     tkeys, nl, tl = b.lookups(kind, names, pids, tids)
     is_py = kind == Kind.PYTHON
     corr = i64(list(map(_G_CORR, ids)))
@@ -176,10 +228,8 @@ def stage_typed(b, dec: Decoded) -> StagedChunk:
     rlist: list = []
     if aix.size or rix.size:
         traws = raws if mask is None else list(compress(raws, mask))
-        if aix.size:
-            args_sub = list(map(_DEC_ANY.decode, _take(traws, aix, amask)))
-            if set(map(type, args_sub)) != {dict}:
-                args_sub = [a if type(a) is dict else _EMPTY for a in args_sub]
+        if aix.size:  # decoded at commit, only where a text like it was not seen (``_intern_args_raw``)
+            args_sub = _take(traws, aix, amask)
     rlens = None
     if rix.size:
         # the Raw records themselves: their bytes are copied once, into the builder's buffer, at commit (which
@@ -195,4 +245,5 @@ def stage_typed(b, dec: Decoded) -> StagedChunk:
             rlist = list(compress(rlist, keep.tolist()))
     n_no_ts = int(np.count_nonzero(~ts_ok))
     return StagedChunk(counts, meta, Staged(ts, dur, kind, names, nl, tkeys, tl, ids, corr, ext, pyid, pypar, nbytes,
-                                            aix, args_sub, rix, rlist, ts_ok, n_no_ts, no_dur, n_neg, n_open, rlens))
+                                            aix, args_sub, rix, rlist, ts_ok, n_no_ts, no_dur, n_neg, n_open, rlens,
+                                            args_raw=True))

@@ -10,7 +10,6 @@ import glob
 import os
 import re
 import zlib
-from concurrent.futures import ProcessPoolExecutor
 
 from .model import TraceModel
 from .read import TraceError, check_file, load, parse_size
@@ -92,6 +91,8 @@ def load_many(paths, *, no_cache: bool = False, max_size=None, jobs: int | None 
     if len(files) <= 1 or jobs == 1:
         return [_load_one(f, no_cache, limit) for f in files]
     workers = min(len(files), jobs or os.cpu_count() or 1)
+    from concurrent.futures import ProcessPoolExecutor  # only here: ~10 ms of imports that one trace never needs
+
     with ProcessPoolExecutor(max_workers=workers) as ex:
         futures = [ex.submit(_load_one, f, no_cache, limit, True) for f in files]
         return [fut.result() for fut in futures]

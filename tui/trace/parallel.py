@@ -7,6 +7,12 @@ from __future__ import annotations
 
 import gc
 import os
+import pickle
+import select
+import signal
+import struct
+
+import numpy as np
 
 from .model import TraceModel
 from .parts import PieceBuilder, merge_parts
@@ -21,6 +27,10 @@ PARALLEL_MIN: int | None = 64 << 20
 #: explorer (which draws meanwhile), 0.5-0.6 gave the same time within the noise of this machine, and 0.44 or
 #: 0.38 left the parent waiting for the worker
 SPLIT_AT = 0.5
+#: the worker writes its part into the pipe, and the parent reads it, this many bytes a system call at most
+_PIPE_PIECE = 1 << 20
+#: the length of the worker's pickled header (0: no part, parse serially)
+_HEADER = struct.Struct("<Q")
 
 
 def _parse_split(path: str, data, job: _Job, meter=None) -> TraceModel:
@@ -74,6 +84,16 @@ def _stream_part(data, split: int, path: str, counters=None):
     return start, end, b.export()
 
 
+def _widen_pipe(fd: int) -> None:
+    """A pipe of _PIPE_PIECE bytes (Linux; 64 KiB by default): fewer system calls and switches for the part."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_PIECE)
+    except (ImportError, AttributeError, OSError):  # pragma: no cover - elsewhere, or over the system's limit
+        pass
+
+
 def _die_with_parent() -> None:
     """Linux: the worker is killed when the thread that forked it goes (an app that exits mid-load)."""
     try:
@@ -85,7 +105,7 @@ def _die_with_parent() -> None:
         pass
 
 
-def _worker(conn, path: str, split: int, size: int, mtime_ns: int, data=None, counters=None) -> None:
+def _worker(fd: int, path: str, split: int, size: int, mtime_ns: int, data=None, counters=None) -> None:
     _die_with_parent()
     gc.disable()
     out = None
@@ -109,66 +129,158 @@ def _worker(conn, path: str, split: int, size: int, mtime_ns: int, data=None, co
     except BaseException:  # noqa: BLE001 - any failure here only means: parse serially
         out = None
     try:
-        # the CPU ops' args buffer goes as raw bytes after the pickled rest (no pickled copy of it on either side)
-        rbuf = out[2].pop("rbuf") if out is not None else None
-        conn.send(out)
-        if out is not None:
-            conn.send_bytes(rbuf)
+        _send_part(fd, out)
     except BaseException:  # noqa: BLE001
         pass
-    conn.close()
+    os.close(fd)
+
+
+def _flat(arrays: list):
+    """One array of ``arrays`` (pieces of one column, all of one dtype), and each piece's length; None when they
+    are not of one dtype."""
+    if len({a.dtype for a in arrays}) > 1:
+        return None
+    lens = [int(a.shape[0]) for a in arrays]
+    if not arrays:
+        return np.zeros(0, np.int64), lens
+    return (arrays[0] if len(arrays) == 1 else np.concatenate(arrays)), lens
+
+
+def _write_all(fd: int, buf) -> None:
+    with memoryview(buf) as mv, mv.cast("B") as b:
+        pos, n = 0, len(b)
+        while pos < n:
+            pos += os.write(fd, b[pos : pos + _PIPE_PIECE])
+
+
+def _send_part(fd: int, out) -> None:
+    """The worker's part: a small pickled header (ids, tables, units, and the layout of what follows), then the
+    columns, the CPU ops' args lengths and their buffer as raw bytes, written into the pipe as they are (no pickled
+    copy on either side; ``_Job.result`` reads them straight into their arrays, in pieces)."""
+    if out is None:
+        _write_all(fd, _HEADER.pack(0))
+        return
+    start, end, part = out
+    raw = []
+    layout = []
+    flats = {k: _flat(v) for k, v in part["cols"].items()}
+    if all(f is not None for f in flats.values()):  # else the columns go pickled, in the header
+        del part["cols"]
+        for k, (a, lens) in flats.items():
+            layout.append((k, a.dtype.str, lens))
+            raw.append(a)
+    rlens = part.pop("rlens")
+    layout.append(("rlens", rlens.dtype.str, [int(rlens.shape[0])]))
+    raw.append(rlens)
+    rbuf = part.pop("rbuf")
+    layout.append(("rbuf", "|u1", [len(rbuf)]))
+    raw.append(rbuf)
+    head = pickle.dumps((start, end, part, layout), protocol=pickle.HIGHEST_PROTOCOL)
+    del flats, part
+    _write_all(fd, _HEADER.pack(len(head)) + head)
+    for a in raw:
+        _write_all(fd, a)
+
+
+def _read_into(fd: int, buf) -> None:
+    """Fill ``buf`` (a writable buffer) from the pipe, a piece per system call: the GIL is released while each one
+    waits and copies, so other threads (the explorer's screen) run between them. Unpickling the whole part held
+    it for 395 ms in one call at 1 GB."""
+    with memoryview(buf) as mv, mv.cast("B") as b:
+        pos, n = 0, len(b)
+        while pos < n:
+            k = os.readv(fd, [b[pos : pos + _PIPE_PIECE]])
+            if k <= 0:
+                raise EOFError
+            pos += k
 
 
 class _Job:
     """A forked worker that parses the second half of a trace's event array straight from the file (it is
     started before the parent reads the file, so it shares no big buffers with it) and sends back compact
-    columns with its own name / args / track tables."""
+    columns with its own name / args / track tables, through a pipe.
+
+    A plain ``os.fork`` (Linux, macOS): multiprocessing's Process, Pipe and RawArray cost ~15 ms of imports
+    before the parent could start reading (and a file in /dev/shm for the counters)."""
 
     def __init__(self, path: str, st: os.stat_result, split: int, data=None):
-        import multiprocessing as mp
+        import mmap
 
-        ctx = mp.get_context("fork")
         self.split = split
-        self.recv, send = ctx.Pipe(duplex=False)
-        #: bytes read and events decoded by the worker so far (written by it, read for a progress bar)
-        self.counters = ctx.RawArray("q", 2)
-        # ``data`` (decompressed gzip) reaches the worker by the fork itself, not through the pipe
-        self.proc = ctx.Process(target=_worker,
-                                args=(send, path, split, st.st_size, st.st_mtime_ns, data, self.counters),
-                                daemon=True, name="gapscope-load")
+        self.pid = 0
+        #: bytes read and events decoded by the worker so far (written by it, read for a progress bar): an
+        #: anonymous map, shared with the worker across the fork
+        self._shared = mmap.mmap(-1, 16)
+        self.counters = np.frombuffer(self._shared, dtype=np.int64)
+        self.fd, w = os.pipe()
         try:
-            self.proc.start()
+            _widen_pipe(w)
+            pid = os.fork()
+            if pid == 0:  # the worker: ``data`` (decompressed gzip) reaches it by the fork itself
+                code = 1
+                try:
+                    os.close(self.fd)
+                    _worker(w, path, split, st.st_size, st.st_mtime_ns, data, self.counters)
+                    code = 0
+                finally:
+                    os._exit(code)  # never back into the parent's code (nor its atexit handlers, nor its buffers)
+            self.pid = pid
+        except BaseException:
+            os.close(self.fd)
+            self.fd = -1
+            raise
         finally:
-            send.close()
+            os.close(w)
+
+    def _wait_readable(self, tick, start: int) -> None:
+        p = select.poll()  # not select.select: any descriptor number
+        p.register(self.fd, select.POLLIN)
+        while not p.poll(100):
+            tick(start)
 
     def result(self, start: int, end: int, tick=None) -> dict:
         """The worker's part (its first and last event must be at ``start`` and ``end``); while it is not in,
         ``tick(start)`` every 0.1 s (a progress bar reads the worker's counters meanwhile)."""
+        fd = self.fd
         try:
             if tick is not None:
-                while not self.recv.poll(0.1):
-                    tick(start)
-            msg = self.recv.recv()
-        except (EOFError, OSError):
+                self._wait_readable(tick, start)
+            head = bytearray(_HEADER.size)
+            _read_into(fd, head)
+            (size,) = _HEADER.unpack(head)
+            if size == 0:
+                raise _Unclean()
+            head = bytearray(size)
+            _read_into(fd, head)
+            got_start, got_end, part, layout = pickle.loads(head)
+            del head
+            if got_start != start or got_end != end:
+                raise _Unclean()
+            for k, dtype, lens in layout:
+                a = np.empty(sum(lens), dtype=np.dtype(dtype))  # not zeroed: the pipe fills it
+                _read_into(fd, a)
+                if k in ("rlens", "rbuf"):  # the args lengths, and their buffer (as uint8: merge_parts takes views)
+                    part[k] = a
+                else:
+                    offs = np.cumsum([0] + lens).tolist()
+                    part.setdefault("cols", {})[k] = [a[i:j] for i, j in zip(offs, offs[1:])]
+        except (EOFError, OSError, pickle.UnpicklingError):
             raise _Unclean() from None
-        if msg is None:
-            raise _Unclean()
-        try:
-            msg[2]["rbuf"] = self.recv.recv_bytes()
-        except (EOFError, OSError):
-            raise _Unclean() from None
-        if msg[0] != start or msg[1] != end:
-            raise _Unclean()
-        return msg[2]
+        return part
 
     def close(self) -> None:
-        try:
-            if self.proc.is_alive():
-                self.proc.terminate()
-            self.proc.join(timeout=10)
-        except Exception:  # noqa: BLE001 - pragma: no cover
-            pass
-        self.recv.close()
+        """End the worker (when it still runs) and reap it; close the pipe."""
+        pid, self.pid = self.pid, 0
+        if pid:
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                    os.kill(pid, signal.SIGTERM)
+                    os.waitpid(pid, 0)
+            except OSError:  # pragma: no cover - already reaped
+                pass
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 def _map(path: str, st: os.stat_result):

@@ -18,6 +18,36 @@ import json as _json
 _dict_loads = _orjson.loads if _orjson is not None else _json.loads
 
 
+#: Python frames deeper than this (or in a cycle of parent ids) get this depth
+_MAX_TREE_DEPTH = 4096
+
+
+def sort_order(track, ts, dur) -> np.ndarray:
+    """The events' order: by track, then time, then longest first; ties keep their order (``np.lexsort((-dur, ts,
+    track))``). One stable sort of track and time in one key, then the few runs of equal (track, ts) by duration:
+    ~3x faster than the three sorts of lexsort at 100 MB."""
+    if ts.size == 0:
+        return np.zeros(0, np.int64)
+    base = int(ts.min())
+    span = int(ts.max()) - base + 1
+    if (int(track.max()) + 1) * span >= 2**62 or int(track.min()) < 0:  # absurd times: three sorts
+        return np.lexsort((-dur, ts, track))
+    key = track.astype(np.int64) * span + (ts - base)
+    order = np.argsort(key, kind="stable")
+    k = key[order]
+    tie = k[1:] == k[:-1]
+    del key, k
+    if tie.any():
+        in_tie = np.zeros(order.size, dtype=bool)
+        in_tie[1:] |= tie
+        in_tie[:-1] |= tie
+        at = np.flatnonzero(in_tie)
+        group = np.cumsum(np.concatenate(([True], ~tie)))[at]
+        sub = order[at]
+        order[at] = sub[np.lexsort((-dur[sub], group))]
+    return order
+
+
 def _nesting(ts, dur, kind, pyid, pypar, offsets):
     """Depth and parent per event: CPU-family events nest by time on their track; Python frames by
     their Python id tree (time nesting when ids are absent). GPU events are depth 0, no parent."""
@@ -72,7 +102,7 @@ def time_nesting(idx, ts, dur, track_of, depth, parent):
     # ordered by (level, position), the one just before (level - 1, position) in that order is it, when it is
     # of level - 1 (one pass per level was quadratic in the depth: 32k levels of a same-timestamp flood)
     lvl_key = d * (m + 1) + pos
-    by_lvl = np.argsort(lvl_key, kind="stable")
+    by_lvl = np.argsort(d.astype(np.int16), kind="stable")  # lvl_key's order (d is clipped to int16): a radix sort
     sorted_key = lvl_key[by_lvl]
     here = np.flatnonzero(d > 0)
     k = np.searchsorted(sorted_key, (d[here] - 1) * (m + 1) + here, side="left") - 1
@@ -96,16 +126,21 @@ def _tree_nesting(py, pyid, pypar, depth, parent):
     found = (want >= 0) & (sids[k] == want) if sids.size else np.zeros(py.size, bool)
     par_local = np.where(found, order[k], -1)
     parent[py] = np.where(par_local >= 0, py[np.where(par_local >= 0, par_local, 0)], -1)
-    # depth by pointer chasing, bounded (cycles in damaged files must not hang)
-    d = np.zeros(py.size, dtype=np.int64)
-    cur = par_local.copy()
-    for _ in range(4096):
-        live = cur >= 0
-        if not live.any():
+    # depth: the number of ancestors, at most _MAX_TREE_DEPTH (cycles in damaged files must not hang), by pointer
+    # jumping: each frame's known ancestor ``anc`` is d steps up; one round doubles the steps of every frame still
+    # below a root, where a step a round went over every frame (big_100M.json, 186,813 frames, 25 deep: 34 -> 30 ms)
+    d = (par_local >= 0).astype(np.int64)
+    anc = par_local.copy()
+    live = np.flatnonzero(anc >= 0)
+    for _ in range(_MAX_TREE_DEPTH.bit_length()):
+        if not live.size:
             break
-        d[live] += 1
-        cur[live] = par_local[cur[live]]
-    depth[py] = np.clip(d, 0, np.iinfo(np.int16).max).astype(np.int16)
+        a = anc[live]
+        up, nxt = d[a], anc[a]
+        d[live] += up
+        anc[live] = nxt
+        live = live[nxt >= 0]
+    depth[py] = np.minimum(d, _MAX_TREE_DEPTH).astype(np.int16)
 
 
 def _links(ts, kind, corr, ext, parent):
