@@ -253,3 +253,18 @@ def test_real_traces_idle_matches_independent_sweep(shared_traces):
             assert int(a.gaps.dur_ns[a.gaps.device == d.device].sum()) == window - busy
         checked += 1
     assert checked >= 2
+
+
+def test_idle_pct_never_rounds_past_100_on_a_huge_fully_idle_window():
+    """100.0 * idle / window rounds to 100.00000000000001 on this window (the fuzz test found one like it):
+    a wholly idle device is 100%, not more."""
+    from gapscope.tui.analysis.gaps import DeviceStats
+
+    w = 1_000_000_000_000_000_192
+    assert 100.0 * w / w > 100.0  # the rounding this guards against
+    d = DeviceStats(rank=None, device=0, name=None, window_start_ns=0, window_end_ns=w, kernel_busy_ns=0,
+                    copy_busy_ns=0)
+    assert d.idle_pct == 100.0
+    half = DeviceStats(rank=None, device=0, name=None, window_start_ns=0, window_end_ns=1000, kernel_busy_ns=500,
+                       copy_busy_ns=0)
+    assert half.idle_pct == 50.0

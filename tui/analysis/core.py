@@ -261,7 +261,7 @@ class Analysis:
     @property
     def idle_pct(self) -> float:
         w = sum(d.window_ns for d in self.devices)
-        return 100.0 * self.idle_ns / w if w else 0.0
+        return min(100.0, 100.0 * self.idle_ns / w) if w else 0.0  # rounding past 100 at ~1e18 ns (gaps.py)
 
     def cause_totals(self) -> dict[str, dict]:
         g = self.gaps

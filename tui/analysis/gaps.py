@@ -59,7 +59,8 @@ class DeviceStats:
 
     @property
     def idle_pct(self) -> float:
-        return 100.0 * self.idle_ns / self.window_ns if self.window_ns > 0 else 0.0
+        # min: 100.0 * idle / window rounds past 100 on windows near 1e18 ns where idle == window
+        return min(100.0, 100.0 * self.idle_ns / self.window_ns) if self.window_ns > 0 else 0.0
 
 
 def _gaps_from_kernels(ks, ke, kidx, w0, w1):
