@@ -7,6 +7,7 @@ W+1 cell edges, cached as a Strip keyed by everything that changes the row.
 from __future__ import annotations
 
 from collections import OrderedDict
+from functools import lru_cache
 
 import numpy as np
 from rich.segment import Segment
@@ -23,6 +24,9 @@ _NO_STYLE = Style()
 _BAR_NAME_STYLE = Style(color="black", bgcolor="bright_cyan")
 _LINK_STYLE = Style(color="bright_magenta", bold=True)
 _RANGE_STYLE = Style(color="bright_magenta", bold=True)
+#: the axis under the selected gap, and at the cursor
+_GAP_AXIS_STYLE = Style(color="yellow", bold=True)
+_CURSOR_AXIS_STYLE = Style(bold=True, color="bright_white")
 #: a bar this many cells wide and more shows its name
 MIN_NAME_CELLS = 6
 _UNFOCUSED_CURSOR = Style(bold=True, underline=True, reverse=True, dim=True)
@@ -294,7 +298,8 @@ class LanesView(ScrollView, _Base, can_focus=True):
             nc = len(names)
             if len(ln.segs.ref) and (refs >= 0).any():
                 gids = np.asarray(ln.segs.ref)[np.maximum(refs, 0)]
-                cause = np.clip(sc.gaps.cause[gids], 0, nc - 1) if causes else np.zeros(refs.size, np.int64)
+                cause = np.minimum(np.maximum(sc.gaps.cause[gids], 0), nc - 1) if causes else \
+                    np.zeros(refs.size, np.int64)
                 codes = np.where(refs < 0, 0, 1 + cause + np.where(gids == sel, nc, 0)).astype(np.intp)
             else:
                 codes = np.zeros(refs.size, np.intp)
@@ -302,7 +307,8 @@ class LanesView(ScrollView, _Base, can_focus=True):
         else:  # ranges, depth rows: named pieces
             refs = ln.segs.cells(edges)
             m = sc.parts[ln.part].model
-            chars, scodes = segment_text(refs, lambda r: self._text(display_frame(m.name(int(ln.segs.ref[r])))),
+            ascii = g.ascii
+            chars, scodes = segment_text(refs, lambda r: _frame_label(m.name(int(ln.segs.ref[r])), ascii),
                                          bar=g.bar,
                                          open_=g.open)
             if ln.kind == "depth":
@@ -310,7 +316,8 @@ class LanesView(ScrollView, _Base, can_focus=True):
                 codes = np.where(refs >= 0, cats.astype(np.intp) + 1, 0)
                 table = [plain] + _CPU_TABLE
             else:
-                codes = np.isin(scodes, (C_LABEL, C_BAR, C_MARK)).astype(np.intp)
+                # np.isin(scodes, (C_LABEL, C_BAR, C_MARK)): the three codes are consecutive
+                codes = ((scodes >= C_LABEL) & (scodes <= C_MARK)).astype(np.intp)
                 table = [plain, G.RANGE_STYLE]
         lcol = time_to_col(link, v.t0, v.t1, cw) if link is not None and v.t0 <= link < v.t1 else -1
         if 0 <= lcol < cw and lcol != ccol:
@@ -326,6 +333,12 @@ class LanesView(ScrollView, _Base, can_focus=True):
             codes[ccol] = len(table) - 1
         segs = [Segment(label, lstyle), Segment(" ", plain)] + style_runs(chars, codes, table)
         return Strip(segs, lw + 1 + cw)
+
+
+@lru_cache(maxsize=4096)
+def _frame_label(name: str, ascii: bool) -> str:
+    """A range's or frame's name as a named piece shows it (kept by name: a redraw asks for the same few)."""
+    return shown(display_frame(name), ascii)
 
 
 def bar_name(name: str) -> str:
@@ -346,7 +359,7 @@ def style_runs(chars: str, codes: np.ndarray, table: list[Style]) -> list[Segmen
     first: dict = {}
     canon = np.array([first.setdefault(id(st), i) for i, st in enumerate(table)], dtype=np.intp)
     c = canon[np.asarray(codes, dtype=np.intp)]
-    starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]]).tolist()
+    starts = [0] + (np.flatnonzero(c[1:] != c[:-1]) + 1).tolist()
     ends = starts[1:] + [n]
     return [Segment(chars[a:b], table[int(c[a])]) for a, b in zip(starts, ends)]
 
@@ -465,7 +478,11 @@ class Axis(Widget, _Base):
                 buf[c:c + len(lab)] = list(lab)
             return Strip([Segment(head, dim), Segment("".join(buf), dim)]).adjust_cell_length(width, _NO_STYLE)
         buf = [g.rule] * cw
-        styles = [dim] * cw
+        # per cell a run id: cells of one id side by side are one segment (the style of each id in ``style``).
+        # A cell of the selected gap and the cursor's cell are segments of their own, each with a Style of its
+        # own, as when every cell had its Style object and runs were made of cells sharing one
+        run = np.zeros(cw, np.int64)  # 0: the rule (dim)
+        style = {0: dim, 1: _RANGE_STYLE}
         for t in ticks:
             c = time_to_col(t, v.t0, v.t1, cw)
             if 0 <= c < cw:
@@ -475,29 +492,34 @@ class Axis(Widget, _Base):
             a, b, _ = sc.gaps.span(gid)
             ca = max(time_to_col(a, v.t0, v.t1, cw), 0)
             cb = min(time_to_col(max(b - 1, a), v.t0, v.t1, cw), cw - 1)
-            for c in range(ca, cb + 1):
-                buf[c] = "=" if g.ascii else "━"
-                styles[c] = Style(color="yellow", bold=True)
+            if cb >= ca:
+                buf[ca:cb + 1] = ["=" if g.ascii else "━"] * (cb + 1 - ca)
+                run[ca:cb + 1] = np.arange(2, cb + 3 - ca)
+                style.update(dict.fromkeys(range(2, cb + 3 - ca), _GAP_AXIS_STYLE))
         if sc.span_sel is not None:  # the selected range (m m, or M)
             a, b = sc.span_sel
             ca = max(time_to_col(a, v.t0, v.t1, cw), 0)
             cb = min(time_to_col(max(b - 1, a), v.t0, v.t1, cw), cw - 1)
-            for c in range(ca, cb + 1):
-                buf[c] = "#" if g.ascii else "▬"
-                styles[c] = _RANGE_STYLE
+            if cb >= ca:
+                buf[ca:cb + 1] = ["#" if g.ascii else "▬"] * (cb + 1 - ca)
+                run[ca:cb + 1] = 1
         if sc.mark is not None and v.t0 <= sc.mark < v.t1:
             c = time_to_col(sc.mark, v.t0, v.t1, cw)
             buf[c] = "|" if g.ascii else "┃"
-            styles[c] = _RANGE_STYLE
+            run[c] = 1
         if v.t0 <= v.cursor < v.t1:
             c = time_to_col(v.cursor, v.t0, v.t1, cw)
             buf[c] = g.cursor
-            styles[c] = Style(bold=True, color="bright_white")
+            run[c] = -1
+            style[-1] = _CURSOR_AXIS_STYLE
         elif v.cursor < v.t0:
             buf[0] = g.left
         else:
             buf[-1] = g.right
         cur = self._text("@" + fmt_dur(v.cursor - o, ascii=g.ascii))[:lw].ljust(lw) + " "
         # to the axis' full width: a lanes scroll bar leaves its column to the axis, which must draw (blank) it
-        return Strip([Segment(cur, dim)] + style_runs("".join(buf), np.arange(len(styles)), styles)).adjust_cell_length(
-            width, _NO_STYLE)
+        chars = "".join(buf)
+        starts = [0] + (np.flatnonzero(run[1:] != run[:-1]) + 1).tolist()
+        ids = run[starts].tolist()
+        segs = [Segment(cur, dim)] + [Segment(chars[a:b], style[i]) for a, b, i in zip(starts, starts[1:] + [cw], ids)]
+        return Strip(segs).adjust_cell_length(width, _NO_STYLE)
