@@ -259,7 +259,7 @@ class MainScreen(*PANES, Screen):
         sc = self.scene
         gl = self.query_one(GapList)
         if 0 <= sc.gaps.selected < MAX_LIST and gl.row_count > sc.gaps.selected:
-            gl.move_cursor(row=sc.gaps.selected, animate=False)
+            gl.move_cursor(row=sc.gaps.selected, animate=False, notify=False)  # the selection is there already
 
     # ================================================================ the keys: each changes the scene, then ``update``
     async def action_view(self, name: str) -> None:

@@ -183,7 +183,9 @@ class RowList(ScrollView, can_focus=True):
         self.refresh()
 
     # ------------------------------------------------------------------ cursor
-    def move_cursor(self, *, row: int, animate: bool = False) -> None:
+    def move_cursor(self, *, row: int, animate: bool = False, notify: bool = True) -> None:
+        """The cursor on ``row``; ``notify``: a Highlighted message says so (not when the owner moved it to
+        what it shows already, as the gap list's owner does on every gap jump)."""
         if not self.rows:
             return
         row = max(0, min(int(row), len(self.rows) - 1))
@@ -192,7 +194,8 @@ class RowList(ScrollView, can_focus=True):
         if row != old:
             self.refresh_row(old)
             self.refresh_row(row)
-            self.post_message(self.Highlighted(self, row, self.row_key(row)))
+            if notify:
+                self.post_message(self.Highlighted(self, row, self.row_key(row)))
         self.scroll_cursor_into_view()
 
     def refresh_row(self, row: int) -> None:

@@ -152,6 +152,7 @@ class TextView(ScrollView, can_focus=True):
         self._keys: list = []  # _line_key of every wrapped line
         self._strips: OrderedDict = OrderedDict()  # (line key, width) -> Strip, across texts
         self._wrapped_at = -1
+        self._partial = False  # set_text repaints what changed itself (``_set_virtual_size``)
 
     def set_text(self, text: Text) -> None:
         width = self._content_width()
@@ -159,12 +160,16 @@ class TextView(ScrollView, can_focus=True):
         self._text = text
         self._wrapped_at = -1
         self.scroll_to(y=0, animate=False)
-        self._wrap()
+        # same width, same scroll: only the lines on screen whose content changed are repainted, also where
+        # the number of lines (the virtual size) changes: the lines compared below are all those shown
+        self._partial = old is not None
+        try:
+            self._wrap()
+        finally:
+            self._partial = False
         if old is None:
             self.refresh()
             return
-        # same width, same scroll: repaint only the lines on screen whose content changed (a different
-        # number of lines changes the virtual size, which repaints the whole panel anyway)
         new = self._keys
         h = max(self.scrollable_content_region.height, 0)
         full = self.size.width
@@ -203,7 +208,8 @@ class TextView(ScrollView, can_focus=True):
             return
         self.set_reactive(TextView.virtual_size, size)
         self._scroll_update(size)
-        self.refresh()
+        if not self._partial:  # (set_text repaints the lines that changed)
+            self.refresh()
 
     def on_resize(self, event) -> None:
         self._wrap()
