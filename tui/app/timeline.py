@@ -24,6 +24,10 @@ _NO_STYLE = Style()
 _BAR_NAME_STYLE = Style(color="black", bgcolor="bright_cyan")
 _LINK_STYLE = Style(color="bright_magenta", bold=True)
 _RANGE_STYLE = Style(color="bright_magenta", bold=True)
+#: a row's unstyled cells, a folded row, a group's header row
+_PLAIN_CELL = Style()
+_FOLDED_STYLE = Style(dim=True, italic=True)
+_GROUP_STYLE = Style(bold=True, color="bright_white")
 #: the axis under the selected gap, and at the cursor
 _GAP_AXIS_STYLE = Style(color="yellow", bold=True)
 _CURSOR_AXIS_STYLE = Style(bold=True, color="bright_white")
@@ -88,6 +92,8 @@ class LanesView(ScrollView, _Base, can_focus=True):
         self._cache: OrderedDict = OrderedDict()
         self.axis: Axis | None = None  # set by the axis drawn above these lanes
         self.renders = 0  # rows drawn without the cache (tests and benchmarks read it)
+        self._edges_at: tuple | None = None  # the window the cell edges below are of (``_edges``)
+        self._edges_val: np.ndarray | None = None
 
     def watch_show_vertical_scrollbar(self, shown: bool) -> None:
         # the axis is drawn to the lanes' width less their scroll bar: when the bar comes or goes (rows added by
@@ -208,6 +214,15 @@ class LanesView(ScrollView, _Base, can_focus=True):
             self._cache.popitem(last=False)
         return strip
 
+    def _edges(self, t0: int, t1: int, cw: int) -> np.ndarray:
+        """``cell_edges(t0, t1, cw)``, made once for all the rows of a frame (read-only: the rows share it)."""
+        key = (t0, t1, cw)
+        if self._edges_at != key:
+            e = cell_edges(t0, t1, cw)
+            e.flags.writeable = False
+            self._edges_at, self._edges_val = key, e
+        return self._edges_val
+
     def _bar_names(self, ln, m, t0: int, t1: int, cw: int, chars_a: np.ndarray, codes: np.ndarray,
                    code: int) -> None:
         """Write each kernel's name inside its bar where the bar is MIN_NAME_CELLS cells wide or more (zoomed
@@ -239,12 +254,12 @@ class LanesView(ScrollView, _Base, can_focus=True):
         ln = row.lane
         if ln is None and row.folded:  # lanes with nothing in view, one line
             text = self._text(f"  {g.sep} {row.title}")[: lw + 1 + cw].ljust(lw + 1 + cw)
-            st = G.CURSOR_STYLE if is_cursor and self.has_focus else Style(dim=True, italic=True)
+            st = G.CURSOR_STYLE if is_cursor and self.has_focus else _FOLDED_STYLE
             return Strip([Segment(text, st)])
         if ln is None:  # group header
             title = self._text(f"{g.rule} {row.title} ")
             text = (title + g.rule * (lw + 1 + cw))[: lw + 1 + cw]
-            return Strip([Segment(text, Style(bold=True, color="bright_white"))])
+            return Strip([Segment(text, _GROUP_STYLE)])
         label = ln.label
         if ln.kind == "cpu":
             label = (g.collapse if ln.expanded else g.expand) + label if ln.has_depth else " " + label
@@ -253,8 +268,8 @@ class LanesView(ScrollView, _Base, can_focus=True):
         lstyle = G.CURSOR_STYLE if is_cursor and self.has_focus else (
             _UNFOCUSED_CURSOR if is_cursor else G.LABEL_STYLE)
         v = sc.view
-        edges = cell_edges(v.t0, v.t1, cw)
-        plain = Style()
+        edges = self._edges(v.t0, v.t1, cw)
+        plain = _PLAIN_CELL
         if ln.kind == "cpu":
             cats = cpu_cells(ln, edges)
             chars = "".join(_glyph_array(g.cpu)[cats].tolist())
