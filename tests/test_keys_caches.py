@@ -22,7 +22,7 @@ from gapscope.tui.app import panels, textview
 from gapscope.tui.app.app import GapscopeApp
 from gapscope.tui.app.gaplist import GapList
 from gapscope.tui.app.lanes import UnionIndex, search_sorted
-from gapscope.tui.app.rowlist import RowList, _plain_cells_line
+from gapscope.tui.app.rowlist import RowList, plain_cells_line
 from gapscope.tui.app.textview import split_lines, wrap_lines
 
 TRACE = Path(__file__).resolve().parent.parent / "traces" / "demo-eager-sync.decode.json.gz"
@@ -194,8 +194,8 @@ def test_stack_lines_split_as_rich_splits_them():
         assert key(split_lines(t)) == key(t.split(allow_blank=True)), t.plain[:60]
 
 
-def test_plain_cells_line_makes_the_segments_rich_makes():
-    """_plain_cells_line against RowList._rich_line on cells of every kind it takes (styles or none, right or
+def testplain_cells_line_makes_the_segments_rich_makes():
+    """plain_cells_line against RowList._rich_line on cells of every kind it takes (styles or none, right or
     left, each overflow, cut or padded, wide characters) and None on a cell with spans (rich draws those)."""
     console = Console()
     rnd = random.Random(2)
@@ -207,10 +207,10 @@ def test_plain_cells_line_makes_the_segments_rich_makes():
         widths = [rnd.randint(1, 20) for _ in cells]
         for pad in (0, 1):
             fake = SimpleNamespace(PAD=pad, app=SimpleNamespace(console=console))
-            assert _plain_cells_line(cells, widths, pad, console) == RowList._rich_line(fake, cells, widths)
+            assert plain_cells_line(cells, widths, pad, console) == RowList._rich_line(fake, cells, widths)
     spanned = Text("ab")
     spanned.stylize("bold", 0, 1)
-    assert _plain_cells_line([Text("x"), spanned], [3, 3], 1, console) is None
+    assert plain_cells_line([Text("x"), spanned], [3, 3], 1, console) is None
 
 
 def test_search_sorted_is_searchsorted_for_ascending_values():
@@ -233,3 +233,29 @@ def test_search_sorted_is_searchsorted_for_ascending_values():
     want = [sum(max(0, min(e, b) - max(st, a)) for st, e in zip(u.starts.tolist(), u.ends.tolist()))
             for a, b in zip(edges[:-1].tolist(), edges[1:].tolist())]
     assert u.covered(edges).tolist() == want
+
+
+def test_gathered_text_is_the_text_appended_piece_by_piece():
+    """panels.T gathers its pieces and appends them at once: the same plain text, spans, style and length as a
+    Text.append per piece (pieces made safe, styles or none, control characters, non-ASCII, reads between)."""
+    rnd = random.Random(4)
+    for _ in range(3000):
+        t = panels.T(rnd.random() < 0.5)
+        ref = Text(no_wrap=False, overflow="fold")
+        if rnd.random() < 0.3:
+            t.text = Text(no_wrap=True, overflow="crop")
+            ref = Text(no_wrap=True, overflow="crop")
+        for _ in range(rnd.randint(0, 20)):
+            if rnd.random() < 0.2:
+                t.nl()
+                ref.append("\n")
+            else:
+                v = rnd.choice(["abc", "µs 3.2", "→ x", "", "██", "a\x1bb", "tab\there", 12, "\x07bell"])
+                st = rnd.choice([None, "", "bold", "red on yellow"])
+                t.add(v, st)
+                ref.append(t.s(str(v)), style=st)
+            if rnd.random() < 0.1:
+                assert t.text.plain == ref.plain  # a read in the middle
+        a = t.text
+        assert (a.plain, a.spans, a.style, a.no_wrap, a.overflow, len(a)) == \
+            (ref.plain, ref.spans, ref.style, ref.no_wrap, ref.overflow, len(ref))

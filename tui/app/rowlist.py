@@ -24,7 +24,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 
-def _plain_cells_line(cells: list[Text], widths: list[int], pad: int, console) -> list[Segment] | None:
+def plain_cells_line(cells: list[Text], widths: list[int], pad: int, console) -> list[Segment] | None:
     """The segments ``RowList._rich_line`` makes of a line whose cells are plain text, each with one style (or
     none) and no spans of its own: the same texts and styles, cut at the same places, without building and
     rendering a rich Text per line (a page of new gap list rows took ~10 ms of a key press at 1 GB). None
@@ -34,7 +34,7 @@ def _plain_cells_line(cells: list[Text], widths: list[int], pad: int, console) -
     buf: list[str] = []  # unstyled text since the last styled cell (the pads, cells without a style)
     styled = False
     for cell, w in zip(cells, widths):
-        if cell._spans:
+        if cell.spans:
             return None
         overflow = cell.overflow or "ellipsis"
         if overflow == "ignore":
@@ -272,7 +272,7 @@ class RowList(ScrollView, can_focus=True):
         return out
 
     def _line(self, cells: list[Text], widths: list[int], style: Style, width: int) -> Strip:
-        segs = _plain_cells_line(cells, widths, self.PAD, self.app.console)
+        segs = plain_cells_line(cells, widths, self.PAD, self.app.console)
         if segs is None:  # a cell with spans of its own: rich lays the line out
             segs = self._rich_line(cells, widths)
         n = sum(cell_len(sg.text) for sg in segs)
@@ -288,7 +288,7 @@ class RowList(ScrollView, can_focus=True):
 
     def _rich_line(self, cells: list[Text], widths: list[int]) -> list[Segment]:
         """The segments of one line as rich renders it: each cell truncated (or padded) to its width between
-        PAD blanks, one Text rendered. ``_plain_cells_line`` makes the same segments without it."""
+        PAD blanks, one Text rendered. ``plain_cells_line`` makes the same segments without it."""
         pad = " " * self.PAD
         line = Text(no_wrap=True, end="")
         for cell, w in zip(cells, widths):
