@@ -349,7 +349,7 @@ def keys_only(paths: list[str], repos: list[str], rounds: int) -> int:
         _child("analysis", big, env)  # writes the cache entry (and waits for it): every timed child opens warm
         for r in range(rounds):
             for repo in repos:
-                print(f"\nround {r + 1}, {repo}:", end="")
+                print(f"\nround {r + 1}, {repo} (load average {os.getloadavg()[0]:.2f}):", end="")
                 _print_keys(big, _child("keys", big, env, repo))
     return 0
 

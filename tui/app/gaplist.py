@@ -109,4 +109,4 @@ class GapList(RowList):
                          Text("gaps", style="dim"), Text(f"< {d(lim)}", justify="right", style="dim"),
                          Text("not listed (in every total)", style="dim"), key="short")
         if 0 <= sc.gaps.selected < min(sc.gaps.order.size, MAX_LIST):
-            self.move_cursor(row=sc.gaps.selected, animate=False)
+            self.move_cursor(row=sc.gaps.selected, animate=False, notify=False)  # the selected gap's row

@@ -34,7 +34,7 @@ from .gaplist import MAX_LIST, NARROW, GapList
 from .lanekeys import LaneKeys
 from .loading import debugging, failure
 from .navigate import event_under_cursor, gap_under_cursor, status_parts
-from .panels import StackPanel, event_text, header_text, stack_text
+from .panels import StackPanel, event_text, header_text, panel_stack_text, stack_text
 from .scene import Scene
 from .screens import DetailScreen, HelpScreen
 from .search import SearchInput, SearchKeys
@@ -201,7 +201,7 @@ class MainScreen(*PANES, Screen):
             self.refresh_header()
         if data or new.selected != old.selected or new.gaps != old.gaps or new.time_mode != old.time_mode:
             self._move_list_cursor()
-            self.query_one("#stack", StackPanel).set_text(stack_text(sc, self.glyphs))
+            self.query_one("#stack", StackPanel).set_text(panel_stack_text(sc, self.glyphs))
         if len(sc.display.rows()) != lv.virtual_size.height:
             lv.sync_rows()  # lanes folded or unfolded by the move (nothing in view)
         if new.lanes_changed(old):
@@ -259,7 +259,7 @@ class MainScreen(*PANES, Screen):
         sc = self.scene
         gl = self.query_one(GapList)
         if 0 <= sc.gaps.selected < MAX_LIST and gl.row_count > sc.gaps.selected:
-            gl.move_cursor(row=sc.gaps.selected, animate=False)
+            gl.move_cursor(row=sc.gaps.selected, animate=False, notify=False)  # the selection is there already
 
     # ================================================================ the keys: each changes the scene, then ``update``
     async def action_view(self, name: str) -> None:

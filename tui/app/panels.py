@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import weakref
+from collections import OrderedDict
+from functools import lru_cache
+
 import numpy as np
-from rich.text import Text
+from rich.control import strip_control_codes
+from rich.text import Span, Text
 
 from ..trace.model import Kind
 from . import glyphs as G
@@ -19,6 +24,8 @@ KIND_LABEL = {
     Kind.SYNC: "sync", Kind.OVERHEAD: "profiler", Kind.INSTANT: "instant", Kind.OTHER: "other",
 }
 FRAME_TAG = {"python": "py ", "annotation": "rng", "op": "op ", "runtime": "rt ", "sync": "syn"}
+#: frame lines kept (``_frame_pieces``)
+FRAME_CACHE = 2048
 
 
 class StackPanel(TextView):
@@ -26,22 +33,54 @@ class StackPanel(TextView):
 
 
 class T:
-    """Small helper: append plain strings (made safe) with a style."""
+    """Small helper: append plain strings (made safe) with a style.
+
+    The pieces are gathered and go into ``text`` in one append when it is read: what a ``Text.append`` per
+    piece makes (the same plain text and spans, in order), without its work per piece (a stack panel is ~150
+    pieces, built on every gap jump)."""
 
     def __init__(self, ascii: bool):
         self.ascii = ascii
-        self.text = Text(no_wrap=False, overflow="fold")
+        self._text = Text(no_wrap=False, overflow="fold")
+        self.pieces: list[tuple[str, str | None]] = []  # (text, style) gathered since ``text`` was last read
+
+    @property
+    def text(self) -> Text:
+        if self.pieces:
+            # what Text.append does per piece (the pieces are stripped of control codes already, by ``raw``),
+            # done once: a new Text of the joined pieces would strip the whole of it again, and str.translate
+            # leaves its fast path at the first non-ASCII character (µs, →, the bars): ~1.5 ms a stack panel
+            t = self._text
+            n = len(t)
+            for s, style in self.pieces:
+                if style:
+                    t._spans.append(Span(n, n + len(s), style))
+                n += len(s)
+            t._text.append("".join(s for s, _ in self.pieces))
+            t._length = n
+            self.pieces = []
+        return self._text
+
+    @text.setter
+    def text(self, text: Text) -> None:
+        self.pieces = []
+        self._text = text
 
     def s(self, s: str) -> str:
         return shown(s, self.ascii)
 
     def add(self, s, style: str | None = None) -> "T":
-        self.text.append(self.s(str(s)), style=style)
+        return self.raw(self.s(str(s)), style)
+
+    def raw(self, s: str, style: str | None = None) -> "T":
+        """``s`` as it is (made safe already), as ``Text.append`` adds it."""
+        s = strip_control_codes(s)
+        if s:
+            self.pieces.append((s, style))
         return self
 
     def nl(self) -> "T":
-        self.text.append("\n")
-        return self
+        return self.raw("\n")
 
     def d(self, ns) -> str:
         return fmt_dur(int(ns), ascii=self.ascii)
@@ -64,15 +103,37 @@ def _finding_fix(a, row: int) -> str | None:
     if pj is None:
         return None
     sv = pj.saving_ns
-    unlocks = pj.unlocks(a.findings)
-    for n, f in enumerate(pj.ranked(a.findings), 1):
-        if row in getattr(f, "gap_rows", ()) and sv.get(f.id) is not None:
+    unlocks, ranked = _ranked_findings(a, pj)
+    for n, f, rows in ranked:
+        if row in rows and sv.get(f.id) is not None:
             how = "un-profiled, calibrated" if pj.calibrated else "profiled time"
             dep = unlocks.get(f.id)
             both = (f"; −{pj.saving_pct(dep):.1f}% with the fix it unlocks" if dep is not None
                     and pj.saving_pct(dep) is not None else "")
             return f"finding {n}: fix → −{fmt_dur(sv[f.id])} per step (−{pj.saving_pct(f.id):.1f}%){both}, {how}"
     return None
+
+
+#: per analysis: (its projection, its findings, what ``_ranked_findings`` made of them)
+_RANKED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _ranked_findings(a, pj) -> tuple[dict, list]:
+    """(``pj.unlocks(a.findings)``, [(number, finding, its gap rows as a set)] in ``pj.ranked`` order), made
+    once per projection: the stack panel asks on every gap jump which finding holds the gap."""
+    try:
+        hit = _RANKED.get(a)
+    except TypeError:  # an analysis that takes no weak reference: made every time
+        hit = None
+    if hit is not None and hit[0] is pj and hit[1] is a.findings:
+        return hit[2]
+    made = (pj.unlocks(a.findings),
+            [(n, f, frozenset(getattr(f, "gap_rows", ()))) for n, f in enumerate(pj.ranked(a.findings), 1)])
+    try:
+        _RANKED[a] = (pj, a.findings, made)
+    except TypeError:
+        pass
+    return made
 
 
 def top_fix(a) -> tuple[str, str] | None:
@@ -312,13 +373,19 @@ def header_warnings(scene: Scene, narrow: bool = False) -> list[str]:
 
 
 def frame_line(t: T, f, indent: int) -> None:
-    kind = getattr(f, "kind", "")
+    t.pieces.extend(_frame_pieces(getattr(f, "kind", ""), f.name, getattr(f, "file", None),
+                                  getattr(f, "line", None), indent, t.ascii))
+
+
+@lru_cache(maxsize=FRAME_CACHE)
+def _frame_pieces(kind: str, name: str, file, line, indent: int, ascii: bool) -> tuple:
+    """One frame's line as (text made safe, style) pieces, kept by what it shows: the stacks of two gaps share
+    most of their frames."""
+    t = T(ascii)
     tag = FRAME_TAG.get(kind, kind[:3].ljust(3))
     t.add("  " + tag + " ", "dim").add(" " * min(indent, 4))
     style = {"sync": "bold red", "runtime": "yellow", "op": "dodger_blue1", "annotation": "bright_white",
              "python": "green"}.get(kind)
-    name = f.name
-    file, line = getattr(f, "file", None), getattr(f, "line", None)
     if file and line is not None and name.startswith(f"{file}({line}): "):
         # Kineto names Python frames "file(line): function": show the function, then where it is
         t.add(name[len(file) + len(str(line)) + 4:], style).add(f"  {file}:{line}", "dim")
@@ -327,6 +394,7 @@ def frame_line(t: T, f, indent: int) -> None:
         if file:
             t.add(f"  {file}" + (f":{line}" if line is not None else ""), "dim")
     t.nl()
+    return tuple(t.pieces)
 
 
 def frames_block(t: T, frames, full: bool, keep: int = 10, outer: int = 0) -> None:
@@ -352,6 +420,54 @@ def common_outer(a, b) -> int:
             break
         n += 1
     return n
+
+
+#: stack panel texts kept per scene (``panel_stack_text``)
+STACK_CACHE = 64
+_STACKS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _stack_inputs(scene: Scene, glyphs: G.Glyphs) -> tuple[tuple, tuple]:
+    """(what every stack text of ``scene`` is made from: the analyses, the projection, the model; what one is
+    made from besides: the gap, its place in the list, the filter, the time origin and mode, the active part,
+    the glyphs). Objects are compared by identity (``_same``), the rest by value."""
+    a = scene.analysis
+    pj = a.projection_if_ready if a is not None else None
+    parts = tuple((pt.analysis, pt.min_listed_ns) for pt in scene.parts)
+    g = scene.gaps
+    return ((a, pj, scene.model, parts),
+            (g.selected_row, g.selected_gap, g.selected, g.order.size, g.cause_filter is None, scene.origin,
+             scene.multi, scene.active, scene.time_mode, glyphs.ascii, scene.analysis_error))
+
+
+def _same(x, y) -> bool:
+    if isinstance(x, tuple) and isinstance(y, tuple):
+        return len(x) == len(y) and all(_same(a, b) for a, b in zip(x, y))
+    return x is y or (isinstance(x, (int, float, str)) and x == y)
+
+
+def panel_stack_text(scene: Scene, glyphs: G.Glyphs) -> Text:
+    """``stack_text(scene, glyphs)`` for the stack panel, kept per gap: going back to a gap (N, the list's
+    cursor) shows its text again without building it. Everything it is made from is in the key
+    (``_stack_inputs``); a new analysis or projection forgets the scene's texts. The Text is the panel's
+    to show: it is not changed by anyone (the panel only reads it)."""
+    objs, key = _stack_inputs(scene, glyphs)
+    try:
+        hit = _STACKS.get(scene)
+    except TypeError:
+        return stack_text(scene, glyphs)
+    if hit is None or not _same(hit[0], objs):
+        hit = (objs, OrderedDict())
+        _STACKS[scene] = hit
+    texts = hit[1]
+    text = texts.get(key)
+    if text is None:
+        text = texts[key] = stack_text(scene, glyphs)
+        if len(texts) > STACK_CACHE:
+            texts.popitem(last=False)
+    else:
+        texts.move_to_end(key)
+    return text
 
 
 def stack_text(scene: Scene, glyphs: G.Glyphs, *, full: bool = False) -> Text:

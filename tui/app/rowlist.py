@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -21,6 +22,50 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+
+
+def plain_cells_line(cells: list[Text], widths: list[int], pad: int, console) -> list[Segment] | None:
+    """The segments ``RowList._rich_line`` makes of a line whose cells are plain text, each with one style (or
+    none) and no spans of its own: the same texts and styles, cut at the same places, without building and
+    rendering a rich Text per line (a page of new gap list rows took ~10 ms of a key press at 1 GB). None
+    where a cell has spans, or an overflow this does not do: the caller renders those with rich."""
+    blank = " " * pad
+    out: list[Segment] = []
+    buf: list[str] = []  # unstyled text since the last styled cell (the pads, cells without a style)
+    styled = False
+    for cell, w in zip(cells, widths):
+        if cell.spans:
+            return None
+        overflow = cell.overflow or "ellipsis"
+        if overflow == "ignore":
+            return None
+        plain = cell.plain
+        length = cell_len(plain)
+        if length > w:  # Text.truncate
+            plain = set_cell_size(plain, w - 1) + "…" if overflow == "ellipsis" else set_cell_size(plain, w)
+        if cell.justify == "right":
+            plain = " " * (w - cell_len(plain)) + plain
+        elif length < w:
+            plain += " " * (w - length)
+        buf.append(blank)
+        if cell.style:
+            styled = True
+            if "".join(buf):
+                out.append(Segment("".join(buf), _NULL))
+            buf = []
+            out.append(Segment(plain, console.get_style(cell.style, default=_NULL)))
+        else:
+            buf.append(plain)
+        buf.append(blank)
+    rest = "".join(buf)
+    if not styled:  # rich's Text.render of a text without spans: one segment, no style
+        return [Segment(rest)]
+    if rest:
+        out.append(Segment(rest, _NULL))
+    return out
+
+
+_NULL = Style.null()
 
 
 @dataclass
@@ -138,7 +183,9 @@ class RowList(ScrollView, can_focus=True):
         self.refresh()
 
     # ------------------------------------------------------------------ cursor
-    def move_cursor(self, *, row: int, animate: bool = False) -> None:
+    def move_cursor(self, *, row: int, animate: bool = False, notify: bool = True) -> None:
+        """The cursor on ``row``; ``notify``: a Highlighted message says so (not when the owner moved it to
+        what it shows already, as the gap list's owner does on every gap jump)."""
         if not self.rows:
             return
         row = max(0, min(int(row), len(self.rows) - 1))
@@ -147,7 +194,8 @@ class RowList(ScrollView, can_focus=True):
         if row != old:
             self.refresh_row(old)
             self.refresh_row(row)
-            self.post_message(self.Highlighted(self, row, self.row_key(row)))
+            if notify:
+                self.post_message(self.Highlighted(self, row, self.row_key(row)))
         self.scroll_cursor_into_view()
 
     def refresh_row(self, row: int) -> None:
@@ -224,6 +272,23 @@ class RowList(ScrollView, can_focus=True):
         return out
 
     def _line(self, cells: list[Text], widths: list[int], style: Style, width: int) -> Strip:
+        segs = plain_cells_line(cells, widths, self.PAD, self.app.console)
+        if segs is None:  # a cell with spans of its own: rich lays the line out
+            segs = self._rich_line(cells, widths)
+        n = sum(cell_len(sg.text) for sg in segs)
+        if n > width:
+            return Strip(segs).crop_extend(0, width, None).apply_style(style)
+        # what crop_extend and apply_style make of it, as one Strip (not three, each with its caches)
+        if n < width:
+            segs.append(Segment(" " * (width - n), None))
+        if style:
+            add = style.__add__
+            segs = [Segment(sg.text, add(sg.style)) for sg in segs]
+        return Strip(segs, width)
+
+    def _rich_line(self, cells: list[Text], widths: list[int]) -> list[Segment]:
+        """The segments of one line as rich renders it: each cell truncated (or padded) to its width between
+        PAD blanks, one Text rendered. ``plain_cells_line`` makes the same segments without it."""
         pad = " " * self.PAD
         line = Text(no_wrap=True, end="")
         for cell, w in zip(cells, widths):
@@ -237,9 +302,7 @@ class RowList(ScrollView, can_focus=True):
             line.append(pad)
             line.append_text(t)
             line.append(pad)
-        segs = list(line.render(self.app.console))
-        strip = Strip(segs).crop_extend(0, width, None).apply_style(style)
-        return strip
+        return list(line.render(self.app.console))
 
     def render_lines(self, crop):
         # the widget's rich_style is a walk up the DOM: once a frame, not once a line

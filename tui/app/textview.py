@@ -7,12 +7,13 @@ most of their frames), and a line's strip is kept by its content, so a line seen
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import OrderedDict
 
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
-from rich.text import Text
+from rich.text import Span, Text
 from textual.binding import Binding
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
@@ -40,18 +41,62 @@ def wrap_lines(text: Text, console, width: int) -> list[Text]:
     """``text`` wrapped to ``width``: the lines that fit as they are; a longer line broken after a space or a
     ``/`` (a path breaks between its folders, not inside a name); an indented line's continuation lines go
     under its own indent plus two, so that a wrapped frame still reads as one frame (a bare fold put
-    ``utils.py:2`` / ``394`` at the left edge of an 80x24 stack panel)."""
+    ``utils.py:2`` / ``394`` at the left edge of an 80x24 stack panel).
+
+    A long line's pieces are kept by its content and the width (``_HUNG``): the stack panels of two gaps share
+    most of their frames, and the returned lines are never changed by their users."""
     if not text:
         return []
     if "\t" in text.plain or text.justify not in (None, "default"):
         return list(text.wrap(console, width, overflow="fold"))
     out: list[Text] = []
-    for line in text.split(allow_blank=True):
+    for line in split_lines(text):
         if line.cell_len <= width:
             out.append(line)
         else:
-            out.extend(hang(line, width))
+            key = (_line_key(line), width)
+            pieces = _HUNG.get(key)
+            if pieces is None:
+                pieces = _HUNG[key] = hang(line, width)
+                if len(_HUNG) > HUNG_CACHE:
+                    _HUNG.popitem(last=False)
+            else:
+                _HUNG.move_to_end(key)
+            out.extend(pieces)
     return out
+
+
+#: long lines wrapped, by (_line_key, width): the frames and explanations gap jumps show again
+HUNG_CACHE = 512
+_HUNG: OrderedDict = OrderedDict()
+
+
+def split_lines(text: Text) -> list[Text]:
+    """``text.split("\\n", allow_blank=True)``: one Text per line, with the text's style, justify and overflow
+    and its spans cut to each line, in their order. Made here in one pass over the spans: rich's ``divide``
+    also makes a Text of every newline, and placed each span by a search (half the cost of a stack panel's
+    wrap, every gap jump)."""
+    plain = text.plain
+    if "\n" not in plain:
+        return list(text.split(allow_blank=True))
+    pieces = plain.split("\n")
+    starts = []
+    pos = 0
+    for piece in pieces:
+        starts.append(pos)
+        pos += len(piece) + 1
+    spans: list[list[Span]] = [[] for _ in pieces]
+    n = len(pieces)
+    for start, end, style in text._spans:
+        i = max(bisect_right(starts, start) - 1, 0)
+        while i < n and starts[i] < end:
+            ls = starts[i]
+            a, b = max(0, start - ls), min(end - ls, len(pieces[i]))
+            if b > a:
+                spans[i].append(Span(a, b, style))
+            i += 1
+    st, just, ov = text.style, text.justify, text.overflow
+    return [Text(piece, style=st, justify=just, overflow=ov, spans=sp) for piece, sp in zip(pieces, spans)]
 
 
 def hang(line: Text, width: int) -> list[Text]:
@@ -107,6 +152,7 @@ class TextView(ScrollView, can_focus=True):
         self._keys: list = []  # _line_key of every wrapped line
         self._strips: OrderedDict = OrderedDict()  # (line key, width) -> Strip, across texts
         self._wrapped_at = -1
+        self._partial = False  # set_text repaints what changed itself (``_set_virtual_size``)
 
     def set_text(self, text: Text) -> None:
         width = self._content_width()
@@ -114,12 +160,16 @@ class TextView(ScrollView, can_focus=True):
         self._text = text
         self._wrapped_at = -1
         self.scroll_to(y=0, animate=False)
-        self._wrap()
+        # same width, same scroll: only the lines on screen whose content changed are repainted, also where
+        # the number of lines (the virtual size) changes: the lines compared below are all those shown
+        self._partial = old is not None
+        try:
+            self._wrap()
+        finally:
+            self._partial = False
         if old is None:
             self.refresh()
             return
-        # same width, same scroll: repaint only the lines on screen whose content changed (a different
-        # number of lines changes the virtual size, which repaints the whole panel anyway)
         new = self._keys
         h = max(self.scrollable_content_region.height, 0)
         full = self.size.width
@@ -158,7 +208,8 @@ class TextView(ScrollView, can_focus=True):
             return
         self.set_reactive(TextView.virtual_size, size)
         self._scroll_update(size)
-        self.refresh()
+        if not self._partial:  # (set_text repaints the lines that changed)
+            self.refresh()
 
     def on_resize(self, event) -> None:
         self._wrap()
@@ -178,8 +229,15 @@ class TextView(ScrollView, can_focus=True):
             st = cache.get(key)
             if st is None:
                 line = self._lines[y]
-                st = Strip(_styled(line.render(self.app.console, end="")), line.cell_len)
-                st = cache[key] = st.crop_extend(0, width, _PLAIN)
+                segs = _styled(line.render(self.app.console, end=""))
+                n = line.cell_len
+                if n > width:
+                    st = Strip(segs, n).crop_extend(0, width, _PLAIN)
+                else:  # what crop_extend makes of it, as one Strip
+                    if n < width:
+                        segs.append(Segment(" " * (width - n), _PLAIN))
+                    st = Strip(segs, width)
+                cache[key] = st
                 if len(cache) > STRIP_CACHE:
                     cache.popitem(last=False)
             else:

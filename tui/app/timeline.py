@@ -7,6 +7,7 @@ W+1 cell edges, cached as a Strip keyed by everything that changes the row.
 from __future__ import annotations
 
 from collections import OrderedDict
+from functools import lru_cache
 
 import numpy as np
 from rich.segment import Segment
@@ -23,6 +24,13 @@ _NO_STYLE = Style()
 _BAR_NAME_STYLE = Style(color="black", bgcolor="bright_cyan")
 _LINK_STYLE = Style(color="bright_magenta", bold=True)
 _RANGE_STYLE = Style(color="bright_magenta", bold=True)
+#: a row's unstyled cells, a folded row, a group's header row
+_PLAIN_CELL = Style()
+_FOLDED_STYLE = Style(dim=True, italic=True)
+_GROUP_STYLE = Style(bold=True, color="bright_white")
+#: the axis under the selected gap, and at the cursor
+_GAP_AXIS_STYLE = Style(color="yellow", bold=True)
+_CURSOR_AXIS_STYLE = Style(bold=True, color="bright_white")
 #: a bar this many cells wide and more shows its name
 MIN_NAME_CELLS = 6
 _UNFOCUSED_CURSOR = Style(bold=True, underline=True, reverse=True, dim=True)
@@ -84,6 +92,8 @@ class LanesView(ScrollView, _Base, can_focus=True):
         self._cache: OrderedDict = OrderedDict()
         self.axis: Axis | None = None  # set by the axis drawn above these lanes
         self.renders = 0  # rows drawn without the cache (tests and benchmarks read it)
+        self._edges_at: tuple | None = None  # the window the cell edges below are of (``_edges``)
+        self._edges_val: np.ndarray | None = None
 
     def watch_show_vertical_scrollbar(self, shown: bool) -> None:
         # the axis is drawn to the lanes' width less their scroll bar: when the bar comes or goes (rows added by
@@ -204,6 +214,15 @@ class LanesView(ScrollView, _Base, can_focus=True):
             self._cache.popitem(last=False)
         return strip
 
+    def _edges(self, t0: int, t1: int, cw: int) -> np.ndarray:
+        """``cell_edges(t0, t1, cw)``, made once for all the rows of a frame (read-only: the rows share it)."""
+        key = (t0, t1, cw)
+        if self._edges_at != key:
+            e = cell_edges(t0, t1, cw)
+            e.flags.writeable = False
+            self._edges_at, self._edges_val = key, e
+        return self._edges_val
+
     def _bar_names(self, ln, m, t0: int, t1: int, cw: int, chars_a: np.ndarray, codes: np.ndarray,
                    code: int) -> None:
         """Write each kernel's name inside its bar where the bar is MIN_NAME_CELLS cells wide or more (zoomed
@@ -235,12 +254,12 @@ class LanesView(ScrollView, _Base, can_focus=True):
         ln = row.lane
         if ln is None and row.folded:  # lanes with nothing in view, one line
             text = self._text(f"  {g.sep} {row.title}")[: lw + 1 + cw].ljust(lw + 1 + cw)
-            st = G.CURSOR_STYLE if is_cursor and self.has_focus else Style(dim=True, italic=True)
+            st = G.CURSOR_STYLE if is_cursor and self.has_focus else _FOLDED_STYLE
             return Strip([Segment(text, st)])
         if ln is None:  # group header
             title = self._text(f"{g.rule} {row.title} ")
             text = (title + g.rule * (lw + 1 + cw))[: lw + 1 + cw]
-            return Strip([Segment(text, Style(bold=True, color="bright_white"))])
+            return Strip([Segment(text, _GROUP_STYLE)])
         label = ln.label
         if ln.kind == "cpu":
             label = (g.collapse if ln.expanded else g.expand) + label if ln.has_depth else " " + label
@@ -249,8 +268,8 @@ class LanesView(ScrollView, _Base, can_focus=True):
         lstyle = G.CURSOR_STYLE if is_cursor and self.has_focus else (
             _UNFOCUSED_CURSOR if is_cursor else G.LABEL_STYLE)
         v = sc.view
-        edges = cell_edges(v.t0, v.t1, cw)
-        plain = Style()
+        edges = self._edges(v.t0, v.t1, cw)
+        plain = _PLAIN_CELL
         if ln.kind == "cpu":
             cats = cpu_cells(ln, edges)
             chars = "".join(_glyph_array(g.cpu)[cats].tolist())
@@ -294,7 +313,8 @@ class LanesView(ScrollView, _Base, can_focus=True):
             nc = len(names)
             if len(ln.segs.ref) and (refs >= 0).any():
                 gids = np.asarray(ln.segs.ref)[np.maximum(refs, 0)]
-                cause = np.clip(sc.gaps.cause[gids], 0, nc - 1) if causes else np.zeros(refs.size, np.int64)
+                cause = np.minimum(np.maximum(sc.gaps.cause[gids], 0), nc - 1) if causes else \
+                    np.zeros(refs.size, np.int64)
                 codes = np.where(refs < 0, 0, 1 + cause + np.where(gids == sel, nc, 0)).astype(np.intp)
             else:
                 codes = np.zeros(refs.size, np.intp)
@@ -302,7 +322,8 @@ class LanesView(ScrollView, _Base, can_focus=True):
         else:  # ranges, depth rows: named pieces
             refs = ln.segs.cells(edges)
             m = sc.parts[ln.part].model
-            chars, scodes = segment_text(refs, lambda r: self._text(display_frame(m.name(int(ln.segs.ref[r])))),
+            ascii = g.ascii
+            chars, scodes = segment_text(refs, lambda r: _frame_label(m.name(int(ln.segs.ref[r])), ascii),
                                          bar=g.bar,
                                          open_=g.open)
             if ln.kind == "depth":
@@ -310,7 +331,8 @@ class LanesView(ScrollView, _Base, can_focus=True):
                 codes = np.where(refs >= 0, cats.astype(np.intp) + 1, 0)
                 table = [plain] + _CPU_TABLE
             else:
-                codes = np.isin(scodes, (C_LABEL, C_BAR, C_MARK)).astype(np.intp)
+                # np.isin(scodes, (C_LABEL, C_BAR, C_MARK)): the three codes are consecutive
+                codes = ((scodes >= C_LABEL) & (scodes <= C_MARK)).astype(np.intp)
                 table = [plain, G.RANGE_STYLE]
         lcol = time_to_col(link, v.t0, v.t1, cw) if link is not None and v.t0 <= link < v.t1 else -1
         if 0 <= lcol < cw and lcol != ccol:
@@ -326,6 +348,12 @@ class LanesView(ScrollView, _Base, can_focus=True):
             codes[ccol] = len(table) - 1
         segs = [Segment(label, lstyle), Segment(" ", plain)] + style_runs(chars, codes, table)
         return Strip(segs, lw + 1 + cw)
+
+
+@lru_cache(maxsize=4096)
+def _frame_label(name: str, ascii: bool) -> str:
+    """A range's or frame's name as a named piece shows it (kept by name: a redraw asks for the same few)."""
+    return shown(display_frame(name), ascii)
 
 
 def bar_name(name: str) -> str:
@@ -346,7 +374,7 @@ def style_runs(chars: str, codes: np.ndarray, table: list[Style]) -> list[Segmen
     first: dict = {}
     canon = np.array([first.setdefault(id(st), i) for i, st in enumerate(table)], dtype=np.intp)
     c = canon[np.asarray(codes, dtype=np.intp)]
-    starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]]).tolist()
+    starts = [0] + (np.flatnonzero(c[1:] != c[:-1]) + 1).tolist()
     ends = starts[1:] + [n]
     return [Segment(chars[a:b], table[int(c[a])]) for a, b in zip(starts, ends)]
 
@@ -465,7 +493,11 @@ class Axis(Widget, _Base):
                 buf[c:c + len(lab)] = list(lab)
             return Strip([Segment(head, dim), Segment("".join(buf), dim)]).adjust_cell_length(width, _NO_STYLE)
         buf = [g.rule] * cw
-        styles = [dim] * cw
+        # per cell a run id: cells of one id side by side are one segment (the style of each id in ``style``).
+        # A cell of the selected gap and the cursor's cell are segments of their own, each with a Style of its
+        # own, as when every cell had its Style object and runs were made of cells sharing one
+        run = np.zeros(cw, np.int64)  # 0: the rule (dim)
+        style = {0: dim, 1: _RANGE_STYLE}
         for t in ticks:
             c = time_to_col(t, v.t0, v.t1, cw)
             if 0 <= c < cw:
@@ -475,29 +507,34 @@ class Axis(Widget, _Base):
             a, b, _ = sc.gaps.span(gid)
             ca = max(time_to_col(a, v.t0, v.t1, cw), 0)
             cb = min(time_to_col(max(b - 1, a), v.t0, v.t1, cw), cw - 1)
-            for c in range(ca, cb + 1):
-                buf[c] = "=" if g.ascii else "━"
-                styles[c] = Style(color="yellow", bold=True)
+            if cb >= ca:
+                buf[ca:cb + 1] = ["=" if g.ascii else "━"] * (cb + 1 - ca)
+                run[ca:cb + 1] = np.arange(2, cb + 3 - ca)
+                style.update(dict.fromkeys(range(2, cb + 3 - ca), _GAP_AXIS_STYLE))
         if sc.span_sel is not None:  # the selected range (m m, or M)
             a, b = sc.span_sel
             ca = max(time_to_col(a, v.t0, v.t1, cw), 0)
             cb = min(time_to_col(max(b - 1, a), v.t0, v.t1, cw), cw - 1)
-            for c in range(ca, cb + 1):
-                buf[c] = "#" if g.ascii else "▬"
-                styles[c] = _RANGE_STYLE
+            if cb >= ca:
+                buf[ca:cb + 1] = ["#" if g.ascii else "▬"] * (cb + 1 - ca)
+                run[ca:cb + 1] = 1
         if sc.mark is not None and v.t0 <= sc.mark < v.t1:
             c = time_to_col(sc.mark, v.t0, v.t1, cw)
             buf[c] = "|" if g.ascii else "┃"
-            styles[c] = _RANGE_STYLE
+            run[c] = 1
         if v.t0 <= v.cursor < v.t1:
             c = time_to_col(v.cursor, v.t0, v.t1, cw)
             buf[c] = g.cursor
-            styles[c] = Style(bold=True, color="bright_white")
+            run[c] = -1
+            style[-1] = _CURSOR_AXIS_STYLE
         elif v.cursor < v.t0:
             buf[0] = g.left
         else:
             buf[-1] = g.right
         cur = self._text("@" + fmt_dur(v.cursor - o, ascii=g.ascii))[:lw].ljust(lw) + " "
         # to the axis' full width: a lanes scroll bar leaves its column to the axis, which must draw (blank) it
-        return Strip([Segment(cur, dim)] + style_runs("".join(buf), np.arange(len(styles)), styles)).adjust_cell_length(
-            width, _NO_STYLE)
+        chars = "".join(buf)
+        starts = [0] + (np.flatnonzero(run[1:] != run[:-1]) + 1).tolist()
+        ids = run[starts].tolist()
+        segs = [Segment(cur, dim)] + [Segment(chars[a:b], style[i]) for a, b, i in zip(starts, starts[1:] + [cw], ids)]
+        return Strip(segs).adjust_cell_length(width, _NO_STYLE)
