@@ -19,7 +19,7 @@ import numpy as np
 
 from ..trace.model import Kind, TraceModel, TrackKind
 from .hosttime import host_times
-from .intervals import Coverage, GroupedCoverage
+from .intervals import Coverage, GroupedCoverage, median
 from .names import STEP_ANNOTATION_RE, name_flags
 from .thresholds import MAX_CHAIN, SCREEN_POINTS, SCREEN_SHARE, Thresholds
 
@@ -392,7 +392,7 @@ def typical_launch_delay(model: TraceModel, flags) -> int:
     10 µs when the trace has none."""
     k = idle_start_kernels(model, flags)
     if k.size:
-        return int(np.median(model.ts_ns[k] - model.ts_ns[model.launch[k]]))
+        return int(median(model.ts_ns[k] - model.ts_ns[model.launch[k]]))
     return 10_000
 
 

@@ -58,7 +58,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..trace.model import Kind
-from .intervals import member, subtract, union
+from .intervals import member, subtract, union, uniq
 from .thresholds import HOLDER_POINTS
 
 _ANN, _PY = int(Kind.ANNOTATION), int(Kind.PYTHON)
@@ -168,7 +168,7 @@ def host_time(stacks, model, thread: int, a: int, b: int) -> HostTime:
     s_in = ts[lo:hi]
     e_in = stacks.end[sl.start + lo:sl.start + hi]  # the index's end column: ts + dur, computed once
     cuts = np.concatenate(([a, b], s_in[(s_in > a) & (s_in < b)], e_in[(e_in > a) & (e_in < b)]))
-    cuts = np.unique(cuts)
+    cuts = uniq(cuts)
     lo_t, hi_t = cuts[:-1], cuts[1:]
     length = hi_t - lo_t
     who = owners_at(stacks, model, np.full(lo_t.shape, thread, np.int64), lo_t).event
@@ -201,7 +201,7 @@ def host_times(stacks, model, thread, a, b) -> list[HostTime]:
         lo = int(ts.searchsorted(x - _longest(model, th, sl), side="left"))
         s_in = ts[lo:hi]
         e_in = stacks.end[sl.start + lo:sl.start + hi]
-        cuts = np.unique(np.concatenate(([x, y], s_in[(s_in > x) & (s_in < y)], e_in[(e_in > x) & (e_in < y)])))
+        cuts = uniq(np.concatenate(([x, y], s_in[(s_in > x) & (s_in < y)], e_in[(e_in > x) & (e_in < y)])))
         LO.append(cuts[:-1])
         HI.append(cuts[1:])
         TH.append(np.full(cuts.size - 1, th, np.int64))
@@ -294,7 +294,7 @@ def frame_own_intervals(model, calls, children: np.ndarray):
     m = model
     fs, fe, ft = calls
     S, E, T = [], [], []
-    for t in np.unique(ft).tolist():
+    for t in uniq(ft).tolist():
         a_s, a_e = fs[ft == t], fe[ft == t]
         sl = m.track_slice(int(t))
         us, ue = union(a_s, a_e)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..trace.model import Kind, TraceModel, TrackKind
-from .intervals import member, union
+from .intervals import member, union, uniq
 from .units import fmt_ns as _fmt
 
 STEP_RE = re.compile(r"^gapscope\.step#(\d+)$")
@@ -162,7 +162,7 @@ def compute_window(model: TraceModel, mode: str = "steps") -> AnalysisWindow:
 
     def extent(sel) -> dict[int, tuple[int, int]]:
         out = {}
-        for d in np.unique(dev[sel]).tolist():
+        for d in uniq(dev[sel]).tolist():
             m = sel & (dev == d)
             out[int(d)] = (int(ts[m].min()), int(end[m].max()))
         return out
@@ -183,7 +183,7 @@ def compute_window(model: TraceModel, mode: str = "steps") -> AnalysisWindow:
     if loose.any():  # no launch, no op: the GPU op's own start against the GPU-side step ranges
         gsteps = step_ranges(model, Kind.GPU_ANNOTATION)
         gdev = tdev[model.track[gsteps]]
-        for d in np.unique(dev[loose]).tolist():
+        for d in uniq(dev[loose]).tolist():
             sel = loose & (dev == d)
             g = gsteps[gdev == d]
             s, e = (union(model.ts_ns[g], model.ts_ns[g] + model.dur_ns[g]) if g.size else (cs, ce))

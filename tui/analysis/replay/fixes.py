@@ -9,7 +9,7 @@ import numpy as np
 
 from ...trace.model import Kind
 from ..hosttime import frame_own_intervals
-from ..intervals import member, subtract, union
+from ..intervals import median, member, subtract, union, uniq
 from .model import _CALLS, Replay, _inside
 from ..thresholds import MAX_PARENT_STEPS, BANDWIDTH_MIN_BYTES, COLD_MIN_REF, COLD_NS, DEFAULT, PINNED_GBPS
 
@@ -42,7 +42,7 @@ def _within(m, idx, fr, window=None):
         return np.ones(idx.size, bool)
     fs, fe, ft = fr
     ok = np.zeros(idx.size, bool)
-    for t in np.unique(ft).tolist():
+    for t in uniq(ft).tolist():
         us, ue = union(fs[ft == t], fe[ft == t])
         sel = m.track[idx] == t
         ok[sel] = _inside(us, ue, m.ts_ns[idx[sel]])
@@ -63,7 +63,7 @@ def _own_keep(r: Replay):
     calls = np.flatnonzero(is_call)
     ops = np.flatnonzero(m.kind == int(Kind.CPU_OP))
     issuing = np.zeros(m.n, bool)
-    for t in np.unique(m.track[calls]).tolist():
+    for t in uniq(m.track[calls]).tolist():
         ct = calls[m.track[calls] == t]
         ot = ops[m.track[ops] == t]
         if ot.size == 0:
@@ -109,7 +109,7 @@ def _check_ops(r: Replay, frame: str | None, reads):
     drop = np.zeros(r.items.size, bool)
     n_ops = 0
     ops = np.flatnonzero(m.kind == int(Kind.CPU_OP))
-    for t in np.unique(ft).tolist():
+    for t in uniq(ft).tolist():
         us, ue = union(fs[ft == t], fe[ft == t])
         rd = reads[m.track[reads] == t]
         rs, re_ = m.ts_ns[rd], m.ts_ns[rd] + m.dur_ns[rd]
@@ -141,7 +141,7 @@ def outermost(m, idx):
     if idx.size == 0:
         return idx
     keep = np.ones(idx.size, bool)
-    for t in np.unique(m.track[idx]).tolist():
+    for t in uniq(m.track[idx]).tolist():
         sel = np.flatnonzero(m.track[idx] == t)
         ii = idx[sel]
         o = np.lexsort((-m.dur_ns[ii], m.ts_ns[ii]))
@@ -203,13 +203,13 @@ def _copy_removal(r: Replay, kind: str | None, pageable_only: bool, frame):
     dur[pos[page]] = np.minimum(dur[pos[page]], np.ceil(nb[page] / bw).astype(np.int64))
     # median launch-call cost of kernel launches
     lk = m.launch[r.items[(m.kind[r.items] == int(Kind.KERNEL)) & r.has_launch]]
-    cost = int(np.median(m.dur_ns[lk])) if lk.size else 0
+    cost = int(median(m.dur_ns[lk])) if lk.size else 0
     S = [m.ts_ns[L] + np.minimum(cost, m.dur_ns[L])]
     E = [m.ts_ns[L] + m.dur_ns[L]]
     T = [m.track[L].astype(np.int64)]
     # sync calls inside the op that issued each copy
     ops = m.op[L]
-    ops = np.unique(ops[ops >= 0])
+    ops = uniq(ops[ops >= 0])
     if ops.size:
         syn = np.flatnonzero(r.flags["sync_rt"][m.name_id] & member(m.kind, _CALLS))
         for o in ops.tolist():
@@ -229,7 +229,7 @@ def _pinned_gbps(r: Replay, kind: str | None) -> float:
     bws = [m.nbytes[i] / m.dur_ns[i] for i in it.tolist()
            if "Pinned" in m.name(i) and m.nbytes[i] >= BANDWIDTH_MIN_BYTES and m.dur_ns[i] > 0
            and (not kind or copy_kind(m.name(i)) == kind)]
-    return float(np.median(bws)) if bws else PINNED_GBPS
+    return float(median(bws)) if bws else PINNED_GBPS
 
 
 def after_effect(a, r: Replay, calls):
@@ -249,7 +249,7 @@ def after_effect(a, r: Replay, calls):
         return None
     S, E, T = [], [], []
     total = 0
-    for t in np.unique(m.track[calls]).tolist():
+    for t in uniq(m.track[calls]).tolist():
         c = calls[m.track[calls] == t]
         c = c[np.argsort(m.ts_ns[c], kind="stable")]
         cs, ce = m.ts_ns[c], m.ts_ns[c] + m.dur_ns[c]
@@ -274,17 +274,17 @@ def after_effect(a, r: Replay, calls):
         excess = np.zeros(cs.size, np.float64)
         busy = np.zeros(cs.size, np.float64)
         np.add.at(busy, kk[near], ns[near].astype(np.float64))
-        for n in np.unique(nid[near]).tolist():
+        for n in uniq(nid[near]).tolist():
             ref = ns[far & (nid == n)]
             if ref.size < COLD_MIN_REF:
                 continue
             sel = near & (nid == n)
-            np.add.at(excess, kk[sel], ns[sel] - float(np.median(ref)))
+            np.add.at(excess, kk[sel], ns[sel] - float(median(ref)))
         excess = np.clip(excess, 0, None)
         excess = np.minimum(excess, busy)
         # each call's region, cut at the thread's anchors; every piece loses the same share
         at = r.a_thr == t
-        bounds = np.unique(np.concatenate((r.a_ts[at], r.a_end[at])))
+        bounds = uniq(np.concatenate((r.a_ts[at], r.a_end[at])))
         for j in np.flatnonzero(excess > 0).tolist():
             a0 = int(ce[j])
             a1 = int(min(a0 + COLD_NS, cs[j + 1] if j + 1 < cs.size else a0 + COLD_NS))
@@ -331,7 +331,7 @@ def dependency_waits(a, r: Replay) -> dict[int, tuple[int, int]]:
     ok = kept >= a.config.wait_min_ns
     out: dict[int, tuple[int, int]] = {}
     dv = g.device[rows]
-    for d in np.unique(dv[ok]).tolist():
+    for d in uniq(dv[ok]).tolist():
         sel = ok & (dv == d)
         out[int(d)] = (int(kept[sel].sum()), int(sel.sum()))
     return out
@@ -376,14 +376,14 @@ def host_reads(a, r: Replay) -> dict[str | None, int]:
             break
         roots = np.where(up, cur, roots)
         cur = np.where(up, m.parent[np.where(up, cur, 0)], -1)
-    roots = np.unique(roots)
+    roots = uniq(roots)
     cp = r.items[(m.kind[r.items] == int(Kind.MEMCPY)) & r.has_launch]
     d2h = np.array([copy_kind(m.name(i)).startswith("DtoH") for i in cp.tolist()], bool)
     L = m.launch[cp[d2h]]
     if L.size == 0:
         return {}
     read = np.zeros(roots.size, bool)
-    for t in np.unique(m.track[roots]).tolist():
+    for t in uniq(m.track[roots]).tolist():
         sel = np.flatnonzero(m.track[roots] == t)
         lt = np.sort(m.ts_ns[L[m.track[L] == t]])
         rs, re_ = m.ts_ns[roots[sel]], m.ts_ns[roots[sel]] + m.dur_ns[roots[sel]]
@@ -426,7 +426,7 @@ def graph_nodes(r: Replay) -> tuple[int, int, int]:
     sel = r.in_window & r.has_launch
     L = m.launch[r.items[sel]]
     gl = r.flags["graph_launch"][m.name_id[L]] if L.size else np.zeros(0, bool)
-    return int(np.count_nonzero(gl)), int(np.count_nonzero(r.in_window)), int(np.unique(L[gl]).size)
+    return int(np.count_nonzero(gl)), int(np.count_nonzero(r.in_window)), int(uniq(L[gl]).size)
 
 
 def _n(n: int, what: str) -> str:
