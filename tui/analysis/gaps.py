@@ -229,9 +229,13 @@ class CpuSets:
         span = min(span, (2**62) // ntr)
         self.base, self.span = base, span
 
+        # every set's intervals in their thread's band, computed once for all events
+        ks = GroupedCoverage.band_keys(trk, ts, base, span)
+        ke = GroupedCoverage.band_keys(trk, end, base, span)
+
         def gc(mask):
             i = np.flatnonzero(mask)
-            return GroupedCoverage(trk[i], ts[i], end[i], base, span)
+            return GroupedCoverage.of_keys(ks[i], ke[i], base, span)
 
         self.sync_mask = sync
         # nested unions, one per priority level of the breakdown

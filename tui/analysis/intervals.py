@@ -165,6 +165,22 @@ class GroupedCoverage:
         e = np.clip(e - self.base, 0, self.span - 1)
         self.cov = Coverage(g * self.span + s, g * self.span + e)
 
+    @classmethod
+    def of_keys(cls, ks, ke, base: int, span: int) -> "GroupedCoverage":
+        """The set whose intervals, already in bands, are [ks, ke) (``band_keys`` of their groups, starts and
+        ends): several sets over subsets of one set of events share the keys (gaps.CpuSets)."""
+        self = cls.__new__(cls)
+        self.base, self.span = int(base), int(span)
+        self.cov = Coverage(ks, ke)
+        return self
+
+    @staticmethod
+    def band_keys(groups, times, base: int, span: int) -> np.ndarray:
+        """The band positions ``GroupedCoverage`` gives times of groups (group * span + the time since base,
+        clipped into the band)."""
+        g = np.asarray(groups, dtype=np.int64)
+        return g * int(span) + np.clip(np.asarray(times, dtype=np.int64) - int(base), 0, int(span) - 1)
+
     def _q(self, g, t):
         g = np.asarray(g, dtype=np.int64)
         t = np.clip(np.asarray(t, dtype=np.int64) - self.base, 0, self.span - 1)

@@ -144,11 +144,15 @@ def outermost(m, idx):
     for t in uniq(m.track[idx]).tolist():
         sel = np.flatnonzero(m.track[idx] == t)
         ii = idx[sel]
-        o = np.lexsort((-m.dur_ns[ii], m.ts_ns[ii]))
-        s, e = m.ts_ns[ii][o], (m.ts_ns[ii] + m.dur_ns[ii])[o]
+        ts, dur = m.ts_ns[ii], m.dur_ns[ii]
+        # by start, the longer first: the model's order already (a thread's events by start, the outer first),
+        # which the sort keeps as it is (a stable sort of a sorted column): taken as it is when it holds
+        o = None if ((ts[1:] > ts[:-1]) | ((ts[1:] == ts[:-1]) & (dur[1:] <= dur[:-1]))).all() else \
+            np.lexsort((-dur, ts))
+        e = ts + dur if o is None else (ts + dur)[o]
         run = np.maximum.accumulate(e)
         inner = np.r_[False, e[1:] <= run[:-1]]
-        keep[sel[o]] = ~inner
+        keep[sel if o is None else sel[o]] = ~inner
     return idx[keep]
 
 
