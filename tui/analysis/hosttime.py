@@ -300,22 +300,42 @@ def frame_own_intervals(model, calls, children: np.ndarray):
         us, ue = union(a_s, a_e)
         # only the thread's events starting in one of the calls' intervals (the model sorts a thread's events by
         # start) can be inside one: their index ranges, in event order
-        if us.size:
-            tts = m.ts_ns[sl]
-            lo = np.searchsorted(tts, us, side="left")
-            hi = np.searchsorted(tts, ue, side="right")
-            n = hi - lo
-            ev = sl.start + np.repeat(lo - np.concatenate(([0], np.cumsum(n)[:-1])), n) + np.arange(int(n.sum()))
-        else:
-            ev = np.arange(sl.start, sl.stop)
-        ev = ev[children[ev]]
+        if us.size == 0:  # no call of positive length: no own time
+            s, e = subtract(a_s, a_e, a_s[:0], a_e[:0])
+            S.append(s), E.append(e), T.append(np.full(s.size, t, np.int64))
+            continue
+        tts = m.ts_ns[sl]
+        lo = np.searchsorted(tts, us, side="left")
+        hi = np.searchsorted(tts, ue, side="right")
+        n = hi - lo
+        ev = sl.start + np.repeat(lo - np.concatenate(([0], np.cumsum(n)[:-1])), n) + np.arange(int(n.sum()))
+        # the interval each event starts in: the one whose index range holds it (the intervals are disjoint and
+        # never touch, so it is the last one starting at or before the event)
+        j = np.repeat(np.arange(us.size), n)
+        keep = children[ev]
+        ev, j = ev[keep], j[keep]
         es, ee = m.ts_ns[ev], m.ts_ns[ev] + m.dur_ns[ev]
-        j = np.clip(np.searchsorted(us, es, side="right") - 1, 0, None)
-        inside = (us.size > 0) & (es >= us[j]) & (ee <= ue[j]) & ~((es == us[j]) & (ee == ue[j]))
-        ev = ev[inside]
-        s, e = subtract(a_s, a_e, m.ts_ns[ev], m.ts_ns[ev] + m.dur_ns[ev])
+        inside = (es >= us[j]) & (ee <= ue[j]) & ~((es == us[j]) & (ee == ue[j]))
+        s, e = _minus_inside(us, ue, es[inside], ee[inside])
         S.append(s), E.append(e), T.append(np.full(s.size, t, np.int64))
     return np.concatenate(S), np.concatenate(E), np.concatenate(T)
+
+
+def _minus_inside(us, ue, b_s, b_e) -> tuple[np.ndarray, np.ndarray]:
+    """``subtract(us, ue, b_s, b_e)`` where [us, ue) are disjoint, sorted, never touching intervals (a ``union``)
+    and every interval of b lies inside one of them. Then each interval of a, less the union of the b inside it,
+    is the pieces [us, first b start), [a b end, the next b start), ..., [last b end, ue): the starts (us and the
+    b ends) and the ends (the b starts and ue) each in increasing order, paired in turn, the empty ones dropped:
+    the same maximal intervals ``subtract`` gives, without its sort of every boundary and its two searches."""
+    bs, be = union(b_s, b_e)
+    if bs.size == 0:
+        return us, ue
+    st = np.concatenate((us, be))
+    st.sort(kind="stable")
+    en = np.concatenate((bs, ue))
+    en.sort(kind="stable")
+    keep = en > st
+    return st[keep], en[keep]
 
 
 def nesting_segments(model, thread: int, t0: int, t1: int, kinds) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
