@@ -283,21 +283,30 @@ def call_floors(model: TraceModel, k: np.ndarray, window, flags) -> CallFloors:
     w_sig, w_bytes = u_write[u_of], u_wbytes[u_of]
     nb = np.where(ok_c, u_bytes[u_of], 0.0)
     dev_l2 = {d: peaks[d][4] * 1e6 if d in peaks else 0.0 for d in uniq(c_dev).tolist()}
-    l2 = np.array([dev_l2[d] for d in c_dev.tolist()], dtype=float)
-    reused = np.zeros((calls.size, R), bool)
+    l2 = np.zeros(c_dev.size)
+    for d, v in dev_l2.items():
+        l2[c_dev == d] = v
     so = o2  # call rows in device, start order
+    n_so = so.size
     cum = np.r_[0.0, np.cumsum(nb[so])]
-    dv = c_dev[so]
+    # the rows' figures in that order: the call j back is then the same arrays shifted by j (slices, no gathers)
+    dv, ok_s, l2_s, wb_s = c_dev[so], ok_c[so], l2[so], w_bytes[so]
+    rs_s, ws_s = r_sig[so], w_sig[so]
+    has_r = rs_s >= 0
+    re_s = np.zeros((n_so, R), bool)
     for j in range(1, REUSE_LOOKBACK + 1):
-        if j >= so.size:
+        if j >= n_so:
             break
-        cur, prev = so[j:], so[:-j]
-        pos_c = np.arange(j, so.size)
-        between = cum[pos_c] - cum[pos_c - j + 1]  # bytes of the calls strictly between
-        fits = (dv[j:] == dv[:-j]) & ok_c[prev] & (between + w_bytes[prev] <= l2[cur])
-        hit = fits[:, None] & (r_sig[cur] == w_sig[prev][:, None]) & (r_sig[cur] >= 0) & ~reused[cur]
+        between = cum[j:n_so] - cum[1:n_so - j + 1]  # bytes of the calls strictly between
+        fits = (dv[j:] == dv[:-j]) & ok_s[:-j] & (between + wb_s[:-j] <= l2_s[j:])
+        if not fits.any():
+            continue
+        cur = re_s[j:]
+        hit = fits[:, None] & (rs_s[j:] == ws_s[:-j][:, None]) & has_r[j:] & ~cur
         # one output is one tensor: it can be the input of at most one argument (add_(x, x) reads it once)
-        reused[cur] |= hit & (np.cumsum(hit, axis=1) == 1)
+        cur |= hit & (np.cumsum(hit, axis=1) == 1)
+    reused = np.zeros((calls.size, R), bool)
+    reused[so] = re_s
     reuse_b = (reused * r_bytes).sum(axis=1)
     # floors by device: compute, HBM, and the resident one where the call beat its HBM floor
     fl = np.full(calls.size, np.nan)
