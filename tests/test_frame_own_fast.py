@@ -1,7 +1,7 @@
 """``hosttime.frame_own_intervals`` (each event's call interval from its index range, the subtraction of children
-that lie inside the calls by ``_minus_inside``) gives what its first version gave (kept here as the reference: a
+that lie inside the calls by ``minus_inside``) gives what its first version gave (kept here as the reference: a
 search for each event's interval and ``intervals.subtract``), on the sample traces' frames with the replay's
-children (replay/fixes.python_own) and on synthetic calls and children that nest, touch, repeat and are empty."""
+children (replay/fixes.python_own's kinds) and on synthetic calls and children that nest, touch, repeat and are empty."""
 
 from __future__ import annotations
 
@@ -14,10 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gapscope.tui.analysis import analyze
-from gapscope.tui.analysis.hosttime import _minus_inside, frame_own_intervals
-from gapscope.tui.analysis.intervals import subtract, union, uniq
-from gapscope.tui.analysis.replay.fixes import _frame_intervals, _own_keep
-from gapscope.tui.analysis.replay.model import Replay
+from gapscope.tui.analysis.hosttime import minus_inside, frame_own_intervals
+from gapscope.tui.analysis.intervals import member, subtract, union, uniq
 from gapscope.tui.trace import load
 from gapscope.tui.trace.model import Kind
 
@@ -60,16 +58,15 @@ def _same(x, y):
 def test_sample_frames(path):
     m = load(path)
     a = analyze(m)
-    r = Replay(m, a.window, a.flags)
-    keep_calls, user = _own_keep(r)
     py = np.flatnonzero(m.kind == int(Kind.PYTHON))
-    names = [m.names[i] for i in uniq(m.name_id[py]).tolist()][:40]
+    # the children the replay's fix keeps (runtime calls, user frames and launchers), every event, the others
+    calls = member(m.kind, (int(Kind.RUNTIME), int(Kind.DRIVER)))
+    user = (a.flags["user_frame"][m.name_id] | a.flags["launcher_frame"][m.name_id]) & (m.kind == int(Kind.PYTHON))
     checked = 0
-    for name in names:
-        fr = _frame_intervals(m, name)
-        if fr is None:
-            continue
-        children = keep_calls | (user & (m.name_id != m.names.index(name)))
+    for nid in uniq(m.name_id[py]).tolist()[:40]:
+        idx = py[m.name_id[py] == nid]
+        fr = m.ts_ns[idx], m.ts_ns[idx] + m.dur_ns[idx], m.track[idx].astype(np.int64)
+        children = calls | (user & (m.name_id != nid))
         for ch in (children, np.ones(m.n, bool), ~children):
             _same(frame_own_intervals(m, fr, ch), reference(m, fr, ch))
         checked += 1
@@ -79,7 +76,7 @@ def test_sample_frames(path):
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 60), st.integers(0, 20)), min_size=1, max_size=12),
        st.lists(st.tuples(st.integers(0, 80), st.integers(0, 15)), max_size=30))
-def test_minus_inside_is_subtract(calls, kids):
+def testminus_inside_is_subtract(calls, kids):
     a_s = np.array([s for s, _ in calls], np.int64)
     a_e = a_s + np.array([d for _, d in calls], np.int64)
     us, ue = union(a_s, a_e)
@@ -89,4 +86,4 @@ def test_minus_inside_is_subtract(calls, kids):
         j = np.clip(np.searchsorted(us, b_s, side="right") - 1, 0, None)
         ok = (b_s >= us[j]) & (b_e <= ue[j])
         b_s, b_e = b_s[ok], b_e[ok]
-        _same(_minus_inside(us, ue, b_s, b_e), subtract(a_s, a_e, b_s, b_e))
+        _same(minus_inside(us, ue, b_s, b_e), subtract(a_s, a_e, b_s, b_e))

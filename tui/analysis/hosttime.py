@@ -30,7 +30,8 @@ Every own-time rule of the analysis lives here, as one of these variants:
   (else annotation, step ranges included) named as the gap's holder (core.py, the python cause).
 - ``frame_own_intervals``: one frame's own time as intervals, its calls less its children, where the caller
   says which events count as children (the replay's fused-call what-if: runtime calls, the ops that issue
-  them, other user frames; an op that issues nothing is the frame's own host work).
+  them, other user frames; an op that issues nothing is the frame's own host work); ``minus_inside``: the
+  subtraction it ends with, of children that lie inside the calls.
 - ``nesting_segments``: by nesting alone, of chosen kinds: the event open that started last owns the instant,
   annotations included (ranks/owntime.py's per-frame excess of a late rank, keyed by frame name).
 
@@ -316,12 +317,12 @@ def frame_own_intervals(model, calls, children: np.ndarray):
         ev, j = ev[keep], j[keep]
         es, ee = m.ts_ns[ev], m.ts_ns[ev] + m.dur_ns[ev]
         inside = (es >= us[j]) & (ee <= ue[j]) & ~((es == us[j]) & (ee == ue[j]))
-        s, e = _minus_inside(us, ue, es[inside], ee[inside])
+        s, e = minus_inside(us, ue, es[inside], ee[inside])
         S.append(s), E.append(e), T.append(np.full(s.size, t, np.int64))
     return np.concatenate(S), np.concatenate(E), np.concatenate(T)
 
 
-def _minus_inside(us, ue, b_s, b_e) -> tuple[np.ndarray, np.ndarray]:
+def minus_inside(us, ue, b_s, b_e) -> tuple[np.ndarray, np.ndarray]:
     """``subtract(us, ue, b_s, b_e)`` where [us, ue) are disjoint, sorted, never touching intervals (a ``union``)
     and every interval of b lies inside one of them. Then each interval of a, less the union of the b inside it,
     is the pieces [us, first b start), [a b end, the next b start), ..., [last b end, ue): the starts (us and the
