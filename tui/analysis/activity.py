@@ -12,7 +12,7 @@ import numpy as np
 
 from ..trace.model import Kind, TraceModel, TrackKind
 from .floors import peaks_for
-from .intervals import Coverage, median, percentile, uniq
+from .intervals import Coverage, median, name_ids, percentile, uniq
 from .stacks import StackIndex, signature_frame
 from .thresholds import MAX_CHAIN, REUSE_LOOKBACK
 
@@ -528,7 +528,7 @@ def sync_stats(model: TraceModel, flags, stacks: StackIndex, max_stack_samples: 
     (``aten::item``, ...) and the aten ops holding a sync runtime call (``.cpu()`` is ``aten::to`` -> ... ->
     ``cudaStreamSynchronize``). count and total_ns are those of the outermost calls; ``wait_ns`` is the time
     inside the runtime calls that block (the wait itself)."""
-    nid = model.name_id
+    nid = name_ids(model)
     cpu_track = np.array([t.kind is TrackKind.CPU for t in model.tracks] + [False], dtype=bool)
     on_cpu = cpu_track[model.track] if model.n else np.zeros(0, bool)
     rt = on_cpu & ((model.kind == KI.RUNTIME) | (model.kind == KI.DRIVER))
@@ -630,7 +630,7 @@ def copy_stats(model: TraceModel, window=None) -> list[dict]:
 
 
 def allocator_stats(model: TraceModel, flags, window=None) -> dict:
-    nid = model.name_id
+    nid = name_ids(model)
     rt = (model.kind == KI.RUNTIME) | (model.kind == KI.DRIVER) | (model.kind == KI.CPU_OP)
     mask = (rt & flags["alloc"][nid]) | ((model.kind == KI.PYTHON) & flags["empty_cache"][nid])
     idx = np.flatnonzero(mask)
@@ -677,7 +677,7 @@ def _name_index(model: TraceModel, name: str) -> int:
 def collective_stats(model: TraceModel, flags, window=None) -> list[dict]:
     """NCCL kernels by name: count, time, the part not overlapped by compute kernels, process group."""
     kind = model.kind
-    nid = model.name_id
+    nid = name_ids(model)
     gdev = np.array([t.device if t.kind is TrackKind.GPU else -1 for t in model.tracks] + [-1], dtype=np.int64)
     isk = kind == KI.KERNEL
     coll = np.flatnonzero(isk & flags["coll_kernel"][nid])

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..trace.model import Kind, TraceModel, TrackKind
 from .hosttime import host_times
-from .intervals import Coverage, GroupedCoverage, median
+from .intervals import Coverage, GroupedCoverage, median, name_ids
 from .names import STEP_ANNOTATION_RE, name_flags
 from .thresholds import MAX_CHAIN, SCREEN_POINTS, SCREEN_SHARE, Thresholds
 
@@ -192,7 +192,7 @@ class CpuSets:
         trk = model.track
         cpu_track = np.array([t.kind is TrackKind.CPU for t in model.tracks], dtype=bool)
         on_cpu = cpu_track[trk] if trk.size else np.zeros(0, bool)
-        nid = model.name_id
+        nid = name_ids(model)
         ts = model.ts_ns
         end = ts + model.dur_ns
         rt = ((kind == KI.RUNTIME) | (kind == KI.DRIVER)) & on_cpu
@@ -527,7 +527,7 @@ def classify(model: TraceModel, cols: dict, cfg: Thresholds, flags=None, cpu: Cp
     span = min(span, (2**62) // ndev)
     cp = np.flatnonzero(((kind == KI.MEMCPY) | (kind == KI.MEMSET)) & (ev_dev >= 0))
     copy_cov = GroupedCoverage(ev_dev[cp], ts[cp], end[cp], base, span)
-    nk = np.flatnonzero((kind == KI.KERNEL) & (ev_dev >= 0) & flags["coll_kernel"][model.name_id])
+    nk = np.flatnonzero((kind == KI.KERNEL) & (ev_dev >= 0) & flags["coll_kernel"][name_ids(model)])
     coll_cov = GroupedCoverage(ev_dev[nk], ts[nk], end[nk], base, span)
 
     bd = cpu.breakdown(thread, t0, tl)

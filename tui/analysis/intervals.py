@@ -5,7 +5,7 @@ arrays of queries with two searchsorted calls. Grouped variants keep several tra
 shifting each group into its own band of the time axis (group * span), so one sorted array answers
 queries for every thread at once. ``member(column, values)``: ``np.isin`` against a few values, cheaply;
 ``uniq``, ``median`` and ``percentile``: ``np.unique``, ``np.median`` and ``np.percentile`` of columns
-without importing ``numpy.ma``.
+without importing ``numpy.ma``; ``name_ids``: the name column as an index.
 """
 
 from __future__ import annotations
@@ -89,6 +89,16 @@ def median(a) -> float:
     s = np.partition(a, kth)
     # and its mean of them (which makes -0.0 alone 0.0)
     return float(np.mean(s[h:h + 1] if a.size % 2 else s[h - 1:h + 1]))
+
+
+def name_ids(model) -> np.ndarray:
+    """The model's ``name_id`` column as ``intp``, numpy's index type, made once per loaded trace (kept on the
+    model, as ``activity.args_keys`` keeps its keys): a per-name flag taken for every event (``flags[x][name_id]``,
+    some thirty of them in a report) otherwise casts the int32 column to intp first, each time."""
+    got = model.__dict__.get("_name_ids_intp")
+    if got is None or got.size != model.name_id.size:
+        got = model.__dict__["_name_ids_intp"] = model.name_id.astype(np.intp)
+    return got
 
 
 def subtract(a_s, a_e, b_s, b_e) -> tuple[np.ndarray, np.ndarray]:

@@ -47,7 +47,7 @@ import numpy as np
 from ..trace.model import TrackKind
 from .activity import args_keys
 from .floors import CONV_OPS, MATMUL_OPS, peaks_for
-from .intervals import member, uniq
+from .intervals import member, name_ids, uniq
 from .thresholds import ATTN_MAX_HEAD_DIM
 from .types import Pattern
 
@@ -365,7 +365,7 @@ def mask_builder(a, C: _Calls, rows: list[int], keys: set) -> dict | None:
     # syncs inside them: the runtime calls that block the host
     fl = a.flags
     rt = np.flatnonzero(member(m.kind, [int(Kind.RUNTIME), int(Kind.DRIVER)])
-                        & (fl["sync_rt"] | fl["blocking_copy"])[m.name_id])
+                        & (fl["sync_rt"] | fl["blocking_copy"])[name_ids(m)])
     syncs = 0
     for r in removed.tolist():
         syncs += int(((m.track[rt] == m.track[r]) & (m.ts_ns[rt] >= m.ts_ns[r])

@@ -26,7 +26,7 @@ from collections import Counter
 import numpy as np
 
 from ..trace.model import Kind
-from .intervals import median, member, uniq
+from .intervals import median, member, name_ids, uniq
 from .types import Pattern
 from .replay.model import inside
 
@@ -129,10 +129,10 @@ def loop_stats(a, name: str) -> dict | None:
     thr_set = uniq(m.track[idx])
     got = memo_a.get(("sync", tuple(thr_set.tolist())))
     if got is None:
-        rt = (m.kind == int(Kind.RUNTIME)) & (fl["sync_rt"][m.name_id] | fl["blocking_copy"][m.name_id])
+        rt = (m.kind == int(Kind.RUNTIME)) & (fl["sync_rt"] | fl["blocking_copy"])[name_ids(m)]
         sy = np.flatnonzero(rt & member(m.track, thr_set))
         if sy.size == 0:
-            sy = np.flatnonzero((m.kind == int(Kind.CPU_OP)) & fl["sync_op"][m.name_id] & member(m.track, thr_set))
+            sy = np.flatnonzero((m.kind == int(Kind.CPU_OP)) & fl["sync_op"][name_ids(m)] & member(m.track, thr_set))
             par = m.parent[sy]
             sy = sy[(par < 0) | (m.kind[np.maximum(par, 0)] != int(Kind.CPU_OP))]
         sync_ts = {int(t): np.sort(m.ts_ns[sy[m.track[sy] == t]]) for t in thr_set.tolist()}
@@ -220,7 +220,7 @@ def loop_patterns(a) -> list[Pattern]:
     if k.size == 0:
         return []
     thr = uniq(m.track[m.launch[k]])
-    py = np.flatnonzero((m.kind == int(Kind.PYTHON)) & a.flags["user_frame"][m.name_id] & member(m.track, thr))
+    py = np.flatnonzero((m.kind == int(Kind.PYTHON)) & a.flags["user_frame"][name_ids(m)] & member(m.track, thr))
     if py.size == 0:
         return []
     if a.window is not None and getattr(a.window, "clipped", False):

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..trace.model import Kind, TraceModel, TrackKind
-from .intervals import member, union, uniq
+from .intervals import member, name_ids, union, uniq
 from .units import fmt_ns as _fmt
 
 STEP_RE = re.compile(r"^gapscope\.step#(\d+)$")
@@ -146,7 +146,7 @@ def step_ranges(model: TraceModel, kind: Kind = Kind.ANNOTATION):
     is_step = np.array([bool(STEP_RE.match(n)) for n in model.names], dtype=bool)
     if not is_step.any():
         return np.zeros(0, np.int64)
-    idx = np.flatnonzero((model.kind == kind) & is_step[model.name_id])
+    idx = np.flatnonzero((model.kind == kind) & is_step[name_ids(model)])
     return idx[np.argsort(model.ts_ns[idx], kind="stable")]
 
 

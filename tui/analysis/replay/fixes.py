@@ -9,7 +9,7 @@ import numpy as np
 
 from ...trace.model import Kind
 from ..hosttime import frame_own_intervals
-from ..intervals import median, member, subtract, union, uniq
+from ..intervals import median, member, name_ids, subtract, union, uniq
 from .model import _CALLS, Replay, _inside
 from ..thresholds import MAX_PARENT_STEPS, BANDWIDTH_MIN_BYTES, COLD_MIN_REF, COLD_NS, DEFAULT, PINNED_GBPS
 
@@ -58,7 +58,7 @@ def _own_keep(r: Replay):
         return got
     m = r.model
     py = m.kind == int(Kind.PYTHON)
-    user = (r.flags["user_frame"][m.name_id] | r.flags["launcher_frame"][m.name_id]) & py
+    user = (r.flags["user_frame"] | r.flags["launcher_frame"])[name_ids(m)] & py
     is_call = member(m.kind, _CALLS)
     calls = np.flatnonzero(is_call)
     ops = np.flatnonzero(m.kind == int(Kind.CPU_OP))
@@ -103,7 +103,7 @@ def _check_ops(r: Replay, frame: str | None, reads):
         return None
     fs, fe, ft = fr
     nid = m.names.index(frame)
-    py = np.flatnonzero((m.kind == int(Kind.PYTHON)) & (m.name_id != nid) & r.flags["user_frame"][m.name_id])
+    py = np.flatnonzero((m.kind == int(Kind.PYTHON)) & (m.name_id != nid) & r.flags["user_frame"][name_ids(m)])
     L = m.launch[r.items]
     S, E, T = [], [], []
     drop = np.zeros(r.items.size, bool)
@@ -161,7 +161,7 @@ def calls_under(r: Replay, mask_names, frame, kinds=(int(Kind.CPU_OP), int(Kind.
     call of frame ``frame`` on its thread (without a frame: anywhere, inside the measured steps when the window is
     clipped); empty when no event has the frame's name."""
     m = r.model
-    idx = np.flatnonzero(mask_names[m.name_id] & member(m.kind, kinds))
+    idx = np.flatnonzero(mask_names[name_ids(m)] & member(m.kind, kinds))
     fr = _frame_intervals(m, frame)
     if frame and fr is None:
         return np.zeros(0, np.int64)
@@ -215,7 +215,7 @@ def _copy_removal(r: Replay, kind: str | None, pageable_only: bool, frame):
     ops = m.op[L]
     ops = uniq(ops[ops >= 0])
     if ops.size:
-        syn = np.flatnonzero(r.flags["sync_rt"][m.name_id] & member(m.kind, _CALLS))
+        syn = np.flatnonzero(r.flags["sync_rt"][name_ids(m)] & member(m.kind, _CALLS))
         for o in ops.tolist():
             os_, oe = int(m.ts_ns[o]), int(m.ts_ns[o] + m.dur_ns[o])
             inn = syn[(m.track[syn] == m.track[o]) & (m.ts_ns[syn] >= os_) & (m.ts_ns[syn] < oe)]
@@ -492,7 +492,7 @@ def fix_for(a, r: Replay, f):
         S, E, T = [m.ts_ns[idx]], [m.ts_ns[idx] + m.dur_ns[idx]], [m.track[idx].astype(np.int64)]
         what = f"remove the {_n(idx.size, 'allocator call')}{where} and their implicit syncs"
         # the runtime calls under them (cudaFree, cudaMalloc) are the ones whose after-effect is looked for
-        rt = np.flatnonzero(r.flags["alloc"][m.name_id] & member(m.kind, _CALLS))
+        rt = np.flatnonzero(r.flags["alloc"][name_ids(m)] & member(m.kind, _CALLS))
         rt = rt[_within(m, rt, (S[0], E[0], T[0]))]
         after = after_effect(a, r, rt) if rt.size else None
         if after is not None:

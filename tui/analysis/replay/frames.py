@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...trace.model import Kind
-from ..intervals import median, member, union, uniq
+from ..intervals import median, member, name_ids, union, uniq
 from .calibrate import steps_of
 from .fixes import outermost
 from .model import Replay, inside
@@ -115,7 +115,7 @@ def candidates(a, r: Replay, rec_step_ns: float, extra=()) -> list[tuple[str, in
     m = r.model
     steps = max(steps_of(a), 1)
     thr = uniq(r.a_thr)
-    py = np.flatnonzero((m.kind == int(Kind.PYTHON)) & r.flags["user_frame"][m.name_id]
+    py = np.flatnonzero((m.kind == int(Kind.PYTHON)) & r.flags["user_frame"][name_ids(m)]
                         & member(m.track, thr))
     if r.window is not None and getattr(r.window, "clipped", False) and py.size:
         py = py[r.window.cpu_in(m, py)]
