@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gapscope.tui.analysis.intervals import median, percentile, uniq
+from gapscope.tui.analysis.intervals import median, name_ids, percentile, uniq
 from gapscope.tui.trace import load
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -88,3 +88,11 @@ def test_median_is_numpys():
         assert _same_float(median(a), float(np.median(a))), (trial, n)
     for a in ([3, 1, 2, 2], [5], [1.5, np.nan, 2.0], [True, False, True], [2**62, 2**62 - 1]):
         assert _same_float(median(np.array(a)), float(np.median(np.array(a))))
+
+
+def test_name_ids_is_the_name_column_as_an_index():
+    m = load(next(p for p in SAMPLES if "demo-eager-copy.decode" in p))
+    ids = name_ids(m)
+    assert ids.dtype == np.intp and np.array_equal(ids, m.name_id) and name_ids(m) is ids
+    m.name_id = m.name_id[::-1].copy()  # a column replaced: made again from it
+    assert np.array_equal(name_ids(m), m.name_id)

@@ -96,9 +96,9 @@ def name_ids(model) -> np.ndarray:
     model, as ``activity.args_keys`` keeps its keys): a per-name flag taken for every event (``flags[x][name_id]``,
     some thirty of them in a report) otherwise casts the int32 column to intp first, each time."""
     got = model.__dict__.get("_name_ids_intp")
-    if got is None or got.size != model.name_id.size:
-        got = model.__dict__["_name_ids_intp"] = model.name_id.astype(np.intp)
-    return got
+    if got is None or got[0] is not model.name_id:  # (made again for a column replaced)
+        got = model.__dict__["_name_ids_intp"] = (model.name_id, model.name_id.astype(np.intp))
+    return got[1]
 
 
 def subtract(a_s, a_e, b_s, b_e) -> tuple[np.ndarray, np.ndarray]:
