@@ -12,7 +12,7 @@ import numpy as np
 
 from ..trace.model import Kind, TraceModel, TrackKind
 from .floors import peaks_for
-from .intervals import Coverage
+from .intervals import Coverage, median, name_ids, percentile, uniq
 from .stacks import StackIndex, signature_frame
 from .thresholds import MAX_CHAIN, REUSE_LOOKBACK
 
@@ -144,8 +144,8 @@ def args_keys(model: TraceModel, events) -> np.ndarray:
     memo = model.__dict__.get("_args_keys")
     if memo is None:
         memo = model.__dict__["_args_keys"] = (np.full(model.n, -1, np.int64), {})
-    known, uniq = memo
-    new = np.unique(ev[known[ev] < 0])
+    known, numbered = memo
+    new = uniq(ev[known[ev] < 0])
     if new.size:
         aid = model.args_id[new].astype(np.int64)
         offs, data = model.args.offs, model.args.data
@@ -164,9 +164,9 @@ def args_keys(model: TraceModel, events) -> np.ndarray:
         keys = list(zip(model.name_id[new].tolist(), blobs))
         # numbered in order of first appearance: the distinct keys first (a dict keeps that order), then a lookup
         for key in dict.fromkeys(keys):
-            if key not in uniq:
-                uniq[key] = len(uniq)
-        known[new] = np.fromiter(map(uniq.__getitem__, keys), np.int64, new.size)
+            if key not in numbered:
+                numbered[key] = len(numbered)
+        known[new] = np.fromiter(map(numbered.__getitem__, keys), np.int64, new.size)
     # renumbered 0, 1, ... in order of first appearance in ``events``
     g = known[ev]
     u, first, inv = np.unique(g, return_index=True, return_inverse=True)
@@ -219,7 +219,7 @@ def call_floors(model: TraceModel, k: np.ndarray, window, flags) -> CallFloors:
     sel = np.flatnonzero(single | multi)
     sel = sel[known[model.name_id[call[sel]]]]
     gdev = np.array([t.device if t.kind is TrackKind.GPU else -1 for t in model.tracks] + [-1], np.int64)
-    devs = np.unique(gdev[model.track[k[sel]]]) if sel.size else np.zeros(0, np.int64)
+    devs = uniq(gdev[model.track[k[sel]]]) if sel.size else np.zeros(0, np.int64)
     peaks = {int(d): peaks_for(model.device_name(int(d))) for d in devs.tolist() if d >= 0}
     peaks = {d: p for d, p in peaks.items() if p is not None}
     if sel.size == 0 or not peaks:
@@ -282,22 +282,31 @@ def call_floors(model: TraceModel, k: np.ndarray, window, flags) -> CallFloors:
     r_sig, r_bytes = u_read[u_of], u_rbytes[u_of]
     w_sig, w_bytes = u_write[u_of], u_wbytes[u_of]
     nb = np.where(ok_c, u_bytes[u_of], 0.0)
-    dev_l2 = {d: peaks[d][4] * 1e6 if d in peaks else 0.0 for d in np.unique(c_dev).tolist()}
-    l2 = np.array([dev_l2[d] for d in c_dev.tolist()], dtype=float)
-    reused = np.zeros((calls.size, R), bool)
+    dev_l2 = {d: peaks[d][4] * 1e6 if d in peaks else 0.0 for d in uniq(c_dev).tolist()}
+    l2 = np.zeros(c_dev.size)
+    for d, v in dev_l2.items():
+        l2[c_dev == d] = v
     so = o2  # call rows in device, start order
+    n_so = so.size
     cum = np.r_[0.0, np.cumsum(nb[so])]
-    dv = c_dev[so]
+    # the rows' figures in that order: the call j back is then the same arrays shifted by j (slices, no gathers)
+    dv, ok_s, l2_s, wb_s = c_dev[so], ok_c[so], l2[so], w_bytes[so]
+    rs_s, ws_s = r_sig[so], w_sig[so]
+    has_r = rs_s >= 0
+    re_s = np.zeros((n_so, R), bool)
     for j in range(1, REUSE_LOOKBACK + 1):
-        if j >= so.size:
+        if j >= n_so:
             break
-        cur, prev = so[j:], so[:-j]
-        pos_c = np.arange(j, so.size)
-        between = cum[pos_c] - cum[pos_c - j + 1]  # bytes of the calls strictly between
-        fits = (dv[j:] == dv[:-j]) & ok_c[prev] & (between + w_bytes[prev] <= l2[cur])
-        hit = fits[:, None] & (r_sig[cur] == w_sig[prev][:, None]) & (r_sig[cur] >= 0) & ~reused[cur]
+        between = cum[j:n_so] - cum[1:n_so - j + 1]  # bytes of the calls strictly between
+        fits = (dv[j:] == dv[:-j]) & ok_s[:-j] & (between + wb_s[:-j] <= l2_s[j:])
+        if not fits.any():
+            continue
+        cur = re_s[j:]
+        hit = fits[:, None] & (rs_s[j:] == ws_s[:-j][:, None]) & has_r[j:] & ~cur
         # one output is one tensor: it can be the input of at most one argument (add_(x, x) reads it once)
-        reused[cur] |= hit & (np.cumsum(hit, axis=1) == 1)
+        cur |= hit & (np.cumsum(hit, axis=1) == 1)
+    reused = np.zeros((calls.size, R), bool)
+    reused[so] = re_s
     reuse_b = (reused * r_bytes).sum(axis=1)
     # floors by device: compute, HBM, and the resident one where the call beat its HBM floor
     fl = np.full(calls.size, np.nan)
@@ -312,7 +321,7 @@ def call_floors(model: TraceModel, k: np.ndarray, window, flags) -> CallFloors:
         rate = np.array([peak_for_dtype(p, t) for t in dts], dtype=float)[u_dtype[u_of[m]]]
         flops = u_flops[u_of[m]]
         # once per distinct call (op and args): the same figures as per call
-        um = np.unique(u_of[m])
+        um = uniq(u_of[m])
         t_u = np.zeros(U)
         t_u[um] = [compute_ns(f, dts[t], p) for f, t in zip(u_flops[um].tolist(), u_dtype[um].tolist())]
         t_c = t_u[u_of[m]]
@@ -475,7 +484,7 @@ def launch_stats(model: TraceModel, window=None) -> dict:
         return {"count": 0}
     L = model.launch[k]
     delay = model.ts_ns[k] - model.ts_ns[L]
-    uniq_l = np.unique(L)
+    uniq_l = uniq(L)
     cost = model.dur_ns[uniq_l]
     t0 = int(model.ts_ns[uniq_l].min())
     t1 = int((model.ts_ns[uniq_l] + model.dur_ns[uniq_l]).max())
@@ -485,9 +494,9 @@ def launch_stats(model: TraceModel, window=None) -> dict:
     return {
         "count": int(uniq_l.size),
         "kernels": int(k.size),
-        "delay_median_ns": float(np.median(delay)),
-        "delay_p90_ns": float(np.percentile(delay, 90)),
-        "cost_median_ns": float(np.median(cost)),
+        "delay_median_ns": float(median(delay)),
+        "delay_p90_ns": percentile(delay, 90),
+        "cost_median_ns": float(median(cost)),
         "cost_total_ns": int(cost.sum()),
         "kernels_shorter_than_launch": shorter,
         "rate_per_ms": uniq_l.size / span_ms,
@@ -519,7 +528,7 @@ def sync_stats(model: TraceModel, flags, stacks: StackIndex, max_stack_samples: 
     (``aten::item``, ...) and the aten ops holding a sync runtime call (``.cpu()`` is ``aten::to`` -> ... ->
     ``cudaStreamSynchronize``). count and total_ns are those of the outermost calls; ``wait_ns`` is the time
     inside the runtime calls that block (the wait itself)."""
-    nid = model.name_id
+    nid = name_ids(model)
     cpu_track = np.array([t.kind is TrackKind.CPU for t in model.tracks] + [False], dtype=bool)
     on_cpu = cpu_track[model.track] if model.n else np.zeros(0, bool)
     rt = on_cpu & ((model.kind == KI.RUNTIME) | (model.kind == KI.DRIVER))
@@ -531,7 +540,7 @@ def sync_stats(model: TraceModel, flags, stacks: StackIndex, max_stack_samples: 
         is_aten = np.array([n.startswith("aten::") for n in model.names], dtype=bool)[nid]
         cur = model.parent[rt_idx]
         for _ in range(MAX_CHAIN):
-            cur = np.unique(cur[cur >= 0])
+            cur = uniq(cur[cur >= 0])
             if cur.size == 0:
                 break
             member[cur[op[cur] & is_aten[cur]]] = True
@@ -544,7 +553,7 @@ def sync_stats(model: TraceModel, flags, stacks: StackIndex, max_stack_samples: 
     idx, root = idx[keep], root[keep]
     if idx.size == 0:
         return []
-    roots = np.unique(root)
+    roots = uniq(root)
     # each root's chain: the distinct member names of its subtree in pre-order (events sort by ts, -dur)
     o = np.lexsort((-model.dur_ns[idx], model.ts_ns[idx], root))
     chains: dict[int, list[str]] = {}
@@ -600,7 +609,7 @@ def copy_stats(model: TraceModel, window=None) -> list[dict]:
     if idx.size == 0:
         return []
     kinds = {}
-    for n in np.unique(model.name_id[idx]).tolist():
+    for n in uniq(model.name_id[idx]).tolist():
         kinds[n] = copy_kind(model.names[n])
     labels = sorted(set(kinds.values()))
     lab_ix = {l: i for i, l in enumerate(labels)}
@@ -621,7 +630,7 @@ def copy_stats(model: TraceModel, window=None) -> list[dict]:
 
 
 def allocator_stats(model: TraceModel, flags, window=None) -> dict:
-    nid = model.name_id
+    nid = name_ids(model)
     rt = (model.kind == KI.RUNTIME) | (model.kind == KI.DRIVER) | (model.kind == KI.CPU_OP)
     mask = (rt & flags["alloc"][nid]) | ((model.kind == KI.PYTHON) & flags["empty_cache"][nid])
     idx = np.flatnonzero(mask)
@@ -639,7 +648,7 @@ def allocator_stats(model: TraceModel, flags, window=None) -> dict:
     memory = None
     if mem.size:
         peak_alloc = peak_res = None
-        aids = np.unique(model.args_id[mem])
+        aids = uniq(model.args_id[mem])
         aids = aids[aids >= 0][:100_000]
         import orjson
 
@@ -668,7 +677,7 @@ def _name_index(model: TraceModel, name: str) -> int:
 def collective_stats(model: TraceModel, flags, window=None) -> list[dict]:
     """NCCL kernels by name: count, time, the part not overlapped by compute kernels, process group."""
     kind = model.kind
-    nid = model.name_id
+    nid = name_ids(model)
     gdev = np.array([t.device if t.kind is TrackKind.GPU else -1 for t in model.tracks] + [-1], dtype=np.int64)
     isk = kind == KI.KERNEL
     coll = np.flatnonzero(isk & flags["coll_kernel"][nid])
@@ -693,13 +702,13 @@ def collective_stats(model: TraceModel, flags, window=None) -> list[dict]:
         comp = comp[window.gpu_in(model, comp)]
     comp_dev = gdev[model.track[comp]]
     cov = {int(d): Coverage(model.ts_ns[comp[comp_dev == d]], model.ts_ns[comp[comp_dev == d]]
-                            + model.dur_ns[comp[comp_dev == d]]) for d in np.unique(dev)}
+                            + model.dur_ns[comp[comp_dev == d]]) for d in uniq(dev)}
     ts, dur = model.ts_ns[coll], model.dur_ns[coll]
     overl = np.zeros(coll.size, np.int64)
     for d, c in cov.items():
         sel = dev == d
         overl[sel] = c.covered(ts[sel], ts[sel] + dur[sel])
-    for n in np.unique(nid[coll]).tolist():
+    for n in uniq(nid[coll]).tolist():
         sel = nid[coll] == n
         pg = None
         ops = model.op[coll[sel]]

@@ -151,9 +151,11 @@ def diagnose(analyses) -> Diagnosis:
 
 
 def analyse(models, window: str = "steps", config=None) -> list:
-    """The analyses of loaded traces: one job's ranks together (``ranks.analyze_ranks``), any others one each."""
-    from .ranks import analyze_ranks, same_job
+    """The analyses of loaded traces: one job's ranks together (``ranks.analyze_ranks``), any others one each (one
+    trace never loads the ranks' modules)."""
+    if len(models) > 1:
+        from .ranks import analyze_ranks, same_job
 
-    if len(models) > 1 and same_job(models):
-        return analyze_ranks(models, config, window=window)
+        if same_job(models):
+            return analyze_ranks(models, config, window=window)
     return [analyze(m, config, window=window) for m in models]

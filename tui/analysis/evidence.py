@@ -11,6 +11,7 @@ import numpy as np
 from ..trace.model import Kind, TraceModel
 from . import activity
 from .hosttime import HostTime, host_times
+from .intervals import uniq
 from .stacks import Frame, StackIndex
 from .thresholds import Thresholds
 from .units import fmt_ns as _us
@@ -58,7 +59,7 @@ class Evidence:
         open_at = self.stacks.open_events(thr, t0)
         open_at = [i for i in open_at if int(m.track[i]) == thr and m.ts_ns[i] < t0]
         if open_at:
-            inside = np.union1d(inside, np.array(open_at, dtype=np.int64))
+            inside = uniq(np.concatenate((inside, np.array(open_at, dtype=np.int64))))
         e = m.ts_ns[inside] + m.dur_ns[inside]
         return inside[(e > t0) | (m.ts_ns[inside] >= t0)]
 
@@ -100,7 +101,7 @@ class Evidence:
         thr, t0, tl = (np.asarray(x, np.int64) for x in (thr, t0, tl))
         ok = (thr >= 0) & (tl > t0)
         counts = np.zeros(len(m.names), np.int64)
-        for th in np.unique(thr[ok]).tolist():
+        for th in uniq(thr[ok]).tolist():
             sl = m.track_slice(th)
             ops = np.flatnonzero(m.kind[sl] == Kind.CPU_OP) + sl.start  # by start on the track
             if ops.size == 0:

@@ -188,9 +188,8 @@ def build_findings(a) -> list:
         special[k] = (d.cause, d.signature if cz.by_frame else None, cz.group(a, d))
     # host round trips: one finding per call site, whatever the cause of each gap
     rt = round_trip_rows(a, rows[det])
-    pos = {int(r): k for k, r in enumerate(rows.tolist())}
-    for r, site in rt.items():
-        special[pos[r]] = ("sync", site, "round-trip")
+    for r, site in rt.items():  # (the listed rows are sorted: a row's position is its insertion point)
+        special[int(np.searchsorted(rows, r))] = ("sync", site, "round-trip")
     # the other gaps of a round trip's call site (the launches inside it before the copy to the host) join it
     sites = {site for site in rt.values() if site}
     for k, key in list(special.items()):

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..trace.model import Kind, TraceModel, TrackKind
 from .hosttime import host_times
-from .intervals import Coverage, GroupedCoverage
+from .intervals import Coverage, GroupedCoverage, median, name_ids
 from .names import STEP_ANNOTATION_RE, name_flags
 from .thresholds import MAX_CHAIN, SCREEN_POINTS, SCREEN_SHARE, Thresholds
 
@@ -193,7 +193,7 @@ class CpuSets:
         trk = model.track
         cpu_track = np.array([t.kind is TrackKind.CPU for t in model.tracks], dtype=bool)
         on_cpu = cpu_track[trk] if trk.size else np.zeros(0, bool)
-        nid = model.name_id
+        nid = name_ids(model)
         ts = model.ts_ns
         end = ts + model.dur_ns
         rt = ((kind == KI.RUNTIME) | (kind == KI.DRIVER)) & on_cpu
@@ -230,9 +230,13 @@ class CpuSets:
         span = min(span, (2**62) // ntr)
         self.base, self.span = base, span
 
+        # every set's intervals in their thread's band, computed once for all events
+        ks = GroupedCoverage.band_keys(trk, ts, base, span)
+        ke = GroupedCoverage.band_keys(trk, end, base, span)
+
         def gc(mask):
             i = np.flatnonzero(mask)
-            return GroupedCoverage(trk[i], ts[i], end[i], base, span)
+            return GroupedCoverage.of_keys(ks[i], ke[i], base, span)
 
         self.sync_mask = sync
         # nested unions, one per priority level of the breakdown
@@ -393,7 +397,7 @@ def typical_launch_delay(model: TraceModel, flags) -> int:
     10 µs when the trace has none."""
     k = idle_start_kernels(model, flags)
     if k.size:
-        return int(np.median(model.ts_ns[k] - model.ts_ns[model.launch[k]]))
+        return int(median(model.ts_ns[k] - model.ts_ns[model.launch[k]]))
     return 10_000
 
 
@@ -524,7 +528,7 @@ def classify(model: TraceModel, cols: dict, cfg: Thresholds, flags=None, cpu: Cp
     span = min(span, (2**62) // ndev)
     cp = np.flatnonzero(((kind == KI.MEMCPY) | (kind == KI.MEMSET)) & (ev_dev >= 0))
     copy_cov = GroupedCoverage(ev_dev[cp], ts[cp], end[cp], base, span)
-    nk = np.flatnonzero((kind == KI.KERNEL) & (ev_dev >= 0) & flags["coll_kernel"][model.name_id])
+    nk = np.flatnonzero((kind == KI.KERNEL) & (ev_dev >= 0) & flags["coll_kernel"][name_ids(model)])
     coll_cov = GroupedCoverage(ev_dev[nk], ts[nk], end[nk], base, span)
 
     bd = cpu.breakdown(thread, t0, tl)

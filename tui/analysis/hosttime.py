@@ -30,7 +30,8 @@ Every own-time rule of the analysis lives here, as one of these variants:
   (else annotation, step ranges included) named as the gap's holder (core.py, the python cause).
 - ``frame_own_intervals``: one frame's own time as intervals, its calls less its children, where the caller
   says which events count as children (the replay's fused-call what-if: runtime calls, the ops that issue
-  them, other user frames; an op that issues nothing is the frame's own host work).
+  them, other user frames; an op that issues nothing is the frame's own host work); ``minus_inside``: the
+  subtraction it ends with, of children that lie inside the calls.
 - ``nesting_segments``: by nesting alone, of chosen kinds: the event open that started last owns the instant,
   annotations included (ranks/owntime.py's per-frame excess of a late rank, keyed by frame name).
 
@@ -58,7 +59,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..trace.model import Kind
-from .intervals import member, subtract, union
+from .intervals import member, subtract, union, uniq
 from .thresholds import HOLDER_POINTS
 
 _ANN, _PY = int(Kind.ANNOTATION), int(Kind.PYTHON)
@@ -168,7 +169,7 @@ def host_time(stacks, model, thread: int, a: int, b: int) -> HostTime:
     s_in = ts[lo:hi]
     e_in = stacks.end[sl.start + lo:sl.start + hi]  # the index's end column: ts + dur, computed once
     cuts = np.concatenate(([a, b], s_in[(s_in > a) & (s_in < b)], e_in[(e_in > a) & (e_in < b)]))
-    cuts = np.unique(cuts)
+    cuts = uniq(cuts)
     lo_t, hi_t = cuts[:-1], cuts[1:]
     length = hi_t - lo_t
     who = owners_at(stacks, model, np.full(lo_t.shape, thread, np.int64), lo_t).event
@@ -201,7 +202,7 @@ def host_times(stacks, model, thread, a, b) -> list[HostTime]:
         lo = int(ts.searchsorted(x - _longest(model, th, sl), side="left"))
         s_in = ts[lo:hi]
         e_in = stacks.end[sl.start + lo:sl.start + hi]
-        cuts = np.unique(np.concatenate(([x, y], s_in[(s_in > x) & (s_in < y)], e_in[(e_in > x) & (e_in < y)])))
+        cuts = uniq(np.concatenate(([x, y], s_in[(s_in > x) & (s_in < y)], e_in[(e_in > x) & (e_in < y)])))
         LO.append(cuts[:-1])
         HI.append(cuts[1:])
         TH.append(np.full(cuts.size - 1, th, np.int64))
@@ -294,28 +295,48 @@ def frame_own_intervals(model, calls, children: np.ndarray):
     m = model
     fs, fe, ft = calls
     S, E, T = [], [], []
-    for t in np.unique(ft).tolist():
+    for t in uniq(ft).tolist():
         a_s, a_e = fs[ft == t], fe[ft == t]
         sl = m.track_slice(int(t))
         us, ue = union(a_s, a_e)
         # only the thread's events starting in one of the calls' intervals (the model sorts a thread's events by
         # start) can be inside one: their index ranges, in event order
-        if us.size:
-            tts = m.ts_ns[sl]
-            lo = np.searchsorted(tts, us, side="left")
-            hi = np.searchsorted(tts, ue, side="right")
-            n = hi - lo
-            ev = sl.start + np.repeat(lo - np.concatenate(([0], np.cumsum(n)[:-1])), n) + np.arange(int(n.sum()))
-        else:
-            ev = np.arange(sl.start, sl.stop)
-        ev = ev[children[ev]]
+        if us.size == 0:  # no call of positive length: no own time
+            s, e = subtract(a_s, a_e, a_s[:0], a_e[:0])
+            S.append(s), E.append(e), T.append(np.full(s.size, t, np.int64))
+            continue
+        tts = m.ts_ns[sl]
+        lo = np.searchsorted(tts, us, side="left")
+        hi = np.searchsorted(tts, ue, side="right")
+        n = hi - lo
+        ev = sl.start + np.repeat(lo - np.concatenate(([0], np.cumsum(n)[:-1])), n) + np.arange(int(n.sum()))
+        # the interval each event starts in: the one whose index range holds it (the intervals are disjoint and
+        # never touch, so it is the last one starting at or before the event)
+        j = np.repeat(np.arange(us.size), n)
+        keep = children[ev]
+        ev, j = ev[keep], j[keep]
         es, ee = m.ts_ns[ev], m.ts_ns[ev] + m.dur_ns[ev]
-        j = np.clip(np.searchsorted(us, es, side="right") - 1, 0, None)
-        inside = (us.size > 0) & (es >= us[j]) & (ee <= ue[j]) & ~((es == us[j]) & (ee == ue[j]))
-        ev = ev[inside]
-        s, e = subtract(a_s, a_e, m.ts_ns[ev], m.ts_ns[ev] + m.dur_ns[ev])
+        inside = (es >= us[j]) & (ee <= ue[j]) & ~((es == us[j]) & (ee == ue[j]))
+        s, e = minus_inside(us, ue, es[inside], ee[inside])
         S.append(s), E.append(e), T.append(np.full(s.size, t, np.int64))
     return np.concatenate(S), np.concatenate(E), np.concatenate(T)
+
+
+def minus_inside(us, ue, b_s, b_e) -> tuple[np.ndarray, np.ndarray]:
+    """``subtract(us, ue, b_s, b_e)`` where [us, ue) are disjoint, sorted, never touching intervals (a ``union``)
+    and every interval of b lies inside one of them. Then each interval of a, less the union of the b inside it,
+    is the pieces [us, first b start), [a b end, the next b start), ..., [last b end, ue): the starts (us and the
+    b ends) and the ends (the b starts and ue) each in increasing order, paired in turn, the empty ones dropped:
+    the same maximal intervals ``subtract`` gives, without its sort of every boundary and its two searches."""
+    bs, be = union(b_s, b_e)
+    if bs.size == 0:
+        return us, ue
+    st = np.concatenate((us, be))
+    st.sort(kind="stable")
+    en = np.concatenate((bs, ue))
+    en.sort(kind="stable")
+    keep = en > st
+    return st[keep], en[keep]
 
 
 def nesting_segments(model, thread: int, t0: int, t1: int, kinds) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

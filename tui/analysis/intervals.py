@@ -3,7 +3,9 @@
 ``union(starts, ends)`` merges intervals, ``subtract`` takes one set from another; ``Coverage`` answers "how much of [a, b) is covered" for
 arrays of queries with two searchsorted calls. Grouped variants keep several tracks in one set by
 shifting each group into its own band of the time axis (group * span), so one sorted array answers
-queries for every thread at once. ``member(column, values)``: ``np.isin`` against a few values, cheaply.
+queries for every thread at once. ``member(column, values)``: ``np.isin`` against a few values, cheaply;
+``uniq``, ``median`` and ``percentile``: ``np.unique``, ``np.median`` and ``np.percentile`` of columns
+without importing ``numpy.ma``; ``name_ids``: the name column as an index.
 """
 
 from __future__ import annotations
@@ -30,6 +32,73 @@ def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     first = np.flatnonzero(new)
     last = np.concatenate((first[1:] - 1, [s.size - 1]))
     return s[first], run[last]
+
+
+def uniq(a) -> np.ndarray:
+    """``np.unique(a)`` of a 1-d array: its distinct values, sorted. Integers (and bools) by one sort and a
+    comparison of neighbours, the values ``np.unique`` gives; other types through ``np.unique`` itself. The plain
+    ``np.unique`` checks for a masked array first, and that check imports ``numpy.ma`` (~40 ms, once per process,
+    on a report's path) for nothing."""
+    a = np.asarray(a)
+    if a.dtype.kind not in "iub":
+        return np.unique(a)
+    s = np.sort(a.ravel())
+    if s.size > 1:
+        keep = np.empty(s.size, bool)
+        keep[0] = True
+        np.not_equal(s[1:], s[:-1], out=keep[1:])
+        s = s[keep]
+    return s
+
+
+def percentile(a, q) -> float:
+    """``float(np.percentile(a, q))`` (numpy's default, linear method) of a non-empty 1-d integer array, by the
+    same float operations on the two order statistics around the virtual index ``(n - 1) * q / 100``; other
+    arrays through ``np.percentile`` itself. ``np.percentile`` takes its order statistics through a plain
+    ``np.unique``, which imports ``numpy.ma`` (see ``uniq``)."""
+    a = np.asarray(a)
+    if a.ndim != 1 or a.size == 0 or a.dtype.kind not in "iu":
+        return float(np.percentile(a, q))
+    n = a.size
+    v = (n - 1) * np.true_divide(q, 100)
+    if not 0 <= v < n - 1:  # q of 100 (the largest) or out of range: numpy's own answer and error
+        return float(np.percentile(a, q)) if v < 0 or v != v else float(a.max())
+    i = int(np.floor(v))
+    s = np.partition(a, (i, i + 1))
+    lo, hi = s[i], s[i + 1]
+    t = float(v - i)
+    d = np.float64(hi - lo)
+    # numpy's _lerp: from the lower value below one half, from the upper one from one half on
+    return float(np.float64(hi) - d * (1 - t)) if t >= 0.5 else float(np.float64(lo) + d * t)
+
+
+def median(a) -> float:
+    """``float(np.median(a))`` of a non-empty 1-d integer or float64 array without NaN: ``np.median``'s own steps
+    (its partition, the mean of the middle one or two) less its check for NaN; other arrays through
+    ``np.median`` itself. ``np.median`` of floats checks for a masked array, which imports ``numpy.ma``
+    (see ``uniq``)."""
+    a = np.asarray(a)
+    if a.ndim != 1 or a.size == 0 or not (a.dtype.kind in "iu" or a.dtype == np.float64) or \
+            (a.dtype.kind == "f" and np.isnan(a).any()):
+        return float(np.median(a))
+    h = a.size // 2
+    # numpy's own order statistics (which of two equal values, 0.0 and -0.0, lands in the middle depends on them)
+    kth = [h - 1, h] if a.size % 2 == 0 else [h]
+    if a.dtype.kind == "f":
+        kth.append(-1)
+    s = np.partition(a, kth)
+    # and its mean of them (which makes -0.0 alone 0.0)
+    return float(np.mean(s[h:h + 1] if a.size % 2 else s[h - 1:h + 1]))
+
+
+def name_ids(model) -> np.ndarray:
+    """The model's ``name_id`` column as ``intp``, numpy's index type, made once per loaded trace (kept on the
+    model, as ``activity.args_keys`` keeps its keys): a per-name flag taken for every event (``flags[x][name_id]``,
+    some thirty of them in a report) otherwise casts the int32 column to intp first, each time."""
+    got = model.__dict__.get("_name_ids_intp")
+    if got is None or got[0] is not model.name_id:  # (made again for a column replaced)
+        got = model.__dict__["_name_ids_intp"] = (model.name_id, model.name_id.astype(np.intp))
+    return got[1]
 
 
 def subtract(a_s, a_e, b_s, b_e) -> tuple[np.ndarray, np.ndarray]:
@@ -105,6 +174,22 @@ class GroupedCoverage:
         s = np.clip(s - self.base, 0, self.span - 1)
         e = np.clip(e - self.base, 0, self.span - 1)
         self.cov = Coverage(g * self.span + s, g * self.span + e)
+
+    @classmethod
+    def of_keys(cls, ks, ke, base: int, span: int) -> "GroupedCoverage":
+        """The set whose intervals, already in bands, are [ks, ke) (``band_keys`` of their groups, starts and
+        ends): several sets over subsets of one set of events share the keys (gaps.CpuSets)."""
+        self = cls.__new__(cls)
+        self.base, self.span = int(base), int(span)
+        self.cov = Coverage(ks, ke)
+        return self
+
+    @staticmethod
+    def band_keys(groups, times, base: int, span: int) -> np.ndarray:
+        """The band positions ``GroupedCoverage`` gives times of groups (group * span + the time since base,
+        clipped into the band)."""
+        g = np.asarray(groups, dtype=np.int64)
+        return g * int(span) + np.clip(np.asarray(times, dtype=np.int64) - int(base), 0, int(span) - 1)
 
     def _q(self, g, t):
         g = np.asarray(g, dtype=np.int64)

@@ -47,7 +47,7 @@ import numpy as np
 from ..trace.model import TrackKind
 from .activity import args_keys
 from .floors import CONV_OPS, MATMUL_OPS, peaks_for
-from .intervals import member
+from .intervals import member, name_ids, uniq
 from .thresholds import ATTN_MAX_HEAD_DIM
 from .types import Pattern
 
@@ -164,7 +164,7 @@ def _outermost_ops(a, calls: np.ndarray) -> np.ndarray:
         if not up.any():
             break
         cur = np.where(up, par, cur)
-    return np.unique(cur)
+    return uniq(cur)
 
 
 def _make(a, C, kind, rows, after_call, title, fix, estimate, remove_host: bool = False) -> Pattern:
@@ -235,7 +235,7 @@ def _attention(a, C: _Calls, claimed: set) -> Pattern | None:
     if mb is not None:
         # the additive mask sdpa never needs (is_causal): its builder frames go, host time, syncs and kernels
         p.mask = mb
-        p.host_removed = np.union1d(p.host_removed, mb["removed"])
+        p.host_removed = uniq(np.concatenate((p.host_removed, mb["removed"])))
         p.kernels = np.concatenate([p.kernels, mb["kernels"]])
         p.kernel_after_ns = np.concatenate([p.kernel_after_ns, np.zeros(mb["kernels"].size, np.int64)])
         p.fix += (f" The [{', '.join(str(v) for v in mb['shape'])}] additive mask is not built either "
@@ -352,7 +352,7 @@ def mask_builder(a, C: _Calls, rows: list[int], keys: set) -> dict | None:
                 continue
         removed.extend(e for e, _ in members)
         frames.extend(m.names[m.name_id[e]] for e, _ in members)
-    removed = np.unique(np.array(removed, np.int64))
+    removed = uniq(np.array(removed, np.int64))
     # the GPU work launched inside them (the mask's kernels, the scalar's copy): gone with them
     work = np.flatnonzero(member(m.kind, [int(k) for k in GPU_WORK_KINDS]) & (m.launch >= 0))
     if getattr(a.window, "clipped", False) and work.size:
@@ -365,7 +365,7 @@ def mask_builder(a, C: _Calls, rows: list[int], keys: set) -> dict | None:
     # syncs inside them: the runtime calls that block the host
     fl = a.flags
     rt = np.flatnonzero(member(m.kind, [int(Kind.RUNTIME), int(Kind.DRIVER)])
-                        & (fl["sync_rt"] | fl["blocking_copy"])[m.name_id])
+                        & (fl["sync_rt"] | fl["blocking_copy"])[name_ids(m)])
     syncs = 0
     for r in removed.tolist():
         syncs += int(((m.track[rt] == m.track[r]) & (m.ts_ns[rt] >= m.ts_ns[r])
@@ -563,7 +563,7 @@ def _optimizer(a, claimed_kernels: np.ndarray) -> Pattern | None:
     inside &= ~np.isin(cf.k, claimed_kernels) & (cf.call >= 0)
     if not inside.any():
         return None
-    calls = np.unique(cf.call[inside])
+    calls = uniq(cf.call[inside])
     opn = [m.names[m.name_id[c]] for c in calls.tolist()]
     if any("_foreach_" in n or "_fused_" in n for n in opn):
         return None

@@ -26,7 +26,7 @@ from collections import Counter
 import numpy as np
 
 from ..trace.model import Kind
-from .intervals import member
+from .intervals import median, member, name_ids, uniq
 from .types import Pattern
 from .replay.model import inside
 
@@ -71,7 +71,7 @@ def _outer_calls(m, idx: np.ndarray) -> np.ndarray:
     """The calls of ``idx`` not inside another of them on their thread (a recursive frame once)."""
     keep = np.ones(idx.size, bool)
     thr = m.track[idx]
-    for t in np.unique(thr).tolist():
+    for t in uniq(thr).tolist():
         sel = np.flatnonzero(thr == t)
         o = sel[np.argsort(m.ts_ns[idx[sel]], kind="stable")]
         e = m.ts_ns[idx[o]] + m.dur_ns[idx[o]]
@@ -105,7 +105,7 @@ def loop_stats(a, name: str) -> dict | None:
     k, outer_k = memo_a["k"]
     L = m.launch[k]
     call_of = np.full(k.size, -1, np.int64)
-    for t in np.unique(m.track[idx]).tolist():
+    for t in uniq(m.track[idx]).tolist():
         c = idx[m.track[idx] == t]
         c = c[np.argsort(m.ts_ns[c], kind="stable")]
         s, e = m.ts_ns[c], m.ts_ns[c] + m.dur_ns[c]
@@ -126,13 +126,13 @@ def loop_stats(a, name: str) -> dict | None:
     # thread, each named by the outermost op around it (nonzero, item); a trace without runtime events: the
     # outermost synchronising ops
     fl = a.flags
-    thr_set = np.unique(m.track[idx])
+    thr_set = uniq(m.track[idx])
     got = memo_a.get(("sync", tuple(thr_set.tolist())))
     if got is None:
-        rt = (m.kind == int(Kind.RUNTIME)) & (fl["sync_rt"][m.name_id] | fl["blocking_copy"][m.name_id])
+        rt = (m.kind == int(Kind.RUNTIME)) & (fl["sync_rt"] | fl["blocking_copy"])[name_ids(m)]
         sy = np.flatnonzero(rt & member(m.track, thr_set))
         if sy.size == 0:
-            sy = np.flatnonzero((m.kind == int(Kind.CPU_OP)) & fl["sync_op"][m.name_id] & member(m.track, thr_set))
+            sy = np.flatnonzero((m.kind == int(Kind.CPU_OP)) & fl["sync_op"][name_ids(m)] & member(m.track, thr_set))
             par = m.parent[sy]
             sy = sy[(par < 0) | (m.kind[np.maximum(par, 0)] != int(Kind.CPU_OP))]
         sync_ts = {int(t): np.sort(m.ts_ns[sy[m.track[sy] == t]]) for t in thr_set.tolist()}
@@ -183,7 +183,7 @@ def loop_stats(a, name: str) -> dict | None:
     n_in = np.zeros(starts.size, np.int64)
     has_rep = rep_first >= 0
     c_thr = m.track[L[starts]]
-    for t in np.unique(c_thr[has_rep]).tolist():
+    for t in uniq(c_thr[has_rep]).tolist():
         j = np.flatnonzero(has_rep & (c_thr == t))
         first, last = u_all[rep_first[j]], u_all[rep_last[j]]
         ts = sync_ts.get(int(t), np.zeros(0, np.int64))
@@ -192,13 +192,13 @@ def loop_stats(a, name: str) -> dict | None:
     block, _ = blocks.most_common(1)[0]
     kd, ld = m.dur_ns[k], m.dur_ns[L]
     thr = m.track[idx].astype(np.int64)
-    return {"calls": int(idx.size), "kernels": int(k.size), "kernels_per_call": float(np.median(per)),
-            "kernel_median_ns": float(np.median(kd)), "launch_median_ns": float(np.median(ld)),
+    return {"calls": int(idx.size), "kernels": int(k.size), "kernels_per_call": float(median(per)),
+            "kernel_median_ns": float(median(kd)), "launch_median_ns": float(median(ld)),
             "shorter_pct": 100.0 * float((kd < ld).mean()),
-            "syncs_per_call": float(np.median(n_sync)),
+            "syncs_per_call": float(median(n_sync)),
             "sync_ops": [n for n, _ in names_sync.most_common(4)], "block": list(block),
-            "repeats": int(np.median([r for b, r, _ in reps if b == block])) if block else 0,
-            "loop_syncs": float(np.median([x for b, _, x in reps if b == block])) if block else 0.0,
+            "repeats": int(median([r for b, r, _ in reps if b == block])) if block else 0,
+            "loop_syncs": float(median([x for b, _, x in reps if b == block])) if block else 0.0,
             "block_calls": int(blocks[block]) if block else 0, "kernel_ns": int(kd.sum()), "kernels_idx": k,
             "intervals": (m.ts_ns[idx], m.ts_ns[idx] + m.dur_ns[idx], thr)}
 
@@ -219,8 +219,8 @@ def loop_patterns(a) -> list[Pattern]:
     k = cf.k[m.launch[cf.k] >= 0]
     if k.size == 0:
         return []
-    thr = np.unique(m.track[m.launch[k]])
-    py = np.flatnonzero((m.kind == int(Kind.PYTHON)) & a.flags["user_frame"][m.name_id] & member(m.track, thr))
+    thr = uniq(m.track[m.launch[k]])
+    py = np.flatnonzero((m.kind == int(Kind.PYTHON)) & a.flags["user_frame"][name_ids(m)] & member(m.track, thr))
     if py.size == 0:
         return []
     if a.window is not None and getattr(a.window, "clipped", False):
@@ -242,7 +242,7 @@ def loop_patterns(a) -> list[Pattern]:
         holds = False
         for _, _, st2 in accepted:  # does a call of this frame hold an accepted (inner) frame's call?
             s2, _, t2 = st2["intervals"]
-            for tt in np.unique(t2).tolist():
+            for tt in uniq(t2).tolist():
                 mine = o[t[o] == tt]
                 if mine.size and inside(s[mine], e[mine], s2[t2 == tt]).any():
                     holds = True

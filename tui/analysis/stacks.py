@@ -38,6 +38,7 @@ class StackIndex:
         self._frames: dict[int, Frame] = {}
         self._parsed: dict[int, tuple] = {}
         self._step_ann: dict[int, bool] = {}
+        self._stacks: dict[tuple[int, int], list[Frame]] = {}
         self.flags = flags
         kind = model.kind
         cpu_track = np.array([t.kind is TrackKind.CPU for t in model.tracks] + [False], dtype=bool)
@@ -173,10 +174,17 @@ class StackIndex:
                 + self._chain(self._innermost_one("py", thread, t), t, "py"))
 
     def stack_at(self, thread: int, t: int) -> list[Frame]:
-        """Frames containing time t on the thread, outermost first."""
+        """Frames containing time t on the thread, outermost first (a new list each call; a gap's detail asks for
+        the same point more than once: its stack, its idle stack, its cause's)."""
         thread, t = int(thread), int(t)
         if thread < 0:
             return []
+        got = self._stacks.get((thread, t))
+        if got is None:
+            got = self._stacks[(thread, t)] = self._stack_at(thread, t)
+        return list(got)
+
+    def _stack_at(self, thread: int, t: int) -> list[Frame]:
         m = self.m
         evs = self._chain(self._innermost_one("cpu", thread, t), t) + self._chain(
             self._innermost_one("py", thread, t), t, "py")

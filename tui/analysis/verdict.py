@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..trace.model import Kind, TraceModel, TrackKind
-from .intervals import Coverage, union
+from .intervals import Coverage, median, percentile, union, uniq
 from .thresholds import (GPU_BOUND_TOP, GPU_BUSY_SHARE, GPU_EMPTY_SHARE, GPU_SATURATED_SHARE, HOST_EMPTY_SHARE,
                          HOST_STARVED_SHARE)
 
@@ -157,11 +157,11 @@ def _one(model: TraceModel, d, kk: np.ndarray, flags) -> Verdict:
         depth_time[0] += int(t[0]) - w0
     latency = {}
     if lat.size:
-        latency = {"p10": float(np.percentile(lat, 10)), "median": float(np.median(lat)),
-                   "p90": float(np.percentile(lat, 90)), "max": int(lat.max())}
+        latency = {"p10": percentile(lat, 10), "median": float(median(lat)),
+                   "p90": percentile(lat, 90), "max": int(lat.max())}
     gl = flags["graph_launch"][model.name_id[Ll]] if Ll.size else np.zeros(0, bool)
     graph_kernels = int(np.count_nonzero(gl))
-    graph_replays = int(np.unique(Ll[gl]).size) if graph_kernels else 0
+    graph_replays = int(uniq(Ll[gl]).size) if graph_kernels else 0
     lead = None
     if Ll.size:  # how long the GPU kept running the linked kernels after the host's last launch returned
         lead = int((model.ts_ns[kl] + model.dur_ns[kl]).max() - (model.ts_ns[Ll] + model.dur_ns[Ll]).max())

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..trace.model import Kind, TraceModel, TrackKind
-from .intervals import member, union
+from .intervals import member, name_ids, union, uniq
 from .units import fmt_ns as _fmt
 
 STEP_RE = re.compile(r"^gapscope\.step#(\d+)$")
@@ -146,7 +146,7 @@ def step_ranges(model: TraceModel, kind: Kind = Kind.ANNOTATION):
     is_step = np.array([bool(STEP_RE.match(n)) for n in model.names], dtype=bool)
     if not is_step.any():
         return np.zeros(0, np.int64)
-    idx = np.flatnonzero((model.kind == kind) & is_step[model.name_id])
+    idx = np.flatnonzero((model.kind == kind) & is_step[name_ids(model)])
     return idx[np.argsort(model.ts_ns[idx], kind="stable")]
 
 
@@ -162,7 +162,7 @@ def compute_window(model: TraceModel, mode: str = "steps") -> AnalysisWindow:
 
     def extent(sel) -> dict[int, tuple[int, int]]:
         out = {}
-        for d in np.unique(dev[sel]).tolist():
+        for d in uniq(dev[sel]).tolist():
             m = sel & (dev == d)
             out[int(d)] = (int(ts[m].min()), int(end[m].max()))
         return out
@@ -183,7 +183,7 @@ def compute_window(model: TraceModel, mode: str = "steps") -> AnalysisWindow:
     if loose.any():  # no launch, no op: the GPU op's own start against the GPU-side step ranges
         gsteps = step_ranges(model, Kind.GPU_ANNOTATION)
         gdev = tdev[model.track[gsteps]]
-        for d in np.unique(dev[loose]).tolist():
+        for d in uniq(dev[loose]).tolist():
             sel = loose & (dev == d)
             g = gsteps[gdev == d]
             s, e = (union(model.ts_ns[g], model.ts_ns[g] + model.dur_ns[g]) if g.size else (cs, ce))

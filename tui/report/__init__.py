@@ -6,7 +6,6 @@ import os
 
 from ..fsutil import atomic_write_text
 from .jsonout import SCHEMA, build_json
-from .markdown import render_markdown
 
 
 def schema_text() -> str:
@@ -14,6 +13,14 @@ def schema_text() -> str:
     from importlib.resources import files
 
     return files(__package__).joinpath("findings.schema.json").read_text(encoding="utf-8")
+
+
+def render_markdown(analyses, top: int = 10) -> str:
+    """The Markdown report (markdown.py's ``render_markdown``), imported on first use: a JSON report does not load
+    the Markdown modules (nor, through them, the ranks' tables)."""
+    from .markdown import render_markdown as render
+
+    return render(analyses, top)
 
 
 def to_json_text(analyses, top: int = 50) -> str:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...trace.model import Kind, TraceModel, TrackKind
+from ..intervals import uniq
 from ..names import name_flags
 from .owntime import own_times
 
@@ -215,7 +216,7 @@ def _gpu_timeline(model, k, flags, rk, dflt) -> Timeline:
     comp = np.flatnonzero((kind == Kind.KERNEL) & ~flags["coll_kernel"][nid])
     dev, cdev = gdev[model.track[k]], gdev[model.track[comp]]
     overl = np.zeros(k.size, np.int64)
-    for d in np.unique(dev).tolist():
+    for d in uniq(dev).tolist():
         c = comp[cdev == d]
         sel = dev == d
         overl[sel] = Coverage(model.ts_ns[c], model.ts_ns[c] + model.dur_ns[c]).covered(ts[sel], end[sel])
@@ -280,7 +281,7 @@ def _cpu_timeline(model, window, flags, rk, dflt, steps_only: bool = True) -> Ti
     # exposed: the call's time in which its thread ran no other (non-collective) op
     other = np.flatnonzero((kind == Kind.CPU_OP) & ~coll_op & cpu_track[model.track])
     exposed = end - ts
-    for th in np.unique(thread).tolist():
+    for th in uniq(thread).tolist():
         o = other[model.track[other] == th]
         sel = thread == th
         exposed[sel] -= Coverage(model.ts_ns[o], model.ts_ns[o] + model.dur_ns[o]).covered(ts[sel], end[sel])

@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...trace.model import Kind
-from .model import Replay
+from ..intervals import uniq
 from ..thresholds import CAL_SLACK
+from .model import Replay
 
 #: a per-event overhead that takes all recorded host time off (calibration's upper end)
 NO_HOST = 1e12
@@ -25,7 +26,7 @@ def steps_of(a) -> int:
     if ps:
         idx = np.flatnonzero(np.isin(m.name_id, np.array(ps, np.int32)) & (m.kind == int(Kind.ANNOTATION)))
         if idx.size:
-            return int(np.unique(m.name_id[idx]).size)
+            return int(uniq(m.name_id[idx]).size)
     return 1
 
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...trace.model import Kind
 from ..hosttime import frame_own_intervals
-from ..intervals import member, subtract, union
+from ..intervals import median, member, name_ids, subtract, union, uniq
 from .model import _CALLS, Replay, _inside
 from ..thresholds import MAX_PARENT_STEPS, BANDWIDTH_MIN_BYTES, COLD_MIN_REF, COLD_NS, DEFAULT, PINNED_GBPS
 
@@ -42,7 +42,7 @@ def _within(m, idx, fr, window=None):
         return np.ones(idx.size, bool)
     fs, fe, ft = fr
     ok = np.zeros(idx.size, bool)
-    for t in np.unique(ft).tolist():
+    for t in uniq(ft).tolist():
         us, ue = union(fs[ft == t], fe[ft == t])
         sel = m.track[idx] == t
         ok[sel] = _inside(us, ue, m.ts_ns[idx[sel]])
@@ -58,12 +58,12 @@ def _own_keep(r: Replay):
         return got
     m = r.model
     py = m.kind == int(Kind.PYTHON)
-    user = (r.flags["user_frame"][m.name_id] | r.flags["launcher_frame"][m.name_id]) & py
+    user = (r.flags["user_frame"] | r.flags["launcher_frame"])[name_ids(m)] & py
     is_call = member(m.kind, _CALLS)
     calls = np.flatnonzero(is_call)
     ops = np.flatnonzero(m.kind == int(Kind.CPU_OP))
     issuing = np.zeros(m.n, bool)
-    for t in np.unique(m.track[calls]).tolist():
+    for t in uniq(m.track[calls]).tolist():
         ct = calls[m.track[calls] == t]
         ot = ops[m.track[ops] == t]
         if ot.size == 0:
@@ -103,13 +103,13 @@ def _check_ops(r: Replay, frame: str | None, reads):
         return None
     fs, fe, ft = fr
     nid = m.names.index(frame)
-    py = np.flatnonzero((m.kind == int(Kind.PYTHON)) & (m.name_id != nid) & r.flags["user_frame"][m.name_id])
+    py = np.flatnonzero((m.kind == int(Kind.PYTHON)) & (m.name_id != nid) & r.flags["user_frame"][name_ids(m)])
     L = m.launch[r.items]
     S, E, T = [], [], []
     drop = np.zeros(r.items.size, bool)
     n_ops = 0
     ops = np.flatnonzero(m.kind == int(Kind.CPU_OP))
-    for t in np.unique(ft).tolist():
+    for t in uniq(ft).tolist():
         us, ue = union(fs[ft == t], fe[ft == t])
         rd = reads[m.track[reads] == t]
         rs, re_ = m.ts_ns[rd], m.ts_ns[rd] + m.dur_ns[rd]
@@ -141,14 +141,18 @@ def outermost(m, idx):
     if idx.size == 0:
         return idx
     keep = np.ones(idx.size, bool)
-    for t in np.unique(m.track[idx]).tolist():
+    for t in uniq(m.track[idx]).tolist():
         sel = np.flatnonzero(m.track[idx] == t)
         ii = idx[sel]
-        o = np.lexsort((-m.dur_ns[ii], m.ts_ns[ii]))
-        s, e = m.ts_ns[ii][o], (m.ts_ns[ii] + m.dur_ns[ii])[o]
+        ts, dur = m.ts_ns[ii], m.dur_ns[ii]
+        # by start, the longer first: the model's order already (a thread's events by start, the outer first),
+        # which the sort keeps as it is (a stable sort of a sorted column): taken as it is when it holds
+        o = None if ((ts[1:] > ts[:-1]) | ((ts[1:] == ts[:-1]) & (dur[1:] <= dur[:-1]))).all() else \
+            np.lexsort((-dur, ts))
+        e = ts + dur if o is None else (ts + dur)[o]
         run = np.maximum.accumulate(e)
         inner = np.r_[False, e[1:] <= run[:-1]]
-        keep[sel[o]] = ~inner
+        keep[sel if o is None else sel[o]] = ~inner
     return idx[keep]
 
 
@@ -157,7 +161,7 @@ def calls_under(r: Replay, mask_names, frame, kinds=(int(Kind.CPU_OP), int(Kind.
     call of frame ``frame`` on its thread (without a frame: anywhere, inside the measured steps when the window is
     clipped); empty when no event has the frame's name."""
     m = r.model
-    idx = np.flatnonzero(mask_names[m.name_id] & member(m.kind, kinds))
+    idx = np.flatnonzero(mask_names[name_ids(m)] & member(m.kind, kinds))
     fr = _frame_intervals(m, frame)
     if frame and fr is None:
         return np.zeros(0, np.int64)
@@ -203,15 +207,15 @@ def _copy_removal(r: Replay, kind: str | None, pageable_only: bool, frame):
     dur[pos[page]] = np.minimum(dur[pos[page]], np.ceil(nb[page] / bw).astype(np.int64))
     # median launch-call cost of kernel launches
     lk = m.launch[r.items[(m.kind[r.items] == int(Kind.KERNEL)) & r.has_launch]]
-    cost = int(np.median(m.dur_ns[lk])) if lk.size else 0
+    cost = int(median(m.dur_ns[lk])) if lk.size else 0
     S = [m.ts_ns[L] + np.minimum(cost, m.dur_ns[L])]
     E = [m.ts_ns[L] + m.dur_ns[L]]
     T = [m.track[L].astype(np.int64)]
     # sync calls inside the op that issued each copy
     ops = m.op[L]
-    ops = np.unique(ops[ops >= 0])
+    ops = uniq(ops[ops >= 0])
     if ops.size:
-        syn = np.flatnonzero(r.flags["sync_rt"][m.name_id] & member(m.kind, _CALLS))
+        syn = np.flatnonzero(r.flags["sync_rt"][name_ids(m)] & member(m.kind, _CALLS))
         for o in ops.tolist():
             os_, oe = int(m.ts_ns[o]), int(m.ts_ns[o] + m.dur_ns[o])
             inn = syn[(m.track[syn] == m.track[o]) & (m.ts_ns[syn] >= os_) & (m.ts_ns[syn] < oe)]
@@ -229,7 +233,7 @@ def _pinned_gbps(r: Replay, kind: str | None) -> float:
     bws = [m.nbytes[i] / m.dur_ns[i] for i in it.tolist()
            if "Pinned" in m.name(i) and m.nbytes[i] >= BANDWIDTH_MIN_BYTES and m.dur_ns[i] > 0
            and (not kind or copy_kind(m.name(i)) == kind)]
-    return float(np.median(bws)) if bws else PINNED_GBPS
+    return float(median(bws)) if bws else PINNED_GBPS
 
 
 def after_effect(a, r: Replay, calls):
@@ -249,7 +253,7 @@ def after_effect(a, r: Replay, calls):
         return None
     S, E, T = [], [], []
     total = 0
-    for t in np.unique(m.track[calls]).tolist():
+    for t in uniq(m.track[calls]).tolist():
         c = calls[m.track[calls] == t]
         c = c[np.argsort(m.ts_ns[c], kind="stable")]
         cs, ce = m.ts_ns[c], m.ts_ns[c] + m.dur_ns[c]
@@ -274,17 +278,17 @@ def after_effect(a, r: Replay, calls):
         excess = np.zeros(cs.size, np.float64)
         busy = np.zeros(cs.size, np.float64)
         np.add.at(busy, kk[near], ns[near].astype(np.float64))
-        for n in np.unique(nid[near]).tolist():
+        for n in uniq(nid[near]).tolist():
             ref = ns[far & (nid == n)]
             if ref.size < COLD_MIN_REF:
                 continue
             sel = near & (nid == n)
-            np.add.at(excess, kk[sel], ns[sel] - float(np.median(ref)))
+            np.add.at(excess, kk[sel], ns[sel] - float(median(ref)))
         excess = np.clip(excess, 0, None)
         excess = np.minimum(excess, busy)
         # each call's region, cut at the thread's anchors; every piece loses the same share
         at = r.a_thr == t
-        bounds = np.unique(np.concatenate((r.a_ts[at], r.a_end[at])))
+        bounds = uniq(np.concatenate((r.a_ts[at], r.a_end[at])))
         for j in np.flatnonzero(excess > 0).tolist():
             a0 = int(ce[j])
             a1 = int(min(a0 + COLD_NS, cs[j + 1] if j + 1 < cs.size else a0 + COLD_NS))
@@ -331,7 +335,7 @@ def dependency_waits(a, r: Replay) -> dict[int, tuple[int, int]]:
     ok = kept >= a.config.wait_min_ns
     out: dict[int, tuple[int, int]] = {}
     dv = g.device[rows]
-    for d in np.unique(dv[ok]).tolist():
+    for d in uniq(dv[ok]).tolist():
         sel = ok & (dv == d)
         out[int(d)] = (int(kept[sel].sum()), int(sel.sum()))
     return out
@@ -376,14 +380,14 @@ def host_reads(a, r: Replay) -> dict[str | None, int]:
             break
         roots = np.where(up, cur, roots)
         cur = np.where(up, m.parent[np.where(up, cur, 0)], -1)
-    roots = np.unique(roots)
+    roots = uniq(roots)
     cp = r.items[(m.kind[r.items] == int(Kind.MEMCPY)) & r.has_launch]
     d2h = np.array([copy_kind(m.name(i)).startswith("DtoH") for i in cp.tolist()], bool)
     L = m.launch[cp[d2h]]
     if L.size == 0:
         return {}
     read = np.zeros(roots.size, bool)
-    for t in np.unique(m.track[roots]).tolist():
+    for t in uniq(m.track[roots]).tolist():
         sel = np.flatnonzero(m.track[roots] == t)
         lt = np.sort(m.ts_ns[L[m.track[L] == t]])
         rs, re_ = m.ts_ns[roots[sel]], m.ts_ns[roots[sel]] + m.dur_ns[roots[sel]]
@@ -426,7 +430,7 @@ def graph_nodes(r: Replay) -> tuple[int, int, int]:
     sel = r.in_window & r.has_launch
     L = m.launch[r.items[sel]]
     gl = r.flags["graph_launch"][m.name_id[L]] if L.size else np.zeros(0, bool)
-    return int(np.count_nonzero(gl)), int(np.count_nonzero(r.in_window)), int(np.unique(L[gl]).size)
+    return int(np.count_nonzero(gl)), int(np.count_nonzero(r.in_window)), int(uniq(L[gl]).size)
 
 
 def _n(n: int, what: str) -> str:
@@ -488,7 +492,7 @@ def fix_for(a, r: Replay, f):
         S, E, T = [m.ts_ns[idx]], [m.ts_ns[idx] + m.dur_ns[idx]], [m.track[idx].astype(np.int64)]
         what = f"remove the {_n(idx.size, 'allocator call')}{where} and their implicit syncs"
         # the runtime calls under them (cudaFree, cudaMalloc) are the ones whose after-effect is looked for
-        rt = np.flatnonzero(r.flags["alloc"][m.name_id] & member(m.kind, _CALLS))
+        rt = np.flatnonzero(r.flags["alloc"][name_ids(m)] & member(m.kind, _CALLS))
         rt = rt[_within(m, rt, (S[0], E[0], T[0]))]
         after = after_effect(a, r, rt) if rt.size else None
         if after is not None:

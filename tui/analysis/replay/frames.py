@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...trace.model import Kind
-from ..intervals import member, union
+from ..intervals import median, member, name_ids, union, uniq
 from .calibrate import steps_of
 from .fixes import outermost
 from .model import Replay, inside
@@ -48,7 +48,7 @@ def subtree_intervals(m, idx):
     (a recursive frame counted once). Returns (start, end, thread) arrays, sorted per thread."""
     S, E, T = [], [], []
     thr = m.track[idx].astype(np.int64)
-    for t in np.unique(thr).tolist():
+    for t in uniq(thr).tolist():
         sel = idx[thr == t]
         s, e = union(m.ts_ns[sel], m.ts_ns[sel] + m.dur_ns[sel])
         S.append(s), E.append(e), T.append(np.full(s.size, t, np.int64))
@@ -67,7 +67,7 @@ def items_under(r: Replay, iv) -> np.ndarray:
     has = L >= 0
     Lc = np.where(has, L, 0)
     lt = m.track[Lc].astype(np.int64)
-    for th in np.unique(t).tolist():
+    for th in uniq(t).tolist():
         sel = has & (lt == th)
         out[sel] = inside(s[t == th], e[t == th], m.ts_ns[Lc[sel]])
     return out
@@ -90,21 +90,21 @@ def _dispatch_ns(r: Replay, c: float) -> int:
     if k.size == 0:
         return 0
     L = m.launch[k]
-    ops = np.flatnonzero((m.kind == int(Kind.CPU_OP)) & member(m.track, np.unique(m.track[L])))
+    ops = np.flatnonzero((m.kind == int(Kind.CPU_OP)) & member(m.track, uniq(m.track[L])))
     top = outermost(m, ops)
     cost = []
-    for t in np.unique(m.track[L]).tolist():
+    for t in uniq(m.track[L]).tolist():
         o = top[m.track[top] == t]
         o = o[np.argsort(m.ts_ns[o], kind="stable")]
         lt = m.ts_ns[L[m.track[L] == t]]
         j = np.searchsorted(m.ts_ns[o], lt, side="right") - 1
         ok = (j >= 0) & (lt < (m.ts_ns[o] + m.dur_ns[o])[np.clip(j, 0, None)])
-        got = np.unique(o[j[ok]])
+        got = uniq(o[j[ok]])
         ev = r.host_ev.get(int(t), np.zeros(0, np.int64))
         n = np.searchsorted(ev, m.ts_ns[got] + m.dur_ns[got], side="left") - np.searchsorted(ev, m.ts_ns[got])
         cost.append(np.maximum(m.dur_ns[got] - c * n, 0))
     cost = np.concatenate(cost) if cost else np.zeros(0)
-    return int(np.median(cost)) if cost.size else 0
+    return int(median(cost)) if cost.size else 0
 
 
 def candidates(a, r: Replay, rec_step_ns: float, extra=()) -> list[tuple[str, int]]:
@@ -114,8 +114,8 @@ def candidates(a, r: Replay, rec_step_ns: float, extra=()) -> list[tuple[str, in
     cfg = a.config
     m = r.model
     steps = max(steps_of(a), 1)
-    thr = np.unique(r.a_thr)
-    py = np.flatnonzero((m.kind == int(Kind.PYTHON)) & r.flags["user_frame"][m.name_id]
+    thr = uniq(r.a_thr)
+    py = np.flatnonzero((m.kind == int(Kind.PYTHON)) & r.flags["user_frame"][name_ids(m)]
                         & member(m.track, thr))
     if r.window is not None and getattr(r.window, "clipped", False) and py.size:
         py = py[r.window.cpu_in(m, py)]
@@ -153,7 +153,7 @@ def frame_whatif(a, r: Replay, name: str, c: float, base_step: float):
     lts = m.ts_ns[m.launch[r.items[fz]]]
     lth = m.track[m.launch[r.items[fz]]].astype(np.int64)
     ins = {}
-    for t in np.unique(iv[2]).tolist():
+    for t in uniq(iv[2]).tolist():
         s0, e0 = iv[0][iv[2] == t], iv[1][iv[2] == t]
         lt = np.sort(lts[lth == t])
         busy = np.searchsorted(lt, e0, side="left") > np.searchsorted(lt, s0, side="left")
@@ -220,7 +220,7 @@ def attach(a, frames: list) -> dict[str, str]:
         for w in order:
             s, e, t = ivs[w.frame]
             ok = np.zeros(rows.size, bool)
-            for tt in np.unique(t).tolist():
+            for tt in uniq(t).tolist():
                 sel = th == tt
                 ok[sel] = inside(s[t == tt], e[t == tt], mid[sel])
             if float(w8[ok].sum()) / tot >= a.config.frame_attach_share:
@@ -306,7 +306,7 @@ def round_trips(a, r: Replay, f):
     # back); kernels launched there (a slice, a cast before the read) stay
     # (the finding's gaps come largest first: the intervals sorted and merged per thread for the lookup)
     S2, E2, T2 = [], [], []
-    for t in np.unique(iv[2]).tolist():
+    for t in uniq(iv[2]).tolist():
         us, ue = union(iv[0][iv[2] == t], iv[1][iv[2] == t])
         S2.append(us), E2.append(ue), T2.append(np.full(us.size, t, np.int64))
     drop = is_copy & items_under(r, (np.concatenate(S2), np.concatenate(E2), np.concatenate(T2)))

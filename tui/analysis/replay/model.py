@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...trace.model import Kind, TrackKind
-from ..intervals import member, union
+from ..intervals import median, member, union, uniq
 from ..thresholds import DEFAULT_GRAPH_GAP_NS, DEFAULT_LAUNCH_NS, QUEUED_NS
 
 #: calls that may wait for the GPU: they wait in the replay only where the trace shows they waited
@@ -37,7 +37,7 @@ def queued_behind(first, qgap, behind, has):
     q = (~first) & (qgap <= QUEUED_NS)
     lat = behind + qgap
     idle = has & ~q & (behind <= 0) & (lat >= 0)
-    usual = float(np.median(lat[idle])) if idle.any() else DEFAULT_LAUNCH_NS
+    usual = float(median(lat[idle])) if idle.any() else DEFAULT_LAUNCH_NS
     return q | ((~first) & has & (behind > usual))
 
 
@@ -141,7 +141,7 @@ def _recorded_targets(order, ptr, e, dev, is_w, a_thr, thr_devs, all_devs, g_rec
         run = np.maximum.accumulate(np.where(dev[seq] == dv, e[seq], none)) if seq.size else seq
         at[dv] = np.where(last >= 0, run[np.maximum(last, 0)] if seq.size else none, none)
     thr_w = a_thr[w]
-    for t in np.unique(thr_w).tolist():
+    for t in uniq(thr_w).tolist():
         sel = thr_w == t
         devs = thr_devs.get(int(t), all_devs)
         g = np.full(int(sel.sum()), none, np.int64)
@@ -193,9 +193,9 @@ class Replay:
         queued = queued_behind(first, qgap_obs, prev - lts, has)
         lat_obs = s - lts
         free_lat = lat_obs[has & ~queued & (lat_obs >= 0)]
-        self.launch_lat_ns = int(np.median(free_lat)) if free_lat.size else DEFAULT_LAUNCH_NS
+        self.launch_lat_ns = int(median(free_lat)) if free_lat.size else DEFAULT_LAUNCH_NS
         qg = qgap_obs[queued]
-        self.dispatch_gap_ns = int(np.median(np.clip(qg, 0, None))) if qg.size else 0
+        self.dispatch_gap_ns = int(median(np.clip(qg, 0, None))) if qg.size else 0
         self.lat = np.where(queued, np.minimum(lat_obs, self.launch_lat_ns), lat_obs)
         self.qgap = np.where(queued, np.clip(qgap_obs, 0, None), np.minimum(np.clip(qgap_obs, 0, None),
                                                                                   self.dispatch_gap_ns))
@@ -208,7 +208,7 @@ class Replay:
         gg = (s[1:] - e[:-1])[same] if gw.size > 1 else np.zeros(0, np.int64)
         gg = gg[gg >= 0]
         self.graph_gap_observed = bool(gg.size)
-        self.graph_gap_ns = int(np.median(gg)) if gg.size else DEFAULT_GRAPH_GAP_NS
+        self.graph_gap_ns = int(median(gg)) if gg.size else DEFAULT_GRAPH_GAP_NS
 
         # ---- anchors: launch calls of items, and calls that may wait for the GPU
         calls = np.flatnonzero(member(m.kind, _CALLS))
@@ -216,9 +216,9 @@ class Replay:
         always = fl["sync_rt"][nid] | fl["blocking_copy"][nid]
         maybe_names = np.array([n in _MAYBE_WAIT for n in m.names], bool) | (fl["alloc"] & ~fl["launch"])
         maybe = maybe_names[nid] & ~always
-        launchers = np.unique(L[has])
+        launchers = uniq(L[has])
         waiters = calls[always | maybe]
-        anc = np.union1d(launchers, waiters)
+        anc = uniq(np.concatenate((launchers, waiters)))
         anc = anc[np.lexsort((anc, m.ts_ns[anc]))]
         self.anchors = anc
         na = anc.size
@@ -283,7 +283,7 @@ class Replay:
         hk = np.array([int(Kind.CPU_OP), int(Kind.PYTHON), int(Kind.RUNTIME), int(Kind.DRIVER),
                        int(Kind.ANNOTATION)], np.uint8)
         self.host_ev = {}
-        for thr in np.unique(self.a_thr).tolist():
+        for thr in uniq(self.a_thr).tolist():
             sl = m.track_slice(int(thr))
             ev = np.arange(sl.start, sl.stop)
             hts = m.ts_ns[ev[member(m.kind[ev], hk)]]
@@ -504,7 +504,7 @@ class Replay:
         got = self.__dict__.get("_thr_anchors")
         if got is None:
             slot, _ = self._thread_slots()
-            u = np.unique(self.a_thr)
+            u = uniq(self.a_thr)
             got = self._thr_anchors = [(int(t), np.flatnonzero(slot == i)) for i, t in enumerate(u.tolist())]
         return got
 
@@ -549,7 +549,7 @@ class Replay:
             if not sel.any():
                 continue
             best = 0
-            for t in np.unique(self.trk[sel]).tolist():
+            for t in uniq(self.trk[sel]).tolist():
                 ss = sel & (self.trk == t)
                 best = max(best, int(self.dur[ss].sum()) + int(ss.sum()) * self.graph_gap_ns)
             out[dv] = max(best, busy.get(dv, 0)) + int(keep.get(dv, 0))
@@ -564,7 +564,7 @@ class Replay:
         """Intervals [idx_s, idx_e) on threads thr -> per thread removed sets."""
         out = {}
         idx_s, idx_e, thr = (np.asarray(x, np.int64) for x in (idx_s, idx_e, thr))
-        for t in np.unique(thr).tolist():
+        for t in uniq(thr).tolist():
             sel = thr == t
             out[int(t)] = Removed(idx_s[sel], idx_e[sel])
         return out
