@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from gapscope.tui.app import glyphs as G
-from gapscope.tui.app.app import GapscopeApp
+from tests.helpers.app import opened as app_opened
 from gapscope.tui.app.gaplist import GapList
 from gapscope.tui.app.panels import stack_text
 from gapscope.tui.app.screens import DetailScreen
@@ -26,11 +26,7 @@ TRACE = Path(__file__).resolve().parent.parent / "traces" / "demo-eager-sync.dec
 
 @contextlib.asynccontextmanager
 async def opened(size, ascii=False):
-    app = GapscopeApp([str(TRACE)], load_opts={"no_cache": True}, ascii=ascii)
-    async with app.run_test(size=size) as pilot:
-        for _ in range(3):
-            await app.workers.wait_for_complete()
-            await pilot.pause()
+    async with app_opened(TRACE, size, ascii=ascii) as (app, pilot):
         yield app, pilot
 
 

@@ -19,7 +19,7 @@ from rich.text import Text
 from textual.strip import Strip
 
 from gapscope.tui.app import panels, textview
-from gapscope.tui.app.app import GapscopeApp
+from tests.helpers.app import opened as app_opened
 from gapscope.tui.app.gaplist import GapList
 from gapscope.tui.app.lanes import UnionIndex, search_sorted
 from gapscope.tui.app.rowlist import RowList, plain_cells_line
@@ -32,11 +32,7 @@ TRACE = Path(__file__).resolve().parent.parent / "traces" / "demo-eager-sync.dec
 async def opened(size, ascii=False):
     if not TRACE.exists():
         pytest.skip("traces/ samples are not present")
-    app = GapscopeApp([str(TRACE)], load_opts={"no_cache": True}, ascii=ascii)
-    async with app.run_test(size=size) as pilot:
-        for _ in range(3):
-            await app.workers.wait_for_complete()
-            await pilot.pause()
+    async with app_opened(TRACE, size, ascii=ascii) as (app, pilot):
         yield app, pilot
 
 

@@ -15,7 +15,7 @@ from . import glyphs as G
 from ..analysis.names import display_frame
 from .safe import shown
 from .scene import Scene, device_label
-from .textview import TextView
+from .textview import TextView, lru_get
 from .timefmt import fmt_dur
 
 KIND_LABEL = {
@@ -459,15 +459,7 @@ def panel_stack_text(scene: Scene, glyphs: G.Glyphs) -> Text:
     if hit is None or not _same(hit[0], objs):
         hit = (objs, OrderedDict())
         _STACKS[scene] = hit
-    texts = hit[1]
-    text = texts.get(key)
-    if text is None:
-        text = texts[key] = stack_text(scene, glyphs)
-        if len(texts) > STACK_CACHE:
-            texts.popitem(last=False)
-    else:
-        texts.move_to_end(key)
-    return text
+    return lru_get(hit[1], key, lambda: stack_text(scene, glyphs), STACK_CACHE)
 
 
 def stack_text(scene: Scene, glyphs: G.Glyphs, *, full: bool = False) -> Text:

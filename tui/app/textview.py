@@ -54,20 +54,24 @@ def wrap_lines(text: Text, console, width: int) -> list[Text]:
         if line.cell_len <= width:
             out.append(line)
         else:
-            key = (_line_key(line), width)
-            pieces = _HUNG.get(key)
-            if pieces is None:
-                pieces = _HUNG[key] = hang(line, width)
-                if len(_HUNG) > HUNG_CACHE:
-                    _HUNG.popitem(last=False)
-            else:
-                _HUNG.move_to_end(key)
-            out.extend(pieces)
+            out.extend(lru_get(_HUNG, (_line_key(line), width), lambda: hang(line, width), HUNG_CACHE))
     return out
 
 
 #: long lines wrapped, by (_line_key, width): the frames and explanations gap jumps show again
 HUNG_CACHE = 512
+
+
+def lru_get(cache: OrderedDict, key, build, limit: int):
+    """``cache[key]``, made by ``build()`` when missing; the least recently used entry goes past ``limit``."""
+    value = cache.get(key)
+    if value is None:
+        value = cache[key] = build()
+        if len(cache) > limit:
+            cache.popitem(last=False)
+    else:
+        cache.move_to_end(key)
+    return value
 _HUNG: OrderedDict = OrderedDict()
 
 
