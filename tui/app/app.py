@@ -16,7 +16,7 @@ from .diffscene import diff_pair
 from .loading import (LOAD_OPTS, AnalysisFailed, AnalysisReady, GapsReady, Loader, LoadFailed, PreviewLoaded,
                       Progress, ProjectionReady, ProvisionalReady, ReadProgress, SceneLoaded, debugging, failure)
 from .main import MainScreen
-from .scene import Scene
+from .scene import Scene, analysis_pending
 from .timeline import LanesView
 
 #: models of this many events and more have their objects moved out of the collector's reach once loaded
@@ -230,7 +230,7 @@ class GapscopeApp(App):
         progressive.analysis_in(self)
         sc = ev.scene
         sc.parts[ev.part].analysis_error = ev.text
-        if progressive.pending(sc.parts[ev.part].analysis):  # a provisional list, or gaps whose findings failed
+        if analysis_pending(sc.parts[ev.part].analysis):  # a provisional list, or gaps whose findings failed
             sc.parts[ev.part].analysis = None  # as a plain load that failed: no gaps, the error said
             sc.merge_gaps()
             sc.apply_filter(None)
@@ -253,7 +253,7 @@ class GapscopeApp(App):
             self.set_timer(0.02, lambda: self._gaps_ready(ev))
             return
         pt = ev.scene.parts[ev.part]
-        if pt.analysis_error is not None or (pt.analysis is not None and not progressive.pending(pt.analysis)):
+        if pt.analysis_error is not None or (pt.analysis is not None and not analysis_pending(pt.analysis)):
             return  # the analysis whole (or its failure) came first
         progressive.gaps_in(self)
         self._analysis_ready(ev, bar=False)
@@ -286,7 +286,7 @@ class GapscopeApp(App):
         # the full analysis after its gaps (GapsReady): the same gaps, listed and opened already
         same = isinstance(before, progressive.FindingsPending) and before.analysis is ev.analysis
         # a provisional list before it (tui/app/progress.py): other rows, the same gaps by their times
-        carried = not same and progressive.pending(before)
+        carried = not same and analysis_pending(before)
         if same:
             # its gaps are those merged from it when they came (GapsReady): the analysis only (the merge again,
             # the same columns, took ~0.2 s of the screen's thread at 1 GB); where a plain load opens the list

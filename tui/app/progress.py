@@ -246,9 +246,9 @@ class FindingsPending:
         a = vars(self)["analysis"]
         if name in ("findings", "warnings"):
             return list(vars(a).get(name, []))
-        if name in ("projection_if_ready", "alerts"):
-            if name == "alerts":
-                raise AttributeError(name)  # the header's distortion reads the trace's metadata meanwhile
+        if name == "alerts":
+            raise AttributeError(name)  # the header's distortion reads the trace's metadata meanwhile
+        if name == "projection_if_ready":
             return None
         if name == "projected":
             return False
@@ -264,13 +264,6 @@ def _lazy_names() -> frozenset:
 
 
 _LAZY = _lazy_names()
-
-
-def pending(analysis) -> bool:
-    """Whether ``analysis`` is not the final one yet (tui/app/scene.py ``analysis_pending``)."""
-    from .scene import analysis_pending
-
-    return analysis_pending(analysis)
 
 
 def _mb(n: int) -> str:
