@@ -18,7 +18,9 @@ Default traces: one sample trace (traces/demo-eager.decode.json.gz) and /tmp/gap
   analysis  tui.analysis.analyze(model) + its report tables, on the cached model; ratio to cold load
   report    `python -m gapscope report TRACE > /dev/null` end to end (subprocess wall, empty cache)
   keys      (--keys, biggest trace only) pan / zoom / next gap at 200x50 through the Pilot: CPU time of the
-            process from the key press to the redrawn screen (the pilot's own idle waits dominate wall time)
+            process from the key press to the redrawn screen (the pilot's own idle waits dominate wall time);
+            "unbound": F12, which nothing binds, the floor of the measure (the pilot's waits on every widget
+            and Textual's routing of the key up the focus chain, nothing redrawn)
             --keys-only: only that, on the biggest trace; --repo DIR (repeatable) runs the same child against
             another checkout of the project (e.g. `git archive` of an older commit), alternating the trees
             for --rounds rounds, so a before / after comes from one run
@@ -228,6 +230,8 @@ elif mode in ("open", "keys"):
             npan += 1
         for _ in range(100):
             await press("next gap", "n")
+        for _ in range(50):  # a key nothing binds: what the pilot and Textual's key routing cost by themselves
+            await press("unbound", "f12")
         out["keys"] = res
         out["levels"] = levels
 
@@ -325,6 +329,8 @@ def _print_keys(big: str, k: dict) -> None:
     print(f"\nkeys on {os.path.basename(big)} at 200x50 ({k['levels']} zoom levels from the whole window to "
           "<= 20 us): CPU ms from key press to redrawn screen (wall incl. pilot waits)")
     groups = {"pan": [], "zoom": k["keys"]["zoom"], "next gap": k["keys"]["next gap"]}
+    if "unbound" in k["keys"]:
+        groups["unbound"] = k["keys"]["unbound"]
     worst_level = (0.0, None)
     for lab, v in k["keys"].items():
         if lab.startswith("pan@"):

@@ -15,13 +15,15 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from rich.console import Console
-from rich.text import Text
+from rich.text import Span, Text
 from textual.strip import Strip
 
 from gapscope.tui.app import panels, textview
 from tests.helpers.app import opened as app_opened
 from gapscope.tui.app.gaplist import GapList
-from gapscope.tui.app.lanes import UnionIndex, search_sorted
+from gapscope.tui.app.lanes import UnionIndex, search_sorted, segment_text
+from gapscope.tui.app.scene import Scene
+from gapscope.tui.app.scenegaps import listed_counts
 from gapscope.tui.app.rowlist import RowList, plain_cells_line
 from gapscope.tui.app.textview import split_lines, wrap_lines
 
@@ -183,8 +185,18 @@ def test_stack_lines_split_as_rich_splits_them():
             t.stylize("underline", a, rnd.randint(a, len(t.plain)))
         texts.append(t)
 
+    # control codes rich strips as text goes in, put in past its API (as panels.T writes a Text's parts): the
+    # lines are made the slow way then, stripped as rich strips them
+    for raw in ("a\rb\nc\x07d", "\x08\n\x0b\x0c", "no codes\nµs →\n"):
+        t = Text(overflow="fold")
+        t._text = [raw]
+        t._length = len(raw)
+        t._spans = [Span(0, len(raw), "bold")]
+        texts.append(t)
+
     def key(lines):
-        return [(x.plain, x.style, x.justify, x.overflow, x.no_wrap, x.end, tuple(x.spans)) for x in lines]
+        return [(x.plain, x.style, x.justify, x.overflow, x.no_wrap, x.end, tuple(x.spans), len(x), x.cell_len)
+                for x in lines]
 
     for t in texts:
         assert key(split_lines(t)) == key(t.split(allow_blank=True)), t.plain[:60]
@@ -255,3 +267,130 @@ def test_gathered_text_is_the_text_appended_piece_by_piece():
         a = t.text
         assert (a.plain, a.spans, a.style, a.no_wrap, a.overflow, len(a)) == \
             (ref.plain, ref.spans, ref.style, ref.no_wrap, ref.overflow, len(ref))
+
+
+def _segment_text_per_cell(refs, label_of, bar, open_):
+    """segment_text as it was written first: a list of cells and two numpy slice writes per run."""
+    from gapscope.tui.app.lanes import C_BAR, C_LABEL, C_MARK
+
+    n = refs.size
+    chars = [" "] * n
+    codes = np.zeros(n, dtype=np.uint8)
+    if n == 0:
+        return "", codes
+    change = [0] + (np.flatnonzero(refs[1:] != refs[:-1]) + 1).tolist()
+    for a, b in zip(change, change[1:] + [n]):
+        r = int(refs[a])
+        if r < 0:
+            continue
+        if b - a == 1:
+            chars[a] = open_
+            codes[a] = C_MARK
+            continue
+        body = (open_ + label_of(r))[:b - a]
+        chars[a:a + len(body)] = body
+        codes[a:a + len(body)] = C_LABEL
+        chars[a + len(body):b] = [bar] * (b - a - len(body))
+        codes[a + len(body):b] = C_BAR
+    return "".join(chars), codes
+
+
+def test_segment_text_is_the_per_cell_build():
+    """A row of named pieces made run by run (strings and one np.repeat) is the text and codes the per-cell
+    build made: runs of every length, empty cells, one-cell pieces, names longer than their run, wide names."""
+    rng = np.random.default_rng(7)
+    names = ["alpha", "b", "", "日本語の名前", "a_very_long_frame_name_indeed", "x y"]
+    for _ in range(3000):
+        # cells one by one, or runs of up to 11 cells, cut anywhere
+        refs = rng.integers(-1, 6, rng.integers(0, 30)) if rng.random() < 0.3 else \
+            np.repeat(rng.integers(-1, 6, 40), rng.integers(1, 12, 40))[:rng.integers(0, 200)]
+        refs = refs.astype(np.int64)
+        bar, open_ = ("-", "|") if rng.random() < 0.5 else ("─", "▏")
+        a = segment_text(refs, lambda r: names[r], bar=bar, open_=open_)
+        b = _segment_text_per_cell(refs, lambda r: names[r], bar, open_)
+        assert a[0] == b[0] and a[1].dtype == b[1].dtype and a[1].tolist() == b[1].tolist(), refs.tolist()
+
+
+class _Gaps:
+    def __init__(self, dur):
+        self.dur_ns = np.asarray(dur, np.int64)
+
+    def __len__(self):
+        return int(self.dur_ns.size)
+
+
+def test_listed_counts_kept_are_a_fresh_count_after_every_change():
+    """Scene.listed_counts, kept per scene, against a count made now after each kind of change: a part's
+    analysis replaced (a new object, even with the same gaps), its gap table replaced, gaps added in place, the
+    threshold changed, an analysis gone or a part added; and on a real trace after the explorer's own keys."""
+    a1 = SimpleNamespace(gaps=_Gaps([100, 2500, 9000, 1999]))
+    sc = SimpleNamespace(parts=[SimpleNamespace(analysis=a1, min_listed_ns=2000)])
+
+    def same():
+        got = Scene.listed_counts(sc)
+        assert got == listed_counts(sc.parts)
+        return got
+
+    assert same() == (2, 4, 2000)
+    assert same() == (2, 4, 2000)  # (kept)
+    sc.parts[0].min_listed_ns = 100
+    assert same() == (4, 4, 100)
+    sc.parts[0].analysis = SimpleNamespace(gaps=a1.gaps)  # a new analysis, the same gaps
+    sc.parts[0].analysis.gaps.dur_ns[0] = 50  # (a new analysis counts again)
+    assert same() == (3, 4, 100)
+    sc.parts[0].analysis.gaps = _Gaps([5000])
+    assert same() == (1, 1, 100)
+    sc.parts[0].analysis.gaps.dur_ns = np.array([5000, 6000, 7000])  # grown in place
+    assert same() == (3, 3, 100)
+    sc.parts.append(SimpleNamespace(analysis=None, min_listed_ns=3000))
+    assert same() == (3, 3, 100)
+    sc.parts[1].analysis = SimpleNamespace(gaps=_Gaps([2999, 3000]))
+    assert same() == (4, 5, 3000)
+    sc.parts[0].analysis = None
+    assert same() == (1, 2, 3000)
+
+    async def go():
+        async with opened((100, 30)) as (app, pilot):
+            scene = app.scene
+            assert scene.listed_counts() == listed_counts(scene.parts)
+            for key in ["n", "n", "c", "n", "escape", "N", "o"]:
+                await pilot.press(key)
+                await pilot.pause()
+                assert scene.listed_counts() == listed_counts(scene.parts)
+            pt = scene.parts[0]
+            scene.set_analysis(pt.analysis, pt.min_listed_ns * 4)  # the threshold, through the scene's own call
+            assert scene.listed_counts() == listed_counts(scene.parts)
+            assert scene.listed_counts()[2] == pt.min_listed_ns
+
+    asyncio.run(go())
+
+
+def test_screen_widgets_kept_are_the_ones_a_query_finds():
+    """The screen keeps its own widgets after the first look-up: each is the one a query finds, also after the
+    kernels and findings views are mounted, a resize and the key bar's swap."""
+    from textual.widgets import ContentSwitcher, Static
+
+    from gapscope.tui.app.panels import StackPanel
+    from gapscope.tui.app.timeline import Axis, LanesView
+
+    wanted = [("#lanes", LanesView), ("#axis", Axis), ("#stack", StackPanel), ("#status", Static),
+              (GapList, None), ("#views", ContentSwitcher)]
+
+    def check(screen):
+        for sel, cls in wanted:
+            want = screen.query_one(sel, cls) if cls is not None else screen.query_one(sel)
+            assert screen.widget(sel, cls) is want
+
+    async def go():
+        async with opened((100, 30)) as (app, pilot):
+            screen = app.screen
+            check(screen)
+            for key in ["n", "2", "3", "1", "n"]:
+                await pilot.press(key)
+                await pilot.pause()
+                check(screen)
+            await pilot.resize_terminal(80, 24)
+            await pilot.pause()
+            check(screen)
+
+    asyncio.run(go())

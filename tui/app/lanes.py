@@ -534,28 +534,33 @@ def cpu_cells(lane: Lane, edges: np.ndarray) -> np.ndarray:
 
 def segment_text(refs: np.ndarray, label_of, *, bar: str = "─", open_: str = "▏") -> tuple[str, np.ndarray]:
     """Text of a row of named pieces: each run of cells showing the same piece is drawn as
-    ``▏name────`` clipped to the run. Returns the text and a per-cell code (label, bar, mark, empty)."""
+    ``▏name────`` clipped to the run. Returns the text and a per-cell code (label, bar, mark, empty).
+
+    Made run by run as strings and (code, cells) pairs, the codes in one ``np.repeat``: a per-cell list and two
+    numpy slice writes per run cost ~0.3 ms a row at 180 cells, on every redraw of a range or gap row."""
     n = refs.size
-    chars = [" "] * n
-    codes = np.zeros(n, dtype=np.uint8)
     if n == 0:
-        return "", codes
+        return "", np.zeros(0, dtype=np.uint8)
     change = [0] + (np.flatnonzero(refs[1:] != refs[:-1]) + 1).tolist()
     ends = change[1:] + [n]
-    for a, b in zip(change, ends):
-        r = int(refs[a])
-        if r < 0:
-            continue
+    pieces: list[str] = []
+    vals: list[int] = []
+    lens: list[int] = []
+    for a, b, r in zip(change, ends, refs[change].tolist()):
         run = b - a
-        if run == 1:
-            chars[a] = open_
-            codes[a] = C_MARK
-            continue
-        name = label_of(r)
-        body = (open_ + name)[:run]
-        nb = len(body)
-        chars[a:a + nb] = body
-        codes[a:a + nb] = C_LABEL
-        chars[a + nb:b] = [bar] * (b - a - nb)
-        codes[a + nb:b] = C_BAR
-    return "".join(chars), codes
+        if r < 0:
+            pieces.append(" " * run)
+            vals.append(0)
+            lens.append(run)
+        elif run == 1:
+            pieces.append(open_)
+            vals.append(C_MARK)
+            lens.append(1)
+        else:
+            body = (open_ + label_of(r))[:run]
+            nb = len(body)
+            pieces.append(body)
+            pieces.append(bar * (run - nb))
+            vals += (C_LABEL, C_BAR)
+            lens += (nb, run - nb)
+    return "".join(pieces), np.repeat(np.asarray(vals, dtype=np.uint8), lens)

@@ -85,6 +85,7 @@ class MainScreen(*PANES, Screen):
         self.data = 0  # counted up each time the app says the scene's analyses changed
         self._header_lines = 2
         self._tables_width = 0  # the terminal width the kernels table was filled for
+        self._widgets: dict = {}  # ``widget``'s look-ups
 
     # ================================================================ layout
     def compose(self) -> ComposeResult:
@@ -121,7 +122,17 @@ class MainScreen(*PANES, Screen):
 
     @property
     def lanes(self) -> LanesView:
-        return self.query_one("#lanes", LanesView)
+        return self.widget("#lanes", LanesView)
+
+    def widget(self, selector, expect=None):
+        """``query_one(selector, expect)`` for the screen's own widgets (composed once, never replaced), kept
+        after the first look-up: a key press looked up eight of them (a walk of the DOM each) per redraw."""
+        key = (selector, expect)
+        w = self._widgets.get(key)
+        if w is None or w.parent is None:  # (removed: looked up again)
+            w = self._widgets[key] = self.query_one(selector, expect) if expect is not None else \
+                self.query_one(selector)
+        return w
 
     @property
     def _status_msg(self) -> str:
@@ -185,7 +196,7 @@ class MainScreen(*PANES, Screen):
         if sc is None:
             return
         lv = self.lanes
-        axis = self.query_one("#axis", Axis)
+        axis = self.widget("#axis", Axis)
         tab = new.scene != old.scene
         data = tab or new.data != old.data
         if tab:
@@ -201,7 +212,7 @@ class MainScreen(*PANES, Screen):
             self.refresh_header()
         if data or new.selected != old.selected or new.gaps != old.gaps or new.time_mode != old.time_mode:
             self._move_list_cursor()
-            self.query_one("#stack", StackPanel).set_text(panel_stack_text(sc, self.glyphs))
+            self.widget("#stack", StackPanel).set_text(panel_stack_text(sc, self.glyphs))
         if len(sc.display.rows()) != lv.virtual_size.height:
             lv.sync_rows()  # lanes folded or unfolded by the move (nothing in view)
         if new.lanes_changed(old):
@@ -252,12 +263,12 @@ class MainScreen(*PANES, Screen):
             self.lanes.refresh()  # the mark of the other end moved
         parts = ([msg] if msg else []) + status_parts(sc, ev, self.fmt.d)
         # fixed height: no layout pass, only this line is redrawn
-        self.query_one("#status", Static).update(Text(self.fmt.text("  " + " | ".join(parts)), no_wrap=True,
+        self.widget("#status", Static).update(Text(self.fmt.text("  " + " | ".join(parts)), no_wrap=True,
                                                       overflow=self.fmt.ov), layout=False)
 
     def _move_list_cursor(self) -> None:
         sc = self.scene
-        gl = self.query_one(GapList)
+        gl = self.widget(GapList)
         if 0 <= sc.gaps.selected < MAX_LIST and gl.row_count > sc.gaps.selected:
             gl.move_cursor(row=sc.gaps.selected, animate=False, notify=False)  # the selection is there already
 
@@ -269,7 +280,7 @@ class MainScreen(*PANES, Screen):
         self.update(keep_msg=True)
 
     def view_name(self) -> str:
-        current = self.query_one("#views", ContentSwitcher).current or "lanesview"
+        current = self.widget("#views", ContentSwitcher).current or "lanesview"
         return current[:-len("view")]
 
     def switch_view(self, name: str) -> None:

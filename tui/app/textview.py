@@ -7,10 +7,12 @@ most of their frames), and a line's strip is kept by its content, so a line seen
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections import OrderedDict
 
 from rich.cells import cell_len
+from rich.control import STRIP_CONTROL_CODES
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Span, Text
@@ -100,7 +102,21 @@ def split_lines(text: Text) -> list[Text]:
                 spans[i].append(Span(a, b, style))
             i += 1
     st, just, ov = text.style, text.justify, text.overflow
-    return [Text(piece, style=st, justify=just, overflow=ov, spans=sp) for piece, sp in zip(pieces, spans)]
+    if _STRIPPED.search(plain):  # (never from rich's own API: it strips them as text goes in)
+        return [Text(piece, style=st, justify=just, overflow=ov, spans=sp) for piece, sp in zip(pieces, spans)]
+    out = []
+    for piece, sp in zip(pieces, spans):
+        # Text(piece, ...) without its strip_control_codes: the text holds none of them (above), and the strip's
+        # str.translate leaves its fast path at the first non-ASCII character: ~0.4 ms a stack panel
+        line = Text("", style=st, justify=just, overflow=ov, spans=sp)
+        line._text = [piece]
+        line._length = len(piece)
+        out.append(line)
+    return out
+
+
+#: the control codes rich's Text strips from what goes in (``rich.control.strip_control_codes``)
+_STRIPPED = re.compile("[" + "".join(re.escape(chr(c)) for c in STRIP_CONTROL_CODES) + "]")
 
 
 def hang(line: Text, width: int) -> list[Text]:
@@ -159,23 +175,27 @@ class TextView(ScrollView, can_focus=True):
         self._partial = False  # set_text repaints what changed itself (``_set_virtual_size``)
 
     def set_text(self, text: Text) -> None:
-        width = self._content_width()
-        old = self._keys if self._wrapped_at == width and int(self.scroll_offset.y) == 0 else None
+        # the content region once (a look-up in the compositor each time: it was asked three times a call)
+        region = self.scrollable_content_region
+        width = max(region.width or self.size.width, 1)
+        at_top = int(self.scroll_offset.y) == 0
+        old = self._keys if self._wrapped_at == width and at_top else None
         self._text = text
         self._wrapped_at = -1
-        self.scroll_to(y=0, animate=False)
+        if not at_top or self.scroll_target_y != 0:
+            self.scroll_to(y=0, animate=False)
         # same width, same scroll: only the lines on screen whose content changed are repainted, also where
         # the number of lines (the virtual size) changes: the lines compared below are all those shown
         self._partial = old is not None
         try:
-            self._wrap()
+            self._wrap(width)
         finally:
             self._partial = False
         if old is None:
             self.refresh()
             return
         new = self._keys
-        h = max(self.scrollable_content_region.height, 0)
+        h = max(region.height, 0)  # (the text's length changes the scroll bar, which takes width, not height)
         full = self.size.width
         changed = [Region(0, y, full, 1) for y in range(h)
                    if (old[y] if y < len(old) else None) != (new[y] if y < len(new) else None)]
@@ -190,8 +210,9 @@ class TextView(ScrollView, can_focus=True):
         w = self.scrollable_content_region.width or self.size.width
         return max(w, 1)
 
-    def _wrap(self) -> None:
-        width = self._content_width()
+    def _wrap(self, width: int | None = None) -> None:
+        if width is None:
+            width = self._content_width()
         if width == self._wrapped_at:
             return
         self._lines = wrap_lines(self._text, self.app.console, width)

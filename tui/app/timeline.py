@@ -94,6 +94,7 @@ class LanesView(ScrollView, _Base, can_focus=True):
         self.renders = 0  # rows drawn without the cache (tests and benchmarks read it)
         self._edges_at: tuple | None = None  # the window the cell edges below are of (``_edges``)
         self._edges_val: np.ndarray | None = None
+        self._frame: tuple | None = None  # (width, focus, scroll offset) while a frame is drawn (``render_lines``)
 
     def watch_show_vertical_scrollbar(self, shown: bool) -> None:
         # the axis is drawn to the lanes' width less their scroll bar: when the bar comes or goes (rows added by
@@ -185,12 +186,26 @@ class LanesView(ScrollView, _Base, can_focus=True):
             self.factor = factor
 
     # ---------------------------------------------------------------- render
+    def render_lines(self, crop):
+        # what every row of a frame reads the same, read once a frame, not once a row: the focus (a walk up the
+        # DOM to the screen), the width less the scroll bar (the styles), the scroll offset
+        self._frame = (self.size.width - (self.styles.scrollbar_size_vertical if self.show_vertical_scrollbar
+                                          else 0), self.has_focus, int(self.scroll_offset.y))
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame = None
+
     def render_line(self, y: int) -> Strip:
         sc = self.scene
-        width = self.size.width - (self.styles.scrollbar_size_vertical if self.show_vertical_scrollbar else 0)
+        frame = self._frame
+        if frame is None:  # (called on its own)
+            frame = (self.size.width - (self.styles.scrollbar_size_vertical if self.show_vertical_scrollbar
+                                        else 0), self.has_focus, int(self.scroll_offset.y))
+        width, focus, top = frame
         if sc is None or width <= 0:
             return Strip.blank(max(width, 0), _NO_STYLE)
-        y += int(self.scroll_offset.y)
+        y += top
         rows = sc.display.rows()
         if y >= len(rows):
             return Strip.blank(width, _NO_STYLE)
@@ -202,7 +217,7 @@ class LanesView(ScrollView, _Base, can_focus=True):
         sel = sc.gaps.selected_gap
         link = sc.link[3] if sc.link is not None and sc.link[2] == y else None
         key = (id(sc), row.key, v.t0, v.t1, width, ccol, y == sc.display.cursor, sel,
-               self.glyphs.ascii, sc.any_analysis, self.has_focus, link)
+               self.glyphs.ascii, sc.any_analysis, focus, link)
         strip = self._cache.get(key)
         if strip is not None:
             self._cache.move_to_end(key)
@@ -493,11 +508,11 @@ class Axis(Widget, _Base):
                 buf[c:c + len(lab)] = list(lab)
             return Strip([Segment(head, dim), Segment("".join(buf), dim)]).adjust_cell_length(width, _NO_STYLE)
         buf = [g.rule] * cw
-        # per cell a run id: cells of one id side by side are one segment (the style of each id in ``style``).
-        # A cell of the selected gap and the cursor's cell are segments of their own, each with a Style of its
-        # own, as when every cell had its Style object and runs were made of cells sharing one
+        # per cell a run id: cells of one id side by side are one segment (the style of each id in ``style``):
+        # the selected gap's cells one segment (they were one each: ~60 segments after `n`, each styled and
+        # filtered again by Textual on every frame), the cursor's cell one of its own
         run = np.zeros(cw, np.int64)  # 0: the rule (dim)
-        style = {0: dim, 1: _RANGE_STYLE}
+        style = {0: dim, 1: _RANGE_STYLE, 2: _GAP_AXIS_STYLE}
         for t in ticks:
             c = time_to_col(t, v.t0, v.t1, cw)
             if 0 <= c < cw:
@@ -509,8 +524,7 @@ class Axis(Widget, _Base):
             cb = min(time_to_col(max(b - 1, a), v.t0, v.t1, cw), cw - 1)
             if cb >= ca:
                 buf[ca:cb + 1] = ["=" if g.ascii else "━"] * (cb + 1 - ca)
-                run[ca:cb + 1] = np.arange(2, cb + 3 - ca)
-                style.update(dict.fromkeys(range(2, cb + 3 - ca), _GAP_AXIS_STYLE))
+                run[ca:cb + 1] = 2
         if sc.span_sel is not None:  # the selected range (m m, or M)
             a, b = sc.span_sel
             ca = max(time_to_col(a, v.t0, v.t1, cw), 0)
