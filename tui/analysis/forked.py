@@ -40,9 +40,9 @@ def parallel_ok(n_events: int) -> bool:
     if not hasattr(os, "fork"):  # pragma: no cover - not POSIX
         return False
     try:
-        return len(os.sched_getaffinity(0)) >= 2
+        return len(os.sched_getaffinity(0)) > 1
     except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return (os.cpu_count() or 1) >= 2
+        return (os.cpu_count() or 1) > 1
 
 
 def _quiet() -> None:
@@ -148,7 +148,7 @@ def run_tasks(tasks: list, parallel: bool) -> list:
     the same data wherever it runs: the results are the same as in one process."""
     n = len(tasks)
     # the queue is written whole before the fork: no more than a pipe surely holds (PIPE_BUF, its least capacity)
-    if not parallel or n < 2 or n * _TOKEN.size > select.PIPE_BUF:
+    if not parallel or n <= 1 or n * _TOKEN.size > select.PIPE_BUF:
         return [t() for t in tasks]
     qr, qw = os.pipe()
     try:

@@ -297,7 +297,7 @@ NAME_SCAN = 4096
 
 #: traces of fewer events than this are analysed in one process: the fork (and the child's copy-on-write faults)
 #: costs more than the second core saves (measured: see benchmarks/README.md, "The analysis on two cores")
-ANALYSIS_PARALLEL_MIN_EVENTS = 50_000
+ANALYSIS_PARALLEL_MIN_EVENTS = 75_000
 #: the parent waits for a forked child at least this long (s) after it is done with its own part ...
 CHILD_WAIT_MIN_S = 10.0
 #: ... or this many times the time since the fork, the longer: then it kills the child and computes it itself
