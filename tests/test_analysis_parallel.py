@@ -149,6 +149,17 @@ def test_a_failing_child_leaves_the_work_to_the_parent(how, tiled_model, always,
     assert no_child_left()
 
 
+def test_an_analysis_that_fails_reaps_its_child(tiled_model, always, monkeypatch):
+    """An error in the parent after the fork (here: in the findings) ends the child before it propagates."""
+    def boom(a):
+        raise RuntimeError("findings failed")
+
+    monkeypatch.setattr(core, "build_findings", boom)
+    with pytest.raises(RuntimeError, match="findings failed"):
+        analyze(tiled_model, parallel=True)
+    assert no_child_left()
+
+
 def test_run_tasks_failing_task_is_computed_by_the_parent(always):
     """A task that fails in the child is run again by the parent, which meets the same error."""
     parent = os.getpid()

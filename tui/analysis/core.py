@@ -195,34 +195,41 @@ class Analysis:
                 self._side = Forked(self._kernel_side)
             except OSError:
                 pass
-        self.stacks = StackIndex(model, self.flags)
-        c = classify_stage(model, cols, self.config, self.flags, self.stacks)
-        self.gaps, self.cpu, self._held = c.gaps, c.cpu, c.held
-        #: the queries the causes' ``gather`` and the findings make (evidence.py)
-        self.evidence = Evidence(model, self.stacks, self.flags, self.cpu, self.config)
-        self._details: dict[int, GapDetail] = {}
-        #: gap row -> (time, event) of ``_holder_points``, for the Python-held gaps whose frame was taken
-        self._holders: dict[int, tuple[int, int]] = {}
-        self.distortion, dw = profiler_distortion(model.gapscope_meta, self.config)
-        alerts = [AnalysisWarning("trace", w) for w in model.warnings] + dw
-        if not self.devices:
-            alerts.append(AnalysisWarning("no-gpu", "no GPU activity in this trace: nothing to analyse for idle time"))
-        #: several ranks of one job: the cross-rank match, shared by every rank
-        self.cross_rank = None  # ranks.RankMatch | None
-        #: several ranks: a sentence on the late rank, added to the explanation of collective gaps
-        self.late_rank_note: str | None = None
-        if job is not None:
-            self.cross_rank = job.cross_rank
-            self.late_rank_note = job.late_note(self.rank)
-            alerts += job.warnings(self.rank)
-            job.put_device_wait(self)
-        #: the warnings, typed (kind, text, figures): the loader's, the profiler's distortion, the ranks'
-        self.alerts: tuple[AnalysisWarning, ...] = tuple(alerts)
-        self.warnings: list[str] = [w.text for w in alerts]
-        if on_classified is not None:  # the gaps, causes and warnings are in; the findings come next
-            on_classified(self)
-        findings = build_findings(self)
-        self.findings: list[Finding] = job.findings(self, findings) if job is not None else findings
+        try:
+            self.stacks = StackIndex(model, self.flags)
+            c = classify_stage(model, cols, self.config, self.flags, self.stacks)
+            self.gaps, self.cpu, self._held = c.gaps, c.cpu, c.held
+            #: the queries the causes' ``gather`` and the findings make (evidence.py)
+            self.evidence = Evidence(model, self.stacks, self.flags, self.cpu, self.config)
+            self._details: dict[int, GapDetail] = {}
+            #: gap row -> (time, event) of ``_holder_points``, for the Python-held gaps whose frame was taken
+            self._holders: dict[int, tuple[int, int]] = {}
+            self.distortion, dw = profiler_distortion(model.gapscope_meta, self.config)
+            alerts = [AnalysisWarning("trace", w) for w in model.warnings] + dw
+            if not self.devices:
+                alerts.append(AnalysisWarning("no-gpu",
+                                              "no GPU activity in this trace: nothing to analyse for idle time"))
+            #: several ranks of one job: the cross-rank match, shared by every rank
+            self.cross_rank = None  # ranks.RankMatch | None
+            #: several ranks: a sentence on the late rank, added to the explanation of collective gaps
+            self.late_rank_note: str | None = None
+            if job is not None:
+                self.cross_rank = job.cross_rank
+                self.late_rank_note = job.late_note(self.rank)
+                alerts += job.warnings(self.rank)
+                job.put_device_wait(self)
+            #: the warnings, typed (kind, text, figures): the loader's, the profiler's distortion, the ranks'
+            self.alerts: tuple[AnalysisWarning, ...] = tuple(alerts)
+            self.warnings: list[str] = [w.text for w in alerts]
+            if on_classified is not None:  # the gaps, causes and warnings are in; the findings come next
+                on_classified(self)
+            findings = build_findings(self)
+            self.findings: list[Finding] = job.findings(self, findings) if job is not None else findings
+        except BaseException:  # a forked child not yet asked for its tables is ended and reaped
+            side = vars(self).pop("_side", None)
+            if side is not None:
+                side.close()
+            raise
 
     def _kernel_side(self) -> dict:
         """What a forked child computes while this process takes the stacks, the gaps' causes and their findings
