@@ -23,6 +23,7 @@ from ..trace.model import Kind, TraceModel
 
 from . import activity, causes
 from .evidence import Evidence
+from .forked import Forked, parallel_ok
 from .findings import build_findings, rank_severity
 from .gaps import CAUSES, DeviceStats, classify, device_stats_and_gaps, stream_gaps
 from .names import name_flags
@@ -66,6 +67,9 @@ class _Explanations(dict):
 
 
 CAUSE_EXPLANATIONS = _Explanations()
+
+#: the cached tables a forked child computes for a ``parallel`` analysis (``Analysis._kernel_side``), in this order
+_KERNEL_SIDE = ("call_floors", "patterns", "kernels", "op_floors", "verdicts")
 
 
 
@@ -171,8 +175,12 @@ class Analysis:
     each from the declared results of the one before; per-gap detail and the projection on demand."""
 
     def __init__(self, model: TraceModel, config: Thresholds | None = None, window: str | AnalysisWindow = "steps",
-                 job=None, on_classified=None):
+                 job=None, on_classified=None, parallel: bool = False):
         self.model = model
+        #: whether parts of this analysis run in a forked child (forked.py): asked by the caller, and the trace
+        #: big enough for it to pay (``forked.parallel_ok``); one rank of a job is analysed in one process (the job
+        #: puts its waits on the devices after the fork would have been made)
+        self.parallel = bool(parallel) and job is None and parallel_ok(int(model.ts_ns.size))
         self.config = config or DEFAULT
         #: the ranks of one job this trace is one of (ranks.job.RankJob), or None: its match, late-rank
         #: sentence, warnings and findings are inputs of this analysis
@@ -182,34 +190,63 @@ class Analysis:
         self.window: AnalysisWindow = window_stage(model, window)
         self.devices: list[DeviceStats]
         self.devices, cols = gaps_stage(model, self.window)
-        self.stacks = StackIndex(model, self.flags)
-        c = classify_stage(model, cols, self.config, self.flags, self.stacks)
-        self.gaps, self.cpu, self._held = c.gaps, c.cpu, c.held
-        #: the queries the causes' ``gather`` and the findings make (evidence.py)
-        self.evidence = Evidence(model, self.stacks, self.flags, self.cpu, self.config)
-        self._details: dict[int, GapDetail] = {}
-        #: gap row -> (time, event) of ``_holder_points``, for the Python-held gaps whose frame was taken
-        self._holders: dict[int, tuple[int, int]] = {}
-        self.distortion, dw = profiler_distortion(model.gapscope_meta, self.config)
-        alerts = [AnalysisWarning("trace", w) for w in model.warnings] + dw
-        if not self.devices:
-            alerts.append(AnalysisWarning("no-gpu", "no GPU activity in this trace: nothing to analyse for idle time"))
-        #: several ranks of one job: the cross-rank match, shared by every rank
-        self.cross_rank = None  # ranks.RankMatch | None
-        #: several ranks: a sentence on the late rank, added to the explanation of collective gaps
-        self.late_rank_note: str | None = None
+        if self.parallel:  # the kernels' side in a child meanwhile (``_kernel_side``); taken when first asked
+            try:
+                self._side = Forked(self._kernel_side)
+            except OSError:
+                pass
+        try:
+            self.stacks = StackIndex(model, self.flags)
+            c = classify_stage(model, cols, self.config, self.flags, self.stacks)
+            self.gaps, self.cpu, self._held = c.gaps, c.cpu, c.held
+            #: the queries the causes' ``gather`` and the findings make (evidence.py)
+            self.evidence = Evidence(model, self.stacks, self.flags, self.cpu, self.config)
+            self._details: dict[int, GapDetail] = {}
+            #: gap row -> (time, event) of ``_holder_points``, for the Python-held gaps whose frame was taken
+            self._holders: dict[int, tuple[int, int]] = {}
+            self.distortion, dw = profiler_distortion(model.gapscope_meta, self.config)
+            alerts = [AnalysisWarning("trace", w) for w in model.warnings] + dw
+            if not self.devices:
+                alerts.append(AnalysisWarning("no-gpu",
+                                              "no GPU activity in this trace: nothing to analyse for idle time"))
+            #: several ranks of one job: the cross-rank match, shared by every rank
+            self.cross_rank = None  # ranks.RankMatch | None
+            #: several ranks: a sentence on the late rank, added to the explanation of collective gaps
+            self.late_rank_note: str | None = None
+            if job is not None:
+                self.cross_rank = job.cross_rank
+                self.late_rank_note = job.late_note(self.rank)
+                alerts += job.warnings(self.rank)
+                job.put_device_wait(self)
+            #: the warnings, typed (kind, text, figures): the loader's, the profiler's distortion, the ranks'
+            self.alerts: tuple[AnalysisWarning, ...] = tuple(alerts)
+            self.warnings: list[str] = [w.text for w in alerts]
+            if on_classified is not None:  # the gaps, causes and warnings are in; the findings come next
+                on_classified(self)
+            findings = build_findings(self)
+            self.findings: list[Finding] = job.findings(self, findings) if job is not None else findings
+        except BaseException:  # a forked child not yet asked for its tables is ended and reaped
+            side = vars(self).pop("_side", None)
+            if side is not None:
+                side.close()
+            raise
+
+    def _kernel_side(self) -> dict:
+        """What a forked child computes while this process takes the stacks, the gaps' causes and their findings
+        (``parallel``): the kernels' side, which needs only the model, the window and the devices."""
+        return {k: getattr(self, k) for k in _KERNEL_SIDE}
+
+    def _from_side(self, name: str):
+        """``name``'s value from the forked child of ``_kernel_side`` (waiting for it, the first time), or None: it
+        failed, or there is none (then the caller computes it here: the same code on the same data)."""
+        job = vars(self).pop("_side", None)
         if job is not None:
-            self.cross_rank = job.cross_rank
-            self.late_rank_note = job.late_note(self.rank)
-            alerts += job.warnings(self.rank)
-            job.put_device_wait(self)
-        #: the warnings, typed (kind, text, figures): the loader's, the profiler's distortion, the ranks'
-        self.alerts: tuple[AnalysisWarning, ...] = tuple(alerts)
-        self.warnings: list[str] = [w.text for w in alerts]
-        if on_classified is not None:  # the gaps, causes and warnings are in; the findings come next
-            on_classified(self)
-        findings = build_findings(self)
-        self.findings: list[Finding] = job.findings(self, findings) if job is not None else findings
+            got = job.result()
+            if isinstance(got, dict):
+                for k in _KERNEL_SIDE:
+                    if k in got:
+                        vars(self).setdefault(k, got[k])
+        return vars(self).get(name)
 
     # ------------------------------------------------------------ summaries
     @property
@@ -306,6 +343,9 @@ class Analysis:
     @cached_property
     def call_floors(self):
         """Each kernel's op call and its floor (activity.call_floors), once for every table that reads them."""
+        got = self._from_side("call_floors")
+        if got is not None:
+            return got
         k = np.flatnonzero(self.model.kind == int(Kind.KERNEL))
         k = k[self.window.gpu_in(self.model, k)] if self.window is not None else k
         return activity.call_floors(self.model, k, self.window, self.flags)
@@ -313,22 +353,34 @@ class Analysis:
     @cached_property
     def patterns(self) -> list:
         """Op patterns that make kernels slow (eager attention, fp32 matmuls, ...; patterns.py)."""
+        got = self._from_side("patterns")
+        if got is not None:
+            return got
         from .patterns import find_patterns
 
         return find_patterns(self)
 
     @cached_property
     def kernels(self) -> list:
+        got = self._from_side("kernels")
+        if got is not None:
+            return got
         return activity.kernel_stats(self.model, window=self.window, flags=self.flags, floors=self.call_floors)
 
     @cached_property
     def op_floors(self) -> list:
         """Ops whose calls launched several kernels: one floor per call, against all its kernels."""
+        got = self._from_side("op_floors")
+        if got is not None:
+            return got
         return activity.op_floor_stats(self.model, window=self.window, flags=self.flags, floors=self.call_floors)
 
     @cached_property
     def verdicts(self) -> list:
         """Per device: gpu-bound, host-bound or mixed, with the launch-queue evidence (verdict.py)."""
+        got = self._from_side("verdicts")
+        if got is not None:
+            return got
         from .verdict import device_verdicts
 
         from .verdict import gpu_bound_reason
@@ -470,13 +522,16 @@ class Analysis:
 
 
 def analyze(model: TraceModel, config: Thresholds | None = None, window: str | AnalysisWindow = "steps",
-            job=None, on_classified=None) -> Analysis:
+            job=None, on_classified=None, parallel: bool = False) -> Analysis:
     """Analyse one trace. ``window="steps"`` (default) restricts every number to the GPU work of the
     measured ``gapscope.step#k`` ranges when the trace has them; ``window="all"`` keeps the whole trace (or a
     window already computed). ``job``: the ranks of one job this trace is one of (ranks.job.RankJob).
     ``on_classified(analysis)``, when given, is called once the gaps are classified (devices, gaps, causes,
     stacks, warnings in) and before the findings are built: the explorer lists a large trace's gaps meanwhile.
-    It changes nothing in the analysis returned."""
+    It changes nothing in the analysis returned. ``parallel=True`` lets parts of the analysis (and of its projection)
+    run in a forked child (forked.py) when the trace is big enough and there is a second core: the same results.
+    Only for a caller whose other threads hold no lock the analysis takes (the report command; not the explorer,
+    which analyses in a thread); ``GAPSCOPE_ANALYSIS_PARALLEL=0`` turns it off."""
     if model.partial:  # a preview of a trace still being read (tui/trace/progressive.py): no numbers from it
         raise ValueError("a partial model (the preview of a trace being read) is never analysed")
-    return Analysis(model, config, window, job, on_classified)
+    return Analysis(model, config, window, job, on_classified, parallel)

@@ -150,12 +150,12 @@ def diagnose(analyses) -> Diagnosis:
     return Diagnosis(analyses)
 
 
-def analyse(models, window: str = "steps", config=None) -> list:
+def analyse(models, window: str = "steps", config=None, parallel: bool = False) -> list:
     """The analyses of loaded traces: one job's ranks together (``ranks.analyze_ranks``), any others one each (one
-    trace never loads the ranks' modules)."""
+    trace never loads the ranks' modules). ``parallel``: see ``analyze`` (the ranks of a job: one process)."""
     if len(models) > 1:
         from .ranks import analyze_ranks, same_job
 
         if same_job(models):
             return analyze_ranks(models, config, window=window)
-    return [analyze(m, config, window=window) for m in models]
+    return [analyze(m, config, window=window, parallel=parallel) for m in models]

@@ -292,3 +292,15 @@ MAX_CHAIN = 10_000
 MAX_PARENT_STEPS = 100_000
 #: characters of a name that its patterns see (frame, launch and collective names are far shorter)
 NAME_SCAN = 4096
+
+# -- the analysis on two cores (forked.py) ---------------------------------------------------------------------
+
+#: traces of fewer events than this are analysed in one process: the fork (and the child's copy-on-write faults)
+#: costs more than the second core saves (measured: see benchmarks/README.md, "The analysis on two cores")
+ANALYSIS_PARALLEL_MIN_EVENTS = 75_000
+#: the parent waits for a forked child at least this long (s) after it is done with its own part ...
+CHILD_WAIT_MIN_S = 10.0
+#: ... or this many times the time since the fork, the longer: then it kills the child and computes it itself
+CHILD_WAIT_FACTOR = 4.0
+#: bytes per system call on the pipe from a forked child
+FORK_PIPE_PIECE = 1 << 16

@@ -39,7 +39,8 @@ def analyses_for(paths, args) -> list:
     models = load_many(paths, no_cache=bool(getattr(args, "no_cache", False)), max_size=getattr(args, "max_size", None))
     # window: "steps" (the measured gapscope.step#k ranges, the default) or "all" (a --whole-trace flag)
     window = "all" if getattr(args, "whole_trace", False) else "steps"
-    return analyse(models, window=window)
+    # a second core for the analysis and its projection (forked children: this process runs no other thread)
+    return analyse(models, window=window, parallel=True)
 
 
 def report_top(args) -> int:

@@ -90,9 +90,10 @@ from __future__ import annotations
 import numpy as np
 
 from .calibrate import CAL_SLACK, NO_HOST, _calibrate, _steps
-from .frames import attach, frame_owners, frame_whatifs, round_trip_fix
+from .frames import attach, frame_owners, frame_whatif_tasks, fused_frames, round_trip_fix
 from .fixes import (_check_ops, _graph_owner, _n, calls_under, dependency_waits, fix_for, graph_needs, host_reads,
                     kept_wait_text)
+from ..forked import run_tasks
 from .model import Replay
 from .result import DeviceProjection, FrameWhatIf, Projection
 
@@ -165,58 +166,25 @@ def project(a) -> Projection:
     if w_step >= a.config.graph_wait_note_share * base_step:
         p.waits_ns = int(round(w_step))
     graph_owner = _graph_owner(a)
+    # each finding's fix and each frame's fused what-if: independent replays, on two processes when the analysis
+    # is ``parallel`` (forked.run_tasks; the same results), merged here in the findings' order
+    rec_step = max(rec.values()) / steps
+    frames = frame_whatif_tasks(a, r, c, base_step, rec_step)
+    fixes = [lambda f=f: _finding_fix(a, r, f, c, base_step, graph, steps, graph_owner) for f in a.findings]
+    done = run_tasks(frames + fixes, getattr(a, "parallel", False))
     seen: dict[tuple, str] = {}
-    for f in a.findings:
-        if f.cause == "launch" and f.id != graph_owner:
+    for f, got in zip(a.findings, done[len(frames):]):
+        if got is None:
             p.saving_ns[f.id] = None
             continue
-        if (f.evidence or {}).get("pattern") == "round-trip":
-            # the whole round trip (the read, the host work on its result, the copies), not the frame's own time
-            try:
-                rt = round_trip_fix(a, r, f)
-            except (ValueError, IndexError, KeyError):
-                rt = None
-            if rt is not None:
-                (s, e, t), drop, what = rt
-                end = r.run(r.removal(s, e, t), c, drop=drop)
-                sv = int(round(max(base_step - max(r.span(end).values()) / steps, 0.0)))
-                p.saving_ns[f.id] = sv
-                p.what[f.id] = what
-                seen[(what, sv)] = f.id
-                continue
-        try:
-            fx = fix_for(a, r, f)
-        except (ValueError, IndexError, KeyError):
-            fx = None
-        if fx is None:
-            p.saving_ns[f.id] = None
+        kind, sv, what, sv2 = got
+        if kind == "round-trip":
+            p.saving_ns[f.id] = sv
+            p.what[f.id] = what
+            seen[(what, sv)] = f.id
             continue
-        kind, iv, what, dur = fx
-        if kind == "graph":
-            proj_step = max(graph.values()) / steps
-            what += kept_wait_text(a, r, base_step)
-        else:
-            s, e, t = iv
-            d, nw = dur if dur is not None else (None, None)
-            end = r.run(r.removal(s, e, t), c, d, nw)
-            proj_step = max(r.span(end).values()) / steps
-        sv = int(round(max(base_step - proj_step, 0.0)))
-        if f.cause == "sync" and kind == "remove":
-            frame = (f.evidence or {}).get("frame")
-            try:
-                reads = calls_under(r, r.flags["sync_op"] | r.flags["sync_rt"] | r.flags["blocking_copy"], frame)
-                chk = _check_ops(r, frame, reads)
-            except (ValueError, IndexError, KeyError):
-                chk = None
-            if chk is not None and chk[2] > 0:  # no op of the frame computed the values: the read alone
-                (cs, ce, ct), drop, n_ops = chk
-                end = r.run(r.removal(cs, ce, ct), c, drop=drop)
-                sv2 = int(round(max(base_step - max(r.span(end).values()) / steps, sv)))
-                p.with_ops_ns[f.id] = sv2
-                from ..units import fmt_ns
-
-                what = (f"{what}; with the {_n(n_ops, 'op')} computing the values read, if nothing else uses "
-                        f"them: −{fmt_ns(sv2)} per step")
+        if sv2 is not None:
+            p.with_ops_ns[f.id] = sv2
         # two findings with the same fix (a copy's gaps and its pageable memory) are one saving, not two
         first = seen.get((what, sv))
         if first is not None:
@@ -227,7 +195,7 @@ def project(a) -> Projection:
         p.saving_ns[f.id] = sv
         p.what[f.id] = what
     # each frame that matters as one fused GPU call, and the findings whose gaps lie under one
-    p.frames = frame_whatifs(a, r, c, base_step, max(rec.values()) / steps)
+    p.frames = fused_frames(done[:len(frames)])
     p.frame_of = attach(a, p.frames)
     p.frame_owner = frame_owners(a.findings, p.frame_of, p.saving_ns)
     # the graph fix of a step whose host reads GPU values comes after the fixes that remove those reads
@@ -239,3 +207,54 @@ def project(a) -> Projection:
             if groups:
                 p.after[graph_owner] = groups
     return p
+
+
+def _finding_fix(a, r: Replay, f, c: float, base_step: float, graph: dict, steps: int, graph_owner):
+    """What finding ``f``'s fix saves per step, from its replay: None (not projected), or (kind, saving ns, what
+    the fix does, the saving with the ops computing a check's values or None); kind "round-trip" (the whole round
+    trip removed) or "fix". ``project`` merges these in the findings' order (the same fix twice is one saving)."""
+    if f.cause == "launch" and f.id != graph_owner:
+        return None
+    if (f.evidence or {}).get("pattern") == "round-trip":
+        # the whole round trip (the read, the host work on its result, the copies), not the frame's own time
+        try:
+            rt = round_trip_fix(a, r, f)
+        except (ValueError, IndexError, KeyError):
+            rt = None
+        if rt is not None:
+            (s, e, t), drop, what = rt
+            end = r.run(r.removal(s, e, t), c, drop=drop)
+            return "round-trip", int(round(max(base_step - max(r.span(end).values()) / steps, 0.0))), what, None
+    try:
+        fx = fix_for(a, r, f)
+    except (ValueError, IndexError, KeyError):
+        fx = None
+    if fx is None:
+        return None
+    kind, iv, what, dur = fx
+    if kind == "graph":
+        proj_step = max(graph.values()) / steps
+        what += kept_wait_text(a, r, base_step)
+    else:
+        s, e, t = iv
+        d, nw = dur if dur is not None else (None, None)
+        end = r.run(r.removal(s, e, t), c, d, nw)
+        proj_step = max(r.span(end).values()) / steps
+    sv = int(round(max(base_step - proj_step, 0.0)))
+    sv2 = None
+    if f.cause == "sync" and kind == "remove":
+        frame = (f.evidence or {}).get("frame")
+        try:
+            reads = calls_under(r, r.flags["sync_op"] | r.flags["sync_rt"] | r.flags["blocking_copy"], frame)
+            chk = _check_ops(r, frame, reads)
+        except (ValueError, IndexError, KeyError):
+            chk = None
+        if chk is not None and chk[2] > 0:  # no op of the frame computed the values: the read alone
+            (cs, ce, ct), drop, n_ops = chk
+            end = r.run(r.removal(cs, ce, ct), c, drop=drop)
+            sv2 = int(round(max(base_step - max(r.span(end).values()) / steps, sv)))
+            from ..units import fmt_ns
+
+            what = (f"{what}; with the {_n(n_ops, 'op')} computing the values read, if nothing else uses "
+                    f"them: −{fmt_ns(sv2)} per step")
+    return "fix", sv, what, sv2

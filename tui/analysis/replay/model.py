@@ -110,11 +110,13 @@ def chain_vector(a, q, d, e0: float):
 def chain_holds(a, q, d, e0: float, en) -> bool:
     """Whether ``en`` is ``chain_loop``'s result: every end is max(a, the previous end + q) + d in the loop's
     float operations (by induction from ``e0``, the loop's result is the only array that satisfies this)."""
-    prev = np.empty(en.size, np.float64)
-    prev[0] = e0
-    prev[1:] = en[:-1]
-    b = prev + q
-    return bool(np.array_equal(np.where(a > b, a, b) + d, en))
+    b = np.empty(en.size, np.float64)
+    b[0] = e0
+    b[1:] = en[:-1]
+    b += q  # in place: the previous ends are not needed again
+    t = np.where(a > b, a, b)
+    t += d
+    return bool(np.array_equal(t, en))
 
 
 def _positions(anc, L, has) -> np.ndarray:
@@ -342,9 +344,12 @@ class Replay:
                 n_ts, n_te = self._events_before(int(thr), ts, te, R, j)
                 a = np.where(ts >= o, np.maximum(a - c * n_ts, 0), a)
                 b = np.where(te >= o, np.maximum(b - c * n_te, 0), b)
-                # overhead never makes time run backwards: each anchor's start and end keep their order
-                seq = np.maximum.accumulate(np.column_stack((a, b)).ravel()).reshape(-1, 2)
-                a, b = seq[:, 0], seq[:, 1]
+                # overhead never makes time run backwards: each anchor's start and end keep their order (one
+                # array of start, end, start, ... filled in place: no stacked copy)
+                seq = np.empty(2 * a.size, np.float64)
+                seq[0::2], seq[1::2] = a, b
+                np.maximum.accumulate(seq, out=seq)
+                a, b = seq[0::2], seq[1::2]
             ins = (insert or {}).get(int(thr))
             if ins is not None:
                 pts, add = (np.asarray(x) for x in ins)
