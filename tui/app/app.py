@@ -69,8 +69,12 @@ class GapscopeApp(App):
         self.load_traces()
 
     def screen_mounted(self) -> None:
-        """The main screen's widgets exist: the load worker may post what it has."""
+        """The main screen's widgets exist: the load worker may post what it has. A trace big enough for a preview
+        gets its footer now, while the preview is read (nothing to press yet): mounted after the preview's first
+        frame, its keys' styles held the screen's thread 0.1-0.2 s while the preview took keys."""
         self._mounted.set()
+        if self.main is not None and progressive.previewed_size(self.paths):
+            self.main.mount_footer()
 
     def on_unmount(self) -> None:
         self._mounted.set()  # a load thread still waiting for the screen goes on (and finds the app gone)
@@ -202,7 +206,7 @@ class GapscopeApp(App):
     def _provisional_ready(self, ev: ProvisionalReady) -> None:
         """The preview's provisional gap list (tui/app/progress.py), while the preview is the scene shown."""
         if self.scenes and self.scenes[0] is ev.scene:
-            progressive.install_provisional(self, ev.scene, ev.analysis, ev.min_listed)
+            progressive.install_provisional(self, ev.scene, ev.analysis, ev.min_listed, getattr(ev, "merged", None))
 
     @on(ReadProgress)
     def _read_progress(self, ev: ReadProgress) -> None:
@@ -303,7 +307,7 @@ class GapscopeApp(App):
         if ev.items is not None:
             sc.set_analyses(ev.items)
         else:
-            sc.set_analysis(ev.analysis, ev.min_listed, ev.part)
+            sc.set_analysis(ev.analysis, ev.min_listed, ev.part, getattr(ev, "merged", None))
         self._freeze_heap(sc)
         moved = False
         if keep >= 0 and self.user_picked:

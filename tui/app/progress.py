@@ -350,14 +350,29 @@ def progress(app, p: LoadProgress) -> None:
         b.set_progress(p)
 
 
+def previewed_size(paths: list[str]) -> bool:
+    """One trace, plain and at least ``PREVIEW_MIN`` bytes: a size ``read_preview`` makes a preview of (it may
+    still decline: this only says the load will take a while)."""
+    from ..trace.progressive import PREVIEW_MIN
+
+    if len(paths) != 1:
+        return False
+    try:
+        with open(paths[0], "rb") as f:
+            return f.read(2) != b"\x1f\x8b" and os.fstat(f.fileno()).st_size >= PREVIEW_MIN
+    except OSError:
+        return False
+
+
 def is_preview(app) -> bool:
     return bool(app.scenes) and any(pt.model.partial for pt in app.scenes[0].parts)
 
 
-def install_provisional(app, scene, analysis, min_listed: int) -> None:
+def install_provisional(app, scene, analysis, min_listed: int, merged=None) -> None:
     """The provisional analysis on the preview's scene: its gap list (the person's view and lane stay where they
-    are: no gap is opened), the header and the bar say provisional."""
-    scene.set_analysis(analysis, min_listed, 0)
+    are: no gap is opened), the header and the bar say provisional. ``merged``: its gaps merged in the load
+    thread (``Scene.premerge``)."""
+    scene.set_analysis(analysis, min_listed, 0, merged)
     app.main.scene_changed()
     b = bar(app)
     if b is not None:
