@@ -142,18 +142,32 @@ elif mode == "progressive":
     key_done = {{}}  # id of a key event sent -> when the screen was done with it
 
     async def dispatch(self, message):
-        h0 = time.perf_counter()
+        h0, c0 = time.perf_counter(), time.thread_time()
         try:
             return await orig_dispatch(self, message)
         finally:
             h1 = time.perf_counter()
             dt = h1 - h0
-            if dt > 0.05:
-                handlers.append((h0, dt, type(self).__name__ + "." + type(message).__name__))
+            if dt > 0.05:  # wall, and the screen thread's own CPU in it (the rest: waiting for the GIL or a core)
+                handlers.append((h0, dt, type(self).__name__ + "." + type(message).__name__
+                                 + f" (CPU {{(time.thread_time() - c0) * 1000:.0f}})"))
             if id(message) in key_done:
                 key_done[id(message)] = h1
 
     MessagePump._dispatch_message = dispatch
+    from textual.screen import Screen
+    orig_frame = Screen._on_timer_update
+
+    def frame(self):  # a frame: the layout and the lines redrawn (a timer's callback, not a message)
+        h0, c0 = time.perf_counter(), time.thread_time()
+        try:
+            return orig_frame(self)
+        finally:
+            dt = time.perf_counter() - h0
+            if dt > 0.05:
+                handlers.append((h0, dt, type(self).__name__ + f".frame (CPU {{(time.thread_time() - c0) * 1000:.0f}})"))
+
+    Screen._on_timer_update = frame
     main_id = threading.get_ident()
 
     def where(fr):

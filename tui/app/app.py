@@ -69,12 +69,8 @@ class GapscopeApp(App):
         self.load_traces()
 
     def screen_mounted(self) -> None:
-        """The main screen's widgets exist: the load worker may post what it has. A trace big enough for a preview
-        gets its footer now, while the preview is read (nothing to press yet): mounted after the preview's first
-        frame, its keys' styles held the screen's thread 0.1-0.2 s while the preview took keys."""
+        """The main screen's widgets exist: the load worker may post what it has."""
         self._mounted.set()
-        if self.main is not None and progressive.previewed_size(self.paths):
-            self.main.mount_footer()
 
     def on_unmount(self) -> None:
         self._mounted.set()  # a load thread still waiting for the screen goes on (and finds the app gone)

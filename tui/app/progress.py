@@ -350,20 +350,6 @@ def progress(app, p: LoadProgress) -> None:
         b.set_progress(p)
 
 
-def previewed_size(paths: list[str]) -> bool:
-    """One trace, plain and at least ``PREVIEW_MIN`` bytes: a size ``read_preview`` makes a preview of (it may
-    still decline: this only says the load will take a while)."""
-    from ..trace.progressive import PREVIEW_MIN
-
-    if len(paths) != 1:
-        return False
-    try:
-        with open(paths[0], "rb") as f:
-            return f.read(2) != b"\x1f\x8b" and os.fstat(f.fileno()).st_size >= PREVIEW_MIN
-    except OSError:
-        return False
-
-
 def is_preview(app) -> bool:
     return bool(app.scenes) and any(pt.model.partial for pt in app.scenes[0].parts)
 
