@@ -140,6 +140,8 @@ elif mode == "progressive":
     orig_dispatch = MessagePump._dispatch_message
 
     key_done = {{}}  # id of a key event sent -> when the screen was done with it
+    INSTALLS = ("PreviewLoaded", "ProvisionalReady", "SceneLoaded", "GapsReady", "AnalysisReady", "ProjectionReady")
+    installs = []
 
     async def dispatch(self, message):
         h0, c0 = time.perf_counter(), time.thread_time()
@@ -151,6 +153,8 @@ elif mode == "progressive":
             if dt > 0.05:  # wall, and the screen thread's own CPU in it (the rest: waiting for the GIL or a core)
                 handlers.append((h0, dt, type(self).__name__ + "." + type(message).__name__
                                  + f" (CPU {{(time.thread_time() - c0) * 1000:.0f}})"))
+            if type(message).__name__ in INSTALLS:  # every one, with the screen thread's CPU in it
+                installs.append((type(message).__name__, h0 - t, dt * 1000, (time.thread_time() - c0) * 1000))
             if id(message) in key_done:
                 key_done[id(message)] = h1
 
@@ -243,6 +247,7 @@ elif mode == "progressive":
             out["handlers"] = sorted(((d * 1000, h0 - t, n) for h0, d, n in handlers), reverse=True)[:10]
             out["holds"] = sorted(((d * 1000, g0 - t, m, o) for g0, d, m, o in holds), reverse=True)[:10]
             out["n_holds"] = [len([g for g in holds if g[1] > x]) for x in (0.05, 0.1, 0.2)]
+            out["installs"] = installs
             for k in ("first", "full", "gaps", "findings"):
                 out[k] = marks[k] - t
             for k in ("provisional", "carried", "projection"):
@@ -491,6 +496,8 @@ def progressive(paths: list[str], repos: list[str], rounds: int) -> int:
                                                      for ph, v in o["lag_by"].items() if v), flush=True)
                 for ph, ms, at, after, what in o["slow"]:
                     print(f"      {ms:6.0f} ms at {at:6.2f} s ({ph} -> {after}): " + ("; ".join(what) or "?"))
+                print("    what the loader posted, handled on the screen's thread (s from the start: wall / CPU ms): "
+                      + "; ".join(f"{n} at {at:.2f}: {w:.0f} / {c:.0f}" for n, at, w, c in o.get("installs", [])))
                 print("    longest handlers on the screen's thread: " + "; ".join(
                     f"{n} {d:.0f} ms at {at:.2f} s" for d, at, n in o["handlers"]))
                 print(f"    GIL holds over 50 / 100 / 200 ms: {' / '.join(map(str, o['n_holds']))}; the longest:")

@@ -201,6 +201,7 @@ class GapscopeApp(App):
     @on(ProvisionalReady)
     def _provisional_ready(self, ev: ProvisionalReady) -> None:
         """The preview's provisional gap list (tui/app/progress.py), while the preview is the scene shown."""
+        self.call_after_refresh(self._painted.set)  # the load thread goes on once it is drawn (Loader.post_drawn)
         if self.scenes and self.scenes[0] is ev.scene:
             progressive.install_provisional(self, ev.scene, ev.analysis, ev.min_listed, getattr(ev, "merged", None))
 
@@ -249,6 +250,7 @@ class GapscopeApp(App):
     def _gaps_ready(self, ev: GapsReady) -> None:
         """A large trace's full gaps, classified, while its findings are built (tui/app/progress.py
         ``FindingsPending``): the gap list, opened as a plain load opens it; the analysis whole follows."""
+        self.call_after_refresh(self._painted.set)  # the load thread goes on once it is drawn (Loader.post_drawn)
         if "warnings" not in vars(ev.analysis.analysis):  # posted a moment before the analysis set its warnings
             self.set_timer(0.02, lambda: self._gaps_ready(ev))
             return
@@ -261,6 +263,7 @@ class GapscopeApp(App):
     @on(AnalysisReady)
     def _analysis_ready(self, ev: AnalysisReady, bar: bool = True) -> None:
         """One part's analysis, or (``items``) every rank's of a multi-rank tab at once (analyze_ranks)."""
+        self.call_after_refresh(self._painted.set)  # the load thread goes on once it is drawn (Loader.post_drawn)
         sc = ev.scene
         if bar:
             progressive.analysis_in(self)

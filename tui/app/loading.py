@@ -18,6 +18,10 @@ from .scene import Scene
 
 #: the load thread waits at most this long for the first frame before it starts the analysis
 FIRST_PAINT_WAIT_S = 1.0
+#: the load thread waits at most this long for the screen to draw what it just posted (a provisional list, a big
+#: trace's gaps or analysis) before it goes on: its next calls hold the GIL for up to ~0.2 s each, and a key
+#: pressed meanwhile waited for both
+DRAWN_WAIT_S = 0.5
 #: a trace read with a preview reports its progress at most this often
 PROGRESS_EVERY_S = 0.1
 
@@ -183,6 +187,14 @@ class Loader:
         self.mounted.wait()
         self.target.post_message(msg)
 
+    def post_drawn(self, msg: Message) -> None:
+        """``post``, then wait (at most DRAWN_WAIT_S) until the screen has handled ``msg`` and drawn the frame
+        after it (the app sets ``painted`` then): the parse or the analysis that follows does not hold the GIL
+        while the screen's thread installs it."""
+        self.painted.clear()
+        self.post(msg)
+        self.painted.wait(DRAWN_WAIT_S)
+
     @property
     def cancelled(self) -> bool:
         return self.worker is not None and self.worker.is_cancelled
@@ -287,7 +299,7 @@ class Loader:
             return
         merged = self.ready_for_screen(sc, a, min_listed, verdicts=True)
         self.provisional_of = (a, min_listed)
-        self.post(ProvisionalReady(sc, a, min_listed, merged))
+        self.post_drawn(ProvisionalReady(sc, a, min_listed, merged))
 
     def ready_for_screen(self, sc: Scene, a, min_listed: int, verdicts: bool = False, part: int = 0):
         """What the screen's thread would make first when analysis ``a`` lands on ``sc``, made here instead (it
@@ -425,7 +437,10 @@ class Loader:
             except Exception as exc:  # noqa: BLE001 - the header asks again and says what it can
                 if debugging(exc):
                     raise
-        self.post(AnalysisReady(sc, a, min_listed, pi))
+        if small:
+            self.post(AnalysisReady(sc, a, min_listed, pi))
+        else:
+            self.post_drawn(AnalysisReady(sc, a, min_listed, pi))
         if not small and not self.cancelled:
             self.project(a)
             self.post(ProjectionReady(sc, pi))
@@ -434,7 +449,8 @@ class Loader:
         """The gaps of a large trace, classified (``analyze_gaps_first``): posted with their merge into the scene's
         gap list made here, not on the screen's thread (180k gaps at 1 GB: ``ready_for_screen``)."""
         min_listed = _min_listed(pending)
-        self.post(GapsReady(sc, pending, min_listed, pi, self.ready_for_screen(sc, pending, min_listed, part=pi)))
+        self.post_drawn(GapsReady(sc, pending, min_listed, pi, self.ready_for_screen(sc, pending, min_listed,
+                                                                                     part=pi)))
 
     def project(self, a) -> None:
         try:
