@@ -28,10 +28,16 @@ Default traces: one sample trace (traces/demo-eager.decode.json.gz) and /tmp/gap
             provisional analysis in, where the tree has one), to the full model's lanes (and to them with the
             provisional list carried onto the full model, where the tree does that), to the gap list (lanes drawn
             with the full gaps in: the findings may still be being built), to the findings (the analysis whole), to
-            the projection (polled); a pan every 0.2 s until then, wall ms from the key to the lanes redrawn, by
-            what was on screen (the preview, the full model without gaps, its gaps, the projection being made);
-            peak RSS app + worker. The table: the least of the rounds, ratios to the least floor,
-            and the best same-round ratio
+            the projection (polled); a pan every 0.2 s until then, sent as the terminal driver sends a key (the
+            pilot's press waits for the process to be idle, up to 1 s a wait while the load thread works: it paced
+            the presses and timed the last frame of its wait, not the key's), wall ms from sending it to the first
+            lanes frame after the screen handled it, by what was on screen (the preview, the full model without
+            gaps, its gaps, the projection being made): median / p95 / max, and each press over 200 ms with when it
+            came and what held it (the screen's handlers and frames over 50 ms, wall and the screen thread's CPU,
+            and the GIL holds over 50 ms seen by a thread waking every 5 ms, with the screen's and the other
+            threads' stacks in this tree); every install of what the loader posts (wall / CPU ms); the longest
+            handlers and GIL holds of the run; peak RSS app + worker. The table: the least of the rounds, ratios
+            to the least floor, and the best same-round ratio
 Imports (numpy, orjson, textual, tui) are done before every clock starts.
 """
 

@@ -222,7 +222,13 @@ class GapscopeApp(App):
             self.main.update(keep_msg=True)  # the header counts the tabs
 
     def _first_frame_drawn(self) -> None:
-        self._painted.set()  # the analysis may start
+        if progressive.is_preview(self) and self.main.query("#keybar"):
+            # a preview's first frame: the load thread (the provisional analysis, then the parse) goes on once the
+            # footer, mounted now, is drawn (its keys' styles took 50-100 ms of the screen's thread while the load
+            # thread held the GIL in turn, and a key waited 0.2-0.3 s behind both)
+            self.call_after_refresh(lambda: self.call_after_refresh(self._painted.set))
+        else:
+            self._painted.set()  # the analysis may start
         self.main.mount_footer()
         self.refresh_bindings()  # the keys that need a trace are on now
 
