@@ -58,6 +58,7 @@ class GapscopeApp(App):
         # before the widgets it fills exist
         self._mounted = threading.Event()
         self.main: MainScreen | None = None  # the explorer's screen, made when the app starts
+        self._footer = False  # the footer was mounted (on the first trace's first frame)
 
     def get_default_screen(self) -> MainScreen:
         self.main = MainScreen(self.glyphs)
@@ -222,7 +223,8 @@ class GapscopeApp(App):
             self.main.update(keep_msg=True)  # the header counts the tabs
 
     def _first_frame_drawn(self) -> None:
-        if progressive.is_preview(self) and self.main.query("#keybar"):
+        first, self._footer = not self._footer, True
+        if first and progressive.is_preview(self):
             # a preview's first frame: the load thread (the provisional analysis, then the parse) goes on once the
             # footer, mounted now, is drawn (its keys' styles took 50-100 ms of the screen's thread while the load
             # thread held the GIL in turn, and a key waited 0.2-0.3 s behind both)
