@@ -30,10 +30,16 @@ Default traces: one sample trace (traces/demo-eager.decode.json.gz) and /tmp/gap
             provisional analysis in, where the tree has one), to the full model's lanes (and to them with the
             provisional list carried onto the full model, where the tree does that), to the gap list (lanes drawn
             with the full gaps in: the findings may still be being built), to the findings (the analysis whole), to
-            the projection (polled); a pan every 0.2 s until then, wall ms from the key to the lanes redrawn, by
-            what was on screen (the preview, the full model without gaps, its gaps, the projection being made);
-            peak RSS app + worker. The table: the least of the rounds, ratios to the least floor,
-            and the best same-round ratio
+            the projection (polled); a pan every 0.2 s until then, sent as the terminal driver sends a key (the
+            pilot's press waits for the process to be idle, up to 1 s a wait while the load thread works: it paced
+            the presses and timed the last frame of its wait, not the key's), wall ms from sending it to the first
+            lanes frame after the screen handled it, by what was on screen (the preview, the full model without
+            gaps, its gaps, the projection being made): median / p95 / max, and each press over 200 ms with when it
+            came and what held it (the screen's handlers and frames over 50 ms, wall and the screen thread's CPU,
+            and the GIL holds over 50 ms seen by a thread waking every 5 ms, with the screen's and the other
+            threads' stacks in this tree); every install of what the loader posts (wall / CPU ms); the longest
+            handlers and GIL holds of the run; peak RSS app + worker. The table: the least of the rounds, ratios
+            to the least floor, and the best same-round ratio
 Imports (numpy, orjson, textual, tui) are done before every clock starts.
 """
 
@@ -133,7 +139,76 @@ elif mode == "progressive":
 
     LanesView.render_line = render_line
 
+    # what the app was doing while a key waited: the screen's long message handlers (any pump, > 50 ms of wall
+    # time on the event loop) and the GIL holds (a thread waking every 5 ms that came back > 50 ms late: the
+    # screen's and the load thread's stacks at that moment, the frames of this project)
+    import threading, traceback
+    from textual.message_pump import MessagePump
+    handlers, holds, stop = [], [], threading.Event()
+    orig_dispatch = MessagePump._dispatch_message
+
+    key_done = {{}}  # id of a key event sent -> when the screen was done with it
+    INSTALLS = ("PreviewLoaded", "ProvisionalReady", "SceneLoaded", "GapsReady", "AnalysisReady", "ProjectionReady")
+    installs = []
+
+    async def dispatch(self, message):
+        h0, c0 = time.perf_counter(), time.thread_time()
+        try:
+            return await orig_dispatch(self, message)
+        finally:
+            h1 = time.perf_counter()
+            dt = h1 - h0
+            if dt > 0.05:  # wall, and the screen thread's own CPU in it (the rest: waiting for the GIL or a core)
+                handlers.append((h0, dt, type(self).__name__ + "." + type(message).__name__
+                                 + f" (CPU {{(time.thread_time() - c0) * 1000:.0f}})"))
+            if type(message).__name__ in INSTALLS:  # every one, with the screen thread's CPU in it
+                installs.append((type(message).__name__, h0 - t, dt * 1000, (time.thread_time() - c0) * 1000))
+            if id(message) in key_done:
+                key_done[id(message)] = h1
+
+    MessagePump._dispatch_message = dispatch
+    from textual.screen import Screen
+    orig_frame = Screen._on_timer_update
+
+    def frame(self):  # a frame: the layout and the lines redrawn (a timer's callback, not a message)
+        h0, c0 = time.perf_counter(), time.thread_time()
+        try:
+            return orig_frame(self)
+        finally:
+            dt = time.perf_counter() - h0
+            if dt > 0.05:
+                handlers.append((h0, dt, type(self).__name__ + f".frame (CPU {{(time.thread_time() - c0) * 1000:.0f}})"))
+
+    Screen._on_timer_update = frame
+    main_id = threading.get_ident()
+
+    def where(fr):
+        st = [s for s in traceback.extract_stack(fr) if s.filename.startswith({repo!r} + "/tui/")] if fr is not None else []
+        return " <- ".join(f"{{os.path.basename(s.filename)}}:{{s.lineno}} {{s.name}}" for s in reversed(st[-3:]))
+
+    def watch():
+        last = time.perf_counter()
+        while not stop.is_set():
+            time.sleep(0.005)
+            now = time.perf_counter()
+            late, last = now - last, now
+            if late > 0.05:
+                frs = sys._current_frames()
+                me = threading.get_ident()
+                other = [where(f) for i, f in frs.items() if i not in (main_id, me)]
+                holds.append((now - late, late, where(frs.get(main_id)), " | ".join(o for o in other if o)))
+
+    threading.Thread(target=watch, daemon=True).start()
+
+    def doing(a, b):
+        # the handlers and holds that overlap [a, b] (perf_counter), longest first
+        hs = sorted((h for h in handlers if h[0] < b and h[0] + h[1] > a), key=lambda h: -h[1])
+        gs = sorted((g for g in holds if g[0] < b and g[0] + g[1] > a), key=lambda g: -g[1])
+        return ([f"handler {{n}} {{d * 1000:.0f}} ms at {{h0 - t:.2f}}" for h0, d, n in hs[:3]]
+                + [f"GIL {{d * 1000:.0f}} ms at {{g0 - t:.2f}}: screen [{{m}}] load [{{o}}]" for g0, d, m, o in gs[:3]])
+
     async def run():
+        global t
         app = GapscopeApp([path], load_opts={{}})
         t = time.perf_counter()
         async with app.run_test(size=(200, 50)) as pilot:
@@ -145,18 +220,42 @@ elif mode == "progressive":
                 sc = app.scene
                 if sc is not None and "findings" in marks and getattr(sc.analysis, "projection_if_ready", None) is not None:
                     marks.setdefault("projection", time.perf_counter())  # polled: the header shows it next frame
-                if "first" in marks and "projection" not in marks and len(lag) < 60:
+                if "first" in marks and "projection" not in marks and len(lag) < 600:
                     # a pan while the rest loads: wall ms from the key to the lanes redrawn, by what was shown
                     await asyncio.sleep(0.2)
                     phase = "projection" if "findings" in marks else state(app.scene)
                     phase = "preview" if phase == "provisional" else phase
+                    # the key as a terminal sends it (the pilot's press waits for the process to be idle, up to
+                    # 1 s a wait while the load thread works, so it would pace the presses, not time them): wall ms
+                    # from sending it to the first lanes frame after the screen handled it
+                    from textual import events
+                    key = "a" if len(lag) % 2 else "d"
+                    ev = events.Key(key, key)
+                    ev.set_sender(app)
+                    key_done[id(ev)] = None
                     k0 = time.perf_counter()
-                    await pilot.press("d" if len(lag) % 2 else "a")
-                    while not frames or frames[-1] < k0:
+                    app._driver.send_message(ev)
+                    while key_done[id(ev)] is None and time.perf_counter() - k0 < 60:
                         await asyncio.sleep(0.001)
-                    lag.append((phase, (frames[-1] - k0) * 1000))
-            out["lag"] = sorted(ms for ph, ms in lag if ph == "preview")
-            out["lag_by"] = {{ph: sorted(ms for p, ms in lag if p == ph) for ph in sorted({{p for p, _ in lag}})}}
+                    done = key_done.pop(id(ev)) or time.perf_counter()
+                    while (not frames or frames[-1] < done) and time.perf_counter() - done < 5:
+                        await asyncio.sleep(0.001)
+                    import bisect
+                    i = bisect.bisect_left(frames, done)
+                    ms = ((frames[i] if i < len(frames) else time.perf_counter()) - k0) * 1000
+                    after = "projection" if "findings" in marks else state(app.scene)
+                    lag.append((phase, ms, k0 - t, after, doing(k0, frames[-1]) if ms > 200 else []))
+            stop.set()
+            out["lag"] = sorted(x[1] for x in lag if x[0] == "preview")
+            out["lag_by"] = {{ph: sorted(x[1] for x in lag if x[0] == ph) for ph in sorted({{x[0] for x in lag}})}}
+            out["lag_all"] = [x[1] for x in lag]
+            out["slow"] = [x for x in lag if x[1] > 200]
+            # every stall a key could meet, whether or not a press met it: the longest handlers on the screen's
+            # thread and the longest GIL holds, with when (s from the start) and where
+            out["handlers"] = sorted(((d * 1000, h0 - t, n) for h0, d, n in handlers), reverse=True)[:10]
+            out["holds"] = sorted(((d * 1000, g0 - t, m, o) for g0, d, m, o in holds), reverse=True)[:10]
+            out["n_holds"] = [len([g for g in holds if g[1] > x]) for x in (0.05, 0.1, 0.2)]
+            out["installs"] = installs
             for k in ("first", "full", "gaps", "findings"):
                 out[k] = marks[k] - t
             for k in ("provisional", "carried", "projection"):
@@ -398,6 +497,24 @@ def progressive(paths: list[str], repos: list[str], rounds: int) -> int:
                             + "".join(f"; keys on {ph}: n={len(xs)} median {_pct(xs, 50):.0f} max {max(xs):.0f} ms"
                                       for ph, xs in (o.get("lag_by") or {}).items() if xs and ph != "preview"))
             print("  " + " | ".join(line), flush=True)
+            for repo in (repos if r % 2 == 0 else repos[::-1]):
+                o = res[repo][-1]
+                xs = o.get("lag_all") or []
+                if not xs:
+                    continue
+                print(f"    {os.path.basename(repo)} keys from the first lanes to the projection: n={len(xs)} median "
+                      f"{_pct(xs, 50):.0f} p95 {_pct(xs, 95):.0f} max {max(xs):.0f} ms; over 200 ms: "
+                      f"{len(o['slow'])}" + "".join(f"; {ph} p95 {_pct(v, 95):.0f} max {max(v):.0f} (n={len(v)})"
+                                                     for ph, v in o["lag_by"].items() if v), flush=True)
+                for ph, ms, at, after, what in o["slow"]:
+                    print(f"      {ms:6.0f} ms at {at:6.2f} s ({ph} -> {after}): " + ("; ".join(what) or "?"))
+                print("    what the loader posted, handled on the screen's thread (s from the start: wall / CPU ms): "
+                      + "; ".join(f"{n} at {at:.2f}: {w:.0f} / {c:.0f}" for n, at, w, c in o.get("installs", [])))
+                print("    longest handlers on the screen's thread: " + "; ".join(
+                    f"{n} {d:.0f} ms at {at:.2f} s" for d, at, n in o["handlers"]))
+                print(f"    GIL holds over 50 / 100 / 200 ms: {' / '.join(map(str, o['n_holds']))}; the longest:")
+                for d, at, m, oth in o["holds"][:6]:
+                    print(f"      {d:5.0f} ms at {at:6.2f} s: screen [{m}] others [{oth}]")
     fmin = min(floors)
     hdr = ("checkout", "floor s (min)", "first lanes s", "/floor", "provisional gap list s", "/floor", "full lanes s",
            "/floor", "gap list s", "/floor", "findings s", "projection s",

@@ -395,6 +395,8 @@ def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, monkeypatch, 
     orig_install = GapscopeApp._install_analysis
 
     def spy_install(app, sc, ev):
+        if getattr(ev, "merged", None) is not None:  # the gaps merged in the load thread, for these analyses
+            seen.setdefault("premerged", []).append(type(ev).__name__)
         orig_install(app, sc, ev)
         if isinstance(sc.analysis, ui.FindingsPending):
             seen.setdefault("pending", (sc.model.partial, sc.analysis.findings, sc.analysis.projection_if_ready,
@@ -442,6 +444,7 @@ def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, monkeypatch, 
         partial, findings, pj, order, selected, export = seen["pending"]
         assert not partial and findings == [] and pj is None and export is None
         assert order == sc.gaps.order.tolist() and selected == sc.gaps.selected
+        assert seen.get("premerged") == ["GapsReady"]  # merged in the load thread, the final columns above
     else:
         assert "pending" not in seen
 
@@ -637,3 +640,33 @@ def test_findings_that_fail_after_the_gaps_leave_no_pending_list(monkeypatch):
     assert seen["listed"] > 0
     a, listed, err, export = seen["final"]
     assert a is None and listed == 0 and "findings broke" in err and export is True
+
+
+def test_gaps_merged_in_the_load_thread_are_the_screens_merge():
+    """``Scene.premerge`` (the load thread's) installs exactly the columns, rows and covers a merge on the screen's
+    thread makes; a merge made of another analysis (or before another part's came) is not used."""
+    from gapscope.tui.app.scene import Scene
+
+    plain = read.load_uncached(SAMPLE)
+    a, other = analyze(plain), analyze(plain)
+    ref = Scene(SAMPLE, plain)
+    ref.set_analysis(a, 2000)
+    cols = ("part", "row", "start", "end", "dur", "cause", "device", "order", "all_listed")
+
+    def state(sc):
+        return ({c: getattr(sc.gaps, c).tolist() for c in cols}, sc.gaps.selected, sc.gaps.window,
+                {k: (ln.segs.starts.tolist(), ln.segs.ends.tolist(), ln.segs.ref.tolist())
+                 for k, ln in sc.gaps.lanes.items()}, sorted(sc.gaps.cover), len(sc.display.rows()))
+
+    sc = Scene(SAMPLE, plain)
+    merged = sc.premerge(0, a, 2000)
+    assert merged.gaps.largest_first.size > 1 and sc.gaps.order.size == 0  # the scene is not touched
+    sc.set_analysis(a, 2000, 0, merged)
+    assert state(sc) == state(ref)
+    assert all(sc.gaps.lanes[k] is merged.lanes[k] for k in merged.lanes)  # installed, not made again
+    # of another analysis object, or another threshold: merged again from what is installed
+    for wrong in (Scene(SAMPLE, plain).premerge(0, other, 2000), Scene(SAMPLE, plain).premerge(0, a, 10**9)):
+        sc = Scene(SAMPLE, plain)
+        sc.set_analysis(a, 2000, 0, wrong)
+        assert state(sc) == state(ref)
+        assert not any(sc.gaps.lanes[k] is wrong.lanes.get(k) for k in sc.gaps.lanes)

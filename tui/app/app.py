@@ -58,6 +58,7 @@ class GapscopeApp(App):
         # before the widgets it fills exist
         self._mounted = threading.Event()
         self.main: MainScreen | None = None  # the explorer's screen, made when the app starts
+        self._footer = False  # the footer was mounted (on the first trace's first frame)
 
     def get_default_screen(self) -> MainScreen:
         self.main = MainScreen(self.glyphs)
@@ -201,8 +202,9 @@ class GapscopeApp(App):
     @on(ProvisionalReady)
     def _provisional_ready(self, ev: ProvisionalReady) -> None:
         """The preview's provisional gap list (tui/app/progress.py), while the preview is the scene shown."""
+        self.call_after_refresh(self._painted.set)  # the load thread goes on once it is drawn (Loader.post_drawn)
         if self.scenes and self.scenes[0] is ev.scene:
-            progressive.install_provisional(self, ev.scene, ev.analysis, ev.min_listed)
+            progressive.install_provisional(self, ev.scene, ev.analysis, ev.min_listed, getattr(ev, "merged", None))
 
     @on(ReadProgress)
     def _read_progress(self, ev: ReadProgress) -> None:
@@ -221,7 +223,14 @@ class GapscopeApp(App):
             self.main.update(keep_msg=True)  # the header counts the tabs
 
     def _first_frame_drawn(self) -> None:
-        self._painted.set()  # the analysis may start
+        first, self._footer = not self._footer, True
+        if first and progressive.is_preview(self):
+            # a preview's first frame: the load thread (the provisional analysis, then the parse) goes on once the
+            # footer, mounted now, is drawn (its keys' styles took 50-100 ms of the screen's thread while the load
+            # thread held the GIL in turn, and a key waited 0.2-0.3 s behind both)
+            self.call_after_refresh(lambda: self.call_after_refresh(self._painted.set))
+        else:
+            self._painted.set()  # the analysis may start
         self.main.mount_footer()
         self.refresh_bindings()  # the keys that need a trace are on now
 
@@ -249,6 +258,7 @@ class GapscopeApp(App):
     def _gaps_ready(self, ev: GapsReady) -> None:
         """A large trace's full gaps, classified, while its findings are built (tui/app/progress.py
         ``FindingsPending``): the gap list, opened as a plain load opens it; the analysis whole follows."""
+        self.call_after_refresh(self._painted.set)  # the load thread goes on once it is drawn (Loader.post_drawn)
         if "warnings" not in vars(ev.analysis.analysis):  # posted a moment before the analysis set its warnings
             self.set_timer(0.02, lambda: self._gaps_ready(ev))
             return
@@ -261,6 +271,7 @@ class GapscopeApp(App):
     @on(AnalysisReady)
     def _analysis_ready(self, ev: AnalysisReady, bar: bool = True) -> None:
         """One part's analysis, or (``items``) every rank's of a multi-rank tab at once (analyze_ranks)."""
+        self.call_after_refresh(self._painted.set)  # the load thread goes on once it is drawn (Loader.post_drawn)
         sc = ev.scene
         if bar:
             progressive.analysis_in(self)
@@ -303,7 +314,7 @@ class GapscopeApp(App):
         if ev.items is not None:
             sc.set_analyses(ev.items)
         else:
-            sc.set_analysis(ev.analysis, ev.min_listed, ev.part)
+            sc.set_analysis(ev.analysis, ev.min_listed, ev.part, getattr(ev, "merged", None))
         self._freeze_heap(sc)
         moved = False
         if keep >= 0 and self.user_picked:

@@ -18,6 +18,10 @@ from .scene import Scene
 
 #: the load thread waits at most this long for the first frame before it starts the analysis
 FIRST_PAINT_WAIT_S = 1.0
+#: the load thread waits at most this long for the screen to draw what it just posted (a provisional list, a big
+#: trace's gaps or analysis) before it goes on: its next calls hold the GIL for up to ~0.2 s each, and a key
+#: pressed meanwhile waited for both
+DRAWN_WAIT_S = 0.5
 #: a trace read with a preview reports its progress at most this often
 PROGRESS_EVERY_S = 0.1
 
@@ -78,18 +82,20 @@ class PreviewLoaded(Message):
 class ProvisionalReady(Message):
     """The preview's provisional analysis (tui/app/progress.py ``provisional_analysis``), for its scene."""
 
-    def __init__(self, scene: Scene, analysis, min_listed: int) -> None:
+    def __init__(self, scene: Scene, analysis, min_listed: int, merged=None) -> None:
         super().__init__()
         self.scene, self.analysis, self.min_listed = scene, analysis, min_listed
+        self.merged = merged  # its gaps merged into the scene's list (``Scene.premerge``), in the load thread
 
 
 class GapsReady(Message):
     """A large trace's full analysis with its gaps classified, its findings still being built
     (tui/app/progress.py ``FindingsPending``); ``AnalysisReady`` follows with the analysis whole."""
 
-    def __init__(self, scene: Scene, analysis, min_listed: int, part: int = 0) -> None:
+    def __init__(self, scene: Scene, analysis, min_listed: int, part: int = 0, merged=None) -> None:
         super().__init__()
         self.scene, self.analysis, self.min_listed, self.part, self.items = scene, analysis, min_listed, part, None
+        self.merged = merged  # its gaps merged with the scene's (``Scene.premerge``), made in the load thread
 
 
 class LoadFailed(Message):
@@ -111,6 +117,7 @@ class AnalysisReady(Message):
                  items: list | None = None) -> None:
         super().__init__()
         self.scene, self.analysis, self.min_listed, self.part, self.items = scene, analysis, min_listed, part, items
+        self.merged = None
 
 
 class ProjectionReady(Message):
@@ -179,6 +186,14 @@ class Loader:
     def post(self, msg: Message) -> None:
         self.mounted.wait()
         self.target.post_message(msg)
+
+    def post_drawn(self, msg: Message) -> None:
+        """``post``, then wait (at most DRAWN_WAIT_S) until the screen has handled ``msg`` and drawn the frame
+        after it (the app sets ``painted`` then): the parse or the analysis that follows does not hold the GIL
+        while the screen's thread installs it."""
+        self.painted.clear()
+        self.post(msg)
+        self.painted.wait(DRAWN_WAIT_S)
 
     @property
     def cancelled(self) -> bool:
@@ -282,8 +297,31 @@ class Loader:
             if debugging(exc):
                 raise
             return
+        merged = self.ready_for_screen(sc, a, min_listed, verdicts=True)
         self.provisional_of = (a, min_listed)
-        self.post(ProvisionalReady(sc, a, min_listed))
+        self.post_drawn(ProvisionalReady(sc, a, min_listed, merged))
+
+    def ready_for_screen(self, sc: Scene, a, min_listed: int, verdicts: bool = False, part: int = 0):
+        """What the screen's thread would make first when analysis ``a`` lands on ``sc``, made here instead (it
+        held the screen 0.1-0.3 s at 1 GB, keys waiting): its gaps merged into the scene's list (returned, for
+        ``Scene.set_analysis``; None when that fails), the detail of the gap the list opens on (the largest: no
+        projection yet), the header's verdicts (``verdicts``: a provisional analysis; a pending one has none
+        yet), and the stack panel's scroll bar's module (imported on its first long text). A failure here is
+        the screen's to meet, as without it."""
+        try:
+            import textual.scrollbar  # noqa: F401
+
+            merged = sc.premerge(part, a, min_listed)
+            order = merged.gaps.largest_first
+            if order.size:
+                a.gap_detail(int(merged.gaps.row[order[0]]))
+            if verdicts:
+                a.verdicts  # noqa: B018
+            return merged
+        except Exception as exc:  # noqa: BLE001
+            if debugging(exc):
+                raise
+            return None
 
     def carry(self, sc: Scene) -> None:
         """The preview's provisional gap list onto the full scene (tui/app/progress.py ``carry_provisional``),
@@ -297,6 +335,8 @@ class Loader:
             c = carry_provisional(a, sc.parts[0].model)
             if c is not None:
                 sc.set_analysis(c, min_listed, 0)
+                if sc.gaps.selected_row >= 0:
+                    c.gap_detail(sc.gaps.selected_row)  # the stack panel's, mapped here (not on the screen's thread)
         except Exception as exc:  # noqa: BLE001 - the full list comes as without it
             if debugging(exc):
                 raise
@@ -382,8 +422,7 @@ class Loader:
             else:
                 from .progress import FindingsPending
 
-                a = analyze_gaps_first(model, lambda c: self.post(GapsReady(sc, FindingsPending(c), _min_listed(c),
-                                                                             pi)))
+                a = analyze_gaps_first(model, lambda c: self.gaps_ready(sc, pi, FindingsPending(c)))
             min_listed = _min_listed(a)
         except Exception as exc:  # noqa: BLE001
             if debugging(exc):
@@ -398,10 +437,20 @@ class Loader:
             except Exception as exc:  # noqa: BLE001 - the header asks again and says what it can
                 if debugging(exc):
                     raise
-        self.post(AnalysisReady(sc, a, min_listed, pi))
+        if small:
+            self.post(AnalysisReady(sc, a, min_listed, pi))
+        else:
+            self.post_drawn(AnalysisReady(sc, a, min_listed, pi))
         if not small and not self.cancelled:
             self.project(a)
             self.post(ProjectionReady(sc, pi))
+
+    def gaps_ready(self, sc: Scene, pi: int, pending) -> None:
+        """The gaps of a large trace, classified (``analyze_gaps_first``): posted with their merge into the scene's
+        gap list made here, not on the screen's thread (180k gaps at 1 GB: ``ready_for_screen``)."""
+        min_listed = _min_listed(pending)
+        self.post_drawn(GapsReady(sc, pending, min_listed, pi, self.ready_for_screen(sc, pending, min_listed,
+                                                                                     part=pi)))
 
     def project(self, a) -> None:
         try:

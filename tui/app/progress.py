@@ -354,10 +354,11 @@ def is_preview(app) -> bool:
     return bool(app.scenes) and any(pt.model.partial for pt in app.scenes[0].parts)
 
 
-def install_provisional(app, scene, analysis, min_listed: int) -> None:
+def install_provisional(app, scene, analysis, min_listed: int, merged=None) -> None:
     """The provisional analysis on the preview's scene: its gap list (the person's view and lane stay where they
-    are: no gap is opened), the header and the bar say provisional."""
-    scene.set_analysis(analysis, min_listed, 0)
+    are: no gap is opened), the header and the bar say provisional. ``merged``: its gaps merged in the load
+    thread (``Scene.premerge``)."""
+    scene.set_analysis(analysis, min_listed, 0, merged)
     app.main.scene_changed()
     b = bar(app)
     if b is not None:

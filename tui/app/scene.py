@@ -21,7 +21,7 @@ from ..trace.model import Kind, TraceModel
 from .lanes import Lane, build_lanes
 from .matches import SearchState
 from .rows import DisplayRows, Row
-from .scenegaps import GapSelection, listed_counts, top_fix_position
+from .scenegaps import GapSelection, listed_counts, merge_gaps, top_fix_position
 from .view import View
 
 
@@ -253,16 +253,17 @@ class Scene:
         return out
 
     # --------------------------------------------------------------- analysis
-    def set_analysis(self, a, min_listed_ns: int, part: int = 0) -> None:
-        self.set_analyses([(part, a, min_listed_ns)])
+    def set_analysis(self, a, min_listed_ns: int, part: int = 0, merged=None) -> None:
+        self.set_analyses([(part, a, min_listed_ns)], merged)
 
-    def set_analyses(self, items) -> None:
-        """Install several parts' analyses at once (``(part, analysis, min_listed_ns)``): one merge of the gaps."""
+    def set_analyses(self, items, merged=None) -> None:
+        """Install several parts' analyses at once (``(part, analysis, min_listed_ns)``): one merge of the gaps
+        (``merged``: made beforehand by ``premerge``, when it is of these analyses)."""
         for part, a, min_listed_ns in items:
             pt = self.parts[part]
             pt.analysis = a
             pt.min_listed_ns = int(min_listed_ns)
-        self.merge_gaps()
+        self.merge_gaps(merged)
         self.apply_filter(self.gaps.cause_filter)  # (a finding's filter ends when analyses land)
         self.select(self.opening_position())
         self.display.invalidate()
@@ -279,9 +280,17 @@ class Scene:
 
         return rank_summary(self)
 
-    def merge_gaps(self) -> None:
+    def merge_gaps(self, merged=None) -> None:
         """The listed gaps of the analysed parts, merged by global gap id (tui/app/scenegaps.py), and their rows."""
-        self.gaps.merge(self.parts)
+        self.gaps.merge(self.parts, merged)
+
+    def premerge(self, part: int, a, min_listed_ns: int):
+        """The merge ``set_analysis(a, min_listed_ns, part)`` would make (tui/app/scenegaps.py ``merge_gaps``),
+        made without touching the scene: the load thread makes it, the screen's thread installs it."""
+        from dataclasses import replace
+
+        return merge_gaps([replace(pt, analysis=a, min_listed_ns=int(min_listed_ns)) if i == part else pt
+                           for i, pt in enumerate(self.parts)])
 
     # ------------------------------------------------- the active part follows the selected gap or match
     def _follow_gap(self) -> None:

@@ -76,15 +76,18 @@ class GapSelection:
         self.cover: dict[tuple[int, int], UnionIndex] = {}
         self.window: tuple = (None, None)  # the analysed window over the parts (aligned), each None when unknown
 
-    def merge(self, parts) -> None:
+    def merge(self, parts, merged: "MergedGaps | None" = None) -> None:
         """The listed gaps of the analysed ``parts``, merged by global gap id, and their rows (the filter and the
-        selection are made again by the scene)."""
-        g = listed_gaps(parts)
+        selection are made again by the scene); ``merged``: that merge made beforehand (``merge_gaps``, in the
+        load thread), used when it was made of these parts' analyses."""
+        if merged is None or not merged.of(parts):
+            merged = merge_gaps(parts)
+        g = merged.gaps
         self.window = g.window
         self.part, self.row, self.start, self.end = g.part, g.row, g.start, g.end
         self.dur, self.cause, self.device = g.dur, g.cause, g.device
         self.all_listed = g.largest_first
-        self.lanes, self.cover = gap_lanes_of(g)
+        self.lanes, self.cover = merged.lanes, merged.cover
 
     def filter_cause(self, cause: int | None) -> None:
         """Only the gaps of ``cause`` (every gap: None), largest first; the largest selected."""
@@ -133,6 +136,32 @@ class GapSelection:
 
     def cover_for(self, lane: Lane) -> UnionIndex | None:
         return self.cover.get((lane.part, lane.device))
+
+
+@dataclass(frozen=True)
+class MergedGaps:
+    """What ``GapSelection.merge`` makes of a scene's parts (``merge_gaps``): the listed gaps, their rows and the
+    union of each row's gaps; ``analyses``: the parts' analyses (and listing thresholds) it was made of."""
+
+    gaps: ListedGaps
+    lanes: dict
+    cover: dict
+    analyses: tuple
+
+    def of(self, parts) -> bool:
+        """Made of these parts' analyses (the same objects, offsets and thresholds)."""
+        return len(parts) == len(self.analyses) and all(
+            pt.analysis is a and pt.offset == off and pt.min_listed_ns == ml
+            for pt, (a, off, ml) in zip(parts, self.analyses))
+
+
+def merge_gaps(parts) -> MergedGaps:
+    """The listed gaps of ``parts`` (objects with ``analysis``, ``offset``, ``min_listed_ns``: a scene's parts, or
+    copies with the analysis about to be installed) and their rows: pure, so the load thread makes it for a large
+    trace (0.1-0.3 s of the screen's thread at 1 GB otherwise)."""
+    g = listed_gaps(parts)
+    lanes, cover = gap_lanes_of(g)
+    return MergedGaps(g, lanes, cover, tuple((pt.analysis, pt.offset, pt.min_listed_ns) for pt in parts))
 
 
 def gap_lanes_of(g: ListedGaps) -> tuple[dict, dict]:
