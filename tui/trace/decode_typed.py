@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .decode_common import (
-    _ARGS_KINDS, _BYTES_KINDS, _IS_NONE, _NO_ARGS, _RAW_ARGS_KIND, StagedChunk, Staged, _take, i64, times,
+    _ARGS_KINDS, _BYTES_KINDS, _IS_NONE, _NO_ARGS, _RAW_ARGS_KIND, StagedChunk, Staged, _take, i64, i64_of, times,
 )
 from .model import NO_ID, Kind
 
@@ -78,8 +78,6 @@ else:  # pragma: no cover
 FAST_DECODE = _DEC_EV is not None and _os.environ.get("GAPSCOPE_DECODER", "") != "dicts"
 _G_PH, _G_CAT, _G_ARGS = attrgetter("ph"), attrgetter("cat"), attrgetter("args")
 _G_NAME, _G_PID, _G_TID, _G_TS = attrgetter("name"), attrgetter("pid"), attrgetter("tid"), attrgetter("ts")
-#: ``map(_NONE_AS_NO_ID, xs, xs)``: each x, or NO_ID where x is None (dict.get with the value as its default)
-_NONE_AS_NO_ID = {None: NO_ID}.get
 _G_DUR = attrgetter("dur")
 _NO_ARGS_MAX = max(map(len, _NO_ARGS))
 _G_CORR, _G_EXT, _G_EXTLC = attrgetter("correlation"), attrgetter("ext"), attrgetter("ext_lc")
@@ -128,16 +126,15 @@ def stage_typed(b, dec: Decoded) -> StagedChunk:
         return StagedChunk({}, [], None)
     # categories by code (``b._cat_code``, grown in order of first appearance): one lookup pass gives both the
     # counts (a bincount) and the kinds (a take), where a Counter and a lookup of each timed event's kind were two
-    cats = list(map(_G_CAT, evs))
     code = b._cat_code
-    cl = list(map(code.get, cats))
-    if None in cl:
-        for c in dict.fromkeys(compress(cats, map(_IS_NONE, cl))):
+    try:  # one pass straight into the array (a spelling not met before makes its code None: a TypeError)
+        ca = np.fromiter(map(code.get, map(_G_CAT, evs)), np.intp, n_all)
+    except TypeError:
+        cats = list(map(_G_CAT, evs))
+        for c in dict.fromkeys(compress(cats, map(_IS_NONE, map(code.get, cats)))):
             b.new_cat(c)
-        cl = list(map(code.get, cats))
-    del cats
-    ca = np.array(cl, dtype=np.intp)
-    del cl
+        ca = np.fromiter(map(code.get, cats), np.intp, n_all)
+        del cats
     cnt = np.bincount(ca, minlength=len(code)).tolist()
     names_of = b._cat_names
     # in code order: the spellings new to the trace come in order of first appearance, as a Counter has them
@@ -187,20 +184,15 @@ def stage_typed(b, dec: Decoded) -> StagedChunk:
     ids = all_ids if mask is None else list(compress(all_ids, mask))
     if None in ids:  # "args": null
         ids = [a if a is not None else _NO_IDS for a in ids]
-    fin = list(map(_G_FIN, ids))
     n_open = 0
-    if False in fin:  # "finished": false on an X event (some [memory] instants carry it too: not ranges)
-        n_open = sum(1 for v, x in zip(fin, is_x.tolist()) if v is False and x)
-    del fin
+    if False in map(_G_FIN, ids):  # "finished": false on an X event (some [memory] instants carry it too: not ranges)
+        n_open = sum(1 for v, x in zip(map(_G_FIN, ids), is_x.tolist()) if v is False and x)
     tkeys, nl, tl = b.lookups(kind, names, pids, tids)
     is_py = kind == Kind.PYTHON
-    corr = i64(list(map(_G_CORR, ids)))
-    ev = list(map(_G_EXT, ids))
-    if None in ev:  # "External id": null
-        ev = list(map(_NONE_AS_NO_ID, ev, ev))
-    ext = i64(ev)
+    corr = i64_of(_G_CORR, ids)
+    ext = i64_of(_G_EXT, ids, nullable=True)  # "External id": null is NO_ID
     # old traces spell it "external id"
-    lc = i64(list(map(_G_EXTLC, ids)))
+    lc = i64_of(_G_EXTLC, ids)
     np.copyto(ext, lc, where=(ext == NO_ID) & (lc != NO_ID))
     corr[is_py] = NO_ID
     ext[is_py] = NO_ID
@@ -209,11 +201,8 @@ def stage_typed(b, dec: Decoded) -> StagedChunk:
     pyix = np.flatnonzero(is_py)
     if pyix.size:
         sub = _take(ids, pyix, is_py)
-        pyid[pyix] = i64(list(map(_G_PYID, sub)))
-        pv = list(map(_G_PYPAR, sub))
-        if None in pv:  # a root frame: "Python parent id": null
-            pv = list(map(_NONE_AS_NO_ID, pv, pv))
-        pypar[pyix] = i64(pv)
+        pyid[pyix] = i64_of(_G_PYID, sub)
+        pypar[pyix] = i64_of(_G_PYPAR, sub, nullable=True)  # a root frame's parent id: null
     nbytes = np.zeros(n, dtype=np.int64)
     bmask = np.isin(kind, _BYTES_KINDS)
     bix = np.flatnonzero(bmask)
