@@ -308,10 +308,10 @@ class Staged(NamedTuple):
     ts: np.ndarray  # int64 ns
     dur: np.ndarray  # int64 ns
     kind: np.ndarray  # uint8 Kind
-    names: list  # each event's name
-    name_ix: list  # interned id of each name, None where new
-    track_keys: list  # (gpu side, pid, tid) per event
-    track_ix: list  # track id of each key, None where new
+    names: list | None  # each event's name (None: every one known, ``name_ix`` an array)
+    name_ix: list | np.ndarray  # interned id of each name: a list with None where new, else an array
+    track_keys: list | None  # (gpu side, pid, tid) per event (None: every one known, ``track_ix`` an array)
+    track_ix: list | np.ndarray  # track id of each key: a list with None where new, else an array
     ids: list  # per event: its args dict (dict lane) or its typed ids record (typed lane)
     corr: np.ndarray
     ext: np.ndarray

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .decode_common import (
-    _ARGS_KINDS, _BYTES_KINDS, _IS_NONE, _NO_ARGS, _RAW_ARGS_KIND, StagedChunk, Staged, _take, i64, i64_of, times,
+    _ARGS_KINDS, _BYTES_KINDS, _GPU_SIDE_ARR, _IS_NONE, _NO_ARGS, _RAW_ARGS_KIND, StagedChunk, Staged, _take, i64, i64_of, times,
 )
 from .model import NO_ID, Kind
 
@@ -116,6 +116,27 @@ def decode_events(text) -> Decoded | None:
         return None
 
 
+def _lookups(b, kind, timed: list):
+    """(names, name ids, track keys, track ids) of the records ``timed``, as ``ColumnBuilder.lookups`` gives them;
+    where every name and track is known, the ids straight into arrays from the records (``names`` and the keys
+    None: commit reads them only for the new ones), without a list of each field."""
+    n = len(timed)
+    try:
+        nl = np.fromiter(map(b._name_ix.get, map(_G_NAME, timed)), np.int32, n)
+        names = None
+    except TypeError:  # a new name (None)
+        names = list(map(_G_NAME, timed))
+        nl = list(map(b._name_ix.get, names))
+    gside = np.isin(kind, _GPU_SIDE_ARR).tolist()
+    try:
+        tl = np.fromiter(map(b._raw_track.get, zip(gside, map(_G_PID, timed), map(_G_TID, timed))), np.int32, n)
+        tkeys = None
+    except TypeError:  # a new track key
+        tkeys = list(zip(gside, map(_G_PID, timed), map(_G_TID, timed)))
+        tl = list(map(b._raw_track.get, tkeys))
+    return names, nl, tkeys, tl
+
+
 def stage_typed(b, dec: Decoded) -> StagedChunk:
     """``decode_dicts.stage_dicts`` for typed records (see ``_Ev``; ``dec`` from ``decode_events``): the same
     staged values, from attribute reads. The records' types are checked by msgspec; an int beyond 64 bits or a
@@ -176,9 +197,6 @@ def stage_typed(b, dec: Decoded) -> StagedChunk:
         # an instant of a range category (e.g. a cpu_op 'i') stays of its category, with no duration
     is_x = pa == _PH_X
     # one pass per field (cheaper than building a tuple per event and transposing)
-    names = list(map(_G_NAME, timed))
-    pids = list(map(_G_PID, timed))
-    tids = list(map(_G_TID, timed))
     ts, ts_ok, dur, no_dur, n_neg = times(n, inst, lambda at: np.count_nonzero(is_x[at]), list(map(_G_TS, timed)),
                                           list(map(_G_DUR, timed)), absent_nan=True)
     ids = all_ids if mask is None else list(compress(all_ids, mask))
@@ -187,7 +205,7 @@ def stage_typed(b, dec: Decoded) -> StagedChunk:
     n_open = 0
     if False in map(_G_FIN, ids):  # "finished": false on an X event (some [memory] instants carry it too: not ranges)
         n_open = sum(1 for v, x in zip(map(_G_FIN, ids), is_x.tolist()) if v is False and x)
-    tkeys, nl, tl = b.lookups(kind, names, pids, tids)
+    names, nl, tkeys, tl = _lookups(b, kind, timed)
     is_py = kind == Kind.PYTHON
     corr = i64_of(_G_CORR, ids)
     ext = i64_of(_G_EXT, ids, nullable=True)  # "External id": null is NO_ID
