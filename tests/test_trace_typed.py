@@ -272,3 +272,49 @@ def test_phases_of_other_lengths_are_read_as_the_dict_lane_reads_them(tmp_path, 
     assert n_fast == 1
     _same(typed, dicts)
     assert any(w.startswith("1 complete events had no duration") for w in typed.warnings)
+
+
+def test_pieces_whose_names_and_tracks_are_all_known(tmp_path, monkeypatch):
+    """A piece whose names and tracks were all met before takes its ids straight into arrays, one with a new name,
+    track or category takes the lists (``decode_typed._lookups``, ``ColumnBuilder._commit``); null ids (an
+    "External id" or a root frame's "Python parent id") go through both. The same model as the dict lane, piece
+    after piece, and an id past 64 bits still sends its piece to the dict lane."""
+    evs = []
+    for r in range(6):  # each round repeats the names and tracks of the first; rounds 3 and 5 bring new ones
+        t0 = 100.0 * r
+        evs += [
+            _ev(ts=t0 + 1, args={"External id": None, "Ev Idx": r}),
+            _ev(cat="python_function", name="model.py(10): forward", ts=t0 + 2, dur=20.0,
+                args={"Python parent id": None, "Python id": 10 * r + 1}),
+            _ev(cat="python_function", name="torch/nn(1): linear", ts=t0 + 3, dur=10.0,
+                args={"Python parent id": 10 * r + 1, "Python id": 10 * r + 2}),
+            _ev(cat="kernel", name="gemm", pid=0, tid=7, ts=t0 + 4, dur=3.0,
+                args={"External id": r, "correlation": r, "device": 0, "stream": 7, "grid": [1, 1, 1]}),
+            _ev(cat="cuda_runtime", name="cudaLaunchKernel", ts=t0 + 5, dur=1.0, args={"correlation": r}),
+        ]
+        if r == 3:
+            evs.append(_ev(name=f"aten::new{r}", tid=2, ts=t0 + 6, args={"External id": 99}))
+        if r == 5:
+            evs.append(_ev(cat="Something_new", name="mystery", ts=t0 + 7, dur=1.0))
+    p = _write(tmp_path, evs)
+    monkeypatch.setattr(reader, "CHUNK", 600)  # a round or so a piece
+    kinds = []
+    orig = decode_typed.stage_typed
+
+    def spy(b, dec):
+        chunk = orig(b, dec)
+        if chunk.cols is not None:
+            kinds.append((type(chunk.cols.name_ix), type(chunk.cols.track_ix)))
+        return chunk
+
+    monkeypatch.setattr(decode_typed, "stage_typed", spy)
+    typed, dicts, n_fast = _paths(monkeypatch, p)
+    assert n_fast >= 4
+    assert (np.ndarray, np.ndarray) in kinds and (list, list) in kinds  # both branches taken
+    _same(typed, dicts)
+    assert np.array_equal(typed.args_id, dicts.args_id)  # the CPU ops' entries: as written, re-encoded
+    roots = typed.kind == Kind.PYTHON
+    assert (typed.py_parent[roots] == -1).sum() == 6 and (typed.ext_id[typed.kind == Kind.CPU_OP] == -1).sum() == 6
+    huge = _write(tmp_path, evs + [_ev(ts=900.0, args={"correlation": 2**64})], "huge.json")
+    typed, dicts, _ = _paths(monkeypatch, huge)
+    _same(typed, dicts)

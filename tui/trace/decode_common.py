@@ -210,6 +210,24 @@ def i64(values: list) -> np.ndarray:
         raise SlowLane() from None
 
 
+#: ``map(_NONE_AS_NO_ID, xs, xs)``: each x, or NO_ID where x is None (dict.get with the value as its default)
+_NONE_AS_NO_ID = {None: NO_ID}.get
+
+
+def i64_of(get, items: list, nullable: bool = False) -> np.ndarray:
+    """``i64`` of ``get`` of each of ``items`` (ints), straight into the array (``np.fromiter``: no list of them);
+    ``nullable``: a None is NO_ID."""
+    try:
+        return np.fromiter(map(get, items), np.int64, len(items))
+    except OverflowError:
+        raise SlowLane() from None
+    except TypeError:  # a None
+        if not nullable:
+            raise
+    v = list(map(get, items))
+    return i64(list(map(_NONE_AS_NO_ID, v, v)))
+
+
 def kind_of_new_cat(kind_of_cat: dict, c) -> int:
     """The kind of a category spelling not met before (lower-cased into CATEGORY_KIND), recorded in ``kind_of_cat``."""
     k = CATEGORY_KIND.get(c.lower()) if isinstance(c, str) else None
@@ -290,10 +308,10 @@ class Staged(NamedTuple):
     ts: np.ndarray  # int64 ns
     dur: np.ndarray  # int64 ns
     kind: np.ndarray  # uint8 Kind
-    names: list  # each event's name
-    name_ix: list  # interned id of each name, None where new
-    track_keys: list  # (gpu side, pid, tid) per event
-    track_ix: list  # track id of each key, None where new
+    names: list | None  # each event's name (None: every one known, ``name_ix`` an array)
+    name_ix: list | np.ndarray  # interned id of each name: a list with None where new, else an array
+    track_keys: list | None  # (gpu side, pid, tid) per event (None: every one known, ``track_ix`` an array)
+    track_ix: list | np.ndarray  # track id of each key: a list with None where new, else an array
     ids: list  # per event: its args dict (dict lane) or its typed ids record (typed lane)
     corr: np.ndarray
     ext: np.ndarray

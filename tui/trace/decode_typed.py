@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .decode_common import (
-    _ARGS_KINDS, _BYTES_KINDS, _IS_NONE, _NO_ARGS, _RAW_ARGS_KIND, StagedChunk, Staged, _take, i64, times,
+    _ARGS_KINDS, _BYTES_KINDS, _GPU_SIDE_ARR, _IS_NONE, _NO_ARGS, _RAW_ARGS_KIND, StagedChunk, Staged, _take, i64, i64_of, times,
 )
 from .model import NO_ID, Kind
 
@@ -78,8 +78,6 @@ else:  # pragma: no cover
 FAST_DECODE = _DEC_EV is not None and _os.environ.get("GAPSCOPE_DECODER", "") != "dicts"
 _G_PH, _G_CAT, _G_ARGS = attrgetter("ph"), attrgetter("cat"), attrgetter("args")
 _G_NAME, _G_PID, _G_TID, _G_TS = attrgetter("name"), attrgetter("pid"), attrgetter("tid"), attrgetter("ts")
-#: ``map(_NONE_AS_NO_ID, xs, xs)``: each x, or NO_ID where x is None (dict.get with the value as its default)
-_NONE_AS_NO_ID = {None: NO_ID}.get
 _G_DUR = attrgetter("dur")
 _NO_ARGS_MAX = max(map(len, _NO_ARGS))
 _G_CORR, _G_EXT, _G_EXTLC = attrgetter("correlation"), attrgetter("ext"), attrgetter("ext_lc")
@@ -118,6 +116,27 @@ def decode_events(text) -> Decoded | None:
         return None
 
 
+def _lookups(b, kind, timed: list):
+    """(names, name ids, track keys, track ids) of the records ``timed``, as ``ColumnBuilder.lookups`` gives them;
+    where every name and track is known, the ids straight into arrays from the records (``names`` and the keys
+    None: commit reads them only for the new ones), without a list of each field."""
+    n = len(timed)
+    try:
+        nl = np.fromiter(map(b._name_ix.get, map(_G_NAME, timed)), np.int32, n)
+        names = None
+    except TypeError:  # a new name (None)
+        names = list(map(_G_NAME, timed))
+        nl = list(map(b._name_ix.get, names))
+    gside = np.isin(kind, _GPU_SIDE_ARR).tolist()
+    try:
+        tl = np.fromiter(map(b._raw_track.get, zip(gside, map(_G_PID, timed), map(_G_TID, timed))), np.int32, n)
+        tkeys = None
+    except TypeError:  # a new track key
+        tkeys = list(zip(gside, map(_G_PID, timed), map(_G_TID, timed)))
+        tl = list(map(b._raw_track.get, tkeys))
+    return names, nl, tkeys, tl
+
+
 def stage_typed(b, dec: Decoded) -> StagedChunk:
     """``decode_dicts.stage_dicts`` for typed records (see ``_Ev``; ``dec`` from ``decode_events``): the same
     staged values, from attribute reads. The records' types are checked by msgspec; an int beyond 64 bits or a
@@ -128,16 +147,15 @@ def stage_typed(b, dec: Decoded) -> StagedChunk:
         return StagedChunk({}, [], None)
     # categories by code (``b._cat_code``, grown in order of first appearance): one lookup pass gives both the
     # counts (a bincount) and the kinds (a take), where a Counter and a lookup of each timed event's kind were two
-    cats = list(map(_G_CAT, evs))
     code = b._cat_code
-    cl = list(map(code.get, cats))
-    if None in cl:
-        for c in dict.fromkeys(compress(cats, map(_IS_NONE, cl))):
+    try:  # one pass straight into the array (a spelling not met before makes its code None: a TypeError)
+        ca = np.fromiter(map(code.get, map(_G_CAT, evs)), np.intp, n_all)
+    except TypeError:
+        cats = list(map(_G_CAT, evs))
+        for c in dict.fromkeys(compress(cats, map(_IS_NONE, map(code.get, cats)))):
             b.new_cat(c)
-        cl = list(map(code.get, cats))
-    del cats
-    ca = np.array(cl, dtype=np.intp)
-    del cl
+        ca = np.fromiter(map(code.get, cats), np.intp, n_all)
+        del cats
     cnt = np.bincount(ca, minlength=len(code)).tolist()
     names_of = b._cat_names
     # in code order: the spellings new to the trace come in order of first appearance, as a Counter has them
@@ -179,28 +197,20 @@ def stage_typed(b, dec: Decoded) -> StagedChunk:
         # an instant of a range category (e.g. a cpu_op 'i') stays of its category, with no duration
     is_x = pa == _PH_X
     # one pass per field (cheaper than building a tuple per event and transposing)
-    names = list(map(_G_NAME, timed))
-    pids = list(map(_G_PID, timed))
-    tids = list(map(_G_TID, timed))
     ts, ts_ok, dur, no_dur, n_neg = times(n, inst, lambda at: np.count_nonzero(is_x[at]), list(map(_G_TS, timed)),
                                           list(map(_G_DUR, timed)), absent_nan=True)
     ids = all_ids if mask is None else list(compress(all_ids, mask))
     if None in ids:  # "args": null
         ids = [a if a is not None else _NO_IDS for a in ids]
-    fin = list(map(_G_FIN, ids))
     n_open = 0
-    if False in fin:  # "finished": false on an X event (some [memory] instants carry it too: not ranges)
-        n_open = sum(1 for v, x in zip(fin, is_x.tolist()) if v is False and x)
-    del fin
-    tkeys, nl, tl = b.lookups(kind, names, pids, tids)
+    if False in map(_G_FIN, ids):  # "finished": false on an X event (some [memory] instants carry it too: not ranges)
+        n_open = sum(1 for v, x in zip(map(_G_FIN, ids), is_x.tolist()) if v is False and x)
+    names, nl, tkeys, tl = _lookups(b, kind, timed)
     is_py = kind == Kind.PYTHON
-    corr = i64(list(map(_G_CORR, ids)))
-    ev = list(map(_G_EXT, ids))
-    if None in ev:  # "External id": null
-        ev = list(map(_NONE_AS_NO_ID, ev, ev))
-    ext = i64(ev)
+    corr = i64_of(_G_CORR, ids)
+    ext = i64_of(_G_EXT, ids, nullable=True)  # "External id": null is NO_ID
     # old traces spell it "external id"
-    lc = i64(list(map(_G_EXTLC, ids)))
+    lc = i64_of(_G_EXTLC, ids)
     np.copyto(ext, lc, where=(ext == NO_ID) & (lc != NO_ID))
     corr[is_py] = NO_ID
     ext[is_py] = NO_ID
@@ -209,11 +219,8 @@ def stage_typed(b, dec: Decoded) -> StagedChunk:
     pyix = np.flatnonzero(is_py)
     if pyix.size:
         sub = _take(ids, pyix, is_py)
-        pyid[pyix] = i64(list(map(_G_PYID, sub)))
-        pv = list(map(_G_PYPAR, sub))
-        if None in pv:  # a root frame: "Python parent id": null
-            pv = list(map(_NONE_AS_NO_ID, pv, pv))
-        pypar[pyix] = i64(pv)
+        pyid[pyix] = i64_of(_G_PYID, sub)
+        pypar[pyix] = i64_of(_G_PYPAR, sub, nullable=True)  # a root frame's parent id: null
     nbytes = np.zeros(n, dtype=np.int64)
     bmask = np.isin(kind, _BYTES_KINDS)
     bix = np.flatnonzero(bmask)

@@ -42,7 +42,11 @@ def sort_order(track, ts, dur) -> np.ndarray:
         in_tie[1:] |= tie
         in_tie[:-1] |= tie
         at = np.flatnonzero(in_tie)
-        group = np.cumsum(np.concatenate(([True], ~tie)))[at]
+        # a run's number: the runs begun up to each of its rows, counted over those rows only (a row begins a run
+        # where its key is not its predecessor's), not over every event (a pass over all of them, the GIL held)
+        begins = np.ones(at.size, dtype=bool)
+        begins[1:] = ~tie[at[1:] - 1]
+        group = np.cumsum(begins)
         sub = order[at]
         order[at] = sub[np.lexsort((-dur[sub], group))]
     return order
