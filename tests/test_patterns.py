@@ -434,10 +434,10 @@ def test_the_explorer_shows_the_tiny_kernel_loop():
 
 
 def test_in_calls_is_the_last_call_started_before_each_time():
-    """``patterns_loop._in_calls`` (two binary searches per call) against its definition, per time: the last call
+    """``patterns_loop.in_calls`` (two binary searches per call) against its definition, per time: the last call
     starting at or before it, kept when the time is before that call's end. Random disjoint calls, some of zero
     length or touching, and times on their edges."""
-    from gapscope.tui.analysis.patterns_loop import _in_calls
+    from gapscope.tui.analysis.patterns_loop import in_calls
 
     rng = np.random.default_rng(7)
     for _ in range(200):
@@ -447,7 +447,7 @@ def test_in_calls_is_the_last_call_started_before_each_time():
         s = np.cumsum(gaps + np.r_[0, durs[:-1]]) if n else np.zeros(0, np.int64)
         e = s + durs
         ts = np.sort(np.r_[rng.integers(-2, int(e[-1]) + 3 if n else 3, 15), s, e]).astype(np.int64)
-        pos, call = _in_calls(s, e, ts)
+        pos, call = in_calls(s, e, ts)
         want_pos, want_call = [], []
         for p, t in enumerate(ts.tolist()):
             j = int(np.searchsorted(s, t, side="right")) - 1

@@ -93,7 +93,7 @@ def loop_stats(a, name: str) -> dict | None:
     return _loop_stats(a, np.flatnonzero((m.name_id == nid) & (m.kind == int(Kind.PYTHON))))
 
 
-def _in_calls(s: np.ndarray, e: np.ndarray, ts_sorted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def in_calls(s: np.ndarray, e: np.ndarray, ts_sorted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For disjoint calls [s, e) in time order and times sorted: (position in ``ts_sorted``, call) of each time
     inside a call. The same as taking, for each time, the last call starting at or before it and keeping it when
     the time is before that call's end (calls that do not overlap), in O(calls + hits) instead of O(times)."""
@@ -150,7 +150,7 @@ def _loop_stats(a, idx: np.ndarray) -> dict | None:
         if sel is None:
             sel = memo_a[("L", t)] = np.flatnonzero(memo_a["L_track"] == t)
         o, lt = _by_time(memo_a, ("Lts", t), lambda: m.ts_ns[L[sel]])
-        pos, ci = _in_calls(m.ts_ns[c], m.ts_ns[c] + m.dur_ns[c], lt)
+        pos, ci = in_calls(m.ts_ns[c], m.ts_ns[c] + m.dur_ns[c], lt)
         hit_k.append(sel[o[pos]])
         hit_call.append(c[ci])
     if not hit_k or sum(x.size for x in hit_k) == 0:
@@ -193,7 +193,7 @@ def _loop_stats(a, idx: np.ndarray) -> dict | None:
         if st is None:
             st = memo_a[key] = sy[m.track[sy] == t]
         o, sts = _by_time(memo_a, ("syts",) + key[1:], lambda: m.ts_ns[st])
-        pos, call = _in_calls(s, e, sts)
+        pos, call = in_calls(s, e, sts)
         p = o[pos]
         keep = np.argsort(p, kind="stable")  # the syncs in their own order, as a mask over them keeps them
         p, call = p[keep], call[keep]
