@@ -670,3 +670,53 @@ def test_gaps_merged_in_the_load_thread_are_the_screens_merge():
         sc.set_analysis(a, 2000, 0, wrong)
         assert state(sc) == state(ref)
         assert not any(sc.gaps.lanes[k] is wrong.lanes.get(k) for k in sc.gaps.lanes)
+
+
+def test_pieces_are_small_only_while_the_screen_is_used(tmp_path, monkeypatch, small):
+    """The parent's pieces: Meter.piece for ACTIVE_S after a load starts or a key (``touch``), the reader's own
+    size otherwise; pieces of changing sizes still end with exactly the plain load's model."""
+    import time
+
+    monkeypatch.setattr(progressive.Meter, "piece", 16 << 10)
+    meter = progressive.Meter(lambda r: None, 100)
+    assert meter.piece_now() == 16 << 10  # a load starting: its first frames are drawn meanwhile
+    monkeypatch.setattr(progressive, "_active_until", 0.0)
+    assert meter.piece_now() == reader.CHUNK  # nobody at the keys
+    progressive.touch()
+    assert progressive._active_until > time.monotonic() and meter.piece_now() == 16 << 10
+    monkeypatch.setattr(progressive.Meter, "piece", 1 << 30)
+    assert meter.piece_now() == reader.CHUNK  # never past the reader's size
+    doc = kineto_order()
+    p = tmp_path / "t.json"
+    p.write_bytes(json.dumps(doc, indent=1).encode())
+    asked = []
+
+    def sizes(self):
+        asked.append(16 << 10 if len(asked) % 3 else reader.CHUNK)
+        return asked[-1]
+
+    monkeypatch.setattr(progressive.Meter, "piece_now", sizes)
+    prog = progressive_load(p, [], [])
+    assert len(set(asked)) == 2 and len(asked) >= 6
+    monkeypatch.setattr(parallel, "PARALLEL_MIN", None)
+    monkeypatch.setattr(reader, "CHUNK", 8 << 20)
+    same_model(prog, read.load_uncached(str(p)))
+
+
+def test_a_key_marks_the_screen_in_use(tmp_path, monkeypatch):
+    """The explorer tells the reader on every key (tui/trace/progressive.py ``touch``)."""
+    import time
+
+    from gapscope.tui.app.app import GapscopeApp
+
+    async def go():
+        app = GapscopeApp([SAMPLE], load_opts={"no_cache": True})
+        async with app.run_test(size=(100, 30)) as pilot:
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            monkeypatch.setattr(progressive, "_active_until", 0.0)
+            await pilot.press("d")
+            await pilot.pause()
+            return progressive._active_until
+
+    assert asyncio.run(go()) > time.monotonic()

@@ -39,7 +39,7 @@ def _parse_split(path: str, data, job: _Job, meter=None) -> TraceModel:
     r.job = job
     if meter is not None:
         r.tick = meter.ticker(r, job)
-        r.piece = min(_reader.CHUNK, meter.piece)  # the explorer draws meanwhile: shorter holds of the GIL
+        r.piece = meter.piece_now  # the explorer draws meanwhile: shorter holds of the GIL while it is used
     r.run()
     if meter is not None:
         meter.building()

@@ -27,6 +27,8 @@ array read and events decoded so far, by this process and the worker (its shared
 
 from __future__ import annotations
 
+import time
+
 import math
 import os
 from typing import NamedTuple
@@ -65,6 +67,18 @@ class LoadProgress(NamedTuple):
 #: 0.6 s on this VM at load average 13) for the same total time within the noise. Only the clean two-process
 #: path takes it: the model does not depend on where the pieces are cut (tests/test_trace_progressive.py)
 DRAWN_PIECE = 1 << 20
+#: ...but only while the screen is in use: for ACTIVE_S seconds after a load starts and after each key
+#: (``touch``); otherwise the pieces are CHUNK's. Small pieces cost the parse itself: at 1 GB on 2 cores the
+#: parent's CPU was 15.1-15.4 s with 1 MB pieces against 11.4-12.5 s with 8 MB (the worker's 9.1-9.9 s either
+#: way), and the explorer's gap list came 4.1 s later (benchmarks/README.md, "Pieces of the explorer's load")
+ACTIVE_S = 2.0
+_active_until = 0.0
+
+
+def touch(seconds: float = ACTIVE_S) -> None:
+    """The screen is being used (a key, a load starting): the parse takes small pieces for ``seconds`` more."""
+    global _active_until
+    _active_until = max(_active_until, time.monotonic() + seconds)
 
 
 class Meter:
@@ -76,6 +90,16 @@ class Meter:
         self.report, self.total, self.job = report, total, job
         self.reader = None
         self.split = total
+        touch()  # the first frames (the preview, the provisional list) are drawn while the parse starts
+
+    def piece_now(self) -> int:
+        """The size of the next piece this process parses: ``piece`` while the screen is in use, else CHUNK's
+        (never more than CHUNK's: tests shrink it). Where the pieces are cut does not change the model."""
+        from . import reader
+
+        if time.monotonic() < _active_until:
+            return min(reader.CHUNK, self.piece)
+        return reader.CHUNK
 
     def ticker(self, reader, job):
         self.reader = reader

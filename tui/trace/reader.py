@@ -78,15 +78,16 @@ class _PieceBuf:
 def _clean_region(data, a: int, b: int, builder: ColumnBuilder, tick=None, piece: int | None = None,
                   buf: _PieceBuf | None = None) -> None:
     """Events in data[a:b] (``a`` at an event's ``{``, ``b`` just after an event's ``}``) in ~CHUNK pieces (or
-    ``piece``), as plain JSON only. ``tick(offset reached)`` after each piece; the pages of a map are released
+    ``piece``: a size, or a call giving the size of each next piece), as plain JSON only. ``tick(offset reached)`` after each piece; the pages of a map are released
     behind it."""
-    piece = CHUNK if piece is None else piece
+    size_of = piece if callable(piece) else (lambda: CHUNK if piece is None else piece)
     buf = _PieceBuf() if buf is None else buf
     pos = a
     while pos < b:
         end, nxt = b, b
-        if pos + piece < b:
-            m = _BOUNDARY.search(data, pos + piece, b)
+        size = size_of()
+        if pos + size < b:
+            m = _BOUNDARY.search(data, pos + size, b)
             if m is not None:
                 end, nxt = m.start() + 1, m.end() - 1
         widened = 0
@@ -122,8 +123,8 @@ class _Reader:
         self.worker_part: dict | None = None
         #: called with the offset this process has read up to, after each piece (tui/trace/progressive.py)
         self.tick = None
-        #: the size of this process's pieces on the parallel path (None: CHUNK)
-        self.piece: int | None = None
+        #: the size of this process's pieces on the parallel path (None: CHUNK; or a call giving each next one's)
+        self.piece = None
         self._buf = _PieceBuf()
 
     # -------------------------------------------------------------- top level
