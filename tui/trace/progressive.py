@@ -64,11 +64,11 @@ class LoadProgress(NamedTuple):
 
 #: the parent's pieces on the parallel path of a load with a progress report (the explorer's): the parse holds the
 #: GIL for one piece's decode at a time, and a key waits for it; 1 MB against 8 MB cut the longest hold ~7x (4.3 ->
-#: 0.6 s on this VM at load average 13) for the same total time within the noise. Only the clean two-process
+#: 0.6 s on this VM at load average 13). Only the clean two-process
 #: path takes it: the model does not depend on where the pieces are cut (tests/test_trace_progressive.py)
 DRAWN_PIECE = 1 << 20
 #: ...but only while the screen is in use: for ACTIVE_S seconds after a load starts and after each key
-#: (``touch``); otherwise the pieces are CHUNK's. Small pieces cost the parse itself: at 1 GB on 2 cores the
+#: or mouse event (``touch``); otherwise the pieces are CHUNK's. Small pieces cost the parse itself: at 1 GB on 2 cores the
 #: parent's CPU was 15.1-15.4 s with 1 MB pieces against 11.4-12.5 s with 8 MB (the worker's 9.1-9.9 s either
 #: way), and the explorer's gap list came 4.1 s later (benchmarks/README.md, "Pieces of the explorer's load")
 ACTIVE_S = 2.0
