@@ -7,10 +7,9 @@ import gc
 import threading
 
 import numpy as np
-from textual import events, on
+from textual import on
 from textual.app import App
 
-from ..trace.progressive import touch as touch_screen
 from . import glyphs as G
 from . import progress as progressive
 from .diffscene import diff_pair
@@ -26,7 +25,7 @@ FREEZE_EVENTS = 100_000
 GC_FULL_EVERY = 300
 
 
-class GapscopeApp(App):
+class GapscopeApp(progressive.MarksUse, App):
     TITLE = "gapscope"
     ENABLE_COMMAND_PALETTE = False  # every action has a key; the footer stays plain ASCII-friendly
     CSS_PATH = "gapscope.tcss"
@@ -64,13 +63,6 @@ class GapscopeApp(App):
     def get_default_screen(self) -> MainScreen:
         self.main = MainScreen(self.glyphs)
         return self.main
-
-    async def on_event(self, event) -> None:
-        # a key or the mouse: the person is using the screen, and a trace still being read is parsed in small
-        # pieces for a while (shorter holds of the GIL; tui/trace/progressive.py ``touch``)
-        if isinstance(event, (events.Key, events.MouseEvent)):
-            touch_screen()
-        await super().on_event(event)
 
     def on_load(self) -> None:
         # the trace is read while the screen is built (before compose and mount): the first frame of a trace

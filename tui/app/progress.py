@@ -20,12 +20,24 @@ from dataclasses import replace
 
 import numpy as np
 from rich.text import Text
+from textual import events
 from textual.widgets import Static
 
 from ..analysis import Analysis
 from ..trace.model import Kind, TrackKind
-from ..trace.progressive import LoadProgress, Preview
+from ..trace.progressive import LoadProgress, Preview, touch
 from .timefmt import fmt_dur
+
+class MarksUse:
+    """The app's part in the reader's pieces (a mix-in of GapscopeApp, which sees every key and mouse event before
+    its widgets): each one tells the reader that the screen is in use, and a trace still being read is parsed in
+    small pieces for a while, shorter holds of the GIL (tui/trace/progressive.py ``touch``)."""
+
+    async def on_event(self, event) -> None:
+        if isinstance(event, (events.Key, events.MouseEvent)):
+            touch()
+        await super().on_event(event)
+
 
 #: the GPU work that bounds a provisional window (the kinds the gaps are made from)
 _WORK = (int(Kind.KERNEL), int(Kind.MEMCPY), int(Kind.MEMSET))
