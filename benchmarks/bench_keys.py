@@ -52,7 +52,7 @@ def synth_model(n_events: int, seed: int = 0, lanes: int = 1):
     return b.finish({"deviceProperties": [{"id": 0, "name": "bench GPU"}]})
 
 
-async def bench(model, size, presses):
+async def bench(model, size, presses, profile=None):
     from gapscope.tui.app.app import GapscopeApp
     from gapscope.tui.app.scene import Scene
 
@@ -82,13 +82,21 @@ async def bench(model, size, presses):
             await pilot.pause()
         times = {}
         wall = []
+        profs = {}
         for key in presses:
             r0 = app.lanes.renders
+            pr = None
+            if profile is not None and key in profile:
+                import cProfile
+                pr = profs.setdefault(key, cProfile.Profile())
+                pr.enable()
             t0 = time.perf_counter()
             c0 = time.process_time()
             await pilot.press(key)
             await pilot.pause()
             dt = time.process_time() - c0
+            if pr is not None:
+                pr.disable()
             wall.append((time.perf_counter() - t0) * 1000)
             times.setdefault(key, []).append((dt * 1000, app.lanes.renders - r0))
         allt = sorted(x for v in times.values() for x, _ in v)
@@ -101,6 +109,12 @@ async def bench(model, size, presses):
               f"  max {allt[-1]:.1f} ms")
         print(f"wall clock incl. pilot waits (~100 ms even for an unbound key): p50 {np.percentile(wall, 50):.1f} ms"
               f"  p95 {np.percentile(wall, 95):.1f} ms")
+        import pstats
+        for key, pr in profs.items():  # --profile: where the presses of these keys went (under cProfile: slower)
+            print(f"\n--- cProfile of the presses of {key!r} ({len(times[key])}), by own time, then cumulative:")
+            st = pstats.Stats(pr)
+            st.sort_stats("tottime").print_stats(25)
+            st.sort_stats("cumulative").print_stats(45)
 
 
 def main():
@@ -108,6 +122,7 @@ def main():
     ap.add_argument("--events", type=int, default=3_000_000)
     ap.add_argument("--size", default="200x50")
     ap.add_argument("--lanes", type=int, default=8, help="CPU threads and CUDA streams the chains rotate over")
+    ap.add_argument("--profile", default=None, help="keys whose presses are profiled (cProfile), e.g. nws")
     a = ap.parse_args()
     w, h = (int(x) for x in a.size.split("x"))
     t = time.perf_counter()
@@ -115,7 +130,7 @@ def main():
     print(f"model: {model.n} events built in {time.perf_counter() - t:.1f} s")
     presses = ["n"] * 10 + ["N"] * 5 + ["w"] * 8 + ["s"] * 8 + ["d"] * 6 + ["a"] * 6 + ["j", "k"] * 4 + \
               ["L"] * 6 + ["0", "f"] * 3
-    asyncio.run(bench(model, (w, h), presses))
+    asyncio.run(bench(model, (w, h), presses, a.profile))
 
 
 if __name__ == "__main__":
