@@ -168,3 +168,27 @@ def test_worker_part_read_from_the_pipe_in_pieces(tmp_path, monkeypatch, doc, pi
     assert len(reads) == (4 if pickled_columns else 15)
     if not pickled_columns:
         assert sum(reads) > 100 * 4096  # the columns alone: over a hundred reads
+
+
+def test_idle_runs_once_while_the_worker_is_awaited_and_changes_nothing(tmp_path, monkeypatch, doc):
+    # the report imports its analysis while the loader waits for the worker's part (``load``'s idle)
+    p = tmp_path / "t.json"
+    p.write_bytes(json.dumps(doc).encode())
+    orig = parallel._worker
+
+    def slow_worker(*a, **k):
+        import time
+
+        time.sleep(0.5)  # the parent is surely done with its half first
+        return orig(*a, **k)
+
+    monkeypatch.setattr(parallel, "_worker", slow_worker)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(parallel, "_cpus", lambda: 2)
+    calls = []
+    par = read.load(str(p), no_cache=True, idle=lambda: calls.append(1))
+    assert calls == [1]
+    monkeypatch.setattr(parallel, "PARALLEL_MIN", None)
+    ser = read.load(str(p), no_cache=True, idle=lambda: calls.append(2))
+    assert calls == [1]  # one process: nothing is awaited, idle is never called
+    assert_same_model(par, ser)

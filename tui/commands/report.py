@@ -36,11 +36,19 @@ def analyses_for(paths, args) -> list:
     from ..analysis.diagnosis import analyse
     from ..trace.multi import load_many
 
-    models = load_many(paths, no_cache=bool(getattr(args, "no_cache", False)), max_size=getattr(args, "max_size", None))
+    models = load_many(paths, no_cache=bool(getattr(args, "no_cache", False)), max_size=getattr(args, "max_size", None),
+                       idle=_import_analysis)
     # window: "steps" (the measured gapscope.step#k ranges, the default) or "all" (a --whole-trace flag)
     window = "all" if getattr(args, "whole_trace", False) else "steps"
     # a second core for the analysis and its projection (forked children: this process runs no other thread)
     return analyse(models, window=window, parallel=True)
+
+
+def _import_analysis() -> None:
+    """The analysis' and the report's modules (~50 ms of imports), while the loader waits for its worker's part
+    of a big trace (``load_many``'s ``idle``): then they cost no time of their own."""
+    from .. import report  # noqa: F401
+    from ..analysis import diagnosis, replay, verdict  # noqa: F401
 
 
 def report_top(args) -> int:

@@ -75,21 +75,24 @@ def _set_ranks(model: TraceModel) -> TraceModel:
     return model
 
 
-def _load_one(path: str, no_cache: bool, max_size, pooled: bool = False) -> TraceModel:
+def _load_one(path: str, no_cache: bool, max_size, pooled: bool = False, idle=None) -> TraceModel:
     if pooled:  # the files already run in parallel processes: no second worker per file
         from . import parallel
 
         parallel.PARALLEL_MIN = None
-    return _set_ranks(load(path, no_cache=no_cache, max_size=max_size))
+    return _set_ranks(load(path, no_cache=no_cache, max_size=max_size, idle=idle))
 
 
-def load_many(paths, *, no_cache: bool = False, max_size=None, jobs: int | None = None) -> list[TraceModel]:
+def load_many(paths, *, no_cache: bool = False, max_size=None, jobs: int | None = None,
+              idle=None) -> list[TraceModel]:
+    """The models of ``paths`` (``expand``ed), in rank order. ``idle``: see ``read.load_uncached`` (called for one
+    trace only: several are loaded in parallel processes)."""
     files = expand(paths)
     limit = parse_size(max_size)
     for f in files:  # fail fast, before starting workers, on missing files and the like
         check_file(f)
     if len(files) <= 1 or jobs == 1:
-        return [_load_one(f, no_cache, limit) for f in files]
+        return [_load_one(f, no_cache, limit, idle=idle if len(files) == 1 else None) for f in files]
     workers = min(len(files), jobs or os.cpu_count() or 1)
     from concurrent.futures import ProcessPoolExecutor  # only here: ~10 ms of imports that one trace never needs
 

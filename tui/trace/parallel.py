@@ -208,6 +208,8 @@ class _Job:
 
         self.split = split
         self.pid = 0
+        #: work for this process while it waits for the worker's part (``result``): set by ``load``'s ``idle``
+        self.idle = None
         #: bytes read and events decoded by the worker so far (written by it, read for a progress bar): an
         #: anonymous map, shared with the worker across the fork
         self._shared = mmap.mmap(-1, 16)
@@ -240,8 +242,15 @@ class _Job:
 
     def result(self, start: int, end: int, tick=None) -> dict:
         """The worker's part (its first and last event must be at ``start`` and ``end``); while it is not in,
-        ``tick(start)`` every 0.1 s (a progress bar reads the worker's counters meanwhile)."""
+        ``tick(start)`` every 0.1 s (a progress bar reads the worker's counters meanwhile). When the part is not in
+        yet, ``self.idle()`` (when set: the report's imports of its analysis) runs first, once."""
         fd = self.fd
+        idle, self.idle = self.idle, None
+        if idle is not None:
+            p = select.poll()
+            p.register(fd, select.POLLIN)
+            if not p.poll(0):
+                idle()
         try:
             if tick is not None:
                 self._wait_readable(tick, start)

@@ -131,14 +131,18 @@ def parse_bytes(path: str, data, job: _Job | None = None, meter=None) -> TraceMo
             gc.enable()
 
 
-def load_uncached(path: str, max_size=None, *, progress=None, first=None) -> TraceModel:
+def load_uncached(path: str, max_size=None, *, progress=None, first=None, idle=None) -> TraceModel:
     """Parse ``path`` (no cache). ``progress(LoadProgress)`` hears how far the reading is (after each piece, and
     every 0.1 s while the worker's part is awaited); ``first()`` runs once the worker (if any) has started and
-    before this process parses (the explorer draws a preview then). Neither changes what is built."""
+    before this process parses (the explorer draws a preview then); ``idle()`` runs once if this process has
+    parsed its part before the worker's is in (the report imports its analysis then). None changes what is
+    built."""
     p = os.fspath(path)
     limit = parse_size(max_size)
     st = check_file(p)
     job = _start_job(p, st, limit)
+    if job is not None:
+        job.idle = idle
     mapped = None
     try:
         if job is not None:
@@ -179,20 +183,20 @@ def load_uncached(path: str, max_size=None, *, progress=None, first=None) -> Tra
     return model
 
 
-def load(path, *, no_cache: bool = False, max_size=None, progress=None, first=None) -> TraceModel:
-    """Load a trace, from the columnar cache when a valid one exists (unless ``no_cache``). ``progress`` and
-    ``first``: see ``load_uncached`` (neither is called on a cache hit)."""
+def load(path, *, no_cache: bool = False, max_size=None, progress=None, first=None, idle=None) -> TraceModel:
+    """Load a trace, from the columnar cache when a valid one exists (unless ``no_cache``). ``progress``,
+    ``first`` and ``idle``: see ``load_uncached`` (none is called on a cache hit)."""
     p = os.fspath(path)
     limit = parse_size(max_size)
     st = check_file(p)
     if no_cache:
-        return load_uncached(p, limit, progress=progress, first=first)
+        return load_uncached(p, limit, progress=progress, first=first, idle=idle)
     from . import cache
 
     model = cache.get(p, st)
     if model is not None:
         return model
-    model = load_uncached(p, limit, progress=progress, first=first)
+    model = load_uncached(p, limit, progress=progress, first=first, idle=idle)
     # a big entry is written by a thread: the explorer draws its first frame meanwhile
     cache.put(p, st, model, background=model.n >= BACKGROUND_CACHE_MIN)
     return model
