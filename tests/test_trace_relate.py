@@ -51,3 +51,32 @@ def test_python_depth_by_pointer_jumping_counts_ancestors_and_stops_on_cycles():
     want = _depth_one_step_a_round(par_local, relate._MAX_TREE_DEPTH)
     assert np.array_equal(depth, want.astype(np.int16))
     assert depth[n0 + 4] == 3 and depth[5999] == relate._MAX_TREE_DEPTH and depth[-1] == relate._MAX_TREE_DEPTH
+
+
+def test_python_tree_in_a_thread_gives_the_serial_model(monkeypatch):
+    # the Python frames' id tree is built in a thread beside the time nesting (TREE_THREAD_MIN frames or more):
+    # the same depth and parent as one thread, on a real trace and on one whose frames have no ids
+    import os
+
+    from gapscope.tui.trace.read import load
+    from tests.helpers import assert_same_model
+
+    sample = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "traces",
+                          "hf-llama.decode.json.gz")
+    monkeypatch.setattr(relate, "TREE_THREAD_MIN", 10**12)
+    serial = load(sample, no_cache=True)
+    monkeypatch.setattr(relate, "TREE_THREAD_MIN", 1)
+    import threading
+
+    seen = []
+    real_start = threading.Thread.start
+
+    def start(self):
+        seen.append(self.name)
+        return real_start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    threaded = load(sample, no_cache=True)
+    assert "gapscope-nesting" in seen
+    assert_same_model(serial, threaded)
+    assert int((serial.depth > 0).sum()) > 1000

@@ -18,6 +18,8 @@ import json as _json
 _dict_loads = _orjson.loads if _orjson is not None else _json.loads
 
 
+#: Python frames (with ids) from which their tree is built in a thread while the time nesting runs (``_nesting``)
+TREE_THREAD_MIN = 20_000
 #: Python frames deeper than this (or in a cycle of parent ids) get this depth
 _MAX_TREE_DEPTH = 4096
 
@@ -63,12 +65,34 @@ def _nesting(ts, dur, kind, pyid, pypar, offsets):
     cpu_fam = np.isin(kind, np.array([int(k) for k in CPU_NEST_KINDS], dtype=np.uint8))
     is_py = kind == Kind.PYTHON
     track_of = np.repeat(np.arange(offsets.shape[0] - 1), np.diff(offsets))
-    for fam in (cpu_fam, is_py & (pyid < 0)):
-        idx = np.flatnonzero(fam)
-        if idx.size:
-            time_nesting(idx, ts, dur, track_of, depth, parent)
     py = np.flatnonzero(is_py & (pyid >= 0))
-    if py.size:
+    # the Python frames' id tree and the time nesting write disjoint events: the tree in a thread meanwhile, as
+    # numpy's sorts and searches let go of the GIL (a second core's work where there is one)
+    tree = None
+    if py.size >= TREE_THREAD_MIN:
+        import threading
+
+        failed: list = []
+
+        def run_tree() -> None:
+            try:
+                _tree_nesting(py, pyid, pypar, depth, parent)
+            except BaseException as e:  # noqa: BLE001 - raised again by the caller's thread, below
+                failed.append(e)
+
+        tree = threading.Thread(target=run_tree, name="gapscope-nesting", daemon=True)
+        tree.start()
+    try:
+        for fam in (cpu_fam, is_py & (pyid < 0)):
+            idx = np.flatnonzero(fam)
+            if idx.size:
+                time_nesting(idx, ts, dur, track_of, depth, parent)
+    finally:
+        if tree is not None:
+            tree.join()
+    if tree is not None and failed:
+        raise failed[0]
+    if py.size and tree is None:
         _tree_nesting(py, pyid, pypar, depth, parent)
     return depth, parent
 
