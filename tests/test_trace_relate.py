@@ -53,9 +53,9 @@ def test_python_depth_by_pointer_jumping_counts_ancestors_and_stops_on_cycles():
     assert depth[n0 + 4] == 3 and depth[5999] == relate._MAX_TREE_DEPTH and depth[-1] == relate._MAX_TREE_DEPTH
 
 
-def test_python_tree_in_a_thread_gives_the_serial_model(monkeypatch):
-    # the Python frames' id tree is built in a thread beside the time nesting (TREE_THREAD_MIN frames or more):
-    # the same depth and parent as one thread, on a real trace and on one whose frames have no ids
+def test_nesting_in_threads_gives_the_serial_model(monkeypatch):
+    # the nesting's parts (the CPU ranges in two, the Python frames' id tree) run in threads from
+    # NESTING_THREAD_MIN events: the same depth and parent as in one thread, on a real trace
     import os
 
     from gapscope.tui.trace.read import load
@@ -63,9 +63,12 @@ def test_python_tree_in_a_thread_gives_the_serial_model(monkeypatch):
 
     sample = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "traces",
                           "hf-llama.decode.json.gz")
-    monkeypatch.setattr(relate, "TREE_THREAD_MIN", 10**12)
+    monkeypatch.setattr(relate, "NESTING_THREAD_MIN", 10**12)
     serial = load(sample, no_cache=True)
-    monkeypatch.setattr(relate, "TREE_THREAD_MIN", 1)
+    monkeypatch.setattr(relate, "NESTING_THREAD_MIN", 2)
+    cuts = []
+    real_cut = relate.quiet_cut
+    monkeypatch.setattr(relate, "quiet_cut", lambda *a: cuts.append(real_cut(*a)) or cuts[-1])
     import threading
 
     seen = []
@@ -77,6 +80,48 @@ def test_python_tree_in_a_thread_gives_the_serial_model(monkeypatch):
 
     monkeypatch.setattr(threading.Thread, "start", start)
     threaded = load(sample, no_cache=True)
-    assert "gapscope-nesting" in seen
+    assert seen.count("gapscope-nesting") == 2  # the second part of the CPU ranges, and the Python tree
+    assert cuts and cuts[0] is not None
     assert_same_model(serial, threaded)
     assert int((serial.depth > 0).sum()) > 1000
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_time_nesting_of_the_two_parts_at_a_quiet_cut_is_that_of_the_whole(seed):
+    # nested and overlapping ranges, zero-length ones, ties of start and of (start, duration), several tracks:
+    # the two parts at quiet_cut give every depth and parent of one pass
+    rng = np.random.default_rng(seed)
+    rows = []
+    for trk in range(3):
+        t = 0
+        for _ in range(int(rng.integers(50, 400))):
+            t += int(rng.integers(0, 30))
+            for _ in range(int(rng.integers(1, 5))):  # a burst: several ranges open at once, some empty
+                rows.append((trk, t + int(rng.integers(0, 3)), int(rng.choice([0, 0, 1, 5, 40, 200]))))
+    a = np.array(rows, dtype=np.int64)
+    track, ts, dur = a[:, 0], a[:, 1], a[:, 2]
+    idx = np.lexsort((-dur, ts, track))
+    n = idx.size
+    track_of = track
+    k = relate.quiet_cut(idx, ts, dur, track_of)
+    assert k is not None and 0 < k < n
+    s, e, tr = ts[idx], ts[idx] + dur[idx], track[idx]
+    # the cut's claim itself: on each track nothing before k ends after anything from k on starts
+    for t in np.unique(tr).tolist():
+        a_, b_ = (tr[:k] == t), (tr[k:] == t)
+        if a_.any() and b_.any():
+            assert e[:k][a_].max() <= s[k:][b_].min()
+    d1, p1 = np.zeros(n, np.int16), np.full(n, -1, np.int64)
+    relate.time_nesting(idx, ts, dur, track_of, d1, p1)
+    d2, p2 = np.zeros(n, np.int16), np.full(n, -1, np.int64)
+    relate.time_nesting(idx[:k], ts, dur, track_of, d2, p2)
+    relate.time_nesting(idx[k:], ts, dur, track_of, d2, p2)
+    assert np.array_equal(d1, d2) and np.array_equal(p1, p2)
+    assert (d1 > 1).sum() > 10
+
+
+def test_quiet_cut_is_none_when_one_range_spans_the_middle():
+    ts = np.array([0] + list(range(1, 101)), dtype=np.int64)
+    dur = np.array([1000] + [1] * 100, dtype=np.int64)  # the first range holds all the others
+    idx = np.arange(ts.size)
+    assert relate.quiet_cut(idx, ts, dur, np.zeros(ts.size, np.int64)) is None

@@ -18,8 +18,9 @@ import json as _json
 _dict_loads = _orjson.loads if _orjson is not None else _json.loads
 
 
-#: Python frames (with ids) from which their tree is built in a thread while the time nesting runs (``_nesting``)
-TREE_THREAD_MIN = 20_000
+#: events (CPU ranges and Python frames with ids) from which ``_nesting`` runs its parts in threads, and CPU ranges
+#: per part from which their time nesting is cut in two (``quiet_cut``)
+NESTING_THREAD_MIN = 20_000
 #: Python frames deeper than this (or in a cycle of parent ids) get this depth
 _MAX_TREE_DEPTH = 4096
 
@@ -66,35 +67,79 @@ def _nesting(ts, dur, kind, pyid, pypar, offsets):
     is_py = kind == Kind.PYTHON
     track_of = np.repeat(np.arange(offsets.shape[0] - 1), np.diff(offsets))
     py = np.flatnonzero(is_py & (pyid >= 0))
-    # the Python frames' id tree and the time nesting write disjoint events: the tree in a thread meanwhile, as
-    # numpy's sorts and searches let go of the GIL (a second core's work where there is one)
-    tree = None
-    if py.size >= TREE_THREAD_MIN:
-        import threading
-
-        failed: list = []
-
-        def run_tree() -> None:
-            try:
-                _tree_nesting(py, pyid, pypar, depth, parent)
-            except BaseException as e:  # noqa: BLE001 - raised again by the caller's thread, below
-                failed.append(e)
-
-        tree = threading.Thread(target=run_tree, name="gapscope-nesting", daemon=True)
-        tree.start()
-    try:
-        for fam in (cpu_fam, is_py & (pyid < 0)):
-            idx = np.flatnonzero(fam)
-            if idx.size:
-                time_nesting(idx, ts, dur, track_of, depth, parent)
-    finally:
-        if tree is not None:
-            tree.join()
-    if tree is not None and failed:
-        raise failed[0]
-    if py.size and tree is None:
-        _tree_nesting(py, pyid, pypar, depth, parent)
+    cpu = np.flatnonzero(cpu_fam)
+    jobs = []
+    if cpu.size:
+        # two parts of the CPU events where one ends before the other starts on every track (``quiet_cut``): the
+        # same depths and parents as one pass over them, which counts no event of the first part as open in
+        # the second, nor finds a parent there
+        k = quiet_cut(cpu, ts, dur, track_of) if cpu.size >= 2 * NESTING_THREAD_MIN else None
+        parts = [cpu] if k is None else [cpu[:k], cpu[k:]]
+        jobs += [lambda c=c: time_nesting(c, ts, dur, track_of, depth, parent) for c in parts]
+    if py.size:
+        jobs.append(lambda: _tree_nesting(py, pyid, pypar, depth, parent))
+    # the parts write disjoint events: each in its own thread when big enough (numpy's sorts, searches and
+    # arithmetic let go of the GIL: a second core's work where there is one)
+    if cpu.size + py.size >= NESTING_THREAD_MIN:
+        _in_threads(jobs)
+    else:
+        for j in jobs:
+            j()
+    nid = np.flatnonzero(is_py & (pyid < 0))
+    if nid.size:
+        time_nesting(nid, ts, dur, track_of, depth, parent)
     return depth, parent
+
+
+def _in_threads(jobs: list) -> None:
+    """Run ``jobs`` (callables) at once: the first in this thread, each other in a thread of its own; the first
+    exception any raised is raised here, once all have ended."""
+    import threading
+
+    failed: list = []
+
+    def run(job) -> None:
+        try:
+            job()
+        except BaseException as e:  # noqa: BLE001 - raised again by the caller's thread, below
+            failed.append(e)
+
+    threads = [threading.Thread(target=run, args=(j,), name="gapscope-nesting", daemon=True) for j in jobs[1:]]
+    for t in threads:
+        t.start()
+    try:
+        if jobs:
+            run(jobs[0])
+    finally:
+        for t in threads:
+            t.join()
+    if failed:
+        raise failed[0]
+
+
+def quiet_cut(idx, ts, dur, track_of) -> int | None:
+    """A position ``k`` near the middle of ``idx`` (events sorted by (track, ts, -dur), as ``time_nesting`` takes
+    them) such that on every track each event before ``k`` ends at or before each event from ``k`` on starts, or
+    None (no such point in the middle half). ``time_nesting`` of ``idx[:k]`` and of ``idx[k:]`` is then that of
+    ``idx``: an event's depth counts the earlier events still open at its start, and its parent is one of them."""
+    m = idx.size
+    if m < 4:
+        return None
+    s = ts[idx]
+    e = s + dur[idx]
+    tr = track_of[idx].astype(np.int64)
+    base = int(s.min())
+    span = int(max(int(e.max()) - base, 0)) + 2
+    if span * (int(tr.max()) + 1) > 2**62:
+        return None
+    band = tr * span - base
+    # the latest end so far: tracks in their own bands, so a new track's events are past every earlier one's
+    reach = np.maximum.accumulate(e + band)
+    ok = np.flatnonzero(reach[:-1] <= (s + band)[1:]) + 1
+    if ok.size == 0:
+        return None
+    k = int(ok[np.argmin(np.abs(ok - m // 2))])
+    return k if m // 4 <= k <= m - m // 4 else None
 
 
 def time_nesting(idx, ts, dur, track_of, depth, parent):
