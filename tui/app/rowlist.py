@@ -23,6 +23,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from .steady import SteadyBars
+
 
 def plain_cells_line(cells: list[Text], widths: list[int], pad: int, console) -> list[Segment] | None:
     """The segments ``RowList._rich_line`` makes of a line whose cells are plain text, each with one style (or
@@ -75,7 +77,7 @@ class Column:
     width: int | None  # None: the last column takes what is left
 
 
-class RowList(ScrollView, can_focus=True):
+class RowList(SteadyBars, ScrollView, can_focus=True):
     """Rows of cells under a header, with a row cursor."""
 
     BINDINGS = [

@@ -51,6 +51,7 @@ from .lanes import (
 )
 from .rows import Row
 from .safe import short_kernel, shown
+from .steady import SteadyBars
 from .scene import Scene
 from .timefmt import fmt_dur, fmt_tick, nice_step
 
@@ -72,7 +73,7 @@ class _Base:
         return shown(s, self.glyphs.ascii)
 
 
-class LanesView(ScrollView, _Base, can_focus=True):
+class LanesView(SteadyBars, ScrollView, _Base, can_focus=True):
     """One row per lane; vertical scrolling only (time is panned by the view, not scrolled)."""
 
     BINDINGS = [
