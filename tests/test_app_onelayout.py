@@ -59,3 +59,43 @@ def test_a_fold_change_is_one_layout_and_a_zoom_that_keeps_the_rows_is_none():
     assert fold_layouts == 1
     assert after_key == fresh
     assert same_rows and zoom_layouts == 0
+
+
+def test_the_gap_list_keeps_its_drawn_rows_when_only_its_height_changes():
+    """Lanes folded above the gap list change its height, not its width: the rows drawn stay (the same strips),
+    and a new width draws them again, to that width."""
+    from rich.text import Text
+    from textual.app import App
+
+    from gapscope.tui.app.rowlist import RowList
+
+    class One(App):
+        CSS = "RowList { height: 10; }"
+
+        def compose(self):
+            yield RowList(id="rl")
+
+    async def go():
+        app = One()
+        async with app.run_test(size=(60, 30)) as pilot:
+            rl = app.query_one(RowList)
+            rl.add_column("n", key="n", width=4)
+            rl.add_column("name", key="name")
+            for i in range(40):
+                rl.add_row(Text(str(i)), Text(f"row {i}"), key=str(i))
+            await pilot.pause()
+            before = [rl.render_line(y) for y in range(5)]
+            rl.styles.height = 20
+            await pilot.pause()
+            await pilot.pause()
+            assert rl.size.height == 20
+            taller = [rl.render_line(y) for y in range(5)]
+            rl.styles.width = 40
+            await pilot.pause()
+            await pilot.pause()
+            narrower = [rl.render_line(y) for y in range(5)]
+            return before, taller, narrower, rl.size.width
+
+    before, taller, narrower, width = run(go())
+    assert all(a is b for a, b in zip(before, taller))
+    assert all(s.cell_length == width for s in narrower) and width < before[0].cell_length

@@ -134,6 +134,7 @@ class RowList(SteadyBars, ScrollView, can_focus=True):
         self.columns: list[Column] = []
         self.rows: list[tuple[str | None, list[Text]]] = []
         self._strips: OrderedDict = OrderedDict()
+        self._strips_width = -1  # the width the strips were made at (``on_resize``)
         self._hover = -1
         self._version = 0
         self._base: Style | None = None  # the widget's style while a frame is drawn (render_lines)
@@ -174,7 +175,12 @@ class RowList(SteadyBars, ScrollView, can_focus=True):
 
     def on_resize(self) -> None:
         self.virtual_size = Size(self.size.width, len(self.rows) + 1)
-        self._strips.clear()
+        # the strips are kept by width (their keys hold it): a new height (lanes folded or unfolded above the gap
+        # list) keeps them; a page of rows built again was ~5 ms of such a key press at 1 GB
+        width = self.size.width
+        if width != self._strips_width:
+            self._strips_width = width
+            self._strips.clear()
 
     def _on_focus(self, event: events.Focus) -> None:
         self._strips.clear()
