@@ -15,15 +15,32 @@ screen's boxes.
 
 from __future__ import annotations
 
+import inspect
+
 from textual.containers import Horizontal, Vertical
 from textual.scrollbar import ScrollBar
+from textual.widget import Widget
+
+
+def _takes_layout() -> bool:
+    """Whether this Textual's ``Widget._size_updated`` (a private method) has the ``layout`` flag the steady
+    classes pass; without it they are Textual's own classes, unchanged (a second layout, the same screen)."""
+    try:
+        return "layout" in inspect.signature(Widget._size_updated).parameters
+    except (AttributeError, TypeError, ValueError):
+        return False
+
+
+#: whether the steady classes skip the second layout on this Textual (checked once, at import)
+STEADY = _takes_layout()
 
 
 class SteadySize:
     """A widget whose new size is taken without asking for another layout (the one that gave it is enough)."""
 
-    def _size_updated(self, size, virtual_size, container_size, layout: bool = True) -> bool:
-        return super()._size_updated(size, virtual_size, container_size, layout=False)
+    if STEADY:
+        def _size_updated(self, size, virtual_size, container_size, layout: bool = True) -> bool:
+            return super()._size_updated(size, virtual_size, container_size, layout=False)
 
 
 class SteadyScrollBar(SteadySize, ScrollBar):
