@@ -248,3 +248,28 @@ def test_distinct_ids_are_np_unique():
     for n, hi in ((0, 1), (1, 1), (50, 5), (10_000, 3_000)):
         a = rng.integers(0, hi, n).astype(np.int32)
         assert np.array_equal(distinct_ids(a), np.unique(a))
+
+
+def test_style_runs_are_the_cells_merged_by_style_object():
+    """``style_runs``: one Segment per run of cells whose styles are the same object (a table may hold one
+    Style twice), each a plain rich Segment, text and style as drawn cell by cell."""
+    import random
+
+    from rich.segment import Segment
+    from rich.style import Style
+
+    from gapscope.tui.app.timeline import style_runs
+
+    a, b = Style(bold=True), Style(color="red")
+    table = [a, b, a, Style()]
+    rng = random.Random(3)
+    for _ in range(300):
+        n = rng.randint(0, 40)
+        chars = "".join(rng.choice("ab▁ ") for _ in range(n))
+        codes = np.array([rng.randint(0, 3) for _ in range(n)], dtype=np.uint8)
+        segs = style_runs(chars, codes, table)
+        assert all(type(s) is Segment and s.control is None for s in segs)
+        assert "".join(s.text for s in segs) == chars
+        cells = [(ch, table[int(k)]) for ch, k in zip(chars, codes)]
+        assert [(ch, s.style) for s in segs for ch in s.text] == [(ch, st) for ch, st in cells]
+        assert all(segs[i].style is not segs[i + 1].style for i in range(len(segs) - 1))

@@ -20,7 +20,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.screen import Screen
@@ -39,6 +39,7 @@ from .scene import Scene
 from .screens import DetailScreen, HelpScreen
 from .search import SearchInput, SearchKeys
 from .shown import Shown
+from .steady import SteadyHorizontal, SteadyVertical
 from .tables import Fmt, TableView, table_views
 from .timeline import Axis, LanesView
 
@@ -92,11 +93,11 @@ class MainScreen(*PANES, Screen):
         yield Static(id="header")
         with ContentSwitcher(initial="lanesview", id="views"):
             with Vertical(id="lanesview"):
-                with Vertical(id="timeline"):
+                with SteadyVertical(id="timeline"):
                     lv = LanesView(self.glyphs, id="lanes")
                     yield Axis(self.glyphs, lv, id="axis")
                     yield lv
-                with Horizontal(id="bottom"):
+                with SteadyHorizontal(id="bottom"):
                     yield GapList(id="gaplist")
                     yield StackPanel(id="stack")
             # the kernels and findings views (2, 3) and the search box (/) are mounted when first asked for:

@@ -23,6 +23,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from .steady import SteadyBars
+
 
 def plain_cells_line(cells: list[Text], widths: list[int], pad: int, console) -> list[Segment] | None:
     """The segments ``RowList._rich_line`` makes of a line whose cells are plain text, each with one style (or
@@ -75,7 +77,7 @@ class Column:
     width: int | None  # None: the last column takes what is left
 
 
-class RowList(ScrollView, can_focus=True):
+class RowList(SteadyBars, ScrollView, can_focus=True):
     """Rows of cells under a header, with a row cursor."""
 
     BINDINGS = [
@@ -132,6 +134,7 @@ class RowList(ScrollView, can_focus=True):
         self.columns: list[Column] = []
         self.rows: list[tuple[str | None, list[Text]]] = []
         self._strips: OrderedDict = OrderedDict()
+        self._strips_width = -1  # the width the strips were made at (``on_resize``)
         self._hover = -1
         self._version = 0
         self._base: Style | None = None  # the widget's style while a frame is drawn (render_lines)
@@ -172,7 +175,12 @@ class RowList(ScrollView, can_focus=True):
 
     def on_resize(self) -> None:
         self.virtual_size = Size(self.size.width, len(self.rows) + 1)
-        self._strips.clear()
+        # the strips are kept by width (their keys hold it): a new height (lanes folded or unfolded above the gap
+        # list) keeps them; a page of rows built again was ~5 ms of such a key press at 1 GB
+        width = self.size.width
+        if width != self._strips_width:
+            self._strips_width = width
+            self._strips.clear()
 
     def _on_focus(self, event: events.Focus) -> None:
         self._strips.clear()

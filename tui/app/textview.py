@@ -21,6 +21,8 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from .steady import SteadyBars
+
 
 #: the style of unstyled runs: Textual's NO_COLOR (monochrome) filter needs a Style on every segment, never None
 _PLAIN = Style()
@@ -153,7 +155,7 @@ def hang(line: Text, width: int) -> list[Text]:
     return out
 
 
-class TextView(ScrollView, can_focus=True):
+class TextView(SteadyBars, ScrollView, can_focus=True):
     # the text is wrapped to the width: never a horizontal scrollbar (with overflow-x auto, the vertical one
     # appearing made the old wrap 1 cell too wide for a frame, and a horizontal one came and went: two layouts)
     DEFAULT_CSS = "TextView { overflow-x: hidden; }"

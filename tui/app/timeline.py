@@ -51,6 +51,7 @@ from .lanes import (
 )
 from .rows import Row
 from .safe import short_kernel, shown
+from .steady import SteadyBars
 from .scene import Scene
 from .timefmt import fmt_dur, fmt_tick, nice_step
 
@@ -72,7 +73,7 @@ class _Base:
         return shown(s, self.glyphs.ascii)
 
 
-class LanesView(ScrollView, _Base, can_focus=True):
+class LanesView(SteadyBars, ScrollView, _Base, can_focus=True):
     """One row per lane; vertical scrolling only (time is panned by the view, not scrolled)."""
 
     BINDINGS = [
@@ -389,9 +390,14 @@ def style_runs(chars: str, codes: np.ndarray, table: list[Style]) -> list[Segmen
     first: dict = {}
     canon = np.array([first.setdefault(id(st), i) for i, st in enumerate(table)], dtype=np.intp)
     c = canon[np.asarray(codes, dtype=np.intp)]
-    starts = [0] + (np.flatnonzero(c[1:] != c[:-1]) + 1).tolist()
+    cut = np.flatnonzero(c[1:] != c[:-1]) + 1
+    starts = [0] + cut.tolist()
     ends = starts[1:] + [n]
-    return [Segment(chars[a:b], table[int(c[a])]) for a, b in zip(starts, ends)]
+    # the style of each run read in one go (not a numpy scalar a run), each Segment made as the tuple it is
+    # (not through the named tuple's __new__): ~100 runs a CPU row, every row of every redrawn frame
+    styles = [table[i] for i in c[np.r_[0, cut]].tolist()]
+    new, seg = tuple.__new__, Segment
+    return [new(seg, (chars[a:b], st, None)) for a, b, st in zip(starts, ends, styles)]
 
 
 _CPU_TABLE = [G.CPU_STYLES[c] for c in range(max(G.CPU_STYLES) + 1)]
