@@ -234,9 +234,13 @@ class _Job:
         finally:
             os.close(w)
 
-    def _wait_readable(self, tick, start: int) -> None:
+    def _poll(self):
         p = select.poll()  # not select.select: any descriptor number
         p.register(self.fd, select.POLLIN)
+        return p
+
+    def _wait_readable(self, tick, start: int) -> None:
+        p = self._poll()
         while not p.poll(100):
             tick(start)
 
@@ -246,11 +250,8 @@ class _Job:
         yet, ``self.idle()`` (when set: the report's imports of its analysis) runs first, once."""
         fd = self.fd
         idle, self.idle = self.idle, None
-        if idle is not None:
-            p = select.poll()
-            p.register(fd, select.POLLIN)
-            if not p.poll(0):
-                idle()
+        if idle is not None and not self._poll().poll(0):
+            idle()
         try:
             if tick is not None:
                 self._wait_readable(tick, start)
