@@ -85,9 +85,10 @@ def _nesting(ts, dur, kind, pyid, pypar, offsets):
     else:
         for j in jobs:
             j()
-    nid = np.flatnonzero(is_py & (pyid < 0))
-    if nid.size:
-        time_nesting(nid, ts, dur, track_of, depth, parent)
+    # Python frames without ids (old traces) nest by time
+    no_ids = np.flatnonzero(is_py & (pyid < 0))
+    if no_ids.size:
+        time_nesting(no_ids, ts, dur, track_of, depth, parent)
     return depth, parent
 
 
