@@ -20,7 +20,6 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
 from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.screen import Screen
@@ -39,7 +38,7 @@ from .scene import Scene
 from .screens import DetailScreen, HelpScreen
 from .search import SearchInput, SearchKeys
 from .shown import Shown
-from .steady import SteadyHorizontal, SteadyVertical
+from .steady import PlainBox, PlainSwitcher, PlainVertical, SteadyHorizontal, SteadyVertical
 from .tables import Fmt, TableView, table_views
 from .timeline import Axis, LanesView
 
@@ -68,7 +67,7 @@ SCREEN_KEYS = [
 ]
 
 
-class MainScreen(*PANES, Screen):
+class MainScreen(*PANES, PlainBox, Screen):
     #: every key of the screen, the panes' and its own, in the help's order (tui/app/keys.py)
     KEYS = keys.in_help_order(*(p.KEYS for p in PANES), SCREEN_KEYS)
     BINDINGS = keys.bindings(KEYS)
@@ -91,8 +90,8 @@ class MainScreen(*PANES, Screen):
     # ================================================================ layout
     def compose(self) -> ComposeResult:
         yield Static(id="header")
-        with ContentSwitcher(initial="lanesview", id="views"):
-            with Vertical(id="lanesview"):
+        with PlainSwitcher(initial="lanesview", id="views"):
+            with PlainVertical(id="lanesview"):
                 with SteadyVertical(id="timeline"):
                     lv = LanesView(self.glyphs, id="lanes")
                     yield Axis(self.glyphs, lv, id="axis")

@@ -10,7 +10,7 @@ frame for the scroll bar.
 
 ``SteadySize`` keeps the virtual size up to date without that second pass; ``SteadyBars`` (a mix-in of the
 explorer's Line API widgets) gives them such scroll bars; ``SteadyVertical`` and ``SteadyHorizontal`` are the
-screen's boxes.
+screen's boxes. ``PlainBox`` (the screen and its boxes) draws a box under its children as one blank row repeated.
 """
 
 from __future__ import annotations
@@ -18,7 +18,10 @@ from __future__ import annotations
 import inspect
 
 from textual.containers import Horizontal, Vertical
+from textual.geometry import Region
 from textual.scrollbar import ScrollBar
+from textual.widgets import ContentSwitcher
+from textual.strip import Strip
 from textual.widget import Widget
 
 
@@ -47,11 +50,40 @@ class SteadyScrollBar(SteadySize, ScrollBar):
     """Textual's scroll bar, drawn the same; a new height (its widget resized) is no second layout."""
 
 
-class SteadyVertical(SteadySize, Vertical):
+#: the edge types that draw nothing and take no room
+_NO_EDGE = ("", "none")
+
+
+class PlainBox:
+    """A box without border, outline, padding or title: every row it draws is the same blank row (its background,
+    through the app's line filters), drawn once and repeated. Textual draws each box under its children whole (the
+    screen, the view switcher, the lanes view and its two boxes: 50, 44, 44 and 2 x ~20 rows at 200x50), row by row
+    through its styles cache, again after each new size: the rows the children cover. A box with any of those is
+    drawn by Textual."""
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        st = self.styles
+        if (crop.height <= 1 or self._border_title is not None or self._border_subtitle is not None
+                or any(t not in _NO_EDGE for t, _ in st.border) or any(t not in _NO_EDGE for t, _ in st.outline)
+                or any(st.padding) or st.hatch is not None):
+            return super().render_lines(crop)
+        row = super().render_lines(Region(crop.x, crop.y, crop.width, 1))[0]
+        return [row] * crop.height
+
+
+class PlainVertical(PlainBox, Vertical):
+    """A vertical box drawn as one blank row repeated (``PlainBox``)."""
+
+
+class PlainSwitcher(PlainBox, ContentSwitcher):
+    """Textual's content switcher drawn as one blank row repeated (``PlainBox``)."""
+
+
+class SteadyVertical(SteadySize, PlainBox, Vertical):
     """A vertical box whose new size (a child grown or shrunk) is one layout."""
 
 
-class SteadyHorizontal(SteadySize, Horizontal):
+class SteadyHorizontal(SteadySize, PlainBox, Horizontal):
     """A horizontal box whose new size is one layout."""
 
 
