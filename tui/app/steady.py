@@ -20,9 +20,9 @@ import inspect
 from textual.containers import Horizontal, Vertical
 from textual.geometry import Region
 from textual.scrollbar import ScrollBar
-from textual.widgets import ContentSwitcher
 from textual.strip import Strip
 from textual.widget import Widget
+from textual.widgets import ContentSwitcher
 
 
 def _takes_layout() -> bool:
@@ -63,7 +63,7 @@ class PlainBox:
 
     def render_lines(self, crop: Region) -> list[Strip]:
         st = self.styles
-        if (crop.height <= 1 or self._border_title is not None or self._border_subtitle is not None
+        if (crop.height <= 1 or self.border_title is not None or self.border_subtitle is not None
                 or any(t not in _NO_EDGE for t, _ in st.border) or any(t not in _NO_EDGE for t, _ in st.outline)
                 or any(st.padding) or st.hatch is not None):
             return super().render_lines(crop)
