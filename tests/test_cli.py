@@ -1,3 +1,5 @@
+import gzip
+import json
 import subprocess
 import sys
 
@@ -87,3 +89,51 @@ def test_report_top_default_is_left_to_the_report():
     assert report_top(p.parse_args(["report", "t.json"])) == 10
     assert report_top(p.parse_args(["report", "--json", "t.json"])) == 50
     assert report_top(p.parse_args(["report", "--json", "--top", "10", "t.json"])) == 10
+
+
+_IMPORTS_WHILE_WAITING = r"""
+import json, sys, time
+from gapscope.tui.trace import parallel, multi
+from gapscope.tui.cli import main
+
+ANALYSIS = "gapscope.tui.analysis.diagnosis"
+seen = {}
+orig_worker, orig_result, orig_load = parallel._worker, parallel._Job.result, multi.load_many
+
+
+def slow_worker(*a, **k):
+    time.sleep(0.5)  # the parent is surely done with its part and waits for this one
+    return orig_worker(*a, **k)
+
+
+def result(self, *a, **k):
+    got = orig_result(self, *a, **k)
+    seen["after the worker's part"] = ANALYSIS in sys.modules
+    return got
+
+
+def load_many(*a, **k):
+    seen["when the load starts"] = ANALYSIS in sys.modules
+    return orig_load(*a, **k)
+
+
+parallel._worker, parallel._Job.result, multi.load_many = slow_worker, result, load_many
+parallel.PARALLEL_MIN, parallel._cpus = 1, lambda: 2
+rc = main(["report", "--json", "--no-cache", "-o", sys.argv[2], sys.argv[1]])
+print(json.dumps({"rc": rc, **seen}))
+"""
+
+
+def test_report_imports_its_analysis_while_the_loader_waits_for_its_worker(tmp_path):
+    # the analysis' modules (~50 ms) are imported in the loader's wait for its worker's part (``load``'s idle),
+    # not before the load starts (where they delayed it: the report command imported them first)
+    trace = tmp_path / "t.json"
+    with gzip.open(ROOT / "traces" / "demo-eager-sync.decode.json.gz", "rb") as f:
+        trace.write_bytes(f.read())
+    out = tmp_path / "r.json"
+    r = subprocess.run([sys.executable, "-c", _IMPORTS_WHILE_WAITING, str(trace), str(out)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got == {"rc": 0, "when the load starts": False, "after the worker's part": True}
+    assert json.loads(out.read_text())["traces"]  # the report itself

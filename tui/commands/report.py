@@ -32,14 +32,16 @@ def add_parser(sub) -> None:
 
 
 def analyses_for(paths, args) -> list:
-    """The analyses of the traces named: one job's ranks together, any others one each (diagnosis.analyse)."""
-    from ..analysis.diagnosis import analyse
+    """The analyses of the traces named: one job's ranks together, any others one each (diagnosis.analyse).
+    The analysis' modules are imported after the load has started (``_import_analysis``), never before it."""
     from ..trace.multi import load_many
 
     models = load_many(paths, no_cache=bool(getattr(args, "no_cache", False)), max_size=getattr(args, "max_size", None),
                        idle=_import_analysis)
     # window: "steps" (the measured gapscope.step#k ranges, the default) or "all" (a --whole-trace flag)
     window = "all" if getattr(args, "whole_trace", False) else "steps"
+    from ..analysis.diagnosis import analyse  # (imported by now when the loader waited for its worker)
+
     # a second core for the analysis and its projection (forked children: this process runs no other thread)
     return analyse(models, window=window, parallel=True)
 
@@ -68,10 +70,13 @@ def run(args) -> int:
         sys.stdout.write(schema_text())
         return 0
     top = report_top(args)
+    # the analysis' and the report's modules only once the load is under way: a big trace's load imports them
+    # while it waits for its worker's part (``_import_analysis``), which it cannot once they are in
+    analyses = analyses_for(args.traces, args)
     from ..analysis.diagnosis import diagnose
     from ..report import render_markdown, to_json_text
 
-    diagnosis = diagnose(analyses_for(args.traces, args))
+    diagnosis = diagnose(analyses)
     text = to_json_text(diagnosis, top=top) if args.json else render_markdown(diagnosis, top)
     out = getattr(args, "output", None)
     if out:
