@@ -30,7 +30,7 @@ Default traces: one sample trace (traces/demo-eager.decode.json.gz) and /tmp/gap
             provisional analysis in, where the tree has one), to the full model's lanes (and to them with the
             provisional list carried onto the full model, where the tree does that), to the gap list (lanes drawn
             with the full gaps in: the findings may still be being built), to the findings (the analysis whole), to
-            the projection (polled); a pan every 0.2 s until then, sent as the terminal driver sends a key (the
+            the projection (polled); a pan every 0.2 s until then (none with --no-pan), sent as the terminal driver sends a key (the
             pilot's press waits for the process to be idle, up to 1 s a wait while the load thread works: it paced
             the presses and timed the last frame of its wait, not the key's), wall ms from sending it to the first
             lanes frame after the screen handled it, by what was on screen (the preview, the full model without
@@ -207,6 +207,9 @@ elif mode == "progressive":
         return ([f"handler {{n}} {{d * 1000:.0f}} ms at {{h0 - t:.2f}}" for h0, d, n in hs[:3]]
                 + [f"GIL {{d * 1000:.0f}} ms at {{g0 - t:.2f}}: screen [{{m}}] load [{{o}}]" for g0, d, m, o in gs[:3]])
 
+    # --no-pan: nobody at the keys (the pans' frames take CPU from the load: 0.2 s apart, ~70 of them at 1 GB)
+    PAN = os.environ.get("GAPSCOPE_BENCH_PAN", "1") != "0"
+
     async def run():
         global t
         app = GapscopeApp([path], load_opts={{}})
@@ -220,7 +223,7 @@ elif mode == "progressive":
                 sc = app.scene
                 if sc is not None and "findings" in marks and getattr(sc.analysis, "projection_if_ready", None) is not None:
                     marks.setdefault("projection", time.perf_counter())  # polled: the header shows it next frame
-                if "first" in marks and "projection" not in marks and len(lag) < 600:
+                if PAN and "first" in marks and "projection" not in marks and len(lag) < 600:
                     # a pan while the rest loads: wall ms from the key to the lanes redrawn, by what was shown
                     await asyncio.sleep(0.2)
                     phase = "projection" if "findings" in marks else state(app.scene)
@@ -463,7 +466,7 @@ def _lag(xs: list) -> str:
     return f"{_pct(xs, 50):.0f} / {max(xs):.0f} ({len(xs)})" if xs else "- (no preview)"
 
 
-def progressive(paths: list[str], repos: list[str], rounds: int) -> int:
+def progressive(paths: list[str], repos: list[str], rounds: int, pan: bool = True) -> int:
     """Cold opens of the biggest trace, the checkouts alternating within each round, each round with its own
     floor (the bare parse of the same bytes): time to the first lanes, to the full model's lanes and to the gap
     list, and the peak RSS of the app plus its worker; the table takes the least of the rounds and the ratios to
@@ -475,7 +478,8 @@ def progressive(paths: list[str], repos: list[str], rounds: int) -> int:
     res: dict = {r: [] for r in repos}
     floors = []
     with tempfile.TemporaryDirectory(prefix="gapscope-bench-") as tmp:
-        env = dict(os.environ, GAPSCOPE_CACHE_DIR=os.path.join(tmp, "cache"), GAPSCOPE_FORCE_TUI="1")
+        env = dict(os.environ, GAPSCOPE_CACHE_DIR=os.path.join(tmp, "cache"), GAPSCOPE_FORCE_TUI="1",
+                   GAPSCOPE_BENCH_PAN="1" if pan else "0")
         for r in range(rounds):
             fl = _child("floor", big, env)
             floors.append(fl["s"])
@@ -561,10 +565,12 @@ def main(argv=None) -> int:
     ap.add_argument("--progressive", action="store_true",
                     help="cold opens of the biggest trace: first lanes, full lanes, gap list, RSS (--repo: "
                          "checkouts to compare, alternating; --rounds)")
+    ap.add_argument("--no-pan", action="store_true",
+                    help="with --progressive: no pans while the trace loads (a person who waits for the gap list)")
     a = ap.parse_args(argv)
     if a.progressive:
         paths = a.traces or sorted(glob.glob("/tmp/gapscope-bench/big_*.json"), key=os.path.getsize)
-        return progressive(paths, [os.path.abspath(r) for r in (a.repo or [REPO])], max(a.rounds, 1))
+        return progressive(paths, [os.path.abspath(r) for r in (a.repo or [REPO])], max(a.rounds, 1), not a.no_pan)
     if a.keys_only:
         paths = a.traces or sorted(glob.glob("/tmp/gapscope-bench/big_*.json"), key=os.path.getsize)
         return keys_only(paths, [os.path.abspath(r) for r in (a.repo or [REPO])], a.rounds)
