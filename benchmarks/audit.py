@@ -115,7 +115,7 @@ STEP_RE = re.compile(r"^gapscope\.step#\d+$")
 COLL_KERNEL = re.compile(r"^(ncclDevKernel|ncclKernel|rccl|nccl\w*Kernel)")
 GRAPH_LAUNCH = re.compile(r"^(cudaGraphLaunch|cuGraphLaunch|hipGraphLaunch)")
 
-# my own lists (written from the CUDA / HIP API docs, not copied from tui/analysis/names.py)
+# my own lists (written from the CUDA / HIP API docs, not copied from gapscope/analysis/names.py)
 SYNC_NAMES = {
     "cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaThreadSynchronize",
     "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize",

@@ -31,8 +31,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from gapscope.tui.analysis import analyze  # noqa: E402
-from gapscope.tui.trace import load  # noqa: E402
+from gapscope.analysis import analyze  # noqa: E402
+from gapscope.trace import load  # noqa: E402
 
 BENCH_DIR = "/tmp/gapscope-bench"
 
@@ -51,8 +51,8 @@ def pick() -> str:
 _CHILD = r"""
 import gc, json, sys, time
 sys.path.insert(0, sys.argv[1])
-from gapscope.tui.trace import load
-from gapscope.tui.analysis import analyze
+from gapscope.trace import load
+from gapscope.analysis import analyze
 m = load(sys.argv[2])
 gc.collect()
 t, c = time.perf_counter(), time.process_time()
@@ -103,7 +103,7 @@ def main() -> None:
     except TypeError:
         m = load(path)
     t_load = time.perf_counter() - t
-    from gapscope.tui.analysis.window import compute_window
+    from gapscope.analysis.window import compute_window
 
     t = time.perf_counter()
     w = compute_window(m)
@@ -115,7 +115,7 @@ def main() -> None:
     a.kernels, a.syncs, a.copies, a.allocator, a.collectives, a.launches
     t_tables = time.perf_counter() - t
     t = time.perf_counter()
-    from gapscope.tui.report import build_json, render_markdown
+    from gapscope.report import build_json, render_markdown
 
     render_markdown([a])
     build_json([a])

@@ -21,10 +21,10 @@ sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
 
-from gapscope.tui.analysis import analyze  # noqa: E402
-from gapscope.tui.analysis.compare import compare, match_gaps  # noqa: E402
-from gapscope.tui.analysis.compare.align import lcs_pairs  # noqa: E402
-from gapscope.tui.trace import load  # noqa: E402
+from gapscope.analysis import analyze  # noqa: E402
+from gapscope.analysis.compare import compare, match_gaps  # noqa: E402
+from gapscope.analysis.compare.align import lcs_pairs  # noqa: E402
+from gapscope.trace import load  # noqa: E402
 
 PAIRS = [("demo-eager.decode.json.gz", "demo-eager-python.decode.json.gz"),
          ("demo-eager.decode.json.gz", "demo-graph.decode.json.gz"),

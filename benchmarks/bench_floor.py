@@ -56,10 +56,10 @@ if mode == "parse":
     orjson.loads(data)
     res["s"] = time.perf_counter() - t0
 elif mode in ("decode", "columns"):
-    from gapscope.tui.trace import decode_typed
-    from gapscope.tui.trace.build import ColumnBuilder
-    from gapscope.tui.trace.reader import CHUNK
-    from gapscope.tui.trace.repair import _BOUNDARY
+    from gapscope.trace import decode_typed
+    from gapscope.trace.build import ColumnBuilder
+    from gapscope.trace.reader import CHUNK
+    from gapscope.trace.repair import _BOUNDARY
     gc.disable()
     data = read(trace)
     if b'"traceEvents"' not in data[:1 << 20]:
@@ -94,15 +94,15 @@ elif mode in ("decode", "columns"):
         bl.finish({})
         res["finish_s"] = time.perf_counter() - t1
 elif mode == "load":
-    from gapscope.tui.trace.read import load_uncached
+    from gapscope.trace.read import load_uncached
     t0 = time.perf_counter()
     load_uncached(trace)
     res["s"] = time.perf_counter() - t0
 elif mode == "analysis":
-    from gapscope.tui.analysis import analyze
-    from gapscope.tui.report import to_json_text
-    from gapscope.tui.trace import load
-    import gapscope.tui.analysis.replay, gapscope.tui.analysis.patterns  # noqa: F401  (imports: not timed)
+    from gapscope.analysis import analyze
+    from gapscope.report import to_json_text
+    from gapscope.trace import load
+    import gapscope.analysis.replay, gapscope.analysis.patterns  # noqa: F401  (imports: not timed)
     model = load(trace)  # the cache (written by the first round's load cell, or before)
     gc.collect()
     t0 = time.perf_counter()

@@ -23,8 +23,8 @@ _CHILD = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
 import numpy as np
-from gapscope.tui.trace import load
-from gapscope.tui.analysis import analyze, activity
+from gapscope.trace import load
+from gapscope.analysis import analyze, activity
 m = load(sys.argv[2])
 a = analyze(m)
 k = np.flatnonzero(m.kind == int(activity.KI.KERNEL))

@@ -99,7 +99,7 @@ def run_one(repo: Path, cmd: str, path: Path, timeout: float) -> dict:
     env["PYTHONPATH"] = str(repo)
     timef = tempfile.NamedTemporaryFile(suffix=".time")
     # ru_maxrss through /usr/bin/time: a child forked straight from this process starts from its peak
-    args = ["/usr/bin/time", "-v", "-o", timef.name, sys.executable, "-m", "tui", cmd, "--no-cache", str(path)]
+    args = ["/usr/bin/time", "-v", "-o", timef.name, sys.executable, "-m", "gapscope", cmd, "--no-cache", str(path)]
     errf = tempfile.TemporaryFile()
     t0 = time.perf_counter()
     proc = subprocess.Popen(args, cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=errf,

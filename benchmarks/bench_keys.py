@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import numpy as np  # noqa: E402
 
-from gapscope.tui.trace.build import ColumnBuilder  # noqa: E402
+from gapscope.trace.build import ColumnBuilder  # noqa: E402
 
 
 def synth_model(n_events: int, seed: int = 0, lanes: int = 1):
@@ -53,8 +53,8 @@ def synth_model(n_events: int, seed: int = 0, lanes: int = 1):
 
 
 async def bench(model, size, presses, profile=None):
-    from gapscope.tui.app.app import GapscopeApp
-    from gapscope.tui.app.scene import Scene
+    from gapscope.tui.app import GapscopeApp
+    from gapscope.tui.scene import Scene
 
     app = GapscopeApp(["<bench>"], load_opts={})
     t = time.perf_counter()
@@ -62,7 +62,7 @@ async def bench(model, size, presses, profile=None):
     print(f"lanes built in {time.perf_counter() - t:.2f} s")
 
     # skip the file reader: hand the model over as the load worker would
-    from gapscope.tui.app.loading import Loader, SceneLoaded
+    from gapscope.tui.loading import Loader, SceneLoaded
 
     def fake_load(self_):
         loader = Loader(self_, [], {}, True, self_._mounted, self_._painted)

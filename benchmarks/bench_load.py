@@ -36,7 +36,7 @@ sys.path.insert(0, {repo!r})
 mode, path = sys.argv[1], sys.argv[2]
 import orjson
 import numpy
-from gapscope.tui.trace import load  # imports are not part of either measurement
+from gapscope.trace import load  # imports are not part of either measurement
 t = time.perf_counter()
 if mode == "floor":
     gc.disable()
@@ -76,7 +76,7 @@ import json, resource, sys, time
 sys.path.insert(0, {repo!r})
 import gapscope
 assert gapscope.__file__.startswith({repo!r}), gapscope.__file__
-from gapscope.tui.trace import read
+from gapscope.trace import read
 w, c = time.perf_counter(), time.process_time()
 m = read.load_uncached(sys.argv[1])
 w, c = time.perf_counter() - w, time.process_time() - c

@@ -65,8 +65,8 @@ import asyncio, gc, gzip, json, os, resource, sys, time
 sys.path.insert(0, {repo!r})
 mode, path = sys.argv[1], sys.argv[2]
 import numpy, orjson
-from gapscope.tui.trace import load
-from gapscope.tui.analysis import analyze
+from gapscope.trace import load
+from gapscope.analysis import analyze
 
 
 def rss():
@@ -102,8 +102,8 @@ elif mode == "analysis":
 elif mode == "progressive":
     # cold open through the explorer: the first lanes drawn (a preview's, where the tree has one), the first lanes
     # of the full model, and the gap list (the analysis installed); peak RSS of the app and of its worker
-    from gapscope.tui.app.app import GapscopeApp
-    from gapscope.tui.app.timeline import LanesView
+    from gapscope.tui.app import GapscopeApp
+    from gapscope.tui.timeline import LanesView
 
     marks = {{}}
     frames = []
@@ -271,7 +271,7 @@ elif mode == "progressive":
 
     asyncio.run(run())
 elif mode in ("open", "keys"):
-    from gapscope.tui.app.app import GapscopeApp
+    from gapscope.tui.app import GapscopeApp
     sys.path.insert(0, {bench!r})
     from _first_frame import watch_first_frame
 
@@ -382,7 +382,7 @@ def _report(path: str, env: dict, repeat: int) -> float:
     for _ in range(repeat):
         shutil.rmtree(env["GAPSCOPE_CACHE_DIR"], ignore_errors=True)
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "tui", "report", path], cwd=REPO, env=env, check=True,
+        subprocess.run([sys.executable, "-m", "gapscope", "report", path], cwd=REPO, env=env, check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         dt = time.perf_counter() - t
         best = dt if best is None else min(best, dt)
@@ -419,7 +419,7 @@ def profile(path: str, env: dict) -> None:
     """cProfile of what the explorer's load thread does before the first frame: load + lanes (Scene)."""
     code = (f"import sys; sys.path.insert(0, {REPO!r})\n"
             "import cProfile, pstats, io, time\n"
-            "from gapscope.tui.trace import load\nfrom gapscope.tui.app.scene import Scene\n"
+            "from gapscope.trace import load\nfrom gapscope.tui.scene import Scene\n"
             "pr = cProfile.Profile(); t = time.perf_counter(); pr.enable()\n"
             f"m = load({path!r}, no_cache=True); s = Scene({path!r}, m)\n"
             "pr.disable(); print(f'load + lanes under cProfile: {time.perf_counter() - t:.2f} s (parent process)')\n"

@@ -22,7 +22,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _CHILD = r"""
 import json, os, sys, threading, time
 sys.path.insert(0, sys.argv[1])
-from gapscope.tui.trace import load
+from gapscope.trace import load
 
 
 def pss(pid):

@@ -33,9 +33,9 @@ _CHILD = r"""
 import json, os, resource, sys, time
 sys.path.insert(0, {repo!r})
 folder, jobs = sys.argv[1], int(sys.argv[2]) or None
-from gapscope.tui.trace.multi import load_many
-from gapscope.tui.analysis.ranks import analyze_ranks, match_timelines, timeline
-from gapscope.tui.report import build_json, render_markdown
+from gapscope.trace.multi import load_many
+from gapscope.analysis.ranks import analyze_ranks, match_timelines, timeline
+from gapscope.report import build_json, render_markdown
 out = {{}}
 t = time.perf_counter(); models = load_many([folder], no_cache=True, jobs=jobs); out["load_s"] = time.perf_counter() - t
 out["rss_after_load_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

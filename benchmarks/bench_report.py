@@ -60,10 +60,10 @@ if mode == "parse":
     nbytes = len(data)
 elif mode == "analysis":
     sys.path.insert(0, os.getcwd())
-    from gapscope.tui.analysis import analyze
-    from gapscope.tui.report import to_json_text
-    from gapscope.tui.trace import load
-    import gapscope.tui.analysis.replay, gapscope.tui.analysis.patterns  # noqa: F401  (imports: not timed)
+    from gapscope.analysis import analyze
+    from gapscope.report import to_json_text
+    from gapscope.trace import load
+    import gapscope.analysis.replay, gapscope.analysis.patterns  # noqa: F401  (imports: not timed)
     import inspect
     model = load(trace)  # from the columnar cache (the first cell of the run wrote it)
     # as the report command asks for it: on two cores where the checkout has that (forked children)

@@ -41,7 +41,7 @@ def corpus(limit: float) -> int:
             p = c.make(folder)
             for cmd, words in COMMANDS.items():
                 t = time.perf_counter()
-                r = subprocess.run([sys.executable, "-m", "tui", *words, *c.extra, str(p)], cwd=REPO, env=env,
+                r = subprocess.run([sys.executable, "-m", "gapscope", *words, *c.extra, str(p)], cwd=REPO, env=env,
                                    capture_output=True, text=True, timeout=600)
                 rows.append((time.perf_counter() - t, c.name, cmd, r.returncode))
     over = 0

@@ -44,11 +44,11 @@ def main() -> int:
     import gapscope.tui as tui
 
     assert os.path.abspath(os.path.dirname(os.path.dirname(tui.__file__))) == os.path.abspath(args.repo), tui.__file__
-    from gapscope.tui.analysis import analyze
-    from gapscope.tui.analysis.ranks import analyze_ranks
-    from gapscope.tui.report import render_markdown, to_json_text
-    from gapscope.tui.commands.report import DEFAULT_TOP_JSON, DEFAULT_TOP_MARKDOWN
-    from gapscope.tui.trace import load
+    from gapscope.analysis import analyze
+    from gapscope.analysis.ranks import analyze_ranks
+    from gapscope.report import render_markdown, to_json_text
+    from gapscope.commands.report import DEFAULT_TOP_JSON, DEFAULT_TOP_MARKDOWN
+    from gapscope.trace import load
 
     traces = args.traces or sorted(glob.glob(os.path.join(HERE, "traces", "*.json.gz")))
     if not args.traces and os.path.exists(BIG):

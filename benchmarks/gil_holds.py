@@ -26,7 +26,7 @@ import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from gapscope.tui.trace import read  # noqa: E402
+from gapscope.trace import read  # noqa: E402
 
 
 def main() -> int:
@@ -56,8 +56,8 @@ def main() -> int:
         phase[0] = p.phase
 
     if a.analysis:
-        from gapscope.tui.app.loading import analyze_gaps_first
-        from gapscope.tui.trace import load
+        from gapscope.tui.loading import analyze_gaps_first
+        from gapscope.trace import load
 
         m = load(a.trace)
         phase[0] = "classify"

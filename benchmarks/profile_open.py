@@ -26,8 +26,8 @@ _CHILD = r"""
 import asyncio, os, sys, threading, time
 sys.path.insert(0, {repo!r})
 import numpy, orjson
-from gapscope.tui.trace import load
-from gapscope.tui.app.app import GapscopeApp
+from gapscope.trace import load
+from gapscope.tui.app import GapscopeApp
 sys.path.insert(0, {bench!r})
 from _first_frame import watch_first_frame
 
@@ -58,7 +58,7 @@ LOAD_PHASES = [
     ("cache write", ("cache.py",)),
     ("lanes (Scene)", ("scene.py", "lanes.py")),
     ("merge the worker's part", ("merge_parts",)),
-    ("finish (sort, duplicates, nesting, links)", ("finish (tui/trace/build.py", "_finish (tui/trace/reader.py")),
+    ("finish (sort, duplicates, nesting, links)", ("finish (gapscope/trace/build.py", "_finish (gapscope/trace/reader.py")),
     ("read + gunzip", ("read_bytes", "_gunzip", "_map (")),
     ("parse (typed decode + staging)", ("add_bytes", "_events", "stage_typed", "stage_dicts", "_commit")),
 ]

@@ -13,8 +13,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gapscope.tui.app.app import GapscopeApp  # noqa: E402
-from gapscope.tui.app.textdump import screen_text  # noqa: E402
+from gapscope.tui.app import GapscopeApp  # noqa: E402
+from gapscope.tui.textdump import screen_text  # noqa: E402
 
 TRACE = ROOT / "traces" / "demo-eager-sync.decode.json.gz"
 

@@ -44,8 +44,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gapscope.tui.analysis import analyze  # noqa: E402
-from gapscope.tui.trace import load  # noqa: E402
+from gapscope.analysis import analyze  # noqa: E402
+from gapscope.trace import load  # noqa: E402
 
 #: (bad variant, fixed twin, the cause of the finding whose fix the twin is, the frame it names or None)
 PAIRS = [

@@ -7,7 +7,7 @@ For each pair that missed issue #14's target (sync, alloc, sampling), per step, 
 * **trace** (the bad variant's raw events, json/gzip, inside its ``gapscope.step#k`` window): the injected
   frame's recorded (profiled) time, its host events, and the GPU time of the kernels and copies launched from
   it (runtime calls in the frame, matched to GPU work by ``args.correlation``);
-* **replay** (tui/analysis/replay/__init__.py, calibrated to the trace's un-profiled time): what the finding's fix saves
+* **replay** (gapscope/analysis/replay/__init__.py, calibrated to the trace's un-profiled time): what the finding's fix saves
   (the projection), what removing the frame's whole host time saves, and that with its GPU work dropped too
   (each launched item's duration set to 0);
 * **measured** (whatif_pairs.py's table): the saving against the clean twin, against the isolating twin
@@ -30,10 +30,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gapscope.tui.analysis import analyze  # noqa: E402
-from gapscope.tui.analysis.replay.fixes import _frame_intervals, _within, fix_for  # noqa: E402
-from gapscope.tui.analysis.replay.model import Replay  # noqa: E402
-from gapscope.tui.trace import load  # noqa: E402
+from gapscope.analysis import analyze  # noqa: E402
+from gapscope.analysis.replay.fixes import _frame_intervals, _within, fix_for  # noqa: E402
+from gapscope.analysis.replay.model import Replay  # noqa: E402
+from gapscope.trace import load  # noqa: E402
 
 #: (bad trace, cause, frame, measured key, isolating twin's key or None, clean twin's key)
 CASES = [

@@ -206,7 +206,7 @@ def gather_summaries(results: list, out_dir: str, stem: str, *, overwrite: bool 
         return None
     summarise = None
     try:
-        from gapscope.tui.analysis import summarise  # type: ignore[attr-defined]  # optional, see docstring
+        from gapscope.analysis import summarise  # type: ignore[attr-defined]  # optional, see docstring
     except Exception:  # ImportError, or a dependency that fails to import
         summarise = None
     mine: dict[str, Any] = {"rank": dist.get_rank(), "traces": []}
@@ -221,7 +221,7 @@ def gather_summaries(results: list, out_dir: str, stem: str, *, overwrite: bool 
                 entry["summary_error"] = f"{type(exc).__name__}: {exc}"[:300]
         mine["traces"].append(entry)
     if summarise is None:
-        mine["note"] = "gapscope.tui.analysis not importable here: no per-rank summary"
+        mine["note"] = "gapscope.analysis not importable here: no per-rank summary"
     gathered: list[Any] | None = [None] * dist.get_world_size() if dist.get_rank() == 0 else None
     try:
         dist.gather_object(mine, gathered, dst=0)
@@ -232,7 +232,7 @@ def gather_summaries(results: list, out_dir: str, stem: str, *, overwrite: bool 
     if dist.get_rank() != 0:
         return None
     if summarise is None:
-        sys.stderr.write("gapscope capture: gapscope.tui.analysis is not importable here; combined summary has timings only\n")
+        sys.stderr.write("gapscope capture: gapscope.analysis is not importable here; combined summary has timings only\n")
     job = _combine(gathered)
     for line in (job or {}).get("lines", []):
         print(f"[rank 0] {line}", flush=True)
@@ -275,7 +275,7 @@ def _combine(gathered: list | None) -> dict | None:
     """The job seen from the gathered summaries: collectives matched across ranks, the late rank and what its CPU
     did before the launches it was late for (``tui.analysis.ranks.combine_summaries``); None without it."""
     try:
-        from gapscope.tui.analysis.ranks import combine_summaries  # type: ignore[attr-defined]  # optional, as summarise
+        from gapscope.analysis.ranks import combine_summaries  # type: ignore[attr-defined]  # optional, as summarise
     except Exception:
         return None
     sums = [t["summary"] for g in (gathered or []) if isinstance(g, dict)

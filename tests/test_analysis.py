@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from tests.synth import Synth
 from tests.helpers import model_of
-from gapscope.tui.analysis import CAUSES, analyze
+from gapscope.analysis import CAUSES, analyze
 
 
 def brute_force(kernels, others):
@@ -153,7 +153,7 @@ def test_cpu_only_trace_has_no_devices():
 
 
 def test_shared_traces_analyse(shared_traces):
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     n = 0
     for p in sorted(shared_traces.glob("*/*")):
@@ -209,7 +209,7 @@ def test_breakdown_partitions_the_cpu_window(cpu, ks):
 
 def _sweep_idle(model, device):
     """Independent idle computation for one device: plain-Python sorted sweep over kernel intervals."""
-    from gapscope.tui.trace.model import Kind, TrackKind
+    from gapscope.trace.model import Kind, TrackKind
 
     tracks = {t.id for t in model.tracks if t.kind is TrackKind.GPU and t.device == device}
     work, ks = [], []
@@ -236,7 +236,7 @@ def _sweep_idle(model, device):
 def test_real_traces_idle_matches_independent_sweep(shared_traces):
     """CUDA-graph decode (many tiny kernels) and NCCL traces: exact ns agreement with a plain sweep."""
     from tests.helpers import SAMPLE_TRACES
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     paths = [shared_traces / "thirdparty" / "tracelens__vllm_decode_full_graph_execution.json.gz",
              shared_traces / "h200" / "nccl_two_ranks.rank0.json.gz",
@@ -258,7 +258,7 @@ def test_real_traces_idle_matches_independent_sweep(shared_traces):
 def test_idle_pct_never_rounds_past_100_on_a_huge_fully_idle_window():
     """100.0 * idle / window rounds to 100.00000000000001 on this window (the fuzz test found one like it):
     a wholly idle device is 100%, not more."""
-    from gapscope.tui.analysis.gaps import DeviceStats
+    from gapscope.analysis.gaps import DeviceStats
 
     w = 1_000_000_000_000_000_192
     assert 100.0 * w / w > 100.0  # the rounding this guards against

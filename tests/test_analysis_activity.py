@@ -6,8 +6,8 @@ import pytest
 
 from tests.synth import Synth
 from tests.helpers import model_of
-from gapscope.tui.analysis import analyze
-from gapscope.tui.analysis.activity import copy_kind
+from gapscope.analysis import analyze
+from gapscope.analysis.activity import copy_kind
 
 
 def test_copy_kinds():
@@ -109,7 +109,7 @@ def test_demo_sync_trace_has_one_sync_row():
     holding _local_scalar_dense and one cudaStreamSynchronize (counted from the raw JSON, events inside the
     gapscope.step#k ranges: items 918.039 µs, syncs 229.738 µs). Before: three rows of 32."""
     from tests.helpers import SAMPLE_TRACES
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     a = analyze(load(SAMPLE_TRACES / "demo-eager-sync.decode.json.gz"))
     (sy,) = a.syncs

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tests.helpers import model_of, one_gap, sync_scenario
-from gapscope.tui.analysis import CAUSE_EXPLANATIONS, CAUSES, Analysis, Thresholds, analyze
+from gapscope.analysis import CAUSE_EXPLANATIONS, CAUSES, Analysis, Thresholds, analyze
 
 
 def test_contract():

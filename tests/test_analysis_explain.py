@@ -3,9 +3,9 @@
 import numpy as np
 
 from tests.helpers import SAMPLE_TRACES
-from gapscope.tui.analysis import CAUSES, analyze
-from gapscope.tui.analysis.names import builtin_name, display_frame
-from gapscope.tui.trace import load
+from gapscope.analysis import CAUSES, analyze
+from gapscope.analysis.names import builtin_name, display_frame
+from gapscope.trace import load
 
 
 def test_builtin_frame_names():

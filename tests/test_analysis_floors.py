@@ -8,8 +8,8 @@ import pytest
 
 from tests.synth import Synth
 from tests.helpers import all_traces, model_of
-from gapscope.tui.analysis import analyze
-from gapscope.tui.analysis.floors import floor_ns, op_cost, peaks_for
+from gapscope.analysis import analyze
+from gapscope.analysis.floors import floor_ns, op_cost, peaks_for
 
 BF = "c10::BFloat16"
 
@@ -209,7 +209,7 @@ def test_graph_replay_kernels_take_no_floor_from_the_op_around_the_replay():
 def test_no_row_is_below_its_floor(path):
     """A floor is a lower bound: on every sample and shared trace, the floored calls of each kernel row (and
     each multi-kernel op row) took at least their summed floors."""
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     a = analyze(load(path))
     for k in a.kernels:
@@ -228,13 +228,13 @@ def test_json_carries_op_floors_and_the_floored_calls():
 
     import jsonschema
 
-    from gapscope.tui.report import build_json
+    from gapscope.report import build_json
 
     s = Synth()
     _mm(s, 0, 64, 4096, 4096, ["gemm_splitK", "splitKreduce"], 20, [12, 2])
     _mm(s, 100, 64, 4096, 4096, ["gemm"], 120, [11])
     doc = build_json(analyze(model_of(s)))
-    schema = json.loads((Path(__file__).resolve().parent.parent / "tui" / "report" / "findings.schema.json").read_text())
+    schema = json.loads((Path(__file__).resolve().parent.parent / "gapscope" / "report" / "findings.schema.json").read_text())
     jsonschema.validate(doc, schema)
     ks = {k["name"]: k for k in doc["kernels"]}
     assert (ks["gemm"]["floored_calls"], ks["gemm"]["floored_total_us"], ks["gemm"]["op_floor_calls"]) == (1, 11.0, 0)
@@ -322,7 +322,7 @@ def test_convolution_floor_and_achieved_figures():
 
 
 def test_conv_op_cost_reads_stride_and_padding():
-    from gapscope.tui.analysis.floors import op_cost
+    from gapscope.analysis.floors import op_cost
 
     # conv2d(input, weight, bias, stride, padding, dilation, groups): 7x7 stride 2 padding 3 -> 112 x 112
     c = op_cost("aten::conv2d", {"Input Dims": [[32, 3, 224, 224], [64, 3, 7, 7], [], [], [], [], []],
@@ -339,7 +339,7 @@ def test_conv_op_cost_reads_stride_and_padding():
 def test_resnet_batch_norm_and_relu_rows_have_memory_floors():
     """resnet50.fp32 (H200): the inference batch norm row (53 calls, 11% of kernel time) read "–" before it
     had a cost model; now every call has a memory floor, below what it took."""
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     a = analyze(load(Path(__file__).resolve().parents[1] / "traces" / "resnet50.fp32.json.gz"))
     bn = [k for k in a.kernels if k.op == "aten::cudnn_batch_norm"]

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gapscope.tui.analysis.intervals import median, name_ids, percentile, uniq
-from gapscope.tui.trace import load
+from gapscope.analysis.intervals import median, name_ids, percentile, uniq
+from gapscope.trace import load
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLES = sorted(glob.glob(os.path.join(ROOT, "traces", "*.json.gz")))
@@ -68,8 +68,8 @@ def test_sample_columns(path):
 
 def test_report_does_not_import_numpy_ma():
     trace = next(p for p in SAMPLES if "demo-eager-copy.decode" in p)
-    code = ("import sys; from gapscope.tui.trace import load; from gapscope.tui.analysis import analyze; "
-            "from gapscope.tui.report import to_json_text; "
+    code = ("import sys; from gapscope.trace import load; from gapscope.analysis import analyze; "
+            "from gapscope.report import to_json_text; "
             f"to_json_text([analyze(load({trace!r}))]); print('numpy.ma' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

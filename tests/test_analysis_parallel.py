@@ -1,4 +1,4 @@
-"""The analysis on two cores (tui/analysis/forked.py): a ``parallel`` analysis gives the same JSON and Markdown as
+"""The analysis on two cores (gapscope/analysis/forked.py): a ``parallel`` analysis gives the same JSON and Markdown as
 the serial one on every sample trace and on a synthetic tiled one; a child that fails, dies or hangs leaves the
 parent to compute its part (the same reports, nothing printed, no zombie left); the switch is the caller's."""
 
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from gapscope.tui.analysis import analyze, core, forked
-from gapscope.tui.analysis import replay as replay_pkg
-from gapscope.tui.report import render_markdown, to_json_text
-from gapscope.tui.trace import load
+from gapscope.analysis import analyze, core, forked
+from gapscope.analysis import replay as replay_pkg
+from gapscope.report import render_markdown, to_json_text
+from gapscope.trace import load
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = sorted((ROOT / "traces").glob("*.json.gz"))
@@ -196,7 +196,7 @@ def test_the_switch(tiled_model, monkeypatch):
 
 
 def test_the_report_command_asks_for_it(tmp_path, always):
-    from gapscope.tui.commands.report import analyses_for
+    from gapscope.commands.report import analyses_for
 
     class Args:
         no_cache, max_size, whole_trace = True, None, False

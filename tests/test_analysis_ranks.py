@@ -10,8 +10,8 @@ import pytest
 
 from tests.synth import Synth
 from tests.helpers import SCHEMA_PATH, model_of
-from gapscope.tui.analysis import analyze_ranks, summarise
-from gapscope.tui.report import build_json, render_markdown
+from gapscope.analysis import analyze_ranks, summarise
+from gapscope.report import build_json, render_markdown
 
 AR = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
 
@@ -58,7 +58,7 @@ def test_ranks_report_json_and_markdown():
 
 
 def test_shared_nccl_two_ranks(shared_traces):
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     ms = [load(str(shared_traces / "h200" / f"nccl_two_ranks.rank{r}.json.gz"), no_cache=True) for r in (0, 1)]
     aa = analyze_ranks(ms)
@@ -233,7 +233,7 @@ def test_many_ranks(world, late):
 
 
 def test_summaries_combined_on_rank_0_name_the_late_rank(tmp_path):
-    from gapscope.tui.analysis.ranks import combine_summaries
+    from gapscope.analysis.ranks import combine_summaries
 
     paths = [gloo_synth(r, 300.0).write(tmp_path / f"t.rank{r}.json") for r in (0, 1)]
     sums = [summarise(str(p)) for p in paths]
@@ -250,7 +250,7 @@ def test_summaries_combined_on_rank_0_name_the_late_rank(tmp_path):
 
 
 def test_explorer_lanes_use_the_corrected_offset():
-    from gapscope.tui.app.scene import Scene
+    from gapscope.tui.scene import Scene
 
     m0, m1 = shifted_trace(0, 0.0), shifted_trace(1, 40.0, clock=2000.0)
     sc = Scene(["a.rank0.json", "b.rank1.json"], [m0, m1])
@@ -281,7 +281,7 @@ def test_a_send_and_its_recv_are_the_same_place_in_the_group_order():
 
 def _pair(stem):
     from tests.helpers import SAMPLE_TRACES
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     files = [Path(SAMPLE_TRACES) / f"{stem}.rank{r}.json.gz" for r in (0, 1)]
     assert all(f.is_file() for f in files), files  # in the repository: missing is a failure
@@ -294,7 +294,7 @@ def test_sample_late_rank_is_blamed_on_its_straggler_work_with_hand_checked_numb
     222103.5 µs over the 64 in-step all-reduces, rank 1 arrived last at all 64; `_straggler_work`'s own time
     (duration minus the events inside it) between consecutive launches: 155895.951 µs over 63 intervals on rank
     1, 0 on rank 0."""
-    from gapscope.tui.analysis import CAUSES
+    from gapscope.analysis import CAUSES
 
     aa = _pair("demo-eager-tp-late1.decode")
     rm = aa[0].cross_rank
@@ -348,7 +348,7 @@ def test_sample_balanced_ranks_blame_no_frame():
 def test_shared_nccl_pair_start_up_skew_is_counted_apart(shared_traces):
     """h200/nccl_two_ranks: the first all-reduce comes right after the profilers started; rank 0 waits 447 ms in
     it for rank 1, whose first event is 447 ms after rank 0's: start-up skew, not a straggler."""
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     ms = [load(str(shared_traces / "h200" / f"nccl_two_ranks.rank{r}.json.gz"), no_cache=True) for r in (0, 1)]
     aa = analyze_ranks(ms)
@@ -498,7 +498,7 @@ def test_recorded_sleep_is_blamed_and_the_start_up_barrier_counted_apart():
     rank 0 waited 8593.0 µs (arrival differences; the end times do not line up on this busy host, so the time
     bases are used as they are); the 5 sleeps last 10408.290 µs, 8323.173 µs without the one in the step where
     rank 0 arrived 1332 µs after rank 1 anyway (it is not a call rank 1 was late for)."""
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     data = Path(__file__).resolve().parent / "data"
     aa = analyze_ranks([load(str(data / f"sleep2ms-gloo.rank{r}.json.gz"), no_cache=True) for r in (0, 1)])

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from tests.synth import Synth
 from tests.helpers import model_of
-from gapscope.tui.analysis import analyze
-from gapscope.tui.analysis.stacks import signature_frame
-from gapscope.tui.trace import load
-from gapscope.tui.trace.model import Kind
+from gapscope.analysis import analyze
+from gapscope.analysis.stacks import signature_frame
+from gapscope.trace import load
+from gapscope.trace.model import Kind
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLES = sorted(glob.glob(os.path.join(ROOT, "traces", "*.json.gz")))

@@ -10,9 +10,9 @@ import pytest
 
 from tests.helpers import SAMPLE_TRACES, model_of
 from tests.synth import Synth
-from gapscope.tui.analysis import analyze, analyze_ranks
-from gapscope.tui.analysis.stacks import Frame, signature_frame
-from gapscope.tui.report import build_json, render_markdown
+from gapscope.analysis import analyze, analyze_ranks
+from gapscope.analysis.stacks import Frame, signature_frame
+from gapscope.report import build_json, render_markdown
 
 AR = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
 
@@ -186,8 +186,8 @@ def test_collective_wait_per_rank_and_in_the_report():
 
 
 def test_report_top(tmp_path, capsys):
-    from gapscope.tui.cli import main
-    from gapscope.tui.commands.report import report_top
+    from gapscope.cli import main
+    from gapscope.commands.report import report_top
 
     def ns(**kw):
         return argparse.Namespace(**{"json": False, "top": None, **kw})
@@ -208,7 +208,7 @@ def test_report_top(tmp_path, capsys):
 def _sample(name):
     p = SAMPLE_TRACES / name
     assert p.is_file(), p  # in the repository: missing is a failure
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     return load(str(p), no_cache=True)
 

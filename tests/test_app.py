@@ -13,10 +13,10 @@ import pytest
 from tests.synth import Synth
 from tests.helpers.app import opened, run, settle, three_gaps
 from tests.helpers import SCHEMA_PATH as SCHEMA
-from gapscope.tui.app.app import GapscopeApp
-from gapscope.tui.app.lanes import time_to_col
-from gapscope.tui.app.navigate import event_under_cursor
-from gapscope.tui.app.textdump import screen_text
+from gapscope.tui.app import GapscopeApp
+from gapscope.tui.lanes import time_to_col
+from gapscope.tui.navigate import event_under_cursor
+from gapscope.tui.textdump import screen_text
 
 
 
@@ -168,7 +168,7 @@ def test_export_writes_report_and_svg_without_overwriting(tmp_path):
 
 
 def test_export_falls_back_to_cwd_when_trace_folder_is_read_only(tmp_path, monkeypatch):
-    import gapscope.tui.app.export as export
+    import gapscope.tui.export as export
 
     ro = tmp_path / "ro"
     ro.mkdir()
@@ -390,19 +390,19 @@ def test_ranks_of_one_job_share_a_tab_grouped_by_rank(shared_traces):
 def test_escape_cancels_a_slow_load(tmp_path, monkeypatch):
     import threading
 
-    import gapscope.tui.trace
+    import gapscope.trace
 
     p = three_gaps(tmp_path)
     release = threading.Event()
     started = threading.Event()
-    real = gapscope.tui.trace.load
+    real = gapscope.trace.load
 
     def slow_load(path, **kw):
         started.set()
         release.wait(20)
         return real(path, **kw)
 
-    monkeypatch.setattr(gapscope.tui.trace, "load", slow_load)
+    monkeypatch.setattr(gapscope.trace, "load", slow_load)
 
     async def go():
         app = GapscopeApp([str(p)], load_opts={"no_cache": True})
@@ -586,7 +586,7 @@ def test_large_trace_freezes_the_heap_until_exit(tmp_path, monkeypatch):
     walks them during key presses); the app's exit undoes it, and small traces are left alone."""
     import gc
 
-    import gapscope.tui.app.app as appmod
+    import gapscope.tui.app as appmod
 
     p = three_gaps(tmp_path)
     assert gc.get_freeze_count() == 0
@@ -610,13 +610,13 @@ def test_a_trace_read_before_the_screen_is_mounted_still_opens(tmp_path, monkeyp
     """The load starts on the app's Load event, so a small trace (here: one already in memory) is ready before
     the widgets it fills exist; its scene is added only once the screen is mounted (it failed with
     NoMatches('#lanes') in a clean-clone CI run)."""
-    import gapscope.tui.app.app as appmod
-    import gapscope.tui.trace
+    import gapscope.tui.app as appmod
+    import gapscope.trace
 
     p = three_gaps(tmp_path)
-    model = gapscope.tui.trace.load(str(p), no_cache=True)
-    monkeypatch.setattr(gapscope.tui.trace, "load", lambda path, **kw: model)
-    from gapscope.tui.app.main import MainScreen
+    model = gapscope.trace.load(str(p), no_cache=True)
+    monkeypatch.setattr(gapscope.trace, "load", lambda path, **kw: model)
+    from gapscope.tui.main import MainScreen
 
     order = []
     orig_mount, orig_add = MainScreen.on_mount, appmod.GapscopeApp._add_scene

@@ -1,4 +1,4 @@
-"""The before/after view (tui/app/diffscene.py, diffview.py): `gapscope diff A B`, the explorer's D key, its
+"""The before/after view (tui/diffscene.py, diffview.py): `gapscope diff A B`, the explorer's D key, its
 keys, snapshots at 80x24 and 160x48 on two committed samples (eager decode against the same decode with ~100 µs
 of Python bookkeeping per layer), and the README's key table against the screen's bindings.
 
@@ -18,11 +18,11 @@ import pytest
 
 from tests.helpers import SAMPLE_TRACES
 from tests.helpers.app import diff_ready, settle
-from gapscope.tui.app.diffapp import DiffApp
-from gapscope.tui.app.diffscene import DiffScene
-from gapscope.tui.app.diffview import DiffScreen
-from gapscope.tui.app.textdump import screen_text
-from gapscope.tui.cli import main
+from gapscope.tui.diffapp import DiffApp
+from gapscope.tui.diffscene import DiffScene
+from gapscope.tui.diffview import DiffScreen
+from gapscope.tui.textdump import screen_text
+from gapscope.cli import main
 
 A = SAMPLE_TRACES / "demo-eager.decode.json.gz"
 B = SAMPLE_TRACES / "demo-eager-python.decode.json.gz"
@@ -50,8 +50,8 @@ def test_diff_snapshot(snap_compare, pair, size):
 
 
 def _scene(pair) -> DiffScene:
-    from gapscope.tui.analysis import analyze
-    from gapscope.tui.trace import load
+    from gapscope.analysis import analyze
+    from gapscope.trace import load
 
     ma, mb = (load(p, no_cache=True) for p in pair)
     return DiffScene(pair[0], ma, analyze(ma), pair[1], mb, analyze(mb))
@@ -120,7 +120,7 @@ def test_explorer_D_opens_the_diff_of_two_tabs(pair):
 
 
 async def _test_explorer_D_opens_the_diff_of_two_tabs(pair):
-    from gapscope.tui.app.app import GapscopeApp
+    from gapscope.tui.app import GapscopeApp
 
     app = GapscopeApp(list(pair), load_opts={"no_cache": True})
     async with app.run_test(size=(100, 30)) as pilot:
@@ -154,7 +154,7 @@ def test_explorer_D_is_off_with_one_trace(pair):
 
 
 async def _test_explorer_D_is_off_with_one_trace(pair):
-    from gapscope.tui.app.app import GapscopeApp
+    from gapscope.tui.app import GapscopeApp
 
     app = GapscopeApp([pair[0]], load_opts={"no_cache": True})
     async with app.run_test(size=(100, 30)) as pilot:
@@ -217,9 +217,9 @@ def test_trace_strings_are_never_markup(tmp_path):
 
 
 def test_diff_loads_as_the_explorer_does(pair, tmp_path, monkeypatch):
-    """`gapscope diff A B` reads through the explorer's loader (tui/app/loading.py): a bad B ends it with the
+    """`gapscope diff A B` reads through the explorer's loader (tui/loading.py): a bad B ends it with the
     line the explorer prints for the same file, and a reader's internal error is put the same way too."""
-    from gapscope.tui.app.app import GapscopeApp
+    from gapscope.tui.app import GapscopeApp
 
     bad = tmp_path / "bad.json"
     bad.write_text("{ this is not json")
@@ -237,17 +237,17 @@ def test_diff_loads_as_the_explorer_does(pair, tmp_path, monkeypatch):
     assert explorer[0] and "bad.json" in explorer[0]
     assert diff == explorer == (explorer[0], 2)
 
-    import gapscope.tui.trace
+    import gapscope.trace
 
     def broken(path, **kw):
         raise ValueError("reader bug")
 
-    monkeypatch.setattr(gapscope.tui.trace, "load", broken)
+    monkeypatch.setattr(gapscope.trace, "load", broken)
     diff = asyncio.run(error_of(DiffApp(pair[0], pair[1], load_opts={"no_cache": True})))
     assert diff == (f"{pair[0]}: loading failed (internal error ValueError: reader bug)", 2)
 
 
 def test_the_diff_screen_styles_are_in_the_tcss_file():
-    from gapscope.tui.app.app import GapscopeApp
+    from gapscope.tui.app import GapscopeApp
 
     assert not DiffScreen.CSS and DiffApp.CSS_PATH == GapscopeApp.CSS_PATH == "gapscope.tcss"

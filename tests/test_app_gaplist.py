@@ -1,4 +1,4 @@
-"""The gap list (a Line-API list that owns its rows: tui/app/rowlist.py) shows its rows and pages through them;
+"""The gap list (a Line-API list that owns its rows: tui/rowlist.py) shows its rows and pages through them;
 the stack panel (TextView: only changed lines repainted, strips kept by content) draws exactly what a full
 repaint draws; so does the axis (cached by window) when the lanes' width changes under it."""
 
@@ -13,13 +13,13 @@ from rich.console import Console
 from rich.text import Text
 from textual.widgets import DataTable
 
-from gapscope.tui.app import glyphs as G
+from gapscope.tui import glyphs as G
 from tests.helpers.app import opened as app_opened
-from gapscope.tui.app.gaplist import GapList
-from gapscope.tui.app.panels import stack_text
-from gapscope.tui.app.screens import DetailScreen
-from gapscope.tui.app.textdump import screen_text
-from gapscope.tui.app.textview import wrap_lines
+from gapscope.tui.gaplist import GapList
+from gapscope.tui.panels import stack_text
+from gapscope.tui.screens import DetailScreen
+from gapscope.tui.textdump import screen_text
+from gapscope.tui.textview import wrap_lines
 
 TRACE = Path(__file__).resolve().parent.parent / "traces" / "demo-eager-sync.decode.json.gz"
 
@@ -202,7 +202,7 @@ def test_wrap_lines_on_every_gap_of_a_trace():
 def test_text_view_repaints_only_changed_lines_and_shows_the_new_text():
     from textual.app import App
 
-    from gapscope.tui.app.textview import TextView
+    from gapscope.tui.textview import TextView
 
     class One(App):
         def compose(self):
@@ -244,7 +244,7 @@ def test_text_view_repaints_only_changed_lines_and_shows_the_new_text():
 def test_text_view_length_changes_update_its_scrollbar_without_a_screen_layout():
     from textual.app import App
 
-    from gapscope.tui.app.textview import TextView
+    from gapscope.tui.textview import TextView
 
     class One(App):
         def compose(self):
@@ -353,7 +353,7 @@ def test_tables_and_search_box_are_mounted_when_first_asked_for():
 def test_large_trace_freezes_the_heap_and_makes_full_collections_rare(monkeypatch):
     import gc
 
-    import gapscope.tui.app.app as A
+    import gapscope.tui.app as A
 
     monkeypatch.setattr(A, "FREEZE_EVENTS", 1)  # the sample counts as large
     before = gc.get_threshold()
@@ -423,7 +423,7 @@ def test_gap_list_is_filled_again_only_when_its_rows_change():
     """The gap list keeps its rows when what they are made of is the same (the screen asks again on the analysis
     whole after its gaps and on its projection: 500 rows took 0.1-0.3 s of the screen's thread at 1 GB), and makes
     them again, as a fresh fill does, on a filter, a time origin, a new analysis or a narrower terminal."""
-    from gapscope.tui.analysis import analyze
+    from gapscope.analysis import analyze
 
     def cells(gl):
         return [(k, [c.plain for c in row]) for k, row in gl.rows]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers.app import run, settle, three_gaps
-from gapscope.tui.app.app import GapscopeApp
+from gapscope.tui.app import GapscopeApp
 
 
 def _open(path, opts):
@@ -20,19 +20,19 @@ def _open(path, opts):
 
 
 def test_load_options_reach_the_reader(tmp_path, monkeypatch):
-    import gapscope.tui.trace
+    import gapscope.trace
 
-    real = gapscope.tui.trace.load
+    real = gapscope.trace.load
     calls = []
 
     def reader(path, **kw):
         calls.append(kw)
         return real(path, **kw)
 
-    monkeypatch.setattr(gapscope.tui.trace, "load", reader)
+    monkeypatch.setattr(gapscope.trace, "load", reader)
     error, scenes = _open(three_gaps(tmp_path), {"no_cache": True, "max_size": 10 ** 9})
     assert (error, scenes) == (None, 1)
-    # with the preview's and the progress bar's hooks (tui/app/progress.py), which change nothing that is read
+    # with the preview's and the progress bar's hooks (tui/progress.py), which change nothing that is read
     (kw,) = calls
     assert {k: kw[k] for k in ("no_cache", "max_size")} == {"no_cache": True, "max_size": 10 ** 9}
     assert set(kw) == {"no_cache", "max_size", "progress", "first"}
@@ -41,9 +41,9 @@ def test_load_options_reach_the_reader(tmp_path, monkeypatch):
 def test_a_type_error_is_not_retried_without_the_options(tmp_path, monkeypatch):
     """The old `_load` called the reader again without options when a TypeError said "unexpected keyword":
     --max-size was then ignored without a word. Now that is an error, and the reader is called once."""
-    import gapscope.tui.trace
+    import gapscope.trace
 
-    real = gapscope.tui.trace.load
+    real = gapscope.trace.load
     calls = []
 
     def old_reader(path, **kw):  # a reader (or a bug inside one) that does not take max_size
@@ -52,7 +52,7 @@ def test_a_type_error_is_not_retried_without_the_options(tmp_path, monkeypatch):
             raise TypeError("load() got an unexpected keyword argument 'max_size'")
         return real(path, no_cache=True)
 
-    monkeypatch.setattr(gapscope.tui.trace, "load", old_reader)
+    monkeypatch.setattr(gapscope.trace, "load", old_reader)
     error, scenes = _open(three_gaps(tmp_path), {"no_cache": True, "max_size": 100})
     assert scenes == 0 and len(calls) == 1
     assert error.endswith("loading failed (internal error TypeError: "

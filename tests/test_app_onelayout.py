@@ -1,5 +1,5 @@
 """A key that folds or unfolds lanes (the lanes' height changes) is one layout of the screen, not two (issue 27
-item 3: the containers and scroll bars resized by it asked Textual for a second pass, tui/app/steady.py); a zoom
+item 3: the containers and scroll bars resized by it asked Textual for a second pass, tui/steady.py); a zoom
 that keeps the rows is none; and the screen drawn is the one a fresh layout of the same state draws."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from tests.helpers import SAMPLE_TRACES
 from tests.helpers.app import opened, run
-from gapscope.tui.app.textdump import screen_text
+from gapscope.tui.textdump import screen_text
 
 SYNC = SAMPLE_TRACES / "demo-eager-sync.decode.json.gz"
 
@@ -67,7 +67,7 @@ def test_the_gap_list_keeps_its_drawn_rows_when_only_its_height_changes():
     from rich.text import Text
     from textual.app import App
 
-    from gapscope.tui.app.rowlist import RowList
+    from gapscope.tui.rowlist import RowList
 
     class One(App):
         CSS = "RowList { height: 10; }"

@@ -12,7 +12,7 @@ from textual.widget import Widget
 
 from tests.helpers import SAMPLE_TRACES
 from tests.helpers.app import opened
-from gapscope.tui.app.steady import PlainBox
+from gapscope.tui.steady import PlainBox
 
 SYNC = SAMPLE_TRACES / "demo-eager-sync.decode.json.gz"
 

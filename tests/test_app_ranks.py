@@ -9,8 +9,8 @@ import asyncio
 import pytest
 
 from tests.helpers import SAMPLE_TRACES
-from gapscope.tui.app.app import GapscopeApp
-from gapscope.tui.app.textdump import screen_text
+from gapscope.tui.app import GapscopeApp
+from gapscope.tui.textdump import screen_text
 
 LATE1 = [SAMPLE_TRACES / f"demo-eager-tp-late1.decode.rank{r}.json.gz" for r in (0, 1)]
 BALANCED = [SAMPLE_TRACES / f"demo-eager-tp.decode.rank{r}.json.gz" for r in (0, 1)]
@@ -32,7 +32,7 @@ def _header(app) -> str:
 
 
 def _stack(app) -> str:
-    from gapscope.tui.app.panels import stack_text
+    from gapscope.tui.panels import stack_text
 
     return stack_text(app.scene, app.glyphs).plain
 
@@ -69,7 +69,7 @@ def test_late_rank_pair_names_rank_1_in_header_findings_and_collective_gaps():
             await pilot.press("escape")
             await pilot.pause()
             # n walks to a collective gap on rank 0 whose stack panel names the late rank's work
-            from gapscope.tui.analysis import CAUSES
+            from gapscope.analysis import CAUSES
 
             await pilot.press("c")
             await pilot.pause()
@@ -109,8 +109,8 @@ def test_ranks_line_fits_narrow_ascii_terminals():
 
 
 def test_ranks_line_fits_many_ranks_and_keeps_the_late_one():
-    from gapscope.tui.app import glyphs as G
-    from gapscope.tui.app.panels import ranks_line
+    from gapscope.tui import glyphs as G
+    from gapscope.tui.panels import ranks_line
 
     class FakeScene:
         multi = True
@@ -155,18 +155,18 @@ def test_balanced_pair_names_no_late_rank_1_and_no_clock_warning():
 def test_escape_cancels_a_slow_parallel_load(monkeypatch):
     import threading
 
-    import gapscope.tui.trace.multi
+    import gapscope.trace.multi
 
     _need(LATE1)
     release, started = threading.Event(), threading.Event()
-    real = gapscope.tui.trace.multi.load_many
+    real = gapscope.trace.multi.load_many
 
     def slow_many(paths, **kw):
         started.set()
         release.wait(20)
         return real(paths, **kw)
 
-    monkeypatch.setattr(gapscope.tui.trace.multi, "load_many", slow_many)
+    monkeypatch.setattr(gapscope.trace.multi, "load_many", slow_many)
 
     async def go():
         app = GapscopeApp([str(p) for p in LATE1], load_opts={"no_cache": True})
@@ -188,10 +188,10 @@ def test_escape_cancels_a_slow_parallel_load(monkeypatch):
 
 def test_header_shows_the_clock_warning_of_a_shifted_rank(monkeypatch):
     """Rank 1's time base written 5 ms off: the collectives' end times correct it, and the header says so."""
-    import gapscope.tui.trace.multi
+    import gapscope.trace.multi
 
     _need(LATE1)
-    real = gapscope.tui.trace.multi.load_many
+    real = gapscope.trace.multi.load_many
 
     def shifted(paths, **kw):
         ms = real(paths, **kw)
@@ -200,7 +200,7 @@ def test_header_shows_the_clock_warning_of_a_shifted_rank(monkeypatch):
                 m.metadata["baseTimeNanoseconds"] = int(m.metadata.get("baseTimeNanoseconds") or 0) + 5_000_000
         return ms
 
-    monkeypatch.setattr(gapscope.tui.trace.multi, "load_many", shifted)
+    monkeypatch.setattr(gapscope.trace.multi, "load_many", shifted)
 
     async def go():
         app = GapscopeApp([str(p) for p in LATE1], ascii=True, load_opts={"no_cache": True})

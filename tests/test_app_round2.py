@@ -14,9 +14,9 @@ import pytest
 from tests.helpers import SAMPLE_TRACES
 from tests.synth import Synth
 from tests.helpers.app import opened, run, settle, three_gaps
-from gapscope.tui.app.app import GapscopeApp
-from gapscope.tui.app.textdump import screen_text
-from gapscope.tui.app.timefmt import fmt_dur
+from gapscope.tui.app import GapscopeApp
+from gapscope.tui.textdump import screen_text
+from gapscope.tui.timefmt import fmt_dur
 
 ROOT = Path(__file__).resolve().parent.parent
 SYNC = SAMPLE_TRACES / "demo-eager-sync.decode.json.gz"
@@ -310,7 +310,7 @@ def test_stack_panel_shortens_builtin_frames_and_shows_innermost_first():
     i = next(k for k, ln in enumerate(lines) if "launching thread when the GPU went idle" in ln)
     first = lines[i + 1].split("▏")[-1]
     # the innermost frame first, as the report writes it (display_frame: no "of <object at 0x...>" tail)
-    from gapscope.tui.analysis.names import display_frame
+    from gapscope.analysis.names import display_frame
 
     assert display_frame(det.idle_stack[-1].name)[:30] in first
 
@@ -351,7 +351,7 @@ def test_80x24_folds_lanes_with_nothing_in_view_and_gives_the_rows_to_the_gap_li
     # the header fits: the file name, and the distortion warning whole
     assert first.splitlines()[0].startswith("demo-eager-sync.decode.json.gz")
     # the distortion and its uncertainty in one line (this recording's un-profiled times vary 1.7x)
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     meta = load(SYNC).gapscope_meta
     u = meta["unprofiled"]
@@ -397,7 +397,7 @@ def test_enter_on_a_finding_lists_its_gaps_n_walks_them_escape_clears():
             ft = app.query_one("#findings")
             i = next(k for k, f in enumerate(a.findings)
                      if sum(int(a.gaps.dur_ns[r]) >= lim for r in f.gap_rows) >= 3)
-            from gapscope.tui.app.tables import findings_of
+            from gapscope.tui.tables import findings_of
 
             ft.move_cursor(row=next(n for n, (_, j, _f) in enumerate(findings_of(sc)) if j == i))
             await pilot.pause()
@@ -428,9 +428,9 @@ def test_findings_view_ranks_like_the_report_with_the_saving_and_the_place_first
     """The findings view (3) lists the findings in the report's order (by the projected saving of the fix),
     with that saving per step, and each title led by the frame it names (an 80-column table cuts the end)."""
     _need(SYNC)
-    from gapscope.tui.analysis import analyze
-    from gapscope.tui.report.markdown import render_markdown
-    from gapscope.tui.trace import load
+    from gapscope.analysis import analyze
+    from gapscope.report.markdown import render_markdown
+    from gapscope.trace import load
 
     md = render_markdown([analyze(load(SYNC))])
     # the report's numbered findings: "1. **\[high\] TITLE**"
@@ -605,9 +605,9 @@ def _readme_keys() -> set[str]:
 
 
 def test_readme_key_table_matches_the_bindings():
-    from gapscope.tui.app.gaplist import GapList
-    from gapscope.tui.app.main import MainScreen
-    from gapscope.tui.app.timeline import LanesView
+    from gapscope.tui.gaplist import GapList
+    from gapscope.tui.main import MainScreen
+    from gapscope.tui.timeline import LanesView
 
     bound = set()
     for cls in (MainScreen, LanesView, GapList):
@@ -627,11 +627,11 @@ def test_help_key_table_is_made_from_the_bindings():
     from textual.binding import Binding
     from textual.screen import Screen
 
-    from gapscope.tui.app import keys
-    from gapscope.tui.app.gaplist import GapList
-    from gapscope.tui.app.main import MainScreen
-    from gapscope.tui.app.screens import HelpScreen
-    from gapscope.tui.app.timeline import LanesView
+    from gapscope.tui import keys
+    from gapscope.tui.gaplist import GapList
+    from gapscope.tui.main import MainScreen
+    from gapscope.tui.screens import HelpScreen
+    from gapscope.tui.timeline import LanesView
 
     assert list(MainScreen.BINDINGS) == keys.bindings(MainScreen.KEYS)
     widgets = {"LanesView": LanesView, "GapList": GapList, "Screen": Screen}
@@ -665,7 +665,7 @@ def test_projection_in_the_header_and_the_gap_detail(monkeypatch, first):
     """The projection reaches the header (wide) and the gap detail names the gap's finding and its saving,
     whether the loader computed it before showing the analysis (small traces) or after (ProjectionReady)."""
     _need(SYNC)
-    from gapscope.tui.app import loading
+    from gapscope.tui import loading
 
     monkeypatch.setattr(loading, "PROJECT_FIRST_EVENTS", 10**9 if first else 0)
 
@@ -705,8 +705,8 @@ def test_a_gap_of_hundreds_of_ms_reads_whole_at_80_columns(tmp_path):
     d = fmt_dur(int(a.gaps.dur_ns.max()))
     assert len(d) == 9 and any(ln.lstrip().startswith(d + "  ") for ln in txt.splitlines()), (d, txt)
     # the narrow cause column is 6 wide: every registered cause has a name that fits it
-    from gapscope.tui.analysis import CAUSES
-    from gapscope.tui.app.gaplist import SHORT_CAUSE
+    from gapscope.analysis import CAUSES
+    from gapscope.tui.gaplist import SHORT_CAUSE
 
     assert all(len(SHORT_CAUSE.get(c, c)) <= 6 for c in CAUSES), [c for c in CAUSES if len(SHORT_CAUSE.get(c, c)) > 6]
 
@@ -728,7 +728,7 @@ def test_findings_view_reads_whole_after_a_resize():
             return small, screen_text(app), app.scene
 
     small, wide, sc = run(go())
-    from gapscope.tui.app.tables import findings_of
+    from gapscope.tui.tables import findings_of
 
     a = sc.analysis
     f0 = findings_of(sc)[0][2]
@@ -759,7 +759,7 @@ def test_a_resize_keeps_the_highlighted_finding():
             return app.screen.query_one("#findings", DataTable).cursor_row, screen_text(app), app.scene
 
     row, txt, sc = run(go())
-    from gapscope.tui.app.tables import findings_of
+    from gapscope.tui.tables import findings_of
 
     assert row == 1
     f1 = findings_of(sc)[1][2]

@@ -15,9 +15,9 @@ import numpy as np
 
 from tests.helpers import SAMPLE_TRACES
 from tests.helpers.app import opened, run, settle, three_gaps
-from gapscope.tui.app.app import GapscopeApp
-from gapscope.tui.app.textdump import screen_text
-from gapscope.tui.trace.model import Kind
+from gapscope.tui.app import GapscopeApp
+from gapscope.tui.textdump import screen_text
+from gapscope.trace.model import Kind
 
 ROOT = Path(__file__).resolve().parent.parent
 SYNC = SAMPLE_TRACES / "demo-eager-sync.decode.json.gz"
@@ -58,7 +58,7 @@ def test_zero_fits_the_analysed_window_and_the_docs_say_so():
     assert hi - lo > span + 3_000_000
     # the window and a margin of 1% each side so that edge kernels are not cut
     assert abs(t0 - (w0 - span // 100)) <= 1_000 and abs(t1 - (w1 + span // 100)) <= 1_000, (t0 - w0, t1 - w1)
-    from gapscope.tui.app.main import MainScreen
+    from gapscope.tui.main import MainScreen
 
     help0 = dict(MainScreen.KEY_HELP)["0 / Home"]
     readme = next(ln for ln in (ROOT / "README.md").read_text().splitlines() if ln.startswith("| `0` / `Home` | fit"))
@@ -104,7 +104,7 @@ def test_j_and_k_move_in_the_kernels_findings_and_diff_lists():
 
 # ----------------------------------------------------------------- defect 3: the findings detail
 def test_evidence_values_read_as_the_report_writes_them():
-    from gapscope.tui.app.evidence import evidence_lines
+    from gapscope.tui.evidence import evidence_lines
 
     lines = evidence_lines({"share_of_window_pct": 48.96327992572372, "idle_us": 78185.906,
                             "gap_causes": {"sync": [855, 49083.814], "python": [3, 957.818]},
@@ -157,7 +157,7 @@ def _depth_labels(sc) -> list[str]:
 
 
 def test_expanded_thread_shows_every_depth_with_the_launcher_frames_folded():
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     m = load(str(MIXTRAL), no_cache=True)
     py = np.flatnonzero(m.kind == Kind.PYTHON)
@@ -271,8 +271,8 @@ def test_d_compares_in_tab_order_from_either_tab_and_x_swaps():
 
 # ----------------------------------------------------------------- defect 7: late ranks first
 def test_ranks_line_lists_the_rank_the_others_wait_for_first():
-    from gapscope.tui.app import glyphs as G
-    from gapscope.tui.app.panels import ranks_line
+    from gapscope.tui import glyphs as G
+    from gapscope.tui.panels import ranks_line
 
     class Eight:
         multi = True
@@ -334,8 +334,8 @@ def test_export_notice_stays_off_the_gap_list_at_80x24(tmp_path):
 def test_range_stats_credit_the_launching_thread_by_own_time(tmp_path):
     """three_gaps: in [15, 315) µs the thread runs model.py(10): b_fn from 14 to 316 µs, aten::mm at 16-21 µs
     and cudaLaunchKernel at 311-313 µs inside it: b_fn's own time in the range is 300 - 5 - 2 = 293 µs."""
-    from gapscope.tui.app import glyphs as G
-    from gapscope.tui.app.rangestats import range_stats, range_text
+    from gapscope.tui import glyphs as G
+    from gapscope.tui.rangestats import range_stats, range_text
 
     p = three_gaps(tmp_path)
 

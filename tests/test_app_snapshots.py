@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers import SAMPLE_TRACES
-from gapscope.tui.app.app import GapscopeApp
-from gapscope.tui.app.textdump import screen_text
+from gapscope.tui.app import GapscopeApp
+from gapscope.tui.textdump import screen_text
 
 pytest.importorskip("pytest_textual_snapshot")
 

@@ -1,4 +1,4 @@
-"""The explorer screen's state (tui/app/shown.py): one frozen value made from a scene; its fields change
+"""The explorer screen's state (tui/shown.py): one frozen value made from a scene; its fields change
 exactly when what they stand for changes, which is what decides the screen's redraws (MainScreen.watch_shown;
 DiffScreen.watch_shown for the before/after screen's ``DiffShown``). No app here."""
 
@@ -9,10 +9,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-import gapscope.tui.trace
-from gapscope.tui.app.diffscene import DiffScene
-from gapscope.tui.app.scene import Scene
-from gapscope.tui.app.shown import DiffShown, Shown
+import gapscope.trace
+from gapscope.tui.diffscene import DiffScene
+from gapscope.tui.scene import Scene
+from gapscope.tui.shown import DiffShown, Shown
 from tests.helpers import A_STEP, B_STEP, stepped
 from tests.helpers.app import three_gaps
 
@@ -20,9 +20,9 @@ from tests.helpers.app import three_gaps
 @pytest.fixture
 def scene(tmp_path):
     p = three_gaps(tmp_path)
-    from gapscope.tui.analysis import analyze
+    from gapscope.analysis import analyze
 
-    model = gapscope.tui.trace.load(str(p), no_cache=True)
+    model = gapscope.trace.load(str(p), no_cache=True)
     sc = Scene(str(p), model)
     a = analyze(model)
     sc.set_analysis(a, a.config.min_listed_gap_ns)
@@ -78,11 +78,11 @@ def test_the_keys_that_apply_follow_the_search(scene):
 def diff(tmp_path):
     """A: 2 steps of k1 k2 k3; B: 4 steps of k1 k23: B's gaps before k1 are new, those before k23 match A's
     before k2."""
-    from gapscope.tui.analysis import analyze
+    from gapscope.analysis import analyze
 
     a = stepped([A_STEP] * 2).write(tmp_path / "a.json")
     b = stepped([B_STEP] * 4, frame="app.py(9): other").write(tmp_path / "b.json")
-    ma, mb = (gapscope.tui.trace.load(str(p), no_cache=True) for p in (a, b))
+    ma, mb = (gapscope.trace.load(str(p), no_cache=True) for p in (a, b))
     return DiffScene(str(a), ma, analyze(ma), str(b), mb, analyze(mb))
 
 
@@ -126,8 +126,8 @@ def test_visiting_a_b_gap_selects_it_and_its_match_in_a(diff):
 
 
 def test_the_listed_gaps_of_a_scene_are_merged_largest_first(scene):
-    """tui/app/scenegaps.py: the scene's gap columns, its order and its gap rows come from the analysis."""
-    from gapscope.tui.app.scenegaps import gap_lanes_of, listed_gaps
+    """tui/scenegaps.py: the scene's gap columns, its order and its gap rows come from the analysis."""
+    from gapscope.tui.scenegaps import gap_lanes_of, listed_gaps
 
     g = listed_gaps(scene.parts)
     gaps = scene.analysis.gaps

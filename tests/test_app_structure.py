@@ -9,7 +9,7 @@ import pytest
 
 from tests.helpers import ROOT
 
-APP = ROOT / "tui" / "app"
+APP = ROOT / "tui"
 
 
 def _methods(path, cls: str) -> list[str]:
@@ -23,19 +23,19 @@ def test_the_app_is_thin():
 
 
 def test_the_css_is_a_tcss_file_shipped_with_the_package():
-    from gapscope.tui.app.app import GapscopeApp
+    from gapscope.tui.app import GapscopeApp
 
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
     assert GapscopeApp.CSS_PATH == "gapscope.tcss" and not GapscopeApp.CSS
     assert "#gaplist" in (APP / "gapscope.tcss").read_text()
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
-    assert "*.tcss" in data["gapscope.tui.app"]
+    assert "*.tcss" in data["gapscope.tui"]
 
 
 def test_failure_is_one_line_and_keeps_bad_input_as_it_is():
-    from gapscope.tui.app.loading import failure
-    from gapscope.tui.errors import GapscopeError
+    from gapscope.tui.loading import failure
+    from gapscope.errors import GapscopeError
 
     assert failure("loading", GapscopeError("t.json: not a trace")) == "t.json: not a trace"
     assert failure("analysis", GapscopeError("no window")) == "analysis failed: no window"
@@ -62,7 +62,7 @@ def test_no_explorer_module_imports_another_modules_private_names(path):
 
 
 def test_names_are_made_safe_to_draw_in_one_place():
-    """"safe, then ASCII-safe" (tui/app/safe.py ``shown``) is written once: every other module calls ``shown``."""
+    """"safe, then ASCII-safe" (tui/safe.py ``shown``) is written once: every other module calls ``shown``."""
     for path in APP.glob("*.py"):
         if path.name == "safe.py":
             continue
@@ -215,17 +215,17 @@ def test_the_scene_is_made_of_parts_with_one_responsibility_each_and_no_textual(
     import subprocess
     import sys
 
-    code = ("import sys; import gapscope.tui.app.scene, gapscope.tui.app.diffscene, gapscope.tui.app.shown; "
+    code = ("import sys; import gapscope.tui.scene, gapscope.tui.diffscene, gapscope.tui.shown; "
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'textual', 'rich'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]"
     from tests.synth import Synth
     from tests.helpers import model_of
-    from gapscope.tui.app.matches import SearchState
-    from gapscope.tui.app.rows import DisplayRows
-    from gapscope.tui.app.scene import Scene
-    from gapscope.tui.app.scenegaps import GapSelection
-    from gapscope.tui.app.view import View
+    from gapscope.tui.matches import SearchState
+    from gapscope.tui.rows import DisplayRows
+    from gapscope.tui.scene import Scene
+    from gapscope.tui.scenegaps import GapSelection
+    from gapscope.tui.view import View
 
     s = Synth()
     s.launch(ts=0, dur=2, kernel="k0", k_ts=5, k_dur=10)
@@ -243,8 +243,8 @@ def test_the_tables_are_filled_by_the_watcher_when_the_view_changes(tmp_path, mo
     """1 2 3 only switch the view; the table shown is filled because ``Shown.view`` changed (once per change: 2
     again fills nothing, 1 fills nothing), with the scene's kernels in it."""
     from tests.helpers.app import opened, run, three_gaps
-    from gapscope.tui.app.main import MainScreen
-    from gapscope.tui.app.tables import TableView
+    from gapscope.tui.main import MainScreen
+    from gapscope.tui.tables import TableView
 
     calls = []
     real = MainScreen.fill_tables

@@ -11,8 +11,8 @@ import pytest
 
 from tests.helpers import SAMPLE_TRACES
 from tests.helpers.app import opened, run
-from gapscope.tui.app.textdump import screen_text
-from gapscope.tui.report import render_markdown
+from gapscope.tui.textdump import screen_text
+from gapscope.report import render_markdown
 
 SYNC = SAMPLE_TRACES / "demo-eager-sync.decode.json.gz"
 MIXTRAL = SAMPLE_TRACES / "hf-mixtral.decode_eager.json.gz"

@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 import gapscope.capture as capture  # noqa: E402
 from gapscope.capture import cli as capture_cli  # noqa: E402
 from gapscope.capture.recorder import CaptureError  # noqa: E402
-from gapscope.tui.trace import load  # noqa: E402
+from gapscope.trace import load  # noqa: E402
 from tests.helpers import free_port  # noqa: E402
 from tests.helpers.capture import Counter  # noqa: E402
 
@@ -73,7 +73,7 @@ def test_record_window_holds_exactly_active_steps(tmp_path):
 
 
 def test_profiler_warmup_step_is_recorded_before_the_window_and_left_out_of_it(tmp_path):
-    from gapscope.tui.analysis import analyze
+    from gapscope.analysis import analyze
 
     r = capture.record(Counter(), name="pw", out_dir=str(tmp_path), warmup=1, active=2, repeats=1, quiet=True,
                        stacks=False)
@@ -93,7 +93,7 @@ def test_profiler_warmup_step_is_recorded_before_the_window_and_left_out_of_it(t
     # the step ranges it would clip to are these)
     a = analyze(m)
     assert a.window.steps == ["gapscope.step#0", "gapscope.step#1"]
-    from gapscope.tui.analysis.window import STEP_RE
+    from gapscope.analysis.window import STEP_RE
 
     assert STEP_RE.match("gapscope.profiler_warmup") is None
 
@@ -432,7 +432,7 @@ def test_small_size_and_memory_option(tmp_path, capsys):
 
 
 def test_gapscope_dispatches_capture(tmp_path, capsys):
-    from gapscope.tui.cli import main as gapscope_main
+    from gapscope.cli import main as gapscope_main
 
     rc = gapscope_main(["capture", "demo", "--size", "tiny", "--cpu", "--phase", "prefill", "--out", str(tmp_path),
                         "--repeats", "1", "--warmup", "1", "--no-stacks"])
@@ -620,8 +620,8 @@ def test_measure_all_adds_rounds_within_the_budget(monkeypatch):
 
 def test_noisy_timing_goes_into_the_metadata_the_output_and_the_analysis(tmp_path, monkeypatch):
     from gapscope.capture import recorder
-    from gapscope.tui.analysis import analyze
-    from gapscope.tui.app.panels import header_warnings
+    from gapscope.analysis import analyze
+    from gapscope.tui.panels import header_warnings
 
     clock = FakeTime()
     monkeypatch.setattr(recorder, "time", clock)

@@ -1,4 +1,4 @@
-"""The cause registry (tui/analysis/causes/): one module per cause, read by the classifier, the details, the
+"""The cause registry (gapscope/analysis/causes/): one module per cause, read by the classifier, the details, the
 findings, the report and the explorer. A cause registered from outside (here: a toy one) is classified,
 explained, titled and advised without touching any other module."""
 
@@ -12,9 +12,9 @@ import numpy as np
 from tests.synth import Synth
 from tests.helpers import model_of
 from tests.helpers import SCHEMA_PATH as SCHEMA
-from gapscope.tui.analysis import CAUSES, analyze
-from gapscope.tui.analysis import causes as registry
-from gapscope.tui.report import build_json, render_markdown
+from gapscope.analysis import CAUSES, analyze
+from gapscope.analysis import causes as registry
+from gapscope.report import build_json, render_markdown
 
 
 
@@ -74,7 +74,7 @@ def test_a_registered_cause_is_used_everywhere():
         doc = build_json([a])
         assert doc["causes"]["polling"]["count"] == 1
         assert "polling" in render_markdown([a])
-        from gapscope.tui.app import glyphs
+        from gapscope.tui import glyphs
 
         assert glyphs.CAUSE_LETTERS["polling"] == "Q" and glyphs.CAUSE_COLOURS["polling"] == "bright_blue"
     assert "polling" not in CAUSES

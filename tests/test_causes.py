@@ -9,7 +9,7 @@ import pytest
 from tests.synth import Synth
 from tests.helpers import model_of
 from tests.helpers import one_gap as base, sync_scenario
-from gapscope.tui.analysis import CAUSES, Thresholds, analyze
+from gapscope.analysis import CAUSES, Thresholds, analyze
 
 
 def finish(s: Synth, *, with_launch=True):
@@ -192,8 +192,8 @@ def test_thresholds_are_configurable():
 
 @pytest.mark.parametrize("cause", CAUSES)
 def test_every_cause_has_an_explanation_and_suggestion(cause):
-    from gapscope.tui.analysis import CAUSE_EXPLANATIONS
-    from gapscope.tui.analysis.findings import SUGGESTIONS
+    from gapscope.analysis import CAUSE_EXPLANATIONS
+    from gapscope.analysis.findings import SUGGESTIONS
 
     assert CAUSE_EXPLANATIONS[cause] and SUGGESTIONS[cause]
 

@@ -27,8 +27,8 @@ MOST = 0.5  # "most of": a share strictly above one half (design/gap-causes.md)
 @functools.lru_cache(maxsize=4)  # each trace analysed and read once per module
 def _pairs(path: Path):
     """(cause, RawGap, analysis row) for each analysed gap that is an interior gap of the raw kernels."""
-    from gapscope.tui.analysis import CAUSES, analyze
-    from gapscope.tui.trace import load
+    from gapscope.analysis import CAUSES, analyze
+    from gapscope.trace import load
 
     a = analyze(load(str(path), no_cache=True))
     g = a.gaps

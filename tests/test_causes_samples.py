@@ -35,8 +35,8 @@ def _find(pattern: str) -> list[Path]:
 
 
 def _analyze(p: Path):
-    from gapscope.tui.analysis import analyze
-    from gapscope.tui.trace import load
+    from gapscope.analysis import analyze
+    from gapscope.trace import load
 
     return analyze(load(str(p), no_cache=True))
 
@@ -71,8 +71,8 @@ def test_injected_cause_is_found(inject):
 def test_late_rank_is_named():
     files = [p for p in sorted(SAMPLES.iterdir()) if "late1" in p.name and re.search(r"\.rank\d+\.json(\.gz)?$", p.name)]
     assert len(files) == 2, files
-    from gapscope.tui.analysis import analyze_ranks
-    from gapscope.tui.trace import load
+    from gapscope.analysis import analyze_ranks
+    from gapscope.trace import load
 
     aa = analyze_ranks([load(str(p), no_cache=True) for p in files])
     rows = aa[0].cross_rank.rows

@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 from tests.helpers import ROOT
-from gapscope.tui import __version__
+from gapscope import __version__
 
 
 def gapscope(*args, **kw):
@@ -65,10 +65,10 @@ def test_every_command_is_one_module_with_add_parser_and_run():
     module (the old ``cli`` <-> ``report.cli`` cycle)."""
     import ast
 
-    from gapscope.tui.cli import build_parser
-    from gapscope.tui.commands import COMMANDS
+    from gapscope.cli import build_parser
+    from gapscope.commands import COMMANDS
 
-    folder = ROOT / "tui" / "commands"
+    folder = ROOT / "gapscope" / "commands"
     modules = {p.stem for p in folder.glob("*.py")} - {"__init__", "common"}
     assert modules == {c.NAME for c in COMMANDS} == {"open", "info", "report", "diff", "capture"}
     for c in COMMANDS:
@@ -82,8 +82,8 @@ def test_every_command_is_one_module_with_add_parser_and_run():
 
 def test_report_top_default_is_left_to_the_report():
     """--top not given: 10 for Markdown, 50 for JSON; an explicit --top 10 with --json stays 10."""
-    from gapscope.tui.cli import build_parser
-    from gapscope.tui.commands.report import report_top
+    from gapscope.cli import build_parser
+    from gapscope.commands.report import report_top
 
     p = build_parser()
     assert report_top(p.parse_args(["report", "t.json"])) == 10
@@ -93,10 +93,10 @@ def test_report_top_default_is_left_to_the_report():
 
 _IMPORTS_WHILE_WAITING = r"""
 import json, sys, time
-from gapscope.tui.trace import parallel, multi
-from gapscope.tui.cli import main
+from gapscope.trace import parallel, multi
+from gapscope.cli import main
 
-ANALYSIS = "gapscope.tui.analysis.diagnosis"
+ANALYSIS = "gapscope.analysis.diagnosis"
 seen = {}
 orig_worker, orig_result, orig_load = parallel._worker, parallel._Job.result, multi.load_many
 

@@ -1,4 +1,4 @@
-"""Before/after (tui/analysis/compare/__init__.py): synthetic pairs whose per-step deltas are written by hand, the
+"""Before/after (gapscope/analysis/compare/__init__.py): synthetic pairs whose per-step deltas are written by hand, the
 kernel-sequence alignment against a brute-force LCS, and the sample pairs in traces/."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import pytest
 
 from tests.helpers import A_STEP, B_STEP, SAMPLE_TRACES, model_of, stepped
 from tests.synth import Synth
-from gapscope.tui.analysis import analyze
-from gapscope.tui.trace.model import Kind
-from gapscope.tui.analysis.compare import compare, match_gaps
-from gapscope.tui.analysis.compare.align import align_names, lcs_pairs
-from gapscope.tui.analysis.compare.steps import find_steps
+from gapscope.analysis import analyze
+from gapscope.trace.model import Kind
+from gapscope.analysis.compare import compare, match_gaps
+from gapscope.analysis.compare.align import align_names, lcs_pairs
+from gapscope.analysis.compare.steps import find_steps
 
 
 def pair(**kw):
@@ -140,7 +140,7 @@ def test_profiler_steps_and_window_fallback():
 def _sample(name):
     p = SAMPLE_TRACES / name
     assert p.is_file(), p  # in the repository: missing is a failure
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     return analyze(load(str(p), no_cache=True))
 
@@ -196,8 +196,8 @@ def test_compare_on_shared_traces_against_a_sample(shared_traces):
     import jsonschema
 
     from tests.helpers import SCHEMA_PATH
-    from gapscope.tui.report import build_json
-    from gapscope.tui.trace import load
+    from gapscope.report import build_json
+    from gapscope.trace import load
 
     schema = json.loads(SCHEMA_PATH.read_text())
     ref = _sample("demo-graph.decode.json.gz")
@@ -219,7 +219,7 @@ def test_compare_on_shared_traces_against_a_sample(shared_traces):
 
 
 def test_report_says_which_gaps_of_b_are_new():
-    from gapscope.tui.report import build_json, render_markdown
+    from gapscope.report import build_json, render_markdown
 
     a, b = pair()
     g = build_json([a, b])["comparison"]["gaps"]

@@ -1,4 +1,4 @@
-"""Before/after verdict in un-profiled step time (tui/analysis/compare/steptime.py): synthetic pairs whose metadata is
+"""Before/after verdict in un-profiled step time (gapscope/analysis/compare/steptime.py): synthetic pairs whose metadata is
 written by hand (per-step figures, spreads, verdicts computed here), and the real-client pairs in traces/ against
 the un-profiled times in their own metadata (traces/README.md, last section)."""
 
@@ -11,8 +11,8 @@ import jsonschema
 import pytest
 
 from tests.helpers import A_STEP, B_STEP, SAMPLE_TRACES, model_of, stepped
-from gapscope.tui.analysis import analyze
-from gapscope.tui.analysis.compare import compare
+from gapscope.analysis import analyze
+from gapscope.analysis.compare import compare
 
 
 def _timed(steps, meta, **kw):
@@ -57,7 +57,7 @@ def test_profiled_idle_rises_while_the_unprofiled_step_falls():
 
 
 def test_the_report_and_json_open_with_the_unprofiled_verdict():
-    from gapscope.tui.report import build_json, render_markdown, schema_text
+    from gapscope.report import build_json, render_markdown, schema_text
 
     a = _timed([A_STEP] * 2, META_A)
     b = _timed([B_STEP] * 4, META_B, frame="app.py(9): other")
@@ -106,7 +106,7 @@ def test_a_profiled_step_time_stands_in_without_unprofiled_times():
     assert sv.delta_pct == pytest.approx(-200 / 55) and sv.verdict == "faster"
     assert sv.headline() == "step 55.0 µs → 53.0 µs profiled (−3.6%; no un-profiled time in B): faster"
     assert not sv.distortion_differs  # B's distortion is unknown
-    from gapscope.tui.report import render_markdown
+    from gapscope.report import render_markdown
 
     md = render_markdown([c_a := _timed([A_STEP] * 2, META_A), _timed([B_STEP] * 4, None)])
     assert c_a is not None and "- ⚠ profiled step time (the CPU step ranges) stands in: B has no un-profiled" in md
@@ -146,7 +146,7 @@ def _meta_of(name):
 
 
 def _analysis(name):
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     return analyze(load(str(SAMPLE_TRACES / f"{name}.json.gz")))
 
@@ -158,7 +158,7 @@ PAIRS = [("hf-attn.prefill_eager", "hf-attn.prefill_sdpa"), ("resnet50.fp32", "r
 
 @pytest.mark.parametrize("pair", PAIRS, ids=[p[0] for p in PAIRS])
 def test_real_pairs_say_faster_the_way_the_unprofiled_times_do(pair):
-    from gapscope.tui.report import build_json, render_markdown
+    from gapscope.report import build_json, render_markdown
 
     a, b = (_analysis(n) for n in pair)
     ma, mb = (_meta_of(n) for n in pair)
@@ -197,9 +197,9 @@ def test_pairs_of_different_runs_say_so():
 def test_the_diff_header_shows_the_same_verdict():
     import asyncio
 
-    from gapscope.tui.app.diffapp import DiffApp
+    from gapscope.tui.diffapp import DiffApp
     from tests.helpers.app import diff_ready
-    from gapscope.tui.app.textdump import screen_text
+    from gapscope.tui.textdump import screen_text
 
     pair = [str(SAMPLE_TRACES / f"{n}.json.gz") for n in ("hf-attn.prefill_eager", "hf-attn.prefill_sdpa")]
     ma, mb = (_meta_of(n) for n in ("hf-attn.prefill_eager", "hf-attn.prefill_sdpa"))

@@ -1,4 +1,4 @@
-"""The two event decoders (tui/trace/decode_typed.py, decode_dicts.py) and the lanes between them: a chunk
+"""The two event decoders (gapscope/trace/decode_typed.py, decode_dicts.py) and the lanes between them: a chunk
 goes to a slower lane only when a decoder refuses it explicitly (SlowLane, for values of unexpected types or
 out of range); any other exception is a bug and reaches the caller instead of becoming a silent slowdown."""
 
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from tests.helpers import SAMPLE_TRACES
-from gapscope.tui.trace import build, decode_dicts, decode_typed, parallel, read
-from gapscope.tui.trace.build import ColumnBuilder
-from gapscope.tui.trace.decode_common import SlowLane
-from gapscope.tui.trace.model import NO_ID
+from gapscope.trace import build, decode_dicts, decode_typed, parallel, read
+from gapscope.trace.build import ColumnBuilder
+from gapscope.trace.decode_common import SlowLane
+from gapscope.trace.model import NO_ID
 
 pytestmark = pytest.mark.skipif(decode_typed._DEC_EV is None, reason="msgspec is not installed")
 

@@ -12,10 +12,10 @@ import pytest
 
 from tests.helpers import SAMPLE_TRACES, largest_gap, model_of, shared_trace
 from tests.synth import Synth
-from gapscope.tui.analysis import CAUSES, Thresholds, analyze
-from gapscope.tui.report import build_json, render_markdown
-from gapscope.tui.trace import load
-from gapscope.tui.trace.model import Kind
+from gapscope.analysis import CAUSES, Thresholds, analyze
+from gapscope.report import build_json, render_markdown
+from gapscope.trace import load
+from gapscope.trace.model import Kind
 
 
 # ------------------------------------------------------------------------------ item 1: gpu-wait
@@ -213,7 +213,7 @@ def test_no_frameless_python_finding_beside_a_framed_one():
 # ------------------------------------------------------------------------------ own time: who ran at t
 def _own(s: Synth, a_us: float, b_us: float) -> dict[str, int]:
     """host_time of [a_us, b_us) on the Synth's thread, as {name: ns} (events of one name added up)."""
-    from gapscope.tui.analysis.hosttime import host_time
+    from gapscope.analysis.hosttime import host_time
 
     m = model_of(s)
     an = analyze(m)

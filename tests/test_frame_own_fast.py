@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gapscope.tui.analysis import analyze
-from gapscope.tui.analysis.hosttime import minus_inside, frame_own_intervals
-from gapscope.tui.analysis.intervals import member, subtract, union, uniq
-from gapscope.tui.trace import load
-from gapscope.tui.trace.model import Kind
+from gapscope.analysis import analyze
+from gapscope.analysis.hosttime import minus_inside, frame_own_intervals
+from gapscope.analysis.intervals import member, subtract, union, uniq
+from gapscope.trace import load
+from gapscope.trace.model import Kind
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLES = sorted(glob.glob(os.path.join(ROOT, "traces", "*.json.gz")))

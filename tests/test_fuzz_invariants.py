@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 
 from tests.synth import Synth, damage_bytes
 from tests.helpers import SCHEMA_PATH
-from gapscope.tui.analysis import CAUSES, analyze
-from gapscope.tui.errors import GapscopeError
-from gapscope.tui.trace import TraceError, load
+from gapscope.analysis import CAUSES, analyze
+from gapscope.errors import GapscopeError
+from gapscope.trace import TraceError, load
 
 
 _t = st.integers(0, 5_000)  # ns-ish grid, written as µs with 3 decimals
@@ -182,7 +182,7 @@ def check_analysis(a) -> None:
 
 def check_case(folder: Path, case: dict, schema: dict) -> str:
     """Load, analyse, report; returns "error" or "ok". Raises AssertionError on a broken invariant."""
-    from gapscope.tui.report import build_json, render_markdown
+    from gapscope.report import build_json, render_markdown
 
     p = write_case(folder, case)
     try:
@@ -261,7 +261,7 @@ _HOSTILE = {
 @pytest.mark.parametrize("shape", sorted(_HOSTILE))
 def test_hostile_shapes_keep_the_invariants(tmp_path, schema, shape):
     from tests import hostile as H
-    from gapscope.tui.report import build_json, render_markdown
+    from gapscope.report import build_json, render_markdown
 
     p = _HOSTILE[shape](H, tmp_path / "h.json")
     m = load(p, no_cache=True)

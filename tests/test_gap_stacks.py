@@ -11,9 +11,9 @@ import jsonschema
 
 from tests.synth import Synth
 from tests.helpers import SCHEMA_PATH
-from gapscope.tui.analysis import analyze
-from gapscope.tui.report import build_json, render_markdown
-from gapscope.tui.trace import load
+from gapscope.analysis import analyze
+from gapscope.report import build_json, render_markdown
+from gapscope.trace import load
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
 MIXTRAL = Path(__file__).resolve().parent.parent / "traces" / "hf-mixtral.decode_eager.json.gz"
@@ -82,8 +82,8 @@ def test_mixtral_decode_attention_launches_fed_gaps_the_thread_ran_dry_elsewhere
 def test_explorer_stack_panel_names_both_stacks(tmp_path):
     import asyncio
 
-    from gapscope.tui.app.app import GapscopeApp
-    from gapscope.tui.app.panels import stack_text
+    from gapscope.tui.app import GapscopeApp
+    from gapscope.tui.panels import stack_text
 
     p = rotary_then_attention(tmp_path)
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-from gapscope.tui.analysis import analyze
-from gapscope.tui.analysis.replay.fixes import host_reads
-from gapscope.tui.analysis.replay.model import Replay
-from gapscope.tui.analysis.replay.result import Projection
-from gapscope.tui.trace import load
-from gapscope.tui.trace.model import Kind
+from gapscope.analysis import analyze
+from gapscope.analysis.replay.fixes import host_reads
+from gapscope.analysis.replay.model import Replay
+from gapscope.analysis.replay.result import Projection
+from gapscope.trace import load
+from gapscope.trace.model import Kind
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 MIXTRAL = "transformers/models/mixtral/modeling_mixtral.py(69): forward"
@@ -114,8 +114,8 @@ def test_a_frame_shared_by_several_findings_ranks_one_of_them():
     call (−48.9%) is one fix: it ranks the loop's own finding; `activations.py(102): forward`, whose own fix saves
     0 ns, reads [info] (it read [high] when each of the four was ranked by the shared what-if), and the Markdown
     names the finding that carries it."""
-    from gapscope.tui.report.jsonout import build_json
-    from gapscope.tui.report.markdown import render_markdown
+    from gapscope.report.jsonout import build_json
+    from gapscope.report.markdown import render_markdown
 
     a = analyze(load(str(TRACES / "hf-mixtral.decode_eager.json.gz")))
     pj = a.projection

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from tests import hostile as H
-from gapscope.tui.trace import Kind, TraceError, load
+from gapscope.trace import Kind, TraceError, load
 
 ROOT = Path(__file__).resolve().parent.parent
 MiB = 1 << 20
@@ -74,7 +74,7 @@ class _Read:
     """Counts the bytes read from files that the reader (tui.trace.read) opens."""
 
     def __init__(self, monkeypatch):
-        import gapscope.tui.trace.read as rd
+        import gapscope.trace.read as rd
 
         self.total = 0
         spy = self
@@ -205,7 +205,7 @@ def test_repeated_event_gz_is_refused_for_its_ratio(tmp_path, monkeypatch):
 def test_whitespace_run_between_events_plain_two_processes(tmp_path, monkeypatch):
     """A run of spaces between two events of a plain trace big enough for the two-process path: the worker
     finds no boundary near its split and gives up, the parent parses it all; every event is kept."""
-    from gapscope.tui.trace import parallel, reader
+    from gapscope.trace import parallel, reader
 
     monkeypatch.setattr(reader, "CHUNK", 64 << 10)
     monkeypatch.setattr(parallel, "PARALLEL_MIN", 1 << 20)
@@ -218,7 +218,7 @@ def test_whitespace_run_between_events_plain_two_processes(tmp_path, monkeypatch
 
 # ------------------------------------------------------------------------------------- many of one thing
 def _info_text(path) -> str:
-    from gapscope.tui.trace.info import format_text, summary
+    from gapscope.trace.info import format_text, summary
 
     return format_text(summary(load(path, no_cache=True)))
 
@@ -263,7 +263,7 @@ def test_same_timestamp_flood_costs_what_spread_events_cost(tmp_path):
 def test_distinct_kernel_args_are_kept_at_their_size(tmp_path, monkeypatch):
     """10,000 kernels whose args all differ, read in small pieces: the interned args cost about their size
     (was ~4 KiB each: orjson's bytes keep their whole buffer; 500,000 such kernels took 1.4 GB)."""
-    from gapscope.tui.trace import reader
+    from gapscope.trace import reader
 
     p = H.same_timestamp(tmp_path / "args.json", 10_000, step=3.0)
     monkeypatch.setattr(reader, "CHUNK", 64 << 10)
@@ -279,7 +279,7 @@ def test_deep_python_nesting_findings_bounded(tmp_path):
     frame for each gap is found with memory per gap, not per (gap, frame) (was 97 MB traced here, 2 GB at
     20,000 x 2,000), and the calls grow with the depth (4x deeper: ~3x, was ~24x: past 10,000 levels every gap
     took the frame-by-frame path)."""
-    from gapscope.tui.analysis import analyze
+    from gapscope.analysis import analyze
 
     shallow = load(H.deep_python(tmp_path / "d3k.json", 3000, 100), no_cache=True)
     p = H.deep_python(tmp_path / "d12k.json", 12_000, 100)
@@ -297,8 +297,8 @@ def test_deep_python_nesting_findings_bounded(tmp_path):
 def test_many_names_collisions_tiny_gaps_are_linear(tmp_path, shape):
     """Distinct names (ops and kernels), one correlation id shared by every launch, 1 ns gaps: 4x the events
     make < 6x the calls of load + analysis + report."""
-    from gapscope.tui.analysis import analyze
-    from gapscope.tui.report.markdown import render_markdown
+    from gapscope.analysis import analyze
+    from gapscope.report.markdown import render_markdown
 
     gen = getattr(H, shape)
     small = gen(tmp_path / "s.json", 1000)
@@ -320,7 +320,7 @@ def test_one_huge_name(tmp_path, monkeypatch):
     (was: each of ~10 patterns searched all of it: a 50 MB name took 9 s of searches)."""
     import re
 
-    import gapscope.tui.analysis.names as N
+    import gapscope.analysis.names as N
 
     p = H.big_name(tmp_path / "name.json", 8 * MiB)
     m = load(p, no_cache=True)
@@ -353,7 +353,7 @@ def test_value_that_never_closes_in_a_long_list_is_not_quadratic(tmp_path, monke
     """An event whose args hold 256 objects (each ``}, {`` looks like a boundary between events) and a list that
     never closes, in a piece that needs repairs: the lenient lane looks for the event's end by doubling then
     halving the segments it joins, re-parsing ~8x its bytes (was once per joined segment: ~128x)."""
-    from gapscope.tui.trace import reader
+    from gapscope.trace import reader
 
     parsed = [0]
     real = reader._repair_one

@@ -16,9 +16,9 @@ import pytest
 
 from tests.helpers import US, first_event, model_of
 from tests.synth import Synth
-from gapscope.tui.analysis import analyze
-from gapscope.tui.analysis.hosttime import frame_own_intervals, host_time, nesting_segments, owners_at
-from gapscope.tui.trace.model import CPU_NEST_KINDS, Kind
+from gapscope.analysis import analyze
+from gapscope.analysis.hosttime import frame_own_intervals, host_time, nesting_segments, owners_at
+from gapscope.trace.model import CPU_NEST_KINDS, Kind
 
 
 @pytest.fixture(scope="module")

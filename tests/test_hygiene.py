@@ -16,8 +16,8 @@ def _modules_after_import(stmt: str) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    "module", ["gapscope.tui.trace", "gapscope.tui.analysis", "gapscope.tui.analysis.compare", "gapscope.tui.report", "gapscope.tui.cli", "gapscope.tui.errors", "gapscope.tui.fsutil",
-               "gapscope.tui.app"]
+    "module", ["gapscope.trace", "gapscope.analysis", "gapscope.analysis.compare", "gapscope.report", "gapscope.cli", "gapscope.errors", "gapscope.fsutil",
+               "gapscope.tui"]
 )
 def test_headless_modules_import_neither_textual_nor_torch(module):
     mods = _modules_after_import(f"import {module}")

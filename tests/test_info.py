@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.synth import Synth
-from gapscope.tui.trace.info import ascii_safe
+from gapscope.trace.info import ascii_safe
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -18,14 +18,14 @@ from rich.console import Console
 from rich.text import Span, Text
 from textual.strip import Strip
 
-from gapscope.tui.app import panels, textview
+from gapscope.tui import panels, textview
 from tests.helpers.app import opened as app_opened
-from gapscope.tui.app.gaplist import GapList
-from gapscope.tui.app.lanes import UnionIndex, search_sorted, segment_text
-from gapscope.tui.app.scene import Scene
-from gapscope.tui.app.scenegaps import listed_counts
-from gapscope.tui.app.rowlist import RowList, plain_cells_line
-from gapscope.tui.app.textview import split_lines, wrap_lines
+from gapscope.tui.gaplist import GapList
+from gapscope.tui.lanes import UnionIndex, search_sorted, segment_text
+from gapscope.tui.scene import Scene
+from gapscope.tui.scenegaps import listed_counts
+from gapscope.tui.rowlist import RowList, plain_cells_line
+from gapscope.tui.textview import split_lines, wrap_lines
 
 TRACE = Path(__file__).resolve().parent.parent / "traces" / "demo-eager-sync.decode.json.gz"
 
@@ -271,7 +271,7 @@ def test_gathered_text_is_the_text_appended_piece_by_piece():
 
 def _segment_text_per_cell(refs, label_of, bar, open_):
     """segment_text as it was written first: a list of cells and two numpy slice writes per run."""
-    from gapscope.tui.app.lanes import C_BAR, C_LABEL, C_MARK
+    from gapscope.tui.lanes import C_BAR, C_LABEL, C_MARK
 
     n = refs.size
     chars = [" "] * n
@@ -370,8 +370,8 @@ def test_screen_widgets_kept_are_the_ones_a_query_finds():
     kernels and findings views are mounted, a resize and the key bar's swap."""
     from textual.widgets import ContentSwitcher, Static
 
-    from gapscope.tui.app.panels import StackPanel
-    from gapscope.tui.app.timeline import Axis, LanesView
+    from gapscope.tui.panels import StackPanel
+    from gapscope.tui.timeline import Axis, LanesView
 
     wanted = [("#lanes", LanesView), ("#axis", Axis), ("#stack", StackPanel), ("#status", Static),
               (GapList, None), ("#views", ContentSwitcher)]

@@ -1,7 +1,7 @@
 """Each pane declares its own keys next to its actions (``LaneKeys.KEYS``, ``GapKeys.KEYS``, ``SearchKeys.KEYS``)
 and the screen its own (``SCREEN_KEYS``); ``MainScreen`` binds them in one place (issue 22, item 5). To the user
 nothing changed: the help screen's rows, the bindings and the footer are the ones the one screen-level table of
-tui/app/keys.py made before the panes owned their keys, written down here as they were then."""
+tui/keys.py made before the panes owned their keys, written down here as they were then."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from tests.helpers import SAMPLE_TRACES
 from tests.helpers.app import opened, run
-from gapscope.tui.app.textdump import screen_text
+from gapscope.tui.textdump import screen_text
 
 #: the help screen's rows (keys, what they do) of the old table, in its order
 HELP_BEFORE = [
@@ -83,7 +83,7 @@ FOOTER_BEFORE = " n next gap  N prev gap  w/s zoom  c cause  / find  e export  ?
 
 
 def test_the_help_rows_and_the_bindings_are_the_old_tables():
-    from gapscope.tui.app.main import MainScreen
+    from gapscope.tui.main import MainScreen
 
     assert MainScreen.KEY_HELP == HELP_BEFORE
     assert [(b.key, b.action, b.description, b.show, b.key_display) for b in MainScreen.BINDINGS] == BINDINGS_BEFORE
@@ -92,7 +92,7 @@ def test_the_help_rows_and_the_bindings_are_the_old_tables():
 def test_each_pane_owns_its_keys_and_the_screen_binds_them_all():
     """Every action a key names is a method of the class that declares the key (a pane's key next to its action);
     no key is declared twice; the screen's table is the panes' and its own, nothing else."""
-    from gapscope.tui.app.main import PANES, SCREEN_KEYS, MainScreen
+    from gapscope.tui.main import PANES, SCREEN_KEYS, MainScreen
 
     owners = [(p, p.KEYS) for p in PANES] + [(MainScreen, SCREEN_KEYS)]
     for cls, table in owners:
@@ -111,7 +111,7 @@ def test_each_pane_owns_its_keys_and_the_screen_binds_them_all():
 def test_a_pane_key_without_a_place_in_the_help_is_refused():
     from textual.binding import Binding
 
-    from gapscope.tui.app import keys
+    from gapscope.tui import keys
 
     with pytest.raises(ValueError):
         keys.in_help_order([keys.Key("x", "a key", (Binding("x", "x", "x"),))])

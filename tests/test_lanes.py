@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.synth import Synth
-from gapscope.tui.app.lanes import (
+from gapscope.tui.lanes import (
     C_ALLOC,
     C_LAUNCH,
     C_OP,
@@ -26,10 +26,10 @@ from gapscope.tui.app.lanes import (
     segment_text,
     time_to_col,
 )
-from gapscope.tui.app.safe import safe
-from gapscope.tui.app.timefmt import fmt_dur, fmt_tick, nice_step
-from gapscope.tui.app.view import View
-from gapscope.tui.trace.read import load
+from gapscope.tui.safe import safe
+from gapscope.tui.timefmt import fmt_dur, fmt_tick, nice_step
+from gapscope.tui.view import View
+from gapscope.trace.read import load
 
 intervals = st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 500)), max_size=40)
 
@@ -120,7 +120,7 @@ def test_segment_text_labels_runs_and_marks_narrow_pieces():
 
 
 def test_copy_kinds():
-    from gapscope.tui.trace.model import Kind
+    from gapscope.trace.model import Kind
 
     assert copy_kind("Memcpy HtoD (Pageable -> Device)", Kind.MEMCPY) == "HtoD"
     assert copy_kind("Memcpy DtoH (Device -> Pinned)", Kind.MEMCPY) == "DtoH"
@@ -139,7 +139,7 @@ def test_lanes_of_a_real_trace(shared_traces):
     cpu = [ln for ln in lanes if ln.kind == "cpu"]
     assert "python3" in cpu[0].label
     # every kernel of the trace is in exactly one stream lane
-    from gapscope.tui.trace.model import Kind
+    from gapscope.trace.model import Kind
 
     n_k = int(np.count_nonzero(m.kind == Kind.KERNEL))
     assert sum(len(ln.iv) for ln in lanes if ln.kind == "stream") == n_k
@@ -193,7 +193,7 @@ def test_safe_escapes_control_characters(raw, shown):
 
 
 def test_short_kernel_names():
-    from gapscope.tui.app.safe import short_kernel
+    from gapscope.tui.safe import short_kernel
 
     assert short_kernel("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
                         "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)") \
@@ -208,7 +208,7 @@ def test_explorer_modules_never_import_torch():
 
     from tests.helpers import ROOT
 
-    code = "import sys, gapscope.tui.app.app, gapscope.tui.app.lanes; print('torch' in sys.modules, 'textual' in sys.modules)"
+    code = "import sys, gapscope.tui.app, gapscope.tui.lanes; print('torch' in sys.modules, 'textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
 
@@ -234,7 +234,7 @@ def test_user_ranges_count_as_python_but_profiler_steps_do_not(tmp_path):
     ({}, False),
 ])
 def test_locale_decides_unicode_or_ascii(env, utf8):
-    from gapscope.tui.app.glyphs import ASCII, UNICODE, locale_is_utf8, pick
+    from gapscope.tui.glyphs import ASCII, UNICODE, locale_is_utf8, pick
 
     assert locale_is_utf8(env) is utf8
     assert pick(False, env) is (UNICODE if utf8 else ASCII)
@@ -242,7 +242,7 @@ def test_locale_decides_unicode_or_ascii(env, utf8):
 
 
 def test_distinct_ids_are_np_unique():
-    from gapscope.tui.app.lanes import distinct_ids
+    from gapscope.tui.lanes import distinct_ids
 
     rng = np.random.default_rng(7)
     for n, hi in ((0, 1), (1, 1), (50, 5), (10_000, 3_000)):
@@ -258,7 +258,7 @@ def test_style_runs_are_the_cells_merged_by_style_object():
     from rich.segment import Segment
     from rich.style import Style
 
-    from gapscope.tui.app.timeline import style_runs
+    from gapscope.tui.timeline import style_runs
 
     a, b = Style(bold=True), Style(color="red")
     table = [a, b, a, Style()]

@@ -9,7 +9,7 @@ import asyncio
 
 from tests.helpers import SAMPLE_TRACES, model_of
 from tests.synth import Synth
-from gapscope.tui.analysis import analyze_ranks
+from gapscope.analysis import analyze_ranks
 
 AR = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
 START_UP = 5000.0  # rank 1's profiler started this much later: its first all-reduce comes that late
@@ -61,8 +61,8 @@ def test_the_comparison_starts_after_the_previous_collective_ended():
 def test_late_rank_finding_leads_the_explorer_findings_view_by_the_waits_it_caused():
     """traces/demo-eager-tp-late1: rank 1's finding explains 0 ns of idle but the others waited 222.10 ms for it:
     first in the findings view (the largest idle finding, rank 1's python-1, is 170.59 ms)."""
-    from gapscope.tui.app.app import GapscopeApp
-    from gapscope.tui.app.tables import findings_of
+    from gapscope.tui.app import GapscopeApp
+    from gapscope.tui.tables import findings_of
 
     paths = [str(SAMPLE_TRACES / f"demo-eager-tp-late1.decode.rank{r}.json.gz") for r in (0, 1)]
 

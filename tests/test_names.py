@@ -1,13 +1,13 @@
 """Runtime/driver names the rules know, CUDA and HIP (issue 13 item 2). The table is written by hand from the
-CUDA and HIP runtime APIs; it is not derived from the sets in tui/analysis/names.py."""
+CUDA and HIP runtime APIs; it is not derived from the sets in gapscope/analysis/names.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from gapscope.tui.analysis import analyze, names
-from gapscope.tui.analysis.names import name_flags
-from gapscope.tui.trace import load
+from gapscope.analysis import analyze, names
+from gapscope.analysis.names import name_flags
+from gapscope.trace import load
 
 # name -> the one flag it must raise (every other runtime flag stays down)
 TABLE = {

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-import gapscope.tui.fsutil as fsutil
+import gapscope.fsutil as fsutil
 from tests.synth import Synth
-from gapscope.tui.cli import main
+from gapscope.cli import main
 
 SAMPLE = Path(__file__).resolve().parent.parent / "traces" / "demo-eager-sync.decode.json.gz"
 
@@ -193,8 +193,8 @@ def test_report_to_stdout_closed_early_is_not_an_error(tmp_path):
 # ------------------------------------------------------------------------------------ explorer export
 def _export_in_app(trace: Path, *presses):
     from tests.helpers.app import settle
-    from gapscope.tui.app.app import GapscopeApp
-    from gapscope.tui.app.textdump import screen_text
+    from gapscope.tui.app import GapscopeApp
+    from gapscope.tui.textdump import screen_text
 
     async def go():
         app = GapscopeApp([str(trace)], load_opts={"no_cache": True})
@@ -226,7 +226,7 @@ def test_export_failing_at_its_last_file_takes_back_the_first_ones(tmp_path, mon
     written a moment before are removed again, so a failed export leaves the folder as it was."""
     t = _trace(tmp_path)
     before = _listing(t.parent)
-    import gapscope.tui.app.export as export
+    import gapscope.tui.export as export
 
     real = export.atomic_write_text
 
@@ -254,7 +254,7 @@ def test_export_twice_writes_new_names_and_keeps_the_first(tmp_path):
 def test_cache_write_failure_keeps_the_load_and_the_previous_entry(tmp_path, monkeypatch):
     import numpy as np
 
-    from gapscope.tui.trace import cache, load
+    from gapscope.trace import cache, load
 
     cdir = tmp_path / "cache"
     monkeypatch.setenv("GAPSCOPE_CACHE_DIR", str(cdir))
@@ -332,7 +332,7 @@ def test_capture_export_failing_leaves_nothing(tmp_path, monkeypatch):
 def test_written_files_get_the_usual_permissions(tmp_path):
     import stat
 
-    from gapscope.tui.fsutil import atomic_write_text
+    from gapscope.fsutil import atomic_write_text
 
     old = os.umask(0o022)
     try:

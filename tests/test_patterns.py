@@ -8,7 +8,7 @@ import pytest
 
 from tests.helpers import SAMPLE_TRACES, model_of
 from tests.synth import Synth
-from gapscope.tui.analysis import analyze
+from gapscope.analysis import analyze
 
 BF = "c10::BFloat16"
 H = 1.15  # thresholds.CLOCK_HEADROOM
@@ -107,7 +107,7 @@ def test_mask_builder_on_the_eager_llama_prefill():
     builder is masking_utils' ``eager_mask`` (361 µs of host time in the measured step, the torch.tensor(min_dtype)
     copy's cudaStreamSynchronize, 10 GPU launches); ``find_packed_sequence_indices``, which sdpa keeps, is not
     removed."""
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     a = analyze(load(str(SAMPLE_TRACES / "hf-attn.prefill_eager.json.gz"), no_cache=True))
     p = _kinds(a)["eager-attention"]
@@ -157,8 +157,8 @@ def test_fp32_matmul_without_tf32():
 def test_bf16_after_ns_exact():
     """The bf16 estimate by itself: scaled by fp32 -> bf16 (67 -> 989 TFLOP/s), never below the bf16 floor (FLOPs
     at 989 x 1.15, HBM bytes halved at 4800 GB/s), never above what the call took."""
-    from gapscope.tui.analysis.floors import peaks_for
-    from gapscope.tui.analysis.patterns import bf16_after_ns
+    from gapscope.analysis.floors import peaks_for
+    from gapscope.analysis.patterns import bf16_after_ns
 
     p = peaks_for("NVIDIA H200")
     assert bf16_after_ns(98_900.0, 67.0, 0.0, 0.0, p) == pytest.approx(6_700.0)  # the ratio alone
@@ -201,7 +201,7 @@ def test_dtype_round_trip_copies():
 
 
 def _real(name):
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     return analyze(load(SAMPLE_TRACES / f"{name}.json.gz"))
 
@@ -306,7 +306,7 @@ def test_optimizer_without_foreach():
 
 
 def test_optimizer_without_foreach_on_real_training_traces():
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
     from tests.helpers import SHARED_TRACES
 
     a = analyze(load(SHARED_TRACES / "thirdparty" / "kineto__tbp_2021-06_resnet50_nw0_worker0.1623143089861.pt.trace.json.gz"))
@@ -390,7 +390,7 @@ def test_tiny_kernel_loop_on_the_real_mixtral_twins():
     steps), 40 kernels per call (median 1.5 µs against a 5.4 µs launch call), 11 syncs per call, the per-expert
     body twice per call (top-2 of one token); its figure is the frame's fused what-if. The batched_mm twin has
     none: its experts frame launches 11 kernels per call, no sync, no repeated sequence."""
-    from gapscope.tui.analysis.patterns_loop import loop_stats
+    from gapscope.analysis.patterns_loop import loop_stats
 
     frame = "transformers/models/mixtral/modeling_mixtral.py(69): forward"
     a = _real("hf-mixtral.decode_eager")
@@ -412,7 +412,7 @@ def test_tiny_kernel_loop_on_the_real_mixtral_twins():
 
 
 def test_tandem_repeat():
-    from gapscope.tui.analysis.patterns_loop import tandem_repeat
+    from gapscope.analysis.patterns_loop import tandem_repeat
 
     # the block covering the most, back to back: (b, c, d) x3 covers 9 of the 11
     seq = ("a", "b", "c", "d", "b", "c", "d", "b", "c", "d", "e")
@@ -437,7 +437,7 @@ def test_in_calls_is_the_last_call_started_before_each_time():
     """``patterns_loop.in_calls`` (two binary searches per call) against its definition, per time: the last call
     starting at or before it, kept when the time is before that call's end. Random disjoint calls, some of zero
     length or touching, and times on their edges."""
-    from gapscope.tui.analysis.patterns_loop import in_calls
+    from gapscope.analysis.patterns_loop import in_calls
 
     rng = np.random.default_rng(7)
     for _ in range(200):

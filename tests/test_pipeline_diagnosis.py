@@ -11,14 +11,14 @@ import pytest
 
 from tests.synth import Synth
 from tests.helpers import model_of
-from gapscope.tui.analysis import CAUSES, analyze, analyze_ranks
-from gapscope.tui.analysis import causes as registry
-from gapscope.tui.analysis.core import profiler_distortion
-from gapscope.tui.analysis.diagnosis import diagnose, model_distortion, trace_set_kind
-from gapscope.tui.analysis.thresholds import DEFAULT
-from gapscope.tui.analysis.types import AnalysisWarning, Finding, GapDetail, GapTable
-from gapscope.tui.trace import load
-from gapscope.tui.trace.model import Kind
+from gapscope.analysis import CAUSES, analyze, analyze_ranks
+from gapscope.analysis import causes as registry
+from gapscope.analysis.core import profiler_distortion
+from gapscope.analysis.diagnosis import diagnose, model_distortion, trace_set_kind
+from gapscope.analysis.thresholds import DEFAULT
+from gapscope.analysis.types import AnalysisWarning, Finding, GapDetail, GapTable
+from gapscope.trace import load
+from gapscope.trace.model import Kind
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 
@@ -123,7 +123,7 @@ _SPREAD = {"min_us": 800.0, "p25_us": 900.0, "p75_us": 1100.0, "max_us": 1360.0,
 
 @pytest.mark.parametrize("analysed", [True, False], ids=["analysed", "analysing"])
 def test_header_warnings_word_the_verdict_from_its_figures(analysed):
-    from gapscope.tui.app.panels import header_warnings
+    from gapscope.tui.panels import header_warnings
 
     slow = _meta_scene({"profiled_us": 900.0, "unprofiled_us": 1000.0, "unprofiled": _SPREAD}, analysed)
     assert header_warnings(slow) == ["un-profiled slower than profiled: distortion unknown (times vary 1.7x)"]
@@ -150,8 +150,8 @@ def test_profiler_distortion_is_a_pure_function_of_the_metadata():
 
 
 def test_an_export_compares_a_pair_once(tmp_path, monkeypatch):
-    from gapscope.tui.analysis import compare as cmp_mod
-    from gapscope.tui.app.export import export_all
+    from gapscope.analysis import compare as cmp_mod
+    from gapscope.tui.export import export_all
 
     calls = []
     real = cmp_mod.compare
@@ -193,7 +193,7 @@ def test_the_ranks_of_a_job_are_an_input_of_each_rank_analysis():
 @pytest.mark.parametrize("ranks,pair", [((None, None), True), ((0, 0), True), ((0, 1), False)])
 def test_the_explorers_diff_pair_follows_the_trace_set_rule(ranks, pair):
     """D diffs two tabs when the report would compare them: two traces each with its own rank are ranks."""
-    from gapscope.tui.app.diffscene import diff_pair
+    from gapscope.tui.diffscene import diff_pair
 
     scenes = [SimpleNamespace(multi=False, analysis=SimpleNamespace(rank=r), part=f"p{i}") for i, r in enumerate(ranks)]
     assert diff_pair(scenes, 0) == (("p0", "p1") if pair else None)

@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 
 from gapscope.capture import cli as capture_cli  # noqa: E402
 
-from gapscope.tui.analysis.thresholds import DEFAULT  # noqa: E402
+from gapscope.analysis.thresholds import DEFAULT  # noqa: E402
 from tests.helpers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,8 +55,8 @@ def _report(*args) -> subprocess.CompletedProcess:
 
 
 def test_gloo_traces_hold_cpu_side_collectives_only(gloo_run):
-    from gapscope.tui.analysis.ranks import timeline
-    from gapscope.tui.trace import load
+    from gapscope.analysis.ranks import timeline
+    from gapscope.trace import load
 
     for r in (0, 1):
         m = load(str(gloo_run / f"{STEM}.decode.rank{r}.json.gz"), no_cache=True)

@@ -1,4 +1,4 @@
-"""The replay model (tui/analysis/replay/__init__.py): exact what-if answers on hand-built traces, and the replay of
+"""The replay model (gapscope/analysis/replay/__init__.py): exact what-if answers on hand-built traces, and the replay of
 every sample trace reproducing its recorded window."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import pytest
 
 from tests.synth import Synth
 from tests.helpers import SAMPLE_TRACES, SHARED_TRACES, US, model_of, replayed
-from gapscope.tui.analysis import analyze
-from gapscope.tui.analysis.replay import project
-from gapscope.tui.analysis.replay.fixes import calls_under, python_own
-from gapscope.tui.analysis.replay.model import Replay
+from gapscope.analysis import analyze
+from gapscope.analysis.replay import project
+from gapscope.analysis.replay.fixes import calls_under, python_own
+from gapscope.analysis.replay.model import Replay
 
 
 
@@ -122,7 +122,7 @@ def test_an_unprofiled_time_longer_than_the_recording_is_not_a_calibration():
     """hf-llama.decode: the capture's un-profiled median (213.5 ms for the 4 steps, 15 of 24 runs on a loaded
     node) is 4.3x the profiled recording (49.7 ms). No per-event overhead makes the replay longer, so nothing was
     calibrated: the projection stays in profiled time and says why, not "un-profiled, calibrated"."""
-    from gapscope.tui.report.markdown import render_markdown
+    from gapscope.report.markdown import render_markdown
 
     s = _pipelined_with_sync()
     s.top["gapscope"] = {"profiled_us": 2023.0, "unprofiled_us": 4 * 2023.0,
@@ -142,8 +142,8 @@ def test_an_unprofiled_time_longer_than_the_recording_is_not_a_calibration():
 def test_markdown_says_the_fix_and_ranks_findings_by_saving():
     import re
 
-    from gapscope.tui.report.markdown import render_markdown
-    from gapscope.tui.trace import load
+    from gapscope.report.markdown import render_markdown
+    from gapscope.trace import load
 
     md = render_markdown([analyze(model_of(_pipelined_with_sync()))])
     assert "fix → **−108.0 µs per step (−5.3%)**, profiled time: remove the 1 synchronising call in" in md
@@ -243,7 +243,7 @@ def _samples():
 
 @pytest.mark.parametrize("path", _samples(), ids=lambda p: p.name)
 def test_replay_reproduces_every_sample_within_2pct(path):
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     a = analyze(load(str(path), no_cache=True))
     p = project(a)
@@ -254,7 +254,7 @@ def test_replay_reproduces_every_sample_within_2pct(path):
 
 
 def test_calibrated_sample_says_so_and_ranks_the_injected_frame():
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     a = analyze(load(str(SAMPLE_TRACES / "demo-eager-python.decode.json.gz"), no_cache=True))
     p = a.projection
@@ -271,8 +271,8 @@ def test_calibrated_sample_says_so_and_ranks_the_injected_frame():
 
 
 def test_report_json_carries_savings():
-    from gapscope.tui.report.jsonout import build_json
-    from gapscope.tui.trace import load
+    from gapscope.report.jsonout import build_json
+    from gapscope.trace import load
 
     a = analyze(load(str(SAMPLE_TRACES / "demo-eager-sync.decode.json.gz"), no_cache=True))
     doc = build_json([a])
@@ -297,7 +297,7 @@ def test_explorer_finding_info_shows_the_saving(tmp_path):
 
 
 def test_two_rank_sample_says_how_collectives_are_treated():
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     a = analyze(load(str(SAMPLE_TRACES / "demo-eager-tp.decode.rank0.json.gz"), no_cache=True))
     p = a.projection
@@ -313,8 +313,8 @@ def _shared():
 
 @pytest.mark.skipif(not _shared(), reason="shared traces absent")
 def test_shared_traces_replay_within_2pct_and_project_without_error():
-    from gapscope.tui.errors import GapscopeError
-    from gapscope.tui.trace import load
+    from gapscope.errors import GapscopeError
+    from gapscope.trace import load
 
     seen = 0
     for path in _shared():
@@ -422,7 +422,7 @@ def _alloc_rounds(slow_us: float = 10.0, rounds: int = 6):
 
 
 def test_after_effect_is_the_excess_over_the_same_names_away_from_the_calls():
-    from gapscope.tui.analysis.replay.fixes import COLD_NS, after_effect
+    from gapscope.analysis.replay.fixes import COLD_NS, after_effect
 
     a, r = replayed(model_of(_alloc_rounds()))
     m = a.model
@@ -444,7 +444,7 @@ def test_after_effect_is_the_excess_over_the_same_names_away_from_the_calls():
 
 
 def test_no_after_effect_when_the_host_is_as_fast_after_the_calls():
-    from gapscope.tui.analysis.replay.fixes import after_effect
+    from gapscope.analysis.replay.fixes import after_effect
 
     a, r = replayed(model_of(_alloc_rounds(slow_us=0)))
     m = a.model
@@ -489,7 +489,7 @@ def test_a_frame_as_one_fused_gpu_call_removes_its_whole_subtree():
     kernels run back to back as graph nodes. Replayed: k0 115..165 as recorded; the frame's launches collapse to 112
     + 4 = 116, so k1 waits for the stream: 165 + 0.417 (the default graph gap) .. 185.417, k2 185.834..205.834; the
     second prep runs 116..216 and k3 starts 216 + 5 = 221 .. 271. The step: 417 -> 271 µs, 146 µs saved."""
-    from gapscope.tui.analysis.replay.frames import dispatch_ns, frame_whatif
+    from gapscope.analysis.replay.frames import dispatch_ns, frame_whatif
 
     a, r = replayed(model_of(_experts_step()))
     p = project(a)
@@ -539,7 +539,7 @@ def test_a_host_round_trip_is_removed_whole():
     launch call (376): the wait, the numpy work, both calls; and the two copies. Replayed: k0 115..215; the host
     resumes at 112: the rest of the frame (376..382, after the copy back's call) runs 112..118, the second prep
     118..218, k1 at 218 + 7 (its own latency) = 225 .. 325. The step: 589 -> 325 µs."""
-    from gapscope.tui.analysis.replay.frames import round_trips
+    from gapscope.analysis.replay.frames import round_trips
 
     a = analyze(model_of(_round_trip_step()))
     p = project(a)
@@ -564,9 +564,9 @@ def test_frame_whatifs_in_json_markdown_and_the_explorer(tmp_path):
 
     import jsonschema
 
-    from gapscope.tui.app.tables import findings_of
-    from gapscope.tui.report.jsonout import build_json
-    from gapscope.tui.report.markdown import render_markdown
+    from gapscope.tui.tables import findings_of
+    from gapscope.report.jsonout import build_json
+    from gapscope.report.markdown import render_markdown
     from tests.helpers import SCHEMA_PATH
     from tests.helpers.app import finding_info
 
@@ -598,7 +598,7 @@ def test_frame_whatifs_in_json_markdown_and_the_explorer(tmp_path):
 def test_the_explorer_top_fix_is_the_figure_the_finding_ranks_by():
     """The round trip's finding ranks by its frame's fused what-if (268.2 µs: the whole of `pick`, its copies kept)
     over its own fix (264.0 µs): the explorer's top-fix line says that figure and the frame, as the report's order."""
-    from gapscope.tui.app.panels import top_fix
+    from gapscope.tui.panels import top_fix
 
     a = analyze(model_of(_round_trip_step()))
     a.projection  # noqa: B018 - the loader computes it before the line is shown
@@ -633,7 +633,7 @@ def test_graph_replay_keeps_an_external_event_wait():
     W = 2000
     s, end = _loop_with_event_wait(W)
     a = analyze(model_of(s))
-    from gapscope.tui.analysis.causes import code
+    from gapscope.analysis.causes import code
 
     waits = a.gaps.cause == code("gpu-wait")
     assert int(waits.sum()) == 1 and int(a.gaps.dur_ns[waits][0]) == (87 + 5 + W) * US
@@ -645,7 +645,7 @@ def test_graph_replay_keeps_an_external_event_wait():
     assert p.what[f.id] == ("the step as one CUDA graph replay; the 2.00 ms per step the GPU waited on dependencies "
                             "(1 gpu-wait gap: an event wait, another stream) stays: a graph does not remove it")
     # a wait under graph_wait_note_share of the step is kept but not said (hf-sampling.decode_host: 6.6 µs of 11 ms)
-    from gapscope.tui.analysis.thresholds import Thresholds
+    from gapscope.analysis.thresholds import Thresholds
 
     p = project(analyze(model_of(s), config=Thresholds(graph_wait_note_share=0.9)))
     assert p.saving_ns[f.id] == end * US - (6 * 10 * US + 5 * gg + W * US)
@@ -689,8 +689,8 @@ def test_sglang_decode_graph_fix_keeps_the_event_wait():
     463.30 ms of gpu-wait (one gap where a kernel sat queued behind a ``hipStreamWaitEvent``), 686 µs of other idle
     and 9.77 ms of GPU work. The launch finding's graph fix projected −463.98 ms (−97.9%); kept, the wait leaves
     −731.4 µs: the idle outside gpu-wait plus the host's part of the waiting gap (no finding projects 2x more)."""
-    from gapscope.tui.analysis.causes import code
-    from gapscope.tui.trace import load
+    from gapscope.analysis.causes import code
+    from gapscope.trace import load
 
     path = Path(__file__).resolve().parent.parent.parent / "shared" / "traces" / "thirdparty" / \
         "tracelens__sglang_Qwen3-8B_decode.json.gz"
@@ -720,8 +720,8 @@ def test_sglang_decode_graph_fix_keeps_the_event_wait():
 
 def test_the_projection_line_shows_the_fused_frame_as_a_code_span():
     """The Markdown projection line names the fused frame in a code span, not as escaped backticks (``\\```)."""
-    from gapscope.tui.report import render_markdown
-    from gapscope.tui.trace import load
+    from gapscope.report import render_markdown
+    from gapscope.trace import load
     from tests.helpers import SAMPLE_TRACES
 
     a = analyze(load(SAMPLE_TRACES / "demo-eager.decode.json.gz"))

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from tests.helpers import SAMPLE_TRACES, SHARED_TRACES, replayed
-from gapscope.tui.analysis import analyze
-from gapscope.tui.analysis.replay import project
-from gapscope.tui.analysis.replay.model import Replay, chain_loop, chain_vector, chain_holds
-from gapscope.tui.trace import load
+from gapscope.analysis import analyze
+from gapscope.analysis.replay import project
+from gapscope.analysis.replay.model import Replay, chain_loop, chain_vector, chain_holds
+from gapscope.trace import load
 
 THIRDPARTY = SHARED_TRACES / "thirdparty"
 
@@ -131,7 +131,7 @@ def test_the_check_accepts_the_loops_result_and_nothing_one_ulp_off():
 def test_host_events_counted_around_removed_intervals_are_those_of_the_filtered_list():
     # the per-event overhead counts the recorded host events before each anchor, those inside removed
     # intervals left out: against the list with those events filtered out, as first written
-    from gapscope.tui.analysis.replay.model import Removed, inside as _inside
+    from gapscope.analysis.replay.model import Removed, inside as _inside
 
     a, r = replayed(load(str(SAMPLE_TRACES / "hf-generate.generate.json.gz")))
     rng = np.random.default_rng(11)

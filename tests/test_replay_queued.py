@@ -8,8 +8,8 @@ import numpy as np
 
 from tests.synth import Synth
 from tests.helpers import SAMPLE_TRACES, US, model_of, replayed
-from gapscope.tui.analysis.replay.model import DEFAULT_LAUNCH_NS, queued_behind
-from gapscope.tui.trace import load
+from gapscope.analysis.replay.model import DEFAULT_LAUNCH_NS, queued_behind
+from gapscope.trace import load
 
 
 def test_queued_behind_by_hand():

@@ -10,10 +10,10 @@ import pytest
 
 from tests.synth import Synth
 from tests.helpers import SCHEMA_PATH, model_of, one_gap, sync_scenario
-from gapscope.tui.analysis import analyze
-from gapscope.tui.cli import main
-from gapscope.tui.report import build_json, render_markdown, write_reports
-from gapscope.tui.report.markdown_text import code, esc, inline
+from gapscope.analysis import analyze
+from gapscope.cli import main
+from gapscope.report import build_json, render_markdown, write_reports
+from gapscope.report.markdown_text import code, esc, inline
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def sync_trace(tmp_path, name="sync.json", meta=None) -> Path:
 
 
 def test_json_validates_on_synthetic(tmp_path, schema):
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     p = sync_trace(tmp_path, meta={"gapscope": {"phase": "decode", "profiled_us": 300.0, "unprofiled_us": 150.0}})
     a = analyze(load(str(p), no_cache=True))
@@ -49,7 +49,7 @@ def test_json_validates_on_synthetic(tmp_path, schema):
 
 
 def test_json_validates_on_shared_traces(shared_traces, schema):
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     for p in sorted(shared_traces.glob("*/*")):
         if p.suffix == ".md":
@@ -60,7 +60,7 @@ def test_json_validates_on_shared_traces(shared_traces, schema):
 
 
 def test_markdown_headline_findings_and_stack(tmp_path):
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     a = analyze(load(str(sync_trace(tmp_path)), no_cache=True))
     md = render_markdown([a])
@@ -126,7 +126,7 @@ def test_write_reports_picks_free_stem(tmp_path):
 
 
 def test_two_traces_before_after(tmp_path, schema):
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     a = analyze(load(str(sync_trace(tmp_path, "before.json")), no_cache=True))
     s = one_gap()
@@ -160,7 +160,7 @@ def test_two_traces_before_after(tmp_path, schema):
 
 def test_json_comparison_on_sample_pair(schema):
     from tests.helpers import SAMPLE_TRACES
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     names = ["demo-eager.prefill.json.gz", "demo-eager.decode.json.gz"]
     assert all((SAMPLE_TRACES / n).is_file() for n in names), names  # in the repository: missing is a failure
@@ -180,7 +180,7 @@ def test_json_comparison_on_sample_pair(schema):
 
 def test_json_validates_on_sample_traces(schema):
     from tests.helpers import SAMPLE_TRACES
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     files = sorted(SAMPLE_TRACES.glob("*.json.gz"))
     assert len(files) >= 25, files  # the recordings listed in traces/README.md
@@ -214,7 +214,7 @@ def test_report_on_a_cpu_capture(tmp_path, capsys, schema, monkeypatch):
 
 def test_report_schema_prints_the_packaged_contract(capsys):
     """`gapscope report --schema` prints the schema shipped in the package, byte for byte, without a trace."""
-    from gapscope.tui.cli import main
+    from gapscope.cli import main
 
     assert main(["report", "--schema"]) == 0
     out = capsys.readouterr().out
@@ -225,7 +225,7 @@ def test_report_schema_prints_the_packaged_contract(capsys):
 def test_every_trace_key_the_report_writes_is_in_the_schema_with_its_type(schema):
     """The contract names every key of ``traces[]`` (a key the schema does not declare is unchecked: an
     ``idle_pct`` written as a string would pass), and a wrong type there fails validation."""
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     root = SCHEMA_PATH.parent.parent.parent / "traces"
     docs = [build_json([analyze(load(str(root / n)))]) for n in ("demo-eager-sync.decode.json.gz",
@@ -248,7 +248,7 @@ def test_every_trace_key_the_report_writes_is_in_the_schema_with_its_type(schema
 def test_markdown_calls_a_distortion_below_one_unknown(tmp_path):
     """An un-profiled time longer than the profiled run (hf-llama.decode: 213.5 ms against 50.0 ms) is no
     distortion of 0.23x: the profiler only adds time, so the report says the timing was disturbed."""
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     p = sync_trace(tmp_path, meta={"gapscope": {"phase": "decode", "profiled_us": 1000.0, "unprofiled_us": 4000.0}})
     md = render_markdown([analyze(load(str(p), no_cache=True))])

@@ -1,9 +1,9 @@
 """Many unrelated traces (a folder) get one row each, not a table as wide as the folder."""
 
 from tests.helpers import SAMPLE_TRACES
-from gapscope.tui.analysis import analyze
-from gapscope.tui.report import render_markdown
-from gapscope.tui.trace import load
+from gapscope.analysis import analyze
+from gapscope.report import render_markdown
+from gapscope.trace import load
 
 NAMES = ["demo-eager-sync.decode.json.gz", "demo-eager-copy.decode.json.gz",
          "demo-eager-alloc.decode.json.gz", "demo-graph.decode.json.gz"]

@@ -12,8 +12,8 @@ import pytest
 
 from tests.helpers.app import settle
 from tests.helpers.corpus import CORPUS, Case
-from gapscope.tui.app.app import GapscopeApp
-from gapscope.tui.app.textdump import screen_text
+from gapscope.tui.app import GapscopeApp
+from gapscope.tui.textdump import screen_text
 
 #: every case, including those `gapscope TRACE` refuses before the app starts (missing, folder, unreadable, with
 #: the same one-line error): opened here directly, so the app's own handling is what is tested
@@ -23,7 +23,7 @@ APP_CASES = list(CORPUS)
 def _opts(case: Case) -> dict:
     opts = {"no_cache": True}
     if "--max-size" in case.extra:
-        from gapscope.tui.trace.read import parse_size
+        from gapscope.trace.read import parse_size
 
         opts["max_size"] = parse_size(case.extra[case.extra.index("--max-size") + 1])
     return opts

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from tests.synth import Synth, damage_bytes
 from tests.helpers import good_trace, kineto_layout
-from gapscope.tui.trace import Kind, TraceError, load
+from gapscope.trace import Kind, TraceError, load
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -304,7 +304,7 @@ def test_odd_top_levels(tmp_path, data, n, warning):
 def test_value_that_never_closes_costs_one_event(tmp_path, monkeypatch):
     """An unclosed '[' inside one event's args: that event is skipped, every other one is kept (and
     the widening of pieces that this provokes is bounded, or it would be quadratic)."""
-    from gapscope.tui.trace import reader
+    from gapscope.trace import reader
 
     t = Synth()
     for i in range(3000):
@@ -322,7 +322,7 @@ def test_value_that_never_closes_costs_one_event(tmp_path, monkeypatch):
 
 
 def test_bare_nan_everywhere_is_repaired_per_piece(tmp_path, monkeypatch):
-    from gapscope.tui.trace import reader
+    from gapscope.trace import reader
 
     t = Synth()
     for i in range(500):

@@ -27,7 +27,7 @@ _DRIVER = r"""
 import contextlib, io, json, os, resource, signal, sys, time
 resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
 sys.path.insert(0, os.getcwd())
-from gapscope.tui.cli import main
+from gapscope.cli import main
 
 class Hang(BaseException):
     pass
@@ -177,7 +177,7 @@ def test_report_output_escapes_control_characters_but_keeps_the_names(results):
 @pytest.mark.parametrize("make,needle", [(dup_unsorted, "duplicate"), (overlap_stream, "overlap")],
                          ids=["duplicated_events", "overlapping_kernels_one_stream"])
 def test_odd_but_loadable_inputs_are_warned_about(tmp_path, make, needle):
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     m = load(str(make(tmp_path)), no_cache=True)
     assert any(needle in w for w in m.warnings), m.warnings

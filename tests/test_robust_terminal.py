@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.app import settle
-from gapscope.tui.app.app import GapscopeApp
-from gapscope.tui.app.textdump import screen_text
+from gapscope.tui.app import GapscopeApp
+from gapscope.tui.textdump import screen_text
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "traces" / "demo-eager-sync.decode.json.gz"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from tests.synth import Synth
 from tests.helpers import model_of
-from gapscope.tui.analysis import analyze
-from gapscope.tui.analysis.thresholds import DEFAULT
-from gapscope.tui.report import build_json
+from gapscope.analysis import analyze
+from gapscope.analysis.thresholds import DEFAULT
+from gapscope.report import build_json
 
 MIXTRAL = Path(__file__).resolve().parent.parent / "traces" / "hf-mixtral.decode_eager.json.gz"
 FORWARD = "model.py(69): forward"
@@ -61,7 +61,7 @@ def test_one_gap_reads_as_one_gap_after_a_sync():
 def test_mixtral_eager_decode_has_one_sync_finding_for_its_call_site():
     """The real trace: 478 sync gaps, all at ``modeling_mixtral.py(69): forward`` (62 of them past the detail cap
     were a frameless look-alike), and 352 synchronising calls in the frame within the measured steps."""
-    from gapscope.tui.trace import load
+    from gapscope.trace import load
 
     a = analyze(load(str(MIXTRAL)))
     sync = [f for f in a.findings if f.cause == "sync"]

@@ -1,5 +1,5 @@
-"""Every threshold of the analysis lives in tui/analysis/thresholds.py (the README says so): a numeric constant
-or cut-off written anywhere else in tui/analysis fails here, unless this file names it with the reason it is not
+"""Every threshold of the analysis lives in gapscope/analysis/thresholds.py (the README says so): a numeric constant
+or cut-off written anywhere else in gapscope/analysis fails here, unless this file names it with the reason it is not
 a threshold (a unit factor, a sentinel, a count that is structure, not a choice)."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from gapscope.tui.analysis import thresholds
-from gapscope.tui.analysis.thresholds import SEVERITY_BANDS, severity
+from gapscope.analysis import thresholds
+from gapscope.analysis.thresholds import SEVERITY_BANDS, severity
 
-ANALYSIS = Path(__file__).resolve().parent.parent / "tui" / "analysis"
+ANALYSIS = Path(__file__).resolve().parent.parent / "gapscope" / "analysis"
 
 #: module-level numeric constants that are not thresholds: (file, name) -> why
 ALLOWED_CONSTANTS = {
@@ -92,7 +92,7 @@ def test_no_threshold_outside_thresholds_py():
     files = [p for p in sorted(ANALYSIS.rglob("*.py")) if p.name != "thresholds.py"]
     assert len(files) > 30  # the scan sees the analysis package
     found = [s for p in files for s in strays(p)]
-    assert found == [], "thresholds outside tui/analysis/thresholds.py:\n" + "\n".join(found)
+    assert found == [], "thresholds outside gapscope/analysis/thresholds.py:\n" + "\n".join(found)
 
 
 def test_the_scan_finds_a_reintroduced_stray():
@@ -131,8 +131,8 @@ def test_severity_bands():
 
 def test_ranks_and_findings_share_the_severity_function():
     """ranks/job.py grades its cross-rank findings with the findings' own function, not a copy of its bands."""
-    from gapscope.tui.analysis import findings
-    from gapscope.tui.analysis.ranks import job
+    from gapscope.analysis import findings
+    from gapscope.analysis.ranks import job
 
     assert job.severity is thresholds.severity and findings.severity is thresholds.severity
     for mod in ("findings.py", "ranks/job.py"):

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from tests.synth import Synth
-from gapscope.tui.trace import cache, load
-from gapscope.tui.trace.cache import entry_path
+from gapscope.trace import cache, load
+from gapscope.trace.cache import entry_path
 
 COLS = ("ts_ns", "dur_ns", "kind", "track", "name_id", "corr", "ext_id", "py_id", "py_parent", "depth", "parent",
         "args_id", "nbytes", "launch", "op", "track_offsets")
@@ -56,7 +56,7 @@ def test_warm_load_equals_cold(tmp_path, cdir):
 def test_warm_load_really_comes_from_the_cache(tmp_path, cdir, monkeypatch):
     p = _trace(tmp_path)
     load(p)
-    import gapscope.tui.trace.read as rd
+    import gapscope.trace.read as rd
 
     def boom(*a, **k):
         raise AssertionError("parsed again")

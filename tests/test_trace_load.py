@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from tests.synth import Synth
-from gapscope.tui.trace import Kind, TraceError, TrackKind, load
-from gapscope.tui.trace.model import NO_ID
+from gapscope.trace import Kind, TraceError, TrackKind, load
+from gapscope.trace.model import NO_ID
 
 
 @pytest.fixture(autouse=True)
@@ -307,7 +307,7 @@ def test_open_ranges_warned(tmp_path):
 
 def test_chunked_parse_equals_single_piece(tmp_path, monkeypatch):
     """Pieces cut at event boundaries (including one inside nested args) give the same model."""
-    from gapscope.tui.trace import reader
+    from gapscope.trace import reader
 
     t = Synth()
     for i in range(300):
@@ -338,7 +338,7 @@ def test_max_size(tmp_path):
 
 def test_stdlib_json_fallback(tmp_path, monkeypatch):
     """GPU nodes may lack orjson: the reader then uses the json module and gives the same model."""
-    from gapscope.tui.trace import reader, repair
+    from gapscope.trace import reader, repair
 
     p = _basic().write(tmp_path / "t.json")
     ref = load(p, no_cache=True)
@@ -357,7 +357,7 @@ def test_stdlib_json_fallback(tmp_path, monkeypatch):
 
 
 def test_stdlib_fallback_chunked_and_cut(tmp_path, monkeypatch):
-    from gapscope.tui.trace import reader, repair
+    from gapscope.trace import reader, repair
 
     t = Synth()
     for i in range(100):

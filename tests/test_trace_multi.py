@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from tests.synth import Synth
-from gapscope.tui.trace import TraceError
-from gapscope.tui.trace.multi import expand, load_many
+from gapscope.trace import TraceError
+from gapscope.trace.multi import expand, load_many
 
 
 @pytest.fixture(autouse=True)

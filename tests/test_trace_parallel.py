@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from gapscope.tui.trace import parallel, read, reader
+from gapscope.trace import parallel, read, reader
 from tests.helpers import assert_same_model
 
 SAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "traces",
@@ -97,7 +97,7 @@ def test_bare_array_and_gzip_split_equal_serial(tmp_path, monkeypatch, doc):
 def test_background_cache_write_then_warm_equals_cold(tmp_path, monkeypatch, doc):
     import threading
 
-    from gapscope.tui.trace import cache, load
+    from gapscope.trace import cache, load
 
     monkeypatch.setenv("GAPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(read, "BACKGROUND_CACHE_MIN", 1)

@@ -14,10 +14,10 @@ import os
 import numpy as np
 import pytest
 
-from gapscope.tui.analysis import analyze
-from gapscope.tui.trace import parallel, progressive, read, reader
+from gapscope.analysis import analyze
+from gapscope.trace import parallel, progressive, read, reader
 from tests.helpers import assert_same_model
-from gapscope.tui.trace.model import TrackKind
+from gapscope.trace.model import TrackKind
 
 SAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "traces",
                       "demo-eager.decode.json.gz")
@@ -171,8 +171,8 @@ def test_a_preview_is_never_analysed(tmp_path, small):
 
 
 def test_progress_text():
-    from gapscope.tui.app.progress import bar_text
-    from gapscope.tui.trace.progressive import LoadProgress
+    from gapscope.tui.progress import bar_text
+    from gapscope.trace.progressive import LoadProgress
 
     t = bar_text(LoadProgress(250_000_000, 1_000_000_000, 812_345, "reading"), "big.json", 120, ascii=True)
     assert t.startswith("loading big.json ") and "250 MB of 1,000 MB, 812,345 events" in t
@@ -227,7 +227,7 @@ def test_known_end_bounds_what_the_preview_holds(tmp_path, monkeypatch, small, l
 def test_provisional_gaps_are_the_full_loads_inside_the_known_span(tmp_path, small):
     """The provisional analysis (the explorer's only way to analyse a preview) lists only gaps that end before
     the known end, each one a gap of the full trace with the same times and cause; ``analyze`` still refuses."""
-    from gapscope.tui.app.progress import ProvisionalAnalysis, provisional_analysis
+    from gapscope.tui.progress import ProvisionalAnalysis, provisional_analysis
 
     p = tmp_path / "t.json"
     p.write_bytes(json.dumps(kineto_order(steps=60), indent=1).encode())
@@ -249,14 +249,14 @@ def test_provisional_gaps_are_the_full_loads_inside_the_known_span(tmp_path, sma
 
 
 def test_only_the_explorer_reaches_the_provisional_analysis():
-    """The provisional path (an analysis of a preview) is the explorer's: no module outside tui/app names it (the
+    """The provisional path (an analysis of a preview) is the explorer's: no module outside tui/ names it (the
     report, the commands and the analysis go through ``analyze``, which refuses a partial model)."""
     from tests.helpers import ROOT
 
     names = ("provisional_analysis", "ProvisionalAnalysis", "provisional_window")
-    users = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tui").rglob("*.py")
+    users = sorted(str(p.relative_to(ROOT)) for top in ("tui", "gapscope") for p in (ROOT / top).rglob("*.py")
                    if any(n in p.read_text() for n in names))
-    assert users and all(u.startswith("tui/app/") for u in users), users
+    assert users and all(u.startswith("tui/") for u in users), users
 
 
 def _analysis_state(a) -> dict:
@@ -279,8 +279,8 @@ def test_gaps_first_is_a_plain_analysis():
     """``analyze_gaps_first`` hands the analysis over once its gaps are classified and before its findings exist
     (the explorer lists them meanwhile), and returns what a plain ``analyze`` returns: the same attributes, gaps,
     warnings and findings, no job."""
-    from gapscope.tui.app.loading import analyze_gaps_first
-    from gapscope.tui.trace import load
+    from gapscope.tui.loading import analyze_gaps_first
+    from gapscope.trace import load
 
     m = load(SAMPLE, no_cache=True)
     seen = []
@@ -313,17 +313,17 @@ def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, monkeypatch, 
     listed (its events the full model's: no gap of it points at a preview's index), then (gaps first: a large
     trace) the full gaps while the findings are built, then the full analysis, the bar gone: the model, the gaps,
     their order, the gap selected and the findings exactly those of a plain load."""
-    from gapscope.tui.app import loading
-    from gapscope.tui.app import progress as ui
-    from gapscope.tui.app.app import GapscopeApp
-    from gapscope.tui.app.loading import Loader
-    from gapscope.tui.app.panels import stack_text
-    from gapscope.tui.app.scene import Scene
-    from gapscope.tui.app.textdump import screen_text
+    from gapscope.tui import loading
+    from gapscope.tui import progress as ui
+    from gapscope.tui.app import GapscopeApp
+    from gapscope.tui.loading import Loader
+    from gapscope.tui.panels import stack_text
+    from gapscope.tui.scene import Scene
+    from gapscope.tui.textdump import screen_text
 
     import threading
 
-    from gapscope.tui.analysis import core
+    from gapscope.analysis import core
 
     listed = threading.Event()
     if gaps_first:  # the path of a large trace: gaps, then the findings, then the projection
@@ -454,7 +454,7 @@ def _held_preview(tmp_path, monkeypatch):
     gate)."""
     import threading
 
-    from gapscope.tui.app.loading import Loader
+    from gapscope.tui.loading import Loader
 
     p = tmp_path / "t.json"
     p.write_bytes(json.dumps(kineto_order(steps=60)).encode())
@@ -472,7 +472,7 @@ def _held_preview(tmp_path, monkeypatch):
 @contextlib.asynccontextmanager
 async def _previewing(p):
     """The explorer on ``p`` (not analysed), once it shows the preview: yields (app, pilot)."""
-    from gapscope.tui.app.app import GapscopeApp
+    from gapscope.tui.app import GapscopeApp
 
     app = GapscopeApp([str(p)], load_opts={"no_cache": True}, analyze=False)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -513,7 +513,7 @@ def test_esc_on_the_preview_closes_the_search_box_then_cancels(tmp_path, monkeyp
 def test_keys_work_on_the_preview_and_the_full_scene_keeps_the_view(tmp_path, monkeypatch, small):
     """Zoom and pan on the preview while the trace is read (the load held until the keys are in): the full scene
     opens where the person was, not on the whole window."""
-    from gapscope.tui.app.app import GapscopeApp
+    from gapscope.tui.app import GapscopeApp
 
     p, gate = _held_preview(tmp_path, monkeypatch)
     seen = {}
@@ -549,9 +549,9 @@ def test_the_gap_picked_on_the_provisional_list_stays_picked(tmp_path, monkeypat
     """A gap picked on the preview's provisional list (`n`) is still the one selected on the full model (the list
     carried onto it) and once the full gaps are in (another list, the same gap by its times), and the view the
     person had stays."""
-    from gapscope.tui.app import loading
-    from gapscope.tui.app.app import GapscopeApp
-    from gapscope.tui.app.progress import CarriedProvisional
+    from gapscope.tui import loading
+    from gapscope.tui.app import GapscopeApp
+    from gapscope.tui.progress import CarriedProvisional
 
     if gaps_first:
         monkeypatch.setattr(loading, "PROJECT_FIRST_EVENTS", 1)
@@ -599,9 +599,9 @@ def test_the_gap_picked_on_the_provisional_list_stays_picked(tmp_path, monkeypat
 def test_findings_that_fail_after_the_gaps_leave_no_pending_list(monkeypatch):
     """A large trace's gaps are listed before its findings; when the findings then fail, the explorer ends as a
     plain load whose analysis failed: no gaps listed, the error said (not a list left waiting for findings)."""
-    from gapscope.tui.analysis import core
-    from gapscope.tui.app import loading
-    from gapscope.tui.app.app import GapscopeApp
+    from gapscope.analysis import core
+    from gapscope.tui import loading
+    from gapscope.tui.app import GapscopeApp
 
     monkeypatch.setattr(loading, "PROJECT_FIRST_EVENTS", 1)
 
@@ -645,7 +645,7 @@ def test_findings_that_fail_after_the_gaps_leave_no_pending_list(monkeypatch):
 def test_gaps_merged_in_the_load_thread_are_the_screens_merge():
     """``Scene.premerge`` (the load thread's) installs exactly the columns, rows and covers a merge on the screen's
     thread makes; a merge made of another analysis (or before another part's came) is not used."""
-    from gapscope.tui.app.scene import Scene
+    from gapscope.tui.scene import Scene
 
     plain = read.load_uncached(SAMPLE)
     a, other = analyze(plain), analyze(plain)
@@ -704,10 +704,10 @@ def test_pieces_are_small_only_while_the_screen_is_used(tmp_path, monkeypatch, s
 
 
 def test_a_key_marks_the_screen_in_use(tmp_path, monkeypatch):
-    """The explorer tells the reader on every key (tui/trace/progressive.py ``touch``)."""
+    """The explorer tells the reader on every key (gapscope/trace/progressive.py ``touch``)."""
     import time
 
-    from gapscope.tui.app.app import GapscopeApp
+    from gapscope.tui.app import GapscopeApp
 
     async def go():
         app = GapscopeApp([SAMPLE], load_opts={"no_cache": True})

@@ -1,11 +1,11 @@
-"""The finish's sort and the Python frames' depth (tui/trace/relate.py) against their plain definitions."""
+"""The finish's sort and the Python frames' depth (gapscope/trace/relate.py) against their plain definitions."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from gapscope.tui.trace import relate
+from gapscope.trace import relate
 
 
 @pytest.mark.parametrize("spread", [50, 10**6, 2**61])
@@ -58,7 +58,7 @@ def test_nesting_in_threads_gives_the_serial_model(monkeypatch):
     # NESTING_THREAD_MIN events: the same depth and parent as in one thread, on a real trace
     import os
 
-    from gapscope.tui.trace.read import load
+    from gapscope.trace.read import load
     from tests.helpers import assert_same_model
 
     sample = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "traces",

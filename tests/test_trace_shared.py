@@ -9,8 +9,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from gapscope.tui.trace import Kind, TraceError, load
-from gapscope.tui.trace.model import GPU_WORK_KINDS
+from gapscope.trace import Kind, TraceError, load
+from gapscope.trace.model import GPU_WORK_KINDS
 
 FLOW = {"s", "f", "t"}
 
@@ -187,7 +187,7 @@ def _stack_reference(m, fam):
 
 
 def test_nesting_and_links_match_a_reference(shared_traces):
-    from gapscope.tui.trace.model import CPU_NEST_KINDS
+    from gapscope.trace.model import CPU_NEST_KINDS
 
     fam = {int(k) for k in CPU_NEST_KINDS}
     checked = 0

@@ -11,9 +11,9 @@ import pickle
 import numpy as np
 import pytest
 
-from gapscope.tui.trace import build, decode_typed, load, parallel, read, reader
-from gapscope.tui.trace.cache import COLUMNS
-from gapscope.tui.trace.model import ARGS_DROP, BlobList, Kind
+from gapscope.trace import build, decode_typed, load, parallel, read, reader
+from gapscope.trace.cache import COLUMNS
+from gapscope.trace.model import ARGS_DROP, BlobList, Kind
 
 pytestmark = pytest.mark.skipif(decode_typed._DEC_EV is None, reason="msgspec is not installed")
 

@@ -9,11 +9,11 @@ import numpy as np
 
 from tests.helpers import SAMPLE_TRACES, largest_gap, model_of, shared_trace
 from tests.synth import Synth
-from gapscope.tui.analysis import CAUSES, analyze
-from gapscope.tui.analysis.findings import SEVERITIES
-from gapscope.tui.analysis.gaps import typical_launch_delay
-from gapscope.tui.report import build_json, render_markdown
-from gapscope.tui.trace import load
+from gapscope.analysis import CAUSES, analyze
+from gapscope.analysis.findings import SEVERITIES
+from gapscope.analysis.gaps import typical_launch_delay
+from gapscope.report import build_json, render_markdown
+from gapscope.trace import load
 
 
 # ------------------------------------------------------------------------------ item 1: stalls
@@ -146,13 +146,13 @@ def test_real_launch_baselines_exclude_queued_kernels():
     assert typical_launch_delay(a.model, a.flags) == 11_522
     b = analyze(load(SAMPLE_TRACES / "hf-generate.generate.json.gz"))
     m = b.model
-    from gapscope.tui.analysis.gaps import idle_start_kernels
+    from gapscope.analysis.gaps import idle_start_kernels
 
     k = idle_start_kernels(m, b.flags)
     assert k.size > 0
     # brute force on the columns: nothing of the device (one GPU here) ran at any instant from launch to start
     ts, end = m.ts_ns, m.ts_ns + m.dur_ns
-    from gapscope.tui.trace.model import Kind
+    from gapscope.trace.model import Kind
 
     work = np.flatnonzero((m.kind == Kind.KERNEL) | (m.kind == Kind.MEMCPY) | (m.kind == Kind.MEMSET))
     for j in k[:: max(k.size // 50, 1)].tolist():
@@ -252,7 +252,7 @@ def test_device_named_from_the_one_properties_entry_when_ids_differ():
     assert [d.name for d in a.devices] == ["AMD Instinct MI300X"]
     assert "**cuda:9** (AMD Instinct MI300X)" in render_markdown([a])
     assert build_json([a])["devices"][0]["name"] == "AMD Instinct MI300X"
-    from gapscope.tui.app.scene import device_label
+    from gapscope.tui.scene import device_label
 
     assert device_label(a.model, 9) == "cuda:9 AMD Instinct MI300X"
 

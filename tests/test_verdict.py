@@ -12,8 +12,8 @@ import pytest
 
 from tests.helpers import SAMPLE_TRACES, model_of
 from tests.synth import Synth
-from gapscope.tui.analysis import analyze
-from gapscope.tui.trace import load
+from gapscope.analysis import analyze
+from gapscope.trace import load
 
 
 def _v(s):
@@ -89,8 +89,8 @@ def test_collective_wait_is_not_gpu_bound():
 
 
 def test_json_and_markdown_show_the_verdict(tmp_path):
-    from gapscope.tui.report import build_json
-    from gapscope.tui.report.markdown import render_markdown
+    from gapscope.report import build_json
+    from gapscope.report.markdown import render_markdown
 
     s = Synth()
     for i in range(4):
@@ -160,7 +160,7 @@ def test_raw_graph_counts_of_demo_graph():
 
 def test_explorer_header_shows_the_verdict(tmp_path):
     from tests.helpers.app import opened, run
-    from gapscope.tui.app.textdump import screen_text
+    from gapscope.tui.textdump import screen_text
 
     s = Synth()
     for i in range(4):

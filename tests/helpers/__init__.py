@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 
 from tests.synth import Synth
-from gapscope.tui.analysis import CAUSES
-from gapscope.tui.trace.build import ColumnBuilder
+from gapscope.analysis import CAUSES
+from gapscope.trace.build import ColumnBuilder
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SAMPLE_TRACES = ROOT / "traces"
 SHARED_TRACES = ROOT.parent / "shared" / "traces"
 #: the JSON contract shipped in the package
-SCHEMA_PATH = ROOT / "tui" / "report" / "findings.schema.json"
+SCHEMA_PATH = ROOT / "gapscope" / "report" / "findings.schema.json"
 US = 1_000  # ns: the synthetic traces are written in µs
 
 
@@ -31,8 +31,8 @@ def first_event(m, name: str) -> int:
 
 def replayed(model, **kw):
     """``(a, r)``: the analysis of ``model`` (``analyze(model, **kw)``) and the replay of its recording."""
-    from gapscope.tui.analysis import analyze
-    from gapscope.tui.analysis.replay.model import Replay
+    from gapscope.analysis import analyze
+    from gapscope.analysis.replay.model import Replay
 
     a = analyze(model, **kw)
     return a, Replay(a.model, a.window, a.flags)
@@ -153,7 +153,7 @@ B_STEP = [("k1", 10, "launch"), ("k23", 30, "python", 8.0)]
 
 def assert_same_model(a, b) -> None:
     """Two loads of one trace gave the same model: every column array equal (dtype too), every side table equal."""
-    from gapscope.tui.trace.cache import COLUMNS
+    from gapscope.trace.cache import COLUMNS
 
     for k in COLUMNS:
         x, y = getattr(a, k), getattr(b, k)

@@ -8,9 +8,9 @@ import contextlib
 from pathlib import Path
 
 from tests.synth import Synth
-from gapscope.tui.app.app import GapscopeApp
-from gapscope.tui.app.diffview import DiffScreen
-from gapscope.tui.app.textdump import screen_text
+from gapscope.tui.app import GapscopeApp
+from gapscope.tui.diffview import DiffScreen
+from gapscope.tui.textdump import screen_text
 
 
 def three_gaps(tmp_path: Path, names=("k0", "k1", "k2", "ampere_sgemm_128x64"), fns=("b_fn", "a_fn", "c_fn"),
@@ -75,7 +75,7 @@ def finding_info(path, pick, size=(160, 50)) -> str:
     table, the explorer opened on ``path`` and settled."""
     from textual.widgets import Static
 
-    from gapscope.tui.app.tables import FindingsView
+    from gapscope.tui.tables import FindingsView
 
     async def go():
         async with opened(path, size=size) as (app, pilot):

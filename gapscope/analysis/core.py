@@ -1,0 +1,537 @@
+"""``analyze(model) -> Analysis``: the one entry point, a pipeline of stages over declared types (types.py):
+
+    window    window_stage(model, mode)                       -> AnalysisWindow (window.py)
+    gaps      gaps_stage(model, window)                       -> devices (DeviceStats), the gap columns
+    classify  classify_stage(model, columns, config, ...)     -> Classified: GapTable, CPU sets, holders
+    details   Analysis.gap_detail(row)                        -> GapDetail, on demand, cached
+    findings  findings.build_findings(analysis)               -> [Finding] (+ the job's, for the ranks of a job)
+
+plus the profiler distortion and the warnings (``profiler_distortion``, a pure function of the trace's
+metadata: run once) and, on demand, the projection (``Analysis.projection``; ``projected`` says whether it ran).
+The ranks of one job are an input (``job``: ranks.job.RankJob): its match, the late-rank sentence, its warnings
+and its findings go into each rank's analysis as it is built. The causes' ``gather`` and the findings query
+the trace through ``Analysis.evidence`` (evidence.py) and ``Analysis.holder``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from ..trace.model import Kind, TraceModel
+
+from . import activity, causes
+from .evidence import Evidence
+from .forked import Forked, parallel_ok
+from .findings import build_findings, rank_severity
+from .gaps import CAUSES, DeviceStats, classify, device_stats_and_gaps, stream_gaps
+from .names import name_flags
+from .stacks import StackIndex, signature_frame
+from .thresholds import DEFAULT, NOISY_IQR, NOISY_RANGE, Thresholds
+from .types import AnalysisWarning, Finding, GapContext, GapDetail, GapTable
+from .window import AnalysisWindow, compute_window
+from .units import fmt_ns as _us
+
+_ANNOTATION = int(Kind.ANNOTATION)
+
+class _Explanations(dict):
+    """cause -> one sentence (each cause's ``summary`` in the registry), always current."""
+
+    def _all(self):
+        return {c.name: c.summary for c in causes.all_causes()}
+
+    def __getitem__(self, k):
+        return self._all()[k]
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __len__(self):
+        return len(self._all())
+
+    def __contains__(self, k):
+        return k in self._all()
+
+    def items(self):
+        return self._all().items()
+
+    def keys(self):
+        return self._all().keys()
+
+    def values(self):
+        return self._all().values()
+
+    def get(self, k, default=None):
+        return self._all().get(k, default)
+
+
+CAUSE_EXPLANATIONS = _Explanations()
+
+#: the cached tables a forked child computes for a ``parallel`` analysis (``Analysis._kernel_side``), in this order
+_KERNEL_SIDE = ("call_floors", "patterns", "kernels", "op_floors", "verdicts")
+
+
+
+def window_stage(model: TraceModel, window: str | AnalysisWindow = "steps") -> AnalysisWindow:
+    """Stage 1: what the numbers cover (the measured steps, or the whole trace; window.py)."""
+    return window if isinstance(window, AnalysisWindow) else compute_window(model, window)
+
+
+def gaps_stage(model: TraceModel, window: AnalysisWindow) -> tuple[list[DeviceStats], dict]:
+    """Stage 2: each device's busy/idle figures and its compute gaps as columns (gaps.py)."""
+    return device_stats_and_gaps(model, window.device if window.clipped else None)
+
+
+@dataclass(frozen=True)
+class Classified:
+    """What stage 3 (``classify_stage``) gives: the gap table, the classifier's CPU sets and, per row, the one
+    call, op or range holding the gap (``gaps.one_holder``: event, own ns, of which ns)."""
+    gaps: GapTable
+    cpu: object
+    held: tuple
+
+
+def classify_stage(model: TraceModel, cols: dict, config: Thresholds, flags: dict, stacks: StackIndex) -> Classified:
+    """Stage 3: every gap's cause (the registry's rules, gaps.classify), as a table sorted by duration."""
+    res, cpu, _ = classify(model, cols, config, flags, stacks=stacks)
+    g = GapTable(cols["device"], cols["start"], cols["end"], res["cause"], cols["next"], res["launch"],
+                 res["thread"], res["t_launch"], res["breakdown"])
+    return Classified(g, cpu, tuple(np.asarray(x)[g.order] for x in res["held"]))
+
+
+def profiler_distortion(meta: dict | None, config: Thresholds) -> tuple[dict | None, list[AnalysisWarning]]:
+    """The profiler's distortion from our capture's metadata (profiled against un-profiled step time, and the
+    un-profiled timing's spread), and its warnings: the timing noisy (``timing-noisy``), the distortion large
+    (``distortion``, past ``config.large_distortion``). (None, []) without the figures."""
+    g = meta
+    if not g:
+        return None, []
+    src = g.get("distortion") if isinstance(g.get("distortion"), dict) else g
+
+    def num(*keys):
+        for k in keys:
+            v = src.get(k)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                return float(v)
+        return None
+
+    prof = num("profiled_us", "profiled")
+    unprof = num("unprofiled_us", "unprofiled")
+    ratio = num("ratio", "distortion")
+    if ratio is None and isinstance(g.get("distortion"), (int, float)):
+        ratio = float(g["distortion"])
+    if ratio is None and prof and unprof:
+        ratio = prof / unprof
+    if prof is None or unprof is None or ratio is None:
+        return None, []
+    d = {"profiled_us": prof, "unprofiled_us": unprof, "ratio": ratio}
+    spread, warnings = _timing_spread(g, prof)
+    d.update(spread)
+    if ratio > config.large_distortion:
+        warnings.append(AnalysisWarning(
+            "distortion",
+            f"the profiler slowed the captured step {ratio:.2f}x ({prof:.0f} µs vs {unprof:.0f} µs without it): "
+            "CPU-side gaps are inflated",
+            {"ratio": ratio, "profiled_us": prof, "unprofiled_us": unprof, "limit": config.large_distortion}))
+    return d, warnings
+
+
+def _timing_spread(g: dict, prof: float) -> tuple[dict, list[AnalysisWarning]]:
+    """The un-profiled timing's spread from our capture's ``unprofiled`` metadata (absent in older traces):
+    min/p25/p75/max and n, the distortion against p75 and p25 (``ratio_low``, ``ratio_high``), and, when
+    the spread passes p75/p25 > 1.15 or max/min > 1.5, the warning "times on this node vary Nx; distortion uncertain"."""
+    u = g.get("unprofiled")
+    if not isinstance(u, dict):
+        return {}, []
+
+    def num(k):
+        v = u.get(k)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else None
+
+    lo, p25, p75, hi, n = num("min_us"), num("p25_us"), num("p75_us"), num("max_us"), u.get("n")
+    if None in (lo, p25, p75, hi) or not (0 < lo <= p25 <= p75 <= hi):
+        return {}, []
+    # judged here from the numbers (capture's own rule, capture.recorder.NOISY_IQR / NOISY_RANGE), not from
+    # the trace's flag, so that traces recorded under an earlier rule read the same
+    noisy = p75 / p25 > NOISY_IQR or hi / lo > NOISY_RANGE
+    out: dict = {"unprofiled_min_us": lo, "unprofiled_p25_us": p25, "unprofiled_p75_us": p75,
+                 "unprofiled_max_us": hi, "unprofiled_n": int(n) if isinstance(n, int) else None,
+                 "ratio_low": prof / p75, "ratio_high": prof / p25, "timing_noisy": bool(noisy)}
+    warnings = []
+    if out["timing_noisy"]:
+        warnings.append(AnalysisWarning(
+            "timing-noisy",
+            f"times on this node vary {hi / lo:.1f}x; distortion uncertain: un-profiled {p25:.0f}–{p75:.0f} µs "
+            f"(p25–p75, min {lo:.0f}, max {hi:.0f}, n={out['unprofiled_n']}) gives "
+            f"{out['ratio_low']:.2f}x–{out['ratio_high']:.2f}x",
+            {"vary": hi / lo, "p25_us": p25, "p75_us": p75, "min_us": lo, "max_us": hi,
+             "ratio_low": out["ratio_low"], "ratio_high": out["ratio_high"]}))
+    return out, warnings
+
+
+class Analysis:
+    """One trace's analysis: the pipeline's stages run in order at construction (see the module's docstring),
+    each from the declared results of the one before; per-gap detail and the projection on demand."""
+
+    def __init__(self, model: TraceModel, config: Thresholds | None = None, window: str | AnalysisWindow = "steps",
+                 job=None, on_classified=None, parallel: bool = False):
+        self.model = model
+        #: whether parts of this analysis run in a forked child (forked.py): asked by the caller, and the trace
+        #: big enough for it to pay (``forked.parallel_ok``); one rank of a job is analysed in one process (the job
+        #: puts its waits on the devices after the fork would have been made)
+        self.parallel = bool(parallel) and job is None and parallel_ok(int(model.ts_ns.size))
+        self.config = config or DEFAULT
+        #: the ranks of one job this trace is one of (ranks.job.RankJob), or None: its match, late-rank
+        #: sentence, warnings and findings are inputs of this analysis
+        self.job = job
+        self.flags = name_flags(model.names)
+        #: what the numbers cover: the measured steps (``gapscope.step#k``) or the whole trace; see window.py
+        self.window: AnalysisWindow = window_stage(model, window)
+        self.devices: list[DeviceStats]
+        self.devices, cols = gaps_stage(model, self.window)
+        if self.parallel:  # the kernels' side in a child meanwhile (``_kernel_side``); taken when first asked
+            try:
+                self._side = Forked(self._kernel_side)
+            except OSError:
+                pass
+        try:
+            self.stacks = StackIndex(model, self.flags)
+            c = classify_stage(model, cols, self.config, self.flags, self.stacks)
+            self.gaps, self.cpu, self._held = c.gaps, c.cpu, c.held
+            #: the queries the causes' ``gather`` and the findings make (evidence.py)
+            self.evidence = Evidence(model, self.stacks, self.flags, self.cpu, self.config)
+            self._details: dict[int, GapDetail] = {}
+            #: gap row -> (time, event) of ``_holder_points``, for the Python-held gaps whose frame was taken
+            self._holders: dict[int, tuple[int, int]] = {}
+            self.distortion, dw = profiler_distortion(model.gapscope_meta, self.config)
+            alerts = [AnalysisWarning("trace", w) for w in model.warnings] + dw
+            if not self.devices:
+                alerts.append(AnalysisWarning("no-gpu",
+                                              "no GPU activity in this trace: nothing to analyse for idle time"))
+            #: several ranks of one job: the cross-rank match, shared by every rank
+            self.cross_rank = None  # ranks.RankMatch | None
+            #: several ranks: a sentence on the late rank, added to the explanation of collective gaps
+            self.late_rank_note: str | None = None
+            if job is not None:
+                self.cross_rank = job.cross_rank
+                self.late_rank_note = job.late_note(self.rank)
+                alerts += job.warnings(self.rank)
+                job.put_device_wait(self)
+            #: the warnings, typed (kind, text, figures): the loader's, the profiler's distortion, the ranks'
+            self.alerts: tuple[AnalysisWarning, ...] = tuple(alerts)
+            self.warnings: list[str] = [w.text for w in alerts]
+            if on_classified is not None:  # the gaps, causes and warnings are in; the findings come next
+                on_classified(self)
+            findings = build_findings(self)
+            self.findings: list[Finding] = job.findings(self, findings) if job is not None else findings
+        except BaseException:  # a forked child not yet asked for its tables is ended and reaped
+            side = vars(self).pop("_side", None)
+            if side is not None:
+                side.close()
+            raise
+
+    def _kernel_side(self) -> dict:
+        """What a forked child computes while this process takes the stacks, the gaps' causes and their findings
+        (``parallel``): the kernels' side, which needs only the model, the window and the devices."""
+        return {k: getattr(self, k) for k in _KERNEL_SIDE}
+
+    def _from_side(self, name: str):
+        """``name``'s value from the forked child of ``_kernel_side`` (waiting for it, the first time), or None: it
+        failed, or there is none (then the caller computes it here: the same code on the same data)."""
+        job = vars(self).pop("_side", None)
+        if job is not None:
+            got = job.result()
+            if isinstance(got, dict):
+                for k in _KERNEL_SIDE:
+                    if k in got:
+                        vars(self).setdefault(k, got[k])
+        return vars(self).get(name)
+
+    # ------------------------------------------------------------ summaries
+    @property
+    def rank(self) -> int | None:
+        return self.model.rank
+
+    @property
+    def phase(self) -> str | None:
+        g = self.model.gapscope_meta or {}
+        p = g.get("phase")
+        return p if isinstance(p, str) else None
+
+    @cached_property
+    def step_count(self) -> int | None:
+        """Measured steps in the window: the capture's ``gapscope.step#k`` ranges, else torch's
+        ``ProfilerStep#N`` ranges; None when the trace marks no steps."""
+        if self.window.steps:
+            return len(set(self.window.steps))
+        m = self.model
+        ids = [i for i, n in enumerate(m.names) if n.startswith("ProfilerStep#")]
+        if not ids:
+            return None
+        hit = np.isin(m.name_id, np.array(ids, np.int32)) & (m.kind == _ANNOTATION)
+        names = {int(x) for x in m.name_id[hit].tolist()}
+        return len(names) or None
+
+    @property
+    def window_start_ns(self) -> int:
+        if not self.devices:  # the trace's extent only then: a pass over every event, asked for per gap entry
+            return self.model.window_ns()[0]
+        return min(d.window_start_ns for d in self.devices)
+
+    @property
+    def window_note(self) -> str | None:
+        """One line saying what the window covers ("window: the 4 measured steps ...")."""
+        return self.window.note()
+
+    @property
+    def window_ns(self) -> int:
+        if not self.devices:
+            w = self.model.window_ns()
+            return w[1] - w[0]
+        return max(d.window_end_ns for d in self.devices) - self.window_start_ns
+
+    @property
+    def idle_ns(self) -> int:
+        return sum(d.idle_ns for d in self.devices)
+
+    @property
+    def idle_pct(self) -> float:
+        w = sum(d.window_ns for d in self.devices)
+        return min(100.0, 100.0 * self.idle_ns / w) if w else 0.0  # rounding past 100 at ~1e18 ns (gaps.py)
+
+    def cause_totals(self) -> dict[str, dict]:
+        g = self.gaps
+        cnt = np.bincount(g.cause, minlength=len(CAUSES))
+        # integer sums: a float64 bincount is inexact once a total passes 2**53 ns (a clock glitch can do it)
+        tot = np.zeros(len(CAUSES), dtype=np.int64)
+        np.add.at(tot, g.cause.astype(np.intp), g.dur_ns)
+        return {c: {"count": int(cnt[i]), "total_ns": int(tot[i])} for i, c in enumerate(CAUSES)}
+
+    def listed_rows(self) -> np.ndarray:
+        return np.flatnonzero(self.gaps.dur_ns >= self.config.min_listed_gap_ns)
+
+    def stream_gaps(self, track_id: int):
+        """Gaps of one stream (start_ns, end_ns, next kernel index), in time order, within the analysis window."""
+        t = self.model.tracks[track_id]
+        w = self.window.device.get(t.device) if self.window.clipped else None
+        return stream_gaps(self.model, track_id, w)
+
+    @property
+    def projected(self) -> bool:
+        """Whether the projection has been computed (or tried: a failed one is None) yet."""
+        return "projection" in vars(self)
+
+    @property
+    def projection_if_ready(self):
+        """The projection once computed, else None (without computing it)."""
+        return vars(self).get("projection")
+
+    def drop_projection(self) -> None:
+        """Mark the projection as failed (None), so that it is not tried again."""
+        vars(self)["projection"] = None
+
+    @cached_property
+    def projection(self):
+        """What fixing each finding saves per step, from a replay of the trace (replay.py; on demand)."""
+        from .replay import project
+
+        p = project(self)
+        rank_severity(self.findings, p)
+        return p
+
+    @cached_property
+    def call_floors(self):
+        """Each kernel's op call and its floor (activity.call_floors), once for every table that reads them."""
+        got = self._from_side("call_floors")
+        if got is not None:
+            return got
+        k = np.flatnonzero(self.model.kind == int(Kind.KERNEL))
+        k = k[self.window.gpu_in(self.model, k)] if self.window is not None else k
+        return activity.call_floors(self.model, k, self.window, self.flags)
+
+    @cached_property
+    def patterns(self) -> list:
+        """Op patterns that make kernels slow (eager attention, fp32 matmuls, ...; patterns.py)."""
+        got = self._from_side("patterns")
+        if got is not None:
+            return got
+        from .patterns import find_patterns
+
+        return find_patterns(self)
+
+    @cached_property
+    def kernels(self) -> list:
+        got = self._from_side("kernels")
+        if got is not None:
+            return got
+        return activity.kernel_stats(self.model, window=self.window, flags=self.flags, floors=self.call_floors)
+
+    @cached_property
+    def op_floors(self) -> list:
+        """Ops whose calls launched several kernels: one floor per call, against all its kernels."""
+        got = self._from_side("op_floors")
+        if got is not None:
+            return got
+        return activity.op_floor_stats(self.model, window=self.window, flags=self.flags, floors=self.call_floors)
+
+    @cached_property
+    def verdicts(self) -> list:
+        """Per device: gpu-bound, host-bound or mixed, with the launch-queue evidence (verdict.py)."""
+        got = self._from_side("verdicts")
+        if got is not None:
+            return got
+        from .verdict import device_verdicts
+
+        from .verdict import gpu_bound_reason
+
+        out = device_verdicts(self.model, self.devices, self.flags, self.window)
+        for v in out:  # a GPU-bound device points at its kernels and patterns
+            if v.kind == "gpu-bound":
+                v.reason = gpu_bound_reason(v, self.kernels, self.patterns)
+        return out
+
+    @cached_property
+    def launches(self) -> dict:
+        return activity.launch_stats(self.model, window=self.window)
+
+    @cached_property
+    def syncs(self) -> list[dict]:
+        return activity.sync_stats(self.model, self.flags, self.stacks, window=self.window)
+
+    @cached_property
+    def copies(self) -> list[dict]:
+        return activity.copy_stats(self.model, window=self.window)
+
+    @cached_property
+    def allocator(self) -> dict:
+        return activity.allocator_stats(self.model, self.flags, window=self.window)
+
+    @cached_property
+    def collectives(self) -> list[dict]:
+        out = activity.collective_stats(self.model, self.flags, window=self.window)
+        if self.job is not None:  # each collective's wait for the other ranks, and the rank that came last
+            self.job.put_collective_waits(self.rank, out)
+        return out
+
+    # --------------------------------------------------------------- detail
+    def gap_detail(self, i: int) -> GapDetail:
+        i = int(i)
+        d = self._details.get(i)
+        if d is None:
+            d = self._gap_detail(i)
+            self._details[i] = d
+        return d
+
+    def prefetch_details(self, rows) -> None:
+        """Ready at once what ``gap_detail`` of each row will ask gap by gap: the host time of the python gaps
+        (``Evidence.prefetch_host_times``)."""
+        g = self.gaps
+        rows = np.asarray(rows, np.int64)
+        py = rows[g.cause[rows] == causes.code("python")]
+        self.evidence.prefetch_host_times(g.thread[py], g.start_ns[py], g.t_launch_ns[py])
+
+    def _gap_detail(self, i: int) -> GapDetail:
+        m, g, st = self.model, self.gaps, self.stacks
+        cause = CAUSES[int(g.cause[i])]
+        t0, t1 = int(g.start_ns[i]), int(g.end_ns[i])
+        nxt, L, thr, tl = int(g.next_idx[i]), int(g.launch_idx[i]), int(g.thread[i]), int(g.t_launch_ns[i])
+        bd = {k: int(v[i]) for k, v in g.breakdown.items()}
+        nk = m.name(nxt) if nxt >= 0 else "(end of window)"
+        launch = m.name(L) if L >= 0 else None
+        op_i = int(m.op[nxt]) if nxt >= 0 else -1
+        next_op = m.name(op_i) if op_i >= 0 else None
+        launch_stack = st.stack_at(thr, int(m.ts_ns[L])) if L >= 0 and thr >= 0 else []
+        dur = t1 - t0
+        c = causes.get(cause)
+        x = GapContext(i=i, t0=t0, t1=t1, tl=tl, thr=thr, L=L, nxt=nxt, dev=int(g.device[i]),
+                       launch_stack=launch_stack, bd=bd)
+        if c.gather is not None:
+            stack, extra = c.gather(self, x)
+        else:
+            stack, extra = st.stack_at(thr, t0), {}
+        sig = signature_frame(stack)
+        idle_stack = st.stack_at(thr, t0) if thr >= 0 else []
+        det = GapDetail(i, cause, "", stack, bd, nk, launch, next_op, launch_stack, thr, t0, dur, int(g.device[i]),
+                        sig.name if sig else None, extra, idle_stack)
+        det.explanation = self._explain(det, tl)
+        return det
+
+    def gap_signatures(self, rows) -> list[str | None]:
+        """``gap_detail(r).signature`` for each row, without building the details: the stacks of the
+        Python-held, sync and collective gaps are taken all at once (``_holder_points``, ``evidence.sync_anchor``,
+        ``signature_events``); other causes, and rows already detailed, go through ``gap_detail``."""
+        m, g = self.model, self.gaps
+        rows = np.asarray(rows, np.int64)
+        out: list[str | None] = [None] * rows.size
+        cause = g.cause[rows]
+        py_c, coll_c, sync_c = CAUSES.index("python"), CAUSES.index("collective"), CAUSES.index("sync")
+        fast = np.array([c in (py_c, coll_c, sync_c) and r not in self._details
+                         for r, c in zip(rows.tolist(), cause.tolist())], dtype=bool)
+        for k in np.flatnonzero(~fast).tolist():
+            out[k] = self.gap_detail(int(rows[k])).signature
+        k = np.flatnonzero(fast)
+        if k.size:
+            r = rows[k]
+            thr, t = g.thread[r], g.start_ns[r].copy()
+            py = cause[k] == py_c
+            if py.any():
+                at, ev = self._holder_points(thr[py], g.start_ns[r[py]], g.t_launch_ns[r[py]])
+                t[py] = at
+                self._holders.update(zip(r[py].tolist(), zip(at.tolist(), ev.tolist())))
+            # a sync gap's stack is taken inside its synchronising call (causes/sync.py's gather)
+            for j in np.flatnonzero(cause[k] == sync_c).tolist():
+                rr = int(r[j])
+                t[j] = self.evidence.sync_anchor(int(g.thread[rr]), int(g.start_ns[rr]), int(g.t_launch_ns[rr]))
+            sig = self.stacks.signature_events(thr, t)
+            for j, e in zip(k.tolist(), sig.tolist()):
+                out[j] = m.name(e) if e >= 0 else None
+        return out
+
+    def gap_holder(self, i: int) -> tuple[int, int, int]:
+        """(event, ns, of which ns) of the one call, op or range holding gap ``i`` (``gaps.one_holder``;
+        event -1: none)."""
+        ev, ns, of = self._held
+        return int(ev[i]), int(ns[i]), int(of[i])
+
+    def holder(self, row: int, thr: int, t0: int, tl: int) -> tuple[int, int]:
+        """(time to take the stack at, event or -1): the Python frame holding the CPU in gap ``row``
+        (``_holder_points`` of one gap, kept from the findings' pass when it took it)."""
+        h = self._holders.get(row)
+        if h is None:
+            at, ev = self._holder_points(np.array([thr], np.int64), np.array([t0], np.int64),
+                                         np.array([tl], np.int64))
+            h = self._holders[row] = (int(at[0]), int(ev[0]))
+        return h
+
+    def _holder_points(self, thr: np.ndarray, t0: np.ndarray, tl: np.ndarray):
+        """For each gap (thread, t0, t_launch): the Python frame holding the CPU in [t0, tl], the most common
+        innermost Python frame among 33 sample points where no op or runtime call runs (ties: the lowest
+        event index), and the first sample point inside it. Without such frames, the most common annotation
+        holding the CPU there; the capture's own step loop is not a frame to name. Returns (time to take the
+        stack at, event or -1 when no frame is named: then the time is t0). Vectorised over all gaps."""
+        from .hosttime import holder_points
+
+        return holder_points(self.stacks, self.model, self.flags, thr, t0, tl)
+
+    def _explain(self, d: GapDetail, tl: int) -> str:
+        c = causes.get(d.cause)
+        if c.explain is not None:
+            return c.explain(self, d, tl)
+        return f"{c.summary}; GPU idle {_us(d.dur_ns)}."
+
+
+def analyze(model: TraceModel, config: Thresholds | None = None, window: str | AnalysisWindow = "steps",
+            job=None, on_classified=None, parallel: bool = False) -> Analysis:
+    """Analyse one trace. ``window="steps"`` (default) restricts every number to the GPU work of the
+    measured ``gapscope.step#k`` ranges when the trace has them; ``window="all"`` keeps the whole trace (or a
+    window already computed). ``job``: the ranks of one job this trace is one of (ranks.job.RankJob).
+    ``on_classified(analysis)``, when given, is called once the gaps are classified (devices, gaps, causes,
+    stacks, warnings in) and before the findings are built: the explorer lists a large trace's gaps meanwhile.
+    It changes nothing in the analysis returned. ``parallel=True`` lets parts of the analysis (and of its projection)
+    run in a forked child (forked.py) when the trace is big enough and there is a second core: the same results.
+    Only for a caller whose other threads hold no lock the analysis takes (the report command; not the explorer,
+    which analyses in a thread); ``GAPSCOPE_ANALYSIS_PARALLEL=0`` turns it off."""
+    if model.partial:  # a preview of a trace still being read (gapscope/trace/progressive.py): no numbers from it
+        raise ValueError("a partial model (the preview of a trace being read) is never analysed")
+    return Analysis(model, config, window, job, on_classified, parallel)
