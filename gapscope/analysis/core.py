@@ -24,7 +24,7 @@ from ..trace.model import Kind, TraceModel
 from . import activity, causes
 from .evidence import Evidence
 from .forked import Forked, parallel_ok
-from .findings import build_findings, rank_severity
+from .findings import build_findings
 from .gaps import CAUSES, DeviceStats, classify, device_stats_and_gaps, stream_gaps
 from .names import name_flags
 from .stacks import StackIndex, signature_frame
@@ -333,12 +333,24 @@ class Analysis:
 
     @cached_property
     def projection(self):
-        """What fixing each finding saves per step, from a replay of the trace (replay.py; on demand)."""
+        """What fixing each finding saves per step, from a replay of the trace (replay.py; on demand). Reading it
+        changes nothing else: the severities and the order are the plan's (``plan``)."""
         from .replay import project
 
-        p = project(self)
-        rank_severity(self.findings, p)
-        return p
+        return project(self)
+
+    @property
+    def plan_if_ready(self):
+        """The plan once made, else None (without making it)."""
+        return vars(self).get("plan")
+
+    @cached_property
+    def plan(self):
+        """The plan of actions (plan.py), the last stage: the findings merged into actions, ranked by what they buy,
+        with their final severities and what they buy together. An empty plan when the projection failed."""
+        from .plan import build_plan
+
+        return build_plan(self, self.projection)
 
     @cached_property
     def call_floors(self):

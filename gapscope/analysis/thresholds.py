@@ -183,6 +183,15 @@ DEFAULT = Thresholds()
 #: highest first; below the last, "info". A tenth of the window is worth fixing first; half a percent is noise.
 SEVERITY_BANDS = ((0.1, "high"), (0.03, "medium"), (0.005, "low"))
 
+# -- the plan of actions (plan.py) -----------------------------------------------------------------------------
+
+#: an action's severity from what it buys, in % of the step (shared/design/plan.md): high, medium, low
+ACTION_BANDS = ((10.0, "high"), (3.0, "medium"), (1.0, "low"))
+#: below this share of the step (%) an action is minor: severity info, folded into one line of the plan
+MINOR_ACTION_PCT = 1.0
+#: a finding no action fixes (not projected) is never more severe than this: idle time alone is not a saving
+NOT_PROJECTED_MAX_SEVERITY = "medium"
+
 
 def severity(share: float) -> str:
     """The severity of a finding that takes ``share`` of the window (``SEVERITY_BANDS``)."""

@@ -1,4 +1,4 @@
-"""``gapscope report TRACE... [--json] [--top N] [-o FILE] [--force] [--whole-trace] [--schema]``."""
+"""``gapscope report TRACE... [--json] [--top N] [--all] [-o FILE] [--force] [--whole-trace] [--schema]``."""
 
 from __future__ import annotations
 
@@ -24,6 +24,8 @@ def add_parser(sub) -> None:
     p.add_argument("--top", type=int, default=None, metavar="N",
                    help=f"gaps, kernels and findings to list (default {DEFAULT_TOP_MARKDOWN}; "
                         f"{DEFAULT_TOP_JSON} gaps with --json)")
+    p.add_argument("--all", action="store_true",
+                   help="list every action of the plan, the minor ones (under 1%% of the step) too")
     p.add_argument("--whole-trace", action="store_true",
                    help="analyse the whole trace, not only the measured gapscope.step ranges of a gapscope capture")
     p.add_argument("-o", "--output", metavar="FILE",
@@ -77,7 +79,8 @@ def run(args) -> int:
     from ..report import render_markdown, to_json_text
 
     diagnosis = diagnose(analyses)
-    text = to_json_text(diagnosis, top=top) if args.json else render_markdown(diagnosis, top)
+    text = to_json_text(diagnosis, top=top) if args.json else render_markdown(diagnosis, top,
+                                                                               minor=bool(getattr(args, "all", False)))
     out = getattr(args, "output", None)
     if out:
         from ..fsutil import atomic_write_text

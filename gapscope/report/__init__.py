@@ -15,12 +15,12 @@ def schema_text() -> str:
     return files(__package__).joinpath("findings.schema.json").read_text(encoding="utf-8")
 
 
-def render_markdown(analyses, top: int = 10) -> str:
+def render_markdown(analyses, top: int = 10, minor: bool = False) -> str:
     """The Markdown report (markdown.py's ``render_markdown``), imported on first use: a JSON report does not load
-    the Markdown modules (nor, through them, the ranks' tables)."""
+    the Markdown modules (nor, through them, the ranks' tables). ``minor``: every action of the plan (``--all``)."""
     from .markdown import render_markdown as render
 
-    return render(analyses, top)
+    return render(analyses, top, minor=minor)
 
 
 def to_json_text(analyses, top: int = 50) -> str:

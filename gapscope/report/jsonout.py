@@ -40,11 +40,50 @@ def _us(ns) -> float:
     return round(float(ns) / 1e3, 3)
 
 
-def _effect_us(e: dict) -> float:
-    """What a finding is ranked by: its idle time, or for a cross-rank finding (late rank, collective wait: time
-    inside collectives, not idle) the wait in ``evidence.effect_us``."""
-    ev = e.get("evidence")
-    return max(e["idle_us"], float(ev.get("effect_us") or 0.0) if isinstance(ev, dict) else 0.0)
+def _text(change) -> tuple[str, list[dict]]:
+    """An action's text (plan.py ``Span``s) as one string and as its segments (code names kept apart)."""
+    from ..analysis.plan import plain
+
+    return plain(change), [{"text": x.text, "code": x.code} for x in change]
+
+
+def _where(w) -> dict | None:
+    return None if w is None else {"frame": w.frame, "file": w.file, "line": w.line, "func": w.func}
+
+
+def action_entries(plan, tix=None) -> list[dict]:
+    """``actions``: the plan's actions in plan order (analysis/plan.py), per step; several traces: with ``trace``
+    and finding ids as ``tK:id``."""
+    fid = (lambda x: x) if tix is None else (lambda x: f"t{tix}:{x}")
+    out = []
+    for x in plan.actions:
+        text, segs = _text(x.change)
+        needs = []
+        for n in x.needs:
+            nt, ns = _text(n.change)
+            needs.append({"change": nt, "change_segments": ns, "where": _where(n.where),
+                          "saving_us": None if n.saving_ns is None else _us(n.saving_ns),
+                          "saving_pct": None if n.saving_pct is None else round(n.saving_pct, 2),
+                          "findings": [fid(i) for i in n.findings], "action": n.action})
+        e = {"rank": x.rank, "kind": x.kind, "severity": x.severity, "minor": x.minor, "change": text,
+             "change_segments": segs, "where": _where(x.where), "saving_us": _us(x.saving_ns),
+             "saving_pct": round(x.saving_pct, 2), "fix": x.fix, "needs": needs, "inside": x.inside,
+             "unlocks": list(x.unlocks), "findings": [fid(i) for i in x.findings], "gaps": len(x.gap_rows),
+             "kernels": x.kernels}
+        if tix is not None:
+            e["trace"] = tix
+        out.append(e)
+    return out
+
+
+def plan_entry(plan, tix=None) -> dict:
+    """``plan``: what every action buys together (one replay), against which step."""
+    e = {"saving_us": _us(plan.saving_ns), "saving_pct": round(plan.saving_pct, 2), "baseline_us": _us(plan.baseline_ns),
+         "calibrated": plan.calibrated, "actions": len(plan.major), "minor": len(plan.minor),
+         "unplanned": [i if tix is None else f"t{tix}:{i}" for i in plan.unplanned]}
+    if tix is not None:
+        e["trace"] = tix
+    return e
 
 
 def _jsonable(v):
@@ -252,7 +291,13 @@ def saving_entry(a, f, tix=None) -> dict:
     s = pj.saving_ns.get(f.id)
     pct = pj.saving_pct(f.id)
     w = getattr(pj, "with_ops_ns", {}).get(f.id)
-    dep = pj.unlocks(a.findings).get(f.id)
+    # the finding whose fix needs this one first: the lead finding of the action it is a prerequisite of
+    plan = a.plan
+    dep = None
+    for x in plan.actions:
+        if any(f.id in n.findings for n in x.needs):
+            dep = x.findings[0]
+            break
     if dep is not None and tix is not None:
         dep = f"t{tix}:{dep}"
     return {"saving_us": None if s is None else _us(s), "saving_pct": None if pct is None else round(pct, 2),
@@ -369,9 +414,16 @@ def build_json(analyses, top: int = 50) -> dict:
             if multi:
                 e["trace"] = ti
             doc["collectives"].append(e)
-        a.projection  # noqa: B018 - the severities follow the ranking by projected saving (rank_severity)
-        for f in a.findings:
-            e = {"id": f"t{ti}:{f.id}" if multi else f.id, "severity": f.severity, "title": f.title,
+        plan = a.plan
+        doc.setdefault("actions", []).extend(action_entries(plan, tix))
+        pe = plan_entry(plan, tix)
+        if multi:
+            doc.setdefault("plan", []).append(pe)
+        else:
+            doc["plan"] = pe
+        for f in plan.ordered_findings(a.findings):
+            e = {"id": f"t{ti}:{f.id}" if multi else f.id, "rank": plan.rank_of.get(f.id),
+                 "severity": plan.severity_of.get(f.id, f.severity), "title": f.title,
                  "idle_us": _us(f.idle_ns), "evidence": _jsonable(f.evidence), "suggestion": f.suggestion,
                  "cause": f.cause, **saving_entry(a, f, ti if multi else None), "frame_whatif": frame_entry(a, f, ti if multi else None)}
             if multi:
@@ -385,8 +437,6 @@ def build_json(analyses, top: int = 50) -> dict:
     if multi:
         doc["gaps"].sort(key=lambda e: -e["dur_us"])
         doc["gaps"] = doc["gaps"][:top]
-        # by effect; on a tie (the late rank's finding and the wait it caused) the late rank first
-        doc["findings"].sort(key=lambda e: (-_effect_us(e), "late-rank-" not in e["id"]))
     if diagnosis.is_pair:
         doc["comparison"] = comparison_entry(diagnosis.comparison, top=top, gm=diagnosis.gap_match, b=analyses[1])
     rm = analyses[0].cross_rank

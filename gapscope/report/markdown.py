@@ -24,9 +24,10 @@ __all__ = ["render_markdown", "MAX_SIDE_BY_SIDE"]
 MAX_SIDE_BY_SIDE = 3
 
 
-def render_markdown(analyses, top: int = 10) -> str:
+def render_markdown(analyses, top: int = 10, minor: bool = False) -> str:
     """The report of a trace set: its analyses, or their diagnosis (analysis/diagnosis.py), which decides the
-    kind of set; ``many`` is side by side up to ``MAX_SIDE_BY_SIDE`` traces, one row each beyond."""
+    kind of set; ``many`` is side by side up to ``MAX_SIDE_BY_SIDE`` traces, one row each beyond. ``minor``: the plan
+    lists its minor actions too (``--all``)."""
     d = diagnose(analyses)
     analyses = d.analyses
     if d.kind == "ranks":
@@ -37,5 +38,5 @@ def render_markdown(analyses, top: int = 10) -> str:
     elif d.kind == "many":
         L = overview(analyses, top) if len(analyses) > MAX_SIDE_BY_SIDE else compare(analyses, top)
     else:
-        L = single(analyses[0], top)
+        L = single(analyses[0], top, minor=minor)
     return _CTRL.sub(_ctrl_esc, "\n".join(L).rstrip() + "\n")

@@ -13,6 +13,7 @@ from ..analysis.activity import achieved_text
 from ..analysis.diagnosis import trace_diagnosis
 from ..analysis.names import display_frame
 from ..analysis.units import fmt_ns as t
+from .markdown_plan import plan_section
 from .markdown_text import _biggest_cause, _bytes, _label, code, esc, inline
 
 _COLL_RE = re.compile(r"^(?:ncclDevKernel_|ncclKernel_)([A-Za-z]+?)(?:_|\(|$)")
@@ -52,50 +53,26 @@ def window_line(a) -> str | None:
     return f"- {esc(note[0].upper() + note[1:])}." if note else None
 
 
-def by_saving(a) -> list:
-    """Findings ranked by the projected saving of their fix; those not projected follow, by idle time."""
-    return a.projection.ranked(a.findings)
-
-
-def saving_line(a, f, order: list | None = None) -> str | None:
-    """"fix → −1.23 ms per step (−9.1%), un-profiled, calibrated: remove the 32 synchronising calls ..."; for a fix
-    another finding needs first (``Projection.unlocks``), what the two buy together and that finding's number in
-    ``order`` (the findings as listed)."""
+def saving_line(a, f) -> str | None:
+    """"its own fix → −1.23 ms per step (−9.1%), un-profiled, calibrated: remove the 32 synchronising calls ...": what
+    the finding's own fix buys (the replay's figure; the action it belongs to may buy more)."""
     pj = a.projection
     s, pct = pj.saving_ns.get(f.id), pj.saving_pct(f.id)
     if s is None or pct is None:
-        line = f"fix: {inline(pj.what[f.id])}" if pj.what.get(f.id) else None
-    else:
-        how = "un-profiled, calibrated" if pj.calibrated else "profiled time"
-        line = f"fix → **−{t(s)} per step (−{pct:.1f}%)**, {how}: {inline(pj.what.get(f.id, ''))}"
-    dep = pj.unlocks(order or a.findings).get(f.id)
-    if dep is not None:
-        ds, dp = pj.saving_ns.get(dep), pj.saving_pct(dep)
-        ids = [g.id for g in (order or [])]
-        n = ids.index(dep) + 1 if dep in ids else dep
-        if ds is not None and dp is not None:
-            both = f"with finding {n} after it, which needs it first: **−{t(ds)} per step (−{dp:.1f}%)**"
-            # a fix of no figure of its own (a loop of tiny kernels: its frame's fused call, the next line)
-            line = f"{line}; {both}" if line is not None else both[0].upper() + both[1:]
-    return line
+        return f"fix: {inline(pj.what[f.id])}" if pj.what.get(f.id) else None
+    how = "un-profiled, calibrated" if pj.calibrated else "profiled time"
+    return f"its own fix → −{t(s)} per step (−{pct:.1f}%), {how}: {inline(pj.what.get(f.id, ''))}"
 
 
-def frame_line(a, f, order: list | None = None) -> str | None:
+def frame_line(a, f) -> str | None:
     """"as one fused GPU call, `frame` → −4.1 ms per step (−48.9%)": the what-if of the frame the finding's gaps
-    lie under (replay/frames.py); where another finding carries it (``Projection.ranked_with``), which one, by its
-    number in ``order`` (the findings as listed)."""
+    lie under (replay/frames.py), when this finding carries it."""
     pj = a.projection
     w = pj.frame_whatif(f.id)
-    if w is None or pj.baseline_ns <= 0:
+    if w is None or pj.baseline_ns <= 0 or pj.ranked_with(f.id) != f.id:
         return None
-    s = (f"replace the function → **−{t(w.saving_ns)} per step (−{100.0 * w.saving_ns / pj.baseline_ns:.1f}%)** "
-         f"with {code(w.frame, False, 90)} as one fused GPU call (its whole host subtree out, its GPU work kept)")
-    owner = pj.ranked_with(f.id)
-    if owner != f.id:
-        ids = [g.id for g in (order or [])]
-        s += f"; the fix of finding {ids.index(owner) + 1}, ranked there" if owner in ids else \
-            f"; the fix of finding {owner}, ranked there"
-    return s
+    return (f"its function fused → −{t(w.saving_ns)} per step (−{100.0 * w.saving_ns / pj.baseline_ns:.1f}%) with "
+            f"{code(w.frame, False, 90)} as one fused GPU call (its whole host subtree out, its GPU work kept)")
 
 
 def frames_section(a) -> list[str]:
@@ -248,11 +225,12 @@ def _pattern_lines(ev: dict) -> list[str]:
     return out
 
 
-def single(a, top: int, title: bool = True) -> list[str]:
+def single(a, top: int, title: bool = True, minor: bool = False) -> list[str]:
     L: list[str] = []
     if title:
         L.append(f"# gapscope report: {esc(_label(a))}")
         L.append("")
+    L += plan_section(a, minor)
     L += headline(a)
     for w in trace_diagnosis(a).listed_warnings[:5]:
         L.append(f"- ⚠ {esc(w.text)}")
@@ -260,13 +238,16 @@ def single(a, top: int, title: bool = True) -> list[str]:
     if a.findings:
         L.append("## Findings")
         L.append("")
-        order = by_saving(a)
-        for i, f in enumerate(order[:top], 1):
-            L.append(f"{i}. **\\[{f.severity}\\] {inline(f.title)}**  ")
-            sv = saving_line(a, f, order)
+        plan = a.plan
+        order = plan.ordered_findings(a.findings)
+        for f in order[:top]:
+            k = plan.rank_of.get(f.id)
+            act = f"action {k}" if k is not None else "no action"
+            L.append(f"- **{act} · \\[{plan.severity_of.get(f.id, f.severity)}\\] {inline(f.title)}** ({esc(f.id)})  ")
+            sv = saving_line(a, f)
             if sv:
                 L.append(f"   {sv}  ")
-            fl = frame_line(a, f, order)
+            fl = frame_line(a, f)
             if fl:
                 L.append(f"   {fl}  ")
             ev = f.evidence or {}

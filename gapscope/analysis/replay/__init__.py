@@ -96,6 +96,7 @@ from .fixes import (_check_ops, _graph_owner, _n, calls_under, dependency_waits,
 from ..forked import run_tasks
 from .model import Replay
 from .result import DeviceProjection, FrameWhatIf, Projection
+from .together import FixParts, Together
 
 #: the sub-package's entry and its results; the pieces are imported from their own modules (model, fixes, frames,
 #: calibrate, result)
@@ -177,7 +178,9 @@ def project(a) -> Projection:
         if got is None:
             p.saving_ns[f.id] = None
             continue
-        kind, sv, what, sv2 = got
+        kind, sv, what, sv2, parts = got
+        if parts is not None:
+            p.parts[f.id] = parts
         if kind == "round-trip":
             p.saving_ns[f.id] = sv
             p.what[f.id] = what
@@ -198,8 +201,11 @@ def project(a) -> Projection:
     p.frames = fused_frames(done[:len(frames)])
     p.frame_of = attach(a, p.frames)
     p.frame_owner = frame_owners(a.findings, p.frame_of, p.saving_ns)
+    # what several fixes buy together: one replay of them all (together.py; the plan asks)
+    p.together = Together(a, r, c, base_step, steps, dw)
     # the graph fix of a step whose host reads GPU values comes after the fixes that remove those reads
     if graph_owner is not None and p.saving_ns.get(graph_owner) is not None:
+        p.graph_owner = graph_owner
         reads = host_reads(a, r)
         if reads:
             text, groups = graph_needs(a, reads, p.frame_of, graph_owner)
@@ -224,7 +230,8 @@ def _finding_fix(a, r: Replay, f, c: float, base_step: float, graph: dict, steps
         if rt is not None:
             (s, e, t), drop, what = rt
             end = r.run(r.removal(s, e, t), c, drop=drop)
-            return "round-trip", int(round(max(base_step - max(r.span(end).values()) / steps, 0.0))), what, None
+            return ("round-trip", int(round(max(base_step - max(r.span(end).values()) / steps, 0.0))), what, None,
+                    FixParts(iv=(s, e, t), drop=drop))
     try:
         fx = fix_for(a, r, f)
     except (ValueError, IndexError, KeyError):
@@ -232,6 +239,7 @@ def _finding_fix(a, r: Replay, f, c: float, base_step: float, graph: dict, steps
     if fx is None:
         return None
     kind, iv, what, dur = fx
+    parts = None
     if kind == "graph":
         proj_step = max(graph.values()) / steps
         what += kept_wait_text(a, r, base_step)
@@ -240,6 +248,7 @@ def _finding_fix(a, r: Replay, f, c: float, base_step: float, graph: dict, steps
         d, nw = dur if dur is not None else (None, None)
         end = r.run(r.removal(s, e, t), c, d, nw)
         proj_step = max(r.span(end).values()) / steps
+        parts = FixParts(iv=(s, e, t), dur=d, nowait=nw)
     sv = int(round(max(base_step - proj_step, 0.0)))
     sv2 = None
     if f.cause == "sync" and kind == "remove":
@@ -257,4 +266,4 @@ def _finding_fix(a, r: Replay, f, c: float, base_step: float, graph: dict, steps
 
             what = (f"{what}; with the {_n(n_ops, 'op')} computing the values read, if nothing else uses "
                     f"them: −{fmt_ns(sv2)} per step")
-    return "fix", sv, what, sv2
+    return "fix", sv, what, sv2, parts

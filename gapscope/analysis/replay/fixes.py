@@ -404,8 +404,8 @@ def host_reads(a, r: Replay) -> dict[str | None, int]:
 
 
 def graph_needs(a, reads: dict, frame_of: dict, graph_id: str) -> tuple[str, list[list[str]]]:
-    """The graph fix's dependency on the host reads (``host_reads``): ("; it needs the 352 syncs of `frame` (sync-1,
-    python-2) removed first: the host reads their values, which a CUDA graph cannot capture", per frame the ids of
+    """The graph fix's dependency on the host reads (``host_reads``): ("; it needs the 352 syncs of `frame` removed
+    first: the host reads their values, which a CUDA graph cannot capture", per frame the ids of
     the findings whose fix removes its reads: its sync findings and the findings whose fused-call what-if is that
     frame's, in the findings' order; any one of them does)."""
     parts, groups = [], []
@@ -416,7 +416,7 @@ def graph_needs(a, reads: dict, frame_of: dict, graph_id: str) -> tuple[str, lis
             groups.append(ids)
         what = f"the {_n(n, 'sync')}" if k == 0 else f"the {n}"
         where = f" of `{fr}`" if fr is not None else " outside any user frame"
-        parts.append(what + where + (f" ({', '.join(ids)})" if ids else ""))
+        parts.append(what + where)  # which findings (actions) remove them: the plan says, by its own numbers
     text = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     return (f"; it needs {text} removed first: the host reads their values, which a CUDA graph cannot capture",
             groups)
@@ -459,7 +459,8 @@ def fix_for(a, r: Replay, f):
             what += (f" ({nodes} of its {items} GPU items already are graph nodes: it adds the other "
                      f"{items - nodes} and the host gaps between them)")
         # a step whose host reads GPU values (host_reads) says which fixes come first (replay.py, graph_needs)
-        what += ", its host syncs moved onto the GPU first" if a.syncs and not host_reads(a, r) else ""
+        if a.syncs and not host_reads(a, r):
+            what += ", once " + sync_sites_text(a.syncs) + " are off the host: a CUDA graph cannot capture them"
         return ("graph", None, what, None)
     if cause == "python" and frame:
         iv = python_own(r, frame)
@@ -544,6 +545,18 @@ def fix_for(a, r: Replay, f):
         return ("remove", iv, f"pinned memory and non_blocking=True: the copies stop blocking the host and run at "
                               f"{bw:.0f} GB/s", (dur, calls))
     return None
+
+
+def sync_sites_text(syncs: list[dict], top: int = 2) -> str:
+    """"its 3 synchronising calls (`cudaStreamSynchronize` in `model.py(12): check` ×2, ...)": the step's syncs
+    (activity.sync_stats) named by call and by the frames they came from, the largest first."""
+    n = sum(int(x["count"]) for x in syncs)
+    named = []
+    for x in sorted(syncs, key=lambda x: -x["total_ns"])[:top]:
+        fr = (x.get("stacks") or [{}])[0].get("frame")
+        named.append(f"`{x['name']}`" + (f" in `{fr}`" if fr else ""))
+    more = ", ..." if len(syncs) > top else ""
+    return f"its {_n(n, 'synchronising call')} ({', '.join(named)}{more})"
 
 
 def _graph_owner(a) -> str | None:

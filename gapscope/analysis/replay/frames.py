@@ -142,10 +142,28 @@ def frame_whatif(a, r: Replay, name: str, c: float, base_step: float):
 
     m = r.model
     steps = max(steps_of(a), 1)
+    got = frame_parts(a, r, name, c)
+    if got is None:
+        return None
+    iv, fz, ins = got
+    end = r.run(r.removal(*iv), c, fuse=fz, insert=ins)
+    proj = max(r.span(end).values()) / steps
+    inw = frame_calls(m, name, r.window)
+    s_w, e_w, _ = subtree_intervals(m, inw)
+    under = fz & r.in_window
+    return FrameWhatIf(frame=name, calls=int(inw.size), host_ns=int((e_w - s_w).sum()) // steps,
+                       gpu_ns=int(r.dur[under].sum()) // steps, gpu_items=int(under.sum()),
+                       saving_ns=int(round(max(base_step - proj, 0.0))), steps=steps)
+
+
+def frame_parts(a, r: Replay, name: str, c: float):
+    """What a frame as one fused GPU call changes in the replay: (its subtree's host intervals, the mask of the GPU
+    items launched under them, run as graph nodes, and per thread the one op dispatch put in per call that launches
+    GPU work), or None when the frame has no call."""
+    m = r.model
     allc = frame_calls(m, name)
     if allc.size == 0:
         return None
-    inw = frame_calls(m, name, r.window)
     iv = subtree_intervals(m, allc)
     fz = items_under(r, iv)
     # one op's dispatch per call that launches GPU work (a call that launches nothing becomes nothing)
@@ -158,13 +176,7 @@ def frame_whatif(a, r: Replay, name: str, c: float, base_step: float):
         lt = np.sort(lts[lth == t])
         busy = np.searchsorted(lt, e0, side="left") > np.searchsorted(lt, s0, side="left")
         ins[int(t)] = (s0[busy], np.full(int(busy.sum()), d))
-    end = r.run(r.removal(*iv), c, fuse=fz, insert=ins)
-    proj = max(r.span(end).values()) / steps
-    s_w, e_w, _ = subtree_intervals(m, inw)
-    under = fz & r.in_window
-    return FrameWhatIf(frame=name, calls=int(inw.size), host_ns=int((e_w - s_w).sum()) // steps,
-                       gpu_ns=int(r.dur[under].sum()) // steps, gpu_items=int(under.sum()),
-                       saving_ns=int(round(max(base_step - proj, 0.0))), steps=steps)
+    return iv, fz, ins
 
 
 def frame_whatifs(a, r: Replay, c: float, base_step: float, rec_step_ns: float) -> list:

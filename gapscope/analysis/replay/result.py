@@ -68,6 +68,12 @@ class Projection:
     #: GPU values: per frame, the findings whose fix removes its reads; replay.fixes.graph_needs); ``ranked`` puts
     #: it after the first-ranked finding of every group
     after: dict[str, list[list[str]]] = field(default_factory=dict)
+    #: the finding whose fix is the step as one CUDA graph replay (None: no such fix projected)
+    graph_owner: str | None = None
+    #: finding id -> what its fix changes in the replay (together.py ``FixParts``), for the plan's joint figure
+    parts: dict = field(default_factory=dict, repr=False, compare=False)
+    #: the replay kept for what several fixes buy together (together.py ``Together``; None: nothing replayed)
+    together: object = field(default=None, repr=False, compare=False)
 
     def frame_whatif(self, fid: str) -> FrameWhatIf | None:
         """The fused what-if of the frame attached to finding ``fid``, if any."""

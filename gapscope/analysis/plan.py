@@ -1,0 +1,490 @@
+"""The plan of actions: the last stage of the analysis (``build_plan(analysis, projection) -> Plan``), what the
+Markdown, the JSON and the explorer render first and in one order.
+
+A finding says what the trace shows; an action says what to change. Findings that one change fixes merge into one
+action (the CUDA graph and the launch findings it removes; the sync, Python and allocator findings of one frame;
+two findings with the same replayed fix). Each action states what it buys alone of the un-profiled step (the
+largest of its findings' own fixes and its frame as one fused GPU call), and the plan what every action buys
+together, from one replay with all of them applied (replay/together.py), never a sum of overlapping figures.
+
+Rules (shared/design/plan.md):
+
+- **Ranked by what the action buys.** A prerequisite (the syncs a CUDA graph cannot capture) is written inside the
+  action it unlocks, with its own figure; it never leads on its own. A prerequisite worth at least the minor
+  threshold alone is also an action of its own, ranked by its own figure.
+- **Contained, not counted twice.** Once the step is a CUDA graph, no host work of the step runs: every host-side
+  action is inside the graph action. A frame fused whole contains the frames nested in it.
+- **Severity from the saving** (``ACTION_BANDS``): high >= 10% of the step, medium >= 3%, low >= 1%; below 1% an
+  action is minor (severity ``info``) and folds into one line. A finding's severity is its action's; a finding no
+  action fixes (not projected: a collective wait, the profiler's own work) is at most ``medium`` by its idle share,
+  since idle time alone never makes a finding high.
+- **One number per action**: ``Action.rank`` (1..n, minor actions after the others), the same in every rendering.
+
+Text is data until the last moment: an action's ``change`` is a tuple of ``Span`` (prose, or a code name), which
+Markdown escapes, the explorer styles and the JSON keeps apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .names import parse_frame
+from .thresholds import ACTION_BANDS, MINOR_ACTION_PCT, NOT_PROJECTED_MAX_SEVERITY, severity
+
+SEVERITIES = ("high", "medium", "low", "info")
+
+
+@dataclass(frozen=True)
+class Span:
+    """A piece of text: prose, or a name from the trace (``code``: a frame, an op, a kernel) shown as code."""
+    text: str
+    code: bool = False
+
+
+Text = tuple  # of Span
+
+
+def plain(text: Text) -> str:
+    """The text as one string (code names as they are)."""
+    return "".join(s.text for s in text)
+
+
+def _t(*parts) -> Text:
+    """Spans from strings (prose) and 1-tuples (a code name): ``_t("Fuse ", (frame,), " into one call")``."""
+    return tuple(Span(p[0], True) if isinstance(p, tuple) else Span(p) for p in parts if p)
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where the change goes: the frame as the trace names it, and its file, line and function when it is a Python
+    frame (``path/file.py(123): func``)."""
+    frame: str
+    file: str | None
+    line: int | None
+    func: str
+
+    @staticmethod
+    def of(frame: str | None) -> "Where | None":
+        if not frame:
+            return None
+        f, ln, fn = parse_frame(frame)
+        return Where(frame, f, ln, fn)
+
+
+@dataclass(frozen=True)
+class Step:
+    """A prerequisite inside an action: what to change first, where, what it buys alone (per step, ns; None: not
+    projected) and its findings; ``action``: its own rank when it is also an action of its own."""
+    change: Text
+    where: Where | None
+    saving_ns: int | None
+    saving_pct: float | None
+    findings: tuple[str, ...]
+    action: int | None = None
+
+
+@dataclass(frozen=True)
+class Action:
+    rank: int
+    kind: str  # a key of ACTION_KINDS
+    change: Text
+    where: Where | None
+    saving_ns: int  # per step, what it buys alone
+    saving_pct: float
+    severity: str
+    minor: bool
+    findings: tuple[str, ...]  # the ids of the findings it fixes, the one whose figure it carries first
+    fix: str  # how the figure was measured: the fix replayed (the evidence, not the advice)
+    needs: tuple[Step, ...] = ()
+    #: the rank of the action that contains this one (a CUDA graph contains the host work of the step; a frame
+    #: fused whole contains the frames inside it): its saving is part of that action's, not added to it
+    inside: int | None = None
+    #: the ranks of the actions this one is a prerequisite of
+    unlocks: tuple[int, ...] = ()
+    gap_rows: tuple[int, ...] = ()  # the gaps of its findings (the explorer's drill-down)
+    kernels: int = 0  # the kernels its kernel fix changes (an op pattern)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The ranked actions (``actions``, minor ones last, ``rank`` 1..n), what all of them buy together (``saving_ns``,
+    per step, one replay), the step they are measured against (``baseline_ns``), whether the figures are in
+    un-profiled time (``calibrated``), each finding's action (``rank_of``) and severity (``severity_of``), and the
+    findings no action fixes (``unplanned``, in the findings' order)."""
+    actions: tuple[Action, ...] = ()
+    saving_ns: int = 0
+    saving_pct: float = 0.0
+    baseline_ns: int = 0
+    calibrated: bool = False
+    rank_of: dict = field(default_factory=dict)
+    severity_of: dict = field(default_factory=dict)
+    unplanned: tuple[str, ...] = ()
+
+    @property
+    def major(self) -> tuple[Action, ...]:
+        return tuple(x for x in self.actions if not x.minor)
+
+    @property
+    def minor(self) -> tuple[Action, ...]:
+        return tuple(x for x in self.actions if x.minor)
+
+    @property
+    def top(self) -> Action | None:
+        return self.actions[0] if self.actions and not self.actions[0].minor else None
+
+    def action(self, rank: int | None) -> Action | None:
+        return self.actions[rank - 1] if rank is not None and 1 <= rank <= len(self.actions) else None
+
+    def ordered_findings(self, findings: list) -> list:
+        """``findings`` in plan order: by their action's rank (the finding carrying the figure first), then those no
+        action fixes, in their own order."""
+        pos = {fid: (a.rank, k) for a in self.actions for k, fid in enumerate(a.findings)}
+        n = len(self.actions) + 1
+        return sorted(findings, key=lambda f: pos.get(f.id, (n, 0)))
+
+
+# ----------------------------------------------------------------------------------------------- the action kinds
+@dataclass(frozen=True)
+class ActionKind:
+    """One kind of change: its name, whether it removes host work (a CUDA graph of the step contains it), and the
+    change in the field's words (``change(frame, finding)`` -> Text)."""
+    name: str
+    host: bool
+    change: object
+
+
+def _frame_text(verb, rest, alone):
+    """``verb`` `frame` ``rest``; without a frame, ``alone``."""
+    return lambda fr, f: _t(verb, (fr,), rest) if fr else _t(alone)
+
+
+def _graph_change(fr, f):
+    return _t("Capture the step as a CUDA graph (", ("torch.compile(mode=\"reduce-overhead\")",), " or ",
+              ("torch.cuda.graph",), ")")
+
+
+def _sync_change(fr, f):
+    n = int((f.evidence or {}).get("gaps") or 0)
+    what = f" ({n} gaps after syncs)" if n > 1 else " (1 gap after a sync)" if n == 1 else ""
+    if fr:
+        return _t("Stop reading GPU values on the host in ", (fr,), f"{what}: keep the decision on the GPU or read "
+                  "the value a step later")
+    return _t(f"Remove the synchronising calls{what}: keep the decision on the GPU or read the value a step later")
+
+
+def _pattern_change(fr, f):
+    ev = f.evidence or {}
+    kind = ev.get("pattern")
+    if kind == "fp32-matmul":
+        rec = next((x for x in ev.get("fixes") or [] if x.get("recommended")), None)
+        if rec is not None and rec.get("fix") == "tf32":
+            return _t("Enable TF32 for the fp32 matmuls (", ("torch.backends.cuda.matmul.allow_tf32 = True",),
+                      ") or run them in bf16")
+        return _t("Run the fp32 matmuls in bf16 (", ("model.to(torch.bfloat16)",), " or ",
+                  ("torch.autocast(\"cuda\", dtype=torch.bfloat16)",), ") or enable TF32")
+    if kind == "eager-attention":
+        return _t("Use fused attention (", ("scaled_dot_product_attention",), ", ", ("attn_implementation=\"sdpa\"",),
+                  ") instead of materialising the score matrix")
+    if kind == "unaligned-matmul":
+        return _t("Pad the matmul dimensions to a multiple of 8 so cuBLAS picks tensor-core kernels")
+    if kind == "copies":
+        if ev.get("weight_casts"):
+            return _t("Cast the model to bf16 once (", ("model.to(torch.bfloat16)",), "): autocast casts the fp32 "
+                      "weights to bf16 on every forward")
+        return _t("Keep one dtype and layout: the step converts or copies large tensors on every call")
+    if kind == "optimizer":
+        return _t("Use the multi-tensor optimizer (", ("foreach=True",), " or ", ("fused=True",), ")")
+    if kind == "tiny-kernel-loop":
+        loop = ev.get("frame") or fr
+        return _t("Vectorise the loop in ", (loop,), ": one batched op over all items instead of small kernels "
+                  "per item") if loop else _t("Vectorise the loop: one batched op instead of small kernels per item")
+    return _t(f.title)
+
+
+#: every kind of action, looked up by name (``Action.kind``); the order is not a ranking
+ACTION_KINDS = {k.name: k for k in (
+    ActionKind("cuda-graph", False, _graph_change),
+    ActionKind("fuse-frame", True, _frame_text("Fuse ", " into one GPU call (torch.compile it, or a fused op): its "
+                                               "host time out, its kernels kept", "Fuse the step's host work")),
+    ActionKind("remove-syncs", True, _sync_change),
+    ActionKind("host-work", True, _frame_text("Move the host work in ", " out of the step (precompute, cache, or "
+                                              "vectorise it on the GPU)", "Move the host work out of the step "
+                                              "(precompute, cache, or vectorise it on the GPU)")),
+    ActionKind("allocator", True, _frame_text("Stop freeing and re-allocating GPU memory in ", " (no "
+                                              "torch.cuda.empty_cache() in the step; allocate once and reuse)",
+                                              "Stop freeing and re-allocating GPU memory in the step (no "
+                                              "torch.cuda.empty_cache(); allocate once and reuse)")),
+    ActionKind("pinned-copy", True, lambda fr, f: _t("Pin the host buffer once (", ("tensor.pin_memory()",),
+                                                     ") and copy it with ", ("non_blocking=True",),
+                                                     *((" in ", (fr,)) if fr else ()))),
+    ActionKind("round-trip", True, _frame_text("Keep the host round trip in ", " on the GPU (decide or sample on the "
+                                               "device and feed the result straight back)", "Keep the host round "
+                                               "trip on the GPU (decide or sample on the device)")),
+    ActionKind("stall", True, _frame_text("Take the one-off stall in ", " out of the step (warm it up first)",
+                                          "Take the one-off stalls out of the step (warm up first)")),
+    ActionKind("kernels", False, _pattern_change),
+    ActionKind("vectorise-loop", True, _pattern_change),
+)}
+
+#: a finding's cause (or op pattern) -> the kind of its own fix
+_CAUSE_KIND = {"sync": "remove-syncs", "python": "host-work", "allocator": "allocator", "copy": "pinned-copy",
+               "stall": "stall", "launch": "cuda-graph"}
+
+
+def _own_kind(f) -> str | None:
+    ev = f.evidence or {}
+    if ev.get("pattern") == "round-trip":
+        return "round-trip"
+    if f.cause == "pattern":
+        return "vectorise-loop" if ev.get("pattern") == "tiny-kernel-loop" else "kernels"
+    return _CAUSE_KIND.get(f.cause or "")
+
+
+def need_text(f) -> Text:
+    """A prerequisite in a few words ("remove the 32 host reads of GPU values in `frame`"): the action it sits in
+    says why."""
+    ev = f.evidence or {}
+    fr = ev.get("frame")
+    at = ((" in ", (fr,)) if fr else ())
+    if f.cause == "sync":
+        n = int(ev.get("gaps") or 0)
+        return _t(f"remove the host reads of GPU values ({n} sync{'s' if n != 1 else ''})" if n else
+                  "remove the host reads of GPU values", *at)
+    if ev.get("pattern") == "tiny-kernel-loop":
+        return _t("vectorise the loop", *at)
+    if ev.get("pattern") == "round-trip":
+        return _t("keep the round trip on the GPU", *at)
+    return ACTION_KINDS[_own_kind(f) or "host-work"].change(fr, f)
+
+
+# ----------------------------------------------------------------------------------------------------- building
+@dataclass
+class _Draft:
+    kind: str
+    frame: str | None
+    lead: object  # the finding whose change it is
+    saving_ns: int
+    fix: str
+    findings: list
+    fused: str | None = None  # the frame fused whole, when that is the figure
+    needs: list = field(default_factory=list)
+
+
+def _pct(ns, base) -> float:
+    return 100.0 * ns / base if base > 0 else 0.0
+
+
+def action_severity(pct: float) -> str:
+    """The severity of an action that buys ``pct`` % of the step (``ACTION_BANDS``); below the last band: info."""
+    for lowest, name in ACTION_BANDS:
+        if pct >= lowest:
+            return name
+    return "info"
+
+
+def build_plan(a, pj) -> Plan:
+    """The plan of analysis ``a`` from its projection ``pj`` (replay/__init__.py ``project``): its findings merged
+    into actions, ranked, with what they buy together. An empty plan without a projected step."""
+    findings = list(a.findings)
+    if pj is None or pj.baseline_ns <= 0 or not findings:
+        return _unplanned_only(a, findings, pj)
+    base = pj.baseline_ns
+    by_id = {f.id: f for f in findings}
+    sv = pj.saving_ns
+    drafts: list[_Draft] = []
+    used: set[str] = set()
+    # 1. the step as one CUDA graph, with the launch findings it removes and the fixes it needs first
+    g = pj.graph_owner
+    graph = None
+    if g is not None and sv.get(g) is not None and g in by_id:
+        launch = [f for f in findings if f.cause == "launch"]
+        graph = _Draft("cuda-graph", None, by_id[g], int(sv[g]), pj.what.get(g, ""),
+                       [by_id[g]] + [f for f in launch if f.id != g])
+        used |= {f.id for f in graph.findings}
+        for grp in pj.after.get(g, []):
+            members = [by_id[d] for d in grp if d in by_id]
+            if members:
+                first = max(members, key=lambda f: (pj.best_ns(f.id) or 0, -findings.index(f)))
+                graph.needs.append(first)
+        drafts.append(graph)
+    # 2. every other finding with a fix: grouped by the frame the change goes to; the same fix twice is one
+    groups: dict[tuple, list] = {}
+    same_as = {fid: w[len("the same fix as "):] for fid, w in pj.what.items() if w.startswith("the same fix as ")}
+    for f in findings:
+        if f.id in used or f.cause == "launch":
+            continue
+        if f.id in same_as:
+            continue
+        fused = pj.frame_of.get(f.id) if pj.ranked_with(f.id) == f.id else None
+        own = sv.get(f.id)
+        if own is None and fused is None:
+            continue
+        ev = f.evidence or {}
+        key = ("pattern", f.id) if f.cause == "pattern" and ev.get("pattern") != "tiny-kernel-loop" else \
+            ("frame", fused or ev.get("frame") or f.id)
+        groups.setdefault(key, []).append(f)
+    for fid, twin in same_as.items():
+        for key, fs in groups.items():
+            if any(x.id == twin for x in fs) and fid in by_id:
+                fs.append(by_id[fid])
+    for key, fs in groups.items():
+        drafts.append(_group_draft(key, fs, pj))
+    # 3. one action each; ranked by what it buys alone
+    drafts = [d for d in drafts if d.saving_ns > 0 or d is graph]
+    drafts.sort(key=lambda d: (-d.saving_ns, findings.index(d.lead)))
+    rank = {id(d): k for k, d in enumerate(drafts, 1)}
+    lead_rank = {f.id: rank[id(d)] for d in drafts for f in d.findings}
+    # containment: host work inside the graph; a frame fused whole contains the frames nested in it
+    # the innermost container is named: a frame fused whole that holds this action's frame, else the graph
+    inside: dict[int, int] = {}
+    nest = _nesting(a, [d for d in drafts if d.frame and ACTION_KINDS[d.kind].host], {d.frame for d in drafts if d.fused})
+    for d in drafts:
+        outer = next((o for o in drafts if o.fused and o.frame == nest.get(d.frame) and o is not d), None)
+        if outer is not None:
+            inside[id(d)] = rank[id(outer)]
+        elif graph is not None and d is not graph and ACTION_KINDS[d.kind].host:
+            inside[id(d)] = rank[id(graph)]
+    unlocks: dict[int, list[int]] = {}
+    actions = []
+    for d in drafts:
+        r = rank[id(d)]
+        needs = []
+        for f in d.needs:
+            s = pj.saving_ns.get(f.id)  # its own fix; a loop with none of its own: its frame fused whole
+            s = pj.best_ns(f.id) if s is None else s
+            own_rank = lead_rank.get(f.id)
+            if own_rank is not None:
+                unlocks.setdefault(own_rank, []).append(r)
+            needs.append(Step(need_text(f),
+                              Where.of((f.evidence or {}).get("frame")), s, None if s is None else _pct(s, base),
+                              (f.id,), own_rank))
+        pct = _pct(d.saving_ns, base)
+        minor = pct < MINOR_ACTION_PCT
+        rows = np.concatenate([np.asarray(f.gap_rows, np.int64) for f in d.findings]) if d.findings else ()
+        actions.append(Action(
+            rank=r, kind=d.kind, change=ACTION_KINDS[d.kind].change(d.frame, d.lead), where=Where.of(d.frame),
+            saving_ns=d.saving_ns, saving_pct=pct, severity="info" if minor else action_severity(pct), minor=minor,
+            findings=tuple(f.id for f in d.findings), fix=d.fix, needs=tuple(needs), inside=inside.get(id(d)),
+            gap_rows=tuple(sorted(set(np.asarray(rows, np.int64).tolist()))),
+            kernels=int(sum(np.asarray(f.kernels).size for f in d.findings))))
+    # minor actions after the others, each group by saving: the ranks are renumbered once
+    order = sorted(actions, key=lambda x: (x.minor, x.rank))
+    new = {x.rank: k for k, x in enumerate(order, 1)}
+    unl = {new[k]: tuple(sorted(new[v] for v in vs)) for k, vs in unlocks.items()}
+    actions = tuple(_renumber(x, new, unl.get(new[x.rank], ())) for x in order)
+    together = _together(pj, actions, by_id)
+    best = max((x.saving_ns for x in actions), default=0)
+    together = max(together, best)
+    rank_of = {fid: x.rank for x in actions for fid in x.findings}
+    for fid, twin in same_as.items():
+        if twin in rank_of:
+            rank_of.setdefault(fid, rank_of[twin])
+    sev = {fid: actions[k - 1].severity for fid, k in rank_of.items()}
+    unplanned = tuple(f.id for f in findings if f.id not in rank_of)
+    for f in findings:
+        if f.id not in sev:
+            sev[f.id] = _unplanned_severity(f)
+    return Plan(actions, together, _pct(together, base), base, bool(pj.calibrated), rank_of, sev, unplanned)
+
+
+def _renumber(x: Action, new: dict, unlocks: tuple) -> Action:
+    from dataclasses import replace
+
+    needs = tuple(replace(s, action=new.get(s.action) if s.action is not None else None) for s in x.needs)
+    return replace(x, rank=new[x.rank], inside=new.get(x.inside) if x.inside is not None else None, needs=needs,
+                   unlocks=unlocks)
+
+
+def _group_draft(key, fs: list, pj) -> _Draft:
+    """One action from findings fixed by one change: its figure the largest of their own fixes and of the frame
+    fused whole (when one of them carries that what-if), its kind from the figure that won."""
+    best_own = max(fs, key=lambda f: (pj.saving_ns.get(f.id) or 0))
+    own_ns = int(pj.saving_ns.get(best_own.id) or 0)
+    w = next((pj.frame_whatif(f.id) for f in fs if pj.ranked_with(f.id) == f.id and pj.frame_whatif(f.id)), None)
+    loop = next((f for f in fs if (f.evidence or {}).get("pattern") == "tiny-kernel-loop"), None)
+    frame = key[1] if key[0] == "frame" and isinstance(key[1], str) and key[1] not in {f.id for f in fs} else None
+    if frame is None and key[0] == "frame":
+        frame = (best_own.evidence or {}).get("frame")
+    if loop is not None and w is not None:
+        d = _Draft("vectorise-loop", w.frame, loop, max(w.saving_ns, own_ns),
+                   f"`{w.frame}` as one fused GPU call (its whole host subtree out, its GPU work kept)", [], w.frame)
+    elif w is not None and w.saving_ns > own_ns:
+        d = _Draft("fuse-frame", w.frame, best_own, w.saving_ns,
+                   f"`{w.frame}` as one fused GPU call (its whole host subtree out, its GPU work kept)", [], w.frame)
+    else:
+        d = _Draft(_own_kind(best_own) or "host-work", frame if key[0] == "frame" else None, best_own, own_ns,
+                   pj.what.get(best_own.id, ""), [])
+    lead = d.lead
+    d.findings = [lead] + [f for f in sorted(fs, key=lambda f: -(pj.saving_ns.get(f.id) or 0)) if f is not lead]
+    return d
+
+
+def _nesting(a, drafts: list, fused: set) -> dict[str, str]:
+    """Frame -> the innermost frame of ``fused`` (frames fused whole) other than itself whose calls contain every call
+    of it (on its thread): the inner frame's figure is part of the outer one's."""
+    from .replay.frames import frame_calls, subtree_intervals
+    from .replay.model import inside as in_iv
+
+    m = a.model
+    frames = sorted({d.frame for d in drafts if d.frame})
+    calls = {fr: frame_calls(m, fr, a.window) for fr in frames}
+    out: dict[str, str] = {}
+    for fr in frames:
+        c = calls[fr]
+        if c.size == 0:
+            continue
+        best, best_ns = None, None
+        for other in frames:
+            oc = calls[other]
+            if other == fr or other not in fused or oc.size == 0:
+                continue
+            s, e, t = subtree_intervals(m, oc)
+            ok = np.zeros(c.size, bool)
+            thr = m.track[c].astype(np.int64)
+            for tt in np.unique(t).tolist():
+                sel = thr == tt
+                ok[sel] = in_iv(s[t == tt], e[t == tt], m.ts_ns[c[sel]]) & \
+                    in_iv(s[t == tt], e[t == tt] + 1, m.ts_ns[c[sel]] + m.dur_ns[c[sel]])
+            ns = int((e - s).sum())
+            if ok.all() and (best_ns is None or ns < best_ns):
+                best, best_ns = other, ns
+        if best is not None:
+            out[fr] = best
+    return out
+
+
+def _together(pj, actions: tuple, by_id: dict) -> int:
+    """What every action buys together, from one replay (replay/together.py): every finding's own fix, every frame
+    fused whole that no other fused frame contains, and the step as one CUDA graph when the plan has one."""
+    tg = getattr(pj, "together", None)
+    if tg is None or not actions:
+        return 0
+    parts = [pj.parts[fid] for x in actions for fid in x.findings if fid in pj.parts]
+    fused = {x.where.frame for x in actions if x.kind in ("fuse-frame", "vectorise-loop") and x.where is not None
+             and x.inside is None}
+    graph = any(x.kind == "cuda-graph" for x in actions)
+    try:
+        return tg.saving_ns(parts, sorted(fused), graph)
+    except (ValueError, IndexError, KeyError):
+        return 0
+
+
+def _unplanned_severity(f) -> str:
+    """A finding no action fixes: by its idle share, never above ``NOT_PROJECTED_MAX_SEVERITY`` (idle time alone
+    never makes a finding high); the profiler's own work is information."""
+    if f.cause in ("profiler", "pattern"):  # the profiler's own work; a kernel pattern whose fix was not projected
+        return "info"
+    cap = SEVERITIES.index(NOT_PROJECTED_MAX_SEVERITY)
+    return SEVERITIES[max(cap, SEVERITIES.index(f.severity))] if f.severity in SEVERITIES else f.severity
+
+
+def _unplanned_only(a, findings: list, pj) -> Plan:
+    base = pj.baseline_ns if pj is not None else 0
+    return Plan((), 0, 0.0, base, bool(pj is not None and pj.calibrated), {},
+                {f.id: _unplanned_severity(f) for f in findings}, tuple(f.id for f in findings))
+
+
+__all__ = ["ACTION_KINDS", "Action", "ActionKind", "Plan", "Span", "Step", "Where", "action_severity", "build_plan",
+           "plain", "severity"]
