@@ -12,6 +12,6 @@ def add_parser(sub) -> None:
 
 
 def run_argv(argv: list[str]) -> int:
-    from ...capture.cli import main as capture_main
+    from ..capture.cli import main as capture_main
 
     return capture_main(argv)
