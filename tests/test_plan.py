@@ -103,8 +103,11 @@ def test_savings_are_not_counted_twice(name):
     a = _analysis(name)
     plan = a.plan
     acts = plan.actions
-    assert sum(x.saving_ns for x in acts) > plan.saving_ns >= max(x.saving_ns for x in acts)
-    assert plan.saving_ns < plan.baseline_ns
+    assert plan.baseline_ns > plan.saving_ns >= max(x.saving_ns for x in acts)
+    if all(x.inside is not None for x in acts if x.kind != "cuda-graph"):
+        # everything else is host work the graph already removes: together is the graph's figure, nothing added
+        # (demo-eager-sync: the seven fused-frame and host-work figures add up to 150% of the step)
+        assert sum(x.saving_ns for x in acts) > plan.saving_ns == acts[0].saving_ns
     graph = [x for x in acts if x.kind == "cuda-graph"]
     if graph:
         for x in acts:

@@ -117,6 +117,26 @@ def display_frame(name: str) -> str:
     return f"built-in {b}" if b else name
 
 
+#: top-level packages of the libraries a model runs on: Kineto writes their frames with paths relative to
+#: site-packages (``transformers/models/llama/modeling_llama.py(364): forward``), so the path alone does not say
+#: they are not the user's code
+LIBRARY_PACKAGES = frozenset({
+    "transformers", "torch", "torchvision", "torchaudio", "accelerate", "diffusers", "peft", "timm", "vllm",
+    "sglang", "triton", "flash_attn", "xformers", "deepspeed", "megatron", "apex", "bitsandbytes", "safetensors",
+    "huggingface_hub", "tokenizers", "numpy", "einops", "fairscale", "torchao", "optimum", "lightning",
+    "pytorch_lightning"})
+
+
+def is_library_frame(name: str) -> bool:
+    """A Python frame of a library the model runs on (torch, transformers, ...; ``LIBRARY_PACKAGES``) rather than
+    code its user edits: by an installed-package path, or a relative path whose first folder is such a package."""
+    m = PY_FRAME_RE.match(name)
+    if not m:
+        return False
+    f = m.group("file")
+    return bool(_LIB_PATH_RE.search(name)) or f.split("/", 1)[0] in LIBRARY_PACKAGES
+
+
 def is_user_frame(name: str) -> bool:
     """A Python frame of the user's code: not torch or another library, not gapscope's capture."""
     return bool(PY_FRAME_RE.match(name)) and not _LIB_PATH_RE.search(name) and not CAPTURE_FRAME_RE.search(name)

@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .names import parse_frame
-from .thresholds import ACTION_BANDS, MINOR_ACTION_PCT, NOT_PROJECTED_MAX_SEVERITY, severity
+from .intervals import uniq
+from .names import is_library_frame, is_user_frame, parse_frame
+from .thresholds import ACTION_BANDS, LOOP_KERNELS_PER_CALL, MINOR_ACTION_PCT, NOT_PROJECTED_MAX_SEVERITY, severity
 
 SEVERITIES = ("high", "medium", "low", "info")
 
@@ -148,8 +149,9 @@ class Plan:
 # ----------------------------------------------------------------------------------------------- the action kinds
 @dataclass(frozen=True)
 class ActionKind:
-    """One kind of change: its name, whether it removes host work (a CUDA graph of the step contains it), and the
-    change in the field's words (``change(frame, finding)`` -> Text)."""
+    """One kind of change: its name, whether a CUDA graph of the step contains it (``host``: host work a replay no
+    longer runs; not a pageable copy or a host round trip, which a graph cannot capture), and the change in the
+    field's words (``change(frame, finding)`` -> Text)."""
     name: str
     host: bool
     change: object
@@ -216,14 +218,17 @@ ACTION_KINDS = {k.name: k for k in (
                                               "torch.cuda.empty_cache() in the step; allocate once and reuse)",
                                               "Stop freeing and re-allocating GPU memory in the step (no "
                                               "torch.cuda.empty_cache(); allocate once and reuse)")),
-    ActionKind("pinned-copy", True, lambda fr, f: _t("Pin the host buffer once (", ("tensor.pin_memory()",),
+    ActionKind("pinned-copy", False, lambda fr, f: _t("Pin the host buffer once (", ("tensor.pin_memory()",),
                                                      ") and copy it with ", ("non_blocking=True",),
                                                      *((" in ", (fr,)) if fr else ()))),
-    ActionKind("round-trip", True, _frame_text("Keep the host round trip in ", " on the GPU (decide or sample on the "
+    ActionKind("round-trip", False, _frame_text("Keep the host round trip in ", " on the GPU (decide or sample on the "
                                                "device and feed the result straight back)", "Keep the host round "
                                                "trip on the GPU (decide or sample on the device)")),
     ActionKind("stall", True, _frame_text("Take the one-off stall in ", " out of the step (warm it up first)",
                                           "Take the one-off stalls out of the step (warm up first)")),
+    ActionKind("vectorise-frame", True, _frame_text("Vectorise ", ": one batched op over all items instead of a "
+                                                    "Python loop launching small kernels one by one",
+                                                    "Vectorise the loop: one batched op over all items")),
     ActionKind("kernels", False, _pattern_change),
     ActionKind("vectorise-loop", True, _pattern_change),
 )}
@@ -331,6 +336,19 @@ def build_plan(a, pj) -> Plan:
                 fs.append(by_id[fid])
     for key, fs in groups.items():
         drafts.append(_group_draft(key, fs, pj))
+    # library code the user does not edit (transformers, torch): once the step is a CUDA graph its host work is gone
+    # with it, so fusing such a frame is no change of its own but part of the graph action (hf-penalty.decode_loop:
+    # seven "fuse modeling_llama.py(364): forward" actions of -80% ahead of the user's own per-sequence loop)
+    if graph is not None:
+        prereq = {f.id for f in graph.needs}
+        keep = []
+        for d in drafts:
+            if d is not graph and ACTION_KINDS[d.kind].host and d.frame and is_library_frame(d.frame) and \
+                    not prereq & {f.id for f in d.findings}:
+                graph.findings += d.findings
+            else:
+                keep.append(d)
+        drafts = keep
     # 3. one action each; ranked by what it buys alone
     drafts = [d for d in drafts if d.saving_ns > 0 or d is graph]
     drafts.sort(key=lambda d: (-d.saving_ns, findings.index(d.lead)))
@@ -410,6 +428,12 @@ def _group_draft(key, fs: list, pj) -> _Draft:
     if loop is not None and w is not None:
         d = _Draft("vectorise-loop", w.frame, loop, max(w.saving_ns, own_ns),
                    f"`{w.frame}` as one fused GPU call (its whole host subtree out, its GPU work kept)", [], w.frame)
+    elif w is not None and w.saving_ns > own_ns and is_user_frame(w.frame) and not is_library_frame(w.frame) and \
+            w.gpu_items >= LOOP_KERNELS_PER_CALL * max(w.calls, 1):
+        # the user's own function launching many small kernels per call: a loop over items (a per-sequence penalty)
+        d = _Draft("vectorise-frame", w.frame, best_own, w.saving_ns,
+                   f"`{w.frame}` as one fused GPU call (its whole host subtree out, its {w.gpu_items} GPU items in "
+                   f"{w.calls} calls kept)", [], w.frame)
     elif w is not None and w.saving_ns > own_ns:
         d = _Draft("fuse-frame", w.frame, best_own, w.saving_ns,
                    f"`{w.frame}` as one fused GPU call (its whole host subtree out, its GPU work kept)", [], w.frame)
@@ -443,7 +467,7 @@ def _nesting(a, drafts: list, fused: set) -> dict[str, str]:
             s, e, t = subtree_intervals(m, oc)
             ok = np.zeros(c.size, bool)
             thr = m.track[c].astype(np.int64)
-            for tt in np.unique(t).tolist():
+            for tt in uniq(t).tolist():
                 sel = thr == tt
                 ok[sel] = in_iv(s[t == tt], e[t == tt], m.ts_ns[c[sel]]) & \
                     in_iv(s[t == tt], e[t == tt] + 1, m.ts_ns[c[sel]] + m.dur_ns[c[sel]])

@@ -191,6 +191,8 @@ ACTION_BANDS = ((10.0, "high"), (3.0, "medium"), (1.0, "low"))
 MINOR_ACTION_PCT = 1.0
 #: a finding no action fixes (not projected) is never more severe than this: idle time alone is not a saving
 NOT_PROJECTED_MAX_SEVERITY = "medium"
+#: a user function that launches at least this many GPU items per call is a loop to vectorise, not a frame to fuse
+LOOP_KERNELS_PER_CALL = 16
 
 
 def severity(share: float) -> str:

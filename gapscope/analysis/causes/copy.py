@@ -16,7 +16,12 @@ def rule(c):
 def gather(a, x):
     stack, info = a.evidence.copy_stack(x.dev, x.t0, x.t1)
     extra = {"copy": info}
-    if info and info.get("issued_ns") is not None and info["issued_ns"] < a.window_start_ns:
+    # before the window: before the first measured step began on the CPU (a step's first copy is issued before
+    # its GPU work starts, inside the step: hf-pageable.step_pageable's input copy read "an edge effect"); without
+    # steps, before the device window
+    w = a.window
+    start = int(w.cpu_start[0]) if w.clipped and w.cpu_start.size else a.window_start_ns
+    if info and info.get("issued_ns") is not None and info["issued_ns"] < start:
         extra["window_edge"] = True
     return (stack or a.stacks.stack_at(x.thr, x.t0)), extra
 

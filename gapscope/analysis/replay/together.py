@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..intervals import uniq
 from .model import Replay
 
 
@@ -88,7 +89,7 @@ class Together:
             if not sel.any():
                 continue
             best = 0
-            for t in np.unique(r.trk[sel]).tolist():
+            for t in uniq(r.trk[sel]).tolist():
                 ss = sel & (r.trk == t)
                 best = max(best, int(dur[ss].sum()) + int(ss.sum()) * r.graph_gap_ns)
             cut = int(r.dur[sel].sum()) - int(dur[sel].sum())
