@@ -1885,7 +1885,7 @@ def check_graph_fix(A, tr, rep, devs, mine, origin):
 
 
 # ------------------------------------------------------------------ the graph fix's host reads
-#: "; it needs the 352 syncs of `frame` (sync-1, python-2), the 8 of `other` and the 1 outside any user frame removed
+#: "; it needs the 352 syncs of `frame`, the 8 of `other` and the 1 outside any user frame removed
 #: first: the host reads their values"
 _NEEDS_RE = re.compile(r"; it needs (.+) removed first: the host reads their values")
 _NEEDS_PART_RE = re.compile(r"the (\d+)(?: syncs?)? (?:of `([^`]+)`|outside any user frame)")

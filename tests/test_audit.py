@@ -513,7 +513,7 @@ def test_the_graph_fix_host_reads_are_recounted_from_the_events():
     tr = audit.Trace(audit.read_trace(str(path)))
     frame = "capture/demo.py(51): _inject_sync_check"
     f = next(f for f in rep["findings"] if f["cause"] == "launch" and "CUDA graph" in f["fix"])
-    assert f"it needs the 32 syncs of `{frame}` (sync-1) removed first" in f["fix"]
+    assert f"it needs the 32 syncs of `{frame}` removed first" in f["fix"]
     assert audit.host_reads(tr, True) == {frame: 32}
 
     def mismatches(r):

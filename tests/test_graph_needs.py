@@ -45,23 +45,24 @@ def test_mixtral_eager_graph_fix_comes_after_the_fixes_of_its_syncs():
     # 64 where and 32 nonzero (an expert loop sized by nonzero), 192 item, 64 is_nonzero (a Python if on a tensor)
     assert host_reads(a, r) == {MIXTRAL: 352} and _reads_from_events(a) == 352
     assert pj.what["launch-1"] == (
-        f"the step as one CUDA graph replay; it needs the 352 syncs of `{MIXTRAL}` (sync-1, python-2, python-17, "
-        "pattern-1) removed first: the host reads their values, which a CUDA graph cannot capture")
+        f"the step as one CUDA graph replay; it needs the 352 syncs of `{MIXTRAL}` removed first: the host reads "
+        "their values, which a CUDA graph cannot capture")
     # four fixes of the same reads: any one of them does
     assert pj.after == {"launch-1": [["sync-1", "python-2", "python-17", "pattern-1"]]}
-    ranked = [f.id for f in pj.ranked(a.findings)]
-    # the graph fix keeps its figure (−84.9%) and ranks right behind the first of those: the experts loop as one fused
-    # call (−48.9% alone), carried by the loop's own finding (pattern-1) and by no other finding sharing the frame.
-    # pattern-1 ranks with what it unlocks (the two together are the graph's −84.9%); then the MoE block as one fused
-    # call (−56.2%), which removes the reads too
-    assert ranked[:4] == ["pattern-1", "launch-1", "python-7", "python-3"]
-    assert pj.unlocks(a.findings) == {"pattern-1": "launch-1"}
+    # the plan: the step as one CUDA graph (−84.9%) leads; inside it, first, the experts loop vectorised (its frame
+    # as one fused call, −48.9% alone, carried by the loop's own finding), which is also an action of its own that
+    # the graph action needs; the loop never leads at the graph's figure (it did before the plan)
+    plan = a.plan
+    top = plan.actions[0]
+    assert top.kind == "cuda-graph" and round(top.saving_pct, 1) == 84.9 and "launch-1" in top.findings
+    need = top.needs[0]
+    assert need.findings == ("pattern-1",) and round(need.saving_pct, 1) == 48.9
+    loop = plan.action(need.action)
+    assert loop.kind == "vectorise-loop" and loop.findings[0] == "pattern-1" and 1 in loop.unlocks
+    assert {"sync-1", "python-2"} <= set(loop.findings)
     assert round(pj.saving_pct("launch-1"), 1) == 84.9 and round(pj.best_pct("pattern-1"), 1) == 48.9
-    assert round(pj.rank_pct(a.findings)["pattern-1"], 1) == 84.9
-    # sync-1 ranks by its own fix (−6.7%: [medium])
     assert {pj.ranked_with(f) for f in ("sync-1", "python-2", "python-17", "pattern-1")} == {"pattern-1"}
     assert round(pj.best_pct("sync-1"), 1) == 6.7 and pj.best_pct("python-17") == 0.0
-    assert round(pj.best_pct("python-7"), 1) == 56.2
 
 
 def test_a_step_without_host_reads_keeps_its_graph_finding_first():
@@ -111,32 +112,26 @@ def test_ranked_moves_a_finding_behind_what_it_needs():
 
 def test_a_frame_shared_by_several_findings_ranks_one_of_them():
     """hf-mixtral.decode_eager: four findings lie under `(69): forward` (the experts loop). Its what-if as one fused
-    call (−48.9%) is one fix: it ranks the loop's own finding; `activations.py(102): forward`, whose own fix saves
-    0 ns, reads [info] (it read [high] when each of the four was ranked by the shared what-if), and the Markdown
-    names the finding that carries it."""
+    call (−48.9%) is one fix: the loop's own finding carries it; `activations.py(102): forward`, whose own fix saves
+    0 ns, is no action and reads [info] (it read [high] when each of the four was ranked by the shared what-if); the
+    Markdown names the action each finding belongs to."""
     from gapscope.report.jsonout import build_json
     from gapscope.report.markdown import render_markdown
 
     a = analyze(load(str(TRACES / "hf-mixtral.decode_eager.json.gz")))
-    pj = a.projection
+    pj, plan = a.projection, a.plan
     act = next(f for f in a.findings if "activations.py(102): forward" in f.title)
     assert pj.frame_of[act.id] == MIXTRAL and pj.ranked_with(act.id) == "pattern-1"
-    assert pj.saving_ns[act.id] == 0 and act.severity == "info"
-    highs = [f.id for f in a.findings if f.severity == "high"]
-    # every [high] finding is high by a saving of its own to carry, of at least 10% of the step
-    assert all(pj.best_pct(fid) >= 10 for fid in highs) and len(highs) == 7
-    md = render_markdown([a])
-    order = [f.id for f in pj.ranked(a.findings)]
-    n = order.index("pattern-1") + 1
-    # python-2 (the loop's own host time, −11.0% by itself) is listed 7th; its what-if line points at the loop's finding
-    k = order.index("python-2") + 1
-    lines = md.split(f"\n{k}. **", 1)[1].split("\n")
-    assert "`transformers/models/mixtral/modeling_mixtral.py(69): forward` held the CPU" in lines[0]
-    assert lines[2].endswith(f"as one fused GPU call (its whole host subtree out, its GPU work kept); the fix of "
-                             f"finding {n}, ranked there  ")
-    # the loop's finding has no fix figure of its own (its frame's fused call is its fix): it says what it unlocks
-    first = md.split("\n1. **", 1)[1].split("\n")
-    assert n == 1 and first[1] == "   With finding 2 after it, which needs it first: **−10.46 ms per step (−84.9%)**  "
+    assert pj.saving_ns[act.id] == 0 and plan.severity_of[act.id] == "info" and act.id not in plan.rank_of
+    # every [high] finding is high by its action's saving, of at least 10% of the step
+    highs = [fid for fid, sv in plan.severity_of.items() if sv == "high"]
+    assert highs and all(plan.action(plan.rank_of[fid]).saving_pct >= 10 for fid in highs)
+    md = render_markdown([a], 50)
+    k = plan.rank_of["python-2"]
+    line = next(ln for ln in md.splitlines() if "(python-2)" in ln)
+    assert line.startswith(f"- **action {k} · ") and plan.rank_of["pattern-1"] == k
     doc = build_json([a])
     e = next(f for f in doc["findings"] if f["id"] == act.id)
-    assert e["frame_whatif"]["ranked_with"] == "pattern-1" and e["severity"] == "info"
+    assert e["frame_whatif"]["ranked_with"] == "pattern-1" and e["severity"] == "info" and e["rank"] is None
+
+

@@ -146,28 +146,22 @@ def test_markdown_says_the_fix_and_ranks_findings_by_saving():
     from gapscope.trace import load
 
     md = render_markdown([analyze(model_of(_pipelined_with_sync()))])
-    assert "fix → **−108.0 µs per step (−5.3%)**, profiled time: remove the 1 synchronising call in" in md
+    assert "its own fix → −108.0 µs per step (−5.3%), profiled time: remove the 1 synchronising call in" in md
     assert "- Projection: step 2.02 ms profiled; GPU floor 1.80 ms" in md  # 2023 µs; six 300 µs kernels
-    md = render_markdown([analyze(load(str(SAMPLE_TRACES / "demo-eager-sync.decode.json.gz"), no_cache=True))])
-    findings = md[md.index("## Findings"):md.index("## Idle time by cause")]
-    # ranked by the larger of the finding's own fix and its frame's fused what-if ("replace the function"), but for
-    # the step as one CUDA graph (2.87 ms): it needs the .item() check removed first and comes right after its fix,
-    # which ranks with it (at the graph's figure: "with finding 2 after it, which needs it first")
-    got, needs = [], []
-    for item in re.split(r"\n\d+\. \*\*", findings)[1:]:
-        xs = [float(n) * (1000 if u == "ms" else 1)
-              for n, u in re.findall(r"(?:fix → |replace the function → |which needs it first: )\*\*−([0-9.]+) "
-                                     r"(ms|µs) per step", item)]
-        if xs:
-            (needs if "it needs the 32 syncs of" in item else got).append((max(xs), item))
-    assert len(got) >= 5 and [x for x, _ in got] == sorted((x for x, _ in got), reverse=True)
-    assert [x for x, _ in needs] == [2870.0] and "(sync-1) removed first" in needs[0][1]
-    items = re.split(r"\n\d+\. \*\*", findings)[1:]
-    before = items[items.index(needs[0][1]) - 1]
-    assert "synchronising calls in `capture/demo.py(51): _inject_sync_check`" in before
-    assert "with finding 2 after it, which needs it first: **−2.87 ms per step (−77.9%)**" in before
-    assert items.index(needs[0][1]) == 1
-    assert "un-profiled, calibrated" in findings
+    md = render_markdown([analyze(load(str(SAMPLE_TRACES / "demo-eager-sync.decode.json.gz"), no_cache=True))], 10,
+                         minor=True)
+    plan = md[md.index("## Plan"):md.index("## Findings")]
+    # the plan's actions by what each buys alone (the step as one CUDA graph, 2.87 ms, first), each number once
+    items = re.findall(r"^(\d+)\. \*\*−([0-9.]+)%\*\*", plan, re.M)
+    assert [int(k) for k, _ in items] == list(range(1, len(items) + 1)) and len(items) >= 6
+    pcts = [float(p) for _, p in items]
+    assert pcts == sorted(pcts, reverse=True) and pcts[0] == 77.9
+    first = plan.split("\n2. ", 1)[0]
+    assert "Capture the step as a CUDA graph" in first
+    # the .item() check it needs removed first is written inside it, with its own figure, never first on its own
+    assert re.search(r"first: remove the host reads of GPU values \(32 syncs\) in "
+                     r"`capture/demo.py\(51\): _inject_sync_check` \(−5.0% alone, action \d+\)", first)
+    assert "un-profiled" in plan.split("\n", 1)[0]
 
 
 def test_launch_finding_is_the_graph_replay():
@@ -192,7 +186,8 @@ def test_graph_replay_fix_of_a_step_that_syncs_says_the_syncs_go_first():
     assert a.syncs
     p = project(a)
     f = next(f for f in a.findings if f.cause == "launch" and p.saving_ns.get(f.id) is not None)
-    assert p.what[f.id] == "the step as one CUDA graph replay, its host syncs moved onto the GPU first"
+    assert p.what[f.id] == ("the step as one CUDA graph replay, once its 1 synchronising call (`cudaStreamSynchronize`) "
+                            "is off the host: a CUDA graph cannot capture it")
     s, end = _loop(10, n=6, prep="op")
     a = analyze(model_of(s))
     p = project(a)
@@ -587,7 +582,7 @@ def test_frame_whatifs_in_json_markdown_and_the_explorer(tmp_path):
     assert "host out of the way (profiled time: host-side savings may be overstated); as one fused GPU call, " \
         "`user.py(10): prep` would save 185.0 µs per step (44.4%)." in md
     assert "| `user.py(40): experts` | 1 | 150.0 µs | 40.0 µs | −146.0 µs (−35.0%) | sync-1 |" in md
-    assert "replace the function → **−146.0 µs per step (−35.0%)** with `user.py(40): experts` as one fused" in md
+    assert "its function fused → −146.0 µs per step (−35.0%) with `user.py(40): experts` as one fused" in md
     p = _experts_step().write(tmp_path / "experts.json")
     txt = finding_info(p, lambda sc: next(n for n, e in enumerate(findings_of(sc)) if e[2].cause == "sync"))
     assert "replace the function → −146.0 µs per step (−35.0%) with user.py(40): experts" in txt, txt

@@ -186,59 +186,65 @@ def test_dlrm_trace_waits_are_not_usual_latency():
 
 
 # ------------------------------------------------------------------------------ item 5: severity vs rank
+def _band(pct: float) -> str:
+    # shared/design/plan.md's bands, written out here
+    return "high" if pct >= 10 else "medium" if pct >= 3 else "low" if pct >= 1 else "info"
+
+
 def _check_monotone(a):
-    ranked = a.projection.ranked(a.findings)
-    lv = [SEVERITIES.index(f.severity) for f in ranked]
-    assert lv == sorted(lv), [(f.severity, f.title[:40]) for f in ranked]
-    return ranked
+    """The plan's actions: severity the band of what each buys, never above an action ranked before it; each finding
+    an action fixes reads its action's severity. Returns the findings in plan order."""
+    plan = a.plan
+    lv = [SEVERITIES.index(x.severity) for x in plan.actions]
+    assert lv == sorted(lv), [(x.severity, x.rank) for x in plan.actions]
+    for x in plan.actions:
+        assert x.severity == _band(x.saving_pct)
+        assert all(plan.severity_of[fid] == x.severity for fid in x.findings)
+    return plan.ordered_findings(a.findings)
 
 
 def test_severity_never_rises_down_the_ranking_synthetic():
     """The slow driver call's finding: its fix removes the call's 6.00 ms in the gap; projected at 6.00 ms per
-    step (97% of the step): [high] by its saving. Every finding ranked below it is no more severe."""
+    step (97% of the step): [high] by its saving. Every action ranked below another is no more severe."""
     a = analyze(model_of(_slow_driver_call()))
-    ranked = _check_monotone(a)
+    _check_monotone(a)
     f = next(f for f in a.findings if f.cause == "stall")
     assert a.projection.saving_ns[f.id] == 6_002_000
-    assert f.severity == "high" and ranked.index(f) <= 1
+    plan = a.plan
+    # the step as one CUDA graph (98.9%) would take the call out with the rest of the host work: action 1, the
+    # stall action 2 inside it
+    assert plan.severity_of[f.id] == "high" and plan.rank_of[f.id] == 2 and plan.action(2).inside == 1
     doc = build_json([a])
-    # the JSON's severities are the ranked findings' severities
-    by_id = {f.id: f.severity for f in a.findings}
-    assert all(by_id[f["id"]] == f["severity"] for f in doc["findings"])
+    # the JSON's severities are the plan's
+    assert all(plan.severity_of[f["id"]] == f["severity"] for f in doc["findings"])
 
 
 def test_readme_sample_severities_follow_the_ranking():
-    """The README's trace (``gapscope traces/demo-eager-sync.decode.json.gz``): by idle share, the second finding
-    (attn, 48.6 µs of idle) read [info] and the seventh (62 gaps in forward, 3.17 ms) [medium]; ranked by saving,
-    each reads the band of its saving's share of the step, and none is above a finding ranked before it."""
+    """The README's trace (``gapscope traces/demo-eager-sync.decode.json.gz``): the step as one CUDA graph (77.9%)
+    leads, with the .item() check it needs removed first written inside it (5.0% alone): that check never leads
+    (it read first, at the graph's figure, before the plan); attn fused whole (45.9%) is action 2, inside action 1."""
     a = analyze(load(SAMPLE_TRACES / "demo-eager-sync.decode.json.gz"))
-    ranked = _check_monotone(a)
-    pj = a.projection
-    pcts = pj.rank_pct(a.findings)
-    for f in ranked:  # the projected ones come first, by saving: each reads the band of the figure it ranks by
-        pct = pcts[f.id]
-        if pct is not None:
-            assert f.severity == ("high" if pct >= 10 else "medium" if pct >= 3 else "low" if pct >= 0.5 else "info")
-    # the step as one CUDA graph (77.9%) needs the .item() check removed first: that fix (sync-1, 5.0% alone, 9.2% as
-    # one fused call) ranks with it, at its figure, and the graph fix right behind it: both [high] (the graph fix read
-    # [medium] when it ranked behind sync-1's own figure)
-    g = ranked.index(next(f for f in ranked if f.id in pj.after))
-    assert g == 1 and ranked[0].cause == "sync" and ranked[0].severity == ranked[1].severity == "high"
-    assert pj.unlocks(a.findings) == {ranked[0].id: ranked[1].id} and round(pcts[ranked[0].id], 1) == 77.9
-    attn = next(f for f in ranked if "demo.py(165): attn" in f.title)
-    assert ranked.index(attn) == 2 and attn.severity == "high"
+    _check_monotone(a)
+    plan = a.plan
+    top = plan.actions[0]
+    assert top.kind == "cuda-graph" and round(top.saving_pct, 1) == 77.9 and top.severity == "high"
+    need = top.needs[0]
+    assert "_inject_sync_check" in need.where.frame and round(need.saving_pct, 1) == 5.0
+    assert plan.action(need.action).rank > 1 and 1 in plan.action(need.action).unlocks
+    attn = plan.actions[1]
+    assert "demo.py(165): attn" in attn.where.frame and attn.inside == 1 and attn.severity == "high"
 
 
 def test_severity_follows_the_ranking_on_real_traces():
     for p in (SAMPLE_TRACES / "hf-mixtral.decode_eager.json.gz", SAMPLE_TRACES / "demo-eager.decode.json.gz",
               shared_trace("thirdparty/tracelens__b200_eager_trace.json.gz")):
         a = analyze(load(p))
-        ranked = _check_monotone(a)
+        _check_monotone(a)
         md = render_markdown([a])
-        # the Markdown lists them in that order with those severities
+        # the Markdown's plan lists the actions in that order with those severities
         got = [ln.split("\\[", 1)[1].split("\\]", 1)[0] for ln in md.splitlines()
-               if ln[:1].isdigit() and ". **\\[" in ln]
-        assert got[: len(ranked)] == [f.severity for f in ranked][: len(got)]
+               if ln[:1].isdigit() and "** \\[" in ln]
+        assert got == [x.severity for x in a.plan.major]
 
 
 # ------------------------------------------------------------------------------ item 7: device names

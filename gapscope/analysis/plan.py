@@ -336,9 +336,19 @@ def build_plan(a, pj) -> Plan:
                 fs.append(by_id[fid])
     for key, fs in groups.items():
         drafts.append(_group_draft(key, fs, pj))
+    # the user's own function fused whole because the graph needs its host reads gone: a host round trip to keep on
+    # the GPU (hf-sampling.decode_host: `pick` copies the logits to the host, samples there and sends the token back)
+    if graph is not None:
+        prereq = {f.id for f in graph.needs}
+        for d in drafts:
+            if d.kind == "fuse-frame" and d.frame and not is_library_frame(d.frame) and \
+                    prereq & {f.id for f in d.findings}:
+                # reads that decide on the host (an .item() check): stop reading; host work on them: a round trip
+                d.kind = "remove-syncs" if any(f.cause == "sync" for f in d.findings) else "round-trip"
     # library code the user does not edit (transformers, torch): once the step is a CUDA graph its host work is gone
     # with it, so fusing such a frame is no change of its own but part of the graph action (hf-penalty.decode_loop:
     # seven "fuse modeling_llama.py(364): forward" actions of -80% ahead of the user's own per-sequence loop)
+    drafts = [d for d in drafts if d.saving_ns > 0 or d is graph]  # a fix that buys nothing is no action
     if graph is not None:
         prereq = {f.id for f in graph.needs}
         keep = []
@@ -362,7 +372,8 @@ def build_plan(a, pj) -> Plan:
         outer = next((o for o in drafts if o.fused and o.frame == nest.get(d.frame) and o is not d), None)
         if outer is not None:
             inside[id(d)] = rank[id(outer)]
-        elif graph is not None and d is not graph and ACTION_KINDS[d.kind].host:
+        elif graph is not None and d is not graph and ACTION_KINDS[d.kind].host and \
+                not {f.id for f in graph.needs} & {f.id for f in d.findings}:  # a prerequisite is not inside it
             inside[id(d)] = rank[id(graph)]
     unlocks: dict[int, list[int]] = {}
     actions = []

@@ -40,6 +40,13 @@ def _us(ns) -> float:
     return round(float(ns) / 1e3, 3)
 
 
+def _effect_us(e: dict) -> float:
+    """What orders findings across traces: its idle time, or for a cross-rank finding (late rank, collective wait:
+    time inside collectives, not idle) the wait in ``evidence.effect_us``."""
+    ev = e.get("evidence")
+    return max(e["idle_us"], float(ev.get("effect_us") or 0.0) if isinstance(ev, dict) else 0.0)
+
+
 def _text(change) -> tuple[str, list[dict]]:
     """An action's text (plan.py ``Span``s) as one string and as its segments (code names kept apart)."""
     from ..analysis.plan import plain
@@ -437,6 +444,9 @@ def build_json(analyses, top: int = 50) -> dict:
     if multi:
         doc["gaps"].sort(key=lambda e: -e["dur_us"])
         doc["gaps"] = doc["gaps"][:top]
+        # several traces have one plan each (``actions``, ``rank`` per trace): across them, findings by effect; on a
+        # tie (the late rank's finding and the wait it caused) the late rank first
+        doc["findings"].sort(key=lambda e: (-_effect_us(e), "late-rank-" not in e["id"]))
     if diagnosis.is_pair:
         doc["comparison"] = comparison_entry(diagnosis.comparison, top=top, gm=diagnosis.gap_match, b=analyses[1])
     rm = analyses[0].cross_rank

@@ -460,7 +460,9 @@ def fix_for(a, r: Replay, f):
                      f"{items - nodes} and the host gaps between them)")
         # a step whose host reads GPU values (host_reads) says which fixes come first (replay.py, graph_needs)
         if a.syncs and not host_reads(a, r):
-            what += ", once " + sync_sites_text(a.syncs) + " are off the host: a CUDA graph cannot capture them"
+            one = sum(int(x["count"]) for x in a.syncs) == 1
+            what += (", once " + sync_sites_text(a.syncs) + (" is off the host: a CUDA graph cannot capture it" if one
+                                                              else " are off the host: a CUDA graph cannot capture them"))
         return ("graph", None, what, None)
     if cause == "python" and frame:
         iv = python_own(r, frame)
@@ -554,7 +556,7 @@ def sync_sites_text(syncs: list[dict], top: int = 2) -> str:
     named = []
     for x in sorted(syncs, key=lambda x: -x["total_ns"])[:top]:
         fr = (x.get("stacks") or [{}])[0].get("frame")
-        named.append(f"`{x['name']}`" + (f" in `{fr}`" if fr else ""))
+        named.append(f"`{x['name']}`" + (f" in `{fr}`" if fr and not fr.startswith("(") else ""))
     more = ", ..." if len(syncs) > top else ""
     return f"its {_n(n, 'synchronising call')} ({', '.join(named)}{more})"
 
