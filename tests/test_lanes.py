@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.synth import Synth
+from tests.helpers import ROOT
 from gapscope.tui.lanes import (
     C_ALLOC,
     C_LAUNCH,
@@ -273,3 +274,18 @@ def test_style_runs_are_the_cells_merged_by_style_object():
         cells = [(ch, table[int(k)]) for ch, k in zip(chars, codes)]
         assert [(ch, s.style) for s in segs for ch in s.text] == [(ch, st) for ch, st in cells]
         assert all(segs[i].style is not segs[i + 1].style for i in range(len(segs) - 1))
+
+
+def test_the_lanes_mark_the_syncs_the_analysis_counts():
+    """One definition of a synchronising call (analysis/names.py): the lanes marked cudaEventQuery (a query that
+    never waits) and aten::to_dense as syncs while the causes did not."""
+    from gapscope.analysis.names import is_allocator_name, is_sync_name
+
+    for name, want in (("cudaStreamSynchronize", True), ("hipDeviceSynchronize", True), ("aten::item", True),
+                       ("aten::_local_scalar_dense", True), ("cudaMemcpy", True), ("cudaMemcpyAsync", False),
+                       ("cudaEventQuery", False), ("aten::to_dense", False), ("cudaLaunchKernel", False)):
+        assert is_sync_name(name) is want, name
+    assert is_allocator_name("cudaFree") and is_allocator_name("torch.cuda.empty_cache")
+    assert not is_allocator_name("cudaLaunchKernel")
+    src = (ROOT / "tui" / "lanes.py").read_text()
+    assert "Synchron" not in src and "EventQuery" not in src and "aten::item" not in src

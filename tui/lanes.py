@@ -7,12 +7,11 @@ depends on the number of lanes and the width, never on the number of events.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..analysis.names import HARNESS_FRAME_RE
+from ..analysis.names import HARNESS_FRAME_RE, is_allocator_name, is_sync_name
 from ..trace.model import Kind, TraceModel
 
 # --------------------------------------------------------------------------- categories
@@ -30,9 +29,6 @@ C_MARK = 23  # a named interval narrower than its cell
 
 COPY_KINDS = ("HtoD", "DtoH", "DtoD", "memset")
 
-_SYNC_RUNTIME = re.compile(r"synchron|cudaMemcpy(?!.*Async)|hipMemcpy(?!.*Async)|EventQuery", re.I)
-_ALLOC_RUNTIME = re.compile(r"(cuda|hip)(Malloc|Free|HostAlloc|FreeHost|MallocHost|MallocAsync|FreeAsync)|empty_cache", re.I)
-_SYNC_OPS = frozenset({"aten::item", "aten::_local_scalar_dense", "aten::to_dense", "aten::tolist"})
 
 
 def copy_kind(name: str, kind: int) -> str:
@@ -313,8 +309,9 @@ def cpu_categories(model: TraceModel, idx: np.ndarray) -> np.ndarray:
     sel = rt | (kinds == Kind.CPU_OP)
     if sel.any():
         uniq = distinct_ids(nid[sel])
-        sync_ids = [u for u in uniq.tolist() if model.names[u] in _SYNC_OPS or _SYNC_RUNTIME.search(model.names[u])]
-        alloc_ids = [u for u in uniq.tolist() if _ALLOC_RUNTIME.search(model.names[u])]
+        # the analysis' own definitions (names.py): the lanes mark what the causes count
+        sync_ids = [u for u in uniq.tolist() if is_sync_name(model.names[u])]
+        alloc_ids = [u for u in uniq.tolist() if is_allocator_name(model.names[u])]
         if sync_ids:
             cat[sel & np.isin(nid, sync_ids)] = C_SYNC
         if alloc_ids:

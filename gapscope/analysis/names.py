@@ -137,6 +137,18 @@ def is_library_frame(name: str) -> bool:
     return bool(_LIB_PATH_RE.search(name)) or f.split("/", 1)[0] in LIBRARY_PACKAGES
 
 
+def is_sync_name(name: str) -> bool:
+    """A call or op that makes the host wait for the GPU: a synchronising runtime call (``SYNC_RUNTIME``), a blocking
+    copy (``BLOCKING_COPY_RUNTIME``) or a host read of a GPU value (``SYNC_OPS``). The one definition the analysis'
+    flags (``name_flags``) and the explorer's lanes share; a query (``cudaEventQuery``) does not wait."""
+    return name in SYNC_RUNTIME or name in BLOCKING_COPY_RUNTIME or name in SYNC_OPS
+
+
+def is_allocator_name(name: str) -> bool:
+    """An allocator call (``ALLOCATOR_RUNTIME``, ``ALLOCATOR_OPS``) or ``empty_cache`` under any name."""
+    return name in ALLOCATOR_RUNTIME or name in ALLOCATOR_OPS or "empty_cache" in name
+
+
 def is_user_frame(name: str) -> bool:
     """A Python frame of the user's code: not torch or another library, not gapscope's capture."""
     return bool(PY_FRAME_RE.match(name)) and not _LIB_PATH_RE.search(name) and not CAPTURE_FRAME_RE.search(name)

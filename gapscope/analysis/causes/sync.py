@@ -3,6 +3,7 @@ fair share of the time before the next launch): the gap is the CPU's time to res
 
 from __future__ import annotations
 
+from ..names import SYNC_OPS
 from ..units import fmt_ns
 from . import Cause
 
@@ -42,8 +43,7 @@ def explain(a, d, tl):
 def advise(a, details, ev):
     m = a.model
     blocking_copy = any(a.cpu.blocking_copy[f.event] for d in details for f in d.stack if 0 <= f.event < m.n)
-    item = any(n in ("aten::item", "aten::_local_scalar_dense", "aten::tolist", "aten::is_nonzero")
-               for d in details for n in sync_chain(a, d.stack))
+    item = any(n in SYNC_OPS for d in details for n in sync_chain(a, d.stack))
     parts = []
     if blocking_copy:
         parts.append("A blocking copy made the host wait for the GPU (tensor.to()/.cpu()/torch.tensor(..., device=)): "

@@ -10,11 +10,13 @@ import numpy as np
 from ...trace.model import Kind
 from ..hosttime import frame_own_intervals
 from ..intervals import median, member, name_ids, subtract, union, uniq
+from ..names import SYNC_OPS
 from .model import _CALLS, Replay, _inside
 from ..thresholds import MAX_PARENT_STEPS, BANDWIDTH_MIN_BYTES, COLD_MIN_REF, COLD_NS, DEFAULT, PINNED_GBPS
 
-#: synchronising ops that hand one value of a device tensor to the host (a check's read)
-SCALAR_READS = ("aten::item", "aten::_local_scalar_dense", "aten::is_nonzero")
+#: synchronising ops that hand one value of a device tensor to the host (a check's read): the host reads of
+#: names.SYNC_OPS but ``tolist``, which hands over a whole tensor
+SCALAR_READS = tuple(sorted(SYNC_OPS - {"aten::tolist"}))
 
 
 def _frame_intervals(m, name: str | None, kinds=(int(Kind.PYTHON),)):
