@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import causes
 from .intervals import uniq
 from .names import is_library_frame, is_user_frame, parse_frame
 from .thresholds import ACTION_BANDS, LOOP_KERNELS_PER_CALL, MINOR_ACTION_PCT, NOT_PROJECTED_MAX_SEVERITY, severity
@@ -233,18 +234,16 @@ ACTION_KINDS = {k.name: k for k in (
     ActionKind("vectorise-loop", True, _pattern_change),
 )}
 
-#: a finding's cause (or op pattern) -> the kind of its own fix
-_CAUSE_KIND = {"sync": "remove-syncs", "python": "host-work", "allocator": "allocator", "copy": "pinned-copy",
-               "stall": "stall", "launch": "cuda-graph"}
-
-
 def _own_kind(f) -> str | None:
+    """The kind of a finding's own fix: a host round trip's, an op pattern's, else its cause's (the registry's
+    ``Cause.action``)."""
     ev = f.evidence or {}
     if ev.get("pattern") == "round-trip":
         return "round-trip"
     if f.cause == "pattern":
         return "vectorise-loop" if ev.get("pattern") == "tiny-kernel-loop" else "kernels"
-    return _CAUSE_KIND.get(f.cause or "")
+    c = next((c for c in causes.all_causes() if c.name == f.cause), None)
+    return c.action if c is not None else None
 
 
 def need_text(f) -> Text:

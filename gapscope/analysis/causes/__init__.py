@@ -53,6 +53,9 @@ class Cause:
     advise: Callable | None = None
     #: findings of this cause are split by the frame a person would fix
     by_frame: bool = False
+    #: the kind of action (analysis/plan.py ``ACTION_KINDS``) that fixes a finding of this cause: its own fix, as the
+    #: replay projects it (replay/fixes.py); None: no action of its own (not projected)
+    action: str | None = None
     #: evidence keys worth copying from a GapDetail's ``extra`` into a finding example
     extra_keys: tuple = field(default_factory=tuple)
 

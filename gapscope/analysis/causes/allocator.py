@@ -26,7 +26,7 @@ def explain(a, d, tl):
 
 
 CAUSE = Cause(
-    name="allocator", order=50, letter="A", colour="bright_magenta",
+    name="allocator", action="allocator", order=50, letter="A", colour="bright_magenta",
     summary="allocator calls (cudaMalloc/cudaFree/empty_cache) took a large share of the CPU time before the next "
             "launch",
     title="{n} gaps after allocator calls{where} cost {t} of GPU idle",

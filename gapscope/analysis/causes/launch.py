@@ -48,7 +48,7 @@ def advise(a, details, ev):
 
 
 CAUSE = Cause(
-    name="launch", order=70, letter="L", colour="yellow",
+    name="launch", action="cuda-graph", order=70, letter="L", colour="yellow",
     summary="the launching thread was busy dispatching ops and launches: the GPU drains work faster than the CPU "
             "issues it",
     title="launch-bound: {n} gaps while the CPU dispatched ops cost {t} of GPU idle",

@@ -117,7 +117,7 @@ def advise(a, details, ev):
 
 
 CAUSE = Cause(
-    name="stall", order=55, letter="T", colour="bright_red",
+    name="stall", action="stall", order=55, letter="T", colour="bright_red",
     summary="one call, op or range (a slow driver call, one op's own CPU time, a compile region, the data loader) "
             "held the launching thread for most of the gap: a one-off stall, not a stream of dispatches",
     title="{n} gaps each held by one `{what}` alone{where} cost {t} of GPU idle",

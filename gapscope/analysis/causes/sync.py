@@ -54,7 +54,7 @@ def advise(a, details, ev):
 
 
 CAUSE = Cause(
-    name="sync", order=30, letter="S", colour="red",
+    name="sync", action="remove-syncs", order=30, letter="S", colour="red",
     summary="the launching thread was waiting in a synchronising call when the GPU ran dry; the gap is the time it "
             "took the CPU to submit new work",
     # the count is of gaps (one synchronising call can leave several; calls are counted by the fix that removes
