@@ -35,21 +35,6 @@ ROUND_TRIP_ADVICE = (
 SEVERITIES = ("high", "medium", "low", "info")
 
 
-def rank_severity(findings: list, projection) -> None:
-    """Severity from what the ranking uses, so that a finding never ranks below a less severe one: in the
-    report's order (``Projection.ranked``: by projected saving, then the findings not projected), a projected
-    finding's severity is the share of the step of the figure it ranks by (``rank_pct``: its own fix or its
-    frame's fused-call what-if, the larger, or what it unlocks; the same bands as idle's share of the window); one
-    not projected keeps its idle-based severity; and none is more severe than a finding ranked above it."""
-    cap = 0
-    pcts = projection.rank_pct(findings)
-    for f in projection.ranked(findings):
-        pct = pcts[f.id]
-        own = severity(pct / 100.0) if pct is not None else f.severity
-        cap = max(cap, SEVERITIES.index(own))
-        f.severity = SEVERITIES[cap]
-
-
 def _host_json(a, thr: int, host: dict | None) -> dict | None:
     """The structured host-time evidence of one example (see hosttime.py): every number recomputable."""
     if not host or thr < 0:

@@ -31,11 +31,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import causes
+from .findings import SEVERITIES
 from .intervals import uniq
 from .names import is_library_frame, is_user_frame, parse_frame
 from .thresholds import ACTION_BANDS, LOOP_KERNELS_PER_CALL, MINOR_ACTION_PCT, NOT_PROJECTED_MAX_SEVERITY, severity
-
-SEVERITIES = ("high", "medium", "low", "info")
 
 
 @dataclass(frozen=True)
