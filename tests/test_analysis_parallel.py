@@ -80,9 +80,9 @@ def test_the_parallel_path_forks(tiled_model, always, monkeypatch):
     def side(self):
         return dict(real_side(self), _pid=os.getpid())
 
-    real_from = core.Analysis._from_side
+    real_from = core._from_side
 
-    def take(self, name):
+    def take(self, name):  # noqa: ANN001 - the analysis
         job = vars(self).get("_side")
         if job is not None:
             got = job.result()
@@ -99,7 +99,7 @@ def test_the_parallel_path_forks(tiled_model, always, monkeypatch):
         return [v for _, v in got]
 
     monkeypatch.setattr(core.Analysis, "_kernel_side", side)
-    monkeypatch.setattr(core.Analysis, "_from_side", take)
+    monkeypatch.setattr(core, "_from_side", take)
     monkeypatch.setattr(replay_pkg, "run_tasks", tasks)
     js, md = reports(tiled_model, False)
     side_by.clear(), task_by.clear()

@@ -1,6 +1,6 @@
 """The vectorised per-gap passes of the findings give what the per-gap code gives: ``signature_events`` ==
-``signature_frame(stack_at(...))``, ``_holder_points`` == the per-gap Python-holder rule (kept here as the
-reference), ``gap_signatures`` == ``gap_detail(r).signature``; on the sample traces and on small synthetic
+``signature_frame(stack_at(...))``, ``details.holder_points`` == the per-gap Python-holder rule (kept here as the
+reference), ``details.signatures`` == ``gap_detail(r).signature``; on the sample traces and on small synthetic
 ones built for the edges (no Python stacks, no thread, empty launch window, zero-length frames, ties)."""
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def reference_holder(a, thr: int, t0: int, tl: int):
 
 def check_holders(a, thr, t0, tl):
     thr, t0, tl = (np.asarray(x, np.int64) for x in (thr, t0, tl))
-    at, ev = a._holder_points(thr, t0, tl)
+    at, ev = a.details.holder_points(thr, t0, tl)
     assert at.shape == ev.shape == t0.shape
     for k in range(t0.size):
         stack, name = reference_holder(a, int(thr[k]), int(t0[k]), int(tl[k]))
@@ -94,7 +94,7 @@ def test_sample_traces(path):
     t = np.r_[rng.integers(lo - 1000, hi + 1000, 400), g.start_ns, g.t_launch_ns]
     check_signatures(a, thr, t)
     rows = np.arange(len(g))
-    assert analyze(m).gap_signatures(rows) == [a.gap_detail(r).signature for r in rows.tolist()]
+    assert analyze(m).details.signatures(rows) == [a.gap_detail(r).signature for r in rows.tolist()]
 
 
 def test_empty_inputs():
@@ -102,9 +102,9 @@ def test_empty_inputs():
     a = analyze(m)
     z = np.zeros(0, np.int64)
     assert a.stacks.signature_events(z, z).shape == (0,)
-    at, ev = a._holder_points(z, z, z)
+    at, ev = a.details.holder_points(z, z, z)
     assert at.shape == ev.shape == (0,)
-    assert a.gap_signatures(z) == []
+    assert a.details.signatures(z) == []
 
 
 def _synth(frames, anns, ops, gaps):
@@ -149,4 +149,4 @@ def test_synthetic_edges(frames, anns, ops, gaps, pts):
     check_holders(a, np.r_[g.thread, -1, 0, 0, 0, thr], np.r_[g.start_ns, lo, lo, hi, hi - 5, t],
                   np.r_[g.t_launch_ns, hi, lo, hi, hi, t + 40_000])
     rows = np.arange(len(g))
-    assert analyze(m, window="all").gap_signatures(rows) == [a.gap_detail(r).signature for r in rows.tolist()]
+    assert analyze(m, window="all").details.signatures(rows) == [a.gap_detail(r).signature for r in rows.tolist()]

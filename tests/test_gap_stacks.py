@@ -121,7 +121,7 @@ def test_frames_of_the_same_interval_list_the_caller_first():
     assert (d.start_ns, d.dur_ns) == (15_000, 25_000)
     assert [f.name for f in d.idle_stack] == ["aten::to", "aten::_to_copy", "aten::copy_"]
     assert [f.name for f in d.launch_stack] == ["aten::to", "aten::_to_copy", "aten::copy_", "cudaLaunchKernel"]
-    assert a.gap_signatures([0]) == [d.signature]
+    assert a.details.signatures([0]) == [d.signature]
 
 
 def model_of_synth(s):

@@ -163,3 +163,18 @@ def test_private_names_stay_in_their_sub_package():
             if name and name.startswith("_") and not name.startswith("__") and _package(src) != _package(m):
                 bad.append(f"{m} imports {src}.{name}")
     assert bad == []
+
+
+def test_no_headless_class_over_30_methods():
+    """A class of the headless library with more than 30 methods holds more than one responsibility (the analysis
+    had 38: its gaps' details now live in analysis/details.py)."""
+    big = []
+    for m, path in MODULES.items():
+        if not m.startswith("gapscope.") or m.startswith(("gapscope.tui", "gapscope.capture")):
+            continue
+        for node in ast.walk(_tree(m)):
+            if isinstance(node, ast.ClassDef):
+                n = sum(isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) for b in node.body)
+                if n > 30:
+                    big.append(f"{m}.{node.name}: {n}")
+    assert big == []

@@ -22,16 +22,16 @@ import numpy as np
 from ..trace.model import Kind, TraceModel
 
 from . import activity, causes
+from .details import GapDetails
 from .evidence import Evidence
 from .forked import Forked, parallel_ok
 from .findings import build_findings
 from .gaps import CAUSES, DeviceStats, classify, device_stats_and_gaps, stream_gaps
 from .names import name_flags
-from .stacks import StackIndex, signature_frame
+from .stacks import StackIndex
 from .thresholds import DEFAULT, NOISY_IQR, NOISY_RANGE, Thresholds
-from .types import AnalysisWarning, Finding, GapContext, GapDetail, GapTable
+from .types import AnalysisWarning, Finding, GapDetail, GapTable
 from .window import AnalysisWindow, compute_window
-from .units import fmt_ns as _us
 
 _ANNOTATION = int(Kind.ANNOTATION)
 
@@ -71,6 +71,19 @@ CAUSE_EXPLANATIONS = _Explanations()
 #: the cached tables a forked child computes for a ``parallel`` analysis (``Analysis._kernel_side``), in this order
 _KERNEL_SIDE = ("call_floors", "patterns", "kernels", "op_floors", "verdicts")
 
+
+
+def _from_side(a, name: str):
+    """``name``'s value from the forked child of ``Analysis._kernel_side`` (waiting for it, the first time), or None:
+    it failed, or there is none (then the caller computes it: the same code on the same data)."""
+    job = vars(a).pop("_side", None)
+    if job is not None:
+        got = job.result()
+        if isinstance(got, dict):
+            for k in _KERNEL_SIDE:
+                if k in got:
+                    vars(a).setdefault(k, got[k])
+    return vars(a).get(name)
 
 
 def window_stage(model: TraceModel, window: str | AnalysisWindow = "steps") -> AnalysisWindow:
@@ -198,12 +211,11 @@ class Analysis:
         try:
             self.stacks = StackIndex(model, self.flags)
             c = classify_stage(model, cols, self.config, self.flags, self.stacks)
-            self.gaps, self.cpu, self._held = c.gaps, c.cpu, c.held
+            self.gaps, self.cpu = c.gaps, c.cpu
             #: the queries the causes' ``gather`` and the findings make (evidence.py)
             self.evidence = Evidence(model, self.stacks, self.flags, self.cpu, self.config)
-            self._details: dict[int, GapDetail] = {}
-            #: gap row -> (time, event) of ``_holder_points``, for the Python-held gaps whose frame was taken
-            self._holders: dict[int, tuple[int, int]] = {}
+            #: the gaps' details, made on demand and kept (details.py)
+            self.details = GapDetails(self, c.held)
             self.distortion, dw = profiler_distortion(model.gapscope_meta, self.config)
             alerts = [AnalysisWarning("trace", w) for w in model.warnings] + dw
             if not self.devices:
@@ -235,18 +247,6 @@ class Analysis:
         """What a forked child computes while this process takes the stacks, the gaps' causes and their findings
         (``parallel``): the kernels' side, which needs only the model, the window and the devices."""
         return {k: getattr(self, k) for k in _KERNEL_SIDE}
-
-    def _from_side(self, name: str):
-        """``name``'s value from the forked child of ``_kernel_side`` (waiting for it, the first time), or None: it
-        failed, or there is none (then the caller computes it here: the same code on the same data)."""
-        job = vars(self).pop("_side", None)
-        if job is not None:
-            got = job.result()
-            if isinstance(got, dict):
-                for k in _KERNEL_SIDE:
-                    if k in got:
-                        vars(self).setdefault(k, got[k])
-        return vars(self).get(name)
 
     # ------------------------------------------------------------ summaries
     @property
@@ -355,7 +355,7 @@ class Analysis:
     @cached_property
     def call_floors(self):
         """Each kernel's op call and its floor (activity.call_floors), once for every table that reads them."""
-        got = self._from_side("call_floors")
+        got = _from_side(self, "call_floors")
         if got is not None:
             return got
         k = np.flatnonzero(self.model.kind == int(Kind.KERNEL))
@@ -365,7 +365,7 @@ class Analysis:
     @cached_property
     def patterns(self) -> list:
         """Op patterns that make kernels slow (eager attention, fp32 matmuls, ...; patterns.py)."""
-        got = self._from_side("patterns")
+        got = _from_side(self, "patterns")
         if got is not None:
             return got
         from .patterns import find_patterns
@@ -374,7 +374,7 @@ class Analysis:
 
     @cached_property
     def kernels(self) -> list:
-        got = self._from_side("kernels")
+        got = _from_side(self, "kernels")
         if got is not None:
             return got
         return activity.kernel_stats(self.model, window=self.window, flags=self.flags, floors=self.call_floors)
@@ -382,7 +382,7 @@ class Analysis:
     @cached_property
     def op_floors(self) -> list:
         """Ops whose calls launched several kernels: one floor per call, against all its kernels."""
-        got = self._from_side("op_floors")
+        got = _from_side(self, "op_floors")
         if got is not None:
             return got
         return activity.op_floor_stats(self.model, window=self.window, flags=self.flags, floors=self.call_floors)
@@ -390,7 +390,7 @@ class Analysis:
     @cached_property
     def verdicts(self) -> list:
         """Per device: gpu-bound, host-bound or mixed, with the launch-queue evidence (verdict.py)."""
-        got = self._from_side("verdicts")
+        got = _from_side(self, "verdicts")
         if got is not None:
             return got
         from .verdict import device_verdicts
@@ -428,109 +428,8 @@ class Analysis:
 
     # --------------------------------------------------------------- detail
     def gap_detail(self, i: int) -> GapDetail:
-        i = int(i)
-        d = self._details.get(i)
-        if d is None:
-            d = self._gap_detail(i)
-            self._details[i] = d
-        return d
-
-    def prefetch_details(self, rows) -> None:
-        """Ready at once what ``gap_detail`` of each row will ask gap by gap: the host time of the python gaps
-        (``Evidence.prefetch_host_times``)."""
-        g = self.gaps
-        rows = np.asarray(rows, np.int64)
-        py = rows[g.cause[rows] == causes.code("python")]
-        self.evidence.prefetch_host_times(g.thread[py], g.start_ns[py], g.t_launch_ns[py])
-
-    def _gap_detail(self, i: int) -> GapDetail:
-        m, g, st = self.model, self.gaps, self.stacks
-        cause = CAUSES[int(g.cause[i])]
-        t0, t1 = int(g.start_ns[i]), int(g.end_ns[i])
-        nxt, L, thr, tl = int(g.next_idx[i]), int(g.launch_idx[i]), int(g.thread[i]), int(g.t_launch_ns[i])
-        bd = {k: int(v[i]) for k, v in g.breakdown.items()}
-        nk = m.name(nxt) if nxt >= 0 else "(end of window)"
-        launch = m.name(L) if L >= 0 else None
-        op_i = int(m.op[nxt]) if nxt >= 0 else -1
-        next_op = m.name(op_i) if op_i >= 0 else None
-        launch_stack = st.stack_at(thr, int(m.ts_ns[L])) if L >= 0 and thr >= 0 else []
-        dur = t1 - t0
-        c = causes.get(cause)
-        x = GapContext(i=i, t0=t0, t1=t1, tl=tl, thr=thr, L=L, nxt=nxt, dev=int(g.device[i]),
-                       launch_stack=launch_stack, bd=bd)
-        if c.gather is not None:
-            stack, extra = c.gather(self, x)
-        else:
-            stack, extra = st.stack_at(thr, t0), {}
-        sig = signature_frame(stack)
-        idle_stack = st.stack_at(thr, t0) if thr >= 0 else []
-        det = GapDetail(i, cause, "", stack, bd, nk, launch, next_op, launch_stack, thr, t0, dur, int(g.device[i]),
-                        sig.name if sig else None, extra, idle_stack)
-        det.explanation = self._explain(det, tl)
-        return det
-
-    def gap_signatures(self, rows) -> list[str | None]:
-        """``gap_detail(r).signature`` for each row, without building the details: the stacks of the
-        Python-held, sync and collective gaps are taken all at once (``_holder_points``, ``evidence.sync_anchor``,
-        ``signature_events``); other causes, and rows already detailed, go through ``gap_detail``."""
-        m, g = self.model, self.gaps
-        rows = np.asarray(rows, np.int64)
-        out: list[str | None] = [None] * rows.size
-        cause = g.cause[rows]
-        py_c, coll_c, sync_c = CAUSES.index("python"), CAUSES.index("collective"), CAUSES.index("sync")
-        fast = np.array([c in (py_c, coll_c, sync_c) and r not in self._details
-                         for r, c in zip(rows.tolist(), cause.tolist())], dtype=bool)
-        for k in np.flatnonzero(~fast).tolist():
-            out[k] = self.gap_detail(int(rows[k])).signature
-        k = np.flatnonzero(fast)
-        if k.size:
-            r = rows[k]
-            thr, t = g.thread[r], g.start_ns[r].copy()
-            py = cause[k] == py_c
-            if py.any():
-                at, ev = self._holder_points(thr[py], g.start_ns[r[py]], g.t_launch_ns[r[py]])
-                t[py] = at
-                self._holders.update(zip(r[py].tolist(), zip(at.tolist(), ev.tolist())))
-            # a sync gap's stack is taken inside its synchronising call (causes/sync.py's gather)
-            for j in np.flatnonzero(cause[k] == sync_c).tolist():
-                rr = int(r[j])
-                t[j] = self.evidence.sync_anchor(int(g.thread[rr]), int(g.start_ns[rr]), int(g.t_launch_ns[rr]))
-            sig = self.stacks.signature_events(thr, t)
-            for j, e in zip(k.tolist(), sig.tolist()):
-                out[j] = m.name(e) if e >= 0 else None
-        return out
-
-    def gap_holder(self, i: int) -> tuple[int, int, int]:
-        """(event, ns, of which ns) of the one call, op or range holding gap ``i`` (``gaps.one_holder``;
-        event -1: none)."""
-        ev, ns, of = self._held
-        return int(ev[i]), int(ns[i]), int(of[i])
-
-    def holder(self, row: int, thr: int, t0: int, tl: int) -> tuple[int, int]:
-        """(time to take the stack at, event or -1): the Python frame holding the CPU in gap ``row``
-        (``_holder_points`` of one gap, kept from the findings' pass when it took it)."""
-        h = self._holders.get(row)
-        if h is None:
-            at, ev = self._holder_points(np.array([thr], np.int64), np.array([t0], np.int64),
-                                         np.array([tl], np.int64))
-            h = self._holders[row] = (int(at[0]), int(ev[0]))
-        return h
-
-    def _holder_points(self, thr: np.ndarray, t0: np.ndarray, tl: np.ndarray):
-        """For each gap (thread, t0, t_launch): the Python frame holding the CPU in [t0, tl], the most common
-        innermost Python frame among 33 sample points where no op or runtime call runs (ties: the lowest
-        event index), and the first sample point inside it. Without such frames, the most common annotation
-        holding the CPU there; the capture's own step loop is not a frame to name. Returns (time to take the
-        stack at, event or -1 when no frame is named: then the time is t0). Vectorised over all gaps."""
-        from .hosttime import holder_points
-
-        return holder_points(self.stacks, self.model, self.flags, thr, t0, tl)
-
-    def _explain(self, d: GapDetail, tl: int) -> str:
-        c = causes.get(d.cause)
-        if c.explain is not None:
-            return c.explain(self, d, tl)
-        return f"{c.summary}; GPU idle {_us(d.dur_ns)}."
+        """Gap ``i``'s detail (stacks, explanation, cause evidence; ``details.GapDetails``), made once."""
+        return self.details.detail(i)
 
 
 def analyze(model: TraceModel, config: Thresholds | None = None, window: str | AnalysisWindow = "steps",

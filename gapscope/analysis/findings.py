@@ -166,7 +166,7 @@ def build_findings(a) -> list:
     sel &= ~np.isin(c, grouped_codes)
     by_frame = np.flatnonzero(sel)
     special: dict[int, tuple] = dict(zip(by_frame.tolist(), ((CAUSES[k], sig) for k, sig in
-                                                             zip(c[by_frame].tolist(), a.gap_signatures(rows[by_frame])))))
+                                                             zip(c[by_frame].tolist(), a.details.signatures(rows[by_frame])))))
     for k in np.flatnonzero(det & np.isin(c, grouped_codes)).tolist():
         d = a.gap_detail(int(rows[k]))
         cz = reg[int(c[k])]
@@ -196,7 +196,7 @@ def build_findings(a) -> list:
     groups: dict[tuple, np.ndarray] = {}
     for j in np.argsort(firsts, kind="stable").tolist():
         groups[keys[int(cs[starts[j]])]] = rows[o[bounds[j]:bounds[j + 1]]]
-    a.prefetch_details(np.concatenate([rs[:5] for rs in groups.values()]) if groups else np.zeros(0, np.int64))
+    a.details.prefetch(np.concatenate([rs[:5] for rs in groups.values()]) if groups else np.zeros(0, np.int64))
     out = []
     window_start = a.window_start_ns
     steps = a.step_count

@@ -160,7 +160,7 @@ def gap_entries(a, top: int, ti: int | None = None) -> list[dict]:
     g = a.gaps
     out = []
     w0 = a.window_start_ns
-    a.prefetch_details(np.arange(min(top, len(g))))
+    a.details.prefetch(np.arange(min(top, len(g))))
     for r in range(min(top, len(g))):
         if g.dur_ns[r] <= 0:
             break

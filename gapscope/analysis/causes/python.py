@@ -40,7 +40,7 @@ def host_frames(a, thr: int, t0: int, tl: int, k: int = 5) -> dict:
 
 
 def gather(a, x):
-    at, ev = a.holder(x.i, x.thr, x.t0, x.tl)
+    at, ev = a.details.holder(x.i, x.thr, x.t0, x.tl)
     hf = host_frames(a, x.thr, x.t0, x.tl)
     extra = {"python_frame": a.model.name(int(ev)) if ev >= 0 else None, "host": hf}
     if hf["frames"]:

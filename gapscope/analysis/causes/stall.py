@@ -38,7 +38,7 @@ def holder_kind(a, e: int) -> str:
 
 def gather(a, x):
     g = a.gaps
-    e, ns, of = a.gap_holder(x.i)  # as the classifier found it
+    e, ns, of = a.details.holder_of(x.i)  # as the classifier found it
     m = a.model
     st = a.stacks.stack_at(x.thr, int(m.ts_ns[e]) + max(int(m.dur_ns[e]) // 2, 0)) if x.thr >= 0 else []
     # the stack down to the holder (its midpoint may fall in a short callee: not what held the CPU)

@@ -525,7 +525,7 @@ def fix_for(a, r: Replay, f):
         # which holds that call's time, so removing the call's host time would claim a saving of 0
         S, E, T = [], [], []
         for row in np.asarray(f.gap_rows, np.int64).tolist():
-            e, _, _ = a.gap_holder(row)
+            e, _, _ = a.details.holder_of(row)
             if e < 0 or e == int(a.gaps.launch_idx[row]):
                 continue
             t0, t1 = int(a.gaps.start_ns[row]), int(a.gaps.t_launch_ns[row])
