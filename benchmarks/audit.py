@@ -63,6 +63,10 @@ What is checked (one line per mismatch, ``trace: claim: reported X, events say Y
   outermost synchronising calls of the window, each taken up to the ops enclosing it, inside which a device-to-host
   copy was launched on the same thread, by the innermost user frame open at its start (``host_reads``, with my own
   rule of what is user code: ``is_user_frame``); a graph fix with a saving and no such clause has none.
+* the plan (``check_plan``): ranks 1..n by saving with the minor actions last, each severity the band of its
+  saving as plan.md writes it, each finding in one action with its rank and severity, an action's gaps within its
+  findings', its frame a Python frame of the trace, prerequisites that unlock the action needing them, what it all
+  buys together at least the best action and less than the step, no finding without an action [high].
 * ``frame_whatifs``: each frame's calls in the window, its inclusive host time per step (per thread the union of
   its python_function calls starting in a step range) and the GPU work launched under it (launch call by
   correlation inside one of its calls; the item overlapping its device's window): ``check_frames``.
@@ -636,6 +640,7 @@ def audit_report(path: str, tr: Trace, rep: dict, label: str, whole: bool = Fals
     check_graph_fix(A, tr, rep, devs, mine, origin)
     check_graph_reads(A, tr, rep)
     check_frames(A, tr, rep, devs, mode)
+    check_plan(A, tr, rep)
     return A
 
 
@@ -1882,6 +1887,70 @@ def check_graph_fix(A, tr, rep, devs, mine, origin):
         v, tol = parse_dur(m.group(1), m.group(2))
         A.ok(abs(kept / steps - v) <= tol, f"finding {f.get('id')} graph fix: wait kept per step",
              f"{m.group(1)} {m.group(2)}", us(kept / steps))
+
+
+# ------------------------------------------------------------------ the plan of actions
+def _band(pct: float) -> str:
+    """plan.md's bands, as written there: high from 10% of the step, medium from 3, low from 1; below: info."""
+    return "high" if pct >= 10 else "medium" if pct >= 3 else "low" if pct >= 1 else "info"
+
+
+def check_plan(A, tr, rep):
+    """The plan (``actions``, ``plan``, ``findings[].rank``) against itself, the findings and the events: ranks 1..n,
+    the actions that are not minor by saving then the minor ones (under 1%); each severity the band of its saving;
+    every finding of an action carries its rank and severity, and no finding is in two actions; the gaps an action
+    counts are the union of its findings' gaps; what everything buys together is at least the best action alone and
+    less than the step; each frame an action names (``where``) is a Python frame the trace recorded; a prerequisite
+    that is an action of its own says it unlocks the action that needs it."""
+    acts = rep.get("actions")
+    if not acts:
+        A.na("plan (no actions)")
+        return
+    fs = {f.get("id"): f for f in rep.get("findings", [])}
+    A.ok([a.get("rank") for a in acts] == list(range(1, len(acts) + 1)), "plan ranks 1..n",
+         [a.get("rank") for a in acts], list(range(1, len(acts) + 1)))
+    major = [a for a in acts if a.get("saving_pct", 0) >= 1.0]
+    A.ok(acts[:len(major)] == major, "plan: minor actions (under 1%) last", "", "")
+    sv = [a.get("saving_us") for a in major]
+    A.ok(sv == sorted(sv, reverse=True), "plan: actions by what each buys", sv, sorted(sv, reverse=True))
+    seen = set()
+    names = {e.name for evs in tr.threads.values() for e in evs}
+    for a in acts:
+        k = a.get("rank")
+        A.ok(a.get("severity") == _band(a.get("saving_pct", 0)), f"action {k} severity",
+             a.get("severity"), _band(a.get("saving_pct", 0)))
+        A.ok(bool(a.get("minor")) == (a.get("saving_pct", 0) < 1.0), f"action {k} minor", a.get("minor"),
+             a.get("saving_pct", 0) < 1.0)
+        rows = set()
+        for fid in a.get("findings", []):
+            f = fs.get(fid)
+            if not A.ok(f is not None, f"action {k} finding {fid} listed", fid, "absent"):
+                continue
+            A.ok(f.get("rank") == k and f.get("severity") == a.get("severity"), f"finding {fid} rank and severity",
+                 (f.get("rank"), f.get("severity")), (k, a.get("severity")))
+            A.ok(fid not in seen, f"finding {fid} in one action", "once", "twice")
+            seen.add(fid)
+            rows |= {(g.get("start_us"), g.get("dur_us")) for g in (f.get("evidence") or {}).get("examples", [])}
+        n = sum((fs.get(fid) or {}).get("evidence", {}).get("gaps", 0) or 0 for fid in a.get("findings", []))
+        if n:
+            A.ok(a.get("gaps") <= n, f"action {k} gaps within its findings' gaps", a.get("gaps"), n)
+        w = a.get("where") or {}
+        if w.get("frame"):
+            A.ok(w["frame"] in names, f"action {k} frame recorded in the trace", w["frame"], "no such event")
+        for nd in a.get("needs", []):
+            if nd.get("action") is not None:
+                own = acts[nd["action"] - 1] if 0 < nd["action"] <= len(acts) else {}
+                A.ok(k in (own.get("unlocks") or []), f"action {k} prerequisite {nd['action']} unlocks it",
+                     own.get("unlocks"), k)
+    pl = rep.get("plan") or {}
+    if isinstance(pl, dict) and pl:
+        best = max(a.get("saving_us", 0) for a in acts)
+        A.ok(best - 0.001 <= pl.get("saving_us", 0) < pl.get("baseline_us", 0), "plan: together >= best, < step",
+             pl.get("saving_us"), f"[{best}, {pl.get('baseline_us')})")
+    for f in rep.get("findings", []):
+        if f.get("rank") is None:
+            A.ok(f.get("severity") != "high", f"finding {f.get('id')} without an action is not high",
+                 f.get("severity"), "not high")
 
 
 # ------------------------------------------------------------------ the graph fix's host reads

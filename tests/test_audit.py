@@ -638,3 +638,31 @@ def test_batch_norm_and_pooling_bytes_are_recomputed():
         r["bytes"] *= 1.01
         got = audit.audit_report(str(path), tr, bad, "t").mismatches
         assert any("bytes" in line for line in got), (op, got)
+
+
+def test_the_plan_is_checked_against_itself_the_findings_and_the_events():
+    """The audit's plan check (check_plan) on the real sync trace: right as reported; an action's severity out of its
+    band, a finding's rank that is not its action's, a frame the trace never recorded and a plan worth less than
+    its best action are each a mismatch."""
+    path = ROOT / "traces" / "demo-eager-sync.decode.json.gz"
+    rep = audit.run_report(f"{sys.executable} -m gapscope", str(ROOT), str(path), False)
+    tr = audit.Trace(audit.read_trace(str(path)))
+
+    def mismatches(r):
+        A = audit.audit_report(str(path), tr, r, "t")
+        return [m for m in A.mismatches if "action" in m or "plan" in m or "finding" in m and "rank" in m]
+
+    assert rep["actions"] and mismatches(rep) == []
+    bad = copy.deepcopy(rep)
+    bad["actions"][0]["severity"] = "low"
+    assert mismatches(bad)
+    bad = copy.deepcopy(rep)
+    fid = bad["actions"][1]["findings"][0]
+    next(f for f in bad["findings"] if f["id"] == fid)["rank"] = 1
+    assert mismatches(bad)
+    bad = copy.deepcopy(rep)
+    bad["actions"][1]["where"]["frame"] = "capture/demo.py(999): nowhere"
+    assert mismatches(bad)
+    bad = copy.deepcopy(rep)
+    bad["plan"]["saving_us"] = bad["actions"][0]["saving_us"] / 2
+    assert mismatches(bad)
