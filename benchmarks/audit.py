@@ -1898,7 +1898,7 @@ def _band(pct: float) -> str:
 def check_plan(A, tr, rep):
     """The plan (``actions``, ``plan``, ``findings[].rank``) against itself, the findings and the events: ranks 1..n,
     the actions that are not minor by saving then the minor ones (under 1%); each severity the band of its saving;
-    every finding of an action carries its rank and severity, and no finding is in two actions; the gaps an action
+    every finding of an action carries its rank, the first its severity and the others none above it, and no finding is in two actions; the gaps an action
     counts are the union of its findings' gaps; what everything buys together is at least the best action alone and
     less than the step; each frame an action names (``where``) is a Python frame the trace recorded; a prerequisite
     that is an action of its own says it unlocks the action that needs it."""
@@ -1926,8 +1926,13 @@ def check_plan(A, tr, rep):
             f = fs.get(fid)
             if not A.ok(f is not None, f"action {k} finding {fid} listed", fid, "absent"):
                 continue
-            A.ok(f.get("rank") == k and f.get("severity") == a.get("severity"), f"finding {fid} rank and severity",
-                 (f.get("rank"), f.get("severity")), (k, a.get("severity")))
+            # the finding carrying the action's figure reads its severity; the others are never above it
+            order = ("high", "medium", "low", "info")
+            lead = fid == a["findings"][0]
+            sev_ok = f.get("severity") == a.get("severity") if lead else \
+                order.index(f.get("severity")) >= order.index(a.get("severity"))
+            A.ok(f.get("rank") == k and sev_ok, f"finding {fid} rank and severity", (f.get("rank"), f.get("severity")),
+                 (k, a.get("severity")))
             A.ok(fid not in seen, f"finding {fid} in one action", "once", "twice")
             seen.add(fid)
             rows |= {(g.get("start_us"), g.get("dur_us")) for g in (f.get("evidence") or {}).get("examples", [])}

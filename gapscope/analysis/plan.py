@@ -15,9 +15,10 @@ Rules (shared/design/plan.md):
 - **Contained, not counted twice.** Once the step is a CUDA graph, no host work of the step runs: every host-side
   action is inside the graph action. A frame fused whole contains the frames nested in it.
 - **Severity from the saving** (``ACTION_BANDS``): high >= 10% of the step, medium >= 3%, low >= 1%; below 1% an
-  action is minor (severity ``info``) and folds into one line. A finding's severity is its action's; a finding no
-  action fixes (not projected: a collective wait, the profiler's own work) is at most ``medium`` by its idle share,
-  since idle time alone never makes a finding high.
+  action is minor (severity ``info``) and folds into one line. The finding carrying an action's figure reads its
+  severity; the others it fixes the band of their own figure, never above the action's; a finding no action fixes
+  (not projected: a collective wait, the profiler's own work) is at most ``medium`` by its idle share, since idle
+  time alone never makes a finding high.
 - **One number per action**: ``Action.rank`` (1..n, minor actions after the others), the same in every rendering.
 
 Text is data until the last moment: an action's ``change`` is a tuple of ``Span`` (prose, or a code name), which
@@ -224,6 +225,10 @@ ACTION_KINDS = {k.name: k for k in (
     ActionKind("round-trip", False, _frame_text("Keep the host round trip in ", " on the GPU (decide or sample on the "
                                                "device and feed the result straight back)", "Keep the host round "
                                                "trip on the GPU (decide or sample on the device)")),
+    ActionKind("host-reads", False, _frame_text("Keep the work in ", " on the GPU: it reads GPU values on the host, "
+                                                "which a CUDA graph cannot capture (decide on the device)",
+                                                "Keep the step's decisions on the GPU: a CUDA graph cannot capture a "
+                                                "host read of a GPU value")),
     ActionKind("stall", True, _frame_text("Take the one-off stall in ", " out of the step (warm it up first)",
                                           "Take the one-off stalls out of the step (warm up first)")),
     ActionKind("vectorise-frame", True, _frame_text("Vectorise ", ": one batched op over all items instead of a "
@@ -342,7 +347,8 @@ def build_plan(a, pj) -> Plan:
             if d.kind == "fuse-frame" and d.frame and not is_library_frame(d.frame) and \
                     prereq & {f.id for f in d.findings}:
                 # reads that decide on the host (an .item() check): stop reading; host work on them: a round trip
-                d.kind = "remove-syncs" if any(f.cause == "sync" for f in d.findings) else "round-trip"
+                d.kind = "remove-syncs" if any(f.cause == "sync" for f in d.findings) else \
+                    "round-trip" if _copies_back(a, d.frame) else "host-reads"
     # library code the user does not edit (transformers, torch): once the step is a CUDA graph its host work is gone
     # with it, so fusing such a frame is no change of its own but part of the graph action (hf-penalty.decode_loop:
     # seven "fuse modeling_llama.py(364): forward" actions of -80% ahead of the user's own per-sequence loop)
@@ -408,12 +414,49 @@ def build_plan(a, pj) -> Plan:
     for fid, twin in same_as.items():
         if twin in rank_of:
             rank_of.setdefault(fid, rank_of[twin])
-    sev = {fid: actions[k - 1].severity for fid, k in rank_of.items()}
+    # the finding carrying an action's figure reads its severity; the others it fixes, the band of their own figure
+    # (their own fix, or their frame fused whole), never above the action's
+    sev = {}
+    for x in actions:
+        top = SEVERITIES.index(x.severity)
+        for k, fid in enumerate(x.findings):
+            own = pj.best_ns(fid)
+            band = x.severity if k == 0 or own is None else action_severity(_pct(own, base))
+            sev[fid] = SEVERITIES[max(top, SEVERITIES.index(band))]
+    for fid, twin in same_as.items():
+        if twin in sev:
+            sev.setdefault(fid, sev[twin])
     unplanned = tuple(f.id for f in findings if f.id not in rank_of)
     for f in findings:
         if f.id not in sev:
             sev[f.id] = _unplanned_severity(f)
     return Plan(actions, together, _pct(together, base), base, bool(pj.calibrated), rank_of, sev, unplanned)
+
+
+def _copies_back(a, frame: str) -> bool:
+    """Whether ``frame``'s calls copy a GPU value to the host and a result back (a device-to-host then a
+    host-to-device copy launched under them): a host round trip (sampling on the host)."""
+    from .replay.frames import frame_calls, subtree_intervals
+    from .replay.model import inside as in_iv
+    from ..trace.model import Kind
+
+    m = a.model
+    c = frame_calls(m, frame, a.window)
+    if c.size == 0:
+        return False
+    s, e, t = subtree_intervals(m, c)
+    cp = np.flatnonzero((m.kind == int(Kind.MEMCPY)) & (m.launch >= 0))
+    if cp.size == 0:
+        return False
+    L = m.launch[cp]
+    ok = np.zeros(cp.size, bool)
+    thr = m.track[L].astype(np.int64)
+    for tt in uniq(t).tolist():
+        sel = thr == tt
+        ok[sel] = in_iv(s[t == tt], e[t == tt], m.ts_ns[L[sel]])
+    names = {m.name(int(i)) for i in cp[ok]}
+    return any("DtoH" in n or "Device -> Pageable" in n or "Device -> Pinned" in n for n in names) and \
+        any("HtoD" in n for n in names)
 
 
 def _renumber(x: Action, new: dict, unlocks: tuple) -> Action:
@@ -422,6 +465,10 @@ def _renumber(x: Action, new: dict, unlocks: tuple) -> Action:
     needs = tuple(replace(s, action=new.get(s.action) if s.action is not None else None) for s in x.needs)
     return replace(x, rank=new[x.rank], inside=new.get(x.inside) if x.inside is not None else None, needs=needs,
                    unlocks=unlocks)
+
+
+#: a module's forward (or its call) is a model's layer to fuse or compile, not a loop to vectorise
+MODULE_CALLS = frozenset({"forward", "__call__", "_call_impl", "_wrapped_call_impl"})
 
 
 def _group_draft(key, fs: list, pj) -> _Draft:
@@ -438,7 +485,7 @@ def _group_draft(key, fs: list, pj) -> _Draft:
         d = _Draft("vectorise-loop", w.frame, loop, max(w.saving_ns, own_ns),
                    f"`{w.frame}` as one fused GPU call (its whole host subtree out, its GPU work kept)", [], w.frame)
     elif w is not None and w.saving_ns > own_ns and is_user_frame(w.frame) and not is_library_frame(w.frame) and \
-            w.gpu_items >= LOOP_KERNELS_PER_CALL * max(w.calls, 1):
+            parse_frame(w.frame)[2] not in MODULE_CALLS and w.gpu_items >= LOOP_KERNELS_PER_CALL * max(w.calls, 1):
         # the user's own function launching many small kernels per call: a loop over items (a per-sequence penalty)
         d = _Draft("vectorise-frame", w.frame, best_own, w.saving_ns,
                    f"`{w.frame}` as one fused GPU call (its whole host subtree out, its {w.gpu_items} GPU items in "
