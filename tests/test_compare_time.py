@@ -170,7 +170,7 @@ def test_real_pairs_say_faster_the_way_the_unprofiled_times_do(pair):
     assert (sv.basis, sv.verdict) == ("unprofiled", "faster")
     assert sv.delta_pct == pytest.approx(want, abs=1e-6)
     assert (sv.a.us, sv.b.us) == pytest.approx((per(ma, "median_us"), per(mb, "median_us")))
-    assert sv.same_run is (ma["captured_at"] == mb["captured_at"])
+    assert sv.same_run is _one_run_by_the_files(*pair)
     md = render_markdown([a, b]).split("## What changed\n\n", 1)[1]
     assert md.startswith(f"- **step ") and md.splitlines()[0].endswith(": faster**.")
     u = build_json([a, b])["comparison"]["unprofiled"]
@@ -218,3 +218,105 @@ def test_the_diff_header_shows_the_same_verdict():
     head = c.step.headline(lead=True)
     assert line.rstrip("…") == head[:len(line.rstrip("…"))] and len(line) <= 80
     assert c.step.headline().endswith(": faster")
+
+
+# ----------------------------------------------------------------------------------------------- same capture run
+# (A, B, one `gapscope capture run`?): the before/after pairs of traces/ and the three pairs of hf-llama's one run,
+# whose generate window (a second before the others) gave it another captured_at. demo-eager and demo-graph time
+# the same phases under different command lines: two runs.
+SAME_RUN_PAIRS = [("hf-attn.prefill_eager", "hf-attn.prefill_sdpa", True),
+                  ("hf-mlp.prefill_i5633", "hf-mlp.prefill_i5632", True),
+                  ("hf-sampling.decode_host", "hf-sampling.decode_gpu", True),
+                  ("hf-mixtral.decode_eager", "hf-mixtral.decode_batched", True),
+                  ("resnet50.fp32", "resnet50.bf16_cl", True),
+                  ("hf-llama.generate", "hf-llama.prefill", True), ("hf-llama.generate", "hf-llama.decode", True),
+                  ("hf-llama.prefill", "hf-llama.decode", True),
+                  ("demo-eager.decode", "demo-graph.decode", False),
+                  ("demo-eager-sync.decode", "demo-eager.decode", False)]
+
+
+def _raw_run(name):
+    """What the trace file itself says about its run, read here without gapscope: the capture's metadata, the
+    process ids of its CPU events and its window on the wall clock (baseTimeNanoseconds + ts), in ns."""
+    with gzip.open(SAMPLE_TRACES / f"{name}.json.gz") as f:
+        d = json.load(f)
+    xs = [e for e in d["traceEvents"] if e.get("ph") == "X" and isinstance(e.get("ts"), (int, float))]
+    pids = {e["pid"] for e in xs if e.get("cat") in ("cpu_op", "user_annotation", "cuda_runtime")}
+    base = d.get("baseTimeNanoseconds", 0)
+    window = (base + min(e["ts"] for e in xs) * 1e3, base + max(e["ts"] + e.get("dur", 0) for e in xs) * 1e3)
+    return d["gapscope"], pids, window
+
+
+def _one_run_by_the_files(a, b) -> bool:
+    (ma, pa, wa), (mb, pb, wb) = _raw_run(a), _raw_run(b)
+    la, lb = ma["unprofiled"]["interleaved"], mb["unprofiled"]["interleaved"]
+    first, then = sorted((wa, wb))
+    timed_ns = 1e3 * (sum(ma["unprofiled_samples_us"]) + sum(mb["unprofiled_samples_us"]))
+    return (la == lb and ma["phase"] in lb and mb["phase"] in la and ma["phase"] != mb["phase"]
+            and all(ma[k] == mb[k] for k in ("name", "argv", "workload"))
+            and len(ma["unprofiled_samples_us"]) == len(mb["unprofiled_samples_us"])
+            and pa == pb and 0 <= then[0] - first[1] < timed_ns)
+
+
+@pytest.mark.parametrize("a,b,one_run", SAME_RUN_PAIRS, ids=[f"{a}-{b}" for a, b, _ in SAME_RUN_PAIRS])
+def test_phases_of_one_capture_run_are_same_run(a, b, one_run):
+    # the files agree with the table: each names the other's phase in its interleaved list, same command and
+    # process, and the two windows lie closer together than a second run's timing of both phases would take
+    assert _one_run_by_the_files(a, b) is one_run
+    if one_run:
+        (ma, pa, _), (mb, _, _) = _raw_run(a), _raw_run(b)
+        assert len(pa) == 1 and ma["captured_at"][:15] == mb["captured_at"][:15]  # one process, the same minute
+    for x, y in ((a, b), (b, a)):
+        sv = compare(_analysis(x), _analysis(y)).step
+        assert sv.basis == "unprofiled" and sv.same_run is one_run
+        noted = any(n.startswith("A and B were timed un-profiled in different capture runs") for n in sv.notes)
+        assert noted is (not one_run)
+
+
+def _run_meta(phase, **kw):
+    """The metadata of one phase of a two-phase run (prefill, decode): 8 rounds, each sample 100 µs."""
+    m = _meta(2, 300.0, 100.0, 100.0, 100.0, 100.0, 100.0, captured_at="2026-12-01T00:00:00Z", argv=["run", "x:y"],
+              name="w", phase=phase, workload={"target": "x:y"}, unprofiled_samples_us=[100.0] * 8)
+    m["unprofiled"]["interleaved"] = ["prefill", "decode"]
+    for k, v in kw.items():
+        if k == "interleaved":
+            m["unprofiled"]["interleaved"] = v
+        else:
+            m[k] = v
+    return m
+
+
+def _phase_trace(meta, *, base_ns=0, pid=None):
+    s = stepped([A_STEP] * 2)
+    s.top["gapscope"] = meta
+    s.top["baseTimeNanoseconds"] = base_ns
+    if pid is not None:
+        for e in s.events:
+            if e.get("pid") == s.pid:
+                e["pid"] = pid
+    return analyze(model_of(s))
+
+
+def test_same_run_needs_the_interleaved_lists_the_command_the_process_and_close_windows():
+    # the synthetic windows span ~100-210 µs; both phases' samples add up to 1.6 ms
+    def same(mb=None, base_b=1_000_000, pid_b=None, ma=None):
+        a = _phase_trace(ma or _run_meta("prefill"))
+        b = _phase_trace(mb or _run_meta("decode"), base_ns=base_b, pid=pid_b)
+        return compare(a, b).step.same_run
+
+    assert same() is True  # B's window ~0.9 ms after A's: no room for another run's 1.6 ms of timing
+    assert same(base_b=2_000_000) is False  # 1.9 ms apart: another run (a process id can come back) fits between
+    assert same(base_b=0) is False  # the windows overlap: not one process recording one phase after the other
+    assert same(pid_b=4242) is False  # another process
+    assert same(mb=_run_meta("decode", argv=["run", "x:y", "--active", "4"])) is False  # another command line
+    assert same(mb=_run_meta("decode", name="v")) is False
+    assert same(mb=_run_meta("decode", unprofiled_samples_us=[100.0] * 7)) is False  # not the same rounds
+    assert same(mb=_run_meta("decode", interleaved=["decode", "generate"])) is False  # other rounds
+    assert same(mb=_run_meta("decode", interleaved=[])) is False  # a run of one phase
+    assert same(mb=_run_meta("prefill")) is False  # one phase twice: two runs
+    assert same(mb=_run_meta("decode", rank=1), ma=_run_meta("prefill", rank=0)) is None  # two ranks: not asked
+    assert same(mb={k: v for k, v in _run_meta("decode").items() if k != "captured_at"}) is None  # no capture's
+    # captures older than the interleaved rounds: the same captured_at and argv, as they always were read
+    old = lambda ph, at: {k: v for k, v in _run_meta(ph, captured_at=at).items() if k != "unprofiled"}  # noqa: E731
+    assert same(ma=old("prefill", "T1"), mb=old("decode", "T1"), base_b=10**12) is True
+    assert same(ma=old("prefill", "T1"), mb=old("decode", "T2")) is False

@@ -305,16 +305,15 @@ def test_optimizer_without_foreach():
     assert "optimizer" not in _kinds(_sgd(foreach=False, params=4))  # 8 calls: below optimizer_min_ops
 
 
-def test_optimizer_without_foreach_on_real_training_traces():
+def test_optimizer_without_foreach_on_real_training_traces(shared_traces):
     from gapscope.trace import load
-    from tests.helpers import SHARED_TRACES
 
-    a = analyze(load(SHARED_TRACES / "thirdparty" / "kineto__tbp_2021-06_resnet50_nw0_worker0.1623143089861.pt.trace.json.gz"))
+    a = analyze(load(shared_traces / "thirdparty" / "kineto__tbp_2021-06_resnet50_nw0_worker0.1623143089861.pt.trace.json.gz"))
     p = _kinds(a)["optimizer"]
     assert "SGD.step runs 483 per-parameter op calls per optimizer step" in p.title
     assert {o["op"] for o in p.ops} == {"aten::add_", "aten::mul_"}
     # ROCm's minitoy trainer steps SGD with foreach: no pattern
-    b = analyze(load(SHARED_TRACES / "thirdparty" / "hta__amd_mi250_minitoy_train_ROCm6_2_kineto.json.gz"))
+    b = analyze(load(shared_traces / "thirdparty" / "hta__amd_mi250_minitoy_train_ROCm6_2_kineto.json.gz"))
     assert "optimizer" not in _kinds(b)
 
 

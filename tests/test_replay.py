@@ -3,8 +3,6 @@ every sample trace reproducing its recorded window."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -679,7 +677,7 @@ def test_graph_replay_fix_says_what_it_adds_to_a_step_of_graph_replays():
                             "removes the host gaps between the replays)")
 
 
-def test_sglang_decode_graph_fix_keeps_the_event_wait():
+def test_sglang_decode_graph_fix_keeps_the_event_wait(shared_traces):
     """tracelens' sglang decode (AMD MI300X, 544 of 555 kernels from one graph replay): the step's 473.75 ms are
     463.30 ms of gpu-wait (one gap where a kernel sat queued behind a ``hipStreamWaitEvent``), 686 µs of other idle
     and 9.77 ms of GPU work. The launch finding's graph fix projected −463.98 ms (−97.9%); kept, the wait leaves
@@ -687,8 +685,7 @@ def test_sglang_decode_graph_fix_keeps_the_event_wait():
     from gapscope.analysis.causes import code
     from gapscope.trace import load
 
-    path = Path(__file__).resolve().parent.parent.parent / "shared" / "traces" / "thirdparty" / \
-        "tracelens__sglang_Qwen3-8B_decode.json.gz"
+    path = shared_traces / "thirdparty" / "tracelens__sglang_Qwen3-8B_decode.json.gz"
     a = analyze(load(str(path)))
     p = project(a)
     g = a.gaps

@@ -19,8 +19,9 @@ feels, so a comparison opens with it:
   profiler's overhead, not the change.
 * **Distortion**: when the two captures' distortions (profiled / un-profiled) differ by more than
   ``distortion_differs`` (thresholds.py), a warning says that profiled idle and span are not comparable.
-* **Same run**: both phases of one ``gapscope capture run`` (same ``captured_at`` and ``argv``) were timed in
-  the same interleaved rounds; timings of different runs also carry the machine's drift between them (a note).
+* **Same run**: both phases of one ``gapscope capture run`` were timed in the same interleaved rounds; timings of
+  different runs also carry the machine's drift between them (a note). The metadata holds no run id: one run is
+  told from another by the interleaved lists, the command and the recording process (``_same_run``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...trace.model import TrackKind
 from ..units import fmt_ns
 from ..thresholds import MIN_SPREAD_STEPS
 
@@ -154,11 +156,89 @@ def profiled_time(analysis, steps) -> StepTime:
     return s
 
 
-def _same_run(ma: dict, mb: dict) -> bool | None:
+def _interleaved(m: dict) -> list | None:
+    u = m.get("unprofiled")
+    v = u.get("interleaved") if isinstance(u, dict) else None
+    return [str(x) for x in v] if isinstance(v, list) else None
+
+
+def _samples(m: dict) -> tuple[int | None, float | None]:
+    """(how many un-profiled samples, their total in ns) of a capture's metadata; the total is a lower bound
+    (n x min) when only the statistics are there, None when the metadata has neither."""
+    smp = m.get("unprofiled_samples_us")
+    if isinstance(smp, list) and smp:
+        v = [float(x) for x in smp if _num(x) is not None]
+        return len(smp), (sum(v) * 1e3 if v else None)
+    u = m.get("unprofiled")
+    n = u.get("n") if isinstance(u, dict) else None
+    if not (isinstance(n, int) and not isinstance(n, bool) and n > 0):
+        return None, None
+    lo = _num(u.get("min_us"))
+    return n, (n * lo * 1e3 if lo is not None else None)
+
+
+def _cpu_pids(model) -> set:
+    return {t.pid for t in model.tracks if t.kind == TrackKind.CPU and isinstance(t.pid, int)
+            and not isinstance(t.pid, bool)}
+
+
+def _window(model) -> tuple[int, int] | None:
+    """The trace's (first start, last end) on the wall clock (Kineto's ``baseTimeNanoseconds`` + ts), or on its raw
+    ts where it names no base; None for an empty trace."""
+    if model.n == 0:
+        return None
+    base = model.metadata.get("baseTimeNanoseconds")
+    base = int(base) if isinstance(base, int) and not isinstance(base, bool) else 0
+    lo, hi = model.window_ns()
+    return base + lo, base + hi
+
+
+def _same_run(model_a, model_b) -> bool | None:
+    """Were A and B timed un-profiled in the same interleaved rounds of one ``gapscope capture run``? None when
+    either trace has no capture metadata (no ``captured_at``) or the two are different ranks.
+
+    The capture's metadata names no run: a run times every phase in interleaved rounds (``unprofiled.interleaved``
+    lists them, the same list in every phase's trace), then records the phases one after another, in one process.
+    So A and B are one run when each names the other's phase in that list, with the same name, command line
+    (``argv``), workload, rank and number of rounds (every phase gets one sample a round), and besides:
+
+    * **one process**: their CPU threads belong to the same process id (two runs are two processes);
+    * **no second timing between them**: the later window starts after the earlier one ends, sooner than the
+      un-profiled samples of both phases add up to. Another run of the same command (a process id can come back,
+      in a fresh container) would have timed both phases again in between. A run whose recordings between the two
+      windows outlast all its timed samples (tiny steps, few rounds, a slow export) therefore reads as two runs:
+      a note too many, never one too few.
+
+    Captures written before the interleaved rounds (no ``interleaved`` in either trace) keep their old test: the same
+    ``captured_at`` (to the second) and ``argv``."""
+    ma, mb = model_a.gapscope_meta or {}, model_b.gapscope_meta or {}
     ca, cb = ma.get("captured_at"), mb.get("captured_at")
     if not (isinstance(ca, str) and isinstance(cb, str)):
         return None
-    return ca == cb and ma.get("argv") == mb.get("argv")
+    if ma.get("rank") != mb.get("rank"):
+        return None  # two ranks: not a before/after of one rank's phases
+    ia, ib = _interleaved(ma), _interleaved(mb)
+    if ia is None and ib is None:
+        return ca == cb and ma.get("argv") == mb.get("argv")
+    pa, pb = ma.get("phase"), mb.get("phase")
+    if ia is None or ib is None or ia != ib or pa == pb or pa not in ib or pb not in ia:
+        return False
+    if any(ma.get(k) != mb.get(k) for k in ("name", "argv", "workload")):
+        return False
+    (na, ta), (nb, tb) = _samples(ma), _samples(mb)
+    if na != nb:
+        return False
+    pids_a, pids_b = _cpu_pids(model_a), _cpu_pids(model_b)
+    if pids_a and pids_b and pids_a != pids_b:
+        return False
+    wa, wb = _window(model_a), _window(model_b)
+    timed = (ta or 0.0) + (tb or 0.0)
+    if wa is not None and wb is not None and timed > 0:
+        first, then = sorted((wa, wb))
+        gap = then[0] - first[1]
+        if gap < 0 or gap >= timed:
+            return False
+    return True
 
 
 def step_verdict(a, b, steps_a, steps_b) -> StepVerdict:
@@ -195,7 +275,7 @@ def step_verdict(a, b, steps_a, steps_b) -> StepVerdict:
         warnings.append(f"the profiler slowed A {da:.2f}x and B {db:.2f}x: their profiled idle and GPU span do "
                         f"not compare ({more} are inflated more); the un-profiled step time does")
     ma, mb = a.model.gapscope_meta or {}, b.model.gapscope_meta or {}
-    same = _same_run(ma, mb)
+    same = _same_run(a.model, b.model)
     if basis == "unprofiled" and same is False:
         notes.append("A and B were timed un-profiled in different capture runs (captured_at "
                      f"{ma.get('captured_at')} and {mb.get('captured_at')}): the machine's drift between runs is in "
