@@ -264,7 +264,9 @@ def need_text(f) -> Text:
         return _t("vectorise the loop", *at)
     if ev.get("pattern") == "round-trip":
         return _t("keep the round trip on the GPU", *at)
-    return ACTION_KINDS[_own_kind(f) or "host-work"].change(fr, f)
+    # a prerequisite of a CUDA graph is one for the host reads of GPU values under its frame (replay/fixes.py
+    # ``graph_needs``), whatever the finding's own cause
+    return _t("remove the host reads of GPU values", *at)
 
 
 # ----------------------------------------------------------------------------------------------------- building
