@@ -20,6 +20,7 @@ from gapscope.trace import load
 from tests.helpers import ROOT, SAMPLE_TRACES
 
 TRACES = ["demo-eager-sync.decode", "hf-attn.prefill_eager", "hf-mixtral.decode_eager", "hf-sampling.decode_host",
+          "hf-autocast.prefill_autocast", "hf-penalty.decode_loop", "hf-pageable.step_pageable", "hf-synchook.decode_hook",
           "resnet50.fp32", "demo-eager-copy.decode", "demo-eager-alloc.decode", "demo-graph.decode"]
 
 
@@ -163,3 +164,21 @@ def test_all_lists_the_minor_actions(tmp_path):
     short, full = (tmp_path / "a.md").read_text(), (tmp_path / "b.md").read_text()
     last = plan.minor[-1].rank
     assert re.search(rf"^{last}\. ", full, re.M) and not re.search(rf"^{last}\. ", short, re.M)
+
+
+@pytest.mark.parametrize("name, kind, words, rank", [
+    # the real clients recorded with their fixes (benchmarks/hf_clients2.py, traces/README.md): the action an expert
+    # takes, in the field's words, and where the plan puts it
+    ("hf-autocast.prefill_autocast", "kernels", "Cast the model to bf16 once", 1),
+    ("hf-pageable.step_pageable", "pinned-copy", "Pin the host buffer once", 1),
+    ("hf-penalty.decode_loop", "vectorise-frame", "Vectorise benchmarks/hf_clients2.py(68): pick", 2),
+    ("hf-synchook.decode_hook", "remove-syncs", "Stop reading GPU values on the host in benchmarks/hf_clients2.py", 2),
+    ("hf-sampling.decode_host", "round-trip", "Keep the host round trip in benchmarks/hf_clients.py(162): pick", 2),
+    ("hf-attn.prefill_eager", "kernels", "scaled_dot_product_attention", 2),
+    ("resnet50.fp32", "kernels", "Run the fp32 matmuls in bf16", 1),
+])
+def test_real_clients_get_the_experts_action(name, kind, words, rank):
+    plan = _analysis(name).plan
+    x = plan.action(rank)
+    assert x is not None and x.kind == kind and words in plain(x.change), [plain(y.change)[:60] for y in plan.actions]
+    assert not x.minor

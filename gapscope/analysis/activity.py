@@ -185,6 +185,89 @@ def args_keys(model: TraceModel, events) -> np.ndarray:
 
 
 
+#: how deep below an op call its autocast casts are looked for (aten::to > aten::_to_copy > aten::copy_)
+_CAST_DEPTH = 4
+_CAST_OPS = ("aten::to", "aten::_to_copy", "aten::copy_")
+
+
+def run_dtypes(model: TraceModel, calls: np.ndarray, u_of: np.ndarray, kn_name: np.ndarray, c_of: np.ndarray):
+    """The type each op call's kernels ran in where it is narrower than the float inputs the call records:
+    (per call 0 or 1 + an index into the list of types, that list), or (None, []) when no call ran so.
+
+    A matmul, convolution or attention call (floors.AUTOCAST_OPS) with float inputs ran in bf16/fp16 when one of
+    its kernels' names says so (floors.kernel_dtype: ``*_bf16_*``, ``nvjet_sm90_tst_*``) or when a conversion
+    inside it cast a float tensor to that type (floors.cast_dtype: ``torch.autocast`` casting the weights and
+    activations before the GEMM; the cast's own kernels are its innermost op's, not the call's). Either way the
+    call's floor takes that type's peak and element size: the faster peak, so the floor stays a lower bound.
+    ``kn_name``/``c_of``: the name id of each kernel of the calls and its call row."""
+    from .floors import AUTOCAST_OPS, cast_dtype, kernel_dtype
+
+    none = (None, [])
+    if calls.size == 0:
+        return none
+    names = model.names
+    isop = np.zeros(len(names), bool)
+    isop[[i for i, n in enumerate(names) if n in AUTOCAST_OPS]] = True
+    cand = isop[model.name_id[calls]]
+    if not cand.any():
+        return none
+    # float inputs, once per distinct args
+    fl_u: dict[int, bool] = {}
+    for i in np.flatnonzero(cand).tolist():
+        u = int(u_of[i])
+        if u not in fl_u:
+            t = model.event_args(int(calls[i])).get("Input type") or []
+            fl_u[u] = "float" in t
+    cand &= np.array([fl_u.get(int(u), False) for u in u_of.tolist()], bool)
+    if not cand.any():
+        return none
+    types: list[str] = []
+    run = np.zeros(calls.size, np.int64)
+
+    def code(t: str) -> int:
+        if t not in types:
+            types.append(t)
+        return types.index(t) + 1
+
+    # the kernels' names
+    by_name = {int(n): kernel_dtype(names[int(n)]) for n in uniq(kn_name).tolist()}
+    kc = np.array([code(by_name[n]) if by_name[n] else 0 for n in kn_name.tolist()], np.int64)
+    np.maximum.at(run, c_of, kc)
+    run[~cand] = 0
+    # the casts inside the calls left (autocast's aten::to / aten::_to_copy / aten::copy_ children)
+    want = np.sort(calls[cand & (run == 0)])
+    ids = [i for i, n in enumerate(names) if n in _CAST_OPS]
+    if want.size and ids:
+        lut = np.zeros(len(names), bool)
+        lut[ids] = True
+        ce = np.flatnonzero(lut[model.name_id])
+        anc = np.full(ce.size, -1, np.int64)
+        cur = model.parent[ce].astype(np.int64)
+        for _ in range(_CAST_DEPTH):
+            ok = cur >= 0
+            if not ok.any():
+                break
+            pos = np.minimum(np.searchsorted(want, cur), want.size - 1)
+            hit = ok & (want[pos] == cur) & (anc < 0)
+            anc[hit] = cur[hit]
+            cur = np.where(ok, model.parent[np.maximum(cur, 0)], -1)
+        inside = np.flatnonzero(anc >= 0)
+        if inside.size:
+            keys = args_keys(model, ce[inside])
+            seen: dict[int, str | None] = {}
+            row = {c: i for i, c in enumerate(calls.tolist())}
+            for e, a, key in zip(ce[inside].tolist(), anc[inside].tolist(), keys.tolist()):
+                if key not in seen:
+                    seen[key] = cast_dtype(names[model.name_id[e]], model.event_args(e))
+                t = seen[key]
+                if t:
+                    i = row[a]
+                    run[i] = max(run[i], code(t))
+    if not run.any():
+        return none
+    return run, types
+
+
 def call_floors(model: TraceModel, k: np.ndarray, window, flags) -> CallFloors:
     """The floor of each op call that launched kernels of ``k`` (floors.py), with the L2 reuse of the step:
     an input with the shape and type an earlier call of the device wrote, when that output and everything
@@ -243,8 +326,11 @@ def call_floors(model: TraceModel, k: np.ndarray, window, flags) -> CallFloors:
     c_time = np.bincount(c_of, weights=model.dur_ns[k[sel]], minlength=calls.size)
     c_dev = gdev[model.track[k[c_first]]]
     o2 = np.lexsort((model.ts_ns[k[c_first]], c_dev))
-    # costs, once per distinct args blob (the ids Kineto adds stripped) and op
+    # costs, once per distinct args blob (the ids Kineto adds stripped), op and the type its kernels ran in
     u_of = args_keys(model, calls)  # numbered in order of first appearance
+    run, run_types = run_dtypes(model, calls, u_of, model.name_id[k[sel]], c_of)
+    if run is not None:  # the same args run in another type (autocast): a cost of its own
+        u_of = np.unique(u_of * (len(run_types) + 1) + run, return_inverse=True)[1].reshape(-1)
     firsts = np.unique(u_of, return_index=True)[1].tolist()
     sig_ix: dict = {}
     shape_ix: dict[str, int] = {}
@@ -262,7 +348,8 @@ def call_floors(model: TraceModel, k: np.ndarray, window, flags) -> CallFloors:
         c = int(calls[i])
         args = model.event_args(c)
         try:
-            cost = op_cost_detail(model.names[model.name_id[c]], args)
+            rd = run_types[int(run[i]) - 1] if run is not None and run[i] else None
+            cost = op_cost_detail(model.names[model.name_id[c]], args, rd)
         except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError):
             cost = None
         if cost is None:

@@ -3,7 +3,9 @@
 Peak rates are the vendors' published dense (no sparsity) tensor-core figures per data type and the
 HBM/GDDR bandwidth, keyed by a substring of ``deviceProperties[].name``. An unknown GPU has no floor.
 float32 matmuls use the TF32 tensor rate: it is the highest the hardware can reach, so the floor stays
-a lower bound whatever the matmul precision setting was.
+a lower bound whatever the matmul precision setting was. A float32 call whose kernels ran in bf16/fp16 (autocast
+cast its inputs inside it, or its kernel's name says so: activity.run_dtypes) takes that type's peak and element
+size instead (``run_dtype``).
 
 A floor must never exceed the time a kernel can take, so each term is counted the way that gives the least:
 compute peaks allow for clocks above the rated boost (``CLOCK_HEADROOM``); bytes are those the op must touch
@@ -18,6 +20,7 @@ is the one that only counts the bytes beyond twice the L2 (``resident=True``), f
 from __future__ import annotations
 
 import math
+import re
 from typing import NamedTuple
 
 from .thresholds import CLOCK_HEADROOM
@@ -108,6 +111,18 @@ CONV_OPS = {"aten::conv2d": (3, 4, 5, None, 6), "aten::conv1d": (3, 4, 5, None, 
 MEMORY_OPS = (ELEMENTWISE_OPS | CONVERT_OPS | INPLACE_OPS | REDUCE_OPS | CAT_OPS | GATHER_OPS | INDEX_OPS
               | set(POOL_OPS))
 FLOOR_OPS = MATMUL_OPS | set(SDPA_OPS) | MEMORY_OPS | set(CONV_OPS)
+#: ops whose kernel may run in a narrower type than the inputs they record: under ``torch.autocast`` an
+#: ``aten::linear`` records its float inputs, casts them to bf16/fp16 inside (``aten::to`` / ``aten::_to_copy``
+#: children) and its GEMM runs in that type (``run_dtype``)
+AUTOCAST_OPS = MATMUL_OPS | set(SDPA_OPS) | set(CONV_OPS)
+#: the element types a conversion's ``dtype`` argument (``Concrete Inputs``) is recorded as: c10::ScalarType codes
+SCALAR_TYPE_CODES = {"5": "c10::Half", "15": "c10::BFloat16"}
+#: a kernel name that says it computes in bf16 / fp16: cutlass, cuBLAS (``*_bf16_*``, ``f16f16``), cuDNN
+#: (``_f16_``), PyTorch's templates (``c10::BFloat16``, ``__nv_bfloat16``, ``__half``), and cuBLAS's nvjet kernels,
+#: whose ``nvjet_[sm90_]ABC`` letters give the input and the output types (bf16 matmuls launch ``nvjet_sm90_tst_*``:
+#: t bf16, h fp16, s fp32; a TF32 GEMM writes fp32, so the output letter tells it apart)
+_BF16_NAME = re.compile(r"bf16|bfloat16|nvjet_(?:sm\d+_)?t[a-z]t_")
+_HALF_NAME = re.compile(r"f16|fp16|half|nvjet_(?:sm\d+_)?h[a-z]h_")
 
 
 def peaks_for(device_name: str | None):
@@ -117,6 +132,47 @@ def peaks_for(device_name: str | None):
         if key in device_name:
             return p
     return None
+
+
+def kernel_dtype(name: str) -> str | None:
+    """'c10::BFloat16' / 'c10::Half' where a kernel's name says it computes in that type, else None. TF32 and
+    fp32 names give None: a float op's floor already takes the TF32 rate, the highest float can reach."""
+    n = name.lower() if isinstance(name, str) else ""
+    if _BF16_NAME.search(n):
+        return "c10::BFloat16"
+    if _HALF_NAME.search(n):
+        return "c10::Half"
+    return None
+
+
+def cast_dtype(op: str, args: dict) -> str | None:
+    """The bf16/fp16 type a conversion call turns a float tensor into (an autocast cast), else None:
+    ``aten::to`` / ``aten::_to_copy`` (self, dtype, ...) with a float input and that dtype, or ``aten::copy_``
+    (dst, src) from float into a bf16/fp16 tensor."""
+    types = args.get("Input type") or []
+    if not types or types[0] not in ("float", "c10::BFloat16", "c10::Half"):
+        return None
+    if op == "aten::copy_":
+        if len(types) > 1 and types[1] == "float" and types[0] in ("c10::BFloat16", "c10::Half"):
+            return types[0]
+        return None
+    if op in CONVERT_OPS and types[0] == "float":
+        c = _concrete(args, 1)
+        return SCALAR_TYPE_CODES.get(c.strip()) if isinstance(c, str) else None
+    return None
+
+
+def run_args(op: str, args: dict, run_dtype: str | None) -> dict:
+    """``args`` as the kernel saw them when it ran in ``run_dtype`` (bf16/fp16: autocast cast the float inputs
+    first, ``cast_dtype``, or the kernel's name says so, ``kernel_dtype``): the float inputs of an
+    ``AUTOCAST_OPS`` call recorded as ``run_dtype``, so its floor takes that type's peak and element size. Other
+    ops, or no ``run_dtype``: ``args`` unchanged."""
+    if not run_dtype or op not in AUTOCAST_OPS:
+        return args
+    types = args.get("Input type")
+    if not isinstance(types, list) or "float" not in types:
+        return args
+    return {**args, "Input type": [run_dtype if t == "float" else t for t in types]}
 
 
 def _numel(d) -> int:
@@ -291,17 +347,32 @@ def _index_cost(args: dict, ts, dtype: str) -> Cost | None:
     return Cost(0.0, float(2 * out * eb + ibytes), dtype)
 
 
-def op_cost(op: str, args: dict) -> tuple[float, float, str] | None:
+def op_cost(op: str, args: dict, run_dtype: str | None = None) -> tuple[float, float, str] | None:
     """(flops, bytes, dtype) that one call of ``op`` must at least do, from its recorded shapes; None when
     unknown (see ``op_cost_detail``)."""
-    c = op_cost_detail(op, args)
+    c = op_cost_detail(op, args, run_dtype)
     return None if c is None else (c.flops, c.nbytes, c.dtype)
 
 
-def op_cost_detail(op: str, args: dict) -> Cost | None:
+def op_cost_detail(op: str, args: dict, run_dtype: str | None = None) -> Cost | None:
     """What one call of ``op`` must at least do, from its recorded shapes; None when unknown. Each input is
     counted with its own element size; a count that could exceed the work really done (an output whose type
-    is not recorded, the rows a gather skips, keys a causal mask skips) is left out."""
+    is not recorded, the rows a gather skips, keys a causal mask skips) is left out. ``run_dtype``: the type
+    the call's kernels ran in where autocast cast its float inputs (``run_args``): its inputs are read as that
+    type (what the casts inside it wrote), the first one also under its recorded float signature, so that an
+    earlier op's float output still counts as in the L2 (the reuse may only be overstated: a lower bound)."""
+    ran = run_args(op, args, run_dtype)
+    c = _op_cost(op, ran)
+    if c is None or ran is args or not c.reads:
+        return c
+    (dims, t), nb = c.reads[0]
+    ts = _tensors(args)
+    if ts and ts[0][1] == "float" and t != "float":
+        c = c._replace(reads=c.reads + ((_sig(dims, "float"), nb),))
+    return c
+
+
+def _op_cost(op: str, args: dict) -> Cost | None:
     ts = _tensors(args)
     if not ts:
         return None
@@ -432,13 +503,14 @@ def memory_ns(nbytes: float, p, resident: bool = False) -> float:
 
 
 def floor_ns(op: str, args: dict, device_name: str | None, resident: bool = False,
-             l2_reused: float = 0.0) -> tuple[float | None, str | None]:
+             l2_reused: float = 0.0, run_dtype: str | None = None) -> tuple[float | None, str | None]:
     """(floor in ns, 'compute' | 'memory') or (None, None) when shapes or the GPU are unknown. Every byte
-    crosses HBM but ``l2_reused`` (inputs still in the L2); ``resident``: only the bytes beyond twice the L2."""
+    crosses HBM but ``l2_reused`` (inputs still in the L2); ``resident``: only the bytes beyond twice the L2;
+    ``run_dtype``: the type the kernel ran in under autocast (``run_args``)."""
     p = peaks_for(device_name)
     if p is None:
         return None, None
-    c = op_cost_detail(op, args)
+    c = op_cost_detail(op, args, run_dtype)
     if c is None:
         return None, None
     t_compute = compute_ns(c.flops, c.dtype, p)

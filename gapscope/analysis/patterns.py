@@ -16,14 +16,18 @@ live profiler object; this works on a file): each is the op calls that form it, 
   bf16 autocast, scaled by fp32 -> bf16, never below its bf16 floor (``bf16_after_ns``: the FLOPs at the bf16
   peak, the HBM bytes halved). The one that leaves less is recommended, ranks and is replayed. With TF32, bf16,
   scaled by TF32 -> bf16, never below the call's floor. A GPU without known peaks gets no estimate, so no
-  finding.
+  finding. A float call whose kernels ran in bf16/fp16 (autocast cast its inputs inside it: activity.run_dtypes)
+  is not one.
 - ``unaligned-matmul``: fp16/bf16 matmuls with an inner or output dimension not a multiple of 8 (16 bytes):
   tensor-core kernels need aligned rows, so cuBLAS falls back to slower kernels (5633 -> a cutlass sm75 kernel).
   Fix: pad the dimension; estimated as each call at the floor / time ratio the trace's aligned matmuls of the
   same type reach (their time-weighted mean), never slower than it ran.
 - ``copies``: large copies and dtype conversions (``copy_``, ``to``, ``contiguous``, ``clone`` moving at least
   ``large_copy_bytes``), with the dtype round trips among them (up to float32 and back); fix: keep one dtype and
-  layout; estimated as the copies removed.
+  layout; estimated as the copies removed. Evidence in the expert's words (``Pattern.evidence``): ``weight_casts``,
+  the casts of a matmul's fp32 weight to bf16/fp16 inside that matmul op (autocast over fp32 weights, again on
+  every forward; when they are most of the copied bytes the fix says to cast the model once), and
+  ``weight_transposes``, ``w.t().contiguous()`` in a user frame on every call of it (store it transposed once).
 
 - ``tiny-kernel-loop``: a Python loop over elements or experts launching many kernels shorter than their launch
   calls, with data-dependent syncs and a repeated op sequence (patterns_loop.py); its saving is its frame's
@@ -396,8 +400,10 @@ def bf16_after_ns(t_ns: float, frm_tflops: float, flops: float, hbm_bytes: float
 
 def _fp32(a, C: _Calls, claimed: set) -> Pattern | None:
     m, cf = a.model, a.call_floors
+    # a float call whose kernels ran in bf16/fp16 (autocast cast its inputs: activity.run_dtypes) is not one
+    ran = [cf.dtypes[int(cf.dtype[j])] if cf.has[j] and cf.dtypes else None for j in C.first.tolist()]
     rows = [i for i, (op, t) in enumerate(zip(C.op, C.types)) if i not in claimed and (op in MATMUL_OPS or op in CONV_OPS)
-            and t and t[0] == "float"]
+            and t and t[0] == "float" and not _is_half(ran[i] or "")]
     if not rows:
         return None
     after, bf16 = {}, {}
@@ -540,7 +546,170 @@ def _copies(a, C: _Calls, claimed: set) -> Pattern | None:
            "norms take dtype= or compute in float32 internally), use views instead of .contiguous() / .clone() where "
            "the next op accepts strided input, or let torch.compile fuse the conversions into their neighbours.")
     est = "the copies removed, kernels and host dispatch"
-    return _make(a, C, "copies", rows, {}, title, fix, est, remove_host=True)
+    casts = _weight_casts(a, C, rows)
+    moves = _weight_transposes(a, C, rows)
+    first = []
+    total = sum(_row_bytes(C, i) for i in rows)
+    if casts is not None and 2 * casts["bytes"] > total:  # most of the copied bytes: autocast's weight casts
+        to = "torch.float16" if casts.pop("dtype") == "c10::Half" else "torch.bfloat16"
+        short = "fp16" if to == "torch.float16" else "bf16"
+        casts["most"], casts["to"] = True, short  # the plan words its action from these (analysis/plan.py)
+        first.append(f"Cast the model to {short} once (model.to({to})) instead of letting autocast cast the fp32 "
+                     f"weights on every forward ({casts['calls']} weight casts inside "
+                     f"{', '.join(casts['ops'])}).")
+    elif casts is not None:
+        casts.pop("dtype")
+        casts["most"] = False
+    if moves is not None:
+        where = ", ".join(moves["frames"][:3])
+        first.append(f"In {where} the weight is transposed and copied on every call: store it transposed once "
+                     "(a parameter or buffer made at load time) instead of .t().contiguous() in the forward.")
+    if first:
+        fix = " ".join(first) + " " + fix
+    p = _make(a, C, "copies", rows, {}, title, fix, est, remove_host=True)
+    if casts is not None:
+        p.evidence["weight_casts"] = casts
+    if moves is not None:
+        p.evidence["weight_transposes"] = moves
+    return p
+
+
+def _row_bytes(C: _Calls, i: int) -> int:
+    """The bytes a copy call of the table moves, as ``_copies`` counts them: its first tensor (the destination)."""
+    from .floors import ELEM_BYTES
+
+    d, t = C.dims[i], C.types[i]
+    return int(np.prod(d[0])) * ELEM_BYTES.get(t[0] if t else "", 0) if d and d[0] else 0
+
+
+def _enclosing(m, e: int, names: set, depth: int = 6) -> int:
+    """The innermost op named in ``names`` enclosing event ``e`` (``depth`` levels up at most), or -1."""
+    cur = int(m.parent[e])
+    for _ in range(depth):
+        if cur < 0:
+            return -1
+        if m.names[m.name_id[cur]] in names:
+            return cur
+        cur = int(m.parent[cur])
+    return -1
+
+
+def _weight_operand(op: str, dims: list) -> list | None:
+    """The weight of a matmul call's recorded inputs: linear(input, weight, bias), addmm(self, mat1, mat2), the
+    second matrix of the others."""
+    if op == "aten::linear":
+        return dims[1] if len(dims) > 1 and isinstance(dims[1], list) else None
+    mats = [x for x in dims if isinstance(x, list) and len(x) >= 2]
+    if op in ("aten::addmm", "aten::baddbmm", "aten::addbmm") and len(mats) >= 3:
+        return mats[2]
+    return mats[1] if len(mats) >= 2 else None
+
+
+def _weight_casts(a, C: _Calls, rows: list[int]) -> dict | None:
+    """Of the copy calls ``rows``: the casts of a matmul's weight from float to bf16/fp16 inside that matmul op
+    (``torch.autocast`` over fp32 weights: aten::linear > aten::to > aten::_to_copy > aten::copy_, the weight
+    cast again on every forward). {calls, bytes, ops (the matmul ops), dtype (the type most bytes go to)}, or
+    None when there are none."""
+    from .floors import cast_dtype
+
+    m = a.model
+    n, nb, ops, by_type = 0, 0, [], {}
+    weights: dict[int, list | None] = {}
+    for i in rows:
+        op, d, t = C.op[i], C.dims[i], C.types[i]
+        e = int(C.call[i])
+        if op == "aten::copy_":
+            to = t[0] if len(t) > 1 and t[1] == "float" and _is_half(t[0]) else None
+            src = d[1] if len(d) > 1 else None
+        elif op in ("aten::to", "aten::_to_copy"):
+            to, src = cast_dtype(op, m.event_args(e)), d[0]
+        else:
+            continue
+        if not to or not src:
+            continue
+        mm = _enclosing(m, e, MATMUL_OPS)
+        if mm < 0:
+            continue
+        if mm not in weights:
+            weights[mm] = _weight_operand(m.names[m.name_id[mm]], m.event_args(mm).get("Input Dims") or [])
+        if weights[mm] != src:  # an activation cast, not the weight's
+            continue
+        b = _row_bytes(C, i)
+        n += 1
+        nb += b
+        by_type[to] = by_type.get(to, 0) + b
+        name = m.names[m.name_id[mm]]
+        if name not in ops:
+            ops.append(name)
+    if not n:
+        return None
+    return {"calls": n, "bytes": int(nb), "ops": ops, "dtype": max(by_type, key=by_type.get)}
+
+
+def _transposed(dims, strides) -> bool:
+    """A 2-D tensor laid out column-major: the view ``w.t()`` of a contiguous [k, n] weight ([n, k], strides
+    [1, n])."""
+    return (isinstance(dims, list) and isinstance(strides, list) and len(dims) == 2 and len(strides) == 2
+            and all(isinstance(v, int) for v in dims + strides) and dims[0] > 1 and dims[1] > 1
+            and strides[0] == 1 and strides[1] >= dims[0])
+
+
+def _weight_transposes(a, C: _Calls, rows: list[int]) -> dict | None:
+    """Of the copy calls ``rows``: ``.t().contiguous()`` (or ``.clone()``) of a 2-D tensor with transposed strides,
+    inside a user Python frame, on every call of that frame (as many such copies as the frame has calls in the
+    window): a weight transposed and copied on every call. {calls, bytes, ops, frames}, or None."""
+    m = a.model
+    stacks = getattr(a, "stacks", None)
+    if stacks is None:
+        return None
+    wrap = {"aten::contiguous", "aten::clone"}
+    hits = []  # (row, enclosing op, user frame)
+    for i in rows:
+        op, d = C.op[i], C.dims[i]
+        e = int(C.call[i])
+        if op == "aten::copy_":
+            src = 1
+            outer = _enclosing(m, e, wrap)
+        elif op in wrap:
+            src, outer = 0, e
+        else:
+            continue
+        if outer < 0 or len(d) <= src:
+            continue
+        # contiguous > clone: the one the user called
+        while m.parent[outer] >= 0 and m.names[m.name_id[m.parent[outer]]] in wrap:
+            outer = int(m.parent[outer])
+        strides = m.event_args(e).get("Input Strides") or []
+        if len(strides) <= src or not _transposed(d[src], strides[src]):
+            continue
+        fr = int(stacks.user_frame(np.array([m.track[e]]), np.array([m.ts_ns[e]]))[0])
+        if fr < 0:
+            continue
+        hits.append((i, outer, fr))
+    if not hits:
+        return None
+    # every call: each frame (by name) holds as many of these copies as it has calls in the window
+    per: dict[int, int] = {}
+    for _, _, fr in hits:
+        nid = int(m.name_id[fr])
+        per[nid] = per.get(nid, 0) + 1
+    keep = []
+    for nid, cnt in per.items():
+        ev = np.flatnonzero(m.name_id == nid)
+        if getattr(a.window, "clipped", False) and ev.size:
+            ev = ev[a.window.cpu_in(m, ev)]
+        if cnt >= ev.size:
+            keep.append(nid)
+    hits = [h for h in hits if int(m.name_id[h[2]]) in keep]
+    if not hits:
+        return None
+    ops, frames = [], []
+    for _, outer, fr in hits:
+        for lst, x in ((ops, m.names[m.name_id[outer]]), (frames, m.names[m.name_id[fr]])):
+            if x not in lst:
+                lst.append(x)
+    nb = int(sum(_row_bytes(C, i) for i, _, _ in hits))
+    return {"calls": len(hits), "bytes": nb, "ops": ops, "frames": frames}
 
 
 def _optimizer(a, claimed_kernels: np.ndarray) -> Pattern | None:

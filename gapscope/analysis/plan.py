@@ -193,9 +193,15 @@ def _pattern_change(fr, f):
     if kind == "unaligned-matmul":
         return _t("Pad the matmul dimensions to a multiple of 8 so cuBLAS picks tensor-core kernels")
     if kind == "copies":
-        if ev.get("weight_casts"):
-            return _t("Cast the model to bf16 once (", ("model.to(torch.bfloat16)",), "): autocast casts the fp32 "
-                      "weights to bf16 on every forward")
+        wc = ev.get("weight_casts") or {}
+        if wc.get("most"):  # most of the bytes copied are autocast's casts of fp32 weights (patterns.py)
+            to = wc.get("to") or "bf16"
+            dt = "torch.float16" if to == "fp16" else "torch.bfloat16"
+            return _t(f"Cast the model to {to} once (", (f"model.to({dt})",), f"): autocast casts the fp32 weights to "
+                      f"{to} on every forward")
+        if ev.get("weight_transposes"):
+            return _t("Store the weight transposed once: it is transposed and copied (", (".t().contiguous()",),
+                      ") on every call")
         return _t("Keep one dtype and layout: the step converts or copies large tensors on every call")
     if kind == "optimizer":
         return _t("Use the multi-tensor optimizer (", ("foreach=True",), " or ", ("fused=True",), ")")
