@@ -317,7 +317,7 @@ def test_detail_of_kernel_under_cursor(tmp_path):
     assert "grid" in txt
 
 
-def test_real_trace_opens_on_the_top_fix_gap(shared_traces):
+def test_real_trace_opens_on_the_top_actions_gap(shared_traces):
     p = shared_traces / "h200" / "stack_memory_compile_graph.pt.trace.json.gz"
 
     async def go():
@@ -325,9 +325,8 @@ def test_real_trace_opens_on_the_top_fix_gap(shared_traces):
             sc = app.scene
             a = sc.analysis
             g = a.gaps
-            # the largest listed gap of the report's first finding with a saving, else the largest listed gap
-            pj = a.projection
-            top = next((f for f in pj.ranked(a.findings) if (pj.best_ns(f.id) or 0) > 0), None)
+            # the largest listed gap of the plan's first action (the report's action 1), else the largest listed gap
+            top = a.plan.top
             listed = np.asarray(sc.gaps.row[sc.gaps.all_listed])
             pool = np.intersect1d(np.asarray(top.gap_rows if top is not None else [], np.int64), listed)
             pool = pool if pool.size else listed

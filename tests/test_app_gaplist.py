@@ -71,7 +71,7 @@ def test_gap_list_cursor_keys_scroll_and_select(size, ascii):
             sc = app.scene
             gl = app.query_one("#gaplist", GapList)
             assert sc.gaps.order.size > 60
-            # it opens on the top fix's gap (Scene.opening_position), the list's cursor on it
+            # it opens on the top action's gap (Scene.opening_position), the list's cursor on it
             p0 = sc.gaps.selected
             assert p0 == sc.opening_position() and gl.cursor_row == p0 and p0 + 2 * gl.size.height < sc.gaps.order.size
             # n / N from the lanes move the list's cursor with the selection
@@ -289,7 +289,7 @@ def test_gap_list_pages_instead_of_creeping():
             shown = gl.size.height - 1  # under the header
             lead = shown // 4
             assert shown >= 6 and sc.gaps.order.size > 3 * shown
-            # from the largest gap (the explorer opens on the top fix's gap, wherever it is in the list)
+            # from the largest gap (the explorer opens on the top action's gap, wherever it is in the list)
             app.screen.goto_gap(0)
             await pilot.pause()
             assert gl.cursor_row == 0 and round(gl.scroll_y) == 0

@@ -57,7 +57,7 @@ def test_largest_gap_time_and_counts_agree_with_the_report():
         async with opened(SYNC, size=(160, 48)) as (app, pilot):
             a = app.scene.analysis
             listed = int(a.listed_rows().size)
-            app.main.goto_gap(0)  # it opens on the top fix's gap (test_app_topfix): here the largest
+            app.main.goto_gap(0)  # it opens on the top action's gap (test_app_topfix): here the largest
             await pilot.pause()
             first = screen_text(app)
             await pilot.press("o")  # the trace's own time
@@ -322,7 +322,7 @@ def test_80x24_folds_lanes_with_nothing_in_view_and_gives_the_rows_to_the_gap_li
     async def go():
         async with opened(SYNC, size=(80, 24)) as (app, pilot):
             sc = app.scene
-            # the explorer opens on the top fix's gap (a sync, whose DtoH copy is in view): go to the largest gap of
+            # the explorer opens on the top action's gap (a sync, whose DtoH copy is in view): go to the largest gap of
             # `attn`'s host work instead (48.6 µs at +2.62 ms), which no copy is near
             a = sc.analysis
             f = next(f for f in a.findings if "demo.py(165): attn" in f.title)
@@ -382,7 +382,7 @@ def test_lane_cursor_stays_on_its_lane_when_lanes_fold():
 
 
 # ------------------------------------------------------------------ friction 3: Enter on a finding
-def test_enter_on_a_finding_lists_its_gaps_n_walks_them_escape_clears():
+def test_enter_on_an_action_lists_its_gaps_n_walks_them_escape_clears():
     _need(SYNC)
 
     async def go():
@@ -393,20 +393,16 @@ def test_enter_on_a_finding_lists_its_gaps_n_walks_them_escape_clears():
             lim = a.config.min_listed_gap_ns
             await pilot.press("3")
             await pilot.pause()
-            # the third finding (any with several gaps will do)
+            # an action with several listed gaps (its row is its number: the plan's order)
             ft = app.query_one("#findings")
-            i = next(k for k, f in enumerate(a.findings)
-                     if sum(int(a.gaps.dur_ns[r]) >= lim for r in f.gap_rows) >= 3)
-            from gapscope.tui.tables import findings_of
-
-            ft.move_cursor(row=next(n for n, (_, j, _f) in enumerate(findings_of(sc)) if j == i))
+            x = next(x for x in a.plan.actions if sum(int(a.gaps.dur_ns[r]) >= lim for r in x.gap_rows) >= 3)
+            ft.move_cursor(row=x.rank - 1)
             await pilot.pause()
             await pilot.press("enter")
             await pilot.pause()
-            f = a.findings[i]
-            mine = sorted((int(a.gaps.dur_ns[r]) for r in f.gap_rows if int(a.gaps.dur_ns[r]) >= lim), reverse=True)
+            mine = sorted((int(a.gaps.dur_ns[r]) for r in x.gap_rows if int(a.gaps.dur_ns[r]) >= lim), reverse=True)
             got = [int(sc.gaps.dur[g]) for g in sc.gaps.order]
-            rows_ok = set(sc.gaps.row[sc.gaps.order].tolist()) <= set(np.asarray(f.gap_rows).tolist())
+            rows_ok = set(sc.gaps.row[sc.gaps.order].tolist()) <= set(x.gap_rows)
             walked = []
             for _ in range(2):
                 await pilot.press("n")
@@ -415,27 +411,27 @@ def test_enter_on_a_finding_lists_its_gaps_n_walks_them_escape_clears():
             status = screen_text(app)
             await pilot.press("escape")
             await pilot.pause()
-            return mine, got, rows_ok, walked, status, int(sc.gaps.order.size), listed, set(f.gap_rows)
+            return mine, got, rows_ok, walked, status, int(sc.gaps.order.size), listed, set(x.gap_rows), x.rank
 
-    mine, got, rows_ok, walked, status, after, listed, frows = run(go())
+    mine, got, rows_ok, walked, status, after, listed, frows, k = run(go())
     assert got == mine and rows_ok
     assert all(r in frows for r in walked) and walked[0] != walked[1]
-    assert f"({len(mine)})" not in status and f": {len(mine)} (n/N walk them, Esc: all gaps)" in status
+    assert f"gaps of action {k}: {len(mine)} (n/N walk them, Esc: all gaps)" in status
     assert after == listed
 
 
-def test_findings_view_ranks_like_the_report_with_the_saving_and_the_place_first():
-    """The findings view (3) lists the findings in the report's order (by the projected saving of the fix),
-    with that saving per step, and each title led by the frame it names (an 80-column table cuts the end)."""
+def test_findings_view_is_the_plan_numbered_as_the_report():
+    """The findings view (3) is the plan: one row per action in the JSON report's order and numbers (the minor ones
+    last), with its severity, what it buys alone and the change, and where it goes on a wide terminal; then the
+    findings no action fixes, unnumbered, with their severity in the plan, each title led by the frame it names."""
     _need(SYNC)
     from gapscope.analysis import analyze
-    from gapscope.report.markdown import render_markdown
+    from gapscope.report.jsonout import build_json
     from gapscope.trace import load
 
-    md = render_markdown([analyze(load(SYNC))])
-    # the report's numbered findings: "1. **\[high\] TITLE**"
-    titles = [re.sub(r"\\(.)", r"\1", m) for m in re.findall(r"^\d+\. \*\*\\\[\w+\\\] (.*)\*\*", md, re.M)]
-    assert len(titles) >= 5
+    doc = build_json([analyze(load(SYNC))])
+    acts = doc["actions"]
+    assert len(acts) >= 5 and [x["rank"] for x in acts] == list(range(1, len(acts) + 1))
 
     async def go():
         async with opened(SYNC, size=(200, 40)) as (app, pilot):
@@ -447,18 +443,49 @@ def test_findings_view_ranks_like_the_report_with_the_saving_and_the_place_first
             return cols, rows, app.scene.analysis
 
     cols, rows, a = run(go())
-    assert cols == ["#", "severity", "idle", "saves/step", "finding"]
-    shown = [r[4] for r in rows]
-    for t, cell in zip(titles, shown):
-        assert cell.endswith(t), (cell, t)
-        f = next(f for f in a.findings if f.title == t)
-        fr = f.evidence.get("frame")
+    assert cols == ["#", "severity", "saving", "change", "where"]
+    for x, r in zip(acts, rows):
+        w = x["where"]
+        assert r[:3] == [str(x["rank"]), x["severity"], f"−{a.plan.action(x['rank']).saving_pct:.1f}%"], (r, x)
+        assert abs(float(r[2][1:-1]) - x["saving_pct"]) <= 0.051
+        assert r[3] == x["change"] and r[4] == (f"{w['file']}:{w['line']}" if w and w["file"] else ""), (r, x)
+    minor = [x["rank"] for x in acts if x["minor"]]
+    assert minor and minor == list(range(len(acts) - len(minor) + 1, len(acts) + 1))  # the minor ones last
+    rest = rows[len(acts):]
+    unplanned = [f for f in doc["findings"] if f["rank"] is None]
+    assert [f["id"] for f in unplanned] == list(doc["plan"]["unplanned"]) and len(rest) == len(unplanned)
+    for f, r in zip(unplanned, rest):
+        assert r[0] == "–" and r[1] == f["severity"] and r[2] == "–" and r[3].endswith(f["title"]), (r, f)
+        fr = (f.get("evidence") or {}).get("frame")
         if fr:  # the place first: "demo.py(51): _inject_sync_check · 32 syncs from ..."
-            assert cell.startswith(fr.rsplit("/", 1)[-1] + " · "), cell
-        # what ranks it (its own fix, the fused call of the frame it carries, or the fix it unlocks with it)
-        sv = a.projection.rank_ns(a.findings).get(f.id)
-        saves = rows[shown.index(cell)][3]
-        assert saves == ("–" if sv is None else "0 ns" if sv == 0 else "−" + fmt_dur(sv)), (saves, sv)
+            assert r[3].startswith(fr.rsplit("/", 1)[-1] + " · "), r
+
+
+def test_an_actions_info_says_what_it_needs_contains_and_buys():
+    """The info box of an action: its change, what it buys alone, what it needs first (action 1: the syncs, also
+    action 4), what it sits inside (action 2: inside the CUDA graph), what needs it (action 4), how the figure was
+    measured, its findings by id, and where Enter goes."""
+    _need(SYNC)
+    from gapscope.analysis.plan import plain
+    from tests.helpers.app import finding_info
+
+    infos = {k: finding_info(SYNC, lambda sc, k=k: k - 1) for k in (1, 2, 4)}
+    from gapscope.analysis import analyze
+    from gapscope.trace import load
+
+    plan = analyze(load(SYNC)).plan
+    for k, txt in infos.items():
+        x = plan.action(k)
+        one = " ".join(txt.split())
+        assert one.startswith(f"{k}. {plain(x.change)}"), one[:200]
+        assert f"−{x.saving_pct:.1f}% alone, −{fmt_dur(x.saving_ns)} per step of {fmt_dur(plan.baseline_ns)}, " \
+               "un-profiled" in one
+        assert f"{x.findings[0]}: " in one and "measured: " in one
+        assert f"Enter: its {len(x.gap_rows)} gap{'s' if len(x.gap_rows) != 1 else ''} in the gap list" in one
+    n = plan.action(1).needs[0]
+    assert f"first: {plain(n.change)} (−{n.saving_pct:.1f}% alone, action 4)" in " ".join(infos[1].split())
+    assert "inside action 1 once the step is a CUDA graph" in " ".join(infos[2].split())
+    assert "needed first by action 1" in infos[4]
 
 
 # --------------------------------------------------- friction 5: keys that do nothing say so
@@ -662,17 +689,19 @@ def test_help_key_table_is_made_from_the_bindings():
 
 @pytest.mark.parametrize("first", [True, False], ids=["before-analysis", "after-analysis"])
 def test_projection_in_the_header_and_the_gap_detail(monkeypatch, first):
-    """The projection reaches the header (wide) and the gap detail names the gap's finding and its saving,
-    whether the loader computed it before showing the analysis (small traces) or after (ProjectionReady)."""
+    """The projection and the plan reach the header (wide) and the gap detail names the action that fixes the gap
+    (the plan's number, ``Plan.rank_of``) and what it buys, whether the loader made them before showing the analysis
+    (small traces) or after (ProjectionReady)."""
     _need(SYNC)
+    from gapscope.analysis.plan import plain
     from gapscope.tui import loading
 
     monkeypatch.setattr(loading, "PROJECT_FIRST_EVENTS", 10**9 if first else 0)
 
     async def go():
         async with opened(SYNC, size=(180, 48)) as (app, pilot):
-            for _ in range(50):  # the projection may come after the analysis
-                if app.scene.analysis.projected:
+            for _ in range(50):  # the plan may come after the analysis
+                if app.scene.analysis.plan_if_ready is not None:
                     break
                 await pilot.pause(0.1)
             await pilot.pause()
@@ -680,12 +709,14 @@ def test_projection_in_the_header_and_the_gap_detail(monkeypatch, first):
 
     txt, sc = run(go())
     a = sc.analysis
-    pj = a.projection
+    pj, plan = a.projection, a.plan
     assert "projection: " + pj.headline() in txt
-    # the selected gap (the largest) belongs to the report's finding n; its saving as the report prints it
+    assert f"\n1. −{plan.top.saving_pct:.1f}% un-profiled: {plain(plan.top.change)}\n" in txt
+    # the selected gap (the largest) belongs to a finding of the report's action k; its saving as the report prints it
     row = sc.gaps.selected_row
-    n, f = next((n, f) for n, f in enumerate(pj.ranked(a.findings), 1) if row in f.gap_rows)
-    assert f"finding {n}: fix → −{fmt_dur(pj.saving_ns[f.id])} per step (−{pj.saving_pct(f.id):.1f}%)" in txt
+    k = min(plan.rank_of[f.id] for f in a.findings if row in f.gap_rows and f.id in plan.rank_of)
+    x = plan.action(k)
+    assert f"action {k}: −{x.saving_pct:.1f}% {plain(x.change)}" in _panel(txt)
 
 
 def test_a_gap_of_hundreds_of_ms_reads_whole_at_80_columns(tmp_path):
@@ -713,9 +744,10 @@ def test_a_gap_of_hundreds_of_ms_reads_whole_at_80_columns(tmp_path):
 
 def test_findings_view_reads_whole_after_a_resize():
     """Resized while the findings view (3) was shown, the table kept the headers' widths: "idle" cut 22.06 ms to
-    "22.0" and 48.6 µs to "48.6", and the finding to "launch…" at 200 columns. The durations and the saving read
-    whole at both sizes, and the finding fills the width."""
+    "22.0" and 48.6 µs to "48.6", and the finding to "launch…" at 200 columns. The saving reads whole at both
+    sizes, the change fills the width (cut with an ellipsis at 80 columns), and where it goes shows when wide."""
     _need(SYNC)
+    from gapscope.analysis.plan import plain
 
     async def go():
         async with opened(SYNC, size=(80, 24)) as (app, pilot):
@@ -728,22 +760,22 @@ def test_findings_view_reads_whole_after_a_resize():
             return small, screen_text(app), app.scene
 
     small, wide, sc = run(go())
-    from gapscope.tui.tables import findings_of
-
-    a = sc.analysis
-    f0 = findings_of(sc)[0][2]
+    plan = sc.analysis.plan
     for txt in (small, wide):
-        row = next(ln for ln in txt.splitlines() if ln.startswith(" 1 "))
-        assert fmt_dur(int(f0.idle_ns)) in row, row
-        s = a.projection.rank_ns(a.findings).get(f0.id)  # what ranks it: with the graph fix it unlocks, 2.87 ms
-        assert s is None or f"−{fmt_dur(s)}" in row, row
-    wide_row = next(ln for ln in wide.splitlines() if ln.startswith(" 1 "))
-    assert f0.title in wide_row  # 200 columns hold the whole title
+        for x in plan.actions[:2]:
+            row = next(ln for ln in txt.splitlines() if ln.startswith(f" {x.rank} "))
+            assert f" {x.severity} " in row and f"−{x.saving_pct:.1f}%" in row, row
+    row = next(ln for ln in small.splitlines() if ln.startswith(" 1 "))
+    assert row.rstrip().endswith("…") and len(row.rstrip()) <= 80, row
+    x = plan.action(2)
+    row = next(ln for ln in wide.splitlines() if ln.startswith(" 2 "))
+    assert plain(x.change) in row and f"{x.where.file}:{x.where.line}" in row, row  # 200 columns hold it whole
 
 
 def test_a_resize_keeps_the_highlighted_finding():
-    """The findings view refilled on a resize went back to its first row (and the info box to finding 1)."""
+    """The findings view refilled on a resize went back to its first row (and the info box to action 1)."""
     _need(SYNC)
+    from gapscope.analysis.plan import plain
 
     async def go():
         async with opened(SYNC, size=(80, 24)) as (app, pilot):
@@ -759,9 +791,7 @@ def test_a_resize_keeps_the_highlighted_finding():
             return app.screen.query_one("#findings", DataTable).cursor_row, screen_text(app), app.scene
 
     row, txt, sc = run(go())
-    from gapscope.tui.tables import findings_of
-
     assert row == 1
-    f1 = findings_of(sc)[1][2]
+    x = sc.analysis.plan.actions[1]
     info = txt[txt.index("▔"):] if "▔" in txt else txt
-    assert f1.title[:40] in info.replace("\n", " ")
+    assert f"{x.rank}. {plain(x.change)}"[:60] in info.replace("\n", " ")

@@ -62,3 +62,16 @@ def test_after_next_gap_and_zoom(snap_compare, sample):
 def test_two_ranks_grouped(snap_compare, sample):
     app = GapscopeApp([str(p) for p in RANKS], load_opts={"no_cache": True})
     assert snap_compare(app, terminal_size=(120, 40), run_before=_ready)
+
+
+def test_findings_view_is_the_plan(snap_compare, sample):
+    """View 3 at 80x24: the plan's actions in the report's numbers, the findings no action fixes after them, and
+    the first action's detail below."""
+    app = GapscopeApp([str(sample)], load_opts={"no_cache": True})
+
+    async def steps(pilot):
+        await _ready(pilot)
+        await pilot.press("3")
+        await _ready(pilot)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=steps)

@@ -82,9 +82,11 @@ def test_real_command_in_tmux(shared_traces, tmp_path, lang):
     cmd = f"{env} {sys.executable} -m gapscope {trace} --no-cache; echo EXIT=$?; sleep 30"
     _tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", cmd)
     try:
-        # a trace opens on the top fix's gap (the header names the fix); N walks back to the largest
+        # a trace opens on the gap of the plan's first action (the header names it, its saving first); N walks back
+        # to the largest
         k = int(_wait_for_re(session, r"gap (\d+)/\d+").group(1))
-        screen = _wait_for(session, "top fix")
+        _wait_for_re(session, r"(?m)^1\. [−-]\d+\.\d% (un-profiled|profiled time): \w")
+        screen = _wait_for(session, "gap ")
         for j in range(k - 1, 0, -1):
             _tmux("send-keys", "-t", session, "N")
             screen = _wait_for(session, f"gap {j}/")

@@ -284,9 +284,10 @@ def test_explorer_finding_info_shows_the_saving(tmp_path):
     from tests.helpers.app import finding_info
 
     p = _pipelined_with_sync().write(tmp_path / "sync.json")
-    txt = finding_info(p, lambda sc: next(k for k, f in enumerate(sc.analysis.findings) if f.cause == "sync"),
-                       size=(140, 40))
-    assert "fix → −108.0 µs per step" in txt and "profiled time" in txt, txt
+    # view 3 is the plan: the row of the action that fixes the sync finding
+    txt = finding_info(p, lambda sc: next(x.rank - 1 for x in sc.analysis.plan.actions
+                                          if any(f.startswith("sync-") for f in x.findings)), size=(140, 40))
+    assert "−108.0 µs per step" in txt and "profiled time" in txt, txt
 
 
 def test_two_rank_sample_says_how_collectives_are_treated():
@@ -557,7 +558,6 @@ def test_frame_whatifs_in_json_markdown_and_the_explorer(tmp_path):
 
     import jsonschema
 
-    from gapscope.tui.tables import findings_of
     from gapscope.report.jsonout import build_json
     from gapscope.report.markdown import render_markdown
     from tests.helpers import SCHEMA_PATH
@@ -582,20 +582,20 @@ def test_frame_whatifs_in_json_markdown_and_the_explorer(tmp_path):
     assert "| `user.py(40): experts` | 1 | 150.0 µs | 40.0 µs | −146.0 µs (−35.0%) | sync-1 |" in md
     assert "its function fused → −146.0 µs per step (−35.0%) with `user.py(40): experts` as one fused" in md
     p = _experts_step().write(tmp_path / "experts.json")
-    txt = finding_info(p, lambda sc: next(n for n, e in enumerate(findings_of(sc)) if e[2].cause == "sync"))
-    assert "replace the function → −146.0 µs per step (−35.0%) with user.py(40): experts" in txt, txt
-    assert "functions as one fused GPU call" in txt and "−185.0 µs (−44.4%)  host 200.0 µs  user.py(10): prep" \
-        in txt, txt
+    # the explorer's view 3 is the plan: the sync finding's action is its frame fused whole, at the same figure
+    txt = finding_info(p, lambda sc: next(x.rank - 1 for x in sc.analysis.plan.actions if "sync-1" in x.findings))
+    assert "Fuse user.py(40): experts into one GPU call" in txt and "−35.0% alone, −146.0 µs per step" in txt, txt
+    assert "sync-1: 1 gap after a sync from `user.py(40): experts`" in txt, txt
 
 
-def test_the_explorer_top_fix_is_the_figure_the_finding_ranks_by():
-    """The round trip's finding ranks by its frame's fused what-if (268.2 µs: the whole of `pick`, its copies kept)
-    over its own fix (264.0 µs): the explorer's top-fix line says that figure and the frame, as the report's order."""
-    from gapscope.tui.panels import top_fix
-
+def test_the_plans_top_action_is_the_figure_the_finding_ranks_by():
+    """The round trip's finding is fixed by its frame fused whole (268.2 µs: the whole of `pick`, its copies kept)
+    over its own fix (264.0 µs): the plan's first action carries that figure and names the frame, which the
+    explorer's header shows as the report does."""
     a = analyze(model_of(_round_trip_step()))
-    a.projection  # noqa: B018 - the loader computes it before the line is shown
-    assert top_fix(a) == ("−268.2 µs per step (−45.5%), profiled time", "user.py(60): pick as one fused GPU call")
+    top = a.plan.actions[0]
+    assert round(top.saving_ns / 1e3, 1) == 268.2 and round(top.saving_pct, 1) == 45.5 and not a.plan.calibrated
+    assert top.where is not None and top.where.frame == "user.py(60): pick"
 
 
 def _loop_with_event_wait(wait_us: float, n: int = 6, at: int = 3):

@@ -140,11 +140,12 @@ def test_sample_trace_in_tmux(tmp_path, env):
     _tmux("new-session", "-d", "-s", session, "-x", "80", "-y", "24", cmd)
     try:
         _tmux("set-option", "-t", session, "mouse", "off", check=False)
-        # the trace opens on the top fix's gap (gap k of n); n goes to the next one down the list. Waiting for the
+        # the trace opens on the top action's gap (gap k of n); n goes to the next one down the list. Waiting for the
         # gap panel's title, not for "cause:", which the header ("biggest cause:") can show a frame earlier
         screen = _wait_for(session, r"gap \d+/\d+", regex=True)
         k = int(re.search(r"gap (\d+)/\d+", screen).group(1))
-        assert "demo-eager-sync" in screen and "GPU idle" in screen and "top fix" in screen
+        # the header's first action: its number, its saving, verb first
+        assert "demo-eager-sync" in screen and "GPU idle" in screen and re.search(r"^1\. [−-]77\.9%", screen, re.M)
         if env["LANG"] == "C":  # not UTF-8: plain ASCII everywhere
             assert screen.isascii(), screen
         _tmux("send-keys", "-t", session, "n")

@@ -428,7 +428,7 @@ def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, monkeypatch, 
     ref = Scene(str(p), plain)
     a = analyze(plain)
     if not gaps_first:
-        a.projection  # noqa: B018 - a small trace's projection comes before its analysis is shown
+        a.plan  # noqa: B018 - a small trace's projection and plan come before its analysis is shown
     ref.set_analysis(a, sc.part.min_listed_ns)
     for col in ("part", "row", "start", "end", "dur", "cause", "device", "order", "all_listed"):
         assert getattr(sc.gaps, col).tolist() == getattr(ref.gaps, col).tolist(), col

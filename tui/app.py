@@ -179,7 +179,7 @@ class GapscopeApp(progressive.MarksUse, App):
 
     def replace_preview(self, scene: Scene) -> None:
         """The full scene takes the preview's place. Where the person moved on the preview, the view and the lane
-        cursor stay; else it opens as any trace does (the whole window, then the top fix's gap once analysed).
+        cursor stay; else it opens as any trace does (the whole window, then the top action's gap once analysed).
         The provisional gap list comes with it, on the full model (``Loader.carry``), until the full gaps come."""
         old = self.scenes[0]
         if progressive.moved(old):

@@ -1,6 +1,6 @@
 """The explorer's keys on the gaps pane (the gap list, tui/gaplist.py, and the stack panel beside it): the
 next and previous gap (n, N), the selected gap in focus (f), the cause filter (c, C), and which gap a tab
-opens on (``opening_gap``).
+opens on (``opening_gap``; ``opening_kernels``: the kernels view instead, for a plan led by a kernel change).
 
 ``GapKeys`` is a part of the explorer's screen (``MainScreen``, tui/main.py): each action changes the
 scene and calls the screen's ``update``; the gap list and the stack panel are redrawn from the new state. Its
@@ -13,6 +13,7 @@ from textual.binding import Binding
 
 from .keys import Key
 from .navigate import focus_context, focus_gap
+from .plantext import action_kernel_names, top_action
 from .scene import Scene
 
 
@@ -93,5 +94,16 @@ class GapKeys:
 
 def opening_gap(sc: Scene) -> int:
     """The position in the gap list a tab opens on (the first time it is shown, and when its analysis lands):
-    the one selected: the largest gap of the top fix (``Scene.opening_position``), else the largest gap."""
+    the one selected: the largest gap of the plan's top action (``Scene.opening_position``), else the largest gap."""
     return sc.gaps.selected
+
+
+def opening_kernels(sc: Scene, view: str) -> list[str] | None:
+    """The kernels a tab opens the kernels view on, once: those of its plan's top action when that is a kernel
+    change (a GPU-bound trace: fp32 matmuls, eager attention; no gap of its own to open on) and the lanes are the
+    view shown (``view``); else None."""
+    x = top_action(sc.analysis)
+    if x is None or x.kind != "kernels" or sc.kernels_opened or view != "lanes":
+        return None
+    sc.kernels_opened = True
+    return action_kernel_names(sc.analysis, x)

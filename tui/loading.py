@@ -121,7 +121,7 @@ class AnalysisReady(Message):
 
 
 class ProjectionReady(Message):
-    """The projected savings of one part's findings, computed after its analysis was shown."""
+    """The projected savings of one part's findings and its plan of actions, made after its analysis was shown."""
 
     def __init__(self, scene: Scene, part: int) -> None:
         super().__init__()
@@ -410,9 +410,10 @@ class Loader:
     def analyse_part(self, sc: Scene, pi: int = 0) -> None:
         """One trace's analysis (tui.analysis.analyze); the lanes stay usable when it fails."""
         model = sc.parts[pi].model
-        # the projected savings (analysis/replay/__init__.py: 43 ms to 4 s): before the analysis is shown for a
-        # trace small enough, so the header and the findings view come up whole; after it (ProjectionReady) else,
-        # and there the gaps are listed as soon as they are classified, before the findings (1 GB: ~2.5 of ~8 s)
+        # the projected savings and the plan (analysis/replay/__init__.py, analysis/plan.py: 43 ms to 4 s): before
+        # the analysis is shown for a trace small enough, so the header and the plan come up whole; after it
+        # (ProjectionReady) else, and there the gaps are listed as soon as they are classified, before the findings
+        # (1 GB: ~2.5 of ~8 s)
         small = model.n < PROJECT_FIRST_EVENTS
         try:
             from ..analysis import analyze
@@ -453,9 +454,14 @@ class Loader:
                                                                                      part=pi)))
 
     def project(self, a) -> None:
+        """The projection and the plan of actions made from it (analysis/plan.py), both cached properties, made here
+        off the UI thread: the header and the findings view show the plan once made (``plan_if_ready``). When
+        either fails the explorer shows the findings without a plan."""
         try:
-            a.projection  # noqa: B018 - a cached property, computed here off the UI thread
-        except Exception as exc:  # noqa: BLE001 - the findings stay; only their savings are missing
+            a.projection  # noqa: B018
+            a.plan  # noqa: B018
+        except Exception as exc:  # noqa: BLE001 - the findings stay; only the plan and its savings are missing
             if debugging(exc):
                 raise
-            a.drop_projection()
+            if a.projection_if_ready is None:  # the projection failed (a plan that failed is simply not made)
+                a.drop_projection()

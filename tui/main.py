@@ -28,18 +28,18 @@ from textual.widgets import ContentSwitcher, DataTable, Footer, Static
 from . import glyphs as G
 from . import keys
 from .keys import Key
-from .gapkeys import GapKeys, opening_gap
+from .gapkeys import GapKeys, opening_gap, opening_kernels
 from .gaplist import MAX_LIST, NARROW, GapList
 from .lanekeys import LaneKeys
 from .loading import debugging, failure
 from .navigate import event_under_cursor, gap_under_cursor, status_parts
-from .panels import StackPanel, event_text, header_text, panel_stack_text, stack_text
+from .panels import HEADER_LINES, StackPanel, event_text, header_text, panel_stack_text, stack_text
 from .scene import Scene
 from .screens import DetailScreen, HelpScreen
 from .search import SearchInput, SearchKeys
 from .shown import Shown
 from .steady import PlainBox, PlainSwitcher, PlainVertical, SteadyHorizontal, SteadyVertical
-from .tables import Fmt, TableView, table_views
+from .tables import Fmt, TableView, kernels_of, table_views
 from .timeline import Axis, LanesView
 
 
@@ -153,12 +153,15 @@ class MainScreen(*PANES, PlainBox, Screen):
         slot.remove()
 
     def show_tab(self) -> None:
-        """The app's current tab (``app.scene``) is the one to show; a tab opens on its top fix's gap the first
-        time (``opening_gap``)."""
+        """The app's current tab (``app.scene``) is the one to show; a tab opens on its top action's gap the first
+        time (``opening_gap``), or on the kernels view for a kernel action (``opening_kernels``)."""
         sc = self.scene
         if not sc.visited and sc.gaps.order.size and sc.gaps.selected >= 0:
             sc.visited = True
             self.select_gap(opening_gap(sc))
+            names = opening_kernels(sc, self.view_name())
+            if names is not None:
+                self.post_message(TableView.ShowKernels(names))
         self.update()
 
     def scene_changed(self, *, open_gap: bool = False) -> None:
@@ -169,6 +172,9 @@ class MainScreen(*PANES, PlainBox, Screen):
         if open_gap and sc.gaps.selected >= 0:
             sc.visited = True
             self.select_gap(opening_gap(sc))
+        names = opening_kernels(sc, self.view_name()) if open_gap else None
+        if names is not None:
+            self.post_message(TableView.ShowKernels(names))
         self.update()
 
     # ================================================================ state
@@ -237,7 +243,7 @@ class MainScreen(*PANES, PlainBox, Screen):
         tab, tabs = self.app.tab
         text = header_text(sc, tab, tabs, self.glyphs, width=width)
         hd.update(text)
-        self._fit_lanes(min(len(text.plain.split("\n")), 6))  # the header's max-height (gapscope.tcss)
+        self._fit_lanes(min(len(text.plain.split("\n")), HEADER_LINES))  # the header's max-height (gapscope.tcss)
 
     def _fit_lanes(self, header_lines: int | None = None) -> None:
         """The lanes' height cap, as rows: what the screen has left after the header, the axis, the status and
@@ -450,8 +456,8 @@ class MainScreen(*PANES, PlainBox, Screen):
 
     @on(TableView.ShowGaps)
     def _show_finding_gaps(self, ev: TableView.ShowGaps) -> None:
-        """Enter on a finding (view 3): the gap list holds its gaps, largest first (n / N walk them, Esc shows
-        all gaps again)."""
+        """Enter on an action or a finding (view 3): the gap list holds its gaps, largest first (n / N walk them,
+        Esc shows all gaps again)."""
         sc = self.scene
         if ev.rows.size and sc.apply_finding(ev.part, ev.rows, ev.label):
             self.switch_view("lanes")
@@ -459,4 +465,14 @@ class MainScreen(*PANES, PlainBox, Screen):
             self.lanes.focus()
             self.update()
         else:
-            self.say("this finding lists no gap")
+            self.say(f"{ev.label} lists no gap")
+
+    @on(TableView.ShowKernels)
+    async def _show_action_kernels(self, ev: TableView.ShowKernels) -> None:
+        """Enter on a kernel action (view 3), or a trace whose plan leads with one (``opening_kernels``): the
+        kernels view, its cursor on the first kernel listed of the action's."""
+        await self.action_view("kernels")
+        want = set(ev.names)
+        at = next((n for n, (_, _, k) in enumerate(kernels_of(self.scene)) if k.name in want), None)
+        if at is not None:
+            self.query_one("#kernels", DataTable).move_cursor(row=at)

@@ -14,6 +14,7 @@ from ..trace.model import Kind
 from . import glyphs as G
 from ..analysis.names import display_frame
 from .safe import shown
+from .plantext import action_pieces, alone, how, need_pieces, pct, plan_of
 from .scene import Scene, device_label
 from .textview import TextView, lru_get
 from .timefmt import fmt_dur
@@ -26,6 +27,9 @@ KIND_LABEL = {
 FRAME_TAG = {"python": "py ", "annotation": "rng", "op": "op ", "runtime": "rt ", "sync": "syn"}
 #: frame lines kept (``_frame_pieces``)
 FRAME_CACHE = 2048
+#: the header's most lines (gapscope.tcss ``#header`` max-height): title, window, the plan's first action and what
+#: it needs first, the projection, two warnings
+HEADER_LINES = 7
 
 
 class StackPanel(TextView):
@@ -96,73 +100,79 @@ def torch_version(model) -> str | None:
     return v if isinstance(v, str) else None
 
 
-def _finding_fix(a, row: int) -> str | None:
-    """"finding 3: fix → −184.5 µs per step (−5.0%), un-profiled, calibrated" for the finding that holds gap
-    ``row``, in the report's numbering (ranked by saving), once the loader computed the projection."""
-    pj = a.projection_if_ready
-    if pj is None:
-        return None
-    sv = pj.saving_ns
-    unlocks, ranked = _ranked_findings(a, pj)
-    for n, f, rows in ranked:
-        if row in rows and sv.get(f.id) is not None:
-            how = "un-profiled, calibrated" if pj.calibrated else "profiled time"
-            dep = unlocks.get(f.id)
-            both = (f"; −{pj.saving_pct(dep):.1f}% with the fix it unlocks" if dep is not None
-                    and pj.saving_pct(dep) is not None else "")
-            return f"finding {n}: fix → −{fmt_dur(sv[f.id])} per step (−{pj.saving_pct(f.id):.1f}%){both}, {how}"
-    return None
-
-
-#: per analysis: (its projection, its findings, what ``_ranked_findings`` made of them)
+#: per analysis: (its plan, its findings, the gap rows of its planned findings and the action of each), made once
+#: per plan: the stack panel asks on every gap jump which action fixes the gap (``gap_action``)
 _RANKED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _ranked_findings(a, pj) -> tuple[dict, list]:
-    """(``pj.unlocks(a.findings)``, [(number, finding, its gap rows as a set)] in ``pj.ranked`` order), made
-    once per projection: the stack panel asks on every gap jump which finding holds the gap."""
+def _planned_rows(a, plan) -> tuple[np.ndarray, np.ndarray]:
     try:
         hit = _RANKED.get(a)
     except TypeError:  # an analysis that takes no weak reference: made every time
         hit = None
-    if hit is not None and hit[0] is pj and hit[1] is a.findings:
-        return hit[2]
-    made = (pj.unlocks(a.findings),
-            [(n, f, frozenset(getattr(f, "gap_rows", ()))) for n, f in enumerate(pj.ranked(a.findings), 1)])
+    if hit is not None and hit[0] is plan and hit[1] is a.findings:
+        return hit[2], hit[3]
+    rows, ranks = [], []
+    for f in a.findings:
+        k = plan.rank_of.get(f.id)
+        r = np.asarray(getattr(f, "gap_rows", ()), np.int64)
+        if k is not None and r.size:
+            rows.append(r)
+            ranks.append(np.full(r.size, k, np.int64))
+    made = (np.concatenate(rows) if rows else np.zeros(0, np.int64),
+            np.concatenate(ranks) if ranks else np.zeros(0, np.int64))
     try:
-        _RANKED[a] = (pj, a.findings, made)
+        _RANKED[a] = (plan, a.findings, *made)
     except TypeError:
         pass
     return made
 
 
-def top_fix(a) -> tuple[str, str] | None:
-    """The first finding ranked by projected saving (the report's finding 1), as ("−2.87 ms per step (−77.9%),
-    un-profiled", "the step as one CUDA graph replay"), or None before the projection or when nothing is projected."""
-    pj = a.projection_if_ready if a is not None else None
-    if pj is None:
+def gap_action(a, row: int):
+    """The action that fixes gap ``row`` (the first in plan order of those whose findings hold it: ``rank_of``),
+    or None (no plan yet, or the gap is no planned finding's)."""
+    plan = plan_of(a)
+    if plan is None or not plan.actions:
         return None
-    unlocks = pj.unlocks(a.findings)
-    for f in pj.ranked(a.findings):
-        s, pct = pj.saving_ns.get(f.id), pj.saving_pct(f.id)
-        w = pj.frame_whatif(f.id)
-        how = "un-profiled" if pj.calibrated else "profiled time"
-        dep = unlocks.get(f.id)
-        if dep is not None and pj.saving_ns.get(dep) is not None and pj.saving_pct(dep) is not None:
-            # a fix another one needs first ranks with it (Projection.unlocks): the two together are the top fix
-            # what it needs is this fix itself (its reads removed); a loop without a fix of its own, as one call
-            first = (pj.what.get(f.id) or "").split(";", 1)[0] if s is not None else \
-                f"{w.frame} as one fused GPU call" if w is not None else f.title or ""
-            then = (pj.what.get(dep) or "").split(";", 1)[0]
-            return (f"−{fmt_dur(pj.saving_ns[dep])} per step (−{pj.saving_pct(dep):.1f}%), {how}",
-                    f"{first}, then {then}")
-        if w is not None and w.saving_ns > (s or 0) and pj.baseline_ns > 0 and pj.ranked_with(f.id) == f.id:
-            # the report ranks this finding by its frame's fused what-if (replay/frames.py): that is its top fix
-            return (f"−{fmt_dur(w.saving_ns)} per step (−{100.0 * w.saving_ns / pj.baseline_ns:.1f}%), {how}",
-                    f"{w.frame} as one fused GPU call")
-        if s is not None and pct is not None and s > 0:
-            return f"−{fmt_dur(s)} per step (−{pct:.1f}%), {how}", pj.what.get(f.id) or f.title or ""
-    return None
+    rows, ranks = _planned_rows(a, plan)
+    hit = ranks[rows == int(row)]
+    return plan.action(int(hit.min())) if hit.size else None
+
+
+def gap_action_line(t: "T", a, row: int) -> bool:
+    """"action 2: −45.9% Fuse `attn` into one GPU call ..." for the action that fixes gap ``row`` (the plan's
+    numbering, ``Plan.rank_of``), once the loader made the plan; False (nothing written) for a gap no action fixes."""
+    x = gap_action(a, row)
+    if x is None:
+        return False
+    t.add(f"action {x.rank}: ", "bold").add(pct(x.saving_pct), "bold green").add(" ")
+    for s, style in action_pieces(x.change):
+        t.add(s, style)
+    if x.inside is not None:
+        t.add(f" (inside action {x.inside})", "dim")
+    t.nl()
+    return True
+
+
+def top_action_lines(a, two_lines: bool) -> list[list[tuple[str, str | None]]]:
+    """The header's first action of the plan (``Plan.top``, the report's action 1), as lines of (text, style)
+    pieces: its number and saving first, so that a line cut at 80 columns keeps them, then the change, verb
+    first ("1. −77.9% un-profiled: Capture the step as a CUDA graph (...)"). What it needs first (the syncs a CUDA
+    graph cannot capture) on a second line when ``two_lines``, else after it, its figure first. [] before the
+    plan, or when no action buys 1% of the step."""
+    plan = plan_of(a)
+    x = plan.top if plan is not None else None
+    if x is None:
+        return []
+    first = [(f"{x.rank}. ", "bold"), (pct(x.saving_pct), "bold green"), (f" {how(plan)}: ", None),
+             *action_pieces(x.change)]
+    if not x.needs:
+        return [first]
+    n = x.needs[0]
+    more = [(f" (+{len(x.needs) - 1} more)", "dim")] if len(x.needs) > 1 else []
+    if two_lines:
+        return [first, [("   ", None), *need_pieces(n), *more]]
+    return [first + [("; first", "bold"), (f" ({alone(n)}): ", None), *action_pieces(n.change), *more]]
 
 
 def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs, width: int | None = None) -> Text:
@@ -175,6 +185,7 @@ def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs, width: i
     if not narrow:
         t.add("gapscope", "bold").add(sep)
     t.add(scene.title(), "bold")
+    warns = header_warnings(scene, narrow=narrow)
     if count > 1:
         t.add(f" [{index + 1}/{count}]")
     a = scene.analysis
@@ -198,8 +209,8 @@ def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs, width: i
         if note:
             t.add(note, "bold black on yellow").add(sep)
         t.add(f"window {t.d(ds.window_ns)}")
-        pct = int(ds.idle_ns) * 100 / max(int(ds.window_ns), 1)
-        t.add(sep).add("GPU idle ").add(f"{pct:.1f}%", "bold yellow" if pct >= 20 else "bold")
+        idle = int(ds.idle_ns) * 100 / max(int(ds.window_ns), 1)
+        t.add(sep).add("GPU idle ").add(f"{idle:.1f}%", "bold yellow" if idle >= 20 else "bold")
         v = verdict_of(scene)
         if v is not None:
             t.add(sep).add(v.kind, _VERDICT_STYLE.get(v.kind, "bold"))
@@ -208,12 +219,17 @@ def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs, width: i
             t.add(sep).add("biggest cause: ").add(top, "bold " + G.CAUSE_COLOURS.get(top.split(" ")[0], "red"))
         if v is not None and v.graph_text():
             t.add(sep).add(v.graph_text())
-        pj = a.projection_if_ready  # the loader computes it (app/loading.py); a line of its own where wide
-        fix = top_fix(a)
-        if fix is not None:  # what to do first, at every width: the saving leads so that a cut line keeps it
-            saving, what = fix
-            t.nl().add("top fix → ", "bold").add(saving, "bold green").add(": " + what if what else "")
-        if not narrow and pj is not None and pj.headline():
+        pj = a.projection_if_ready  # the loader makes it and the plan (tui/loading.py); a line of its own where wide
+        head = not narrow and pj is not None and bool(pj.headline())
+        # what to do first, at every width; what it needs first on a line of its own where the header has one left
+        lines = top_action_lines(a, not narrow)
+        if len(lines) == 2 and 2 + 2 + head + len(warns) > HEADER_LINES:
+            lines = top_action_lines(a, False)
+        for line in lines:
+            t.nl()
+            for s, style in line:
+                t.add(s, style)
+        if head:
             t.nl()
             t.add("projection: " + pj.headline(), "bold" if pj.calibrated else "")
     else:
@@ -229,7 +245,6 @@ def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs, width: i
             t.nl()
             for seg, style in line:
                 t.add(seg, style)
-    warns = header_warnings(scene, narrow=narrow)
     for w in warns:
         t.nl().add(f"{glyphs.warn} {w}", "bold black on yellow")
     return t.text
@@ -428,14 +443,14 @@ _STACKS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def _stack_inputs(scene: Scene, glyphs: G.Glyphs) -> tuple[tuple, tuple]:
-    """(what every stack text of ``scene`` is made from: the analyses, the projection, the model; what one is
-    made from besides: the gap, its place in the list, the filter, the time origin and mode, the active part,
+    """(what every stack text of ``scene`` is made from: the analyses, the projection, the plan, the model; what one
+    is made from besides: the gap, its place in the list, the filter, the time origin and mode, the active part,
     the glyphs). Objects are compared by identity (``_same``), the rest by value."""
     a = scene.analysis
     pj = a.projection_if_ready if a is not None else None
     parts = tuple((pt.analysis, pt.min_listed_ns) for pt in scene.parts)
     g = scene.gaps
-    return ((a, pj, scene.model, parts),
+    return ((a, pj, plan_of(a), scene.model, parts),
             (g.selected_row, g.selected_gap, g.selected, g.order.size, g.cause_filter is None, scene.origin,
              scene.multi, scene.active, scene.time_mode, glyphs.ascii, scene.analysis_error))
 
@@ -495,9 +510,7 @@ def stack_text(scene: Scene, glyphs: G.Glyphs, *, full: bool = False) -> Text:
     t.add(t.d(g.dur_ns[row]), "bold yellow").add(f" idle on {where} at {_at(t, s - scene.origin, scene)}  ")
     t.add("cause: ").add(det.cause, "bold " + G.CAUSE_COLOURS.get(det.cause, "red")).nl()
     t.add(det.explanation).nl()
-    fix = _finding_fix(a, row)
-    if fix:
-        t.add(fix, "bold").nl()
+    gap_action_line(t, a, row)
     # two stacks, two names: the launching thread when the GPU went idle (t0) and the launch that fed it; the
     # stack the cause points to (a sync call, the frame holding the CPU) only where it is neither
     idle = det.idle_stack

@@ -157,9 +157,11 @@ class CarriedProvisional:
     place until the full analysis is in: the same gaps (times, causes, order), their event and thread columns
     mapped to the full model's (``EventMap``), so that the gap list, its detail and the lanes it points at name
     the full model's events, never the preview's indices. No stack index (the stack of an event on the lanes is
-    the model's own parent chain meanwhile), no findings, no projection; marked provisional as on the preview."""
+    the model's own parent chain meanwhile), no findings, no projection nor plan; marked provisional as on the
+    preview."""
 
     projection_if_ready = None
+    plan_if_ready = None
     projected = False
     stacks = None
 
@@ -260,7 +262,7 @@ class FindingsPending:
             return list(vars(a).get(name, []))
         if name == "alerts":
             raise AttributeError(name)  # the header's distortion reads the trace's metadata meanwhile
-        if name == "projection_if_ready":
+        if name in ("projection_if_ready", "plan_if_ready"):
             return None
         if name == "projected":
             return False

@@ -21,7 +21,7 @@ from ..trace.model import Kind, TraceModel
 from .lanes import Lane, build_lanes
 from .matches import SearchState
 from .rows import DisplayRows, Row
-from .scenegaps import GapSelection, listed_counts, merge_gaps, top_fix_position
+from .scenegaps import GapSelection, listed_counts, merge_gaps, top_action_position
 from .view import View
 
 
@@ -98,7 +98,8 @@ class Scene:
         #: what times are counted from: "window" (the analysed window's start, as the report) or "trace"
         #: (the trace's own timestamps)
         self.time_mode = "window"
-        self.visited = False  # shown once on screen (a tab opens on its top fix's gap the first time)
+        self.visited = False  # shown once on screen (a tab opens on its top action's gap the first time)
+        self.kernels_opened = False  # a plan led by a kernel change opened the kernels view (once)
 
     @property
     def origin(self) -> int:
@@ -269,10 +270,10 @@ class Scene:
         self.display.invalidate()
 
     def opening_position(self) -> int:
-        """Where the gap list opens: the largest gap of the active part's top fix (tui/scenegaps.py
-        ``top_fix_position``); 0 (the largest gap) without one."""
+        """Where the gap list opens: the largest gap of the active part's top action of the plan (tui/scenegaps.py
+        ``top_action_position``); 0 (the largest gap) without one."""
         g = self.gaps
-        return top_fix_position(self.analysis, self.active, g.part, g.row, g.order)
+        return top_action_position(self.analysis, self.active, g.part, g.row, g.order)
 
     def rank_summary(self) -> list[dict]:
         """Per rank of a multi-rank tab, in rank order (tui/ranksummary.py)."""

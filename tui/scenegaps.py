@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .lanes import Lane, Segments, UnionIndex
+from .plantext import top_action
 
 
 @dataclass(frozen=True)
@@ -193,17 +194,13 @@ def listed_counts(parts) -> tuple[int, int, int]:
     return listed, total, lim
 
 
-def top_fix_position(analysis, part: int, g_part: np.ndarray, g_row: np.ndarray, order: np.ndarray) -> int:
-    """The position in ``order`` of the largest gap of the top fix of part ``part`` (``analysis``): the
-    projection's first finding with a saving, the header's "top fix"; 0 (the largest gap) without one or
-    before the projection (a large trace)."""
-    pj = analysis.projection_if_ready if analysis is not None else None
-    f = next((f for f in pj.ranked(analysis.findings) if (pj.best_ns(f.id) or 0) > 0), None) if pj else None
-    rows = np.asarray(getattr(f, "gap_rows", ()), np.int64)
-    dep = pj.unlocks(analysis.findings).get(f.id) if f is not None else None
-    if rows.size == 0 and dep is not None:
-        # a fix without gaps of its own that another needs first (the experts loop before the step as one CUDA
-        # graph): the gaps of the fix it unlocks, which the two remove together
-        rows = np.asarray(next(g for g in analysis.findings if g.id == dep).gap_rows, np.int64)
+def top_action_position(analysis, part: int, g_part: np.ndarray, g_row: np.ndarray, order: np.ndarray) -> int:
+    """The position in ``order`` (largest first) of the largest gap of the plan's top action for part ``part``
+    (``analysis``): the header's action 1, its findings' gaps (``Action.gap_rows``); 0 (the largest gap) without
+    one, for an action without gaps (a kernel change), or before the plan (a large trace)."""
+    x = top_action(analysis)
+    rows = np.asarray(x.gap_rows if x is not None else (), np.int64)
+    if rows.size == 0:
+        return 0
     hit = np.flatnonzero((g_part[order] == part) & np.isin(g_row[order], rows))
     return int(hit[0]) if hit.size else 0

@@ -1,8 +1,11 @@
 """The kernels (2) and findings (3) views: a table and, below it, every field of the highlighted row. They are
-mounted the first time one of them is shown; Enter on a kernel finds it in the lanes, on a finding lists its
-gaps in the gap list."""
+mounted the first time one of them is shown; Enter on a kernel finds it in the lanes. The findings view is the plan
+of actions (analysis/plan.py, as the report numbers it): Enter on an action lists its gaps in the gap list (a kernel
+action: its kernels in the kernels view), on a finding its gaps."""
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from rich.text import Text
@@ -15,9 +18,11 @@ from textual.widgets import DataTable, Static
 
 from ..analysis.activity import achieved_text
 from ..analysis.names import display_frame
+from ..analysis.plan import Where
 from ..analysis.ranks import effect_ns
 from . import glyphs as G
 from .evidence import evidence_lines
+from .plantext import action_kernel_names, action_pieces, how, need_pieces, pct, plan_of, where_text
 from .safe import short_kernel, shown
 from .scene import Scene, analysis_pending
 from .timefmt import fmt_dur
@@ -73,18 +78,23 @@ def _located(f) -> str:
     return f"{display_frame(fr).rsplit('/', 1)[-1]} · {f.title}"
 
 
-def projection_of(a):
-    """The analysis' projection (analysis/replay/__init__.py) once the loader computed it (app/loading.py); else None."""
-    if a is None or not hasattr(a, "findings"):
-        return None
-    return a.projection_if_ready
+def _frame_where(f) -> str:
+    """Where a finding points (``file:line`` of its frame), or ""."""
+    fr = (f.evidence or {}).get("frame") if isinstance(getattr(f, "evidence", None), dict) else None
+    return where_text(Where.of(fr)) if isinstance(fr, str) and fr else ""
+
+
+def severity_of(a, f) -> str:
+    """A finding's severity: its action's, as the plan says (``Plan.severity_of``); its own before the plan."""
+    plan = plan_of(a)
+    return str(plan.severity_of.get(f.id, f.severity) if plan is not None else f.severity)
 
 
 def findings_of(sc: Scene | None) -> list:
-    """(part, index, finding) listed in the findings view: the active trace's in the report's order (ranked by
-    the projected saving of their fix, as ``gapscope report``; by idle time where there is no projection); in
-    a multi-rank tab every rank's (the waiting rank's finding names the late one), largest effect first (idle
-    time; the waits a late rank caused for its finding, which explains no idle of its own), as the report."""
+    """(part, index, finding) of the active trace in the plan's order (``Plan.ordered_findings``: by their action,
+    then those no action fixes; the analysis' order before the plan); in a multi-rank tab every rank's (the
+    waiting rank's finding names the late one), largest effect first (idle time; the waits a late rank caused for
+    its finding, which explains no idle of its own), as the report."""
     if sc is None:
         return []
     parts = range(len(sc.parts)) if sc.multi else [sc.active]
@@ -94,11 +104,37 @@ def findings_of(sc: Scene | None) -> list:
         # on a tie (the late rank's finding and the wait it caused) the late rank first, as the report
         out.sort(key=lambda e: (-effect_ns(e[2]), not str(e[2].id).startswith("late-rank-"), e[0], e[1]))
     elif out:
-        pj = projection_of(sc.parts[sc.active].analysis)
-        if pj is not None:  # the report's order (Projection.ranked; sorted() is stable)
-            at = {id(f): k for k, f in enumerate(pj.ranked([e[2] for e in out]))}
+        plan = plan_of(sc.parts[sc.active].analysis)
+        if plan is not None:
+            at = {id(f): k for k, f in enumerate(plan.ordered_findings([e[2] for e in out]))}
             out.sort(key=lambda e: at[id(e[2])])
     return out
+
+
+class PlanRow(NamedTuple):
+    """A row of the findings view: an action of the plan (``action``, with its lead finding), or a finding no
+    action fixes, or (before the plan, in a multi-rank tab) a finding."""
+    part: int
+    action: object | None
+    finding: object | None
+
+
+def plan_rows(sc: Scene | None) -> list[PlanRow]:
+    """The rows of the findings view: the plan of the active trace, one row per action in its order (the minor ones
+    last), then the findings no action fixes; before the plan (or without one) its findings; in a multi-rank tab
+    every rank's findings (``findings_of``)."""
+    if sc is None:
+        return []
+    if sc.multi:
+        return [PlanRow(pi, None, f) for pi, _, f in findings_of(sc)]
+    a = sc.parts[sc.active].analysis
+    fs = list(getattr(a, "findings", None) or [])
+    plan = plan_of(a)
+    if plan is None:
+        return [PlanRow(sc.active, None, f) for f in fs]
+    by_id = {f.id: f for f in fs}
+    rows = [PlanRow(sc.active, x, by_id.get(x.findings[0]) if x.findings else None) for x in plan.actions]
+    return rows + [PlanRow(sc.active, None, by_id[fid]) for fid in plan.unplanned if fid in by_id]
 
 
 class Table(DataTable):
@@ -138,11 +174,20 @@ class TableView(Vertical):
             self.name = name
 
     class ShowGaps(Message):
-        """Enter on a finding: the screen's gap list holds its gaps (``rows`` of part ``part``), named ``label``."""
+        """Enter on an action or a finding: the screen's gap list holds its gaps (``rows`` of part ``part``), named
+        ``label``."""
 
         def __init__(self, part: int, rows: np.ndarray, label: str) -> None:
             super().__init__()
             self.part, self.rows, self.label = part, rows, label
+
+    class ShowKernels(Message):
+        """Enter on a kernel action (fp32 matmuls, eager attention): the screen shows the kernels view on the first
+        of its kernels (``names``) listed."""
+
+        def __init__(self, names: list[str]) -> None:
+            super().__init__()
+            self.names = names
 
     def on_data_table_row_highlighted(self, ev: DataTable.RowHighlighted) -> None:
         k = row_key(ev.row_key.value) if ev.row_key is not None else None
@@ -239,6 +284,16 @@ class KernelsView(TableView):
                 what = ("its fix: the loop as one batched call, projected in its finding" if p.kind == "tiny-kernel-loop"
                         else f"fix saves about {fm.d(p.saving_ns)} of kernel time")
                 t.append(fm.text(f"pattern: {p.title} ({what})") + "\n", style="yellow")
+            a = sc.parts[pi].analysis if 0 <= pi < len(sc.parts) else None
+            plan = plan_of(a)
+            for x in plan.actions if plan is not None else ():
+                if x.kind == "kernels" and k.name in action_kernel_names(a, x):  # the plan's change to it
+                    t.append(f"action {x.rank}: ", style="bold")
+                    t.append(fm.text(pct(x.saving_pct)), style="bold green")
+                    t.append(" ")
+                    for s, style in action_pieces(x.change):
+                        t.append(fm.text(s), style=style)
+                    t.append("\n")
             t.append("Enter: find it in the lanes", style="dim")
         self.query_one("#kernelinfo", Static).update(t)
 
@@ -252,103 +307,164 @@ class KernelsView(TableView):
 
 
 class FindingsView(TableView):
+    """The plan (view 3): one row per action, numbered as the report (``Action.rank``), with its severity, what it
+    buys alone and the change; then the findings no action fixes, unnumbered. Enter on an action lists its gaps in
+    the gap list, or shows a kernel action's kernels."""
+
     NAME = "findings"
+    #: the narrowest terminal with the "where" column (file:line of the change)
+    WHERE_MIN = 120
+    #: the most findings named under an action in the info box, and the evidence lines of its lead finding
+    INFO_FINDINGS, INFO_EVIDENCE = 6, 8
+
+    def __init__(self, glyphs: G.Glyphs) -> None:
+        super().__init__(glyphs)
+        self.rows: list[PlanRow] = []
 
     def fill(self, sc: Scene | None, width: int) -> None:
-        """The findings of ``sc``, in the report's order, with the projected saving per step of each fix."""
+        """The plan of ``sc`` in the columns that fit ``width`` (its findings before the plan is made)."""
         self.scene = sc
-        fm, ft = self.fmt, self.table
+        ft = self.table
         ft.clear(columns=True)
+        self.rows = []
         if sc is None or sc.analysis is None or analysis_pending(sc.analysis):
             ft.add_column(Text("findings appear once the analysis is done"))
             return
-        pj = None if sc.multi else projection_of(sc.analysis)
-        cols = ("#", "rank", "severity", "idle", "finding") if sc.multi else \
-            ("#", "severity", "idle", "saves/step", "finding") if pj is not None else ("#", "severity", "idle", "finding")
-        rows = []
-        # what ranks each finding and sets its severity (its own fix, the frame's fused call it carries, or the
-        # fix it unlocks with it: Projection.rank_ns), as the report orders them
-        ranks = pj.rank_ns(sc.analysis.findings) if pj is not None else {}
-        for n, (pi, i, f) in enumerate(findings_of(sc)):
-            cells = [Text(str(n + 1)), Text(str(f.severity)), Text(fm.d(f.idle_ns)),
-                     Text(fm.text(_located(f)), no_wrap=True, overflow=fm.ov)]
-            if sc.multi:
-                cells.insert(1, Text(str(rank_of(sc, pi))))
-            elif pj is not None:
-                s = ranks.get(f.id)
-                cells.insert(3, Text("–" if s is None else fm.text(f"−{fm.d(s)}" if s > 0 else fm.d(0)),
-                                     justify="right"))
-            rows.append((cells, f"{pi}:{i}"))
+        plan = None if sc.multi else plan_of(sc.analysis)
+        self.rows = plan_rows(sc)
+        if plan is not None:
+            cols = ["#", "severity", "saving", "change"] + (["where"] if width >= self.WHERE_MIN else [])
+            flex = "change"
+        else:
+            cols = ["#", "rank", "severity", "idle", "finding"] if sc.multi else ["#", "severity", "idle", "finding"]
+            flex = "finding"
+        rows = [(self.cells(n, e, plan), f"{e.part}:{n}") for n, e in enumerate(self.rows)]
         # explicit widths, as in the kernels view: a table refilled while shown (a resize) kept its auto widths at
-        # the headers' ("idle" cut 136.1 µs to "136.") until it was filled again; the finding takes what is left
-        ws = [max([len(c)] + [r[0][k].cell_len for r in rows]) for k, c in enumerate(cols[:-1])]
-        for c, w in zip(cols[:-1], ws):
-            ft.add_column(Text(c), key=c, width=w)
-        ft.add_column(Text(cols[-1]), key=cols[-1], width=max(width - 1 - sum(w + 2 for w in ws) - 2, 12))
+        # the headers' ("idle" cut 136.1 µs to "136.") until it was filled again; the change takes what is left
+        ws = {c: max([len(c)] + [r[0][c].cell_len for r in rows]) for c in cols if c != flex}
+        if "where" in ws:
+            ws["where"] = min(ws["where"], 40)
+        for c in cols:
+            w = ws.get(c, max(width - 1 - sum(v + 2 for v in ws.values()) - 2, 12))
+            ft.add_column(Text(c, justify="right" if c == "saving" else "left"), key=c, width=w)
         for cells, key in rows:
-            ft.add_row(*cells, key=key)
+            ft.add_row(*(cells[c] for c in cols), key=key)
         self.show_info(0)
 
+    def cells(self, n: int, e: PlanRow, plan) -> dict:
+        """The cells of row ``n`` (``e``) by column."""
+        fm, sc = self.fmt, self.scene
+        x, f = e.action, e.finding
+        if x is not None:  # an action: its number, severity, saving alone, the change, where it goes
+            dim = "dim" if x.minor else ""
+            change = Text(no_wrap=True, overflow=fm.ov, style=dim)
+            for s, style in action_pieces(x.change):
+                change.append(fm.text(s), style=style)
+            return {"#": Text(str(x.rank), style=dim), "severity": Text(x.severity, style=dim),
+                    "saving": Text(fm.text(pct(x.saving_pct)), justify="right", style=dim), "change": change,
+                    "where": Text(fm.text(where_text(x.where)), no_wrap=True, overflow=fm.ov, style=dim)}
+        title = Text(fm.text(_located(f)), no_wrap=True, overflow=fm.ov)
+        if plan is not None:  # a finding no action fixes: unnumbered, after the actions
+            return {"#": Text(fm.text("–")), "severity": Text(severity_of(sc.parts[e.part].analysis, f)),
+                    "saving": Text(fm.text("–"), justify="right"), "change": title,
+                    "where": Text(fm.text(_frame_where(f)), no_wrap=True, overflow=fm.ov)}
+        return {"#": Text(str(n + 1)), "rank": Text(str(rank_of(sc, e.part))),
+                "severity": Text(severity_of(sc.parts[e.part].analysis, f)), "idle": Text(fm.d(f.idle_ns)),
+                "finding": title}
+
     def show_info(self, i: int | tuple[int, int]) -> None:
-        sc, fm = self.scene, self.fmt
+        n = i[1] if isinstance(i, tuple) else i
+        e = self.rows[n] if 0 <= n < len(self.rows) else None
         t = Text()
-        f = None
-        if isinstance(i, tuple):
-            pt = sc.parts[i[0]] if sc is not None and i[0] < len(sc.parts) else None
-            fs = (getattr(pt.analysis, "findings", None) or []) if pt is not None else []
-            f = fs[i[1]] if 0 <= i[1] < len(fs) else None
-        else:
-            fs = findings_of(sc)
-            f = fs[i][2] if 0 <= i < len(fs) else None
-        if f is not None:
-            t.append(fm.text(f.title) + "\n", style="bold")
-            ng = np.asarray(getattr(f, 'gap_rows', ())).size
-            t.append(fm.text(f"{f.severity}, {fm.d(f.idle_ns)} of GPU idle explained, "
-                                f"{ng} gap{'' if ng == 1 else 's'}") + "\n")
-            pa = pt.analysis if isinstance(i, tuple) and pt is not None else getattr(sc, "analysis", None)
-            pj = projection_of(pa)
-            if pj is not None:
-                s = pj.saving_ns.get(f.id)
-                if s is not None:
-                    how = "un-profiled, calibrated" if pj.calibrated else "profiled time"
-                    t.append(fm.text(f"fix → −{fm.d(s)} per step (−{pj.saving_pct(f.id):.1f}%), {how}: "
-                                        f"{pj.what.get(f.id, '')}") + "\n", style="bold")
-                dep = pj.unlocks(pa.findings).get(f.id) if pa is not None else None
-                if dep is not None and pj.saving_ns.get(dep) is not None and pj.saving_pct(dep) is not None:
-                    t.append(fm.text(f"with finding {dep} after it, which needs it first: −{fm.d(pj.saving_ns[dep])} "
-                                        f"per step (−{pj.saving_pct(dep):.1f}%)") + "\n", style="bold")
-                w = pj.frame_whatif(f.id)
-                if w is not None and pj.baseline_ns > 0:
-                    owner = pj.ranked_with(f.id)
-                    shared = f"; the fix of finding {owner}, ranked there" if owner != f.id else ""
-                    t.append(fm.text(f"replace the function → −{fm.d(w.saving_ns)} per step "
-                                        f"(−{100.0 * w.saving_ns / pj.baseline_ns:.1f}%) with {w.frame} as one fused "
-                                        f"GPU call{shared}") + "\n", style="bold")
-            if f.suggestion:
-                t.append("suggestion: ", style="bold green")
-                t.append(fm.text(str(f.suggestion)) + "\n")
-            for ln in evidence_lines(f.evidence, ascii=fm.ascii)[:16]:
-                t.append(fm.text("  " + ln)[:300] + "\n", style="dim")
-            if pj is not None and pj.frames and pj.baseline_ns > 0:
-                # the report's "Functions as one fused GPU call" table (replay/frames.py), its first rows
-                t.append("functions as one fused GPU call (saving per step, host per step):\n", style="bold")
-                for w in pj.frames[:5]:
-                    t.append(fm.text(f"  −{fm.d(w.saving_ns)} (−{100.0 * w.saving_ns / pj.baseline_ns:.1f}%)  "
-                                        f"host {fm.d(w.host_ns)}  {w.frame}")[:300] + "\n")
-            t.append("Enter: its gaps in the gap list (n walks them, Esc: all gaps)", style="dim")
+        if e is not None and e.action is not None:
+            self.action_info(t, e)
+        elif e is not None and e.finding is not None:
+            self.finding_info(t, e)
         self.query_one("#findinginfo", Static).update(t)
+
+    def action_info(self, t: Text, e: PlanRow) -> None:
+        """An action: the change, where, what it buys alone, what it sits inside, needs first or is needed first
+        by, how that was measured, the findings it fixes, and where Enter goes."""
+        fm, x = self.fmt, e.action
+        a = self.scene.parts[e.part].analysis
+        plan = plan_of(a)
+        t.append(f"{x.rank}. ", style="bold")
+        for s, style in action_pieces(x.change):
+            t.append(fm.text(s), style=f"bold {style}" if style else "bold")
+        t.append("\n")
+        t.append(fm.text(f"{x.severity}{' (minor: under 1% of the step)' if x.minor else ''}: "))
+        t.append(fm.text(f"{pct(x.saving_pct)} alone"), style="bold green")
+        t.append(fm.text(f", −{fm.d(x.saving_ns)} per step of {fm.d(plan.baseline_ns)}, {how(plan)}") + "\n")
+        if x.where is not None:
+            t.append("where: ", style="bold")
+            t.append(fm.text(where_text(x.where) + (f" ({x.where.func})" if x.where.file and x.where.func else ""))
+                     + "\n")
+        if x.inside is not None:
+            outer = plan.action(x.inside)
+            t.append(fm.text(f"inside action {x.inside} once " + ("the step is a CUDA graph" if outer is not None and
+                                                                  outer.kind == "cuda-graph" else "that is done")
+                             + ": its saving is part of that one's") + "\n")
+        for step in x.needs:
+            for s, style in need_pieces(step):
+                t.append(fm.text(s), style=style)
+            t.append("\n")
+        if x.unlocks:
+            t.append(fm.text("needed first by action " + ", ".join(str(k) for k in x.unlocks)) + "\n", style="bold")
+        if x.fix:
+            t.append("measured: ", style="bold")
+            t.append(fm.text(x.fix.replace("`", ""))[:600] + "\n")
+        by_id = {f.id: f for f in a.findings}
+        fs = [by_id[k] for k in x.findings if k in by_id]
+        t.append(f"fixes {len(fs)} finding{'s' if len(fs) != 1 else ''}:\n", style="bold")
+        for f in fs[:self.INFO_FINDINGS]:
+            t.append(fm.text(f"  {f.id}: {f.title}")[:300] + "\n")
+        if len(fs) > self.INFO_FINDINGS:
+            t.append(f"  (+{len(fs) - self.INFO_FINDINGS} more)\n", style="dim")
+        for ln in evidence_lines(fs[0].evidence, ascii=fm.ascii)[:self.INFO_EVIDENCE] if fs else ():
+            t.append(fm.text("  " + ln)[:300] + "\n", style="dim")
+        ng = len(x.gap_rows)
+        if ng:
+            t.append(f"Enter: its {ng} gap{'s' if ng != 1 else ''} in the gap list (n walks them, Esc: all gaps)",
+                     style="dim")
+        elif x.kind == "kernels" and x.kernels:
+            t.append(f"Enter: its {x.kernels} kernel{'s' if x.kernels != 1 else ''} in the kernels view", style="dim")
+
+    def finding_info(self, t: Text, e: PlanRow) -> None:
+        """A finding (no action fixes it, or there is no plan yet): what it says, its evidence, its gaps."""
+        fm, f = self.fmt, e.finding
+        a = self.scene.parts[e.part].analysis
+        t.append(fm.text(f.title) + "\n", style="bold")
+        ng = np.asarray(getattr(f, "gap_rows", ())).size
+        t.append(fm.text(f"{f.id}, {severity_of(a, f)}, {fm.d(f.idle_ns)} of GPU idle explained, "
+                         f"{ng} gap{'' if ng == 1 else 's'}") + "\n")
+        if plan_of(a) is not None and not self.scene.multi:
+            t.append("no action: its fix is not projected\n", style="dim")
+        if f.suggestion:
+            t.append("suggestion: ", style="bold green")
+            t.append(fm.text(str(f.suggestion)) + "\n")
+        for ln in evidence_lines(f.evidence, ascii=fm.ascii)[:16]:
+            t.append(fm.text("  " + ln)[:300] + "\n", style="dim")
+        if ng:
+            t.append("Enter: its gaps in the gap list (n walks them, Esc: all gaps)", style="dim")
 
     @on(DataTable.RowSelected)
     def _selected(self, ev: DataTable.RowSelected) -> None:
         sc = self.scene
         k = row_key(ev.row_key.value) if ev.row_key is not None else None
-        if sc is None or k is None or not 0 <= k[0] < len(sc.parts) or sc.parts[k[0]].analysis is None:
+        if sc is None or k is None or not 0 <= k[1] < len(self.rows):
             return
-        f = sc.parts[k[0]].analysis.findings[k[1]]
-        rows = np.asarray(getattr(f, "gap_rows", []), dtype=np.int64)
-        listed = findings_of(sc)
-        n = listed.index((k[0], k[1], f)) + 1 if (k[0], k[1], f) in listed else k[1] + 1
-        self.post_message(self.ShowGaps(k[0], rows, f"finding {n}"))
+        e = self.rows[k[1]]
+        if not 0 <= e.part < len(sc.parts) or sc.parts[e.part].analysis is None:
+            return
+        x = e.action
+        if x is not None and not x.gap_rows and x.kind == "kernels" and x.kernels:
+            self.post_message(self.ShowKernels(action_kernel_names(sc.parts[e.part].analysis, x)))
+        elif x is not None:
+            self.post_message(self.ShowGaps(e.part, np.asarray(x.gap_rows, np.int64), f"action {x.rank}"))
+        else:
+            f = e.finding
+            label = f.id if plan_of(sc.parts[e.part].analysis) is not None and not sc.multi else f"finding {k[1] + 1}"
+            self.post_message(self.ShowGaps(e.part, np.asarray(getattr(f, "gap_rows", []), np.int64), label))
 
 
 def table_views(glyphs: G.Glyphs) -> list[TableView]:
