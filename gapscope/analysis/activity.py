@@ -14,7 +14,7 @@ from ..trace.model import Kind, TraceModel, TrackKind
 from .floors import peaks_for
 from .intervals import Coverage, median, name_ids, percentile, uniq
 from .stacks import StackIndex, signature_frame
-from .thresholds import MAX_CHAIN, REUSE_LOOKBACK
+from .thresholds import CAST_DEPTH, MAX_CHAIN, REUSE_LOOKBACK
 
 #: Kind as plain ints: numpy compares a column with an IntEnum member ~10x slower than with an int
 KI = SimpleNamespace(**{k.name: int(k) for k in Kind})
@@ -185,8 +185,6 @@ def args_keys(model: TraceModel, events) -> np.ndarray:
 
 
 
-#: how deep below an op call its autocast casts are looked for (aten::to > aten::_to_copy > aten::copy_)
-_CAST_DEPTH = 4
 _CAST_OPS = ("aten::to", "aten::_to_copy", "aten::copy_")
 
 
@@ -243,7 +241,7 @@ def run_dtypes(model: TraceModel, calls: np.ndarray, u_of: np.ndarray, kn_name: 
         ce = np.flatnonzero(lut[model.name_id])
         anc = np.full(ce.size, -1, np.int64)
         cur = model.parent[ce].astype(np.int64)
-        for _ in range(_CAST_DEPTH):
+        for _ in range(CAST_DEPTH):
             ok = cur >= 0
             if not ok.any():
                 break

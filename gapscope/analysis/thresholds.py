@@ -191,6 +191,9 @@ ACTION_BANDS = ((10.0, "high"), (3.0, "medium"), (1.0, "low"))
 MINOR_ACTION_PCT = 1.0
 #: a finding no action fixes (not projected) is never more severe than this: idle time alone is not a saving
 NOT_PROJECTED_MAX_SEVERITY = "medium"
+#: how deep below a matmul's op call its autocast casts are looked for (aten::to > aten::_to_copy > aten::copy_;
+#: activity.run_dtypes)
+CAST_DEPTH = 4
 #: a user function that launches at least this many GPU items per call is a loop to vectorise, not a frame to fuse
 LOOP_KERNELS_PER_CALL = 16
 

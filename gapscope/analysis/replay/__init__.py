@@ -162,6 +162,8 @@ def project(a) -> Projection:
     if r.items.size and a.flags["coll_kernel"][m.name_id[r.items[r.in_window]]].any():
         p.notes.append("each rank is replayed alone: collective kernels keep their recorded duration, their wait "
                        "for the other ranks included")
+    if not base or not rec:  # no GPU item of the window on any device the replay spans: nothing to project
+        return p
     base_step = max(base.values()) / steps
     w_step = max(dw.values(), default=0) / steps
     if w_step >= a.config.graph_wait_note_share * base_step:
