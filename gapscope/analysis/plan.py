@@ -314,7 +314,7 @@ def build_plan(a, pj) -> Plan:
     # 1. the step as one CUDA graph, with the launch findings it removes and the fixes it needs first
     g = pj.graph_owner
     graph = None
-    if g is not None and sv.get(g) is not None and g in by_id:
+    if g is not None and (sv.get(g) or 0) > 0 and g in by_id:  # a graph that buys nothing is no action
         launch = [f for f in findings if f.cause == "launch"]
         graph = _Draft("cuda-graph", None, by_id[g], int(sv[g]), pj.what.get(g, ""),
                        [by_id[g]] + [f for f in launch if f.id != g])
@@ -360,7 +360,7 @@ def build_plan(a, pj) -> Plan:
     # library code the user does not edit (transformers, torch): once the step is a CUDA graph its host work is gone
     # with it, so fusing such a frame is no change of its own but part of the graph action (hf-penalty.decode_loop:
     # seven "fuse modeling_llama.py(364): forward" actions of -80% ahead of the user's own per-sequence loop)
-    drafts = [d for d in drafts if d.saving_ns > 0 or d is graph]  # a fix that buys nothing is no action
+    drafts = [d for d in drafts if d.saving_ns > 0]  # a fix that buys nothing is no action
     if graph is not None:
         prereq = {f.id for f in graph.needs}
         keep = []
@@ -372,7 +372,6 @@ def build_plan(a, pj) -> Plan:
                 keep.append(d)
         drafts = keep
     # 3. one action each; ranked by what it buys alone
-    drafts = [d for d in drafts if d.saving_ns > 0 or d is graph]
     drafts.sort(key=lambda d: (-d.saving_ns, findings.index(d.lead)))
     rank = {id(d): k for k, d in enumerate(drafts, 1)}
     lead_rank = {f.id: rank[id(d)] for d in drafts for f in d.findings}
