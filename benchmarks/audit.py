@@ -888,11 +888,14 @@ def check_explanation(A, tr, p, g0, g1, D, nx, text):
         x, xt = parse_dur(m.group(1), m.group(2))
         a = tr.covered(key, g0, tl, lambda v: v.name in SYNC_NAMES or (v.kind == "op" and tr.has_sync_inside(v)))
         A.ok(x <= a + xt, f"{p} explanation 'X in synchronising calls'", m.group(0), f"{us(a)} of synchronising calls")
-    m = re.search(r"while (.+?) copy of (\d+) bytes ran for (-?\d+(?:\.\d+)?) (s|ms|µs|ns)\b", text)
+    m = re.search(r"while (.+?) copy of (\d+(?:\.\d+)?) (bytes|B|KiB|MiB|GiB) ran for (-?\d+(?:\.\d+)?) (s|ms|µs|ns)\b",
+                  text)
     if m:
-        b = int(m.group(2))
-        t, tt = parse_dur(m.group(3), m.group(4))
-        ok = any(_int(c.args.get("bytes")) == b and abs(c.dur - t) <= tt for c in D.copies)
+        # a byte count as written: exact ("8000 bytes", "512 B"), or to one decimal of its unit (powers of 1024)
+        scale = {"bytes": 1, "B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}[m.group(3)]
+        b, bt = float(m.group(2)) * scale, (0.05 * scale if scale > 1 else 0)
+        t, tt = parse_dur(m.group(4), m.group(5))
+        ok = any(abs(_int(c.args.get("bytes")) - b) <= bt and abs(c.dur - t) <= tt for c in D.copies)
         A.ok(ok, f"{p} explanation copy", m.group(0)[6:], "no copy of that size and duration on the device")
 
 

@@ -16,7 +16,7 @@ from .gaps import CAUSES
 from .stacks import signature_frame
 from .types import Finding
 from .thresholds import PAGEABLE_MIN_SHARE, SHORT_GAPS_MIN_SHARE, severity
-from .units import fmt_ns as _fmt
+from .units import fmt_bytes, fmt_ns as _fmt
 
 #: cause -> default advice / title template (read from the registry; kept for callers that index by name)
 SUGGESTIONS = {c.name: c.suggestion for c in causes.all_causes()}
@@ -299,7 +299,8 @@ def build_findings(a) -> list:
         if cp.get("pageable") and cp["count"] and cp["total_ns"] >= PAGEABLE_MIN_SHARE * window:
             out.append(Finding(
                 id="", severity="low",
-                title=f"{cp['count']} {cp['kind']} copies ({cp['bytes']} bytes, {_fmt(cp['total_ns'])}) use pageable memory",
+                title=(f"{cp['count']} {cp['kind']} cop{'y' if cp['count'] == 1 else 'ies'} ({fmt_bytes(cp['bytes'])}, "
+                       f"{_fmt(cp['total_ns'])}) use{'s' if cp['count'] == 1 else ''} pageable memory"),
                 idle_ns=0, evidence={k: v for k, v in cp.items()},
                 suggestion=("Copy from pinned host memory (tensor.pin_memory(), once) with non_blocking=True: pageable "
                             "copies are staged through a pinned buffer by the driver and block the host."),

@@ -9,6 +9,7 @@ import os
 import re
 
 from ..analysis import CAUSES
+from ..analysis.units import fmt_bytes
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
 _CODE_SPAN = re.compile(r"`([^`]+)`")
@@ -55,12 +56,8 @@ def code(s, table: bool = True, limit: int = 120) -> str:
 
 
 def _bytes(n) -> str:
-    n = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
+    """A byte count as every report writes it (analysis/units.py ``fmt_bytes``)."""
+    return fmt_bytes(n)
 
 
 def _label(a) -> str:

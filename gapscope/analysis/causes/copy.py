@@ -3,7 +3,7 @@ copy call for most of it (unless the next kernel was already queued: then the GP
 
 from __future__ import annotations
 
-from ..units import fmt_ns
+from ..units import fmt_bytes, fmt_ns
 from ..thresholds import SMALL_COPY_BYTES
 from . import Cause
 
@@ -31,7 +31,7 @@ def explain(a, d, tl):
     sig = f" in `{d.signature}`" if d.signature else ""
     if c:
         rate = f" at {c['gbps']:.1f} GB/s" if c.get("gbps") else ""
-        s = (f"GPU idle {fmt_ns(d.dur_ns)} while a {c['kind']} copy of {c['bytes']} bytes ran for "
+        s = (f"GPU idle {fmt_ns(d.dur_ns)} while a {c['kind']} copy of {fmt_bytes(c['bytes'])} ran for "
              f"{fmt_ns(c['dur_ns'])}{rate}{sig}.")
         if d.extra.get("window_edge"):
             s += (" The copy was issued before the analysed window began: this gap is an edge effect of the "
