@@ -61,6 +61,8 @@ def saving_line(a, f) -> str | None:
     if s is None or pct is None:
         return f"fix: {inline(pj.what[f.id])}" if pj.what.get(f.id) else None
     how = "un-profiled, calibrated" if pj.calibrated else "profiled time"
+    if s <= 0:  # not "−0 ns per step (−0.0%)"
+        return f"its own fix alone buys nothing measurable ({how}): {inline(pj.what.get(f.id, ''))}"
     return f"its own fix → −{t(s)} per step (−{pct:.1f}%), {how}: {inline(pj.what.get(f.id, ''))}"
 
 
