@@ -118,9 +118,10 @@ elif mode == "progressive":
             return "provisional" if sc.any_analysis else "preview"
         if not sc.any_analysis:
             return "full"
-        if getattr(a, "provisional_note", None) is not None:
+        st = sc.state  # tui/loadstate.py: where the analysis is
+        if st.status == "provisional":
             return "carried"
-        return "gaps" if getattr(a, "findings_note", None) is not None else "findings"
+        return "gaps" if st.status == "pending" else "findings"
 
     def render_line(self, y):
         sc = self.app.scene

@@ -226,20 +226,29 @@ def test_known_end_bounds_what_the_preview_holds(tmp_path, monkeypatch, small, l
 
 def test_provisional_gaps_are_the_full_loads_inside_the_known_span(tmp_path, small):
     """The provisional analysis (the explorer's only way to analyse a preview) lists only gaps that end before
-    the known end, each one a gap of the full trace with the same times and cause; ``analyze`` still refuses."""
-    from gapscope.tui.progress import ProvisionalAnalysis, provisional_analysis
+    the known end, each one a gap of the full trace with the same times and cause; ``analyze`` still refuses. The
+    numbers are data (``ProvisionalGaps``) over a plain ``Analysis`` of the preview's model, not an analysis of
+    their own."""
+    from gapscope.analysis import Analysis
+    from gapscope.tui.loadstate import AnalysisState, ProvisionalGaps
+    from gapscope.tui.progress import provisional_analysis
 
     p = tmp_path / "t.json"
     p.write_bytes(json.dumps(kineto_order(steps=60), indent=1).encode())
     pv = progressive.read_preview(str(p))
     a = provisional_analysis(pv)
-    assert isinstance(a, ProvisionalAnalysis) and len(a.gaps) > 10
+    assert isinstance(a, ProvisionalGaps) and len(a.gaps) > 10 and not a.carried
+    assert type(a.source) is Analysis and a.gaps is a.source.gaps and a.model is pv.model
     with pytest.raises(ValueError, match="partial"):
         analyze(pv.model)
     g = a.gaps
     n = len(g)
     assert int(max(g.end_ns[:n])) <= pv.known_end_ns
     assert a.provisional_note.startswith("provisional: first ") and "% read" in a.provisional_note
+    st = AnalysisState.provisional_of(a)
+    assert st.status == "provisional" and st.source is a and st.gaps is a.gaps and not st.ready
+    assert st.provisional_note == a.provisional_note and st.in_progress
+    assert st.plan is None and st.projection is None and st.findings == [] and st.final is None
     full = analyze(read.load_uncached(str(p)))
     fg = full.gaps
     have = {(int(d), int(s), int(e)): int(c) for d, s, e, c in zip(fg.device[:len(fg)], fg.start_ns[:len(fg)],
@@ -253,7 +262,7 @@ def test_only_the_explorer_reaches_the_provisional_analysis():
     report, the commands and the analysis go through ``analyze``, which refuses a partial model)."""
     from tests.helpers import ROOT
 
-    names = ("provisional_analysis", "ProvisionalAnalysis", "provisional_window")
+    names = ("provisional_analysis", "ProvisionalGaps", "provisional_window", "carry_provisional")
     users = sorted(str(p.relative_to(ROOT)) for top in ("tui", "gapscope") for p in (ROOT / top).rglob("*.py")
                    if any(n in p.read_text() for n in names))
     assert users and all(u.startswith("tui/") for u in users), users
@@ -374,8 +383,10 @@ def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, monkeypatch, 
     def spy_full(app, scene):
         spy(app, scene)
         sc = app.scene  # the full scene, the provisional list carried onto it
-        a = sc.analysis
-        seen["carried"] = type(a).__name__, a.provisional_note if a is not None else None
+        st = sc.state
+        a = st.provisional
+        seen["carried"] = (st.status, a is not None and a.carried and sc.analysis is a and a.model is sc.model,
+                           st.provisional_note, st.plan, st.projection, st.findings, st.stacks)
         seen["carried_gaps"] = [(int(sc.gaps.start[i]), int(sc.gaps.end[i]), int(sc.gaps.cause[i]))
                                 for i in sc.gaps.order.tolist()]
         seen["carried_export"] = app.main.check_action("export", ())
@@ -398,8 +409,9 @@ def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, monkeypatch, 
         if getattr(ev, "merged", None) is not None:  # the gaps merged in the load thread, for these analyses
             seen.setdefault("premerged", []).append(type(ev).__name__)
         orig_install(app, sc, ev)
-        if isinstance(sc.analysis, ui.FindingsPending):
-            seen.setdefault("pending", (sc.model.partial, sc.analysis.findings, sc.analysis.projection_if_ready,
+        if sc.state.status == "pending":
+            st = sc.state
+            seen.setdefault("pending", (sc.model.partial, st.findings, st.projection, st.plan, st.findings_note,
                                         sc.gaps.order.tolist(), sc.gaps.selected,
                                         app.main.check_action("export", ())))
             listed.set()
@@ -414,7 +426,9 @@ def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, monkeypatch, 
     assert seen["screen"].count("provisional: first ") >= 2  # the header and the gap list's title (or the bar)
     assert "loading t.json" in seen["screen"] or "building the model" in seen["screen"]
     # the full model came with the provisional list, on its own events (the preview's indices are others')
-    assert seen["carried"][0] == "CarriedProvisional" and seen["carried"][1].startswith("provisional: first ")
+    status, carried, note, *nothing = seen["carried"]
+    assert status == "provisional" and carried and note.startswith("provisional: first ")
+    assert nothing == [None, None, [], None]  # no plan, projection, findings nor stack index of a carried list
     assert seen["carried_export"] is None
     assert seen["moved"] > 0 and seen["same_events"] and all(seen["same_events"])
     assert seen["thread"] and all(a == b for a, b in seen["thread"])
@@ -423,6 +437,7 @@ def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, monkeypatch, 
     sc = app.scene
     assert not sc.model.partial and sc.any_analysis and sc.gaps.order.size > 0
     assert "provisional" not in final and "loading t.json" not in final
+    assert sc.state.status == "ready" and sc.state.final is sc.analysis and sc.state.provisional_note is None
     plain = read.load_uncached(str(p))
     same_model(sc.model, plain)
     ref = Scene(str(p), plain)
@@ -441,8 +456,9 @@ def test_explorer_shows_the_preview_then_the_full_screen(tmp_path, monkeypatch, 
     full = {(int(ref.gaps.start[i]), int(ref.gaps.end[i]), int(ref.gaps.cause[i])) for i in ref.gaps.order.tolist()}
     assert seen["carried_gaps"] and set(seen["carried_gaps"]) <= full
     if gaps_first:  # the full gaps listed while the findings were built: the final list, no findings, no export
-        partial, findings, pj, order, selected, export = seen["pending"]
-        assert not partial and findings == [] and pj is None and export is None
+        partial, findings, pj, plan, note, order, selected, export = seen["pending"]
+        assert not partial and findings == [] and pj is None and plan is None and export is None
+        assert note == "findings: being built"
         assert order == sc.gaps.order.tolist() and selected == sc.gaps.selected
         assert seen.get("premerged") == ["GapsReady"]  # merged in the load thread, the final columns above
     else:
@@ -551,8 +567,6 @@ def test_the_gap_picked_on_the_provisional_list_stays_picked(tmp_path, monkeypat
     person had stays."""
     from gapscope.tui import loading
     from gapscope.tui.app import GapscopeApp
-    from gapscope.tui.progress import CarriedProvisional
-
     if gaps_first:
         monkeypatch.setattr(loading, "PROJECT_FIRST_EVENTS", 1)
     p, gate = _held_preview(tmp_path, monkeypatch)
@@ -562,7 +576,8 @@ def test_the_gap_picked_on_the_provisional_list_stays_picked(tmp_path, monkeypat
     def spy(app, scene):
         orig(app, scene)
         sc = app.scene
-        seen["carried"] = (type(sc.analysis) is CarriedProvisional, sc.gaps.span(sc.gaps.selected_gap))
+        seen["carried"] = (sc.state.status == "provisional" and sc.state.provisional.carried,
+                           sc.gaps.span(sc.gaps.selected_gap))
 
     monkeypatch.setattr(GapscopeApp, "replace_preview", spy)
 
@@ -584,11 +599,11 @@ def test_the_gap_picked_on_the_provisional_list_stays_picked(tmp_path, monkeypat
             for _ in range(400):
                 await app.workers.wait_for_complete()
                 await pilot.pause()
-                a = app.scene.analysis
-                if not app.scene.model.partial and a is not None and type(a).__name__ == "Analysis":
+                if not app.scene.model.partial and app.scene.state.ready:
                     break
             sc = app.scene
-            seen["final"] = (type(sc.analysis).__name__, sc.gaps.span(sc.gaps.selected_gap), (sc.view.t0, sc.view.t1))
+            seen["final"] = (type(sc.state.final).__name__, sc.gaps.span(sc.gaps.selected_gap),
+                             (sc.view.t0, sc.view.t1))
 
     asyncio.run(go())
     assert seen["picked"][0] > 0  # moved off the list's first gap
@@ -633,6 +648,7 @@ def test_findings_that_fail_after_the_gaps_leave_no_pending_list(monkeypatch):
                 if app.scene is not None and app.scene.analysis_error:
                     break
             sc = app.scene
+            seen["status"] = sc.state.status
             seen["final"] = (sc.analysis, int(sc.gaps.order.size), sc.analysis_error,
                              app.main.check_action("export", ()))
 
@@ -640,6 +656,7 @@ def test_findings_that_fail_after_the_gaps_leave_no_pending_list(monkeypatch):
     assert seen["listed"] > 0
     a, listed, err, export = seen["final"]
     assert a is None and listed == 0 and "findings broke" in err and export is True
+    assert seen["status"] == "failed"
 
 
 def test_gaps_merged_in_the_load_thread_are_the_screens_merge():

@@ -15,8 +15,9 @@ from . import progress as progressive
 from .diffscene import diff_pair
 from .loading import (LOAD_OPTS, AnalysisFailed, AnalysisReady, GapsReady, Loader, LoadFailed, PreviewLoaded,
                       Progress, ProjectionReady, ProvisionalReady, ReadProgress, SceneLoaded, debugging, failure)
+from .loadstate import AnalysisState
 from .main import MainScreen
-from .scene import Scene, analysis_pending
+from .scene import Scene
 from .timeline import LanesView
 
 #: models of this many events and more have their objects moved out of the collector's reach once loaded
@@ -204,7 +205,7 @@ class GapscopeApp(progressive.MarksUse, App):
         """The preview's provisional gap list (tui/progress.py), while the preview is the scene shown."""
         self.call_after_refresh(self._painted.set)  # the load thread goes on once it is drawn (Loader.post_drawn)
         if self.scenes and self.scenes[0] is ev.scene:
-            progressive.install_provisional(self, ev.scene, ev.analysis, ev.min_listed, getattr(ev, "merged", None))
+            progressive.install_provisional(self, ev.scene, ev.state, ev.min_listed, ev.merged)
 
     @on(ReadProgress)
     def _read_progress(self, ev: ReadProgress) -> None:
@@ -238,9 +239,9 @@ class GapscopeApp(progressive.MarksUse, App):
     def _analysis_failed(self, ev: AnalysisFailed) -> None:
         progressive.analysis_in(self)
         sc = ev.scene
-        sc.parts[ev.part].analysis_error = ev.text
-        if analysis_pending(sc.parts[ev.part].analysis):  # a provisional list, or gaps whose findings failed
-            sc.parts[ev.part].analysis = None  # as a plain load that failed: no gaps, the error said
+        listed = sc.parts[ev.part].state.in_progress  # a provisional list, or gaps whose findings failed
+        sc.parts[ev.part].state = AnalysisState.failed_with(ev.text)  # as a plain load that failed: no gaps
+        if listed:
             sc.merge_gaps()
             sc.apply_filter(None)
             sc.display.invalidate()
@@ -256,14 +257,13 @@ class GapscopeApp(progressive.MarksUse, App):
 
     @on(GapsReady)
     def _gaps_ready(self, ev: GapsReady) -> None:
-        """A large trace's full gaps, classified, while its findings are built (tui/progress.py
-        ``FindingsPending``): the gap list, opened as a plain load opens it; the analysis whole follows."""
+        """A large trace's full gaps, classified, while its findings are built (status pending, tui/loadstate.py):
+        the gap list, opened as a plain load opens it; the analysis whole follows."""
         self.call_after_refresh(self._painted.set)  # the load thread goes on once it is drawn (Loader.post_drawn)
-        if "warnings" not in vars(ev.analysis.analysis):  # posted a moment before the analysis set its warnings
+        if "warnings" not in vars(ev.analysis):  # posted a moment before the analysis set its warnings
             self.set_timer(0.02, lambda: self._gaps_ready(ev))
             return
-        pt = ev.scene.parts[ev.part]
-        if pt.analysis_error is not None or (pt.analysis is not None and not analysis_pending(pt.analysis)):
+        if ev.scene.parts[ev.part].state.status in ("ready", "failed"):
             return  # the analysis whole (or its failure) came first
         progressive.gaps_in(self)
         self._analysis_ready(ev, bar=False)
@@ -281,8 +281,7 @@ class GapscopeApp(progressive.MarksUse, App):
             if debugging(exc):
                 raise
             for pi in (range(len(sc.parts)) if ev.items is not None else [ev.part]):
-                sc.parts[pi].analysis = None
-                sc.parts[pi].analysis_error = failure("showing the analysis", exc)
+                sc.parts[pi].state = AnalysisState.failed_with(failure("showing the analysis", exc))
             sc.merge_gaps()
             sc.apply_filter(None)
             sc.display.invalidate()
@@ -290,18 +289,21 @@ class GapscopeApp(progressive.MarksUse, App):
                 self.main.scene_changed()
 
     def _install_analysis(self, sc: Scene, ev: AnalysisReady) -> None:
-        before = sc.parts[ev.part].analysis if ev.items is None else None
+        """``ev``'s state (an AnalysisReady's: ready; a GapsReady's: pending) on ``sc``: its gaps listed, the
+        selection kept where the person picked one."""
+        before = sc.parts[ev.part].state if ev.items is None else None
         keep = sc.gaps.selected_gap
         keep_span = sc.gaps.span(keep) if keep >= 0 else None
         keep_active = sc.active
         # the full analysis after its gaps (GapsReady): the same gaps, listed and opened already
-        same = isinstance(before, progressive.FindingsPending) and before.analysis is ev.analysis
-        # a provisional list before it (tui/progress.py): other rows, the same gaps by their times
-        carried = not same and analysis_pending(before)
+        same = before is not None and before.status == "pending" and before.analysis is ev.analysis
+        # a provisional list before it (tui/progress.py), or gaps whose findings were being built: other rows, the
+        # same gaps by their times
+        carried = not same and before is not None and before.in_progress
         if same:
             # its gaps are those merged from it when they came (GapsReady): the analysis only (the merge again,
             # the same columns, took ~0.2 s of the screen's thread at 1 GB); where a plain load opens the list
-            sc.parts[ev.part].analysis = ev.analysis
+            sc.parts[ev.part].state = ev.state
             self._freeze_heap(sc)
             pos = sc.gaps.selected if self.user_picked else sc.opening_position()
             moved = pos == sc.gaps.selected
@@ -314,7 +316,7 @@ class GapscopeApp(progressive.MarksUse, App):
         if ev.items is not None:
             sc.set_analyses(ev.items)
         else:
-            sc.set_analysis(ev.analysis, ev.min_listed, ev.part, getattr(ev, "merged", None))
+            sc.set_state(ev.state, ev.min_listed, ev.part, ev.merged)
         self._freeze_heap(sc)
         moved = False
         if keep >= 0 and self.user_picked:

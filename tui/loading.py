@@ -14,6 +14,7 @@ import threading
 from textual.message import Message
 
 from ..errors import GapscopeError
+from .loadstate import AnalysisState
 from .scene import Scene
 
 #: the load thread waits at most this long for the first frame before it starts the analysis
@@ -80,21 +81,23 @@ class PreviewLoaded(Message):
 
 
 class ProvisionalReady(Message):
-    """The preview's provisional analysis (tui/progress.py ``provisional_analysis``), for its scene."""
+    """The preview's provisional numbers (tui/progress.py ``provisional_analysis``), for its scene: ``state``, an
+    ``AnalysisState`` of status provisional."""
 
-    def __init__(self, scene: Scene, analysis, min_listed: int, merged=None) -> None:
+    def __init__(self, scene: Scene, state: AnalysisState, min_listed: int, merged=None) -> None:
         super().__init__()
-        self.scene, self.analysis, self.min_listed = scene, analysis, min_listed
+        self.scene, self.state, self.min_listed = scene, state, min_listed
         self.merged = merged  # its gaps merged into the scene's list (``Scene.premerge``), in the load thread
 
 
 class GapsReady(Message):
-    """A large trace's full analysis with its gaps classified, its findings still being built
-    (tui/progress.py ``FindingsPending``); ``AnalysisReady`` follows with the analysis whole."""
+    """A large trace's full analysis with its gaps classified, its findings still being built (``state``: status
+    pending, ``AnalysisState.gaps_of``); ``AnalysisReady`` follows with the analysis whole."""
 
     def __init__(self, scene: Scene, analysis, min_listed: int, part: int = 0, merged=None) -> None:
         super().__init__()
         self.scene, self.analysis, self.min_listed, self.part, self.items = scene, analysis, min_listed, part, None
+        self.state = AnalysisState.gaps_of(analysis)
         self.merged = merged  # its gaps merged with the scene's (``Scene.premerge``), made in the load thread
 
 
@@ -117,6 +120,7 @@ class AnalysisReady(Message):
                  items: list | None = None) -> None:
         super().__init__()
         self.scene, self.analysis, self.min_listed, self.part, self.items = scene, analysis, min_listed, part, items
+        self.state = AnalysisState.ready_of(analysis) if analysis is not None else None
         self.merged = None
 
 
@@ -153,16 +157,14 @@ def read_trace(load, path: str, opts: dict, **hooks):
 
 
 def _min_listed(a) -> int:
-    from ..analysis.thresholds import DEFAULT
-
-    cfg = getattr(a, "config", None) or DEFAULT
-    return int(getattr(cfg, "min_listed_gap_ns", 2000))
+    """The shortest gap listed, by the configuration of ``a`` (an analysis, or a preview's ``ProvisionalGaps``)."""
+    return int(a.config.min_listed_gap_ns)
 
 
 def analyze_gaps_first(model, classified):
     """``analyze(model)``, with ``classified(analysis)`` called in between, once the gaps are classified and
-    before the findings are built (``analyze``'s ``on_classified``; the explorer lists the gaps meanwhile:
-    tui/progress.py ``FindingsPending``). The analysis returned is a plain ``analyze``'s
+    before the findings are built (``analyze``'s ``on_classified``; the explorer lists the gaps meanwhile: status
+    pending, tui/loadstate.py). The analysis returned is a plain ``analyze``'s
     (test_gaps_first_is_a_plain_analysis)."""
     from ..analysis import analyze
 
@@ -180,7 +182,7 @@ class Loader:
         self.mounted, self.painted = mounted, painted
         self.worker = None
         self.previewed = False  # a preview's lanes were posted (the full scene then takes their place)
-        self.provisional_of = None  # the preview's provisional analysis, once posted (carried onto the full model)
+        self.provisional_of = None  # the preview's provisional numbers, once posted (carried onto the full model)
         self._last_progress = 0.0
 
     def post(self, msg: Message) -> None:
@@ -289,34 +291,34 @@ class Loader:
         try:
             from .progress import provisional_analysis
 
-            a = provisional_analysis(pv)
-            if a is None:
+            prov = provisional_analysis(pv)
+            if prov is None:
                 return
-            min_listed = _min_listed(a)
+            min_listed = _min_listed(prov)
+            state = AnalysisState.provisional_of(prov)
         except Exception as exc:  # noqa: BLE001 - no provisional list; the full one comes as without it
             if debugging(exc):
                 raise
             return
-        merged = self.ready_for_screen(sc, a, min_listed, verdicts=True)
-        self.provisional_of = (a, min_listed)
-        self.post_drawn(ProvisionalReady(sc, a, min_listed, merged))
+        merged = self.ready_for_screen(sc, state, min_listed)
+        self.provisional_of = (prov, min_listed)
+        self.post_drawn(ProvisionalReady(sc, state, min_listed, merged))
 
-    def ready_for_screen(self, sc: Scene, a, min_listed: int, verdicts: bool = False, part: int = 0):
-        """What the screen's thread would make first when analysis ``a`` lands on ``sc``, made here instead (it
-        held the screen 0.1-0.3 s at 1 GB, keys waiting): its gaps merged into the scene's list (returned, for
-        ``Scene.set_analysis``; None when that fails), the detail of the gap the list opens on (the largest: no
-        projection yet), the header's verdicts (``verdicts``: a provisional analysis; a pending one has none
-        yet), and the stack panel's scroll bar's module (imported on its first long text). A failure here is
-        the screen's to meet, as without it."""
+    def ready_for_screen(self, sc: Scene, state: AnalysisState, min_listed: int, part: int = 0):
+        """What the screen's thread would make first when ``state`` lands on ``sc``, made here instead (it held the
+        screen 0.1-0.3 s at 1 GB, keys waiting): its gaps merged into the scene's list (returned, for
+        ``Scene.set_state``; None when that fails), the detail of the gap the list opens on (the largest: no
+        projection yet), the header's verdicts (a provisional state's; a pending one has none yet), and the stack
+        panel's scroll bar's module (imported on its first long text). A failure here is the screen's to meet,
+        as without it."""
         try:
             import textual.scrollbar  # noqa: F401
 
-            merged = sc.premerge(part, a, min_listed)
+            merged = sc.premerge(part, state, min_listed)
             order = merged.gaps.largest_first
             if order.size:
-                a.gap_detail(int(merged.gaps.row[order[0]]))
-            if verdicts:
-                a.verdicts  # noqa: B018
+                state.source.gap_detail(int(merged.gaps.row[order[0]]))
+            state.verdicts  # noqa: B018
             return merged
         except Exception as exc:  # noqa: BLE001
             if debugging(exc):
@@ -331,10 +333,10 @@ class Loader:
         try:
             from .progress import carry_provisional
 
-            a, min_listed = self.provisional_of
-            c = carry_provisional(a, sc.parts[0].model)
+            prov, min_listed = self.provisional_of
+            c = carry_provisional(prov, sc.parts[0].model)
             if c is not None:
-                sc.set_analysis(c, min_listed, 0)
+                sc.set_state(AnalysisState.provisional_of(c), min_listed, 0)
                 if sc.gaps.selected_row >= 0:
                     c.gap_detail(sc.gaps.selected_row)  # the stack panel's, mapped here (not on the screen's thread)
         except Exception as exc:  # noqa: BLE001 - the full list comes as without it
@@ -421,9 +423,7 @@ class Loader:
             if small or sc.multi:
                 a = analyze(model)
             else:
-                from .progress import FindingsPending
-
-                a = analyze_gaps_first(model, lambda c: self.gaps_ready(sc, pi, FindingsPending(c)))
+                a = analyze_gaps_first(model, lambda c: self.gaps_ready(sc, pi, c))
             min_listed = _min_listed(a)
         except Exception as exc:  # noqa: BLE001
             if debugging(exc):
@@ -446,12 +446,14 @@ class Loader:
             self.project(a)
             self.post(ProjectionReady(sc, pi))
 
-    def gaps_ready(self, sc: Scene, pi: int, pending) -> None:
-        """The gaps of a large trace, classified (``analyze_gaps_first``): posted with their merge into the scene's
-        gap list made here, not on the screen's thread (180k gaps at 1 GB: ``ready_for_screen``)."""
-        min_listed = _min_listed(pending)
-        self.post_drawn(GapsReady(sc, pending, min_listed, pi, self.ready_for_screen(sc, pending, min_listed,
-                                                                                     part=pi)))
+    def gaps_ready(self, sc: Scene, pi: int, a) -> None:
+        """The gaps of a large trace's analysis ``a``, classified (``analyze_gaps_first``), its findings still to
+        be built: posted (status pending) with their merge into the scene's gap list made here, not on the screen's
+        thread (180k gaps at 1 GB: ``ready_for_screen``)."""
+        min_listed = _min_listed(a)
+        msg = GapsReady(sc, a, min_listed, pi)
+        msg.merged = self.ready_for_screen(sc, msg.state, min_listed, part=pi)
+        self.post_drawn(msg)
 
     def project(self, a) -> None:
         """The projection and the plan of actions made from it (analysis/plan.py), both cached properties, made here

@@ -203,9 +203,9 @@ def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs, width: i
         t.add(sep).add(f"torch {tv.split('+')[0] if narrow else tv}")
     t.nl()
     sep0 = ""
-    if a is not None and getattr(a, "devices", None):
+    if a is not None and a.devices:
         ds = a.devices[0]
-        note = getattr(a, "provisional_note", None)  # a preview's (tui/progress.py): numbers of a part only
+        note = scene.state.provisional_note  # a preview's (tui/progress.py): numbers of a part only
         if note:
             t.add(note, "bold black on yellow").add(sep)
         t.add(f"window {t.d(ds.window_ns)}")
@@ -219,7 +219,7 @@ def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs, width: i
             t.add(sep).add("biggest cause: ").add(top, "bold " + G.CAUSE_COLOURS.get(top.split(" ")[0], "red"))
         if v is not None and v.graph_text():
             t.add(sep).add(v.graph_text())
-        pj = a.projection_if_ready  # the loader makes it and the plan (tui/loading.py); a line of its own where wide
+        pj = scene.state.projection  # the loader makes it and the plan (tui/loading.py); a line of its own where wide
         head = not narrow and pj is not None and bool(pj.headline())
         # what to do first, at every width; what it needs first on a line of its own where the header has one left
         lines = top_action_lines(a, not narrow)
@@ -256,7 +256,7 @@ _VERDICT_STYLE = {"gpu-bound": "bold green", "host-bound": "bold yellow", "mixed
 def verdict_of(scene: Scene):
     """The first device's verdict (gpu-bound, host-bound, mixed), or None before the analysis."""
     a = scene.analysis
-    vs = getattr(a, "verdicts", None) if a is not None and getattr(a, "devices", None) else None
+    vs = scene.state.verdicts if a is not None and a.devices else None
     return vs[0] if vs else None
 
 
@@ -447,8 +447,8 @@ def _stack_inputs(scene: Scene, glyphs: G.Glyphs) -> tuple[tuple, tuple]:
     is made from besides: the gap, its place in the list, the filter, the time origin and mode, the active part,
     the glyphs). Objects are compared by identity (``_same``), the rest by value."""
     a = scene.analysis
-    pj = a.projection_if_ready if a is not None else None
-    parts = tuple((pt.analysis, pt.min_listed_ns) for pt in scene.parts)
+    pj = scene.state.projection
+    parts = tuple((pt.state, pt.min_listed_ns) for pt in scene.parts)
     g = scene.gaps
     return ((a, pj, plan_of(a), scene.model, parts),
             (g.selected_row, g.selected_gap, g.selected, g.order.size, g.cause_filter is None, scene.origin,
@@ -598,7 +598,7 @@ def event_text(scene: Scene, ev: int, glyphs: G.Glyphs) -> Text:
             _args_line(t, oa, ("Input Dims", "Input type", "Concrete Inputs"))
         a = scene.analysis
         if a is not None and k == Kind.KERNEL:
-            for ks in getattr(a, "kernels", []) or []:
+            for ks in scene.state.kernels:
                 if ks.name == m.name(ev):
                     if getattr(ks, "floor_ns", None):
                         t.add(f"  floor {t.d(ks.floor_ns)}" + (f" ({ks.bound}-bound)" if ks.bound else "")).nl()
@@ -626,7 +626,7 @@ def _full_stack(scene: Scene, ev: int):
     """Python frames, ranges, ops and runtime calls enclosing event ``ev`` on its thread (outermost first),
     from the analysis' stack index; None when the analysis has none."""
     a = scene.analysis
-    st = getattr(a, "stacks", None) if a is not None else None
+    st = scene.state.stacks
     if st is None or not hasattr(st, "stack_at"):
         return None
     m = scene.model

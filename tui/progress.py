@@ -4,13 +4,14 @@ read, a bar under the header with the bytes and events read so far, then the ful
 
 The preview is a Scene over a partial model (``TraceModel.partial``): lanes and keys, and a provisional gap list.
 ``analyze`` refuses its model; ``provisional_analysis`` here is the one way to analyse it, for the explorer only
-(never the report, never an export: the export key is off on a preview): a ``ProvisionalAnalysis`` of the part of
-the window the preview knows whole, the span before ``Preview.known_end_ns`` (gapscope/trace/progressive.py), cut at
-the last GPU op that ends before it, so that every gap it lists lies inside that span. The header, the gap list's
-title and the bar say "provisional". The full model comes from the one load path, as without a preview; the
-provisional list comes onto it (``CarriedProvisional``: its events mapped to the full model's, ``EventMap``) until
-the full analysis replaces it, whose gaps are shown first on a large trace (``FindingsPending``, while its findings
-are built: tui/loading.py ``analyze_gaps_first``): the final numbers are a plain load's.
+(never the report, never an export: the export key is off on a preview): a plain ``Analysis`` of the part of the
+window the preview knows whole, the span before ``Preview.known_end_ns`` (gapscope/trace/progressive.py), cut at
+the last GPU op that ends before it, so that every gap it lists lies inside that span, carried as data
+(tui/loadstate.py ``ProvisionalGaps``) in the part's state, status provisional. The header, the gap list's title
+and the bar say "provisional". The full model comes from the one load path, as without a preview; the provisional
+list comes onto it (``carry_provisional``: its events mapped to the full model's, ``EventMap``) until the full
+analysis replaces it, whose gaps are shown first on a large trace (status pending, while its findings are built:
+tui/loading.py ``analyze_gaps_first``): the final numbers are a plain load's.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from textual.widgets import Static
 from ..analysis import Analysis
 from ..trace.model import Kind, TrackKind
 from ..trace.progressive import LoadProgress, Preview, touch
+from .loadstate import ProvisionalGaps
 from .timefmt import fmt_dur
 
 class MarksUse:
@@ -41,22 +43,6 @@ class MarksUse:
 
 #: the GPU work that bounds a provisional window (the kinds the gaps are made from)
 _WORK = (int(Kind.KERNEL), int(Kind.MEMCPY), int(Kind.MEMSET))
-
-
-class ProvisionalAnalysis(Analysis):
-    """An Analysis of a preview's known span (``provisional_analysis``): what the explorer lists while the trace is
-    read, marked provisional wherever it is shown, replaced by the full load's."""
-
-    def __init__(self, model, window, preview: Preview) -> None:
-        #: the preview's figures: bytes decoded of the file, the bound of what it knows
-        self.preview_bytes, self.file_bytes, self.known_end_ns = preview.decoded, preview.size, preview.known_end_ns
-        super().__init__(model, None, window)
-
-    @property
-    def provisional_note(self) -> str:
-        """``provisional: first 27.6 ms of the window, 0.4% read``."""
-        pct = self.preview_bytes * 100 / max(self.file_bytes, 1)
-        return f"provisional: first {fmt_dur(int(self.window_ns))} of the window, {pct:.1f}% read"
 
 
 def provisional_window(model, known_end_ns: int):
@@ -88,12 +74,23 @@ def provisional_window(model, known_end_ns: int):
     return replace(w, mode="steps", device=device, cpu_start=cs, cpu_end=ce)
 
 
-def provisional_analysis(pv: Preview) -> ProvisionalAnalysis | None:
-    """The preview's provisional analysis (module docstring), or None: no bound known, or no GPU op inside it."""
+def provisional_analysis(pv: Preview) -> ProvisionalGaps | None:
+    """The preview's provisional numbers (module docstring): a plain ``Analysis`` of its model over the provisional
+    window, carried as data (``ProvisionalGaps``) with the note that says so; or None: no bound known, or no GPU
+    op inside it."""
     if pv.known_end_ns is None:
         return None
     w = provisional_window(pv.model, pv.known_end_ns)
-    return ProvisionalAnalysis(pv.model, w, pv) if w is not None else None
+    if w is None:
+        return None
+    a = Analysis(pv.model, None, w)
+    return ProvisionalGaps(a, pv.model, a.gaps, provisional_note(a.window_ns, pv.decoded, pv.size))
+
+
+def provisional_note(window_ns: int, decoded: int, size: int) -> str:
+    """``provisional: first 27.6 ms of the window, 0.4% read``."""
+    pct = decoded * 100 / max(size, 1)
+    return f"provisional: first {fmt_dur(int(window_ns))} of the window, {pct:.1f}% read"
 
 
 # ====================================================================== the provisional list on the full model
@@ -152,132 +149,46 @@ class EventMap:
         return -1
 
 
-class CarriedProvisional:
-    """The preview's provisional analysis on the full model, from the moment the full model takes the preview's
-    place until the full analysis is in: the same gaps (times, causes, order), their event and thread columns
-    mapped to the full model's (``EventMap``), so that the gap list, its detail and the lanes it points at name
-    the full model's events, never the preview's indices. No stack index (the stack of an event on the lanes is
-    the model's own parent chain meanwhile), no findings, no projection nor plan; marked provisional as on the
-    preview."""
+def _mapped_detail(emap: EventMap, det):
+    """A gap's detail of the preview's analysis, its events and thread the full model's (``emap``)."""
+    from dataclasses import replace as dc_replace
 
-    projection_if_ready = None
-    plan_if_ready = None
-    projected = False
-    stacks = None
+    def frames(fs):
+        return [dc_replace(f, event=emap.event(int(f.event))) if f.event is not None and int(f.event) >= 0 else f
+                for f in fs]
 
-    def __init__(self, prov: ProvisionalAnalysis, model) -> None:
-        import copy
+    def extra(x):
+        if isinstance(x, dict):
+            return {k: (emap.event(int(v)) if k == "event" and isinstance(v, (int, np.integer)) else extra(v))
+                    for k, v in x.items()}
+        return x
 
-        self.source, self.model = prov, model
-        self.config, self.window, self.devices = prov.config, prov.window, prov.devices
-        self.provisional_note = prov.provisional_note
-        self.findings: list = []
-        self.warnings: list = []
-        self.map = EventMap(prov.model, model)
-        g = copy.copy(prov.gaps)
-        g.next_idx = self.map.events(prov.gaps.next_idx)
-        g.launch_idx = self.map.events(prov.gaps.launch_idx)
-        g.thread = self.map.tracks(prov.gaps.thread)
-        self.gaps = g
-        self._details: dict = {}
-
-    @property
-    def window_start_ns(self) -> int:
-        return self.source.window_start_ns
-
-    @property
-    def window_ns(self) -> int:
-        return self.source.window_ns
-
-    @property
-    def window_note(self):
-        return self.source.window_note
-
-    @property
-    def step_count(self):
-        return self.source.step_count
-
-    @property
-    def rank(self):
-        return self.model.rank
-
-    def listed_rows(self) -> np.ndarray:
-        return self.source.listed_rows()
-
-    def cause_totals(self) -> dict:
-        return self.source.cause_totals()
-
-    def gap_detail(self, row: int):
-        """The provisional gap's detail (the preview's analysis), its events and thread the full model's."""
-        row = int(row)
-        d = self._details.get(row)
-        if d is None:
-            d = self._details[row] = self._mapped(self.source.gap_detail(row))
-        return d
-
-    def _mapped(self, det):
-        from dataclasses import replace as dc_replace
-
-        def frames(fs):
-            return [dc_replace(f, event=self.map.event(int(f.event))) if getattr(f, "event", -1) is not None
-                    and int(f.event) >= 0 else f for f in fs]
-
-        def extra(x):
-            if isinstance(x, dict):
-                return {k: (self.map.event(int(v)) if k == "event" and isinstance(v, (int, np.integer)) else extra(v))
-                        for k, v in x.items()}
-            return x
-
-        return dc_replace(det, stack=frames(det.stack), launch_stack=frames(det.launch_stack),
-                          idle_stack=frames(det.idle_stack), extra=extra(det.extra),
-                          thread_track=int(self.map.tracks([det.thread_track])[0]))
+    return dc_replace(det, stack=frames(det.stack), launch_stack=frames(det.launch_stack),
+                      idle_stack=frames(det.idle_stack), extra=extra(det.extra),
+                      thread_track=int(emap.tracks([det.thread_track])[0]))
 
 
-def carry_provisional(prov, model) -> CarriedProvisional | None:
-    """The provisional analysis ``prov`` (of a preview) on the full ``model`` (``CarriedProvisional``); None when
-    a gap's events are not all found in it (a preview of another file: nothing is carried rather than a wrong
-    event)."""
-    c = CarriedProvisional(prov, model)
-    g, src = c.gaps, prov.gaps
+def carry_provisional(prov: ProvisionalGaps, model) -> ProvisionalGaps | None:
+    """The preview's provisional numbers ``prov`` on the full ``model``, from the moment the full model takes the
+    preview's place until the full analysis' gaps are in: the same gaps (times, causes, order), their event and
+    thread columns mapped to the full model's (``EventMap``), so that the gap list, its detail and the lanes it
+    points at name the full model's events, never the preview's indices. No stack index, no findings, no
+    projection nor plan; marked provisional as on the preview. None when a gap's events are not all found in
+    ``model`` (a preview of another file: nothing is carried rather than a wrong event)."""
+    import copy
+    from functools import partial
+
+    src = prov.source.gaps
+    emap = EventMap(prov.source.model, model)
+    g = copy.copy(src)
+    g.next_idx = emap.events(src.next_idx)
+    g.launch_idx = emap.events(src.launch_idx)
+    g.thread = emap.tracks(src.thread)
     lost = ((src.next_idx >= 0) & (g.next_idx < 0)) | ((src.launch_idx >= 0) & (g.launch_idx < 0)) | \
         ((src.thread >= 0) & (g.thread < 0))
-    return None if lost.any() else c
-
-
-# ====================================================================== the full analysis, its gaps first
-class FindingsPending:
-    """A full analysis (``tui.analysis.Analysis``) whose gaps are classified while its findings are still being
-    built in the load thread (``loading.analyze_gaps_first``): everything of it but the findings, the projection
-    and the lazily computed tables (kernels, verdicts ...: none is computed on the screen's thread meanwhile; one
-    the findings already made is shown). The full analysis itself takes its place when it is done."""
-
-    findings_note = "findings: being built"
-
-    def __init__(self, analysis) -> None:
-        self.analysis = analysis
-
-    def __getattr__(self, name: str):
-        a = vars(self)["analysis"]
-        if name in ("findings", "warnings"):
-            return list(vars(a).get(name, []))
-        if name == "alerts":
-            raise AttributeError(name)  # the header's distortion reads the trace's metadata meanwhile
-        if name in ("projection_if_ready", "plan_if_ready"):
-            return None
-        if name == "projected":
-            return False
-        if name in _LAZY and name not in vars(a):
-            return None
-        return getattr(a, name)
-
-
-def _lazy_names() -> frozenset:
-    from functools import cached_property
-
-    return frozenset(k for k, v in vars(Analysis).items() if isinstance(v, cached_property) and k != "step_count")
-
-
-_LAZY = _lazy_names()
+    if lost.any():
+        return None
+    return ProvisionalGaps(prov.source, model, g, prov.provisional_note, partial(_mapped_detail, emap))
 
 
 def _mb(n: int) -> str:
@@ -368,15 +279,15 @@ def is_preview(app) -> bool:
     return bool(app.scenes) and any(pt.model.partial for pt in app.scenes[0].parts)
 
 
-def install_provisional(app, scene, analysis, min_listed: int, merged=None) -> None:
-    """The provisional analysis on the preview's scene: its gap list (the person's view and lane stay where they
-    are: no gap is opened), the header and the bar say provisional. ``merged``: its gaps merged in the load
-    thread (``Scene.premerge``)."""
-    scene.set_analysis(analysis, min_listed, 0, merged)
+def install_provisional(app, scene, state, min_listed: int, merged=None) -> None:
+    """The provisional state (``AnalysisState``, status provisional) on the preview's scene: its gap list (the
+    person's view and lane stay where they are: no gap is opened), the header and the bar say provisional.
+    ``merged``: its gaps merged in the load thread (``Scene.premerge``)."""
+    scene.set_state(state, min_listed, 0, merged)
     app.main.scene_changed()
     b = bar(app)
     if b is not None:
-        b.note = analysis.provisional_note
+        b.note = state.provisional_note
         b.show()
 
 
@@ -400,7 +311,7 @@ def full_scene_in(app) -> None:
     b = bar(app)
     if b is not None:
         if app.run_analysis:
-            b.note = getattr(app.scene.analysis, "provisional_note", None) or ""  # the carried list's
+            b.note = app.scene.state.provisional_note or ""  # the carried list's
             b.analysing()
         else:
             b.remove()

@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..analysis import Analysis
 from ..trace.model import Kind, TraceModel
 from .lanes import Lane, build_lanes
+from .loadstate import NOT_YET, AnalysisState, ProvisionalGaps
 from .matches import SearchState
 from .rows import DisplayRows, Row
 from .scenegaps import GapSelection, listed_counts, merge_gaps, top_action_position
@@ -27,15 +29,35 @@ from .view import View
 
 @dataclass
 class Part:
-    """One loaded trace of a scene; ``offset`` (ns) aligns its times with the other parts."""
+    """One loaded trace of a scene; ``offset`` (ns) aligns its times with the other parts; ``state``: where its
+    analysis is (tui/loadstate.py ``AnalysisState``: pending, provisional, ready, failed)."""
 
     path: str
     model: TraceModel
     offset: int = 0
-    analysis: object = None
-    analysis_error: str | None = None
+    state: AnalysisState = NOT_YET
     min_listed_ns: int = 2000
     lanes: list = field(default_factory=list)
+
+    @property
+    def analysis(self):
+        """What the part's gaps are listed from (``AnalysisState.source``): the full analysis (ready, or pending
+        with its findings being built), a preview's numbers (provisional), or None. What else the part has (its
+        findings, plan, tables, notes) is asked of ``state``."""
+        return self.state.source
+
+    @analysis.setter
+    def analysis(self, a) -> None:
+        """The final analysis (None: none)."""
+        self.state = as_state(a)
+
+    @property
+    def analysis_error(self) -> str | None:
+        return self.state.error
+
+    @analysis_error.setter
+    def analysis_error(self, error: str | None) -> None:
+        self.state = NOT_YET if error is None else AnalysisState.failed_with(error)
 
 
 def device_label(model, dev: int) -> str:
@@ -51,10 +73,18 @@ def device_label(model, dev: int) -> str:
 
 
 def analysis_pending(a) -> bool:
-    """Whether analysis ``a`` is not the final one yet: provisional (tui/progress.py: a preview's, or carried
-    onto the full model) or with its findings still being built (``FindingsPending``)."""
-    return a is not None and (getattr(a, "provisional_note", None) is not None or
-                              getattr(a, "findings_note", None) is not None)
+    """Whether ``a``, what a part lists its gaps from (``Part.analysis``), is not the final analysis yet: a preview's
+    numbers (``ProvisionalGaps``) or a full analysis whose findings are still being built. For callers that hold
+    only that object (tui/diffscene.py, tui/tables.py); the scene's own code asks the part's state
+    (``AnalysisState.in_progress``)."""
+    return isinstance(a, ProvisionalGaps) or (isinstance(a, Analysis) and "findings" not in vars(a))
+
+
+def as_state(a) -> AnalysisState:
+    """``a`` as a part's state: an ``AnalysisState`` as it is, an analysis as the final one, None as none yet."""
+    if a is None:
+        return NOT_YET
+    return a if isinstance(a, AnalysisState) else AnalysisState.ready_of(a)
 
 
 def _base_ns(model: TraceModel) -> int | None:
@@ -179,7 +209,13 @@ class Scene:
 
     @property
     def analysis(self):
+        """What the active part's gaps are listed from (``Part.analysis``)."""
         return self.part.analysis
+
+    @property
+    def state(self) -> AnalysisState:
+        """Where the active part's analysis is (tui/loadstate.py)."""
+        return self.part.state
 
     @property
     def analysis_error(self) -> str | None:
@@ -195,8 +231,8 @@ class Scene:
 
     @property
     def exportable(self) -> bool:
-        """No preview and no analysis still pending (``analysis_pending``): what an export writes is final."""
-        return not any(p.model.partial or analysis_pending(p.analysis) for p in self.parts)
+        """No preview and no analysis in progress (``AnalysisState.in_progress``): what an export writes is final."""
+        return not any(p.model.partial or p.state.in_progress for p in self.parts)
 
     def title(self) -> str:
         b = os.path.basename(self.parts[0].path)
@@ -254,15 +290,20 @@ class Scene:
         return out
 
     # --------------------------------------------------------------- analysis
-    def set_analysis(self, a, min_listed_ns: int, part: int = 0, merged=None) -> None:
+    def set_analysis(self, a: Analysis, min_listed_ns: int, part: int = 0, merged=None) -> None:
+        """Install part ``part``'s final analysis."""
         self.set_analyses([(part, a, min_listed_ns)], merged)
 
+    def set_state(self, state: AnalysisState, min_listed_ns: int, part: int = 0, merged=None) -> None:
+        """Install where part ``part``'s analysis is (a preview's numbers, gaps whose findings are being built)."""
+        self.set_analyses([(part, state, min_listed_ns)], merged)
+
     def set_analyses(self, items, merged=None) -> None:
-        """Install several parts' analyses at once (``(part, analysis, min_listed_ns)``): one merge of the gaps
-        (``merged``: made beforehand by ``premerge``, when it is of these analyses)."""
+        """Install several parts' analyses at once (``(part, analysis or AnalysisState, min_listed_ns)``): one merge
+        of the gaps (``merged``: made beforehand by ``premerge``, when it is of these analyses)."""
         for part, a, min_listed_ns in items:
             pt = self.parts[part]
-            pt.analysis = a
+            pt.state = as_state(a)
             pt.min_listed_ns = int(min_listed_ns)
         self.merge_gaps(merged)
         self.apply_filter(self.gaps.cause_filter)  # (a finding's filter ends when analyses land)
@@ -286,11 +327,12 @@ class Scene:
         self.gaps.merge(self.parts, merged)
 
     def premerge(self, part: int, a, min_listed_ns: int):
-        """The merge ``set_analysis(a, min_listed_ns, part)`` would make (tui/scenegaps.py ``merge_gaps``),
-        made without touching the scene: the load thread makes it, the screen's thread installs it."""
+        """The merge ``set_analysis(a, min_listed_ns, part)`` (``set_state``, for an ``AnalysisState``) would make
+        (tui/scenegaps.py ``merge_gaps``), made without touching the scene: the load thread makes it, the screen's
+        thread installs it."""
         from dataclasses import replace
 
-        return merge_gaps([replace(pt, analysis=a, min_listed_ns=int(min_listed_ns)) if i == part else pt
+        return merge_gaps([replace(pt, state=as_state(a), min_listed_ns=int(min_listed_ns)) if i == part else pt
                            for i, pt in enumerate(self.parts)])
 
     # ------------------------------------------------- the active part follows the selected gap or match

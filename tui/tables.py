@@ -63,8 +63,7 @@ def kernels_of(sc: Scene | None) -> list:
     if sc is None:
         return []
     parts = range(len(sc.parts)) if tables_multi(sc) else [sc.active]
-    out = [(pi, i, k) for pi in parts for i, k in enumerate(getattr(sc.parts[pi].analysis, "kernels", None)
-                                                              or [])]
+    out = [(pi, i, k) for pi in parts for i, k in enumerate(sc.parts[pi].state.kernels)]
     if tables_multi(sc):
         out.sort(key=lambda e: (-int(e[2].total_ns), e[0], e[1]))
     return out[:200]
@@ -98,8 +97,7 @@ def findings_of(sc: Scene | None) -> list:
     if sc is None:
         return []
     parts = range(len(sc.parts)) if sc.multi else [sc.active]
-    out = [(pi, i, f) for pi in parts for i, f in enumerate(getattr(sc.parts[pi].analysis, "findings", None)
-                                                               or [])]
+    out = [(pi, i, f) for pi in parts for i, f in enumerate(sc.parts[pi].state.findings)]
     if sc.multi:
         # on a tie (the late rank's finding and the wait it caused) the late rank first, as the report
         out.sort(key=lambda e: (-effect_ns(e[2]), not str(e[2].id).startswith("late-rank-"), e[0], e[1]))
@@ -128,7 +126,7 @@ def plan_rows(sc: Scene | None) -> list[PlanRow]:
     if sc.multi:
         return [PlanRow(pi, None, f) for pi, _, f in findings_of(sc)]
     a = sc.parts[sc.active].analysis
-    fs = list(getattr(a, "findings", None) or [])
+    fs = sc.parts[sc.active].state.findings
     plan = plan_of(a)
     if plan is None:
         return [PlanRow(sc.active, None, f) for f in fs]
@@ -203,7 +201,7 @@ def kernel_patterns(sc, pi: int, name: str) -> list:
         return []
     m = a.model
     out = []
-    for p in getattr(a, "patterns", []) or []:
+    for p in pt.state.patterns:
         if p.kernels.size and any(m.names[n] == name for n in np.unique(m.name_id[p.kernels]).tolist()):
             out.append(p)
     return out
@@ -256,7 +254,7 @@ class KernelsView(TableView):
         k = None
         if isinstance(i, tuple):
             pt = sc.parts[i[0]] if sc is not None and i[0] < len(sc.parts) else None
-            ks = (getattr(pt.analysis, "kernels", None) or []) if pt is not None else []
+            ks = pt.state.kernels if pt is not None else []
             k = ks[i[1]] if 0 <= i[1] < len(ks) else None
         else:
             ks = kernels_of(sc)
