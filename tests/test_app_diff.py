@@ -1,6 +1,7 @@
 """The before/after view (tui/diffscene.py, diffview.py): `gapscope diff A B`, the explorer's D key, its
 keys, snapshots at 80x24 and 160x48 on two committed samples (eager decode against the same decode with ~100 µs
-of Python bookkeeping per layer), and the README's key table against the screen's bindings.
+of Python bookkeeping per layer), and the README's key table against the screen's bindings. Its help, legend,
+export, Enter on a change and its one word for "B has it, A has not" are in tests/test_app_diff_keys.py.
 
 Update the snapshots after an intended change with
     python -m pytest tests/test_app_diff.py --snapshot-update
@@ -103,10 +104,10 @@ async def _test_diff_keys(pair):
         await pilot.press("left_square_bracket", "left_square_bracket")
         await pilot.pause()
         assert scr.scene.step == 3
-        await pilot.press("m")
+        await pilot.press("b")
         await pilot.pause()
         gid = scr.scene.gaps.selected_gap
-        assert gid >= 0 and scr.scene.b_new[gid] and "new in B" in screen_text(app)
+        assert gid >= 0 and scr.scene.b_new[gid] and "not in A" in screen_text(app)
         await pilot.press("n")
         await pilot.pause()
         assert scr.scene.gaps.selected_gap == int(scr.scene.b_order[0])
@@ -139,11 +140,13 @@ async def _test_explorer_D_opens_the_diff_of_two_tabs(pair):
         text = screen_text(app)
         assert "A before: demo-eager.decode.json.gz" in text and "B after: demo-eager-python.decode.json.gz" in text
         # the explorer's keys stay with the explorer's screen: under the diff, t and c changed the hidden tab and
-        # its gap list (and e exported a picture of the diff), and its footer listed them
+        # its gap list (and e exported a picture of the diff), and its footer listed them; the diff's footer lists
+        # its own (its e exports the before/after report: test_app_diff_keys.py)
         await pilot.press("t", "c")
         await pilot.pause()
         assert app.current == 0 and app.scene.gaps.cause_filter is None
-        assert "export" not in screen_text(app)
+        footer = screen_text(app).splitlines()[-1]
+        assert "cause" not in footer and "find" not in footer and "quit" not in footer
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, DiffScreen)
@@ -187,11 +190,11 @@ def test_readme_lists_the_diff_keys():
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     sec = readme[readme.index("## Before and after"):]
     sec = sec[:sec.index("\n## ", 3)]
-    names = {"right_square_bracket": "]", "left_square_bracket": "[", "escape": "Esc", "equals_sign": "=",
-             "plus": "+", "minus": "-", "left": "←", "right": "→", "home": "Home"}
+    from gapscope.tui.keys import SHOWN_NAME
+
     for b in DiffScreen.BINDINGS:
         for k in b.key.split(","):
-            shown = names.get(k, k)
+            shown = SHOWN_NAME.get(k, k)
             assert re.search(r"`" + re.escape(shown) + r"`", sec), (k, shown)
 
 
@@ -207,13 +210,13 @@ def test_trace_strings_are_never_markup(tmp_path):
         app = DiffApp(str(a), str(b), load_opts={"no_cache": True})
         async with app.run_test(size=(160, 40)) as pilot:
             await diff_ready(pilot)
-            await pilot.press("m")
+            await pilot.press("b")
             await pilot.pause()
             return screen_text(app)
 
     text = asyncio.run(go())
-    assert "kernel [0]fused (new)" in text and "kernel [/foo]k2 (gone)" in text
-    assert "new: 2 gaps while host work from app.py(9): [red]other" in text
+    assert "kernel [0]fused (not in A)" in text and "kernel [/foo]k2 (gone in B)" in text
+    assert "not in A: 2 gaps while host work from app.py(9): [red]other" in text
 
 
 def test_diff_loads_as_the_explorer_does(pair, tmp_path, monkeypatch):

@@ -4,8 +4,10 @@ draws it and answers its keys is tui/diffview.py).
 ``DiffScene`` is the explorer's ``Scene`` of two parts; it only chooses the rows and moves B in time so that its
 step k starts (first kernel) where A's step k starts, or so that a gap of B ends where the A gap it matches ends.
 The numbers come from ``tui.analysis.compare`` (per step). Gaps of B with no listed gap of A at the same place in
-the aligned kernel sequence are marked on a row of their own ("new in B"); when a B gap is selected, the A gap
-it matches is marked on A's row. ``diff_pair`` is which two of the explorer's tabs `D` compares.
+the aligned kernel sequence are marked on a row of their own ("not in A": the view's one word for what B has and A
+has not); when a B gap is selected, the A gap it matches is marked on A's row. ``goto_change`` shows a row of the
+list of changes in both traces (Enter there); ``export_report`` writes ``gapscope report A B``'s Markdown next to
+the traces (e). ``diff_pair`` is which two of the explorer's tabs `D` compares.
 
 No textual here.
 """
@@ -16,6 +18,7 @@ import os
 
 import numpy as np
 
+from ..analysis.compare import op_shapes_text
 from .lanes import Lane, Segments
 from .rows import Row
 from .scene import Scene, analysis_pending
@@ -127,28 +130,47 @@ class DiffScene(Scene):
         return got
 
     def align_on_gap(self, gid: int) -> None:
-        """Move B so that the kernel ending B's gap ``gid`` (or the last matched kernel before it) starts with the
-        A kernel it is matched to: a gap at the same place in both traces then ends at the same column."""
+        """Move B so that the kernel ending gap ``gid`` (of B, or of A; or the last matched kernel before it)
+        starts with the kernel of the other trace it is matched to: a gap at the same place in both traces then
+        ends at the same column."""
         k = self.step_of_gap(gid)
-        b = self.parts[1].analysis
-        nxt = int(b.gaps.next_idx[int(self.gaps.row[gid])])
+        side = int(self.gaps.part[gid])
+        an = self.parts[side].analysis
+        nxt = int(an.gaps.next_idx[int(self.gaps.row[gid])])
         ea, eb = self.matched_kernels(k)
         off = None
         if eb.size:
             mb, ma = self.parts[1].model, self.parts[0].model
-            tref = int(mb.ts_ns[nxt]) if nxt >= 0 else int(b.gaps.start_ns[int(self.gaps.row[gid])])
-            j = int(np.searchsorted(mb.ts_ns[eb], tref, side="right")) - 1
+            mine, mm = (eb, mb) if side == 1 else (ea, ma)
+            tref = int(mm.ts_ns[nxt]) if nxt >= 0 else int(an.gaps.start_ns[int(self.gaps.row[gid])])
+            j = int(np.searchsorted(mm.ts_ns[mine], tref, side="right")) - 1
             if j >= 0:
                 off = int(ma.ts_ns[ea[j]]) - int(mb.ts_ns[eb[j]])
-                self.aligned_on = ("the kernel after the gap" if int(eb[j]) == nxt else
+                self.aligned_on = ("the kernel after the gap" if int(mine[j]) == nxt else
                                    "the last kernel before the gap that both traces ran")
         if off is None:
             self.aligned_on = None
         self.set_step(k, off)
 
+    def goto_gap(self, gid: int, cw: int) -> None:
+        """Gap ``gid`` (of B or of A) selected and lined up with the other trace (``align_on_gap``); the window on
+        its span and, for a gap of B, the span of the A gap it matches; the lane cursor on its gap row."""
+        self.align_on_gap(gid)
+        self.select_gid(gid)
+        a, b, dev = self.gaps.span(gid)
+        if self.match_gid >= 0:
+            ma, mb, _ = self.gaps.span(self.match_gid)
+            a, b = min(a, ma), max(b, mb)
+        self.view.focus(a, b, cw, context=3.0)
+        self.view.cursor = int(self.gaps.start[gid])
+        ln = self.gaps.lanes.get((int(self.gaps.part[gid]), dev))
+        for i, r in enumerate(self.display.rows()):
+            if ln is not None and r.lane is ln:
+                self.display.cursor = i
+
     # ------------------------------------------------------------------- gaps
     def _index_gaps(self) -> None:
-        """Global gap ids of B's listed gaps (largest first), which are new, and the A gap each matches."""
+        """Global gap ids of B's listed gaps (largest first), which are not in A, and the A gap each matches."""
         gm = self.gm
         b_ids = np.flatnonzero(self.gaps.part == 1)
         a_ids = np.flatnonzero(self.gaps.part == 0)
@@ -168,7 +190,7 @@ class DiffScene(Scene):
         for dev in sorted(set(self.gaps.device[b_ids].tolist())):
             ids = b_ids[(self.gaps.device[b_ids] == dev) & self.b_new[b_ids]]
             ids = ids[np.argsort(self.gaps.start[ids], kind="stable")]
-            self.marks[dev] = Lane("marks", f"new in {SIDE[1]}", device=int(dev),
+            self.marks[dev] = Lane("marks", f"not in {SIDE[0]}", device=int(dev),
                                    segs=Segments(self.gaps.start[ids], self.gaps.end[ids], ids), part=1)
         self.match_gid = -1
 
@@ -178,10 +200,170 @@ class DiffScene(Scene):
             self.select(int(where[0]))
         self.match_gid = int(self.a_match[gid]) if 0 <= gid < self.a_match.size and self.gaps.part[gid] == 1 else -1
 
+    def b_matches(self, gid: int) -> np.ndarray:
+        """The gaps of B whose matching A gap is ``gid`` (a gap of A)."""
+        return np.flatnonzero(self.a_match == gid) if gid >= 0 else np.zeros(0, np.int64)
+
+    def gid_of(self, part: int, row: int) -> int:
+        """The global id of the listed gap at ``row`` of part ``part``'s gap table, or -1 (not listed)."""
+        hit = np.flatnonzero((self.gaps.part == part) & (self.gaps.row == row))
+        return int(hit[0]) if hit.size else -1
+
+    def largest_gap(self, part: int, *, cause: str | None = None, rows=None) -> int:
+        """The largest listed gap of part ``part`` (of ``cause``, or among the gap-table ``rows``), or -1."""
+        from ..analysis import CAUSES
+
+        ok = self.gaps.part == part
+        if cause is not None:
+            try:
+                ok &= self.gaps.cause == CAUSES.index(cause)
+            except ValueError:
+                return -1
+        if rows is not None:
+            ok &= np.isin(self.gaps.row, np.asarray(rows, np.int64))
+        ids = np.flatnonzero(ok)
+        if not ids.size:
+            return -1
+        return int(ids[np.lexsort((self.gaps.start[ids], -self.gaps.dur[ids]))[0]])
+
     def step_of_gap(self, gid: int) -> int:
         row = int(self.gaps.row[gid])
         st = self.cmp.steps_b if self.gaps.part[gid] == 1 else self.cmp.steps_a
         return int(st.gap_step[row])
+
+    # ------------------------------------------------------------- changes (Enter in the list of changes)
+    def first_run(self, side: int, name: str, shapes: str | None = None) -> int:
+        """The first kernel event of trace ``side`` (0 = A, 1 = B; among the kernels its steps count, by start)
+        named ``name``, launched by an op with input ``shapes`` when given and any kernel of that name has them;
+        -1 when it has none."""
+        st = self.cmp.steps_a if side == 0 else self.cmp.steps_b
+        m = self.parts[side].model
+        nids = [i for i, n in enumerate(m.names) if n == name]
+        k = st.kernels
+        cand = k[np.isin(m.name_id[k], nids)] if nids and k.size else np.zeros(0, np.int64)
+        if not cand.size:
+            return -1
+        if shapes is not None:
+            seen: set[int] = set()
+            for e in cand.tolist():
+                op = int(m.op[e])
+                if op < 0 or op in seen:
+                    continue
+                seen.add(op)
+                if op_shapes_text(m, op) == shapes:
+                    return int(e)
+        return int(cand[0])
+
+    def goto_kernel(self, name: str, shapes: str | None, cw: int) -> tuple[int, int]:
+        """A kernel of the comparison shown in both traces: its first run in A and in B (``first_run``), B moved
+        so that the two start together (only one trace runs it: that trace's step lined up as usual), the window
+        on both runs, the time cursor on their start and the lane cursor on B's stream (A's when B has none).
+        Returns the two events (-1 for the trace that does not run it)."""
+        ea, eb = self.first_run(0, name, shapes), self.first_run(1, name, shapes)
+        if ea < 0 and eb < 0:
+            return ea, eb
+        ma, mb = self.parts[0].model, self.parts[1].model
+        st, e, side = (self.cmp.steps_b, eb, 1) if eb >= 0 else (self.cmp.steps_a, ea, 0)
+        k = int(st.kernel_step[int(np.flatnonzero(st.kernels == e)[0])])
+        off = None
+        if ea >= 0 and eb >= 0:
+            off = int(ma.ts_ns[ea]) - int(mb.ts_ns[eb])
+            self.aligned_on = "the kernel's first run"
+        self.set_step(k, off)
+        self.gaps.selected = -1  # the status line says what is shown (the screen's message), not an old gap
+        self.match_gid = -1
+        spans = [(int(m.ts_ns[x]) + pt.offset, int(m.ts_ns[x] + m.dur_ns[x]) + pt.offset)
+                 for x, m, pt in ((ea, ma, self.parts[0]), (eb, mb, self.parts[1])) if x >= 0]
+        a, b = min(s for s, _ in spans), max(t for _, t in spans)
+        self.view.focus(a, b, cw, context=5.0)
+        pt = self.parts[side]
+        row = self.display.row_of_event(e, side, pt.model, pt.offset)
+        if row >= 0:
+            self.display.cursor = row
+        return ea, eb
+
+    def finding_of(self, fd, side: int):
+        """The finding of trace ``side`` that a ``FindingDelta`` of the comparison stands for (matched as the
+        comparison matches them: cause, frame, kind, and its title), or None."""
+        from ..analysis.compare import finding_kind
+
+        an = self.parts[side].analysis
+        title = fd.title_a if side == 0 else fd.title_b
+        for f in an.findings:
+            if (f.cause, (f.evidence or {}).get("frame"), finding_kind(f)) == (fd.cause, fd.frame, fd.kind) and \
+                    f.title == title:
+                return f
+        return None
+
+    def gap_at_cursor(self, cw: int) -> int:
+        """The gap under the time cursor on the cursor's lane (an idle gaps row, B's "not in A" row, or A's
+        "matches B" row: the A gap matching the selected one), or -1."""
+        from .lanes import cell_edges, time_to_col
+
+        ln = self.display.cursor_lane()
+        if ln is None:
+            return -1
+        if ln.kind == "match":
+            return self.match_gid
+        if ln.kind not in ("gaps", "marks") or ln.segs is None:
+            return -1
+        v = self.view
+        e = cell_edges(v.t0, v.t1, cw)
+        col = min(max(time_to_col(v.cursor, v.t0, v.t1, cw), 0), cw - 1)
+        r = ln.segs.cells(e[col:col + 2])[0]
+        return int(ln.segs.ref[r]) if r >= 0 else -1
+
+    def goto_change(self, key: str, cw: int) -> str:
+        """Enter on a row of the list of changes (its ``key``, tui/diffview.py ``change_rows``): the change shown
+        in both traces. A cause, a finding: its largest listed gap in B (in A when B has none), lined up with
+        the gap of the other trace at the same place; a gap not in A: that gap; a kernel: its first run in
+        each (``goto_kernel``); a step's totals or the kernel sequence: the step. Returns the status line's
+        message ("" when the selected gap says it)."""
+        from .safe import short_kernel
+
+        c = self.cmp
+        what, _, arg = key.partition(":")
+        gid = -1
+        if what == "cause":
+            d = c.causes[int(arg)]
+            gid = self.largest_gap(1, cause=d.cause)
+            if gid < 0:
+                gid = self.largest_gap(0, cause=d.cause)
+            if gid < 0:
+                return f"no listed gap of cause {d.cause} in A or B"
+        elif what == "finding":
+            fd = c.findings[int(arg)]
+            for side in ((1, 0) if fd.status != "gone" else (0,)):
+                f = self.finding_of(fd, side)
+                if f is not None:
+                    gid = self.largest_gap(side, rows=getattr(f, "gap_rows", ()))
+                    if gid >= 0:
+                        break
+            if gid < 0:
+                return "this finding lists no gap"
+        elif what == "gap":
+            gid = self.gid_of(1, int(arg))
+            if gid < 0:
+                return "that gap of B is not listed"
+        elif what == "kernel":
+            kd = c.kernels[int(arg)]
+            ea, eb = self.goto_kernel(kd.name, kd.shapes, cw)
+            n = short_kernel(kd.name)  # (last: a long name is cut at the end of the status line, not what is shown)
+            if ea < 0 and eb < 0:
+                return f"no run in the steps of A or B: kernel {n}"
+            if ea < 0:
+                return f"first run in B (A does not run it): kernel {n}"
+            if eb < 0:
+                return f"first run in A (B does not run it): kernel {n}"
+            return f"first run in A and in B, lined up: kernel {n}"
+        elif what == "step":
+            k = c.alignment.step_a if arg == "align" and c.alignment is not None else self.step
+            self.set_step(k)
+            return f"step {self.step + 1}: both traces from its first kernel"
+        else:
+            return ""
+        self.goto_gap(gid, cw)
+        return ""
 
     # ------------------------------------------------------------------- rows
     def _build_rows(self) -> list[Row]:
@@ -201,6 +383,23 @@ class DiffScene(Scene):
                 if pi == 1 and dev in self.marks:
                     out.append(Row(self.marks[dev]))
         return out
+
+
+
+def export_report(sc: DiffScene) -> str:
+    """`e` in the diff view: ``gapscope report A B``'s Markdown (``render_markdown`` of the pair's diagnosis) written
+    next to A, as the explorer's export (tui/export.py: the folder, a stem no file has yet, never overwriting);
+    the path written."""
+    from ..analysis.diagnosis import diagnose
+    from ..fsutil import atomic_write_text
+    from ..report import render_markdown
+    from .export import export_folder, free_stem, trace_stem
+
+    a, b = sc.parts
+    md = render_markdown(diagnose([a.analysis, b.analysis]))
+    folder = export_folder(a.path)
+    stem = trace_stem(a.path)[:-len(".gapscope")] + "-vs-" + trace_stem(b.path)
+    return atomic_write_text(os.path.join(folder, free_stem(folder, stem) + ".md"), md)
 
 
 def diff_pair(scenes: list, current: int):

@@ -2,14 +2,19 @@
 time axis.
 
 ``gapscope diff A B`` opens it (``DiffApp``, tui/diffapp.py); in the explorer, ``D`` opens it on the current
-tab and the next one. The lanes are the explorer's own (``LanesView``) with two more rows (``DiffLanes``): B's new
-gaps, and the A gap matching the selected B gap. The list under the lanes shows the comparison's numbers
-(``tui.analysis.compare``, per step), biggest change first.
+tab and the next one. The lanes are the explorer's own (``LanesView``) with two more rows (``DiffLanes``): B's gaps
+not in A, and the A gap matching the selected B gap. The list under the lanes shows the comparison's numbers
+(``tui.analysis.compare``, per step), biggest change first; Enter on one shows it in both traces
+(``DiffScene.goto_change``). The keys are one table (``DIFF_KEYS``, tui/keys.py ``Key``): the bindings and the
+help (``?`` / F1, with the legend: ``g``, tui/screens.py ``HelpKeys``) are made from it; ``e`` writes
+``gapscope report A B``'s Markdown next to the traces (``export_report``). A key means what it means in the
+explorer where the action is the same; "not in A" is the one word for what B has and A has not.
 """
 
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 from rich.segment import Segment
@@ -24,10 +29,14 @@ from textual.strip import Strip
 from textual.widgets import DataTable, Footer, Static
 
 from . import glyphs as G
-from .diffscene import ROLE, SIDE, DiffScene
+from . import keys
+from .diffscene import ROLE, SIDE, DiffScene, export_report
+from .export import export_message
+from .keys import Key
 from .lanes import Lane, Segments, cell_edges, segment_text
 from .loading import debugging, failure
 from .safe import short_kernel, shown
+from .screens import HelpKeys
 from .shown import DiffShown
 from .tables import Table
 from .timefmt import fmt_dur
@@ -36,6 +45,62 @@ from .timeline import Axis, LanesView, label_width, style_runs
 NEW_STYLE = Style(color="bright_red", bold=True)
 MATCH_STYLE = Style(color="bright_cyan", bold=True)
 VERDICT_STYLE = {"faster": "bold green", "slower": "bold bright_red", "no clear change": "bold yellow"}
+#: the largest gaps of B not in A listed among the changes (b / B visit every one)
+GAPS_LISTED = 5
+
+#: the diff view's keys: its bindings (the footer shows those with show=True, in this order) and its help are made
+#: from this one table. Where the explorer has the same action, the same key (n, w s, pan, 0, e, g, ?, Esc); a key
+#: the explorer gives to another action is not used for a new one here (b / B: no explorer key)
+DIFF_KEYS = [
+    Key("n / N", "next / previous gap of B, largest first, lined up with the gap of A at the same place",
+        (Binding("n", "gap(1)", "next gap"), Binding("N", "gap(-1)", "prev gap", key_display="N", show=False))),
+    Key("b / B", "next / previous gap of B not in A (no listed gap of A at the same place), largest first",
+        (Binding("b", "new_gap(1)", "not in A"),
+         Binding("B", "new_gap(-1)", "prev not in A", key_display="B", show=False))),
+    Key("] / [", "next / previous step (both traces move to the matching step)",
+        (Binding("right_square_bracket", "step(1)", "step", key_display="]"),
+         Binding("left_square_bracket", "step(-1)", "prev step", key_display="[", show=False))),
+    Key("w s / + - / =", "zoom in / out about the cursor",
+        (Binding("w,plus,equals_sign", "zoom(2.0)", "zoom", key_display="w/s"),
+         Binding("s,minus", "zoom(0.5)", "zoom out", show=False))),
+    Key("← → / h l / a d", "pan the time window",
+        (Binding("left,h,a", "pan(-0.25)", "pan", show=False), Binding("right,l,d", "pan(0.25)", "pan", show=False))),
+    Key("0 / Home", "fit the step", (Binding("0,home", "fit", "fit step", show=False),)),
+    Key("↑ ↓ / j k", "move between lanes (in the list of changes: between changes)", bound_by="DiffLanes, Table"),
+    Key("Tab", "lanes / list of changes", bound_by="Screen"),
+    Key("Enter", "on a change in the list: show it in both traces (a cause or a finding: its largest gap of B, "
+        "with A's gap at the same place; a gap not in A; a kernel: its first run in A and in B, lined up; a step's "
+        "totals: the step); on a gap in the lanes: visit it",
+        (Binding("enter", "enter", "show", show=False),)),
+    Key("x", "swap before and after (B becomes A)", (Binding("x", "swap", "swap"),)),
+    Key("e", "export: the before/after report (gapscope report A B, Markdown) next to A, never overwriting",
+        (Binding("e", "export", "export"),)),
+    Key("g", "legend", (Binding("g", "legend", "legend", show=False),)),
+    Key("? / F1", "this help", (Binding("question_mark,f1", "help", "help"),)),
+    Key("Esc / q", "back to the explorer (quit when opened by gapscope diff)",
+        (Binding("escape,q", "leave", "back"),)),
+]
+
+
+def notice_width(screen_width: int) -> int:
+    """The text width of a notice (a Textual toast: 60 columns at most, gapscope.tcss caps it at 42% of the
+    screen, less its padding and border), one column spare."""
+    return max(min(60, screen_width * 42 // 100) - 4, 12)
+
+
+def break_at_marks(s: str, width: int) -> list[str]:
+    """``s`` in lines of at most ``width`` characters, broken after a space, "/", "-", "." or "_" only: never inside
+    a run of letters and digits (a run longer than ``width`` stays whole on its own line). A last line of a few
+    characters ("md") takes the pieces before it along while they fit."""
+    lines: list[list[str]] = [[]]
+    for piece in re.findall(r"[^ /._-]*[ /._-]|[^ /._-]+$", s):
+        if lines[-1] and len(("".join(lines[-1]) + piece).rstrip()) > width:
+            lines.append([])
+        lines[-1].append(piece)
+    while len(lines) > 1 and len("".join(lines[-1])) < 8 and len(lines[-2]) > 1 and \
+            len("".join([lines[-2][-1], *lines[-1]]).rstrip()) <= width:
+        lines[-1].insert(0, lines[-2].pop())
+    return ["".join(x).strip(" ") for x in lines]
 
 
 class DiffLanes(LanesView):
@@ -69,11 +134,11 @@ class DiffLanes(LanesView):
             gid = sc.match_gid
             segs = Segments(sc.gaps.start[[gid]], sc.gaps.end[[gid]], np.array([gid])) if gid >= 0 else \
                 Segments(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
-            style, word = MATCH_STYLE, "match"
-        else:
-            segs, style, word = ln.segs, NEW_STYLE, "new"
+            style, word = MATCH_STYLE, "match "
+        else:  # the row's label says "not in A": the gaps say their length
+            segs, style, word = ln.segs, NEW_STYLE, ""
         refs = segs.cells(edges)
-        chars, _ = segment_text(refs, lambda r: f"{word} {fmt_dur(int(sc.gaps.dur[int(segs.ref[r])]), ascii=g.ascii)}",
+        chars, _ = segment_text(refs, lambda r: f"{word}{fmt_dur(int(sc.gaps.dur[int(segs.ref[r])]), ascii=g.ascii)}",
                                 bar=g.bar, open_=g.open)
         sel = sc.gaps.selected_gap
         codes = np.where(refs < 0, 0, 1).astype(np.intp)
@@ -85,26 +150,16 @@ class DiffLanes(LanesView):
         return Strip([Segment(label, lstyle), Segment(" ", Style())] + style_runs(chars, codes, table), lw + 1 + cw)
 
 
-class DiffScreen(Screen):
+class DiffScreen(HelpKeys, Screen):
     """Before/after of two analysed traces. What is on screen is one frozen value (``shown``,
     tui/shown.py ``DiffShown``): a key changes the scene and calls ``update``; ``watch_shown`` redraws the
-    header, the lanes and the status line where the fields they depend on changed."""
+    header, the lanes and the status line where the fields they depend on changed. Help and legend: ``HelpKeys``
+    (tui/screens.py), the explorer's help screen with this screen's key table."""
 
-    BINDINGS = [
-        Binding("n", "gap(1)", "next gap"),
-        Binding("N", "gap(-1)", "prev gap", key_display="N", show=False),
-        Binding("m", "new_gap(1)", "new gap"),
-        Binding("M", "new_gap(-1)", "prev new gap", key_display="M", show=False),
-        Binding("right_square_bracket", "step(1)", "step", key_display="]"),
-        Binding("left_square_bracket", "step(-1)", "prev step", key_display="[", show=False),
-        Binding("left,h,a", "pan(-0.25)", "pan", show=False),
-        Binding("right,l,d", "pan(0.25)", "pan", show=False),
-        Binding("w,plus,equals_sign", "zoom(2.0)", "zoom", key_display="w/s"),
-        Binding("s,minus", "zoom(0.5)", "zoom out", show=False),
-        Binding("0,home", "fit", "fit step", show=False),
-        Binding("x", "swap", "swap A/B"),
-        Binding("escape,q", "leave", "back"),
-    ]
+    KEYS = DIFF_KEYS
+    BINDINGS = keys.bindings(DIFF_KEYS)
+    KEY_HELP = keys.help_rows(DIFF_KEYS)  # the help screen's key table
+    HELP_TITLE = "Keys of the before/after view"
 
     shown: reactive[DiffShown] = reactive(DiffShown(), init=False, always_update=False, repaint=False)
 
@@ -183,51 +238,92 @@ class DiffScreen(Screen):
             tb.add_row(r(self._d(a)), r(self._d(b)), r(self._signed(d)), Text(self._t(what), style=style or ""),
                        key=key)
 
+        # each row's key says what Enter shows of it (DiffScene.goto_change): the step, a cause, a finding, a gap
+        # of B not in A, a kernel (its index in the comparison's list); notes have none
         sv = c.step  # the same order as the report: step time, kernel time, then GPU span and idle
         row("step time, un-profiled (median)" if sv.basis == "unprofiled" else "step time, profiled (stand-in)",
-            sv.a.us, sv.b.us, sv.delta_us, VERDICT_STYLE.get(sv.verdict))
+            sv.a.us, sv.b.us, sv.delta_us, VERDICT_STYLE.get(sv.verdict), key="step:")
         row("kernel time", c.a.kernel_us_per_step, c.b.kernel_us_per_step,
-            c.b.kernel_us_per_step - c.a.kernel_us_per_step)
+            c.b.kernel_us_per_step - c.a.kernel_us_per_step, key="step:kernels")
         row("GPU span", c.a.gpu_span_us_per_step, c.b.gpu_span_us_per_step,
-            c.b.gpu_span_us_per_step - c.a.gpu_span_us_per_step)
-        row("GPU idle", c.a.idle_us_per_step, c.b.idle_us_per_step, c.idle_delta_us_per_step, "bold")
-        for d in c.causes:
+            c.b.gpu_span_us_per_step - c.a.gpu_span_us_per_step, key="step:span")
+        row("GPU idle", c.a.idle_us_per_step, c.b.idle_us_per_step, c.idle_delta_us_per_step, "bold", key="step:idle")
+        for i, d in enumerate(c.causes):
             row(f"cause {d.cause} ({d.a_count_per_step:g} -> {d.b_count_per_step:g} gaps)", d.a_idle_us_per_step,
-                d.b_idle_us_per_step, d.per_step_delta_us, G.CAUSE_COLOURS.get(d.cause))
-        for f in c.findings:
+                d.b_idle_us_per_step, d.per_step_delta_us, G.CAUSE_COLOURS.get(d.cause), key=f"cause:{i}")
+        for i, f in enumerate(c.findings):
             if f.status in ("new", "gone"):
                 title = f.title_b if f.status == "new" else f.title_a
-                row(f"{f.status}: {title.replace('`', '')}", f.a_idle_us_per_step, f.b_idle_us_per_step,
-                    f.per_step_delta_us, "bright_red" if f.status == "new" else "green")
-        for k in [k for k in c.kernels if k.per_step_delta_us][:30]:
-            tag = {"new": " (new)", "gone": " (gone)"}.get(k.status, "")
+                word = "not in A" if f.status == "new" else "gone in B"
+                row(f"{word}: {title.replace('`', '')}", f.a_idle_us_per_step, f.b_idle_us_per_step,
+                    f.per_step_delta_us, NEW_STYLE if f.status == "new" else "green", key=f"finding:{i}")
+        self._gap_rows(tb)
+        for i, k in [(i, k) for i, k in enumerate(c.kernels) if k.per_step_delta_us][:30]:
+            tag = {"new": " (not in A)", "gone": " (gone in B)"}.get(k.status, "")
             via = " ".join(x for x in (k.op, k.shapes) if x)  # the same short name often covers several kernels
             row(f"kernel {short_kernel(k.name)}{tag}" + (f"  {via}" if via else ""), k.a_us_per_step, k.b_us_per_step,
-                k.per_step_delta_us)
+                k.per_step_delta_us, key=f"kernel:{i}")
         al = c.alignment
         if al is not None and not al.note:
             n = al.counts()
             parts = ", ".join(f"{v} {k}" for k, v in n.items() if v) or "the same sequence"
             tb.add_row(Text(""), Text(""), Text(""),
                        Text(self._t(f"kernel sequence of {c.steps_a.names[al.step_a]}: {al.a_kernels} -> "
-                                    f"{al.b_kernels} kernels, {al.matched} in order; {parts}"), style="dim"))
+                                    f"{al.b_kernels} kernels, {al.matched} in order; {parts}"), style="dim"),
+                       key="step:align")
         for note in c.step.warnings + c.step.notes + c.notes:
             tb.add_row(Text(""), Text(""), Text(""), Text(self._t("note: " + note), style="dim"))
+
+    def _gap_rows(self, tb: DataTable) -> None:
+        """The largest gaps of B not in A (``GAPS_LISTED``), each a row of the changes (Enter visits it), and how
+        many more there are."""
+        from ..analysis import CAUSES
+
+        sc = self.scene
+        b = sc.parts[1].analysis
+        new = sc.new_order
+        d = lambda ns: fmt_dur(int(ns), ascii=self.glyphs.ascii)  # noqa: E731
+        for gid in new[:GAPS_LISTED].tolist():
+            row = int(sc.gaps.row[gid])
+            nxt = int(b.gaps.next_idx[row])
+            before = f", before {short_kernel(b.model.name(nxt))}" if nxt >= 0 else ""
+            # one gap, not a number per step: its length in the text, the per-step columns empty
+            tb.add_row(Text(""), Text(""), Text(""),
+                       Text(self._t(f"gap not in A: {d(sc.gaps.dur[gid])} {CAUSES[int(sc.gaps.cause[gid])]} in step "
+                                    f"{sc.step_of_gap(gid) + 1}{before}"), style=NEW_STYLE), key=f"gap:{row}")
+        if new.size > GAPS_LISTED:
+            tb.add_row(Text(""), Text(""), Text(""),
+                       Text(self._t(f"{new.size - GAPS_LISTED} more gaps of B not in A: b / B visit them all"),
+                            style="dim"))
 
     def _status(self) -> Text:
         sc = self.scene
         t = Text(no_wrap=True, overflow="ellipsis")
         gid = sc.gaps.selected_gap
-        if gid < 0 or sc.gaps.part[gid] != 1:
-            nb, nn = sc.b_order.size, sc.new_order.size
-            t.append(self._t(f"{nb} listed gaps in B, {nn} new: n / m to visit them, ] / [ for the steps"))
-            return t
         from ..analysis import CAUSES
 
         d = lambda ns: fmt_dur(int(ns), ascii=self.glyphs.ascii)  # noqa: E731
+        if gid < 0:
+            nb, nn = sc.b_order.size, sc.new_order.size
+            t.append(self._t(f"{nb} listed gap{'s' if nb != 1 else ''} in B, {nn} of them not in A: n / b visit "
+                             "them, Tab the changes"))
+            return t
+        if sc.gaps.part[gid] != 1:  # a gap of A (Enter on a cause or a finding gone in B)
+            t.append(self._t(f"A gap {d(sc.gaps.dur[gid])} {CAUSES[int(sc.gaps.cause[gid])]}"), style="bold")
+            bs = sc.b_matches(gid)
+            if bs.size:
+                g = sc.gaps
+                t.append(self._t(f"; in B at the same place: {d(g.dur[bs[0]])} {CAUSES[int(g.cause[bs[0]])]}"))
+            else:
+                t.append(self._t("; no listed gap of B at the same place"))
+            an = sc.parts[0].analysis
+            nxt = int(an.gaps.next_idx[int(sc.gaps.row[gid])])
+            if nxt >= 0:
+                t.append(self._t(f"; next {short_kernel(an.model.name(nxt))}"))
+            return t
         t.append(self._t(f"B gap {d(sc.gaps.dur[gid])} {CAUSES[int(sc.gaps.cause[gid])]}"), style="bold")
         if sc.b_new[gid]:
-            t.append(" new in B", style=NEW_STYLE)
+            t.append(" not in A", style=NEW_STYLE)
         m = sc.match_gid
         if m >= 0:
             g = sc.gaps
@@ -287,15 +383,7 @@ class DiffScreen(Screen):
         self.update()
 
     def _goto(self, gid: int) -> None:
-        sc = self.scene
-        sc.align_on_gap(gid)
-        sc.select_gid(gid)
-        a, b, _ = sc.gaps.span(gid)
-        if sc.match_gid >= 0:
-            ma, mb, _ = sc.gaps.span(sc.match_gid)
-            a, b = min(a, ma), max(b, mb)
-        sc.view.focus(a, b, self._lanes().cells_width(), context=3.0)
-        sc.view.cursor = int(sc.gaps.start[gid])
+        self.scene.goto_gap(gid, self._lanes().cells_width())
         self.update()
 
     def action_gap(self, d: int) -> None:
@@ -308,9 +396,27 @@ class DiffScreen(Screen):
     def action_new_gap(self, d: int) -> None:
         sc = self.scene
         if not sc.new_order.size:
-            return self.update("no gap of B is new")
+            return self.update("every listed gap of B has a gap of A at the same place: none is not in A")
         self.new_pos = (self.new_pos + d) % sc.new_order.size if self.new_pos >= 0 else (0 if d > 0 else -1) % sc.new_order.size
         self._goto(int(sc.new_order[self.new_pos]))
+
+    def action_enter(self) -> None:
+        """Enter in the lanes (the list of changes answers its own: ``_change_selected``): the gap under the
+        cursor visited, as n visits one."""
+        gid = self.scene.gap_at_cursor(self._lanes().cells_width())
+        if gid < 0:
+            return self.update("Enter: on a gap in the lanes, or on a change in the list under them (Tab)")
+        self._goto(gid)
+
+    @on(DataTable.RowSelected, "#deltas")
+    def _change_selected(self, ev: DataTable.RowSelected) -> None:
+        """Enter on a change: shown in both traces (``DiffScene.goto_change``); the list keeps the focus, so the
+        next change is one key away."""
+        key = ev.row_key.value if ev.row_key is not None else None
+        if not key:
+            return self.update("a note: nothing to show on the lanes")
+        msg = self.scene.goto_change(str(key), self._lanes().cells_width())
+        self.update(self._t(msg))
 
     def action_lane(self, d: int) -> None:
         sc = self.scene
@@ -346,6 +452,53 @@ class DiffScreen(Screen):
                 raise
             return self.app.call_from_thread(self.update, failure("swap", exc))
         self.app.call_from_thread(self.app.switch_screen, DiffScreen(sc, self.glyphs, quit_on_leave=self.quit_on_leave))
+
+    def action_export(self) -> None:
+        """The before/after report (``gapscope report A B``'s Markdown) written next to A, off the event loop."""
+        self.update("writing the before/after report ...")
+        self._export()
+
+    @work(thread=True, exclusive=True, group="export")
+    def _export(self) -> None:
+        try:
+            path = export_report(self.scene)
+        except Exception as exc:  # noqa: BLE001 - a full disk, a folder we cannot write: one line
+            if debugging(exc):
+                raise
+            return self.app.call_from_thread(self.update, failure("export", exc))
+        self.app.call_from_thread(self._exported, path)
+
+    def _exported(self, path: str) -> None:
+        """The path written: on the status line, and in a notice whose lines break only after a "/", "-", "." or
+        "_" (a toast folds a long name mid-word; at 80 columns it is 30 wide)."""
+        status, lines = export_message([path])
+        self.update(self._t(status))
+        width = notice_width(self.app.size.width)
+        text = "\n".join(piece for s in lines for piece in break_at_marks(self._t(s), width))
+        self.notify(text, title="export", timeout=10, markup=False)
+
+    def legend_extra(self) -> Text:
+        """The before/after view's rows of the legend (``g``, and under its keys in the help); plain ASCII words, so
+        the same under --ascii."""
+        t = Text()
+        t.append("before/after (A above, B below, one time axis):\n", style="bold")
+        t.append("  B's lanes are moved so that its step starts where A's does; n, b and Enter line the two up on "
+                 "the gap or kernel shown instead (the header says on what)\n")
+        t.append("  not in A  ", style=NEW_STYLE)
+        t.append("row under B's idle gaps: gaps of B with no listed gap of A at the same place in the aligned "
+                 "kernel sequence\n")
+        t.append("  matches B ", style=MATCH_STYLE)
+        t.append("row under A's idle gaps: the gap of A at the same place as the selected gap of B\n")
+        t.append("list of changes (per step, B - A): ", style="bold")
+        for word, style in VERDICT_STYLE.items():
+            t.append(word, style=style)
+            t.append(" ")
+        t.append("(the verdict); ")
+        t.append("not in A", style=NEW_STYLE)
+        t.append(": B has it, A has not; ")
+        t.append("gone in B", style="green")
+        t.append(": A has it, B has not\n\n")
+        return t
 
     def action_leave(self) -> None:
         if self.quit_on_leave:

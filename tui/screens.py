@@ -1,5 +1,6 @@
 """Modal screens: help (keys and legend) and detail of one thing. (Bad input ends the explorer with the one-line
-error, printed by the command line.)"""
+error, printed by the command line.) ``HelpKeys``: `?` / F1 and `g` for another screen than the explorer's (the
+before/after view), on the same help screen with that screen's own key table and legend."""
 
 from __future__ import annotations
 
@@ -70,19 +71,23 @@ class HelpScreen(_Scrolling, ModalScreen):
     HelpScreen.-ascii > VerticalScroll { border: ascii $accent; scrollbar-size: 0 0; }
     """
 
-    def __init__(self, glyphs: G.Glyphs, keys: list[tuple[str, str]], legend_only: bool = False):
-        """``keys``: the key table of the screen it helps with, (keys, what they do) in order."""
+    def __init__(self, glyphs: G.Glyphs, keys: list[tuple[str, str]], legend_only: bool = False, *,
+                 title: str = "Keys", legend_extra: Text | None = None):
+        """``keys``: the key table of the screen it helps with, (keys, what they do) in order; ``title``: the key
+        table's heading; ``legend_extra``: that screen's own rows of the legend, before the lanes' legend."""
         super().__init__(classes="-ascii" if glyphs.ascii else "")
         self.glyphs = glyphs
         self.key_rows = keys
         self.legend_only = legend_only
+        self.key_title = title
+        self.legend_extra = legend_extra
 
     def compose(self) -> ComposeResult:
         from rich.table import Table
 
         with VerticalScroll():
             if not self.legend_only:
-                yield Static(Text("Keys", style="bold underline"))
+                yield Static(Text(self.key_title, style="bold underline"))
                 table = Table(box=None, show_header=False, padding=(0, 1), expand=True)
                 # no "…" where a column is cut (narrow terminals): a non-UTF-8 terminal cannot show it
                 table.add_column(no_wrap=True, style="bold", overflow="crop" if self.glyphs.ascii else "ellipsis")
@@ -94,9 +99,31 @@ class HelpScreen(_Scrolling, ModalScreen):
                 yield Static(table)
             t = Text()
             t.append("\nLegend\n", style="bold underline")
+            if self.legend_extra is not None:
+                t.append_text(self.legend_extra)
             t.append_text(legend_text(self.glyphs))
             t.append("\nEsc closes.", style="dim")
             yield Static(t)
+
+
+class HelpKeys:
+    """`?` / F1 (help) and `g` (legend) for a screen other than the explorer's: ``HelpScreen`` with the screen's
+    ``KEY_HELP`` (made from its key table, tui/keys.py ``help_rows``), under ``HELP_TITLE``, and its own legend rows
+    (``legend_extra``). The screen has ``glyphs``."""
+
+    KEY_HELP: list[tuple[str, str]] = []
+    HELP_TITLE = "Keys"
+
+    def legend_extra(self) -> Text | None:
+        return None
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen(self.glyphs, self.KEY_HELP, title=self.HELP_TITLE,
+                                        legend_extra=self.legend_extra()))
+
+    def action_legend(self) -> None:
+        self.app.push_screen(HelpScreen(self.glyphs, self.KEY_HELP, legend_only=True,
+                                        legend_extra=self.legend_extra()))
 
 
 class DetailScreen(_Scrolling, ModalScreen):

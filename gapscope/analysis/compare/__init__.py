@@ -199,6 +199,13 @@ def _shapes_text(raw: bytes) -> str | None:
     return json.dumps(dims, separators=(",", ":")) if dims is not None else None
 
 
+def op_shapes_text(model: TraceModel, op: int) -> str | None:
+    """Op event ``op``'s input shapes as the comparison groups kernels by them (compact JSON of its "Input Dims"),
+    or None: what the before/after view matches a kernel row by."""
+    ai = int(model.args_id[op]) if op >= 0 else -1
+    return _shapes_text(model.args[ai]) if ai >= 0 else None
+
+
 def _kernel_groups(model: TraceModel, k: np.ndarray) -> dict[tuple, list]:
     """Kernels ``k`` grouped by (name, shapes of the launching op): [count, total ns, op name]. The args of each
     distinct op are decoded once; the grouping itself is a numpy unique over (name id, shapes id)."""
