@@ -1,7 +1,9 @@
 """Each pane declares its own keys next to its actions (``LaneKeys.KEYS``, ``GapKeys.KEYS``, ``SearchKeys.KEYS``)
-and the screen its own (``SCREEN_KEYS``); ``MainScreen`` binds them in one place (issue 22, item 5). To the user
-nothing changed: the help screen's rows, the bindings and the footer are the ones the one screen-level table of
-tui/keys.py made before the panes owned their keys, written down here as they were then."""
+and the screen its own (``SCREEN_KEYS``); ``MainScreen`` binds them in one place (issue 22, item 5). The help
+screen's rows, the bindings and the lanes view's footer are written down here; they were those of the one
+screen-level table of tui/keys.py before the panes owned their keys, but for what the footer per view added (the
+views' keys and Enter shown in the kernels and findings views, ↑ ↓ / j k scrolling an info box; issue "focus and
+selection are hard to see")."""
 
 from __future__ import annotations
 
@@ -11,22 +13,24 @@ from tests.helpers import SAMPLE_TRACES
 from tests.helpers.app import opened, run
 from gapscope.tui.textdump import screen_text
 
-#: the help screen's rows (keys, what they do) of the old table, in its order
+#: the help screen's rows (keys, what they do), in its order
 HELP_BEFORE = [
     ('n / N', 'next / previous gap, largest first (jumps there, updates the stack panel)'),
     ('← → / h l / a d', 'pan the time window'),
     ('w s / + - / =', 'zoom in / out about the cursor'),
     ('shift+← → / H L', 'move the cursor one cell'),
     ('[ ]', 'cursor to the previous / next event on the lane'),
-    ('↑ ↓ / j k', 'move between lanes (gap list: between gaps)'),
+    ('↑ ↓ / j k', 'move in the focused pane: lanes, gaps, table rows; scroll the stack panel or an info box '
+                  '(PgUp / PgDn: a page)'),
     ('space / x', 'expand / collapse a CPU thread into its stack depth rows (on the launcher row: its outer frames; '
                   'on a folded row: every lane)'),
     ('0 / Home', "fit the analysed window (the span the report's numbers are of)"),
     ('f / z', 'zoom to the selected gap (again, or right after n: tighter, the gap fills the window)'),
     ('c / C', 'filter the gap list by cause (next / previous cause)'),
-    ('Enter', 'detail of what is under the cursor (lanes) or of the gap (gap list); a finding: its gaps'),
+    ('Enter', 'detail of what is under the cursor (lanes) or of the gap (gap list); a kernel: its first call in the '
+              'lanes; a finding: its gaps'),
     ('/', 'find a kernel or op by name; Enter finds, then n / N step through the matches, Esc ends'),
-    ('Tab', 'next pane: lanes, gap list, stack panel'),
+    ('Tab', "next pane: lanes, gap list, stack panel (2, 3: table, info box); the focused one's title is reversed"),
     ('1 2 3', 'views: lanes, kernels, findings'),
     ('t', 'next loaded trace (prefill / decode ...)'),
     ('D', 'before/after: this tab and the next, the earlier one as A (before), step by step (gapscope diff A B; x '
@@ -43,42 +47,52 @@ HELP_BEFORE = [
     ('q', 'quit'),
 ]
 
-#: the old table's bindings, in order: (keys, action, description, shown in the footer, key_display)
+#: the bindings, in order: (keys, action, description, shown in the footer, key_display, priority)
 BINDINGS_BEFORE = [
-    ('n', 'next_gap', 'next gap', True, None),
-    ('N', 'prev_gap', 'prev gap', True, 'N'),
-    ('left,h,a', 'pan(-0.25)', 'pan', False, None),
-    ('right,l,d', 'pan(0.25)', 'pan', False, None),
-    ('w,plus,equals_sign', 'zoom(2.0)', 'zoom', True, 'w/s'),
-    ('s,minus', 'zoom(0.5)', 'zoom out', False, None),
-    ('shift+left,H', 'cursor(-1)', 'cursor', False, None),
-    ('shift+right,L', 'cursor(1)', 'cursor', False, None),
-    ('left_square_bracket', 'event(-1)', 'prev event', False, None),
-    ('right_square_bracket', 'event(1)', 'next event', False, None),
-    ('space,x', 'expand', 'expand', False, None),
-    ('0,home', 'fit', 'fit', False, None),
-    ('f,z', 'focus_gap', 'zoom gap', False, None),
-    ('c', 'cause(1)', 'cause', True, None),
-    ('C', 'cause(-1)', 'cause', False, None),
-    ('enter', 'detail', 'detail', False, None),
-    ('slash', 'search', 'find', True, None),
-    ('1', "view('lanes')", 'lanes', False, None),
-    ('2', "view('kernels')", 'kernels', False, None),
-    ('3', "view('findings')", 'findings', False, None),
-    ('t', 'next_trace', 'trace', False, None),
-    ('D', 'diff', 'diff', False, 'D'),
-    ('o', 'origin', 'time origin', False, None),
-    ('v', 'link', 'launch/kernel', False, None),
-    ('m', 'mark', 'range', False, None),
-    ('M', 'mark_range', 'range of a step', False, None),
-    ('escape', 'escape', 'back', False, None),
-    ('e', 'export', 'export', True, None),
-    ('g', 'legend', 'legend', False, None),
-    ('question_mark,f1', 'help', 'help', True, None),
-    ('q', 'app.quit', 'quit', True, None),
+    ('n', 'next_gap', 'next gap', True, None, False),
+    ('N', 'prev_gap', 'prev gap', True, 'N', False),
+    ('left,h,a', 'pan(-0.25)', 'pan', False, None, False),
+    ('right,l,d', 'pan(0.25)', 'pan', False, None, False),
+    ('w,plus,equals_sign', 'zoom(2.0)', 'zoom', True, 'w/s', False),
+    ('s,minus', 'zoom(0.5)', 'zoom out', False, None, False),
+    ('shift+left,H', 'cursor(-1)', 'cursor', False, None, False),
+    ('shift+right,L', 'cursor(1)', 'cursor', False, None, False),
+    ('left_square_bracket', 'event(-1)', 'prev event', False, None, False),
+    ('right_square_bracket', 'event(1)', 'next event', False, None, False),
+    # the panes bind these first; the screen's scroll a pane that binds only the arrows (an info box)
+    ('down,j', 'scroll_text(1)', 'scroll down', False, None, False),
+    ('up,k', 'scroll_text(-1)', 'scroll up', False, None, False),
+    ('space,x', 'expand', 'expand', False, None, False),
+    ('0,home', 'fit', 'fit', False, None, False),
+    ('f,z', 'focus_gap', 'zoom gap', False, None, False),
+    ('c', 'cause(1)', 'cause', True, None, False),
+    ('C', 'cause(-1)', 'cause', False, None, False),
+    # Enter on a table's row, as the footer of the kernels and findings views says it
+    ('enter', "open_row('kernels')", 'in the lanes', True, 'Enter', True),
+    ('enter', "open_row('findings')", 'its gaps', True, 'Enter', True),
+    ('enter', 'detail', 'detail', False, None, False),
+    ('slash', 'search', 'find', True, None, False),
+    # the views' keys as the table views' footer shows them, then as they were (hidden)
+    ('1', "view('lanes', True)", 'lanes', True, None, False),
+    ('2', "view('kernels', True)", 'kernels', True, None, False),
+    ('3', "view('findings', True)", 'findings', True, None, False),
+    ('1', "view('lanes')", 'lanes', False, None, False),
+    ('2', "view('kernels')", 'kernels', False, None, False),
+    ('3', "view('findings')", 'findings', False, None, False),
+    ('t', 'next_trace', 'trace', False, None, False),
+    ('D', 'diff', 'diff', False, 'D', False),
+    ('o', 'origin', 'time origin', False, None, False),
+    ('v', 'link', 'launch/kernel', False, None, False),
+    ('m', 'mark', 'range', False, None, False),
+    ('M', 'mark_range', 'range of a step', False, None, False),
+    ('escape', 'escape', 'back', False, None, False),
+    ('e', 'export', 'export', True, None, False),
+    ('g', 'legend', 'legend', False, None, False),
+    ('question_mark,f1', 'help', 'help', True, None, False),
+    ('q', 'app.quit', 'quit', True, None, False),
 ]
 
-#: the footer of the old table at 200 columns, whatever had the focus
+#: the lanes view's footer at 200 columns (the old table's), whatever has the focus
 FOOTER_BEFORE = " n next gap  N prev gap  w/s zoom  c cause  / find  e export  ? help  q quit"
 
 
@@ -86,7 +100,8 @@ def test_the_help_rows_and_the_bindings_are_the_old_tables():
     from gapscope.tui.main import MainScreen
 
     assert MainScreen.KEY_HELP == HELP_BEFORE
-    assert [(b.key, b.action, b.description, b.show, b.key_display) for b in MainScreen.BINDINGS] == BINDINGS_BEFORE
+    assert [(b.key, b.action, b.description, b.show, b.key_display, b.priority)
+            for b in MainScreen.BINDINGS] == BINDINGS_BEFORE
 
 
 def test_each_pane_owns_its_keys_and_the_screen_binds_them_all():
@@ -143,3 +158,37 @@ def test_the_footer_and_the_help_screen_are_the_old_ones_whatever_has_the_focus(
     assert at == sorted(at)  # in the old order
     for shown, what in HELP_BEFORE:
         assert what[:60] in text, shown
+
+
+#: the footer of the kernels and findings views at 200 columns (the table focused; on its info box: without Enter):
+#: what Enter does there and the other views, never the gap or lanes keys
+FOOTER_VIEWS = {
+    "2": " Enter in the lanes  1 lanes  3 findings  e export  ? help  q quit",
+    "3": " Enter its gaps  1 lanes  2 kernels  e export  ? help  q quit",
+}
+
+
+def test_each_view_has_its_footer():
+    """The footer lists the keys that act in the view shown: the lanes view's as before, the kernels and findings
+    views' their own; back in the lanes, the lanes' again. The screen's active bindings agree (what the footer is
+    made of)."""
+
+    async def go():
+        out = []
+        async with opened(SAMPLE_TRACES / "demo-eager-sync.decode.json.gz", size=(200, 50)) as (app, pilot):
+            for key in ("2", "tab", "3", "tab", "1"):
+                await pilot.press(key)
+                await pilot.pause()
+                shown = sorted(b.binding.key for b in app.screen.active_bindings.values() if b.binding.show)
+                out.append((key, app.screen.view_name(), screen_text(app).rstrip("\n").split("\n")[-1].rstrip(),
+                            shown))
+        return out
+
+    (k2, v2, f2, b2), (_, _, f2box, _), (k3, v3, f3, b3), (_, _, f3box, _), (k1, v1, f1, b1) = run(go())
+    assert (v2, v3, v1) == ("kernels", "findings", "lanes")
+    assert f2 == FOOTER_VIEWS["2"] and f3 == FOOTER_VIEWS["3"] and f1 == FOOTER_BEFORE
+    assert f2box == FOOTER_VIEWS["2"].replace(" Enter in the lanes ", "")
+    assert f3box == FOOTER_VIEWS["3"].replace(" Enter its gaps ", "")
+    for shown in (b2, b3):
+        assert not {"n", "N", "c", "slash", "w,plus,equals_sign"} & set(shown), shown
+    assert {"n", "N", "c", "slash"} <= set(b1)

@@ -11,17 +11,29 @@ from rich.style import Style
 from ..analysis import causes as _causes
 from .lanes import C_ALLOC, C_LAUNCH, C_OP, C_PYTHON, C_SYNC
 
-class _FromRegistry(Mapping):
-    """cause -> one attribute of its registry entry (gapscope/analysis/causes/), always current."""
 
-    def __init__(self, attr: str):
+def no_color(env=None) -> bool:
+    """NO_COLOR is set (Textual's rule: set at all, whatever its value): the app's colours are turned into greys
+    (Textual's monochrome filter), where a cause's colour on the dark background was as dark as it (copy and stall
+    were grey 237 on 234)."""
+    return "NO_COLOR" in (os.environ if env is None else env)
+
+
+class _FromRegistry(Mapping):
+    """cause -> one attribute of its registry entry (gapscope/analysis/causes/), always current. ``plain``: the value
+    of every cause under NO_COLOR (the colours: the terminal's own foreground, "default")."""
+
+    def __init__(self, attr: str, plain: str | None = None):
         self.attr = attr
-        self._cache: tuple[int, dict] = (-1, {})
+        self.plain = plain
+        self._cache: tuple[tuple, dict] = ((), {})
 
     def _d(self) -> dict:
-        v = _causes.version()
+        plain = self.plain if self.plain is not None and no_color() else None
+        v = (_causes.version(), plain)
         if self._cache[0] != v:
-            self._cache = (v, {c.name: getattr(c, self.attr) for c in _causes.all_causes()})
+            self._cache = (v, {c.name: plain if plain is not None else getattr(c, self.attr)
+                               for c in _causes.all_causes()})
         return self._cache[1]
 
     def __getitem__(self, k):
@@ -34,9 +46,10 @@ class _FromRegistry(Mapping):
         return len(self._d())
 
 
-#: cause -> the letter drawn on the gap row, and its one colour everywhere
+#: cause -> the letter drawn on the gap row, and its one colour everywhere (under NO_COLOR: the terminal's
+#: foreground, "default"; the letters and names tell the causes apart)
 CAUSE_LETTERS = _FromRegistry("letter")
-CAUSE_COLOURS = _FromRegistry("colour")
+CAUSE_COLOURS = _FromRegistry("colour", plain="default")
 
 
 @dataclass(frozen=True)

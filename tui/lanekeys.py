@@ -35,7 +35,6 @@ class LaneKeys:
         Key("[ ]", "cursor to the previous / next event on the lane",
             (Binding("left_square_bracket", "event(-1)", "prev event", show=False),
              Binding("right_square_bracket", "event(1)", "next event", show=False)), at=50),
-        Key("↑ ↓ / j k", "move between lanes (gap list: between gaps)", bound_by="LanesView, GapList", at=60),
         Key("space / x", "expand / collapse a CPU thread into its stack depth rows (on the launcher row: its outer "
             "frames; on a folded row: every lane)", (Binding("space,x", "expand", "expand", show=False),), at=70),
         Key("m", "mark the cursor's time; m again: stats of the range between (busy, idle, causes, kernels, host "

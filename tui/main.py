@@ -48,11 +48,28 @@ PANES = (LaneKeys, GapKeys, SearchKeys)
 
 #: the screen's own keys (its actions below; ``at``: their place among the panes' keys in the help and the footer)
 SCREEN_KEYS = [
-    Key("Enter", "detail of what is under the cursor (lanes) or of the gap (gap list); a finding: its gaps",
-        (Binding("enter", "detail", "detail", show=False),), at=110),
-    Key("Tab", "next pane: lanes, gap list, stack panel", bound_by="Screen", at=130),
+    # Enter on a table row (its own binding, which the footer does not show): what it does there, in the footer.
+    # Bound with priority so that the footer shows it over the table's own; ``check_action`` lets it through only
+    # where a table row has the focus (elsewhere the key goes on as before: the search box, the lanes' detail)
+    Key("Enter", "detail of what is under the cursor (lanes) or of the gap (gap list); a kernel: its first call "
+        "in the lanes; a finding: its gaps",
+        (Binding("enter", "open_row('kernels')", "in the lanes", key_display="Enter", priority=True),
+         Binding("enter", "open_row('findings')", "its gaps", key_display="Enter", priority=True),
+         Binding("enter", "detail", "detail", show=False)), at=110),
+    # the panes bind these themselves (the lanes, the gap list, the tables, the stack panel); the screen's, for a
+    # pane that does not (the kernels and findings views' info boxes bind only the arrows): j / k scroll it
+    Key("↑ ↓ / j k", "move in the focused pane: lanes, gaps, table rows; scroll the stack panel or an info box "
+        "(PgUp / PgDn: a page)",
+        (Binding("down,j", "scroll_text(1)", "scroll down", show=False),
+         Binding("up,k", "scroll_text(-1)", "scroll up", show=False)), at=60),
+    Key("Tab", "next pane: lanes, gap list, stack panel (2, 3: table, info box); the focused one's title is "
+        "reversed", bound_by="Screen", at=130),
+    # each view's key twice: shown in the footer of the other table views (``view(name, True)``: hidden where it
+    # does nothing new, so the lanes' footer keeps its room), and hidden, for the lanes view and the view itself
     Key("1 2 3", "views: lanes, kernels, findings",
-        (Binding("1", "view('lanes')", "lanes", show=False), Binding("2", "view('kernels')", "kernels", show=False),
+        (Binding("1", "view('lanes', True)", "lanes"), Binding("2", "view('kernels', True)", "kernels"),
+         Binding("3", "view('findings', True)", "findings"),
+         Binding("1", "view('lanes')", "lanes", show=False), Binding("2", "view('kernels')", "kernels", show=False),
          Binding("3", "view('findings')", "findings", show=False)), at=140),
     Key("t", "next loaded trace (prefill / decode ...)", (Binding("t", "next_trace", "trace", show=False),), at=150),
     Key("D", "before/after: this tab and the next, the earlier one as A (before), step by step (gapscope diff A B; "
@@ -65,6 +82,11 @@ SCREEN_KEYS = [
     Key("? / F1", "this help", (Binding("question_mark,f1", "help", "help"),), at=240),
     Key("q", "quit", (Binding("q", "app.quit", "quit"),), at=250),
 ]
+
+#: the actions of the lanes view's panes (the lanes, the gap list, the stack panel, the search): hidden from the
+#: footer and doing nothing in the kernels and findings views (n there moved the hidden gap list's cursor)
+LANES_ONLY = frozenset({"next_gap", "prev_gap", "focus_gap", "cause", "pan", "zoom", "fit", "cursor", "event",
+                        "expand", "search", "mark", "mark_range", "link", "origin", "detail"})
 
 
 class MainScreen(*PANES, PlainBox, Screen):
@@ -98,7 +120,7 @@ class MainScreen(*PANES, PlainBox, Screen):
                     yield lv
                 with SteadyHorizontal(id="bottom"):
                     yield GapList(id="gaplist")
-                    yield StackPanel(id="stack")
+                    yield StackPanel(id="stack", heading="stack")
             # the kernels and findings views (2, 3) and the search box (/) are mounted when first asked for:
             # their widgets and styles made the screen's construction ~25 ms longer on the way to the first frame
         yield Static(id="status")
@@ -279,15 +301,42 @@ class MainScreen(*PANES, PlainBox, Screen):
             gl.move_cursor(row=sc.gaps.selected, animate=False, notify=False)  # the selection is there already
 
     # ================================================================ the keys: each changes the scene, then ``update``
-    async def action_view(self, name: str) -> None:
+    async def action_view(self, name: str, footer: bool = False) -> None:
+        """1 2 3 (``footer``: the binding the table views' footer shows; the same action)."""
         if name != "lanes" and not self.query(TableView):  # mounted (hidden) the first time one of them is shown
             await self.query_one("#views", ContentSwitcher).mount_all(table_views(self.glyphs))
+            for box in self.query(".infobox"):  # its title shows when it has the focus (Tab from the table)
+                box.border_title = "detail"
         self.switch_view(name)  # the watcher fills the table shown (``Shown.view``)
         self.update(keep_msg=True)
 
     def view_name(self) -> str:
-        current = self.widget("#views", ContentSwitcher).current or "lanesview"
+        try:
+            current = self.widget("#views", ContentSwitcher).current or "lanesview"
+        except NoMatches:  # (not composed yet: the footer asks check_action early)
+            return "lanes"
         return current[:-len("view")]
+
+    def action_open_row(self, view: str) -> None:
+        """Enter on a row of the kernels or findings table (``view``): what the table's own Enter does (the footer
+        shows this binding, which says what that is there)."""
+        table = self.focused
+        if isinstance(table, DataTable):
+            table.action_select_cursor()
+
+    def _scrolled(self):
+        """The widget with the focus when it scrolls vertically and binds no up / down of its own to j / k (an
+        info box of the kernels or findings view); else None."""
+        w = self.focused
+        if w is None or isinstance(w, (LanesView, GapList, DataTable)) or not w.allow_vertical_scroll:
+            return None
+        return w
+
+    def action_scroll_text(self, d: int) -> None:
+        """↑ ↓ / j k on a pane that scrolls (its own bindings take the arrows first: these are j and k)."""
+        w = self._scrolled()
+        if w is not None:
+            w.scroll_relative(y=int(d), animate=False, immediate=True)
 
     def switch_view(self, name: str) -> None:
         self.query_one("#views", ContentSwitcher).current = "lanesview" if name == "lanes" else name + "view"
@@ -371,6 +420,9 @@ class MainScreen(*PANES, PlainBox, Screen):
 
     def action_escape(self) -> None:
         sc = self.scene
+        if self.view_name() != "lanes":  # first back to the lanes (the search there ended on the hidden lanes)
+            self.switch_view("lanes")
+            return self.update(keep_msg=True)
         inp = self.search_box()
         if (inp is not None and inp.has_class("-on")) or (sc is not None and sc.search.query):
             if inp is not None:
@@ -380,10 +432,7 @@ class MainScreen(*PANES, PlainBox, Screen):
                 sc.find("")
             self.lanes.focus()
             return self.update()
-        if self.view_name() != "lanes":
-            self.switch_view("lanes")
-            self.update(keep_msg=True)
-        elif sc is not None and (sc.mark is not None or sc.span_sel is not None):
+        if sc is not None and (sc.mark is not None or sc.span_sel is not None):
             sc.mark = sc.span_sel = None  # the range selection ends
             self.update("range cleared")
         elif sc is not None and (sc.gaps.finding_filter is not None or sc.gaps.cause_filter is not None):
@@ -396,7 +445,20 @@ class MainScreen(*PANES, PlainBox, Screen):
             self.app.action_cancel_load()
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
+        """Whether a key acts now: True; False: it does not apply here (not in the footer, and the key does
+        nothing: the lanes' keys in the kernels and findings views); None: it applies, not yet (greyed: no
+        analysis yet, one trace for t)."""
         sc = self.scene
+        view = self.view_name()
+        if action in LANES_ONLY and view != "lanes":
+            return False
+        if action == "view":
+            # the footer's entry (a second parameter): only in a table view, for another view
+            return view != "lanes" and parameters[0] != view if len(parameters) > 1 else True
+        if action == "open_row":
+            return view == parameters[0] and isinstance(self.focused, DataTable)
+        if action == "scroll_text":
+            return self._scrolled() is not None
         if action in ("next_gap", "prev_gap", "focus_gap", "cause"):
             if sc is None:
                 return None
@@ -415,8 +477,6 @@ class MainScreen(*PANES, PlainBox, Screen):
             return True if self.app.diff_pair() is not None else None
         if action in ("pan", "zoom", "fit", "cursor", "event", "expand", "search", "detail", "export"):
             if sc is None or (action == "export" and not sc.exportable):  # a preview, a pending list: never
-                return None
-            if action in ("pan", "zoom", "cursor", "event", "expand") and self.view_name() != "lanes":
                 return None
             return True
         return True

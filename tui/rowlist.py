@@ -107,8 +107,12 @@ class RowList(SteadyBars, ScrollView, can_focus=True):
                 color: $block-cursor-foreground;
                 text-style: $block-cursor-text-style;
             }
-            & > .rowlist--header { background-tint: $foreground 5%; }
+            /* the header is the list's title: reversed while the list has the focus (Tab shows where it went) */
+            & > .rowlist--header { background-tint: $foreground 5%; text-style: bold reverse; }
         }
+        /* NO_COLOR: Textual turns colours into greys, and the cursor's background was 236 on 234: reversed */
+        &:nocolor > .rowlist--cursor { text-style: reverse; }
+        &:nocolor:focus > .rowlist--cursor { text-style: bold reverse; }
     }
     """
     #: cached strips at most

@@ -156,9 +156,20 @@ def hang(line: Text, width: int) -> list[Text]:
 
 
 class TextView(SteadyBars, ScrollView, can_focus=True):
+    """Rich Text, wrapped to the width, scrolled by the keys below while it has the focus. A ``heading`` (the stack
+    panel's "stack") is a line of its own on top that does not scroll: bold on the panel colour as the gap list's
+    header beside it, reversed while this view has the focus (Tab to it shows that it has it, also without colour)."""
+
     # the text is wrapped to the width: never a horizontal scrollbar (with overflow-x auto, the vertical one
     # appearing made the old wrap 1 cell too wide for a frame, and a horizontal one came and went: two layouts)
-    DEFAULT_CSS = "TextView { overflow-x: hidden; }"
+    COMPONENT_CLASSES = {"textview--heading"}
+    DEFAULT_CSS = """
+    TextView {
+        overflow-x: hidden;
+        & > .textview--heading { text-style: bold; background: $panel; color: $foreground; }
+        &:focus > .textview--heading { text-style: bold reverse; }
+    }
+    """
 
     BINDINGS = [
         Binding("up,k", "scroll_up", "scroll up", show=False),
@@ -167,14 +178,21 @@ class TextView(SteadyBars, ScrollView, can_focus=True):
         Binding("pagedown", "page_down", "page down", show=False),
     ]
 
-    def __init__(self, **kw):
+    def __init__(self, *, heading: str = "", **kw):
         super().__init__(**kw)
+        self.heading = heading
         self._text = Text()
         self._lines: list = []  # the wrapped lines (rich Text), turned into strips when first drawn
         self._keys: list = []  # _line_key of every wrapped line
         self._strips: OrderedDict = OrderedDict()  # (line key, width) -> Strip, across texts
+        self._heading_strip: tuple | None = None  # (width, focus, Strip) of the heading last drawn
         self._wrapped_at = -1
         self._partial = False  # set_text repaints what changed itself (``_set_virtual_size``)
+
+    @property
+    def top(self) -> int:
+        """Rows above the text (the heading's)."""
+        return 1 if self.heading else 0
 
     def set_text(self, text: Text) -> None:
         # the content region once (a look-up in the compositor each time: it was asked three times a call)
@@ -197,9 +215,10 @@ class TextView(SteadyBars, ScrollView, can_focus=True):
             self.refresh()
             return
         new = self._keys
-        h = max(region.height, 0)  # (the text's length changes the scroll bar, which takes width, not height)
+        top = self.top
+        h = max(region.height - top, 0)  # (the text's length changes the scroll bar, which takes width, not height)
         full = self.size.width
-        changed = [Region(0, y, full, 1) for y in range(h)
+        changed = [Region(0, y + top, full, 1) for y in range(h)
                    if (old[y] if y < len(old) else None) != (new[y] if y < len(new) else None)]
         if changed:
             self.refresh(*changed)
@@ -220,7 +239,7 @@ class TextView(SteadyBars, ScrollView, can_focus=True):
         self._lines = wrap_lines(self._text, self.app.console, width)
         self._keys = [_line_key(ln) for ln in self._lines]
         self._wrapped_at = width
-        self._set_virtual_size(Size(width, len(self._lines)))
+        self._set_virtual_size(Size(width, len(self._lines) + self.top))
 
     def _set_virtual_size(self, size: Size) -> None:
         """``virtual_size`` is a layout reactive: setting it lays out the whole screen, which repainted every
@@ -241,6 +260,42 @@ class TextView(SteadyBars, ScrollView, can_focus=True):
     def on_resize(self, event) -> None:
         self._wrap()
 
+    def _on_focus(self, event) -> None:
+        self._refresh_heading()
+
+    def _on_blur(self, event) -> None:
+        self._refresh_heading()
+
+    def notify_style_update(self) -> None:
+        self._heading_strip = None
+        super().notify_style_update()
+
+    def _refresh_heading(self) -> None:
+        if self.heading:
+            self._heading_strip = None
+            self.refresh(Region(0, 0, self.size.width, 1))
+
+    def action_page_up(self) -> None:
+        self.scroll_to(y=max(self.scroll_y - self._page(), 0), animate=False)
+
+    def action_page_down(self) -> None:
+        self.scroll_to(y=min(self.scroll_y + self._page(), self.max_scroll_y), animate=False)
+
+    def _page(self) -> int:
+        """The text lines shown (a page: the heading does not count)."""
+        return max(self.scrollable_content_region.height - self.top, 1)
+
+    def _heading_line(self, width: int) -> Strip:
+        focus = self.has_focus
+        got = self._heading_strip
+        if got is None or got[:2] != (width, focus):
+            style = self.rich_style + self.get_component_rich_style("textview--heading")
+            label = Text(" " + self.heading, no_wrap=True, overflow="crop", end="")
+            label.truncate(width, pad=True)
+            got = self._heading_strip = (width, focus, Strip(list(label.render(self.app.console, end="")),
+                                                                 width).apply_style(style))
+        return got[2]
+
     def render_lines(self, crop):
         self._wrap()
         return super().render_lines(crop)
@@ -249,7 +304,10 @@ class TextView(SteadyBars, ScrollView, can_focus=True):
         if self._wrapped_at < 0:
             self._wrap()
         width = self._wrapped_at
-        y += int(self.scroll_offset.y)
+        top = self.top
+        if y < top:
+            return self._heading_line(width)
+        y += int(self.scroll_offset.y) - top
         if 0 <= y < len(self._lines):
             key = (self._keys[y], width)
             cache = self._strips
