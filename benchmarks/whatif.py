@@ -150,7 +150,7 @@ def _real_projection(a, how: str, what: str | None):
     if how == "frame":
         w = next((w for w in pj.frames if what and what in w.frame), None)
         return (w.frame, 100.0 * w.saving_ns / base) if w else (None, None)
-    for f in pj.ranked(a.findings):
+    for f in a.plan.ordered_findings(a.findings):  # the report's order
         ev = f.evidence or {}
         if how == "round-trip" and ev.get("pattern") == "round-trip" and what and what in str(ev.get("frame") or ""):
             return f.id, pj.saving_pct(f.id)

@@ -1,16 +1,14 @@
 """The graph what-if of a step whose host reads GPU values (replay.fixes.host_reads, graph_needs): it names the
-reads and the findings that remove them, and ranks after those (Projection.ranked); a step without reads keeps
-its graph finding first."""
+reads, and the plan writes the fix that removes them inside the graph action as what it needs first; a step
+without reads gets a graph action with nothing first."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 from gapscope.analysis import analyze
 from gapscope.analysis.replay.fixes import host_reads
 from gapscope.analysis.replay.model import Replay
-from gapscope.analysis.replay.result import Projection
 from gapscope.trace import load
 from gapscope.trace.model import Kind
 
@@ -71,7 +69,8 @@ def test_a_step_without_host_reads_keeps_its_graph_finding_first():
     pj = a.projection
     assert host_reads(a, Replay(a.model, a.window, a.flags)) == {}
     assert pj.what["launch-1"] == "the step as one CUDA graph replay" and pj.after == {}
-    assert pj.ranked(a.findings)[0].id == "launch-1"
+    assert a.plan.actions[0].kind == "cuda-graph" and a.plan.actions[0].findings[0] == "launch-1"
+    assert a.plan.actions[0].needs == ()
 
 
 def test_demo_sync_check_graph_fix_needs_the_item_reads():
@@ -80,34 +79,9 @@ def test_demo_sync_check_graph_fix_needs_the_item_reads():
     assert host_reads(a, Replay(a.model, a.window, a.flags)) == {"capture/demo.py(51): _inject_sync_check": 32}
     assert _reads_from_events(a) == 32
     assert pj.after == {"launch-1": [["sync-1"]]}
-    ranked = [f.id for f in pj.ranked(a.findings)]
-    assert ranked.index("launch-1") == ranked.index("sync-1") + 1
-
-
-def _f(fid):
-    return SimpleNamespace(id=fid)
-
-
-def test_ranked_moves_a_finding_behind_what_it_needs():
-    p = Projection()
-    p.saving_ns = {"g": 900, "a": 500, "b": 400, "c": 300, "d": None}
-    fs = [_f(x) for x in ("d", "c", "b", "a", "g")]
-    assert [f.id for f in p.ranked(fs)] == ["g", "a", "b", "c", "d"]
-    # two groups: b (alone) and one of c, a (a: the larger figure of its own). Both rank with what they unlock (g's
-    # 900, ties in the findings' order) and g comes right behind the later of them
-    p.after = {"g": [["b"], ["c", "a"]]}
-    assert p.unlocks(fs) == {"b": "g", "a": "g"}
-    assert [f.id for f in p.ranked(fs)] == ["b", "a", "g", "c", "d"]
-    # one group of alternatives: its member with the larger figure (b) ranks with g, g right behind it
-    p.after = {"g": [["c", "b"]]}
-    assert [f.id for f in p.ranked(fs)] == ["b", "g", "a", "c", "d"]
-    # a group none of whose findings is listed (a subset, the findings view), or ranked below it already: no move
-    assert [f.id for f in p.ranked([_f("g"), _f("a")])] == ["g", "a"]
-    p.after = {"c": [["a"]]}
-    assert [f.id for f in p.ranked(fs)] == ["g", "a", "b", "c", "d"]
-    # without a saving of its own it stays behind the projected findings
-    p.after = {"d": [["a"]]}
-    assert [f.id for f in p.ranked(fs)] == ["g", "a", "b", "c", "d"]
+    # the plan: the graph leads, the check's reads written inside it as what it needs first
+    top = a.plan.actions[0]
+    assert top.kind == "cuda-graph" and [n.findings for n in top.needs] == [("sync-1",)]
 
 
 def test_a_frame_shared_by_several_findings_ranks_one_of_them():

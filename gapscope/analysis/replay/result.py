@@ -65,8 +65,8 @@ class Projection:
     #: ``dependency_waits``), when at least ``graph_wait_note_share`` of the step; else 0
     waits_ns: int = 0
     #: finding id -> the fixes it needs first, as groups of alternatives (the graph fix of a step whose host reads
-    #: GPU values: per frame, the findings whose fix removes its reads; replay.fixes.graph_needs); ``ranked`` puts
-    #: it after the first-ranked finding of every group
+    #: GPU values: per frame, the findings whose fix removes its reads; replay.fixes.graph_needs); the plan
+    #: (analysis/plan.py) writes the first of each group inside the graph action
     after: dict[str, list[list[str]]] = field(default_factory=dict)
     #: the finding whose fix is the step as one CUDA graph replay (None: no such fix projected)
     graph_owner: str | None = None
@@ -106,63 +106,6 @@ class Projection:
     @property
     def floor_ns(self) -> int:
         return max((d.floor_ns // max(d.steps, 1) for d in self.devices), default=0)
-
-    def unlocks(self, findings: list) -> dict[str, str]:
-        """Prerequisite id -> the finding of ``after`` it unlocks: of each group of fixes a finding needs first, the
-        member with the largest figure of its own (``best_ns``; ties by order). hf-attn.prefill_eager: the step as
-        one CUDA graph (−25.2%) needs the one sync of `find_packed_sequence_indices` removed first, which alone saves
-        0.4%; ranked by its own figure it read [info], and the graph fix behind it too."""
-        ids = {f.id: k for k, f in enumerate(findings)}
-        out: dict[str, str] = {}
-        for fid, groups in self.after.items():
-            if fid not in ids:
-                continue
-            for g in groups:
-                members = [d for d in g if d in ids]
-                if members:
-                    first = min(members, key=lambda d: (self.best_ns(d) is None, -(self.best_ns(d) or 0), ids[d]))
-                    out.setdefault(first, fid)
-        return out
-
-    def rank_ns(self, findings: list) -> dict[str, int | None]:
-        """Finding id -> the figure it ranks by: ``best_ns``, and for a fix another one needs first (``unlocks``)
-        the larger of that and the figure of the finding it unlocks (the two are worth that together)."""
-        b = {f.id: self.best_ns(f.id) for f in findings}
-        if self.after:
-            for pre, dep in self.unlocks(findings).items():
-                if b.get(dep) is not None:
-                    b[pre] = max(b[pre] or 0, b[dep])
-        return b
-
-    def rank_pct(self, findings: list) -> dict[str, float | None]:
-        """``rank_ns`` as a share of the step, in % (what a finding's severity reads)."""
-        base = self.baseline_ns
-        return {k: (None if v is None or base <= 0 else 100.0 * v / base) for k, v in self.rank_ns(findings).items()}
-
-    def ranked(self, findings: list) -> list:
-        """``findings`` ranked by the projected saving of their fix (``rank_ns``, the report's order); those not
-        projected follow in their own order (by idle time). The Markdown, the JSON and the explorer all rank this
-        way."""
-        b = self.rank_ns(findings)
-        out = sorted(findings, key=lambda f: (b[f.id] is None, -(b[f.id] or 0)))
-        return self._after_needs(out) if self.after else out
-
-    def _after_needs(self, order: list) -> list:
-        """``order`` with each finding of ``after`` moved to just behind the first-ranked finding of each group it
-        needs (one fix of a group is enough), where it ranked above one of those (hf-mixtral.decode_eager: the step
-        as one CUDA graph, −84.9%, behind pattern-1, the first of the four fixes that remove its 352 host reads,
-        which ``rank_ns`` ranks at that figure). A group none of whose findings is in ``order`` does not move it."""
-        order = list(order)
-        for fid, groups in self.after.items():
-            ids = [f.id for f in order]
-            if fid not in ids:
-                continue
-            i = ids.index(fid)
-            firsts = [min(ids.index(d) for d in g if d in ids) for g in groups if any(d in ids for d in g)]
-            last = max(firsts, default=-1)
-            if last > i:
-                order.insert(last, order.pop(i))
-        return order
 
     def best_pct(self, fid: str) -> float | None:
         """``best_ns`` (what ranks the finding) as a share of the step, in %."""
