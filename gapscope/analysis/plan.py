@@ -33,7 +33,6 @@ import numpy as np
 
 from . import causes
 from .findings import SEVERITIES
-from .intervals import uniq
 from .names import is_library_frame, is_user_frame, parse_frame
 from .thresholds import ACTION_BANDS, LOOP_KERNELS_PER_CALL, MINOR_ACTION_PCT, NOT_PROJECTED_MAX_SEVERITY, severity
 
@@ -443,8 +442,7 @@ def build_plan(a, pj) -> Plan:
 def _copies_back(a, frame: str) -> bool:
     """Whether ``frame``'s calls copy a GPU value to the host and a result back (a device-to-host then a
     host-to-device copy launched under them): a host round trip (sampling on the host)."""
-    from .replay.frames import frame_calls, subtree_intervals
-    from .replay.model import inside as in_iv
+    from .replay.frames import frame_calls, inside_on_thread, subtree_intervals
     from ..trace.model import Kind
 
     m = a.model
@@ -456,11 +454,7 @@ def _copies_back(a, frame: str) -> bool:
     if cp.size == 0:
         return False
     L = m.launch[cp]
-    ok = np.zeros(cp.size, bool)
-    thr = m.track[L].astype(np.int64)
-    for tt in uniq(t).tolist():
-        sel = thr == tt
-        ok[sel] = in_iv(s[t == tt], e[t == tt], m.ts_ns[L[sel]])
+    ok = inside_on_thread((s, e, t), m.track[L].astype(np.int64), m.ts_ns[L])
     names = {m.name(int(i)) for i in cp[ok]}
     return any("DtoH" in n or "Device -> Pageable" in n or "Device -> Pinned" in n for n in names) and \
         any("HtoD" in n for n in names)
@@ -511,8 +505,7 @@ def _group_draft(key, fs: list, pj) -> _Draft:
 def _nesting(a, drafts: list, fused: set) -> dict[str, str]:
     """Frame -> the innermost frame of ``fused`` (frames fused whole) other than itself whose calls contain every call
     of it (on its thread): the inner frame's figure is part of the outer one's."""
-    from .replay.frames import frame_calls, subtree_intervals
-    from .replay.model import inside as in_iv
+    from .replay.frames import frame_calls, inside_on_thread, subtree_intervals
 
     m = a.model
     frames = sorted({d.frame for d in drafts if d.frame})
@@ -528,12 +521,10 @@ def _nesting(a, drafts: list, fused: set) -> dict[str, str]:
             if other == fr or other not in fused or oc.size == 0:
                 continue
             s, e, t = subtree_intervals(m, oc)
-            ok = np.zeros(c.size, bool)
             thr = m.track[c].astype(np.int64)
-            for tt in uniq(t).tolist():
-                sel = thr == tt
-                ok[sel] = in_iv(s[t == tt], e[t == tt], m.ts_ns[c[sel]]) & \
-                    in_iv(s[t == tt], e[t == tt] + 1, m.ts_ns[c[sel]] + m.dur_ns[c[sel]])
+            # each call starts inside the outer frame's calls and ends by their end ([s, e] closed at its end)
+            ok = inside_on_thread((s, e, t), thr, m.ts_ns[c]) & \
+                inside_on_thread((s, e + 1, t), thr, m.ts_ns[c] + m.dur_ns[c])
             ns = int((e - s).sum())
             if ok.all() and (best_ns is None or ns < best_ns):
                 best, best_ns = other, ns

@@ -58,19 +58,26 @@ def subtree_intervals(m, idx):
     return np.concatenate(S), np.concatenate(E), np.concatenate(T)
 
 
+def inside_on_thread(iv, thr: np.ndarray, ts: np.ndarray) -> np.ndarray:
+    """Mask over points (thread ``thr``, time ``ts``): inside one of the intervals ``iv`` (start, end, thread; sorted
+    and disjoint per thread, as ``subtree_intervals`` gives them) of the point's own thread."""
+    s, e, t = iv
+    out = np.zeros(np.shape(ts), bool)
+    for th in uniq(t).tolist():
+        sel = thr == th
+        if sel.any():
+            out[sel] = inside(s[t == th], e[t == th], ts[sel])
+    return out
+
+
 def items_under(r: Replay, iv) -> np.ndarray:
     """Mask over ``r.items``: GPU work whose launch call starts inside the intervals ``iv`` on its own thread."""
     m = r.model
-    s, e, t = iv
     L = m.launch[r.items]
-    out = np.zeros(r.items.size, bool)
     has = L >= 0
     Lc = np.where(has, L, 0)
-    lt = m.track[Lc].astype(np.int64)
-    for th in uniq(t).tolist():
-        sel = has & (lt == th)
-        out[sel] = inside(s[t == th], e[t == th], m.ts_ns[Lc[sel]])
-    return out
+    lt = np.where(has, m.track[Lc].astype(np.int64), -1)  # no launch call: on no thread
+    return inside_on_thread(iv, lt, m.ts_ns[Lc])
 
 
 def dispatch_ns(r: Replay, c: float = 0.0) -> int:
@@ -242,11 +249,7 @@ def attach(a, frames: list) -> dict[str, str]:
         w8 = g.dur_ns[rows].astype(np.float64)
         tot = float(w8.sum()) or 1.0
         for w in order:
-            s, e, t = ivs[w.frame]
-            ok = np.zeros(rows.size, bool)
-            for tt in uniq(t).tolist():
-                sel = th == tt
-                ok[sel] = inside(s[t == tt], e[t == tt], mid[sel])
+            ok = inside_on_thread(ivs[w.frame], th, mid)
             if float(w8[ok].sum()) / tot >= a.config.frame_attach_share:
                 out[f.id] = w.frame
                 break
