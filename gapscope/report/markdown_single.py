@@ -12,9 +12,9 @@ from ..analysis import CAUSES
 from ..analysis.activity import achieved_text
 from ..analysis.diagnosis import trace_diagnosis
 from ..analysis.names import display_frame
-from ..analysis.units import fmt_ns as t
+from ..analysis.units import fmt_bytes, fmt_ns as t
 from .markdown_plan import plan_section
-from .markdown_text import _biggest_cause, _bytes, _label, code, esc, inline
+from .markdown_text import _biggest_cause, _label, code, esc, inline
 
 _COLL_RE = re.compile(r"^(?:ncclDevKernel_|ncclKernel_)([A-Za-z]+?)(?:_|\(|$)")
 
@@ -354,7 +354,7 @@ def single(a, top: int, title: bool = True, minor: bool = False) -> list[str]:
         for c in a.copies[:top]:
             gb = f"{c['gbps']:.1f}" if c["gbps"] else "–"
             flag = " ⚠ pageable" if c["pageable"] else ""
-            L.append(f"| {esc(c['kind'])}{flag} | {c['count']} | {_bytes(c['bytes'])} | {t(c['total_ns'])} | {gb} |")
+            L.append(f"| {esc(c['kind'])}{flag} | {c['count']} | {fmt_bytes(c['bytes'])} | {t(c['total_ns'])} | {gb} |")
         L.append("")
     calls = a.allocator.get("calls") or {}
     if calls:
@@ -363,8 +363,8 @@ def single(a, top: int, title: bool = True, minor: bool = False) -> list[str]:
         L.append("")
     mem = a.allocator.get("memory")
     if mem:
-        pk = f", peak allocated {_bytes(mem['peak_allocated'])}" if mem.get("peak_allocated") is not None else ""
-        pr = f", peak reserved {_bytes(mem['peak_reserved'])}" if mem.get("peak_reserved") is not None else ""
+        pk = f", peak allocated {fmt_bytes(mem['peak_allocated'])}" if mem.get("peak_allocated") is not None else ""
+        pr = f", peak reserved {fmt_bytes(mem['peak_reserved'])}" if mem.get("peak_reserved") is not None else ""
         L.append(f"Memory events: {mem['events']} recorded{pk}{pr}.")
         L.append("")
     if a.collectives:

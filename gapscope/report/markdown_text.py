@@ -9,7 +9,6 @@ import os
 import re
 
 from ..analysis import CAUSES
-from ..analysis.units import fmt_bytes
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
 _CODE_SPAN = re.compile(r"`([^`]+)`")
@@ -53,11 +52,6 @@ def code(s, table: bool = True, limit: int = 120) -> str:
     if table:
         out = out.replace("|", "\\|")
     return out
-
-
-def _bytes(n) -> str:
-    """A byte count as every report writes it (analysis/units.py ``fmt_bytes``)."""
-    return fmt_bytes(n)
 
 
 def _label(a) -> str:
