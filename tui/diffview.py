@@ -28,6 +28,7 @@ from textual.screen import Screen
 from textual.strip import Strip
 from textual.widgets import DataTable, Footer, Static
 
+from ..analysis.text import plain, sentence
 from . import glyphs as G
 from . import keys
 from .diffscene import ROLE, SIDE, DiffScene, export_report
@@ -255,7 +256,7 @@ class DiffScreen(HelpKeys, Screen):
             if f.status in ("new", "gone"):
                 title = f.title_b if f.status == "new" else f.title_a
                 word = "not in A" if f.status == "new" else "gone in B"
-                row(f"{word}: {title.replace('`', '')}", f.a_idle_us_per_step, f.b_idle_us_per_step,
+                row(f"{word}: {plain(sentence(title))}", f.a_idle_us_per_step, f.b_idle_us_per_step,
                     f.per_step_delta_us, NEW_STYLE if f.status == "new" else "green", key=f"finding:{i}")
         self._gap_rows(tb)
         for i, k in [(i, k) for i, k in enumerate(c.kernels) if k.per_step_delta_us][:30]:

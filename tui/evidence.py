@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from ..analysis.names import display_frame
+from ..analysis.text import plain, sentence
 from ..analysis.units import fmt_bytes, fmt_ns
 
 #: the name a key is shown under (the rest: its words, without the unit suffix)
@@ -102,7 +103,7 @@ def evidence_lines(ev: dict | None, *, ascii: bool = False) -> list[str]:
     out = []
     ex = (ev.get("examples") or [None])[0]
     if isinstance(ex, dict) and ex.get("explanation"):
-        out.append(str(ex["explanation"]))
+        out.append(plain(sentence(ex["explanation"])))
     for k, v in ev.items():
         if k in SKIP:
             continue

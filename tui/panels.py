@@ -509,7 +509,9 @@ def stack_text(scene: Scene, glyphs: G.Glyphs, *, full: bool = False) -> Text:
         where = f"rank {r if r is not None else scene.active} {where}"
     t.add(t.d(g.dur_ns[row]), "bold yellow").add(f" idle on {where} at {_at(t, s - scene.origin, scene)}  ")
     t.add("cause: ").add(det.cause, "bold " + G.CAUSE_COLOURS.get(det.cause, "red")).nl()
-    t.add(det.explanation).nl()
+    for s, style in action_pieces(det.explanation_text):
+        t.add(s, style)
+    t.nl()
     gap_action_line(t, a, row)
     # two stacks, two names: the launching thread when the GPU went idle (t0) and the launch that fed it; the
     # stack the cause points to (a sync call, the frame holding the CPU) only where it is neither

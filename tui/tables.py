@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Static
 from ..analysis.activity import achieved_text
 from ..analysis.names import display_frame
 from ..analysis.plan import Where
+from ..analysis.text import plain, sentence
 from ..analysis.ranks import effect_ns
 from . import glyphs as G
 from .evidence import evidence_lines
@@ -73,8 +74,8 @@ def _located(f) -> str:
     table cuts the sentence, not where to look."""
     fr = (f.evidence or {}).get("frame") if isinstance(getattr(f, "evidence", None), dict) else None
     if not isinstance(fr, str) or not fr:
-        return f.title
-    return f"{display_frame(fr).rsplit('/', 1)[-1]} · {f.title}"
+        return plain(f.title_text)
+    return f"{display_frame(fr).rsplit('/', 1)[-1]} · {plain(f.title_text)}"
 
 
 def _frame_where(f) -> str:
@@ -410,12 +411,14 @@ class FindingsView(TableView):
             t.append(fm.text("needed first by action " + ", ".join(str(k) for k in x.unlocks)) + "\n", style="bold")
         if x.fix:
             t.append("measured: ", style="bold")
-            t.append(fm.text(x.fix.replace("`", ""))[:600] + "\n")
+            for s, style in action_pieces(sentence(x.fix[:600])):
+                t.append(fm.text(s), style=style)
+            t.append("\n")
         by_id = {f.id: f for f in a.findings}
         fs = [by_id[k] for k in x.findings if k in by_id]
         t.append(f"fixes {len(fs)} finding{'s' if len(fs) != 1 else ''}:\n", style="bold")
         for f in fs[:self.INFO_FINDINGS]:
-            t.append(fm.text(f"  {f.id}: {f.title}")[:300] + "\n")
+            t.append(fm.text(f"  {f.id}: {plain(f.title_text)}")[:300] + "\n")
         if len(fs) > self.INFO_FINDINGS:
             t.append(f"  (+{len(fs) - self.INFO_FINDINGS} more)\n", style="dim")
         for ln in evidence_lines(fs[0].evidence, ascii=fm.ascii)[:self.INFO_EVIDENCE] if fs else ():
@@ -431,7 +434,9 @@ class FindingsView(TableView):
         """A finding (no action fixes it, or there is no plan yet): what it says, its evidence, its gaps."""
         fm, f = self.fmt, e.finding
         a = self.scene.parts[e.part].analysis
-        t.append(fm.text(f.title) + "\n", style="bold")
+        for s, style in action_pieces(f.title_text):
+            t.append(fm.text(s), style="bold " + style if style else "bold")
+        t.append("\n")
         ng = np.asarray(getattr(f, "gap_rows", ())).size
         t.append(fm.text(f"{f.id}, {severity_of(a, f)}, {fm.d(f.idle_ns)} of GPU idle explained, "
                          f"{ng} gap{'' if ng == 1 else 's'}") + "\n")
@@ -439,7 +444,9 @@ class FindingsView(TableView):
             t.append("no action: its fix is not projected\n", style="dim")
         if f.suggestion:
             t.append("suggestion: ", style="bold green")
-            t.append(fm.text(str(f.suggestion)) + "\n")
+            for s, style in action_pieces(f.suggestion_text):
+                t.append(fm.text(s), style=style)
+            t.append("\n")
         for ln in evidence_lines(f.evidence, ascii=fm.ascii)[:16]:
             t.append(fm.text("  " + ln)[:300] + "\n", style="dim")
         if ng:

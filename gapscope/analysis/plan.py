@@ -34,27 +34,13 @@ import numpy as np
 from . import causes
 from .findings import SEVERITIES
 from .names import is_library_frame, is_user_frame, parse_frame
+from .text import Span, Text, plain, spans  # noqa: F401  (Span, plain: re-exported for the front ends)
 from .thresholds import ACTION_BANDS, LOOP_KERNELS_PER_CALL, MINOR_ACTION_PCT, NOT_PROJECTED_MAX_SEVERITY, severity
-
-
-@dataclass(frozen=True)
-class Span:
-    """A piece of text: prose, or a name from the trace (``code``: a frame, an op, a kernel) shown as code."""
-    text: str
-    code: bool = False
-
-
-Text = tuple  # of Span
-
-
-def plain(text: Text) -> str:
-    """The text as one string (code names as they are)."""
-    return "".join(s.text for s in text)
 
 
 def _t(*parts) -> Text:
     """Spans from strings (prose) and 1-tuples (a code name): ``_t("Fuse ", (frame,), " into one call")``."""
-    return tuple(Span(p[0], True) if isinstance(p, tuple) else Span(p) for p in parts if p)
+    return spans(*parts)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .stacks import Frame
+from .text import Text, sentence
 
 
 class GapTable:
@@ -58,6 +59,11 @@ class GapDetail:
     #: dry); ``launch_stack`` is the other fixed point: what finally fed the GPU
     idle_stack: list[Frame] = field(default_factory=list)
 
+    @property
+    def explanation_text(self) -> Text:
+        """The explanation as spans (text.py): names apart from the prose."""
+        return sentence(self.explanation)
+
 
 @dataclass(frozen=True)
 class GapContext:
@@ -89,6 +95,16 @@ class Finding:
     kernels: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     kernel_after_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     host_removed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # CPU ops the fix removes
+
+    @property
+    def title_text(self) -> Text:
+        """The title as spans (text.py): names apart from the prose."""
+        return sentence(self.title)
+
+    @property
+    def suggestion_text(self) -> Text:
+        """The advice as spans (text.py)."""
+        return sentence(self.suggestion)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis import CAUSES
+from ..analysis.text import plain, segments
 
 SCHEMA = "gapscope.findings/1"
 
@@ -49,9 +50,7 @@ def _effect_us(e: dict) -> float:
 
 def _text(change) -> tuple[str, list[dict]]:
     """An action's text (plan.py ``Span``s) as one string and as its segments (code names kept apart)."""
-    from ..analysis.plan import plain
-
-    return plain(change), [{"text": x.text, "code": x.code} for x in change]
+    return plain(change), segments(change)
 
 
 def _where(w) -> dict | None:
@@ -177,6 +176,7 @@ def gap_entries(a, top: int, ti: int | None = None) -> list[dict]:
             "launch_stack": [f.name for f in d.launch_stack],
             "cpu_breakdown": {k: _us(v) for k, v in d.breakdown.items()},
             "explanation": d.explanation,
+            "explanation_segments": segments(d.explanation_text),
         }
         if ti is not None:
             e["trace"] = ti
@@ -431,7 +431,9 @@ def build_json(analyses, top: int = 50) -> dict:
         for f in plan.ordered_findings(a.findings):
             e = {"id": f"t{ti}:{f.id}" if multi else f.id, "rank": plan.rank_of.get(f.id),
                  "severity": plan.severity_of.get(f.id, f.severity), "title": f.title,
-                 "idle_us": _us(f.idle_ns), "evidence": _jsonable(f.evidence), "suggestion": f.suggestion,
+                 "title_segments": segments(f.title_text), "idle_us": _us(f.idle_ns),
+                 "evidence": _jsonable(f.evidence), "suggestion": f.suggestion,
+                 "suggestion_segments": segments(f.suggestion_text),
                  "cause": f.cause, **saving_entry(a, f, ti if multi else None), "frame_whatif": frame_entry(a, f, ti if multi else None)}
             if multi:
                 e["trace"] = ti

@@ -4,12 +4,12 @@ numbers; the first thing a report shows, one screen long (the minor actions fold
 from __future__ import annotations
 
 from ..analysis.units import fmt_ns as t
-from .markdown_text import code, esc
+from .markdown_text import code, esc, spans_md
 
 
 def text_md(change) -> str:
     """An action's text (``Span``s): code names as code spans, the prose escaped."""
-    return "".join(code(s.text, False, 90) if s.code else esc(s.text) for s in change)
+    return spans_md(change, 90)
 
 
 def where_md(w) -> str:

@@ -14,7 +14,7 @@ from ..analysis.diagnosis import trace_diagnosis
 from ..analysis.names import display_frame
 from ..analysis.units import fmt_bytes, fmt_ns as t
 from .markdown_plan import plan_section
-from .markdown_text import _biggest_cause, _label, code, esc, inline
+from .markdown_text import _biggest_cause, _label, code, esc, inline, spans_md
 
 _COLL_RE = re.compile(r"^(?:ncclDevKernel_|ncclKernel_)([A-Za-z]+?)(?:_|\(|$)")
 
@@ -245,7 +245,7 @@ def single(a, top: int, title: bool = True, minor: bool = False) -> list[str]:
         for f in order[:top]:
             k = plan.rank_of.get(f.id)
             act = f"action {k}" if k is not None else "no action"
-            L.append(f"- **{act} · \\[{plan.severity_of.get(f.id, f.severity)}\\] {inline(f.title)}** ({esc(f.id)})  ")
+            L.append(f"- **{act} · \\[{plan.severity_of.get(f.id, f.severity)}\\] {spans_md(f.title_text)}** ({esc(f.id)})  ")
             sv = saving_line(a, f)
             if sv:
                 L.append(f"   {sv}  ")
@@ -260,7 +260,7 @@ def single(a, top: int, title: bool = True, minor: bool = False) -> list[str]:
                 L.append("   Ops issued in these gaps: " + ", ".join(code(o, False, 60) for o in ev["issued_ops"][:5]) + "  ")
             if f.cause == "pattern":
                 L += _pattern_lines(ev)
-            L.append(f"   → {esc(f.suggestion)}")
+            L.append(f"   → {spans_md(f.suggestion_text)}")
         if len(a.findings) > top:
             L.append(f"\n({len(a.findings) - top} more findings: use --top)")
         L.append("")
@@ -285,7 +285,7 @@ def single(a, top: int, title: bool = True, minor: bool = False) -> list[str]:
             st = (int(g.start_ns[r]) - a.window_start_ns)
             L.append(f"{r + 1}. **{t(d.dur_ns)}** at +{t(st)} on cuda:{d.device} — **{d.cause}** — next "
                      f"{code(d.next_op or d.next_kernel, False, 80)}")
-            L.append(f"   {inline(d.explanation)}")
+            L.append(f"   {spans_md(d.explanation_text)}")
             L += gap_stacks_lines(d)
             L.append("")
     L += streams_section(a)

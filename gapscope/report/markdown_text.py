@@ -9,9 +9,9 @@ import os
 import re
 
 from ..analysis import CAUSES
+from ..analysis.text import sentence
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
-_CODE_SPAN = re.compile(r"`([^`]+)`")
 #: control characters from trace strings (ANSI escapes, BEL, NUL ...) are written escaped, never sent to a terminal
 _CTRL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 
@@ -26,16 +26,14 @@ def esc(s) -> str:
     return _MD_SPECIAL.sub(r"\\\1", str(s)).replace("\n", " ")
 
 
+def spans_md(text, limit: int = 120) -> str:
+    """Text of the analysis (``analysis/text.py`` spans): names as code spans, the prose escaped."""
+    return "".join(code(x.text, False, limit) if x.code else esc(x.text) for x in text)
+
+
 def inline(s) -> str:
-    """Plain text from the analysis in which `...` marks a name: names become code spans, the rest is escaped."""
-    out, pos = [], 0
-    s = str(s)
-    for m in _CODE_SPAN.finditer(s):
-        out.append(esc(s[pos:m.start()]))
-        out.append(code(m.group(1), table=False))
-        pos = m.end()
-    out.append(esc(s[pos:]))
-    return "".join(out)
+    """A sentence of the analysis (its names marked, ``analysis/text.sentence``) in Markdown."""
+    return spans_md(sentence(s))
 
 
 def code(s, table: bool = True, limit: int = 120) -> str:
