@@ -25,7 +25,9 @@ def add_parser(sub) -> None:
                    help=f"gaps, kernels and findings to list (default {DEFAULT_TOP_MARKDOWN}; "
                         f"{DEFAULT_TOP_JSON} gaps with --json)")
     p.add_argument("--all", action="store_true",
-                   help="list every action of the plan, the minor ones (under 1%% of the step) too")
+                   help="everything in full: every action of the plan, the minor ones (under 1%% of the step) too, "
+                        "every finding's evidence (by default an action's first finding in full, the others one line "
+                        "each) and every listed gap's stacks (by default the largest gap's)")
     p.add_argument("--whole-trace", action="store_true",
                    help="analyse the whole trace, not only the measured gapscope.step ranges of a gapscope capture")
     p.add_argument("-o", "--output", metavar="FILE",

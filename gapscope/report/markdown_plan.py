@@ -63,6 +63,15 @@ def plan_section(a, minor: bool = False) -> list[str]:
     if rest:
         L.append(f"\nminor: {rest} more action{'s' if rest != 1 else ''} under 1% each (gapscope report --all)")
     if plan.unplanned:
-        L.append(f"\nNot projected (no action): {esc(', '.join(plan.unplanned))}; see the findings below.")
+        # no action: a fix replayed that buys nothing measurable, or a finding no replay covers (a wait, the profiler)
+        pj = a.projection
+        zero = [k for k in plan.unplanned if pj.saving_ns.get(k) is not None]
+        other = [k for k in plan.unplanned if pj.saving_ns.get(k) is None]
+        parts = []
+        if zero:
+            parts.append(f"{esc(', '.join(zero))} (each fix alone buys nothing measurable)")
+        if other:
+            parts.append(f"{esc(', '.join(other))} (not projected)")
+        L.append(f"\nNo action: {'; '.join(parts)}; see the findings below.")
     L.append("")
     return L

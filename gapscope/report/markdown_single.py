@@ -227,7 +227,35 @@ def _pattern_lines(ev: dict) -> list[str]:
     return out
 
 
+#: under an action's first finding, at most this many of the other findings it fixes (one line each; --all: all)
+ALSO_MAX = 6
+
+
+def also_lines(a, plan, fs, head: bool = True) -> list[str]:
+    """The other findings an action fixes, one line each: severity, title, id and what fixing it alone buys (its own
+    fix, or its function fused where that is what the finding carries)."""
+    pj = a.projection
+    out = [f"   Also fixed by this action ({len(fs)} finding{'s' if len(fs) != 1 else ''}):  "] if head else []
+    for f in fs[:ALSO_MAX]:
+        w = pj.frame_whatif(f.id)
+        pct = pj.saving_pct(f.id)
+        if w is not None and pj.baseline_ns > 0 and pj.ranked_with(f.id) == f.id:
+            alone = f"its function fused −{100.0 * w.saving_ns / pj.baseline_ns:.1f}%"
+        elif pct is not None and (pj.saving_ns.get(f.id) or 0) > 0:
+            alone = f"alone −{pct:.1f}%"
+        else:
+            alone = "nothing measurable alone" if pct is not None else "not projected alone"
+        k = plan.rank_of.get(f.id)
+        act = f"action {k}, " if k is not None and not head else ""
+        out.append(f"   - \\[{plan.severity_of.get(f.id, f.severity)}\\] {spans_md(f.title_text)} ({act}{esc(f.id)}; "
+                   f"{alone})  ")
+    if len(fs) > ALSO_MAX:
+        out.append(f"   - and {len(fs) - ALSO_MAX} more (gapscope report --all)  ")
+    return out
+
+
 def single(a, top: int, title: bool = True, minor: bool = False) -> list[str]:
+    full = minor  # --all: every action, every finding in full, every listed gap's stacks
     L: list[str] = []
     if title:
         L.append(f"# gapscope report: {esc(_label(a))}")
@@ -241,9 +269,28 @@ def single(a, top: int, title: bool = True, minor: bool = False) -> list[str]:
         L.append("## Findings")
         L.append("")
         plan = a.plan
-        order = plan.ordered_findings(a.findings)
-        for f in order[:top]:
+        # compact (the default): an action's first finding in full, the others it fixes one line each under it;
+        # the same advice once; --all (``full``): every finding in full
+        entries: list = []
+        by_action: dict = {}
+        # compact: findings of a minor action, and those whose fix alone buys nothing measurable, one line each
+        quiet: list = []
+        pj = a.projection
+        for f in plan.ordered_findings(a.findings):
             k = plan.rank_of.get(f.id)
+            if not full and k is not None and k in by_action:
+                by_action[k].append(f)
+                continue
+            x = plan.action(k)
+            if not full and ((x is not None and x.minor) or (k is None and pj.saving_ns.get(f.id) is not None
+                                                                and pj.saving_ns[f.id] <= 0)):
+                quiet.append(f)
+                continue
+            entries.append((f, k))
+            if k is not None:
+                by_action[k] = []
+        advice: set = set()
+        for f, k in entries[:top]:
             act = f"action {k}" if k is not None else "no action"
             L.append(f"- **{act} · \\[{plan.severity_of.get(f.id, f.severity)}\\] {spans_md(f.title_text)}** ({esc(f.id)})  ")
             sv = saving_line(a, f)
@@ -260,9 +307,17 @@ def single(a, top: int, title: bool = True, minor: bool = False) -> list[str]:
                 L.append("   Ops issued in these gaps: " + ", ".join(code(o, False, 60) for o in ev["issued_ops"][:5]) + "  ")
             if f.cause == "pattern":
                 L += _pattern_lines(ev)
-            L.append(f"   → {spans_md(f.suggestion_text)}")
-        if len(a.findings) > top:
-            L.append(f"\n({len(a.findings) - top} more findings: use --top)")
+            if full or f.suggestion not in advice:
+                L.append(f"   → {spans_md(f.suggestion_text)}")
+                advice.add(f.suggestion)
+            if k is not None and by_action.get(k):
+                L += also_lines(a, plan, by_action[k])
+        if len(entries) > top:
+            L.append(f"\n({len(entries) - top} more findings: use --top)")
+        if quiet:
+            L.append("- **Smaller findings** (a minor action's, or no fix of their own buys anything measurable; each in "
+                     "full with --all):  ")
+            L += also_lines(a, plan, quiet, head=False)
         L.append("")
     L += frames_section(a)
     ct = a.cause_totals()
@@ -286,7 +341,8 @@ def single(a, top: int, title: bool = True, minor: bool = False) -> list[str]:
             L.append(f"{r + 1}. **{t(d.dur_ns)}** at +{t(st)} on cuda:{d.device} — **{d.cause}** — next "
                      f"{code(d.next_op or d.next_kernel, False, 80)}")
             L.append(f"   {spans_md(d.explanation_text)}")
-            L += gap_stacks_lines(d)
+            if full or r == 0:  # compact: the largest gap's stacks (the explorer shows every gap's)
+                L += gap_stacks_lines(d)
             L.append("")
     L += streams_section(a)
     if a.kernels:
