@@ -66,9 +66,9 @@ def test_bindings_and_help_are_one_table():
 
 def test_keys_mean_what_they_mean_in_the_explorer():
     """m / M are the explorer's mark: never bound here; the gaps not in A are on b / B, which the explorer leaves
-    free. A key both bind does the same thing (n: next gap, e: export, g: legend, ?: help ...), but for the few
-    listed: x (explorer: expand; here: swap, as the explorer's D help says), [ ] (explorer: previous / next event;
-    here: step) and q (explorer: quit; here: back, quit when opened by gapscope diff)."""
+    free. A key both bind does the same thing (n: next gap, e: export, g: legend, ?: help, Esc: back, q: quit ...),
+    but for the few listed, whose explorer actions the diff view has not: x (explorer: expand; here: swap, as the
+    explorer's D help says) and [ ] (explorer: previous / next event; here: step)."""
     from gapscope.tui.main import MainScreen
 
     def actions(bindings):
@@ -83,8 +83,87 @@ def test_keys_mean_what_they_mean_in_the_explorer():
     assert not {"b", "B"} & explorer.keys()
     same = {"next_gap": "gap", "prev_gap": "gap", "pan": "pan", "zoom": "zoom", "fit": "fit", "export": "export",
             "legend": "legend", "help": "help", "escape": "leave", "detail": "enter"}
-    differ = {k for k in explorer.keys() & diff.keys() if same.get(explorer[k]) != diff[k]}
-    assert differ == {"x", "left_square_bracket", "right_square_bracket", "q"}
+    differ = {k for k in explorer.keys() & diff.keys() if same.get(explorer[k], explorer[k]) != diff[k]}
+    assert differ == {"x", "left_square_bracket", "right_square_bracket"}
+    assert explorer["q"] == diff["q"] == "app.quit"
+
+
+# ------------------------------------------------------------------------------------- x, [ ], q and Esc
+def _help_row(text: str, shown: str) -> str:
+    """The help screen's row of the keys ``shown``: what it says they do."""
+    m = re.search(r"│ " + re.escape(shown) + r"\s+(.*?)\s*│", text)
+    assert m, shown
+    return m.group(1)
+
+
+def test_x_brackets_q_and_esc_do_what_the_footer_and_the_help_say(pair):
+    """``gapscope diff``: ] and [ move both traces to the next / previous step (wrapping), x swaps A and B (B
+    becomes A, on a new screen that still quits on leaving), the footer names them ("] step", "x swap") and Esc
+    as "quit"; q quits, as in the explorer."""
+
+    async def steps(app, pilot):
+        scr, sc = app.screen, app.screen.scene
+        footer = screen_text(app).splitlines()[-1]
+        await pilot.press("question_mark")
+        await pilot.pause()
+        help_text = screen_text(app)
+        await pilot.press("escape")
+        await pilot.pause()
+        seen = [sc.step]
+        for k in ("right_square_bracket", "right_square_bracket", "left_square_bracket", "left_square_bracket",
+                  "left_square_bracket"):
+            await pilot.press(k)
+            await pilot.pause()
+            seen.append(sc.step)
+        names = [p.path for p in sc.parts]
+        await pilot.press("x")
+        await diff_ready(pilot)
+        swapped = app.screen
+        out = (footer, help_text, seen, sc.n_steps, names, [p.path for p in swapped.scene.parts],
+               swapped is not scr and swapped.quit_on_leave, screen_text(app).splitlines()[-1])
+        await pilot.press("q")
+        await pilot.pause()
+        return out + (app.return_code,)
+
+    footer, help_text, seen, n, names, swapped, quits, footer2, code = _run(pair, steps, size=(120, 40))
+    assert re.search(r"\] step\b", footer) and re.search(r"\bx swap\b", footer) and re.search(r"\besc quit\b", footer)
+    assert "back" not in footer and footer2 == footer
+    assert _help_row(help_text, "] / [").startswith("next / previous step")
+    assert _help_row(help_text, "x").startswith("swap before and after")
+    assert _help_row(help_text, "q").startswith("quit") and _help_row(help_text, "Esc").startswith("back to")
+    assert n > 2 and seen == [0, 1, 2, 1, 0, n - 1]
+    assert swapped == names[::-1] and quits
+    assert code == 0
+
+
+def test_in_the_explorer_esc_goes_back_and_q_quits(pair):
+    """The diff opened by D in the explorer: the footer offers Esc as "back" (no "quit"); Esc goes back to the
+    explorer; q there quits the app, as q does in the explorer."""
+    from gapscope.tui.app import GapscopeApp
+    from gapscope.tui.main import MainScreen
+
+    async def go():
+        app = GapscopeApp(list(pair), load_opts={"no_cache": True})
+        async with app.run_test(size=(120, 40)) as pilot:
+            for _ in range(60):
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+                if len(app.scenes) == 2 and all(s.state.ready for s in app.scenes):
+                    break
+            got = []
+            for leave in ("escape", "q"):
+                await pilot.press("D")
+                await diff_ready(pilot)
+                got.append(screen_text(app).splitlines()[-1])
+                await pilot.press(leave)
+                await pilot.pause()
+                got.append((type(app.screen) is MainScreen, app.return_code))
+            return got
+
+    footer, after_esc, footer2, after_q = asyncio.run(go())
+    assert re.search(r"\besc back\b", footer) and "quit" not in footer and footer2 == footer
+    assert after_esc == (True, None)
+    assert after_q[1] == 0  # the app quit
 
 
 # ------------------------------------------------------------------------------------------ help, legend
@@ -107,7 +186,7 @@ def test_question_mark_and_f1_open_the_help_with_the_diff_keys(pair):
         assert is_help and legend_only is False
         assert rows == DiffScreen.KEY_HELP  # the diff's own keys, not the explorer's
         assert "Keys of the before/after view" in text
-        for shown in ("n / N", "b / B", "] / [", "Enter", "e", "g", "? / F1", "Esc / q"):
+        for shown in ("n / N", "b / B", "] / [", "Enter", "e", "g", "? / F1", "Esc", "q"):
             assert re.search(r"│ " + re.escape(shown) + r"\s", text), shown
         assert "gap of B not in A" in text and "before/after report" in text
         assert "filter the gap list by cause" not in text  # an explorer key

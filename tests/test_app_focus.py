@@ -213,7 +213,7 @@ def test_gap_keys_do_nothing_in_the_findings_and_kernels_views():
             await pilot.pause()
             after = (sc.gaps.selected, sc.gaps.selected_gap, gl.cursor_row, sc.gaps.cause_filter,
                      (sc.view.t0, sc.view.t1, sc.view.cursor), sc.mark)
-            search = app.screen.search_box()
+            search = app.screen.search_keys.search_box()
             return before, after, seen, search is None or not search.has_class("-on")
 
     before, after, seen, no_box = run(go())
@@ -286,3 +286,68 @@ def test_j_and_page_down_scroll_the_text_pane_with_the_focus(monkeypatch, mode):
     assert ys[:4] == [0, 1, 2, 1] and ys[4] == 1 + h - 1, ys
     ys, h = got["box"]
     assert ys[:4] == [0, 1, 2, 1] and ys[4] > 1, ys
+
+
+# ----------------------------------------------------------------------------- scroll bars without colour
+def _bar_cells(w) -> tuple[list, list]:
+    """(the thumb's cells, the track's cells) of ``w``'s vertical scroll bar as the terminal gets them (after the
+    app's filters): each a background luminance, a thumb cell's drawn in reverse video (its colour the background)."""
+    bar = w.vertical_scrollbar
+    width, height = bar.outer_size
+    thumb, track = [], []
+    for strip in bar.render_lines(Region(0, 0, width, height)):
+        for s in strip:
+            st = s.style
+            if st.reverse:  # the thumb: Textual draws it as its colour, reversed
+                thumb.append(_lum(st.color, (255, 255, 255)))
+            elif s.text.strip():  # the thumb's ends: a partial block in the thumb's colour
+                thumb.append(_lum(st.color, (255, 255, 255)))
+            else:
+                track.append(_lum(st.bgcolor, (0, 0, 0)))
+    return thumb, track
+
+
+def test_scroll_bar_thumbs_stand_apart_from_their_track_without_colour(monkeypatch):
+    """Under NO_COLOR the gap list's, the stack panel's and the kernels table's scroll bars show their thumb apart
+    from the track (Textual's greys made it #282828 on #000000, a thumb nobody sees)."""
+    monkeypatch.setenv("NO_COLOR", "1")
+
+    async def go():
+        out = {}
+        async with opened(SYNC, size=(80, 24)) as (app, pilot):
+            assert app.no_color
+            for sel in ("#gaplist", "#stack"):
+                w = app.screen.query_one(sel)
+                assert w.show_vertical_scrollbar, sel
+                out[sel] = _bar_cells(w)
+            await pilot.press("2")
+            await pilot.pause()
+            kt = app.screen.query_one("#kernels")
+            if kt.show_vertical_scrollbar:
+                out["#kernels"] = _bar_cells(kt)
+        return out
+
+    got = run(go())
+    assert {"#gaplist", "#stack"} <= got.keys()
+    for sel, (thumb, track) in got.items():
+        assert thumb and track, sel
+        assert min(abs(a - b) for a in thumb for b in track) > 0.35, (sel, thumb, track)
+
+
+def test_the_gap_rows_styles_are_made_once_per_process_and_follow_no_color(monkeypatch):
+    """The lanes' gap rows take their cause colours from one table per process (every lanes widget and app the
+    same objects), made again only where what it is made of differs: NO_COLOR (the causes in the terminal's own
+    colour) or the cause registry."""
+    from gapscope.tui import timeline
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    names = timeline.registry_cause_names()
+    assert names and timeline.registry_cause_names() is names
+    colour = timeline.gap_styles(names)
+    assert timeline.gap_styles(tuple(names)) is colour
+    monkeypatch.setenv("NO_COLOR", "1")
+    plain = timeline.gap_styles(names)
+    assert plain is not colour and timeline.gap_styles(names) is plain
+    n = len(names)
+    assert all(st.color is not None and st.color.is_default for st in plain[1:1 + n])
+    assert any(not st.color.is_default for st in colour[1:1 + n])

@@ -31,7 +31,7 @@ def test_a_fold_change_is_one_layout_and_a_zoom_that_keeps_the_rows_is_none():
             # the largest gap of `attn`'s host work: the copy lanes have nothing near it and are folded
             f = next(f for f in sc.analysis.findings if "demo.py(165): attn" in f.title)
             pos = int(np.flatnonzero(np.isin(sc.gaps.row[sc.gaps.order], np.asarray(f.gap_rows, np.int64)))[0])
-            app.screen.goto_gap(pos)
+            app.screen.gap_keys.goto_gap(pos)
             await pilot.pause()
             await pilot.pause()
             folded = len(sc.display.rows())

@@ -57,7 +57,7 @@ def test_largest_gap_time_and_counts_agree_with_the_report():
         async with opened(SYNC, size=(160, 48)) as (app, pilot):
             a = app.scene.analysis
             listed = int(a.listed_rows().size)
-            app.main.goto_gap(0)  # it opens on the top action's gap (test_app_topfix): here the largest
+            app.main.gap_keys.goto_gap(0)  # it opens on the top action's gap (test_app_topfix): here the largest
             await pilot.pause()
             first = screen_text(app)
             await pilot.press("o")  # the trace's own time
@@ -328,7 +328,7 @@ def test_80x24_folds_lanes_with_nothing_in_view_and_gives_the_rows_to_the_gap_li
             f = next(f for f in a.findings if "demo.py(165): attn" in f.title)
             rows = np.asarray(f.gap_rows, np.int64)
             pos = int(np.flatnonzero(np.isin(sc.gaps.row[sc.gaps.order], rows))[0])
-            app.screen.goto_gap(pos)
+            app.screen.gap_keys.goto_gap(pos)
             await pilot.pause()
             first = screen_text(app)
             assert "gap 226/709" in first and "at +2.62 ms" in first, first
@@ -455,7 +455,7 @@ def test_findings_view_is_the_plan_numbered_as_the_report():
     unplanned = [f for f in doc["findings"] if f["rank"] is None]
     assert [f["id"] for f in unplanned] == list(doc["plan"]["unplanned"]) and len(rest) == len(unplanned)
     for f, r in zip(unplanned, rest):
-        assert r[0] == "–" and r[1] == f["severity"] and r[2] == "–" and r[3].endswith(f["title"]), (r, f)
+        assert r[0] == "–" and r[1] == f["severity"] and r[2] == "–" and r[3].endswith(f["title"].replace("`", "")), (r, f)
         fr = (f.get("evidence") or {}).get("frame")
         if fr:  # the place first: "demo.py(51): _inject_sync_check · 32 syncs from ..."
             assert r[3].startswith(fr.rsplit("/", 1)[-1] + " · "), r

@@ -208,7 +208,7 @@ def test_v_puts_the_launch_mark_on_the_depth_row_of_the_launch(tmp_path):
             sc.view.cursor = int(sc.model.ts_ns[k]) + 1
             app.main.refresh_view()
             await pilot.pause()
-            row = sc.link[2]
+            row = sc.launch.link[2]
             await pilot.press("v")
             await pilot.pause()
             return sc.display.rows()[row].lane.label.strip(), sc.display.cursor == row, screen_text(app), row

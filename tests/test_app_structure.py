@@ -71,10 +71,12 @@ def test_names_are_made_safe_to_draw_in_one_place():
         assert not calls & {"safe", "ascii_safe"}, path.name
 
 
-#: what redraws the screen: the screen's watcher (MainScreen.watch_shown) calls these, a key never does
+#: what redraws the screen: the screen's watcher (MainScreen.watch_shown, through ScreenDraw) calls these, a key
+#: never does
 REDRAWS = {"refresh_view", "refresh_stack", "refresh_status", "refresh_header", "refresh_all", "refresh_bindings",
            "refresh", "refresh_line", "fill_gap_list", "fill_tables", "sync_rows", "ensure_cursor_visible",
-           "set_text", "_draw_status", "cursor_row_moved"}
+           "set_text", "_draw_status", "draw_status", "shown_changed", "move_list_cursor", "fit_lanes",
+           "cursor_row_moved"}
 
 
 def _calls(path, cls: str | None = None) -> set[str]:
@@ -85,7 +87,7 @@ def _calls(path, cls: str | None = None) -> set[str]:
 
 
 @pytest.mark.parametrize("path, cls", [("lanekeys.py", "LaneKeys"), ("gapkeys.py", "GapKeys"),
-                                       ("search.py", "SearchKeys")])
+                                       ("search.py", "SearchKeys"), ("screenkeys.py", "ScreenKeys")])
 def test_the_panes_keys_change_state_and_never_redraw(path, cls):
     assert _calls(APP / path, cls) & REDRAWS == set()
     assert "update" in _calls(APP / path, cls) or "goto_gap" in _calls(APP / path, cls)
@@ -93,8 +95,8 @@ def test_the_panes_keys_change_state_and_never_redraw(path, cls):
 
 def _action_calls(path, cls: str, names: set[str] | None = None) -> dict[str, set[str]]:
     """For each key of class ``cls`` (its ``action_*`` methods, or the methods ``names``), what it calls, the class's own methods it calls
-    included (followed down): ``self.update(...)`` as "self.update", any other ``x.update(...)`` (a widget's
-    text) as "widget.update"."""
+    included (followed down): the screen's ``update`` (``self.update(...)``, or a pane's ``self.main.update`` and
+    ``main.update``) as "self.update", any other ``x.update(...)`` (a widget's text) as "widget.update"."""
     tree = ast.parse(path.read_text())
     node = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == cls)
     methods = {f.name: f for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
@@ -103,7 +105,10 @@ def _action_calls(path, cls: str, names: set[str] | None = None) -> dict[str, se
         out = set()
         for n in ast.walk(f):
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
-                on_self = isinstance(n.func.value, ast.Name) and n.func.value.id == "self"
+                v = n.func.value
+                on_self = isinstance(v, ast.Name) and v.id in ("self", "main") or \
+                    isinstance(v, ast.Attribute) and v.attr == "main" and isinstance(v.value, ast.Name) and \
+                    v.value.id == "self"
                 if n.func.attr == "update":
                     out.add("self.update" if on_self else "widget.update")
                 else:
@@ -144,10 +149,11 @@ def _handlers(path, cls: str) -> set[str]:
 
 
 def test_the_screens_own_keys_change_state_and_never_redraw():
-    """The explorer screen's own keys (views, tabs, detail, Esc ...) and the messages of its widgets as the panes'
-    keys: they change the state and call ``update``; what the tables, the gap list and the lanes show follows
-    from the state in ``watch_shown`` (``1 2 3`` switch the view, the watcher fills the table shown)."""
-    actions = _action_calls(APP / "main.py", "MainScreen")
+    """The explorer screen's own keys (views, tabs, detail, Esc ...; ``ScreenKeys``, a part the screen holds) and
+    the messages of its widgets as the panes' keys: they change the state and call ``update``; what the tables, the
+    gap list and the lanes show follows from the state in ``watch_shown`` (``1 2 3`` switch the view, the watcher
+    fills the table shown, through ``ScreenDraw``)."""
+    actions = _action_calls(APP / "screenkeys.py", "ScreenKeys")
     assert {"action_view", "action_escape", "action_detail", "action_next_trace"} <= actions.keys()
     for name, calls in actions.items():
         assert calls & REDRAWS == set(), name
@@ -156,7 +162,13 @@ def test_the_screens_own_keys_change_state_and_never_redraw():
     assert {"_find_kernel", "_show_finding_gaps", "_gap_highlighted"} <= handlers
     for name, calls in _action_calls(APP / "main.py", "MainScreen", handlers).items():
         assert calls & REDRAWS == set(), name
-    watcher = _calls(APP / "main.py", "MainScreen")
+    answers = _action_calls(APP / "screenkeys.py", "ScreenKeys",
+                            {"find_kernel", "show_finding_gaps", "show_action_kernels"})
+    assert len(answers) == 3
+    for name, calls in answers.items():
+        assert calls & REDRAWS == set(), name
+    assert "shown_changed" in _calls(APP / "main.py", "MainScreen")  # the watcher hands the change over
+    watcher = _calls(APP / "screendraw.py", "ScreenDraw")
     assert {"fill_tables", "fill_gap_list", "sync_rows", "refresh_bindings"} <= watcher
 
 
@@ -174,7 +186,7 @@ def test_the_app_and_the_screen_meet_at_a_small_api():
     """The screen asks the App for the tab, the next tab, the before/after pair and the export; it never reads
     the App's list of scenes or its tab index. The App tells the screen what changed; it never fills, selects
     or redraws the screen's widgets itself."""
-    screen_side = ("main.py", "lanekeys.py", "gapkeys.py", "search.py")
+    screen_side = ("main.py", "lanekeys.py", "gapkeys.py", "search.py", "screenkeys.py", "screendraw.py")
     for name in screen_side:
         src = (APP / name).read_text()
         assert "app.scenes" not in src and "app.current" not in src, name
@@ -243,17 +255,17 @@ def test_the_tables_are_filled_by_the_watcher_when_the_view_changes(tmp_path, mo
     """1 2 3 only switch the view; the table shown is filled because ``Shown.view`` changed (once per change: 2
     again fills nothing, 1 fills nothing), with the scene's kernels in it."""
     from tests.helpers.app import opened, run, three_gaps
-    from gapscope.tui.main import MainScreen
+    from gapscope.tui.screendraw import ScreenDraw
     from gapscope.tui.tables import TableView
 
     calls = []
-    real = MainScreen.fill_tables
+    real = ScreenDraw.fill_tables
 
     def counted(self):
-        calls.append(self.shown.view)
+        calls.append(self.main.shown.view)
         return real(self)
 
-    monkeypatch.setattr(MainScreen, "fill_tables", counted)
+    monkeypatch.setattr(ScreenDraw, "fill_tables", counted)
     p = three_gaps(tmp_path)
 
     async def go():

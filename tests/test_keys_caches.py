@@ -24,7 +24,7 @@ from gapscope.tui.gaplist import GapList
 from gapscope.tui.lanes import UnionIndex, search_sorted, segment_text
 from gapscope.tui.scene import Scene
 from gapscope.tui.scenegaps import listed_counts
-from gapscope.tui.rowlist import RowList, plain_cells_line
+from gapscope.tui.rowlist import RowList, cell_widths, plain_cells_line, rich_cells_line
 from gapscope.tui.textview import split_lines, wrap_lines
 
 TRACE = Path(__file__).resolve().parent.parent / "traces" / "demo-eager-sync.decode.json.gz"
@@ -44,7 +44,7 @@ def _segs(strip) -> list:
 
 def _rich_strip(gl: RowList, cells, widths, style, width) -> Strip:
     """A row as RowList drew every row before: one rich Text rendered, cropped or extended, styled."""
-    return Strip(gl._rich_line(cells, widths)).crop_extend(0, width, None).apply_style(style)
+    return Strip(rich_cells_line(cells, widths, gl.PAD, gl.app.console)).crop_extend(0, width, None).apply_style(style)
 
 
 def rows_as_rich_draws_them(gl: GapList) -> int:
@@ -52,7 +52,7 @@ def rows_as_rich_draws_them(gl: GapList) -> int:
     it; returns how many rows were compared."""
     w = gl.size.width
     base = gl.rich_style
-    widths = gl._widths(w)
+    widths = cell_widths(gl.columns, w, gl.PAD)
     header = _rich_strip(gl, [c.label for c in gl.columns], widths,
                          base + gl.get_component_rich_style("rowlist--header"), w)
     assert _segs(gl.render_line(0)) == _segs(header)
@@ -203,7 +203,7 @@ def test_stack_lines_split_as_rich_splits_them():
 
 
 def testplain_cells_line_makes_the_segments_rich_makes():
-    """plain_cells_line against RowList._rich_line on cells of every kind it takes (styles or none, right or
+    """plain_cells_line against rich_cells_line on cells of every kind it takes (styles or none, right or
     left, each overflow, cut or padded, wide characters) and None on a cell with spans (rich draws those)."""
     console = Console()
     rnd = random.Random(2)
@@ -214,8 +214,7 @@ def testplain_cells_line_makes_the_segments_rich_makes():
                  for _ in range(rnd.randint(1, 5))]
         widths = [rnd.randint(1, 20) for _ in cells]
         for pad in (0, 1):
-            fake = SimpleNamespace(PAD=pad, app=SimpleNamespace(console=console))
-            assert plain_cells_line(cells, widths, pad, console) == RowList._rich_line(fake, cells, widths)
+            assert plain_cells_line(cells, widths, pad, console) == rich_cells_line(cells, widths, pad, console)
     spanned = Text("ab")
     spanned.stylize("bold", 0, 1)
     assert plain_cells_line([Text("x"), spanned], [3, 3], 1, console) is None

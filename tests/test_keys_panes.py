@@ -105,11 +105,13 @@ def test_the_help_rows_and_the_bindings_are_the_old_tables():
 
 
 def test_each_pane_owns_its_keys_and_the_screen_binds_them_all():
-    """Every action a key names is a method of the class that declares the key (a pane's key next to its action);
-    no key is declared twice; the screen's table is the panes' and its own, nothing else."""
-    from gapscope.tui.main import PANES, SCREEN_KEYS, MainScreen
+    """Every action a key names is a method of the class that declares the key (a pane's key next to its action;
+    the screen's own keys' of ``ScreenKeys``); no key is declared twice; the screen's table is the panes' and its
+    own, nothing else."""
+    from gapscope.tui.main import PANES, MainScreen
+    from gapscope.tui.screenkeys import SCREEN_KEYS, ScreenKeys
 
-    owners = [(p, p.KEYS) for p in PANES] + [(MainScreen, SCREEN_KEYS)]
+    owners = [(p, p.KEYS) for p in PANES] + [(ScreenKeys, SCREEN_KEYS)]
     for cls, table in owners:
         for k in table:
             for b in k.bindings:

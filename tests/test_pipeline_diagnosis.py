@@ -195,6 +195,8 @@ def test_the_explorers_diff_pair_follows_the_trace_set_rule(ranks, pair):
     """D diffs two tabs when the report would compare them: two traces each with its own rank are ranks."""
     from gapscope.tui.diffscene import diff_pair
 
-    scenes = [SimpleNamespace(multi=False, analysis=SimpleNamespace(rank=r), part=f"p{i}") for i, r in enumerate(ranks)]
+    analyses = [SimpleNamespace(rank=r) for r in ranks]  # each the final analysis of its tab (its state's)
+    scenes = [SimpleNamespace(multi=False, analysis=a, state=SimpleNamespace(final=a), part=f"p{i}")
+              for i, a in enumerate(analyses)]
     assert diff_pair(scenes, 0) == (("p0", "p1") if pair else None)
     assert diff_pair(scenes[:1], 0) is None

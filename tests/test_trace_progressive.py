@@ -510,7 +510,7 @@ def test_esc_on_the_preview_closes_the_search_box_then_cancels(tmp_path, monkeyp
         async with _previewing(p) as (app, pilot):
             await pilot.press("slash")
             await pilot.pause()
-            box = app.main.search_box()
+            box = app.main.search_keys.search_box()
             assert box is not None and box.has_class("-on")
             await pilot.press("escape")
             await pilot.pause()

@@ -242,7 +242,7 @@ class GapscopeApp(progressive.MarksUse, App):
         listed = sc.parts[ev.part].state.in_progress  # a provisional list, or gaps whose findings failed
         sc.parts[ev.part].state = AnalysisState.failed_with(ev.text)  # as a plain load that failed: no gaps
         if listed:
-            sc.merge_gaps()
+            sc.gaps.merge(sc.parts)
             sc.apply_filter(None)
             sc.display.invalidate()
         self._freeze_heap(sc)
@@ -282,7 +282,7 @@ class GapscopeApp(progressive.MarksUse, App):
                 raise
             for pi in (range(len(sc.parts)) if ev.items is not None else [ev.part]):
                 sc.parts[pi].state = AnalysisState.failed_with(failure("showing the analysis", exc))
-            sc.merge_gaps()
+            sc.gaps.merge(sc.parts)
             sc.apply_filter(None)
             sc.display.invalidate()
             if sc is self.scene:
@@ -316,7 +316,7 @@ class GapscopeApp(progressive.MarksUse, App):
         if ev.items is not None:
             sc.set_analyses(ev.items)
         else:
-            sc.set_state(ev.state, ev.min_listed, ev.part, ev.merged)
+            sc.set_analysis(ev.state, ev.min_listed, ev.part, ev.merged)
         self._freeze_heap(sc)
         moved = False
         if keep >= 0 and self.user_picked:

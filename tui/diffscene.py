@@ -1,8 +1,9 @@
 """The before/after scene: two analysed traces, A's lanes above B's on one step-aligned time axis (the screen that
 draws it and answers its keys is tui/diffview.py).
 
-``DiffScene`` is the explorer's ``Scene`` of two parts; it only chooses the rows and moves B in time so that its
-step k starts (first kernel) where A's step k starts, or so that a gap of B ends where the A gap it matches ends.
+``DiffScene`` holds the explorer's ``Scene`` of the two parts (``lanes_scene``: the lanes, the time window, the rows
+and the gap selection, which the lanes draw); it chooses the rows and moves B in time so that its step k starts
+(first kernel) where A's step k starts, or so that a gap of B ends where the A gap it matches ends.
 The numbers come from ``tui.analysis.compare`` (per step). Gaps of B with no listed gap of A at the same place in
 the aligned kernel sequence are marked on a row of their own ("not in A": the view's one word for what B has and A
 has not); when a B gap is selected, the A gap it matches is marked on A's row. ``goto_change`` shows a row of the
@@ -21,19 +22,22 @@ import numpy as np
 from ..analysis.compare import op_shapes_text
 from .lanes import Lane, Segments
 from .rows import Row
-from .scene import Scene, analysis_pending
+from .scene import Scene, device_title, lanes_extent
 
 SIDE = ("A", "B")
 ROLE = ("before", "after")
 
 
-class DiffScene(Scene):
-    """Two traces (A = part 0, B = part 1); B's lanes are shifted so the current steps line up."""
+class DiffScene:
+    """Two traces (A = part 0, B = part 1); B's lanes are shifted so the current steps line up. ``parts``,
+    ``lanes``, ``view``, ``display`` and ``gaps`` are those of ``lanes_scene``, the two parts' explorer scene (its
+    rows: ``_build_rows``)."""
 
     def __init__(self, path_a: str, model_a, analysis_a, path_b: str, model_b, analysis_b):
         from ..analysis.compare import compare, match_gaps
 
-        super().__init__([path_a, path_b], [model_a, model_b])
+        ls = self.lanes_scene = Scene([path_a, path_b], [model_a, model_b], rows=self._build_rows)
+        self.parts, self.lanes, self.view, self.display, self.gaps = ls.parts, ls.lanes, ls.view, ls.display, ls.gaps
         self.cmp = compare(analysis_a, analysis_b)
         self.gm = match_gaps(analysis_a, analysis_b, self.cmp)
         self.step = 0  # index over max(A steps, B steps)
@@ -43,10 +47,10 @@ class DiffScene(Scene):
         self.match_gid = -1  # the A gap matching the selected B gap
         self.moves = 0  # counted up each time B is moved in time (the screen draws every lane again)
         self._realign(0)
-        self.set_analyses([(0, analysis_a, analysis_a.config.min_listed_gap_ns),
-                           (1, analysis_b, analysis_b.config.min_listed_gap_ns)])
+        ls.set_analyses([(0, analysis_a, analysis_a.config.min_listed_gap_ns),
+                         (1, analysis_b, analysis_b.config.min_listed_gap_ns)])
         self._index_gaps()
-        self.view.lo, self.view.hi = self._extent()
+        self.view.lo, self.view.hi = lanes_extent(self.lanes, self.parts[0].model)
         self.gaps.selected = -1  # nothing selected until n / m
         self.fit_step()
 
@@ -86,14 +90,13 @@ class DiffScene(Scene):
         self._realign(k, offset_b)
         self.moves += 1
         if any(pt.analysis is not None for pt in self.parts):
-            self.merge_gaps()
-            self.apply_filter(None)
+            self.gaps.merge(self.parts)
+            self.lanes_scene.apply_filter(None)
             self._index_gaps()
             if keep >= 0:
                 self.select_gid(keep)
         self.display.invalidate()
-        lo, hi = self._extent()
-        self.view.lo, self.view.hi = lo, hi
+        self.view.lo, self.view.hi = lanes_extent(self.lanes, self.parts[0].model)
         self.fit_step()
 
     def step_span(self) -> tuple[int, int]:
@@ -197,7 +200,7 @@ class DiffScene(Scene):
     def select_gid(self, gid: int) -> None:
         where = np.flatnonzero(self.gaps.order == gid)
         if where.size:
-            self.select(int(where[0]))
+            self.lanes_scene.select(int(where[0]))
         self.match_gid = int(self.a_match[gid]) if 0 <= gid < self.a_match.size and self.gaps.part[gid] == 1 else -1
 
     def b_matches(self, gid: int) -> np.ndarray:
@@ -336,7 +339,7 @@ class DiffScene(Scene):
             for side in ((1, 0) if fd.status != "gone" else (0,)):
                 f = self.finding_of(fd, side)
                 if f is not None:
-                    gid = self.largest_gap(side, rows=getattr(f, "gap_rows", ()))
+                    gid = self.largest_gap(side, rows=f.gap_rows)
                     if gid >= 0:
                         break
             if gid < 0:
@@ -371,7 +374,7 @@ class DiffScene(Scene):
         for pi, pt in enumerate(self.parts):
             devs = sorted({ln.device for ln in pt.lanes if ln.device >= 0}
                           | {d for (p, d) in self.gaps.lanes if p == pi})
-            where = ", ".join(self._device_title(pt.model, d, None) for d in devs)
+            where = ", ".join(device_title(pt.model, d, None) for d in devs)
             out.append(Row(None, f"{SIDE[pi]} {ROLE[pi]}: {os.path.basename(pt.path)}" + (f" | {where}" if where else "")))
             out.extend(Row(ln) for ln in pt.lanes if ln.kind in ("ranges", "cpu"))
             for dev in devs:
@@ -411,9 +414,8 @@ def diff_pair(scenes: list, current: int):
 
     i, j = sorted((current, (current + 1) % len(scenes)))
     a, b = scenes[i], scenes[j]
-    if a.multi or b.multi or a.analysis is None or b.analysis is None or analysis_pending(a.analysis) or \
-            analysis_pending(b.analysis):  # (a provisional list, or findings still being built: not yet)
-        return None
+    if a.multi or b.multi or a.state.final is None or b.state.final is None:
+        return None  # (no analysis, a provisional list, or findings still being built: not yet)
     # the report's rule (diagnosis.trace_set_kind): two traces each with its own rank are ranks, not a pair
     if trace_set_kind([a.analysis, b.analysis]) != "pair":
         return None

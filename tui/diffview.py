@@ -4,16 +4,15 @@ time axis.
 ``gapscope diff A B`` opens it (``DiffApp``, tui/diffapp.py); in the explorer, ``D`` opens it on the current
 tab and the next one. The lanes are the explorer's own (``LanesView``) with two more rows (``DiffLanes``): B's gaps
 not in A, and the A gap matching the selected B gap. The list under the lanes shows the comparison's numbers
-(``tui.analysis.compare``, per step), biggest change first; Enter on one shows it in both traces
-(``DiffScene.goto_change``). The keys are one table (``DIFF_KEYS``, tui/keys.py ``Key``): the bindings and the
-help (``?`` / F1, with the legend: ``g``, tui/screens.py ``HelpKeys``) are made from it; ``e`` writes
+(``gapscope.analysis.compare``, per step; its words: tui/difftext.py), biggest change first; Enter on one shows it
+in both traces (``DiffScene.goto_change``). The keys are one table (``DIFF_KEYS``, tui/keys.py ``Key``): the
+bindings and the help (``?`` / F1, with the legend: ``g``, tui/screens.py ``HelpKeys``) are made from it; ``e`` writes
 ``gapscope report A B``'s Markdown next to the traces (``export_report``). A key means what it means in the
 explorer where the action is the same; "not in A" is the one word for what B has and A has not.
 """
 
 from __future__ import annotations
 
-import os
 import re
 
 import numpy as np
@@ -28,30 +27,25 @@ from textual.screen import Screen
 from textual.strip import Strip
 from textual.widgets import DataTable, Footer, Static
 
-from ..analysis.text import plain, sentence
 from . import glyphs as G
 from . import keys
-from .diffscene import ROLE, SIDE, DiffScene, export_report
+from .diffscene import DiffScene, export_report
+from .difftext import MATCH_STYLE, NEW_STYLE, VERDICT_STYLE, DiffText
 from .export import export_message
 from .keys import Key
 from .lanes import Lane, Segments, cell_edges, segment_text
 from .loading import debugging, failure
-from .safe import short_kernel, shown
 from .screens import HelpKeys
 from .shown import DiffShown
 from .tables import Table
 from .timefmt import fmt_dur
 from .timeline import Axis, LanesView, label_width, style_runs
 
-NEW_STYLE = Style(color="bright_red", bold=True)
-MATCH_STYLE = Style(color="bright_cyan", bold=True)
-VERDICT_STYLE = {"faster": "bold green", "slower": "bold bright_red", "no clear change": "bold yellow"}
-#: the largest gaps of B not in A listed among the changes (b / B visit every one)
-GAPS_LISTED = 5
-
 #: the diff view's keys: its bindings (the footer shows those with show=True, in this order) and its help are made
-#: from this one table. Where the explorer has the same action, the same key (n, w s, pan, 0, e, g, ?, Esc); a key
-#: the explorer gives to another action is not used for a new one here (b / B: no explorer key)
+#: from this one table. Where the explorer has the same action, the same key (n, w s, pan, 0, e, g, ?, Esc back, q
+#: quit); a key the explorer gives to another action is not used for a new one here (b / B: no explorer key), but
+#: for x and [ ], whose explorer actions (expand, the next event) the diff view has not: swap and step here, as
+#: the explorer's help for D says
 DIFF_KEYS = [
     Key("n / N", "next / previous gap of B, largest first, lined up with the gap of A at the same place",
         (Binding("n", "gap(1)", "next gap"), Binding("N", "gap(-1)", "prev gap", key_display="N", show=False))),
@@ -78,8 +72,10 @@ DIFF_KEYS = [
         (Binding("e", "export", "export"),)),
     Key("g", "legend", (Binding("g", "legend", "legend", show=False),)),
     Key("? / F1", "this help", (Binding("question_mark,f1", "help", "help"),)),
-    Key("Esc / q", "back to the explorer (quit when opened by gapscope diff)",
-        (Binding("escape,q", "leave", "back"),)),
+    # Esc's footer entry says what it does: back (opened by D in the explorer) or quit (gapscope diff)
+    Key("Esc", "back to the explorer (quit when opened by gapscope diff)",
+        (Binding("escape", "leave('back')", "back"), Binding("escape", "leave('quit')", "quit"))),
+    Key("q", "quit, as in the explorer", (Binding("q", "app.quit", "quit", show=False),)),
 ]
 
 
@@ -105,7 +101,8 @@ def break_at_marks(s: str, width: int) -> list[str]:
 
 
 class DiffLanes(LanesView):
-    """The explorer's lanes, with two more rows: B's new gaps and the A gap matching the selected B gap."""
+    """The explorer's lanes, with two more rows: B's new gaps and the A gap matching the selected B gap. They draw
+    the diff scene's ``lanes_scene``; ``diff``: the diff scene (the selected gap's match)."""
 
     BINDINGS = [
         Binding("up,k", "screen.lane(-1)", "lane up", show=False),
@@ -126,8 +123,12 @@ class DiffLanes(LanesView):
                 return self._mark_row(rows[yy].lane, yy == sc.display.cursor, lw, max(width - lw - 1, 1))
         return super().render_line(y)
 
+    def __init__(self, glyphs: G.Glyphs, diff: DiffScene, **kw) -> None:
+        super().__init__(glyphs, **kw)
+        self.diff = diff
+
     def _mark_row(self, ln: Lane, is_cursor: bool, lw: int, cw: int) -> Strip:
-        sc: DiffScene = self.scene
+        sc = self.diff
         g = self.glyphs
         v = sc.view
         edges = cell_edges(v.t0, v.t1, cw)
@@ -168,13 +169,14 @@ class DiffScreen(HelpKeys, Screen):
         super().__init__()
         self.scene = scene
         self.glyphs = glyphs
+        self.words = DiffText(scene, glyphs)  # the header, the list of changes, the status line
         self.quit_on_leave = quit_on_leave
         self.gap_pos = -1  # position in scene.b_order
         self.new_pos = -1
 
     def compose(self) -> ComposeResult:
         yield Static(id="dhead")
-        lv = DiffLanes(self.glyphs, id="dlanes")
+        lv = DiffLanes(self.glyphs, self.scene, id="dlanes")
         yield Axis(self.glyphs, lv, id="daxis")
         yield lv
         yield Static(id="dstatus")
@@ -184,159 +186,9 @@ class DiffScreen(HelpKeys, Screen):
     def on_mount(self) -> None:
         if self.glyphs.ascii:
             self.add_class("-ascii")
-        self._fill_deltas()
+        self.words.fill_changes(self.query_one("#deltas", DataTable))
         self.update()
         self._lanes().focus()
-
-    # ---------------------------------------------------------------- text
-    def _t(self, s: str) -> str:
-        return shown(s, self.glyphs.ascii)
-
-    def _d(self, us: float) -> str:
-        return fmt_dur(int(round(us * 1e3)), ascii=self.glyphs.ascii)
-
-    def _signed(self, us: float) -> str:
-        ns = int(round(us * 1e3))
-        return "0" if ns == 0 else ("+" if ns > 0 else "-") + fmt_dur(abs(ns), ascii=self.glyphs.ascii)
-
-    def _head(self) -> Text:
-        sc = self.scene
-        c = sc.cmp
-        t = Text(no_wrap=True, overflow="ellipsis")
-        for pi in (0, 1):
-            s = c.a if pi == 0 else c.b
-            t.append(f"{SIDE[pi]} {ROLE[pi]}: ", style="bold")
-            t.append(self._t(os.path.basename(sc.parts[pi].path)))
-            t.append(f" ({s.steps} step{'s' if s.steps != 1 else ''})   ")
-        t.append("\n")
-        # the verdict in un-profiled step time first (compare/steptime.py): profiled idle can rise while the step
-        # gets faster; verdict word leading, so that an 80-column header that cuts the line still shows it
-        sv = c.step
-        head = sv.headline(lead=True)
-        word = head[:len(sv.verdict)]
-        t.append(self._t(word), style=VERDICT_STYLE.get(sv.verdict, ""))
-        t.append(self._t(head[len(word):]))
-        if sv.warnings:
-            t.append(self._t(f"   ! distortion {sv.a.distortion:.2f}x vs {sv.b.distortion:.2f}x: profiled idle "
-                             "does not compare"), style="yellow")
-        elif sv.stands_in:
-            t.append(self._t("   ! no un-profiled time: profiled step time stands in"), style="yellow")
-        t.append("\n")
-        t.append(self._t(sc.step_label()), style="bold")
-        t.append(self._t(f"   GPU idle per step {self._d(c.a.idle_us_per_step)} -> {self._d(c.b.idle_us_per_step)} "
-                         f"({self._signed(c.idle_delta_us_per_step)}, profiled)"))
-        return t
-
-    def _fill_deltas(self) -> None:
-        c = self.scene.cmp
-        tb = self.query_one("#deltas", DataTable)
-        tb.clear(columns=True)
-        for key, lab, w in (("a", "A/step", 9), ("b", "B/step", 9), ("d", "B-A", 10), ("what", "what", None)):
-            tb.add_column(Text(lab, justify="left" if key == "what" else "right"), key=key, width=w)
-
-        def row(what: str, a: float, b: float, d: float, style: str | None = None, key: str | None = None):
-            r = lambda s: Text(s, justify="right")  # noqa: E731
-            tb.add_row(r(self._d(a)), r(self._d(b)), r(self._signed(d)), Text(self._t(what), style=style or ""),
-                       key=key)
-
-        # each row's key says what Enter shows of it (DiffScene.goto_change): the step, a cause, a finding, a gap
-        # of B not in A, a kernel (its index in the comparison's list); notes have none
-        sv = c.step  # the same order as the report: step time, kernel time, then GPU span and idle
-        row("step time, un-profiled (median)" if sv.basis == "unprofiled" else "step time, profiled (stand-in)",
-            sv.a.us, sv.b.us, sv.delta_us, VERDICT_STYLE.get(sv.verdict), key="step:")
-        row("kernel time", c.a.kernel_us_per_step, c.b.kernel_us_per_step,
-            c.b.kernel_us_per_step - c.a.kernel_us_per_step, key="step:kernels")
-        row("GPU span", c.a.gpu_span_us_per_step, c.b.gpu_span_us_per_step,
-            c.b.gpu_span_us_per_step - c.a.gpu_span_us_per_step, key="step:span")
-        row("GPU idle", c.a.idle_us_per_step, c.b.idle_us_per_step, c.idle_delta_us_per_step, "bold", key="step:idle")
-        for i, d in enumerate(c.causes):
-            row(f"cause {d.cause} ({d.a_count_per_step:g} -> {d.b_count_per_step:g} gaps)", d.a_idle_us_per_step,
-                d.b_idle_us_per_step, d.per_step_delta_us, G.CAUSE_COLOURS.get(d.cause), key=f"cause:{i}")
-        for i, f in enumerate(c.findings):
-            if f.status in ("new", "gone"):
-                title = f.title_b if f.status == "new" else f.title_a
-                word = "not in A" if f.status == "new" else "gone in B"
-                row(f"{word}: {plain(sentence(title))}", f.a_idle_us_per_step, f.b_idle_us_per_step,
-                    f.per_step_delta_us, NEW_STYLE if f.status == "new" else "green", key=f"finding:{i}")
-        self._gap_rows(tb)
-        for i, k in [(i, k) for i, k in enumerate(c.kernels) if k.per_step_delta_us][:30]:
-            tag = {"new": " (not in A)", "gone": " (gone in B)"}.get(k.status, "")
-            via = " ".join(x for x in (k.op, k.shapes) if x)  # the same short name often covers several kernels
-            row(f"kernel {short_kernel(k.name)}{tag}" + (f"  {via}" if via else ""), k.a_us_per_step, k.b_us_per_step,
-                k.per_step_delta_us, key=f"kernel:{i}")
-        al = c.alignment
-        if al is not None and not al.note:
-            n = al.counts()
-            parts = ", ".join(f"{v} {k}" for k, v in n.items() if v) or "the same sequence"
-            tb.add_row(Text(""), Text(""), Text(""),
-                       Text(self._t(f"kernel sequence of {c.steps_a.names[al.step_a]}: {al.a_kernels} -> "
-                                    f"{al.b_kernels} kernels, {al.matched} in order; {parts}"), style="dim"),
-                       key="step:align")
-        for note in c.step.warnings + c.step.notes + c.notes:
-            tb.add_row(Text(""), Text(""), Text(""), Text(self._t("note: " + note), style="dim"))
-
-    def _gap_rows(self, tb: DataTable) -> None:
-        """The largest gaps of B not in A (``GAPS_LISTED``), each a row of the changes (Enter visits it), and how
-        many more there are."""
-        from ..analysis import CAUSES
-
-        sc = self.scene
-        b = sc.parts[1].analysis
-        new = sc.new_order
-        d = lambda ns: fmt_dur(int(ns), ascii=self.glyphs.ascii)  # noqa: E731
-        for gid in new[:GAPS_LISTED].tolist():
-            row = int(sc.gaps.row[gid])
-            nxt = int(b.gaps.next_idx[row])
-            before = f", before {short_kernel(b.model.name(nxt))}" if nxt >= 0 else ""
-            # one gap, not a number per step: its length in the text, the per-step columns empty
-            tb.add_row(Text(""), Text(""), Text(""),
-                       Text(self._t(f"gap not in A: {d(sc.gaps.dur[gid])} {CAUSES[int(sc.gaps.cause[gid])]} in step "
-                                    f"{sc.step_of_gap(gid) + 1}{before}"), style=NEW_STYLE), key=f"gap:{row}")
-        if new.size > GAPS_LISTED:
-            tb.add_row(Text(""), Text(""), Text(""),
-                       Text(self._t(f"{new.size - GAPS_LISTED} more gaps of B not in A: b / B visit them all"),
-                            style="dim"))
-
-    def _status(self) -> Text:
-        sc = self.scene
-        t = Text(no_wrap=True, overflow="ellipsis")
-        gid = sc.gaps.selected_gap
-        from ..analysis import CAUSES
-
-        d = lambda ns: fmt_dur(int(ns), ascii=self.glyphs.ascii)  # noqa: E731
-        if gid < 0:
-            nb, nn = sc.b_order.size, sc.new_order.size
-            t.append(self._t(f"{nb} listed gap{'s' if nb != 1 else ''} in B, {nn} of them not in A: n / b visit "
-                             "them, Tab the changes"))
-            return t
-        if sc.gaps.part[gid] != 1:  # a gap of A (Enter on a cause or a finding gone in B)
-            t.append(self._t(f"A gap {d(sc.gaps.dur[gid])} {CAUSES[int(sc.gaps.cause[gid])]}"), style="bold")
-            bs = sc.b_matches(gid)
-            if bs.size:
-                g = sc.gaps
-                t.append(self._t(f"; in B at the same place: {d(g.dur[bs[0]])} {CAUSES[int(g.cause[bs[0]])]}"))
-            else:
-                t.append(self._t("; no listed gap of B at the same place"))
-            an = sc.parts[0].analysis
-            nxt = int(an.gaps.next_idx[int(sc.gaps.row[gid])])
-            if nxt >= 0:
-                t.append(self._t(f"; next {short_kernel(an.model.name(nxt))}"))
-            return t
-        t.append(self._t(f"B gap {d(sc.gaps.dur[gid])} {CAUSES[int(sc.gaps.cause[gid])]}"), style="bold")
-        if sc.b_new[gid]:
-            t.append(" not in A", style=NEW_STYLE)
-        m = sc.match_gid
-        if m >= 0:
-            g = sc.gaps
-            t.append(self._t(f"; in A at the same place: {d(g.dur[m])} {CAUSES[int(g.cause[m])]} "
-                             f"({'+' if g.dur[gid] >= g.dur[m] else '-'}{d(abs(int(g.dur[gid]) - int(g.dur[m])))})"))
-        elif not sc.b_new[gid]:
-            t.append(self._t("; A's gap there is not listed"))
-        b = sc.parts[1].analysis
-        nxt = int(b.gaps.next_idx[int(sc.gaps.row[gid])])
-        if nxt >= 0:
-            t.append(self._t(f"; next {short_kernel(b.model.name(nxt))}"))
-        return t
 
     # ---------------------------------------------------------------- state
     def update(self, msg: str = "", *, keep_msg: bool = False) -> None:
@@ -348,16 +200,16 @@ class DiffScreen(HelpKeys, Screen):
         lv = self._lanes()
         axis = self.query_one(Axis)
         if new.scene != old.scene:
-            lv.set_scene(sc)
-            axis.scene = sc
+            lv.set_scene(sc.lanes_scene)
+            axis.scene = sc.lanes_scene
         elif new.moved != old.moved:
             lv.lanes_moved()  # B moved in time: every drawn row is forgotten
         elif len(sc.display.rows()) != lv.virtual_size.height:
             lv.sync_rows()  # lanes folded or unfolded by the zoom
         if (new.scene, new.step) != (old.scene, old.step):
-            self.query_one("#dhead", Static).update(self._head())
+            self.query_one("#dhead", Static).update(self.words.head())
         if (new.scene, new.moved, new.selected, new.msg) != (old.scene, old.moved, old.selected, old.msg):
-            self.query_one("#dstatus", Static).update(Text(new.msg) if new.msg else self._status())
+            self.query_one("#dstatus", Static).update(Text(new.msg) if new.msg else self.words.status())
         if new.lanes_changed(old):
             if new.lane != old.lane:
                 lv.ensure_cursor_visible()
@@ -417,7 +269,7 @@ class DiffScreen(HelpKeys, Screen):
         if not key:
             return self.update("a note: nothing to show on the lanes")
         msg = self.scene.goto_change(str(key), self._lanes().cells_width())
-        self.update(self._t(msg))
+        self.update(self.words.t(msg))
 
     def action_lane(self, d: int) -> None:
         sc = self.scene
@@ -473,9 +325,9 @@ class DiffScreen(HelpKeys, Screen):
         """The path written: on the status line, and in a notice whose lines break only after a "/", "-", "." or
         "_" (a toast folds a long name mid-word; at 80 columns it is 30 wide)."""
         status, lines = export_message([path])
-        self.update(self._t(status))
+        self.update(self.words.t(status))
         width = notice_width(self.app.size.width)
-        text = "\n".join(piece for s in lines for piece in break_at_marks(self._t(s), width))
+        text = "\n".join(piece for s in lines for piece in break_at_marks(self.words.t(s), width))
         self.notify(text, title="export", timeout=10, markup=False)
 
     def legend_extra(self) -> Text:
@@ -501,7 +353,14 @@ class DiffScreen(HelpKeys, Screen):
         t.append(": A has it, B has not\n\n")
         return t
 
-    def action_leave(self) -> None:
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        """Esc's two bindings: the one that says what it does here acts and shows (``quit_on_leave``: quit)."""
+        if action == "leave":
+            return (parameters[0] == "quit") == self.quit_on_leave
+        return True
+
+    def action_leave(self, what: str) -> None:
+        """Esc: back to the explorer, or the end of ``gapscope diff`` (``what``: the footer's word for it)."""
         if self.quit_on_leave:
             self.app.exit()
         else:

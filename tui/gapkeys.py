@@ -2,22 +2,22 @@
 next and previous gap (n, N), the selected gap in focus (f), the cause filter (c, C), and which gap a tab
 opens on (``opening_gap``; ``opening_kernels``: the kernels view instead, for a plan led by a kernel change).
 
-``GapKeys`` is a part of the explorer's screen (``MainScreen``, tui/main.py): each action changes the
-scene and calls the screen's ``update``; the gap list and the stack panel are redrawn from the new state. Its
-keys are ``GapKeys.KEYS``, bound by the screen with the other panes' (tui/keys.py).
+``GapKeys`` is a part the explorer's screen holds (``MainScreen``, tui/main.py; tui/keys.py ``Pane``): each action
+changes the scene and calls the screen's ``update``; the gap list and the stack panel are redrawn from the new
+state. Its keys are ``GapKeys.KEYS``, bound by the screen with the other panes' (tui/keys.py).
 """
 
 from __future__ import annotations
 
 from textual.binding import Binding
 
-from .keys import Key
+from .keys import Key, Pane
 from .navigate import focus_context, focus_gap
 from .plantext import action_kernel_names, top_action
 from .scene import Scene
 
 
-class GapKeys:
+class GapKeys(Pane):
     """The gaps pane's actions (a part of ``MainScreen``)."""
 
     #: the gaps' keys, in the order of the actions below (``at``: their place in the help and the footer)
@@ -36,25 +36,25 @@ class GapKeys:
         if sc is None or not sc.any_analysis or not sc.gaps.order.size:
             return
         gid = sc.select(pos)
-        focus_gap(sc, gid, self.lanes.cells_width(), context=context)
+        focus_gap(sc, gid, self.main.lanes.cells_width(), context=context)
 
     def goto_gap(self, pos: int, *, context: float = 1.0) -> None:
         self.select_gap(pos, context=context)
-        self.update()
+        self.main.update()
 
     def action_next_gap(self) -> None:
-        self.app.user_picked = True
+        self.main.app.user_picked = True
         sc = self.scene
         if sc is not None and sc.search.stepping:
-            return self.step_match(1)
+            return self.main.search_keys.step_match(1)
         if sc is not None and sc.gaps.order.size:
             self.goto_gap(min(sc.gaps.selected + 1, sc.gaps.order.size - 1) if sc.gaps.selected >= 0 else 0)
 
     def action_prev_gap(self) -> None:
-        self.app.user_picked = True
+        self.main.app.user_picked = True
         sc = self.scene
         if sc is not None and sc.search.stepping:
-            return self.step_match(-1)
+            return self.main.search_keys.step_match(-1)
         if sc is not None and sc.gaps.order.size:
             self.goto_gap(max(sc.gaps.selected - 1, 0))
 
@@ -62,9 +62,9 @@ class GapKeys:
         """`f`: the selected gap with its context; shown so already (after `n`), tighter (focus_context)."""
         sc = self.scene
         if sc is not None and sc.gaps.selected_gap >= 0:
-            ctx, msg = focus_context(sc, self.lanes.cells_width())
+            ctx, msg = focus_context(sc, self.main.lanes.cells_width())
             self.select_gap(sc.gaps.selected, context=ctx)
-            self.update(msg)
+            self.main.update(msg)
 
     def gap_highlighted(self, key) -> None:
         """The gap list's cursor moved to the row ``key`` (the screen hands its Highlighted message over)."""
@@ -73,7 +73,7 @@ class GapKeys:
             return
         pos = int(key)
         if pos != sc.gaps.selected:
-            self.app.user_picked = True
+            self.main.app.user_picked = True
             self.goto_gap(pos)
 
     def action_cause(self, d: int) -> None:
@@ -89,7 +89,7 @@ class GapKeys:
         if sc.gaps.selected >= 0:
             self.select_gap(0)
         name = "all causes" if sc.gaps.cause_filter is None else CAUSES[sc.gaps.cause_filter]
-        self.update(f"gaps: {name} ({sc.gaps.order.size})")
+        self.main.update(f"gaps: {name} ({sc.gaps.order.size})")
 
 
 def opening_gap(sc: Scene) -> int:
@@ -102,8 +102,8 @@ def opening_kernels(sc: Scene, view: str) -> list[str] | None:
     """The kernels a tab opens the kernels view on, once: those of its plan's top action when that is a kernel
     change (a GPU-bound trace: fp32 matmuls, eager attention; no gap of its own to open on) and the lanes are the
     view shown (``view``); else None."""
-    x = top_action(sc.analysis)
+    x = top_action(sc.state)
     if x is None or x.kind != "kernels" or sc.kernels_opened or view != "lanes":
         return None
     sc.kernels_opened = True
-    return action_kernel_names(sc.analysis, x)
+    return action_kernel_names(sc.state.final, x)

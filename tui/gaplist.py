@@ -17,7 +17,8 @@ MAX_LIST = 500
 #: terminals narrower than this get the short gap list (no row number, short cause names)
 NARROW = 120
 #: cause names in the gap list of a narrow terminal
-SHORT_CAUSE = {"collective": "coll", "profiler": "prof", "allocator": "alloc", "host-idle": "host", "gpu-wait": "wait"}
+SHORT_CAUSE = {"collective": "coll", "profiler": "prof", "allocator": "alloc", "host-idle": "host", "gpu-wait": "wait",
+               "autotune": "tune", "user-sync": "usync"}
 
 
 def cause_name(i: int) -> str:
@@ -67,10 +68,14 @@ class GapList(RowList):
 
         narrow = width < NARROW
         key = _rows_key(sc, ascii, narrow)
+        def cursor_to_selected() -> None:
+            if 0 <= sc.gaps.selected < min(sc.gaps.order.size, MAX_LIST):
+                self.move_cursor(row=sc.gaps.selected, animate=False, notify=False)  # the selected gap's row
+
         if narrow == self.narrow and _same_key(key, self._filled):
             # the same rows (the analysis whole after its gaps, its projection, a resize): only the cursor moves
             # (a fill of 500 rows took 0.1-0.3 s of the screen's thread at 1 GB, keys waiting behind it)
-            self._cursor_to(sc)
+            cursor_to_selected()
             return
         self._filled = None
         if narrow != self.narrow:
@@ -78,7 +83,7 @@ class GapList(RowList):
             self.set_columns(narrow)
         else:
             self.clear()
-        note = getattr(sc.analysis, "provisional_note", None) if sc is not None else None
+        note = sc.state.provisional_note if sc is not None else None
         label = Text("next op" + (f"  ({note})" if note else ""), style="bold yellow" if note else "")
         if self.columns and self.columns[-1].label != label:  # the list's title: a preview's list is provisional
             self.columns[-1].label = label
@@ -119,11 +124,7 @@ class GapList(RowList):
                          Text("gaps", style="dim"), Text(f"< {d(lim)}", justify="right", style="dim"),
                          Text("not listed (in every total)", style="dim"), key="short")
         self._filled = key
-        self._cursor_to(sc)
-
-    def _cursor_to(self, sc: Scene) -> None:
-        if 0 <= sc.gaps.selected < min(sc.gaps.order.size, MAX_LIST):
-            self.move_cursor(row=sc.gaps.selected, animate=False, notify=False)  # the selected gap's row
+        cursor_to_selected()
 
 
 def _rows_key(sc: Scene | None, ascii: bool, narrow: bool) -> tuple | None:
@@ -133,8 +134,8 @@ def _rows_key(sc: Scene | None, ascii: bool, narrow: bool) -> tuple | None:
     if sc is None or not sc.any_analysis:
         return None
     g = sc.gaps
-    parts = tuple((pt.model, getattr(pt.analysis, "gaps", None), pt.min_listed_ns) for pt in sc.parts)
-    note = getattr(sc.analysis, "provisional_note", None)
+    parts = tuple((pt.model, pt.state.gaps, pt.min_listed_ns) for pt in sc.parts)
+    note = sc.state.provisional_note
     return (sc, g.order, g.part, g.row, g.start, parts), (ascii, narrow, sc.origin, sc.listed_counts(),
                                                             g.cause_filter, note)
 

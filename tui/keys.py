@@ -1,9 +1,13 @@
 """What an explorer key is: the keys as the help screen shows them, what they do, the bindings that make them
 work, and where the help lists it. Each pane declares its own keys next to its actions (``LaneKeys.KEYS`` in
 lanekeys.py, ``GapKeys.KEYS`` in gapkeys.py, ``SearchKeys.KEYS`` in search.py) and the screen its own
-(``SCREEN_KEYS`` in main.py); the screen's BINDINGS and the help screen's key table are both made from those
-tables, in one place (``MainScreen`` in main.py, with ``in_help_order``, ``bindings`` and ``help_rows``). Tests
-check that each entry's shown keys are its bindings' keys and that the README's key table lists the same keys.
+(``SCREEN_KEYS``, ``ScreenKeys`` in screenkeys.py); the screen's BINDINGS and the help screen's key table are both
+made from those tables, in one place (``MainScreen`` in main.py, with ``in_help_order``, ``bindings`` and
+``help_rows``). Tests check that each entry's shown keys are its bindings' keys and that the README's key table
+lists the same keys.
+
+Each of those is a ``Pane``: an object the screen holds, whose actions change the screen's scene and ask it to
+``update``; the screen hands a bound action to the pane that has it (``MainScreen.__getattr__``).
 
 The bindings stay on the screen, not on the pane widgets: Textual builds the footer and answers a key along the
 focus chain, so a key bound on the lanes would neither work nor show while the gap list has the focus, and n, pan
@@ -28,6 +32,21 @@ class Key(NamedTuple):
     #: where the help and the footer list it, among every table's keys (smaller first); the help reads in the
     #: order a user learns the keys, not pane by pane
     at: int = 0
+
+
+class Pane:
+    """A part of the explorer's screen with keys of its own: its ``KEYS`` and, next to them, their actions
+    (``action_*``), which change the scene of ``main`` (the screen) and call its ``update``."""
+
+    KEYS: list[Key] = []
+
+    def __init__(self, main) -> None:
+        self.main = main
+
+    @property
+    def scene(self):
+        """The scene on the screen (None before the first trace)."""
+        return self.main.scene
 
 
 def in_help_order(*tables: list[Key]) -> list[Key]:

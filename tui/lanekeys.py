@@ -1,22 +1,24 @@
 """The explorer's keys on the lanes pane (tui/timeline.py): the time window (pan, zoom, fit), the time and
 lane cursors, folding and expanding lanes, the range (m, M), the launch link (v) and the time origin (o).
 
-``LaneKeys`` is a part of the explorer's screen (``MainScreen``, tui/main.py): each action changes the
-scene and calls the screen's ``update``, whose new state redraws what changed (tui/shown.py). Its keys are
-``LaneKeys.KEYS`` (tui/keys.py ``Key``: the keys, their help and their bindings); the screen binds them with
-the other panes' (``MainScreen.BINDINGS``), and the help and the README are checked against them.
+``LaneKeys`` is a part the explorer's screen holds (``MainScreen``, tui/main.py; tui/keys.py ``Pane``): each
+action changes the scene and calls the screen's ``update``, whose new state redraws what changed (tui/shown.py).
+Its keys are ``LaneKeys.KEYS`` (tui/keys.py ``Key``: the keys, their help and their bindings); the screen binds
+them with the other panes' (``MainScreen.BINDINGS``) and hands their actions here; the help and the README are
+checked against them. A zoom with the wheel (``LanesView.Zoom``) is the screen's message, answered by
+``action_zoom``.
 """
 
 from __future__ import annotations
 
 from textual.binding import Binding
 
-from .keys import Key
+from .keys import Key, Pane
 from .navigate import event_under_cursor, move_cursor, next_event_start, range_at_cursor
 from .screens import DetailScreen
 
 
-class LaneKeys:
+class LaneKeys(Pane):
     """The lanes pane's actions (a part of ``MainScreen``)."""
 
     #: the lanes' keys, in the order of the actions below (``at``: their place in the help and the footer)
@@ -50,30 +52,22 @@ class LaneKeys:
     def action_pan(self, frac: float) -> None:
         if self.scene is not None:
             self.scene.view.pan(float(frac))
-            self.update()
+            self.main.update()
 
     def action_zoom(self, factor: float) -> None:
         if self.scene is not None:
-            self.scene.view.zoom(float(factor), self.lanes.cells_width())
-            self.update()
-
-    def on_lanes_view_zoom(self, ev) -> None:
-        """Ctrl or Shift and the wheel on the lanes."""
-        self.action_zoom(ev.factor)
-
-    def on_lanes_view_clicked(self, ev) -> None:
-        """A click on the lanes moved its cursors."""
-        self.update()
+            self.scene.view.zoom(float(factor), self.main.lanes.cells_width())
+            self.main.update()
 
     def action_fit(self) -> None:
         if self.scene is not None:
             self.scene.view.fit(*self.scene.fit_extent())
-            self.update()
+            self.main.update()
 
     def action_cursor(self, d: int) -> None:
         if self.scene is not None:
-            move_cursor(self.scene, int(d), self.lanes.cells_width())
-            self.update()
+            move_cursor(self.scene, int(d), self.main.lanes.cells_width())
+            self.main.update()
 
     def action_event(self, d: int) -> None:
         sc = self.scene
@@ -81,9 +75,9 @@ class LaneKeys:
             return
         t = next_event_start(sc, d)
         if isinstance(t, str):  # why there is none
-            return self.say(t)
+            return self.main.say(t)
         sc.view.ensure_visible(t)
-        self.update()
+        self.main.update()
 
     def action_lane(self, d: int) -> None:
         sc = self.scene
@@ -92,7 +86,7 @@ class LaneKeys:
         n = len(sc.display.rows())
         if n:
             sc.display.cursor = max(0, min(sc.display.cursor + int(d), n - 1))
-            self.update()
+            self.main.update()
 
     def action_expand(self) -> None:
         sc = self.scene
@@ -103,15 +97,15 @@ class LaneKeys:
         if row is not None and row.lane is None:
             # a folded row shows its lanes (every lane, until space on a group header folds them again)
             if not (row.folded or not sc.display.fold_empty):
-                return self.say("space: nothing to expand on a group header")
+                return self.main.say("space: nothing to expand on a group header")
             sc.display.fold_empty = not sc.display.fold_empty
             sc.display.invalidate()
-            self.update("every lane shown (space on a group header folds the empty ones again)"
+            self.main.update("every lane shown (space on a group header folds the empty ones again)"
                         if not sc.display.fold_empty else "lanes with nothing in view folded")
         elif sc.display.toggle_expand(sc.lanes):
-            self.update()
+            self.main.update()
         else:
-            self.say("space: only a CPU thread with a recorded stack expands")
+            self.main.say("space: only a CPU thread with a recorded stack expands")
 
     def action_mark(self) -> None:
         """`m`: mark the cursor's time; the second `m` selects the range between the two and shows its stats."""
@@ -121,7 +115,8 @@ class LaneKeys:
         t = sc.view.cursor
         if sc.mark is None or sc.mark == t:
             sc.mark, sc.span_sel = t, None
-            return self.update(f"range starts at +{self.fmt.d(t - sc.origin)}: move the cursor, m again ends it")
+            return self.main.update(f"range starts at +{self.main.fmt.d(t - sc.origin)}: move the cursor, m again "
+                                    "ends it")
         a, b = sorted((sc.mark, t))
         sc.mark = None
         self.show_range(a, b)
@@ -131,33 +126,34 @@ class LaneKeys:
         sc = self.scene
         if sc is None:
             return
-        span = range_at_cursor(sc, event_under_cursor(sc, self.lanes.cells_width()))
+        span = range_at_cursor(sc, event_under_cursor(sc, self.main.lanes.cells_width()))
         if span is not None:
             self.show_range(*span)
         else:
-            self.say("M: put the cursor on a step, a range or an event (or use m twice)")
+            self.main.say("M: put the cursor on a step, a range or an event (or use m twice)")
 
     def show_range(self, a: int, b: int) -> None:
         from .rangestats import range_text
 
         sc = self.scene
         sc.span_sel = (a, max(b, a + 1))
-        self.update()
-        self.app.push_screen(DetailScreen(range_text(sc, a, max(b, a + 1), self.glyphs), self.glyphs.ascii))
+        self.main.update()
+        glyphs = self.main.glyphs
+        self.main.app.push_screen(DetailScreen(range_text(sc, a, max(b, a + 1), glyphs), glyphs.ascii))
 
     def action_link(self) -> None:
         """Jump between a kernel and its launch (the other end marked on the lanes)."""
         sc = self.scene
         if sc is None:
             return
-        if sc.link is None:
-            return self.say("v: put the cursor on a kernel, a copy or a launch call first")
-        part, ev, row, t = sc.link
+        if sc.launch.link is None:
+            return self.main.say("v: put the cursor on a kernel, a copy or a launch call first")
+        part, ev, row, t = sc.launch.link
         sc.view.ensure_visible(t)
         r = sc.row_of_event(ev, part)
         if r >= 0:
             sc.display.cursor = r
-        self.update()
+        self.main.update()
 
     def action_origin(self) -> None:
         """Times from the analysed window's start (the report's) or in the trace's own time."""
@@ -165,5 +161,5 @@ class LaneKeys:
         if sc is None:
             return
         sc.time_mode = "trace" if sc.time_mode == "window" else "window"
-        self.update("times: " + ("the trace's own timestamps" if sc.time_mode == "trace"
+        self.main.update("times: " + ("the trace's own timestamps" if sc.time_mode == "trace"
                                  else "from the analysed window's start, as the report"))

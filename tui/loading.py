@@ -307,7 +307,7 @@ class Loader:
     def ready_for_screen(self, sc: Scene, state: AnalysisState, min_listed: int, part: int = 0):
         """What the screen's thread would make first when ``state`` lands on ``sc``, made here instead (it held the
         screen 0.1-0.3 s at 1 GB, keys waiting): its gaps merged into the scene's list (returned, for
-        ``Scene.set_state``; None when that fails), the detail of the gap the list opens on (the largest: no
+        ``Scene.set_analysis``; None when that fails), the detail of the gap the list opens on (the largest: no
         projection yet), the header's verdicts (a provisional state's; a pending one has none yet), and the stack
         panel's scroll bar's module (imported on its first long text). A failure here is the screen's to meet,
         as without it."""
@@ -336,7 +336,7 @@ class Loader:
             prov, min_listed = self.provisional_of
             c = carry_provisional(prov, sc.parts[0].model)
             if c is not None:
-                sc.set_state(AnalysisState.provisional_of(c), min_listed, 0)
+                sc.set_analysis(AnalysisState.provisional_of(c), min_listed, 0)
                 if sc.gaps.selected_row >= 0:
                     c.gap_detail(sc.gaps.selected_row)  # the stack panel's, mapped here (not on the screen's thread)
         except Exception as exc:  # noqa: BLE001 - the full list comes as without it

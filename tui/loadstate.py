@@ -85,7 +85,7 @@ class ProvisionalGaps:
 @dataclass(frozen=True, eq=False)
 class AnalysisState:
     """One part's analysis as the screen sees it (module docstring). Made by the load thread (tui/loading.py) and
-    installed by the app (tui/app.py) through ``Scene.set_state``; a new value at every step, so that a cache
+    installed by the app (tui/app.py) through ``Scene.set_analysis``; a new value at every step, so that a cache
     keyed on it by identity is forgotten when the analysis moves on."""
 
     status: Status = "pending"
@@ -137,6 +137,12 @@ class AnalysisState:
     def gaps(self):
         s = self.source
         return s.gaps if s is not None else None
+
+    @property
+    def window(self):
+        """The analysed window (``AnalysisWindow``) the gaps are listed in, or None before any."""
+        s = self.source
+        return s.window if s is not None else None
 
     @property
     def final(self) -> Analysis | None:

@@ -29,7 +29,7 @@ def find(parts, query: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
             continue
         hit = np.flatnonzero(np.isin(m.name_id, np.asarray(ids, dtype=np.int32)) & np.isin(m.kind, SEARCH_KINDS))
         inside = np.ones(hit.size, bool)
-        win = getattr(pt.analysis, "window", None)
+        win = pt.state.window
         if win is not None:
             gpu = np.isin(m.kind[hit], GPU_KINDS)
             inside[gpu] = win.gpu_in(m, hit[gpu])

@@ -159,9 +159,10 @@ def status_parts(sc: Scene, ev: int, d) -> list[str]:
         gpu = int(m.kind[ev]) in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
         nm = short_kernel(m.name(ev)) if gpu else display_frame(m.name(ev))
         parts.append(f"{nm} {d(m.dur_ns[ev])}")
-    if sc.link is not None:
-        other = sc.parts[sc.link[0]].model
-        what = "launched by" if int(other.kind[sc.link[1]]) in (Kind.RUNTIME, Kind.DRIVER) else "launches"
-        parts.append(f"{what} {short_kernel(other.name(sc.link[1]))} (v jumps)")
+    link = sc.launch.link
+    if link is not None:
+        other = sc.parts[link[0]].model
+        what = "launched by" if int(other.kind[link[1]]) in (Kind.RUNTIME, Kind.DRIVER) else "launches"
+        parts.append(f"{what} {short_kernel(other.name(link[1]))} (v jumps)")
     parts.append(f"cursor {d(sc.view.cursor - sc.origin)}" + (" (trace time)" if sc.time_mode == "trace" else ""))
     return parts

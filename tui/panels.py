@@ -14,7 +14,7 @@ from ..trace.model import Kind
 from . import glyphs as G
 from ..analysis.names import display_frame
 from .safe import shown
-from .plantext import action_pieces, alone, how, need_pieces, pct, plan_of
+from .plantext import action_pieces, alone, how, need_pieces, pct
 from .scene import Scene, device_label
 from .textview import TextView, lru_get
 from .timefmt import fmt_dur
@@ -115,7 +115,7 @@ def _planned_rows(a, plan) -> tuple[np.ndarray, np.ndarray]:
     rows, ranks = [], []
     for f in a.findings:
         k = plan.rank_of.get(f.id)
-        r = np.asarray(getattr(f, "gap_rows", ()), np.int64)
+        r = np.asarray(f.gap_rows, np.int64)
         if k is not None and r.size:
             rows.append(r)
             ranks.append(np.full(r.size, k, np.int64))
@@ -128,21 +128,21 @@ def _planned_rows(a, plan) -> tuple[np.ndarray, np.ndarray]:
     return made
 
 
-def gap_action(a, row: int):
-    """The action that fixes gap ``row`` (the first in plan order of those whose findings hold it: ``rank_of``),
-    or None (no plan yet, or the gap is no planned finding's)."""
-    plan = plan_of(a)
+def gap_action(state, row: int):
+    """The action that fixes gap ``row`` of a part (``state``: its ``AnalysisState``; the first in plan order of
+    those whose findings hold it: ``rank_of``), or None (no plan yet, or the gap is no planned finding's)."""
+    plan = state.plan
     if plan is None or not plan.actions:
         return None
-    rows, ranks = _planned_rows(a, plan)
+    rows, ranks = _planned_rows(state.final, plan)
     hit = ranks[rows == int(row)]
     return plan.action(int(hit.min())) if hit.size else None
 
 
-def gap_action_line(t: "T", a, row: int) -> bool:
+def gap_action_line(t: "T", state, row: int) -> bool:
     """"action 2: −45.9% Fuse `attn` into one GPU call ..." for the action that fixes gap ``row`` (the plan's
     numbering, ``Plan.rank_of``), once the loader made the plan; False (nothing written) for a gap no action fixes."""
-    x = gap_action(a, row)
+    x = gap_action(state, row)
     if x is None:
         return False
     t.add(f"action {x.rank}: ", "bold").add(pct(x.saving_pct), "bold green").add(" ")
@@ -154,13 +154,12 @@ def gap_action_line(t: "T", a, row: int) -> bool:
     return True
 
 
-def top_action_lines(a, two_lines: bool) -> list[list[tuple[str, str | None]]]:
+def top_action_lines(plan, two_lines: bool) -> list[list[tuple[str, str | None]]]:
     """The header's first action of the plan (``Plan.top``, the report's action 1), as lines of (text, style)
     pieces: its number and saving first, so that a line cut at 80 columns keeps them, then the change, verb
     first ("1. −77.9% un-profiled: Capture the step as a CUDA graph (...)"). What it needs first (the syncs a CUDA
     graph cannot capture) on a second line when ``two_lines``, else after it, its figure first. [] before the
-    plan, or when no action buys 1% of the step."""
-    plan = plan_of(a)
+    plan (``plan`` None), or when no action buys 1% of the step."""
     x = plan.top if plan is not None else None
     if x is None:
         return []
@@ -222,9 +221,10 @@ def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs, width: i
         pj = scene.state.projection  # the loader makes it and the plan (tui/loading.py); a line of its own where wide
         head = not narrow and pj is not None and bool(pj.headline())
         # what to do first, at every width; what it needs first on a line of its own where the header has one left
-        lines = top_action_lines(a, not narrow)
+        plan = scene.state.plan
+        lines = top_action_lines(plan, not narrow)
         if len(lines) == 2 and 2 + 2 + head + len(warns) > HEADER_LINES:
-            lines = top_action_lines(a, False)
+            lines = top_action_lines(plan, False)
         for line in lines:
             t.nl()
             for s, style in line:
@@ -239,7 +239,7 @@ def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs, width: i
         else:
             t.add(sep).add("reading the trace: the beginning so far" if m.partial else
                            "analysing..." if scene.analysis_error is None else "no analysis", "italic")
-    if getattr(scene, "multi", False):
+    if scene.multi:
         line = ranks_line(scene, glyphs, width)
         if line:
             t.nl()
@@ -450,7 +450,7 @@ def _stack_inputs(scene: Scene, glyphs: G.Glyphs) -> tuple[tuple, tuple]:
     pj = scene.state.projection
     parts = tuple((pt.state, pt.min_listed_ns) for pt in scene.parts)
     g = scene.gaps
-    return ((a, pj, plan_of(a), scene.model, parts),
+    return ((a, pj, scene.state.plan, scene.model, parts),
             (g.selected_row, g.selected_gap, g.selected, g.order.size, g.cause_filter is None, scene.origin,
              scene.multi, scene.active, scene.time_mode, glyphs.ascii, scene.analysis_error))
 
@@ -512,7 +512,7 @@ def stack_text(scene: Scene, glyphs: G.Glyphs, *, full: bool = False) -> Text:
     for s, style in action_pieces(det.explanation_text):
         t.add(s, style)
     t.nl()
-    gap_action_line(t, a, row)
+    gap_action_line(t, scene.state, row)
     # two stacks, two names: the launching thread when the GPU went idle (t0) and the launch that fed it; the
     # stack the cause points to (a sync call, the frame holding the CPU) only where it is neither
     idle = det.idle_stack
@@ -602,7 +602,7 @@ def event_text(scene: Scene, ev: int, glyphs: G.Glyphs) -> Text:
         if a is not None and k == Kind.KERNEL:
             for ks in scene.state.kernels:
                 if ks.name == m.name(ev):
-                    if getattr(ks, "floor_ns", None):
+                    if ks.floor_ns:
                         t.add(f"  floor {t.d(ks.floor_ns)}" + (f" ({ks.bound}-bound)" if ks.bound else "")).nl()
                     t.add(f"  {ks.count} calls, {t.d(ks.total_ns)} total").nl()
                     break

@@ -1,6 +1,7 @@
 """The plan of actions (gapscope/analysis/plan.py) in the explorer's words: the header's first action, the gap
 detail's "action k", the findings view's rows and info box. The explorer ranks nothing itself: it shows
-``analysis.plan`` once the loader made it (tui/loading.py ``Loader.project``), in its order and numbers.
+``analysis.plan`` once the loader made it (tui/loading.py ``Loader.project``), in its order and numbers, as a part's
+state has it (tui/loadstate.py ``AnalysisState.plan``: None before the analysis is ready).
 
 Text stays data until it is drawn: an action's ``change`` is a tuple of ``Span`` (prose, or a code name), turned
 here into (text, style) pieces; the caller makes each piece safe (tui/safe.py ``shown``) and appends it with its
@@ -16,16 +17,10 @@ from ..analysis.names import display_frame
 CODE = "bright_cyan"
 
 
-def plan_of(a):
-    """The analysis' plan once the loader made it, else None (never made here: a plan takes a replay)."""
-    if a is None or not hasattr(a, "findings"):
-        return None
-    return getattr(a, "plan_if_ready", None)
-
-
-def top_action(a):
-    """The plan's first action that is not minor (``Plan.top``), or None (no plan yet, or nothing worth 1%)."""
-    plan = plan_of(a)
+def top_action(state):
+    """The plan's first action that is not minor (``Plan.top``) of a part's state (``AnalysisState``), or None (no
+    plan yet, or nothing worth 1%)."""
+    plan = state.plan
     return plan.top if plan is not None else None
 
 
@@ -65,14 +60,13 @@ def where_text(w) -> str:
 
 
 def action_kernel_names(a, action) -> list[str]:
-    """The names of the kernels a kernel action changes (its findings' kernels), each once."""
-    m = getattr(a, "model", None)
-    if m is None:
-        return []
+    """The names of the kernels a kernel action of ``a``'s plan changes (its findings' kernels), each once."""
+    m = a.model
     by_id = {f.id: f for f in a.findings}
     out: dict[str, None] = {}
     for fid in action.findings:
-        ks = np.asarray(getattr(by_id.get(fid), "kernels", ()), np.int64)
+        f = by_id.get(fid)
+        ks = np.asarray(f.kernels if f is not None else (), np.int64)
         for n in np.unique(m.name_id[ks]).tolist() if ks.size else ():
             out.setdefault(m.names[n], None)
     return list(out)

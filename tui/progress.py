@@ -283,7 +283,7 @@ def install_provisional(app, scene, state, min_listed: int, merged=None) -> None
     """The provisional state (``AnalysisState``, status provisional) on the preview's scene: its gap list (the
     person's view and lane stay where they are: no gap is opened), the header and the bar say provisional.
     ``merged``: its gaps merged in the load thread (``Scene.premerge``)."""
-    scene.set_state(state, min_listed, 0, merged)
+    scene.set_analysis(state, min_listed, 0, merged)
     app.main.scene_changed()
     b = bar(app)
     if b is not None:

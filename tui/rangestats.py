@@ -55,7 +55,7 @@ def range_stats(sc: Scene, a: int, b: int) -> dict:
                 order = np.argsort(-tot, kind="stable")
                 p["kernels"] = [(m.names[int(ids[i])], int(cnt[i]), int(tot[i])) for i in order]
         # (a provisional list carried onto the full model has no stack index: tui/progress.py)
-        p["host"] = host_stats(pt, a - pt.offset, b - pt.offset) if getattr(an, "stacks", None) is not None else []
+        p["host"] = host_stats(pt, a - pt.offset, b - pt.offset) if pt.state.stacks is not None else []
         out["parts"].append(p)
     return out
 

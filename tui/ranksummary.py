@@ -15,11 +15,12 @@ def rank_summary(scene) -> list[dict]:
         e = {"rank": rank, "idle_pct": None, "analysed": a is not None, "wait_ns": 0, "wait_for": None,
              "skew": False, "late": None}
         out.append(e)
-        if a is None:
+        full = pt.state.analysis  # the full analysis (ready, or its findings being built); None for a preview
+        if full is None:
             continue
-        if getattr(a, "devices", None):
-            e["idle_pct"] = float(a.idle_pct)
-        rm = getattr(a, "cross_rank", None)  # ranks.RankMatch
+        if full.devices:
+            e["idle_pct"] = float(full.idle_pct)
+        rm = full.cross_rank  # ranks.RankMatch
         if rm is None:
             continue
         st = rm.stats(rank)

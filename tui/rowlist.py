@@ -27,7 +27,7 @@ from .steady import SteadyBars
 
 
 def plain_cells_line(cells: list[Text], widths: list[int], pad: int, console) -> list[Segment] | None:
-    """The segments ``RowList._rich_line`` makes of a line whose cells are plain text, each with one style (or
+    """The segments ``rich_cells_line`` makes of a line whose cells are plain text, each with one style (or
     none) and no spans of its own: the same texts and styles, cut at the same places, without building and
     rendering a rich Text per line (a page of new gap list rows took ~10 ms of a key press at 1 GB). None
     where a cell has spans, or an overflow this does not do: the caller renders those with rich."""
@@ -70,11 +70,73 @@ def plain_cells_line(cells: list[Text], widths: list[int], pad: int, console) ->
 _NULL = Style.null()
 
 
+def rich_cells_line(cells: list[Text], widths: list[int], pad: int, console) -> list[Segment]:
+    """The segments of one line as rich renders it: each cell truncated (or padded) to its width between ``pad``
+    blanks, one Text rendered. ``plain_cells_line`` makes the same segments without it."""
+    blank = " " * pad
+    line = Text(no_wrap=True, end="")
+    for cell, w in zip(cells, widths):
+        t = cell.copy()
+        t.no_wrap = True
+        if cell.justify == "right":
+            t.truncate(w, overflow=cell.overflow or "ellipsis")
+            t.pad_left(w - t.cell_len)
+        else:
+            t.truncate(w, overflow=cell.overflow or "ellipsis", pad=True)
+        line.append(blank)
+        line.append_text(t)
+        line.append(blank)
+    return list(line.render(console))
+
+
+def cells_strip(cells: list[Text], widths: list[int], pad: int, style: Style, width: int, console) -> Strip:
+    """One line of cells (``widths`` wide, ``pad`` blanks each side), ``width`` cells in all, in ``style``."""
+    segs = plain_cells_line(cells, widths, pad, console)
+    if segs is None:  # a cell with spans of its own: rich lays the line out
+        segs = rich_cells_line(cells, widths, pad, console)
+    n = sum(cell_len(sg.text) for sg in segs)
+    if n > width:
+        return Strip(segs).crop_extend(0, width, None).apply_style(style)
+    # what crop_extend and apply_style make of it, as one Strip (not three, each with its caches)
+    if n < width:
+        segs.append(Segment(" " * (width - n), None))
+    if style:
+        add = style.__add__
+        segs = [Segment(sg.text, add(sg.style)) for sg in segs]
+    return Strip(segs, width)
+
+
 @dataclass
 class Column:
     label: Text
     key: str
     width: int | None  # None: the last column takes what is left
+
+
+def cell_widths(columns: list[Column], total: int, pad: int) -> list[int]:
+    """Each column's width in a line ``total`` cells wide: its own, or for the last (None) what is left."""
+    fixed = sum(c.width + 2 * pad for c in columns if c.width is not None)
+    return [c.width if c.width is not None else max(total - fixed - 2 * pad, 1) for c in columns]
+
+
+def row_at(y: int, scroll_y: int, n_rows: int) -> int:
+    """The row drawn on line ``y`` under the header, scrolled by ``scroll_y``; -1 for the header or no row."""
+    r = y - 1 + scroll_y
+    return r if y >= 1 and 0 <= r < n_rows else -1
+
+
+class StripCache(OrderedDict):
+    """Strips by key, at most ``size``: the oldest kept goes first."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def keep(self, key, strip: Strip) -> Strip:
+        self[key] = strip
+        if len(self) > self.size:
+            self.popitem(last=False)
+        return strip
 
 
 class RowList(SteadyBars, ScrollView, can_focus=True):
@@ -137,7 +199,7 @@ class RowList(SteadyBars, ScrollView, can_focus=True):
         super().__init__(name=name, id=id, classes=classes)
         self.columns: list[Column] = []
         self.rows: list[tuple[str | None, list[Text]]] = []
-        self._strips: OrderedDict = OrderedDict()
+        self._strips = StripCache(self.ROW_CACHE)
         self._strips_width = -1  # the width the strips were made at (``on_resize``)
         self._hover = -1
         self._version = 0
@@ -250,18 +312,14 @@ class RowList(SteadyBars, ScrollView, can_focus=True):
     def action_last(self) -> None:
         self.move_cursor(row=len(self.rows) - 1)
 
-    def _row_at(self, y: int) -> int:
-        r = y - 1 + int(self.scroll_offset.y)
-        return r if y >= 1 and 0 <= r < len(self.rows) else -1
-
     def on_click(self, event: events.Click) -> None:
-        r = self._row_at(event.y)
+        r = row_at(event.y, int(self.scroll_offset.y), len(self.rows))
         if r >= 0:
             self.focus()
             self.move_cursor(row=r)
 
     def on_mouse_move(self, event: events.MouseMove) -> None:
-        r = self._row_at(event.y)
+        r = row_at(event.y, int(self.scroll_offset.y), len(self.rows))
         if r != self._hover:
             old, self._hover = self._hover, r
             self.refresh_row(old)
@@ -273,49 +331,6 @@ class RowList(SteadyBars, ScrollView, can_focus=True):
             self.refresh_row(old)
 
     # ------------------------------------------------------------------ drawing
-    def _widths(self, total: int) -> list[int]:
-        fixed = sum(c.width + 2 * self.PAD for c in self.columns if c.width is not None)
-        out = []
-        for c in self.columns:
-            if c.width is not None:
-                out.append(c.width)
-            else:
-                out.append(max(total - fixed - 2 * self.PAD, 1))
-        return out
-
-    def _line(self, cells: list[Text], widths: list[int], style: Style, width: int) -> Strip:
-        segs = plain_cells_line(cells, widths, self.PAD, self.app.console)
-        if segs is None:  # a cell with spans of its own: rich lays the line out
-            segs = self._rich_line(cells, widths)
-        n = sum(cell_len(sg.text) for sg in segs)
-        if n > width:
-            return Strip(segs).crop_extend(0, width, None).apply_style(style)
-        # what crop_extend and apply_style make of it, as one Strip (not three, each with its caches)
-        if n < width:
-            segs.append(Segment(" " * (width - n), None))
-        if style:
-            add = style.__add__
-            segs = [Segment(sg.text, add(sg.style)) for sg in segs]
-        return Strip(segs, width)
-
-    def _rich_line(self, cells: list[Text], widths: list[int]) -> list[Segment]:
-        """The segments of one line as rich renders it: each cell truncated (or padded) to its width between
-        PAD blanks, one Text rendered. ``plain_cells_line`` makes the same segments without it."""
-        pad = " " * self.PAD
-        line = Text(no_wrap=True, end="")
-        for cell, w in zip(cells, widths):
-            t = cell.copy()
-            t.no_wrap = True
-            if cell.justify == "right":
-                t.truncate(w, overflow=cell.overflow or "ellipsis")
-                t.pad_left(w - t.cell_len)
-            else:
-                t.truncate(w, overflow=cell.overflow or "ellipsis", pad=True)
-            line.append(pad)
-            line.append_text(t)
-            line.append(pad)
-        return list(line.render(self.app.console))
-
     def render_lines(self, crop):
         # the widget's rich_style is a walk up the DOM: once a frame, not once a line
         self._base = self.rich_style
@@ -331,11 +346,11 @@ class RowList(SteadyBars, ScrollView, can_focus=True):
             key = ("header", width, self.has_focus, self._version)
             strip = self._strips.get(key)
             if strip is None:
-                strip = self._line([c.label for c in self.columns], self._widths(width),
-                                   base + self.get_component_rich_style("rowlist--header"), width)
-                self._remember(key, strip)
+                strip = self._strips.keep(key, cells_strip(
+                    [c.label for c in self.columns], cell_widths(self.columns, width, self.PAD), self.PAD,
+                    base + self.get_component_rich_style("rowlist--header"), width, self.app.console))
             return strip
-        r = self._row_at(y)
+        r = row_at(y, int(self.scroll_offset.y), len(self.rows))
         if r < 0:
             return Strip([Segment(" " * width, base)], width)
         cur, hov = r == self.cursor_row, r == self._hover
@@ -347,11 +362,6 @@ class RowList(SteadyBars, ScrollView, can_focus=True):
                 style = style + self.get_component_rich_style("rowlist--hover")
             if cur:
                 style = style + self.get_component_rich_style("rowlist--cursor")
-            strip = self._line(self.rows[r][1], self._widths(width), style, width)
-            self._remember(key, strip)
+            strip = self._strips.keep(key, cells_strip(self.rows[r][1], cell_widths(self.columns, width, self.PAD),
+                                                       self.PAD, style, width, self.app.console))
         return strip
-
-    def _remember(self, key, strip: Strip) -> None:
-        self._strips[key] = strip
-        if len(self._strips) > self.ROW_CACHE:
-            self._strips.popitem(last=False)

@@ -5,22 +5,25 @@ active, and is made of parts with one responsibility each:
 - ``view``: the time window and the cursor (tui/view.py ``View``);
 - ``display``: the display rows and the lane cursor on them (tui/rows.py ``DisplayRows``);
 - ``gaps``: the listed gaps, the gap list's filter and the selected gap (tui/scenegaps.py ``GapSelection``);
-- ``search``: the / query and its matches (tui/matches.py ``SearchState``).
+- ``search``: the / query and its matches (tui/matches.py ``SearchState``);
+- ``launch``: the other end of the launch under the cursor (``LaunchLink``).
 
-What is left here is what ties them to the parts: the rows' grouping, the time origin, the range marks, the
-launch link, and the active part following the selected gap or match. No textual here."""
+What is left here is what ties them to the parts: the rows' grouping, the time origin, the range marks and the
+active part following the selected gap or match. The rows' grouping is a function the scene is given
+(``Scene(..., rows=...)``: the before/after scene's, tui/diffscene.py), its own by default. No textual here."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
 from ..analysis import Analysis
 from ..trace.model import Kind, TraceModel
 from .lanes import Lane, build_lanes
-from .loadstate import NOT_YET, AnalysisState, ProvisionalGaps
+from .loadstate import NOT_YET, AnalysisState
 from .matches import SearchState
 from .rows import DisplayRows, Row
 from .scenegaps import GapSelection, listed_counts, merge_gaps, top_action_position
@@ -72,14 +75,6 @@ def device_label(model, dev: int) -> str:
     return f"cuda:{dev}" + (f" {nm}" if nm else "")
 
 
-def analysis_pending(a) -> bool:
-    """Whether ``a``, what a part lists its gaps from (``Part.analysis``), is not the final analysis yet: a preview's
-    numbers (``ProvisionalGaps``) or a full analysis whose findings are still being built. For callers that hold
-    only that object (tui/diffscene.py, tui/tables.py); the scene's own code asks the part's state
-    (``AnalysisState.in_progress``)."""
-    return isinstance(a, ProvisionalGaps) or (isinstance(a, Analysis) and "findings" not in vars(a))
-
-
 def as_state(a) -> AnalysisState:
     """``a`` as a part's state: an ``AnalysisState`` as it is, an analysis as the final one, None as none yet."""
     if a is None:
@@ -92,8 +87,97 @@ def _base_ns(model: TraceModel) -> int | None:
     return int(b) if isinstance(b, (int, float)) and not isinstance(b, bool) else None
 
 
+def device_title(model: TraceModel, dev: int, rank) -> str:
+    """A device's group row: ``cuda:N`` and its name, after ``rank r · `` when a rank is given."""
+    return (f"rank {rank} · " if rank is not None else "") + device_label(model, dev)
+
+
+def lanes_extent(lanes: list[Lane], model: TraceModel) -> tuple[int, int]:
+    """The span (aligned ns) the lanes cover; the trace's own window when they hold nothing."""
+    lo, hi = None, None
+    for ln in lanes:
+        if ln.iv is not None and len(ln.iv):
+            a, b = int(ln.iv.starts[0]), int(ln.iv.ends.max())
+        elif ln.segs is not None and ln.segs.starts.size:
+            a, b = int(ln.segs.starts[0]), int(ln.segs.ends.max())
+        else:
+            continue
+        lo = a if lo is None else min(lo, a)
+        hi = b if hi is None else max(hi, b)
+    if lo is None:
+        lo, hi = model.window_ns()
+    return lo, max(hi, lo + 1)
+
+
+def align_ranks(models: list[TraceModel], offsets: list[int]) -> tuple[list[int], list[str], dict[int, str]]:
+    """Time bases checked against the collectives' end times (gapscope.analysis.ranks.align_clocks): a rank whose
+    ends are consistently off is shifted by what they say. Returns (the offsets, the clock check's warnings, per
+    part a short note for its rank's group rows); the offsets as given when the check cannot be made."""
+    try:
+        from ..analysis.ranks import align_clocks
+
+        new, warns = align_clocks(models)
+    except Exception:  # noqa: BLE001 - the lanes stay usable on the time bases alone
+        return offsets, [], {}
+    notes = {}
+    for i, (a, b) in enumerate(zip(offsets, new)):
+        for w in warns:
+            if w.startswith(f"rank {models[i].rank}:"):
+                notes[i] = (f"clock corrected {(b - a) / 1e3:+.1f} µs from collectives"
+                            if "corrected" in w else "clock unchecked: collective ends do not line up")
+    lo = min(new)
+    return [o - lo for o in new], warns, notes
+
+
+class LaunchLink:
+    """The other end of the launch under the cursor: a kernel's (copy's) launching runtime call, or the GPU work a
+    runtime call launched. ``link``: (part, event, display row, aligned time) of that other end, or None."""
+
+    def __init__(self, parts: list[Part], display: DisplayRows) -> None:
+        self.parts = parts
+        self.display = display
+        self.link: tuple | None = None
+        self._launched: dict = {}  # part -> (runtime call ids sorted, the first GPU event each launched)
+
+    def other_end(self, part: int, ev: int) -> int:
+        """The other end of event ``ev``'s launch in part ``part``; -1 when there is none."""
+        m = self.parts[part].model
+        if int(m.kind[ev]) in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET):
+            return int(m.launch[ev])
+        if int(m.kind[ev]) not in (Kind.RUNTIME, Kind.DRIVER):
+            return -1
+        inv = self._launched.get(part)
+        if inv is None:  # runtime call -> the first GPU event it launched (built once per trace)
+            gpu = np.flatnonzero(m.launch >= 0)
+            la = m.launch[gpu]
+            o = np.lexsort((m.ts_ns[gpu], la))
+            la, gpu = la[o], gpu[o]
+            first = np.ones(la.size, dtype=bool)
+            first[1:] = la[1:] != la[:-1]
+            inv = self._launched[part] = (la[first], gpu[first])
+        i = int(np.searchsorted(inv[0], ev))
+        return int(inv[1][i]) if i < inv[0].size and int(inv[0][i]) == ev else -1
+
+    def mark(self, part: int, ev: int) -> bool:
+        """Mark the other end of event ``ev``'s launch (``link``), or clear the mark (ev < 0). True when the mark
+        changed."""
+        new = None
+        if ev >= 0:
+            other = self.other_end(part, ev)
+            if other >= 0:
+                pt = self.parts[part]
+                row = self.display.row_of_event(other, part, pt.model, pt.offset)
+                new = (part, other, row, int(pt.model.ts_ns[other]) + pt.offset)
+        changed = new != self.link
+        self.link = new
+        return changed
+
+
 class Scene:
-    def __init__(self, path: str | list[str], model: TraceModel | list[TraceModel]):
+    def __init__(self, path: str | list[str], model: TraceModel | list[TraceModel], *,
+                 rows: Callable[[], list[Row]] | None = None):
+        """``rows``: the scene's display rows, top to bottom (the before/after scene's); by default one group of
+        rows per rank (or trace): its host, then per device its streams, its idle gaps and its copies."""
         paths = [path] if isinstance(path, str) else list(path)
         models = [model] if isinstance(model, TraceModel) else list(model)
         bases = [_base_ns(m) for m in models]
@@ -109,22 +193,19 @@ class Scene:
         #: why the ranks were analysed one by one (cross-rank matching failed), or None
         self.rank_error: str | None = None
         if len(models) > 1 and all(m.rank is not None for m in models):
-            offsets = self._align_ranks(models, offsets)
+            offsets, self.clock_warnings, self.clock_notes = align_ranks(models, offsets)
         self.parts = [Part(p, m, off) for p, m, off in zip(paths, models, offsets)]
         for i, pt in enumerate(self.parts):
             pt.lanes = build_lanes(pt.model, part=i, offset=pt.offset)
         self.lanes: list[Lane] = [ln for pt in self.parts for ln in pt.lanes]
         self.active = 0  # the part whose analysis, stack and tables are shown
-        lo, hi = self._extent()
-        self.view = View(lo, hi)
-        self.display = DisplayRows(self._build_rows, self.view)
+        self.view = View(*lanes_extent(self.lanes, self.parts[0].model))
+        self.display = DisplayRows(rows or self._build_rows, self.view)
         self.gaps = GapSelection()
         self.search = SearchState()
-        #: the other end of the launch under the cursor: (part, event, display row, aligned time), or None
-        self.link: tuple | None = None
+        self.launch = LaunchLink(self.parts, self.display)
         self.mark: int | None = None  # `m`: one end of a range, aligned ns
         self.span_sel: tuple[int, int] | None = None  # the selected range [a, b), aligned ns
-        self._launched: dict = {}  # part -> (runtime call ids sorted, the first GPU event each launched)
         #: what times are counted from: "window" (the analysed window's start, as the report) or "trace"
         #: (the trace's own timestamps)
         self.time_mode = "window"
@@ -151,10 +232,6 @@ class Scene:
             return w0, w1
         return self.view.lo, self.view.hi
 
-    @property
-    def origin_label(self) -> str:
-        return "trace time" if self.time_mode == "trace" else "from window start"
-
     def listed_counts(self) -> tuple[int, int, int]:
         """(listed, all, shortest listed ns) over the analysed parts (tui/scenegaps.py ``listed_counts``),
         kept while every part has the same analysis and gap table (the same objects), number of gaps and
@@ -167,24 +244,6 @@ class Scene:
                 a is b and ga is gb and m == n for (a, ga, m), (b, gb, n) in zip(hit[0], key)):
             hit = self._listed_counts = (key, listed_counts(self.parts))
         return hit[1]
-
-    def _align_ranks(self, models: list[TraceModel], offsets: list[int]) -> list[int]:
-        """Time bases checked against the collectives' end times (tui.analysis.ranks.align_clocks): a rank
-        whose ends are consistently off is shifted by what they say, and its group rows say so."""
-        try:
-            from ..analysis.ranks import align_clocks
-
-            new, warns = align_clocks(models)
-        except Exception:  # noqa: BLE001 - the lanes stay usable on the time bases alone
-            return offsets
-        self.clock_warnings = warns
-        for i, (a, b) in enumerate(zip(offsets, new)):
-            for w in warns:
-                if w.startswith(f"rank {models[i].rank}:"):
-                    self.clock_notes[i] = (f"clock corrected {(b - a) / 1e3:+.1f} µs from collectives"
-                                           if "corrected" in w else "clock unchecked: collective ends do not line up")
-        lo = min(new)
-        return [o - lo for o in new]
 
     # ------------------------------------------------------------- the active part
     @property
@@ -221,10 +280,6 @@ class Scene:
     def analysis_error(self) -> str | None:
         return self.part.analysis_error
 
-    @analysis_error.setter
-    def analysis_error(self, v) -> None:
-        self.part.analysis_error = v
-
     @property
     def any_analysis(self) -> bool:
         return any(p.analysis is not None for p in self.parts)
@@ -239,27 +294,7 @@ class Scene:
         n = len(self.parts) - 1
         return b + (f" +{n} rank{'s' if n > 1 else ''}" if n else "")
 
-    # ---------------------------------------------------------------- extent
-    def _extent(self) -> tuple[int, int]:
-        lo, hi = None, None
-        for ln in self.lanes:
-            if ln.iv is not None and len(ln.iv):
-                a, b = int(ln.iv.starts[0]), int(ln.iv.ends.max())
-            elif ln.segs is not None and ln.segs.starts.size:
-                a, b = int(ln.segs.starts[0]), int(ln.segs.ends.max())
-            else:
-                continue
-            lo = a if lo is None else min(lo, a)
-            hi = b if hi is None else max(hi, b)
-        if lo is None:
-            lo, hi = self.parts[0].model.window_ns()
-        return lo, max(hi, lo + 1)
-
     # ------------------------------------------------------------------ rows
-    def _device_title(self, model: TraceModel, dev: int, rank) -> str:
-        t = device_label(model, dev)
-        return (f"rank {rank} · " if rank is not None else "") + t
-
     def _build_rows(self) -> list[Row]:
         out: list[Row] = []
         for pi, pt in enumerate(self.parts):
@@ -278,7 +313,7 @@ class Scene:
             devs = sorted({ln.device for ln in pt.lanes if ln.device >= 0} |
                           {d for (p, d) in self.gaps.lanes if p == pi})
             for dev in devs:
-                out.append(Row(None, self._device_title(pt.model, dev, rank)))
+                out.append(Row(None, device_title(pt.model, dev, rank)))
                 for ln in pt.lanes:
                     if ln.device == dev and ln.kind == "stream":
                         out.append(Row(ln))
@@ -290,13 +325,10 @@ class Scene:
         return out
 
     # --------------------------------------------------------------- analysis
-    def set_analysis(self, a: Analysis, min_listed_ns: int, part: int = 0, merged=None) -> None:
-        """Install part ``part``'s final analysis."""
+    def set_analysis(self, a: Analysis | AnalysisState, min_listed_ns: int, part: int = 0, merged=None) -> None:
+        """Install part ``part``'s final analysis, or where its analysis is (an ``AnalysisState``: a preview's
+        numbers, gaps whose findings are being built)."""
         self.set_analyses([(part, a, min_listed_ns)], merged)
-
-    def set_state(self, state: AnalysisState, min_listed_ns: int, part: int = 0, merged=None) -> None:
-        """Install where part ``part``'s analysis is (a preview's numbers, gaps whose findings are being built)."""
-        self.set_analyses([(part, state, min_listed_ns)], merged)
 
     def set_analyses(self, items, merged=None) -> None:
         """Install several parts' analyses at once (``(part, analysis or AnalysisState, min_listed_ns)``): one merge
@@ -305,7 +337,7 @@ class Scene:
             pt = self.parts[part]
             pt.state = as_state(a)
             pt.min_listed_ns = int(min_listed_ns)
-        self.merge_gaps(merged)
+        self.gaps.merge(self.parts, merged)  # the listed gaps of the analysed parts, by global gap id
         self.apply_filter(self.gaps.cause_filter)  # (a finding's filter ends when analyses land)
         self.select(self.opening_position())
         self.display.invalidate()
@@ -314,7 +346,7 @@ class Scene:
         """Where the gap list opens: the largest gap of the active part's top action of the plan (tui/scenegaps.py
         ``top_action_position``); 0 (the largest gap) without one."""
         g = self.gaps
-        return top_action_position(self.analysis, self.active, g.part, g.row, g.order)
+        return top_action_position(self.state, self.active, g.part, g.row, g.order)
 
     def rank_summary(self) -> list[dict]:
         """Per rank of a multi-rank tab, in rank order (tui/ranksummary.py)."""
@@ -322,12 +354,8 @@ class Scene:
 
         return rank_summary(self)
 
-    def merge_gaps(self, merged=None) -> None:
-        """The listed gaps of the analysed parts, merged by global gap id (tui/scenegaps.py), and their rows."""
-        self.gaps.merge(self.parts, merged)
-
     def premerge(self, part: int, a, min_listed_ns: int):
-        """The merge ``set_analysis(a, min_listed_ns, part)`` (``set_state``, for an ``AnalysisState``) would make
+        """The merge ``set_analysis(a, min_listed_ns, part)`` would make
         (tui/scenegaps.py ``merge_gaps``), made without touching the scene: the load thread makes it, the screen's
         thread installs it."""
         from dataclasses import replace
@@ -380,41 +408,7 @@ class Scene:
         self.search.step(d)
         return self.current_match()
 
-    # ------------------------------------------------------------ the launch link
-    def linked(self, part: int, ev: int) -> int:
-        """The other end of a launch: a kernel's (copy's) launching runtime call, or the GPU work a runtime
-        call launched; -1 when there is none."""
-        m = self.parts[part].model
-        if int(m.kind[ev]) in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET):
-            return int(m.launch[ev])
-        if int(m.kind[ev]) not in (Kind.RUNTIME, Kind.DRIVER):
-            return -1
-        inv = self._launched.get(part)
-        if inv is None:  # runtime call -> the first GPU event it launched (built once per trace)
-            gpu = np.flatnonzero(m.launch >= 0)
-            la = m.launch[gpu]
-            o = np.lexsort((m.ts_ns[gpu], la))
-            la, gpu = la[o], gpu[o]
-            first = np.ones(la.size, dtype=bool)
-            first[1:] = la[1:] != la[:-1]
-            inv = self._launched[part] = (la[first], gpu[first])
-        i = int(np.searchsorted(inv[0], ev))
-        return int(inv[1][i]) if i < inv[0].size and int(inv[0][i]) == ev else -1
-
-    def set_link(self, part: int, ev: int) -> bool:
-        """Mark the other end of event ``ev``'s launch (``self.link``: part, event, display row, aligned
-        time), or clear the mark (ev < 0). True when the mark changed."""
-        new = None
-        if ev >= 0:
-            other = self.linked(part, ev)
-            if other >= 0:
-                row = self.row_of_event(other, part)
-                t = int(self.parts[part].model.ts_ns[other]) + self.parts[part].offset
-                new = (part, other, row, t)
-        changed = new != self.link
-        self.link = new
-        return changed
-
+    # ------------------------------------------------------------ rows of events
     def row_of_event(self, ev: int, part: int | None = None) -> int:
         """The display row holding event ``ev`` of ``part`` (the active part when None), or -1."""
         part = self.active if part is None else part

@@ -194,11 +194,11 @@ def listed_counts(parts) -> tuple[int, int, int]:
     return listed, total, lim
 
 
-def top_action_position(analysis, part: int, g_part: np.ndarray, g_row: np.ndarray, order: np.ndarray) -> int:
+def top_action_position(state, part: int, g_part: np.ndarray, g_row: np.ndarray, order: np.ndarray) -> int:
     """The position in ``order`` (largest first) of the largest gap of the plan's top action for part ``part``
-    (``analysis``): the header's action 1, its findings' gaps (``Action.gap_rows``); 0 (the largest gap) without
-    one, for an action without gaps (a kernel change), or before the plan (a large trace)."""
-    x = top_action(analysis)
+    (``state``, its ``AnalysisState``): the header's action 1, its findings' gaps (``Action.gap_rows``); 0 (the
+    largest gap) without one, for an action without gaps (a kernel change), or before the plan (a large trace)."""
+    x = top_action(state)
     rows = np.asarray(x.gap_rows if x is not None else (), np.int64)
     if rows.size == 0:
         return 0

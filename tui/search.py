@@ -10,7 +10,7 @@ from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import Input
 
-from .keys import Key
+from .keys import Key, Pane
 from .navigate import show_event
 
 
@@ -46,10 +46,10 @@ class SearchInput(Input):
         self.post_message(self.Find(self, ev.value))
 
 
-class SearchKeys:
-    """The search pane's actions (a part of the explorer's screen, ``MainScreen``): / opens the box, its
-    ``Find`` is answered here, n / N (the gap keys, while something matches) and Shift+Enter step through the
-    matches."""
+class SearchKeys(Pane):
+    """The search pane's actions (a part the explorer's screen holds, ``MainScreen``): / opens the box, its
+    ``Find`` (handed over by the screen) is answered here (``find``), n / N (the gap keys, while something matches)
+    and Shift+Enter step through the matches."""
 
     #: the search's key (``at``: its place in the help and the footer; n / N are the gap keys')
     KEYS = [
@@ -61,17 +61,17 @@ class SearchKeys:
         inp = self.search_box()
         if inp is None:
             inp = SearchInput()
-            await self.mount(inp, before=self.query_one("#status"))
+            await self.main.mount(inp, before=self.main.query_one("#status"))
         inp.open(self.scene.search.query if self.scene is not None else "")
 
     def search_box(self) -> SearchInput | None:
         """The search box, once mounted (the first /)."""
         try:
-            return self.query_one("#search", SearchInput)
+            return self.main.query_one("#search", SearchInput)
         except NoMatches:
             return None
 
-    def on_search_input_find(self, ev: SearchInput.Find) -> None:
+    def find(self, ev: SearchInput.Find) -> None:
         sc = self.scene
         if sc is None:
             return
@@ -86,19 +86,19 @@ class SearchKeys:
             # the box closes and the keys go back to the lanes: n / N step through the matches (the status
             # line says so), Esc ends the search; / opens the box again on the query
             ev.box.close()
-            self.lanes.focus()
-            self.update()
+            self.main.lanes.focus()
+            self.main.update()
         else:
-            self.update(keep_msg=True)
+            self.main.update(keep_msg=True)
 
     def step_match(self, d: int) -> None:
         ev = self.scene.step_match(d)
         if ev >= 0:
             self.show_match(ev)
-            self.update()
+            self.main.update()
 
     def show_match(self, ev: int) -> None:
-        show_event(self.scene, ev, self.lanes.cells_width())
+        show_event(self.scene, ev, self.main.lanes.cells_width())
 
     def action_prev_match(self) -> None:
         sc = self.scene

@@ -23,9 +23,9 @@ from ..analysis.text import plain, sentence
 from ..analysis.ranks import effect_ns
 from . import glyphs as G
 from .evidence import evidence_lines
-from .plantext import action_kernel_names, action_pieces, how, need_pieces, pct, plan_of, where_text
+from .plantext import action_kernel_names, action_pieces, how, need_pieces, pct, where_text
 from .safe import short_kernel, shown
-from .scene import Scene, analysis_pending
+from .scene import Scene
 from .timefmt import fmt_dur
 
 
@@ -72,7 +72,7 @@ def kernels_of(sc: Scene | None) -> list:
 def _located(f) -> str:
     """A finding's title with its place first (``demo.py(51): check · 32 syncs from ...``), so that a narrow
     table cuts the sentence, not where to look."""
-    fr = (f.evidence or {}).get("frame") if isinstance(getattr(f, "evidence", None), dict) else None
+    fr = f.evidence.get("frame") if isinstance(f.evidence, dict) else None
     if not isinstance(fr, str) or not fr:
         return plain(f.title_text)
     return f"{display_frame(fr).rsplit('/', 1)[-1]} · {plain(f.title_text)}"
@@ -80,13 +80,13 @@ def _located(f) -> str:
 
 def _frame_where(f) -> str:
     """Where a finding points (``file:line`` of its frame), or ""."""
-    fr = (f.evidence or {}).get("frame") if isinstance(getattr(f, "evidence", None), dict) else None
+    fr = f.evidence.get("frame") if isinstance(f.evidence, dict) else None
     return where_text(Where.of(fr)) if isinstance(fr, str) and fr else ""
 
 
-def severity_of(a, f) -> str:
-    """A finding's severity: its action's, as the plan says (``Plan.severity_of``); its own before the plan."""
-    plan = plan_of(a)
+def severity_of(plan, f) -> str:
+    """A finding's severity: its action's, as the ``plan`` says (``Plan.severity_of``); its own before the plan
+    (``plan`` None)."""
     return str(plan.severity_of.get(f.id, f.severity) if plan is not None else f.severity)
 
 
@@ -103,7 +103,7 @@ def findings_of(sc: Scene | None) -> list:
         # on a tie (the late rank's finding and the wait it caused) the late rank first, as the report
         out.sort(key=lambda e: (-effect_ns(e[2]), not str(e[2].id).startswith("late-rank-"), e[0], e[1]))
     elif out:
-        plan = plan_of(sc.parts[sc.active].analysis)
+        plan = sc.parts[sc.active].state.plan
         if plan is not None:
             at = {id(f): k for k, f in enumerate(plan.ordered_findings([e[2] for e in out]))}
             out.sort(key=lambda e: at[id(e[2])])
@@ -126,9 +126,8 @@ def plan_rows(sc: Scene | None) -> list[PlanRow]:
         return []
     if sc.multi:
         return [PlanRow(pi, None, f) for pi, _, f in findings_of(sc)]
-    a = sc.parts[sc.active].analysis
     fs = sc.parts[sc.active].state.findings
-    plan = plan_of(a)
+    plan = sc.parts[sc.active].state.plan
     if plan is None:
         return [PlanRow(sc.active, None, f) for f in fs]
     by_id = {f.id: f for f in fs}
@@ -216,7 +215,7 @@ class KernelsView(TableView):
         self.scene = sc
         fm, kt = self.fmt, self.table
         kt.clear(columns=True)
-        if sc is None or sc.analysis is None or analysis_pending(sc.analysis):
+        if sc is None or not sc.state.ready:  # (a preview's list, or findings still being built)
             kt.add_column(Text("kernels appear once the analysis is done"))
             return
         # the columns that fit the width (the info box below the table shows every field of the kernel); the
@@ -239,9 +238,9 @@ class KernelsView(TableView):
                      "calls": Text(str(k.count), justify="right"),
                      "total": Text(fm.d(k.total_ns), justify="right"),
                      "%": Text(f"{float(k.pct):.1f}", justify="right"),
-                     "floor": Text(fm.d(k.floor_ns) if getattr(k, "floor_ns", None) else "-", justify="right"),
-                     "bound": Text(str(k.bound or "-") + ("*" if getattr(k, "l2_resident", 0) else "")),
-                     "peak": Text("-" if getattr(k, "peak_pct", None) is None else f"{k.peak_pct:.0f}%",
+                     "floor": Text(fm.d(k.floor_ns) if k.floor_ns else "-", justify="right"),
+                     "bound": Text(str(k.bound or "-") + ("*" if k.l2_resident else "")),
+                     "peak": Text("-" if k.peak_pct is None else f"{k.peak_pct:.0f}%",
                                   justify="right"),
                      "achieved": Text(fm.text(achieved_text(k)), no_wrap=True, overflow=fm.ov),
                      "op": Text(fm.text(str(k.op or "-")), no_wrap=True, overflow=fm.ov),
@@ -266,10 +265,10 @@ class KernelsView(TableView):
                 t.append(f"rank {rank_of(sc, i[0] if isinstance(i, tuple) else ks[i][0])}: ", style="bold")
             t.append(fm.text(k.name) + "\n", style="bold bright_cyan")
             t.append(fm.text(f"{k.count} calls, {fm.d(k.total_ns)} total ({float(k.pct):.1f}% of kernel time)"))
-            if getattr(k, "floor_ns", None):
+            if k.floor_ns:
                 t.append(fm.text(f"; floor {fm.d(k.floor_ns)} ({k.bound or '?'}-bound)"))
             t.append("\n")
-            if getattr(k, "floor_pct", None) is not None:
+            if k.floor_pct is not None:
                 t.append(fm.text(f"achieved {achieved_text(k)}, {k.peak_pct:.0f}% of peak, at {k.floor_pct:.0f}% of its "
                                  f"floor over {k.floored_count} calls"))
                 if k.l2_resident:
@@ -283,10 +282,10 @@ class KernelsView(TableView):
                 what = ("its fix: the loop as one batched call, projected in its finding" if p.kind == "tiny-kernel-loop"
                         else f"fix saves about {fm.d(p.saving_ns)} of kernel time")
                 t.append(fm.text(f"pattern: {p.title} ({what})") + "\n", style="yellow")
-            a = sc.parts[pi].analysis if 0 <= pi < len(sc.parts) else None
-            plan = plan_of(a)
+            st = sc.parts[pi].state if 0 <= pi < len(sc.parts) else None
+            plan = st.plan if st is not None else None
             for x in plan.actions if plan is not None else ():
-                if x.kind == "kernels" and k.name in action_kernel_names(a, x):  # the plan's change to it
+                if x.kind == "kernels" and k.name in action_kernel_names(st.final, x):  # the plan's change to it
                     t.append(f"action {x.rank}: ", style="bold")
                     t.append(fm.text(pct(x.saving_pct)), style="bold green")
                     t.append(" ")
@@ -326,10 +325,10 @@ class FindingsView(TableView):
         ft = self.table
         ft.clear(columns=True)
         self.rows = []
-        if sc is None or sc.analysis is None or analysis_pending(sc.analysis):
+        if sc is None or not sc.state.ready:  # (a preview's list, or findings still being built)
             ft.add_column(Text("findings appear once the analysis is done"))
             return
-        plan = None if sc.multi else plan_of(sc.analysis)
+        plan = None if sc.multi else sc.state.plan
         self.rows = plan_rows(sc)
         if plan is not None:
             cols = ["#", "severity", "saving", "change"] + (["where"] if width >= self.WHERE_MIN else [])
@@ -364,11 +363,11 @@ class FindingsView(TableView):
                     "where": Text(fm.text(where_text(x.where)), no_wrap=True, overflow=fm.ov, style=dim)}
         title = Text(fm.text(_located(f)), no_wrap=True, overflow=fm.ov)
         if plan is not None:  # a finding no action fixes: unnumbered, after the actions
-            return {"#": Text(fm.text("–")), "severity": Text(severity_of(sc.parts[e.part].analysis, f)),
+            return {"#": Text(fm.text("–")), "severity": Text(severity_of(sc.parts[e.part].state.plan, f)),
                     "saving": Text(fm.text("–"), justify="right"), "change": title,
                     "where": Text(fm.text(_frame_where(f)), no_wrap=True, overflow=fm.ov)}
         return {"#": Text(str(n + 1)), "rank": Text(str(rank_of(sc, e.part))),
-                "severity": Text(severity_of(sc.parts[e.part].analysis, f)), "idle": Text(fm.d(f.idle_ns)),
+                "severity": Text(severity_of(sc.parts[e.part].state.plan, f)), "idle": Text(fm.d(f.idle_ns)),
                 "finding": title}
 
     def show_info(self, i: int | tuple[int, int]) -> None:
@@ -385,8 +384,8 @@ class FindingsView(TableView):
         """An action: the change, where, what it buys alone, what it sits inside, needs first or is needed first
         by, how that was measured, the findings it fixes, and where Enter goes."""
         fm, x = self.fmt, e.action
-        a = self.scene.parts[e.part].analysis
-        plan = plan_of(a)
+        st = self.scene.parts[e.part].state
+        plan = st.plan
         t.append(f"{x.rank}. ", style="bold")
         for s, style in action_pieces(x.change):
             t.append(fm.text(s), style=f"bold {style}" if style else "bold")
@@ -414,7 +413,7 @@ class FindingsView(TableView):
             for s, style in action_pieces(sentence(x.fix[:600])):
                 t.append(fm.text(s), style=style)
             t.append("\n")
-        by_id = {f.id: f for f in a.findings}
+        by_id = {f.id: f for f in st.findings}
         fs = [by_id[k] for k in x.findings if k in by_id]
         t.append(f"fixes {len(fs)} finding{'s' if len(fs) != 1 else ''}:\n", style="bold")
         for f in fs[:self.INFO_FINDINGS]:
@@ -433,14 +432,14 @@ class FindingsView(TableView):
     def finding_info(self, t: Text, e: PlanRow) -> None:
         """A finding (no action fixes it, or there is no plan yet): what it says, its evidence, its gaps."""
         fm, f = self.fmt, e.finding
-        a = self.scene.parts[e.part].analysis
+        plan = self.scene.parts[e.part].state.plan
         for s, style in action_pieces(f.title_text):
             t.append(fm.text(s), style="bold " + style if style else "bold")
         t.append("\n")
-        ng = np.asarray(getattr(f, "gap_rows", ())).size
-        t.append(fm.text(f"{f.id}, {severity_of(a, f)}, {fm.d(f.idle_ns)} of GPU idle explained, "
+        ng = np.asarray(f.gap_rows).size
+        t.append(fm.text(f"{f.id}, {severity_of(plan, f)}, {fm.d(f.idle_ns)} of GPU idle explained, "
                          f"{ng} gap{'' if ng == 1 else 's'}") + "\n")
-        if plan_of(a) is not None and not self.scene.multi:
+        if plan is not None and not self.scene.multi:
             t.append("no action: its fix is not projected\n", style="dim")
         if f.suggestion:
             t.append("suggestion: ", style="bold green")
@@ -463,13 +462,13 @@ class FindingsView(TableView):
             return
         x = e.action
         if x is not None and not x.gap_rows and x.kind == "kernels" and x.kernels:
-            self.post_message(self.ShowKernels(action_kernel_names(sc.parts[e.part].analysis, x)))
+            self.post_message(self.ShowKernels(action_kernel_names(sc.parts[e.part].state.final, x)))
         elif x is not None:
             self.post_message(self.ShowGaps(e.part, np.asarray(x.gap_rows, np.int64), f"action {x.rank}"))
         else:
             f = e.finding
-            label = f.id if plan_of(sc.parts[e.part].analysis) is not None and not sc.multi else f"finding {k[1] + 1}"
-            self.post_message(self.ShowGaps(e.part, np.asarray(getattr(f, "gap_rows", []), np.int64), label))
+            label = f.id if sc.parts[e.part].state.plan is not None and not sc.multi else f"finding {k[1] + 1}"
+            self.post_message(self.ShowGaps(e.part, np.asarray(f.gap_rows, np.int64), label))
 
 
 def table_views(glyphs: G.Glyphs) -> list[TableView]:

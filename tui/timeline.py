@@ -36,6 +36,7 @@ MIN_NAME_CELLS = 6
 _UNFOCUSED_CURSOR = Style(bold=True, underline=True, reverse=True, dim=True)
 from textual.widget import Widget
 
+from ..analysis import causes as cause_registry
 from ..analysis.names import display_frame
 from . import glyphs as G
 from .lanes import (
@@ -216,7 +217,7 @@ class LanesView(SteadyBars, ScrollView, _Base, can_focus=True):
         cw = max(width - lw - 1, 1)
         ccol = time_to_col(v.cursor, v.t0, v.t1, cw) if v.t0 <= v.cursor < v.t1 else -1
         sel = sc.gaps.selected_gap
-        link = sc.link[3] if sc.link is not None and sc.link[2] == y else None
+        link = sc.launch.link[3] if sc.launch.link is not None and sc.launch.link[2] == y else None
         key = (id(sc), row.key, v.t0, v.t1, width, ccol, y == sc.display.cursor, sel,
                self.glyphs.ascii, sc.any_analysis, focus, link)
         strip = self._cache.get(key)
@@ -316,7 +317,7 @@ class LanesView(SteadyBars, ScrollView, _Base, can_focus=True):
             chars = "".join(chars_a.tolist())
         elif ln.kind == "gaps":
             refs = ln.segs.cells(edges)
-            causes = _cause_names()
+            causes = registry_cause_names()
 
             def lab(r: int) -> str:
                 gid = int(ln.segs.ref[r])
@@ -334,7 +335,7 @@ class LanesView(SteadyBars, ScrollView, _Base, can_focus=True):
                 codes = np.where(refs < 0, 0, 1 + cause + np.where(gids == sel, nc, 0)).astype(np.intp)
             else:
                 codes = np.zeros(refs.size, np.intp)
-            table = _gap_table(names)
+            table = gap_styles(names)
         else:  # ranges, depth rows: named pieces
             refs = ln.segs.cells(edges)
             m = sc.parts[ln.part].model
@@ -421,39 +422,32 @@ def _glyph_array(glyphs) -> np.ndarray:
     return arr  # indexed with an array of codes, which copies
 
 
+#: the gap rows' style tables, one per process for each (cause names, NO_COLOR): every lanes widget and app shares
+#: them (a colour's style is made once), and one made with colour is not taken under NO_COLOR (tui/glyphs.py
+#: ``CAUSE_COLOURS``: the terminal's own colour there)
 _GAP_TABLES: dict = {}
 
 
-def _gap_table(names: tuple) -> list[Style]:
-    t = _GAP_TABLES.get(names)
+def gap_styles(names: tuple) -> list[Style]:
+    """Style 0 plain, 1 + cause its colour, 1 + len(names) + cause the selected gap's."""
+    key = (names, G.no_color())
+    t = _GAP_TABLES.get(key)
     if t is None:
-        base = [_cause_style(cn) for cn in names]
-        t = _GAP_TABLES[names] = [Style()] + base + [G.SELECTED_STYLE + st for st in base]
+        base = [Style(color=G.CAUSE_COLOURS.get(cn, "white")) for cn in names]
+        t = _GAP_TABLES[key] = [Style()] + base + [G.SELECTED_STYLE + st for st in base]
     return t
 
 
-_CAUSES_CACHE: list = []
+#: the registry's cause names in rule order, per registry version (a cause registered later is drawn too)
+_CAUSE_NAMES: dict = {}
 
 
-def _cause_names() -> tuple:
-    if not _CAUSES_CACHE:
-        try:
-            from ..analysis import CAUSES
-
-            _CAUSES_CACHE.append(tuple(CAUSES))
-        except Exception:  # analysis not importable: gap rows are not built either
-            _CAUSES_CACHE.append(())
-    return _CAUSES_CACHE[0]
-
-
-_STYLE_CACHE: dict = {}
-
-
-def _cause_style(cause: str) -> Style:
-    st = _STYLE_CACHE.get(cause)
-    if st is None:
-        st = _STYLE_CACHE[cause] = Style(color=G.CAUSE_COLOURS.get(cause, "white"))
-    return st
+def registry_cause_names() -> tuple:
+    v = cause_registry.version()
+    got = _CAUSE_NAMES.get(v)
+    if got is None:
+        got = _CAUSE_NAMES[v] = tuple(c.name for c in cause_registry.all_causes())
+    return got
 
 
 class Axis(Widget, _Base):
