@@ -25,6 +25,10 @@ PAIRS = [
     ("hf-mlp.prefill_i5633", "hf-mlp.prefill_i5632", "kernels", "multiple of 8"),
     ("hf-sampling.decode_host", "hf-sampling.decode_gpu", "round-trip", "round trip"),
     ("resnet50.fp32", "resnet50.bf16_cl", "kernels", "bf16"),
+    ("hf-timer.decode_timer", "hf-timer.decode_notimer", "user-sync", "timer"),
+    ("hf-gil.decode_thread", "hf-gil.decode_nothread", "gil-thread", "GIL"),
+    ("conv-autotune.step_sizes", "conv-autotune.step_padded", "autotune", "autotuning"),
+    ("mlp-wcopy.fwd_transpose", "mlp-wcopy.fwd_stored", "kernels", "transposed"),
 ]
 
 

@@ -9,8 +9,8 @@ from gapscope.analysis import CAUSE_EXPLANATIONS, CAUSES, Analysis, Thresholds, 
 
 
 def test_contract():
-    assert tuple(CAUSES) == ("copy", "collective", "sync", "gpu-wait", "profiler", "allocator", "stall", "python", "launch",
-                             "host-idle")
+    assert tuple(CAUSES) == ("autotune", "copy", "collective", "sync", "user-sync", "gpu-wait", "profiler", "gil",
+                             "allocator", "stall", "python", "launch", "host-idle")
     assert set(CAUSE_EXPLANATIONS) == set(CAUSES)
     s = one_gap()
     sync_scenario(s)

@@ -28,8 +28,8 @@ def _trace() -> Synth:
 
 
 #: the rule order of gap-causes.md's table (the first rule that holds wins), written out: not read from the registry
-RULE_ORDER = ["copy", "collective", "sync", "gpu-wait", "profiler", "allocator", "stall", "python", "launch",
-              "host-idle"]
+RULE_ORDER = ["autotune", "copy", "collective", "sync", "user-sync", "gpu-wait", "profiler", "gil", "allocator",
+              "stall", "python", "launch", "host-idle"]
 
 
 def test_every_module_of_the_package_is_a_registered_cause_in_rule_order():

@@ -275,6 +275,8 @@ def build_findings(a) -> list:
             ev["issued_ops"] = sorted(ops, key=lambda k: -ops[k])[:8]
             ev["data_dependent_host"] = bool(a.syncs)
             ev["graphed"] = graphed
+        if cz.evidence is not None and part != "round-trip":
+            ev.update(cz.evidence(a, rs_a, ev))
         suggestion = ROUND_TRIP_ADVICE if part == "round-trip" else cz.advice(a, details, ev)
         out.append(Finding(id="", severity=severity(idle / window), title=title, idle_ns=idle, evidence=ev,
                            suggestion=suggestion, gap_rows=rs_a, cause=cause))

@@ -356,6 +356,9 @@ class RuleContext:
     held_ev: np.ndarray = None
     held_ns: np.ndarray = None
     held_of: np.ndarray = None
+    #: the analysis' stack index (stacks.StackIndex): rules that look at other threads' stacks (causes/gil.py) or at
+    #: the Python frames around a call (causes/user_sync.py) ask it
+    stacks: object = None
 
 
 def idle_start_kernels(model: TraceModel, flags) -> np.ndarray:
@@ -552,6 +555,7 @@ def classify(model: TraceModel, cols: dict, cfg: Thresholds, flags=None, cpu: Cp
         from .stacks import StackIndex
 
         stacks = StackIndex(model, flags)
+    ctx.stacks = stacks
     ctx.held_ev, ctx.held_ns, ctx.held_of = one_holder(stacks, model, cfg, thread, t0, t1, tl, launch, late,
                                                        ctx.in_launch, cpu.host_op)
     rules = registry.all_causes()

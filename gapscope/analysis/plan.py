@@ -184,9 +184,12 @@ def _pattern_change(fr, f):
             dt = "torch.float16" if to == "fp16" else "torch.bfloat16"
             return _t(f"Cast the model to {to} once (", (f"model.to({dt})",), f"): autocast casts the fp32 weights to "
                       f"{to} on every forward")
-        if ev.get("weight_transposes"):
-            return _t("Store the weight transposed once: it is transposed and copied (", (".t().contiguous()",),
-                      ") on every call")
+        wt = ev.get("weight_transposes")
+        if wt:
+            where = wt.get("frames") or []
+            at = (" in ", (where[0],)) if len(where) == 1 else ()
+            return _t("The weight is transposed and copied on every call: store it transposed once (", ("w.t()",),
+                      *at, " made once at load time instead of ", (".t().contiguous()",), " in the forward)")
         return _t("Keep one dtype and layout: the step converts or copies large tensors on every call")
     if kind == "optimizer":
         return _t("Use the multi-tensor optimizer (", ("foreach=True",), " or ", ("fused=True",), ")")
@@ -227,7 +230,70 @@ ACTION_KINDS = {k.name: k for k in (
                                                     "Vectorise the loop: one batched op over all items")),
     ActionKind("kernels", False, _pattern_change),
     ActionKind("vectorise-loop", True, _pattern_change),
+    # a CUDA graph contains none of these: a synchronisation cannot be captured, another thread keeps the GIL whatever
+    # the launching thread issues, and an autotuner's trials run before a graph could be recorded
+    ActionKind("user-sync", False, lambda fr, f: _user_sync_change(fr, f)),
+    ActionKind("gil-thread", False, lambda fr, f: _gil_change(fr, f)),
+    ActionKind("autotune", False, lambda fr, f: _autotune_change(fr, f)),
 )}
+
+
+def _often(ev: dict) -> tuple:
+    """Spans for how often a ``user-sync`` finding's code synchronises: "twice per call of `forward` (16 times per
+    step)"."""
+    from .causes.user_sync import sync_words
+
+    us = ev.get("user_sync") or {}
+    often, _ = sync_words(ev)
+    mark = f"`{us.get('caller')}`"
+    if us.get("caller") and mark in often:
+        head, _, tail = often.partition(mark)
+        return (head, (us["caller"],), tail)
+    return (often,)
+
+
+def _user_sync_change(fr, f):
+    ev = f.evidence or {}
+    us = ev.get("user_sync") or {}
+    where = (" in ", (fr,)) if fr else ()
+    if us.get("timer"):
+        return _t("Your timer", *where, " synchronises ", *_often(ev), ": drop it or time with CUDA events ("
+                  , ("torch.cuda.Event(enable_timing=True)",), ") without synchronising")
+    return _t("Your code", *where, " synchronises with the GPU ", *_often(ev), ": remove the synchronisation (",
+              ("torch.cuda.synchronize()",), ") or wait on an event only where the host needs the result")
+
+
+def _gil_change(fr, f):
+    from .causes.gil import holder_of
+
+    h = holder_of(f) or {}
+    tid = h.get("tid", (f.evidence or {}).get("kind"))
+    frames = h.get("frames") or []
+    if frames and fr:
+        what = (" (", (frames[0]["name"],), " from ", (fr,), ")")
+    elif frames or fr:
+        what = (" (", (frames[0]["name"] if frames else fr,), ")")
+    else:
+        what = ()
+    share = f" for {h['window_share_pct']:.0f}% of the window" if h.get("window_share_pct") is not None else ""
+    return _t(f"Move thread {tid}'s Python work off the process that feeds the GPU", *what,
+              f": the launching thread waited for the GIL while it ran Python{share}")
+
+
+def _autotune_change(fr, f):
+    from .causes.autotune import tune_words
+
+    ev = f.evidence or {}
+    kind = (ev.get("autotune") or {}).get("kind") or ev.get("kind")
+    words = tune_words(ev)
+    if kind in ("cuDNN", None):
+        return _t(words, ": fix the shapes (pad or bucket) or turn benchmark off (",
+                  ("torch.backends.cudnn.benchmark = False",), ")")
+    if kind == "MIOpen":
+        return _t(words, ": fix the shapes (pad or bucket) or use MIOpen's fast find mode (",
+                  ("MIOPEN_FIND_MODE=FAST",), ")")
+    return _t(words, ": warm every shape up before the timed steps, cache the tuning, or mark the changing sizes "
+              "dynamic")
 
 def _own_kind(f) -> str | None:
     """The kind of a finding's own fix: a host round trip's, an op pattern's, else its cause's (the registry's
@@ -255,6 +321,14 @@ def need_text(f) -> Text:
         return _t("vectorise the loop", *at)
     if ev.get("pattern") == "round-trip":
         return _t("keep the round trip on the GPU", *at)
+    if _own_kind(f) == "user-sync":  # a CUDA graph cannot capture a synchronisation either
+        n = (ev.get("user_sync") or {}).get("per_step")
+        return _t(f"drop the {n:g} synchronisation{'' if n == 1 else 's'} per step" if n else
+                  "drop the synchronisations", *at)
+    if _own_kind(f) == "autotune":  # nor an autotuner's trials for a shape it has not seen
+        kind = (ev.get("autotune") or {}).get("kind")
+        who = f"{kind}'s" if kind else "the autotuner's"
+        return _t(f"stop {who} trials in the step (fix the input shapes)")
     # a prerequisite of a CUDA graph is one for the host reads of GPU values under its frame (replay/fixes.py
     # ``graph_needs``), whatever the finding's own cause
     return _t("remove the host reads of GPU values", *at)
@@ -397,7 +471,7 @@ def build_plan(a, pj) -> Plan:
     # minor actions after the others, each group by saving: the ranks are renumbered once
     order = sorted(actions, key=lambda x: (x.minor, x.rank))
     new = {x.rank: k for k, x in enumerate(order, 1)}
-    unl = {new[k]: tuple(sorted(new[v] for v in vs)) for k, vs in unlocks.items()}
+    unl = {new[k]: tuple(sorted({new[v] for v in vs})) for k, vs in unlocks.items()}  # two needs, one action: once
     actions = tuple(_renumber(x, new, unl.get(new[x.rank], ())) for x in order)
     together = _together(pj, actions, by_id)
     best = max((x.saving_ns for x in actions), default=0)

@@ -57,6 +57,23 @@ Cause rules (see ../shared/design/gap-causes.md; the first rule that holds wins)
 ``late_launch_share`` (0.5)
     When the launch call was issued so early that less than this share of the gap lies in
     [t0, t_launch], the CPU was not the bottleneck: the gap is launch-to-start latency ("launch").
+``user_sync_share`` (0.2)
+    ``user-sync``: a synchronising runtime call made from the user's Python with no aten op around it
+    (``torch.cuda.synchronize()``, ``Event.synchronize()``, ``Stream.synchronize()``), together with the code around
+    it that launches nothing (a timer's context manager: usersync.py), takes at least this share of
+    [t0, t_launch] on the launching thread (the share the ``sync`` rule asks of a synchronising call: a
+    synchronisation in the gap drains the queue whatever the CPU's speed).
+``gil_share`` (0.3)
+    ``gil``: another Python thread of the launching thread's process held the GIL (ran Python while the launching
+    thread recorded none: gil.py) for at least this share of [t0, t_launch]. Lower than ``most``: the launching
+    thread's own Python between two waits is slowed by the hand-overs too (hf-gil.decode_thread: of its gaps with a
+    share above 0.3, 88% are above 0.5).
+``autotune_min_syncs`` (2), ``autotune_min_items`` (8)
+    ``autotune``: one op call that synchronises with the GPU at least twice inside itself and launches at least
+    this many GPU items (trial kernels, memsets) is an autotuner benchmarking algorithms for a new shape
+    (``torch.backends.cudnn.benchmark``: 84 to 101 items and 20 synchronising calls per convolution in
+    conv-autotune.step_sizes). One algorithm's pipeline (a layout transform, the convolution, the transform back;
+    an FFT or Winograd convolution's few kernels) launches several kernels but never waits for the GPU inside the op.
 
 Op patterns (patterns.py):
 
@@ -148,6 +165,10 @@ class Thresholds:
     wait_latency_factor: int = 4
     wait_min_ns: int = 20_000
     stall_min_ns: int = 100_000
+    user_sync_share: float = 0.2
+    gil_share: float = 0.3
+    autotune_min_syncs: int = 2
+    autotune_min_items: int = 8
     #: findings: at most this many gaps get a full stack to build a signature (largest first)
     max_detailed_gaps: int = 2_000
     clock_tolerance_ns: int = 100_000
@@ -221,6 +242,10 @@ SHORT_GAPS_MIN_SHARE = 0.01
 SMALL_COPY_BYTES = 64 * 1024
 #: what the launching thread did meanwhile is said only when it is at least this long
 MEANWHILE_MIN_NS = 20_000
+#: ``gil``: the calls a holding thread's own code made while it held the GIL, named per thread (the largest first)
+GIL_TOP_FRAMES = 3
+#: ``autotune``: the distinct input shapes named in a finding (the largest number of trial items first)
+AUTOTUNE_TOP_SHAPES = 4
 #: the top frame "holds" the host time when its own time is at least this share of it; else it is spread
 HOLDS_SHARE = 0.5
 #: ``one_holder``'s screen: sample points per gap, and the share of them one event must run at

@@ -58,6 +58,9 @@ class Cause:
     action: str | None = None
     #: evidence keys worth copying from a GapDetail's ``extra`` into a finding example
     extra_keys: tuple = field(default_factory=tuple)
+    #: (analysis, the finding's gap rows, its evidence so far) -> more evidence keys for the finding (counts per step,
+    #: the thread or shapes behind it), merged in before ``advise`` and the plan read them; None: nothing more
+    evidence: Callable | None = None
 
     def advice(self, a, details, evidence) -> str:
         return self.advise(a, details, evidence) if self.advise else self.suggestion

@@ -77,6 +77,15 @@ trace is replayed, and the saving is baseline - projection (per step, of the slo
   text names them per frame with the findings whose fix removes them (``graph_needs``), and the finding ranks
   behind the first of each frame's (``Projection.after``, ``ranked``).
 
+* ``user-sync``: the user's own synchronisations of the frame (usersyncs.py) with their sites and, for a timer, the
+  own time of the wrapper that calls it: that dense Python is taken off at its recorded time scaled by the step's own
+  un-profiled / profiled ratio, its events left counting (``Replay.removal``'s ``counted``: the one per-event
+  overhead prices a path of sixty tiny frames below nothing), and the calls no longer wait. hf-timer.decode_timer:
+  −7.8% projected, −8.4% measured;
+* ``gil``: the blamed thread's GIL holds (gilholds.py) taken off the launching thread, less its runtime calls;
+* ``autotune``: each tuning call reduced to its real run: its trial items dropped, its host time before the real run
+  removed (autotuning.py).
+
 Other causes (collective, host-idle, profiler) are not projected (``None``).
 
 This package's entry is ``project`` (replay, calibrate, then each finding's fix). The pieces: the chain and its
@@ -91,12 +100,15 @@ import numpy as np
 
 from .calibrate import CAL_SLACK, NO_HOST, _calibrate, _steps
 from .frames import attach, frame_owners, frame_whatif_tasks, fused_frames, round_trip_fix
-from .fixes import (_check_ops, _graph_owner, _n, calls_under, dependency_waits, fix_for, graph_needs, host_reads,
-                    kept_wait_text)
+from .fixes import (_action_of, _check_ops, _graph_owner, _n, calls_under, dependency_waits, fix_for, graph_needs,
+                    host_reads, kept_wait_text)
 from ..forked import run_tasks
 from .model import Replay
 from .result import DeviceProjection, FrameWhatIf, Projection
 from .together import FixParts, Together
+
+#: the action kinds whose findings a CUDA graph of the step needs fixed first (besides the host reads of GPU values)
+GRAPH_PREREQUISITES = ("user-sync", "autotune")
 
 #: the sub-package's entry and its results; the pieces are imported from their own modules (model, fixes, frames,
 #: calibrate, result)
@@ -214,6 +226,12 @@ def project(a) -> Projection:
             p.what[graph_owner] += text
             if groups:
                 p.after[graph_owner] = groups
+        # the user's own synchronisations (torch.cuda.synchronize() in a timer) cannot be captured either, nor an
+        # autotuner's trials for shapes that change every step: each such finding is a prerequisite of its own (the
+        # graph fix's text already names the synchronising calls)
+        own = [[f.id] for f in a.findings if _action_of(f.cause) in GRAPH_PREREQUISITES and p.saving_ns.get(f.id)]
+        if own:
+            p.after.setdefault(graph_owner, []).extend(own)
     return p
 
 
@@ -247,10 +265,12 @@ def _finding_fix(a, r: Replay, f, c: float, base_step: float, graph: dict, steps
         what += kept_wait_text(a, r, base_step)
     else:
         s, e, t = iv
-        d, nw = dur if dur is not None else (None, None)
-        end = r.run(r.removal(s, e, t), c, d, nw)
+        # (item durations, calls that no longer wait[, items dropped: an autotuner's trials[, host intervals removed
+        # whose events keep their per-event overhead: an un-profiled estimate of dense host code]])
+        d, nw, dr, ct = (tuple(dur) + (None, None))[:4] if dur is not None else (None, None, None, None)
+        end = r.run(r.removal(s, e, t, ct), c, d, nw, drop=dr)
         proj_step = max(r.span(end).values()) / steps
-        parts = FixParts(iv=(s, e, t), dur=d, nowait=nw)
+        parts = FixParts(iv=(s, e, t), dur=d, nowait=nw, drop=dr, counted=ct)
     sv = int(round(max(base_step - proj_step, 0.0)))
     sv2 = None
     if f.cause == "sync" and kind == "remove":

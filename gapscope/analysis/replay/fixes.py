@@ -441,7 +441,7 @@ def _n(n: int, what: str) -> str:
 
 def fix_for(a, r: Replay, f):
     """What fixing finding ``f`` means: ("remove", (s, e, thread), what, None or (item durations, calls that
-    no longer wait)), or ("graph", None, what, None), or None."""
+    no longer wait[, items dropped])), or ("graph", None, what, None), or None."""
     m = r.model
     ev = f.evidence or {}
     cause = f.cause
@@ -537,6 +537,10 @@ def fix_for(a, r: Replay, f):
         return ("remove", (np.array(S, np.int64), np.array(E, np.int64), np.array(T, np.int64)),
                 f"the {_n(len(S), 'stall')} in `{ev.get('kind') or frame}` gone (warmed up or fixed): their time "
                 f"in the gaps removed", None)
+    # the causes whose fix is named by its action kind (causes/gil.py, user_sync.py, autotune.py)
+    own = _KIND_FIXES.get(_action_of(cause))
+    if own is not None:
+        return own(a, r, f)
     if cause == "copy":
         kind = ev.get("kind")
         pageable = bool(ev.get("pageable"))
@@ -549,6 +553,155 @@ def fix_for(a, r: Replay, f):
         return ("remove", iv, f"pinned memory and non_blocking=True: the copies stop blocking the host and run at "
                               f"{bw:.0f} GB/s", (dur, calls))
     return None
+
+
+def _gil_fix(a, r: Replay, f):
+    """A ``gil`` finding's own fix: the blamed thread's Python work off the process (causes/gil.py): its GIL holds
+    (gilholds.py) taken off the threads that launched the finding's gaps, less their own runtime calls there."""
+    from ..gilholds import fix_intervals, holds
+    from .calibrate import _steps
+    from ..units import fmt_ns
+
+    m = r.model
+    tid = (f.evidence or {}).get("kind")
+    h = holds(m, a.stacks)
+    holder = next((t for t in h.holders if str(m.tracks[t].tid) == str(tid)), None) if tid is not None else None
+    threads = a.gaps.thread[np.asarray(f.gap_rows, np.int64)] if np.asarray(f.gap_rows).size else np.zeros(0, np.int64)
+    iv = fix_intervals(a, holder, threads)
+    if iv is None:
+        return None
+    s, e, t = iv
+    if getattr(r.window, "clipped", False):
+        lo, hi = int(r.window.cpu_start.min()), int(r.window.cpu_end.max())
+        s, e = np.maximum(s, lo), np.minimum(e, hi)
+        keep = e > s
+        s, e, t = s[keep], e[keep], t[keep]
+    if s.size == 0:
+        return None
+    who = f"thread {tid}" if tid is not None else "the other threads"
+    return ("remove", (s, e, t), f"{who}'s hold on the GIL gone: its {fmt_ns(int((e - s).sum()) / _steps(a))} per step "
+                                 "(recorded) taken off the launching thread", None)
+
+
+def _user_sync_fix(a, r: Replay, f):
+    """A ``user-sync`` finding's own fix: the calls made from the finding's frame in the measured steps gone, with
+    their sites (the code around each that launches nothing: a timer's context manager and clock reads) and, for a
+    timer, the own host time of the frame that calls it around the timed call (the wrapper goes with the timer).
+
+    That code is dense Python (``torch.cuda.synchronize()`` alone records some sixty frames), which the calibration's
+    one per-event overhead prices below nothing; so its un-profiled cost is taken as its recorded time scaled by the
+    step's own (un-profiled over profiled), its events left counting, and the calls no longer wait."""
+    from ..usersyncs import user_syncs
+    from .calibrate import _steps
+    from ..units import fmt_ns
+
+    m = r.model
+    u = user_syncs(m, a.flags, a.stacks)
+    fr = (f.evidence or {}).get("frame")
+    sel = np.array([m.name(int(e)) == fr for e in u.frame.tolist()], bool) if fr else np.ones(u.n, bool)
+    if getattr(r.window, "clipped", False) and u.n:
+        sel &= r.window.cpu_in(m, u.call)
+    if not sel.any():
+        return None
+    u = u.select(sel)
+    S, E, T = [u.site_s], [u.site_e], [u.thread]
+    wrapped = u.caller[u.timer & (u.caller >= 0)]
+    for c in uniq(wrapped).tolist():  # a timing wrapper: its own time around the call it times
+        s_, e_ = own_around(r, int(c))
+        S.append(s_), E.append(e_), T.append(np.full(s_.size, int(m.track[c]), np.int64))
+    s, e, t = union_by_thread(np.concatenate(S), np.concatenate(E), np.concatenate(T))
+    rho = unprofiled_ratio(a, r)
+    cut = s + np.round((e - s) * rho).astype(np.int64)
+    steps = _steps(a)
+    where = f" in `{fr}`" if fr else ""
+    timer = " and the timer's own code" if wrapped.size else ""
+    what = (f"the {_n(u.n, 'synchronising call')}{where} gone with the code around them{timer} "
+            f"({fmt_ns(int((e - s).sum()) / steps)} per step recorded"
+            + (f", {fmt_ns(int((cut - s).sum()) / steps)} un-profiled at the step's own ratio)" if rho < 1 else ")"))
+    z = np.zeros(0, np.int64)
+    return ("remove", (z, z, z), what, (None, u.call, None, (s, cut, t)))
+
+
+def own_around(r: Replay, frame: int) -> tuple[np.ndarray, np.ndarray]:
+    """The host time of Python frame ``frame`` (one call) outside its children that launch GPU work: a wrapper's
+    own code around the call it wraps. (starts, ends)."""
+    m = r.model
+    t = int(m.track[frame])
+    s0, e0 = int(m.ts_ns[frame]), int(m.ts_ns[frame] + m.dur_ns[frame])
+    sl = m.track_slice(t)
+    ev = np.arange(sl.start, sl.stop, dtype=np.int64)
+    py = ev[(m.kind[ev] == int(Kind.PYTHON)) & (m.ts_ns[ev] >= s0) & (m.ts_ns[ev] + m.dur_ns[ev] <= e0)]
+    py = py[py != frame]
+    L = m.launch[r.items[r.has_launch]]
+    lt = np.sort(m.ts_ns[L[m.track[L] == t]])
+    busy = np.searchsorted(lt, m.ts_ns[py] + m.dur_ns[py], side="left") > np.searchsorted(lt, m.ts_ns[py], side="left")
+    kids = outermost(m, py[busy])
+    return subtract(np.array([s0]), np.array([e0]), m.ts_ns[kids], m.ts_ns[kids] + m.dur_ns[kids])
+
+
+def union_by_thread(s, e, t):
+    """Per thread the union of [s, e): (starts, ends, threads), by thread then start."""
+    S, E, T = [], [], []
+    for th in uniq(t).tolist():
+        us, ue = union(s[t == th], e[t == th])
+        S.append(us), E.append(ue), T.append(np.full(us.size, th, np.int64))
+    z = np.zeros(0, np.int64)
+    return (np.concatenate(S), np.concatenate(E), np.concatenate(T)) if S else (z, z, z)
+
+
+def unprofiled_ratio(a, r: Replay) -> float:
+    """The step's un-profiled time over its recorded span (at most 1): what the capture measured without the
+    profiler against what the replay of the recording spans; 1 without an un-profiled time."""
+    dist = getattr(a, "distortion", None) or {}
+    un = dist.get("unprofiled_us")
+    rec = r.span(r.end.astype(np.float64))
+    if not un or not rec:
+        return 1.0
+    return min(1.0, float(un) * 1e3 / max(max(rec.values()), 1))
+
+
+def _autotune_fix(a, r: Replay, f):
+    """An ``autotune`` finding's own fix (shapes fixed, or benchmark off): each tuning call of the measured steps runs
+    only its real run: its trial items dropped, its host time before the real run removed (autotuning.py)."""
+    from ..autotuning import tuning
+    from .calibrate import _steps
+    from ..units import fmt_ns
+
+    m = r.model
+    t = tuning(m, a.flags, a.config)
+    kind = (f.evidence or {}).get("kind")
+    sel = np.array([k == kind for k in t.kind], bool) if kind else np.ones(t.n, bool)
+    if getattr(r.window, "clipped", False) and t.n:
+        sel &= r.window.cpu_in(m, t.event)
+    if not sel.any():
+        return None
+    t = t.select(sel)
+    trials = t.trial_items(m)
+    pos = np.searchsorted(r.items, trials, sorter=r.item_sort)
+    ok = pos < r.items.size
+    pos = r.item_sort[np.minimum(pos, max(r.items.size - 1, 0))]
+    ok &= r.items[pos] == trials
+    drop = np.zeros(r.items.size, bool)
+    drop[pos[ok]] = True
+    s, e = t.start, np.maximum(t.keep_from, t.start)
+    per = fmt_ns(int((e - s).sum()) / _steps(a))
+    return ("remove", (s, e, t.thread), f"the {_n(t.n, 'tuning call')} reduced to their real runs: "
+                                        f"{_n(int(ok.sum()), 'trial item')} dropped and {per} per step of host time "
+                                        "(recorded) before the real runs removed", (None, None, drop))
+
+
+def _action_of(cause: str | None) -> str | None:
+    """The action kind of a cause's own fix (the registry's ``Cause.action``), or None."""
+    from .. import causes
+
+    try:
+        return causes.get(cause).action if cause else None
+    except ValueError:
+        return None
+
+
+#: action kind -> its fix, for the kinds projected by a function of their own
+_KIND_FIXES = {"gil-thread": _gil_fix, "user-sync": _user_sync_fix, "autotune": _autotune_fix}
 
 
 def sync_sites_text(syncs: list[dict], top: int = 2) -> str:

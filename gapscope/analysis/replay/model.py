@@ -57,10 +57,13 @@ _inside = inside
 class Removed:
     """Removed time on one thread: sorted disjoint intervals; ``before(t)`` = removed measure before t."""
 
-    def __init__(self, s, e):
+    def __init__(self, s, e, uncounted: "Removed | None" = None):
         self.s, self.e = union(np.asarray(s, np.int64), np.asarray(e, np.int64))
         ln = self.e - self.s
         self.cum = np.concatenate(([0], np.cumsum(ln)))
+        #: the part whose recorded events no longer count for the profiler's per-event overhead (all of it unless
+        #: told: ``Replay.removal``'s ``counted`` intervals keep theirs)
+        self.uncounted = self if uncounted is None else uncounted
 
     def last(self, t) -> np.ndarray:
         """Index of the last interval starting at or before each t (-1: none)."""
@@ -341,7 +344,8 @@ class Replay:
             b = ((te - o) - (re_ - r_o)).astype(np.float64)
             if c > 0:
                 # only the events since the origin lose their overhead, and no time goes before the origin
-                n_ts, n_te = self._events_before(int(thr), ts, te, R, j)
+                RE = R.uncounted if R is not None and R.uncounted.s.size else None
+                n_ts, n_te = self._events_before(int(thr), ts, te, RE, j if RE is R else None)
                 a = np.where(ts >= o, np.maximum(a - c * n_ts, 0), a)
                 b = np.where(te >= o, np.maximum(b - c * n_te, 0), b)
                 # overhead never makes time run backwards: each anchor's start and end keep their order (one
@@ -565,11 +569,21 @@ class Replay:
         m = self.model
         return np.flatnonzero(member(m.kind, kinds))
 
-    def removal(self, idx_s, idx_e, thr) -> dict[int, Removed]:
-        """Intervals [idx_s, idx_e) on threads thr -> per thread removed sets."""
+    def removal(self, idx_s, idx_e, thr, counted=None) -> dict[int, Removed]:
+        """Intervals [idx_s, idx_e) on threads thr -> per thread removed sets. ``counted``: more (start, end, thread)
+        intervals removed whose recorded events keep counting for the per-event overhead (a fix that takes off an
+        un-profiled estimate of dense host code rather than its recorded events: replay/fixes.py, user-sync)."""
         out = {}
         idx_s, idx_e, thr = (np.asarray(x, np.int64) for x in (idx_s, idx_e, thr))
-        for t in uniq(thr).tolist():
-            sel = thr == t
-            out[int(t)] = Removed(idx_s[sel], idx_e[sel])
+        if counted is not None:
+            cs, ce, ct = (np.asarray(x, np.int64) for x in counted)
+        else:
+            cs = ce = ct = np.zeros(0, np.int64)
+        for t in uniq(np.concatenate((thr, ct))).tolist():
+            sel, cel = thr == t, ct == t
+            if not cel.any():
+                out[int(t)] = Removed(idx_s[sel], idx_e[sel])
+                continue
+            out[int(t)] = Removed(np.concatenate((idx_s[sel], cs[cel])), np.concatenate((idx_e[sel], ce[cel])),
+                                  Removed(idx_s[sel], idx_e[sel]))
         return out

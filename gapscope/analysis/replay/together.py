@@ -25,6 +25,7 @@ class FixParts:
     dur: np.ndarray | None = None  # the items' durations after the fix (``Replay.items`` order)
     nowait: np.ndarray | None = None  # calls that no longer wait for the GPU
     drop: np.ndarray | None = None  # items that no longer run (mask)
+    counted: tuple | None = None  # (start, end, thread) host intervals removed whose events keep their overhead
 
 
 @dataclass
@@ -46,7 +47,11 @@ class Together:
         S, E, T = [], [], []
         dur = None
         nowait, drop, fuse, insert = [], None, None, {}
+        CS, CE, CT = [], [], []
         for p in parts:
+            if p.counted is not None:
+                CS.append(np.asarray(p.counted[0], np.int64)), CE.append(np.asarray(p.counted[1], np.int64))
+                CT.append(np.asarray(p.counted[2], np.int64))
             if p.iv is not None:
                 S.append(np.asarray(p.iv[0], np.int64)), E.append(np.asarray(p.iv[1], np.int64))
                 T.append(np.asarray(p.iv[2], np.int64))
@@ -68,7 +73,10 @@ class Together:
                     insert[t] = (np.concatenate([insert[t][0], pts]), np.concatenate([insert[t][1], ns]))
                 else:
                     insert[t] = (pts, ns)
-        removed = r.removal(np.concatenate(S), np.concatenate(E), np.concatenate(T)) if S else None
+        counted = (np.concatenate(CS), np.concatenate(CE), np.concatenate(CT)) if CS else None
+        z = np.zeros(0, np.int64)
+        removed = r.removal(np.concatenate(S) if S else z, np.concatenate(E) if S else z,
+                            np.concatenate(T) if S else z, counted) if S or CS else None
         end = r.run(removed, self.c, dur, np.concatenate(nowait) if nowait else None, drop, fuse, insert or None)
         proj = max(r.span(end).values()) / self.steps
         if graph:
