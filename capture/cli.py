@@ -23,9 +23,12 @@ EPILOG = """\
 examples:
   gapscope capture demo --phase both --out traces            prefill and decode of the demo model
   gapscope capture demo --phase decode --inject sync          decode with a .item() in every layer
-  gapscope capture demo --mode graph --phase decode           decode replayed from a CUDA graph
+  gapscope capture demo --mode graph --phase decode           decode replayed from a CUDA graph (and its eager
+                                                             reference run, for the replayed kernels' ops)
   torchrun --nproc-per-node 2 -m capture demo --ranks --late-rank 1   two tensor-parallel ranks, one late
-  gapscope capture run mypkg.bench:make_steps --active 4     FUNC returns a step or {phase: step}
+  gapscope capture run mypkg.bench:make_steps --active 4     FUNC returns a step or {phase: step}; a step
+                                                             that replays CUDA graphs may carry
+                                                             step.gapscope_reference, its eager run
 
 traces are written as DIR/NAME[.PHASE][.rankR].json.gz; an existing file is never replaced
 (the next free name NAME....1.json.gz is used) unless --overwrite is given.
@@ -67,6 +70,10 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help=f"at most N rounds of un-profiled timing (default {DEFAULT_MAX_ROUNDS})")
     p.add_argument("--no-stacks", action="store_true", help="record without Python stacks (less CPU distortion)")
     p.add_argument("--no-shapes", action="store_true", help="record without input shapes")
+    p.add_argument("--no-graph-reference", action="store_true",
+                   help="a step that replays CUDA graphs: do not record its eager reference run "
+                        "(step.gapscope_reference) after the window; without it the replayed kernels have no op, "
+                        "shapes or floor")
     p.add_argument("--memory", action="store_true", help="also record allocator events (profile_memory)")
     p.add_argument("--overwrite", action="store_true", help="replace existing traces of the same name")
     p.add_argument("--cpu", action="store_true", help="run and record on the CPU even when CUDA is available")
@@ -343,7 +350,7 @@ def _demo(args) -> int:
 
 def _timing_options(args) -> dict:
     return {"repeats": args.repeats, "budget_s": args.budget or None, "max_rounds": args.max_rounds,
-            "profiler_warmup": args.profiler_warmup}
+            "profiler_warmup": args.profiler_warmup, "graph_reference": not args.no_graph_reference}
 
 
 def _demo_name(args) -> str:

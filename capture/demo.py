@@ -345,6 +345,10 @@ class Demo:
                 if self.inject == "sampling" and phase == "decode":
                     _inject_host_sampling(out, self.ids)
                 return out
+
+            # the same forward pass run eagerly: the capture records it once after the window, so that the
+            # replayed kernels get their ops, shapes and stacks (capture/recorder.py, REFERENCE_RANGE)
+            step.gapscope_reference = fn
         else:
             def step():
                 if self.inject == "copy":

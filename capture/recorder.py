@@ -23,6 +23,13 @@ The recipe (what an expert does by hand):
    recorded step took 1.36 ms against 0.72 ms for the others (1.15 against 0.80 in decode; the later steps'
    first layers 0.80-0.90). That step is recorded but lies outside the measured window (window.py selects
    only ``gapscope.step#k``), so neither the analysis nor the calibration to the un-profiled time sees it;
+   A step that replays CUDA graphs can carry an eager reference, ``step.gapscope_reference`` (or ``reference=``): a
+   callable that runs the same work once without the graphs, launching the same kernels in the same order. The
+   replay's kernels link only to their ``cudaGraphLaunch`` (CUPTI records no kernel while a graph is captured), so
+   after the measured steps, before the profiler stops, the reference runs once inside a ``gapscope.graph_reference``
+   range: each kernel with its op, shapes and Python stack. The analysis maps the replayed kernels onto it by order
+   and name (gapscope/analysis/graphs.py). It runs after the window, so the measured steps are recorded exactly as
+   without it; what it costs is in the metadata (``graph_reference``: its host time and the window's distortion);
 4. export to a temporary name in the output folder, gzip, and link it under the final name only when
    complete. An existing trace is never replaced unless ``overwrite=True``; otherwise the next free
    name ``<stem>.1.json.gz``, ``<stem>.2.json.gz``, ... is used (agreed on by every rank).
@@ -46,6 +53,8 @@ from typing import Any, Callable
 
 STEP_RANGE = "gapscope.step#{}"  # record_function name of each profiled step
 WARMUP_RANGE = "gapscope.profiler_warmup"  # record_function name of the profiled steps outside the window
+#: record_function name of the eager reference run of a step that replays CUDA graphs (after the window)
+REFERENCE_RANGE = "gapscope.graph_reference"
 #: profiled steps run before the measured ones, to take the profiler's start-up cost out of the window
 PROFILER_WARMUP = 1
 DEFAULT_REPEATS = 3  # API default: rounds of un-profiled timing (the CLI asks for more, see cli.py)
@@ -518,6 +527,8 @@ def record(
     budget_s: float | None = None,
     max_rounds: int | None = None,
     profiler_warmup: int = PROFILER_WARMUP,
+    reference: Callable[[], Any] | None = None,
+    graph_reference: bool = True,
 ) -> CaptureResult:
     """Warm up, time, and record exactly ``active`` calls of ``step`` into one gzip'd trace.
 
@@ -525,7 +536,9 @@ def record(
     is recorded, and the metadata (``cpu_only``) and stderr say so. ``extra`` is stored in the trace
     metadata under ``workload``. Exceptions (KeyboardInterrupt too) raised by ``step`` stop the profiler
     and propagate; no file is written then. ``timing`` (from ``measure`` with the same ``active``) is used
-    instead of timing here; the ``warmup`` calls still run right before the window.
+    instead of timing here; the ``warmup`` calls still run right before the window. ``reference`` (default: the
+    step's ``gapscope_reference`` attribute) is the eager run of a step that replays CUDA graphs, recorded once
+    after the window (the module's docstring); ``graph_reference=False`` leaves it out.
     """
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
@@ -538,6 +551,12 @@ def record(
     profiler_warmup = int(profiler_warmup)
     if timing is not None and timing.active != active:
         raise CaptureError(f"timing is of {timing.active} steps but the window has {active}")
+    if reference is None:
+        reference = getattr(step, "gapscope_reference", None)
+    if not graph_reference:
+        reference = None
+    if reference is not None and not callable(reference):
+        raise CaptureError(f"the graph reference of {name!r} is not callable (got {type(reference).__name__})")
     use_cuda = _use_cuda(cuda)
     if torch.autograd._profiler_enabled():
         raise CaptureError("a profiler is already running in this process; stop it before recording")
@@ -598,6 +617,23 @@ def record(
         _synchronize(use_cuda)
         profiled_ns = time.perf_counter_ns() - t0
         _barrier(dist, use_cuda)
+        ref_meta = None
+        if reference is not None:
+            # after the window: the measured steps are recorded as without it (see the module's docstring)
+            t1 = time.perf_counter_ns()
+            try:
+                with record_function(REFERENCE_RANGE):
+                    reference()
+                _synchronize(use_cuda)
+                ref_meta = {"range": REFERENCE_RANGE, "runs": 1, "host_us": (time.perf_counter_ns() - t1) / 1000.0,
+                            "after_window": True}
+            except Exception as exc:  # the window is recorded: a failing reference costs only the replays' ops
+                why = f"{type(exc).__name__}: {exc}"[:300]
+                ref_meta = {"range": REFERENCE_RANGE, "runs": 0, "error": why, "after_window": True}
+                if not quiet:
+                    sys.stderr.write(f"gapscope capture: the graph reference of {stem} raised {why}; the trace is "
+                                     "written without it\n")
+            _barrier(dist, use_cuda)
         ustats = timing.stats()
 
         def against(key: str):
@@ -623,6 +659,7 @@ def record(
             "distortion_spread": {k: against(f"{k[3:]}_us") for k in ("vs_min", "vs_p25", "vs_median", "vs_p75",
                                                                       "vs_max")},
             "step_range": STEP_RANGE.format("k"),
+            "graph_reference": ref_meta,
             "argv": list(sys.argv),
             "captured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "gapscope_capture": 1,

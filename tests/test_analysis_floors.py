@@ -88,8 +88,10 @@ COSTS = [
      0, 4 * 2048 * (2 + 4)),
     ("aten::sum", {"Input Dims": [[1024, 1024], [], []], "Input type": ["float", "", "Scalar"]}, 0, 1024 * 1024 * 4),
     ("aten::_to_copy", {"Input Dims": [[1000]], "Input type": ["float"]}, 0, 1000 * 4 + 1000 * 1),
+    # a TensorList without element types: its elements read and written once, counted at one byte each (the caller
+    # scales them by the element size the kernel's name gives: activity.call_floors, floors.opaque_bytes)
     ("aten::cat", {"Input Dims": [[[2, 8], [3, 8]], []], "Input type": ["GenericList[Tensor, Tensor]", "Scalar"]},
-     None, None),  # a TensorList without element types: no cost
+     0, 2 * (16 + 24) * 1),
     ("aten::embedding", {"Input Dims": [[32000, 2048], [1, 4]], "Input type": [BF, "long int"]},
      0, 2 * 4 * 2048 * 2 + 4 * 8),
     ("aten::index_select", {"Input Dims": [[32000, 2048], [], [4]], "Input type": [BF, "Scalar", "long int"],

@@ -123,6 +123,15 @@ class CallFloors:
     dtype: np.ndarray  # int: index into ``dtypes``
     shapes: list
     dtypes: list
+    #: int64: the call instance each kernel belongs to: its op event, except for a graph replay's kernel mapped to
+    #: the eager reference run (graphs.py), whose op event (``call``) is the reference's and is shared by every
+    #: replay: those get one id per (replay, reference call), above the model's event indices
+    inst: np.ndarray | None = None
+    #: bool: a graph replay's kernel whose op comes from the reference run (graphs.GraphMap)
+    replayed: np.ndarray | None = None
+    #: the window's graph replays: how much of their kernel time got an op and a floor (graphs.GraphCoverage), or
+    #: None without replays in the window
+    graphs: object | None = None
 
     @property
     def has(self) -> np.ndarray:
@@ -253,27 +262,31 @@ def run_dtypes(model: TraceModel, calls: np.ndarray, u_of: np.ndarray, kn_name: 
         if inside.size:
             keys = args_keys(model, ce[inside])
             seen: dict[int, str | None] = {}
-            row = {c: i for i, c in enumerate(calls.tolist())}
+            row: dict[int, list] = {}  # op event -> its rows (a graph's reference call is one row per replay)
+            for i, c in enumerate(calls.tolist()):
+                row.setdefault(c, []).append(i)
             for e, a, key in zip(ce[inside].tolist(), anc[inside].tolist(), keys.tolist()):
                 if key not in seen:
                     seen[key] = cast_dtype(names[model.name_id[e]], model.event_args(e))
                 t = seen[key]
                 if t:
-                    i = row[a]
-                    run[i] = max(run[i], code(t))
+                    for i in row[a]:
+                        run[i] = max(run[i], code(t))
     if not run.any():
         return none
     return run, types
 
 
-def call_floors(model: TraceModel, k: np.ndarray, window, flags) -> CallFloors:
+def call_floors(model: TraceModel, k: np.ndarray, window, flags, graphs=None) -> CallFloors:
     """The floor of each op call that launched kernels of ``k`` (floors.py), with the L2 reuse of the step:
     an input with the shape and type an earlier call of the device wrote, when that output and everything
     costed since fit in the L2 (``REUSE_LOOKBACK`` calls back at most), does not cross HBM. Ops without a cost
     model are not counted as touching anything, so the reuse can only be overstated: the floor stays a lower
     bound. A call faster than that floor is L2-resident and gets the resident floor (floors.memory_ns).
-    Costs are parsed once per distinct (op, shapes, types, arguments): shapes repeat every layer and step."""
-    from .floors import FLOOR_OPS, compute_ns, op_cost_detail, peak_for_dtype
+    Costs are parsed once per distinct (op, shapes, types, arguments): shapes repeat every layer and step.
+    ``graphs`` (graphs.GraphMap): a graph replay's kernel mapped to the eager reference run is its reference
+    kernel's op call, one call per replay (``CallFloors.inst``), as complete as the reference's."""
+    from .floors import TENSORLIST, compute_ns, has_cost_model, op_cost_detail, opaque_bytes, peak_for_dtype
 
     kind = model.kind
     call = model.op[k].astype(np.int64).copy()
@@ -281,6 +294,16 @@ def call_floors(model: TraceModel, k: np.ndarray, window, flags) -> CallFloors:
     if flags is not None:  # a graph replay's kernels were not launched by the op around the replay
         gl = (L >= 0) & flags["graph_launch"][model.name_id[np.maximum(L, 0)]]
         call[gl] = -1
+    inst = call.copy()
+    replayed = np.zeros(k.size, bool)
+    if graphs is not None and graphs.has_replays:
+        r = graphs.reference_of(k)
+        hit = r >= 0
+        call[hit] = model.op[r[hit]]
+        replayed = hit & (call >= 0)
+        if replayed.any():  # one call per (replay, reference call): every replay reuses the reference's op events
+            _, pid = np.unique(np.stack((L[replayed], call[replayed]), 1), axis=0, return_inverse=True)
+            inst[replayed] = model.n + pid.reshape(-1)
     work = np.flatnonzero((kind == KI.KERNEL) | (kind == KI.MEMCPY) | (kind == KI.MEMSET))
     wop = model.op[work]
     has = wop >= 0
@@ -299,13 +322,21 @@ def call_floors(model: TraceModel, k: np.ndarray, window, flags) -> CallFloors:
         clean = ok & (n_other[pos] == 0)
         single = clean & (n_kern[pos] == 1)
         multi = clean & (n_kern[pos] > 1) & (n_out[pos] == 0)
+        if replayed.any():  # the reference's kernels are outside the window: a replayed call is whole when all
+            # of its reference call's kernels are among its replay's kernels here
+            _, uinv, ucnt = np.unique(inst[replayed], return_inverse=True, return_counts=True)
+            whole = ucnt[uinv.reshape(-1)] == n_kern[pos[replayed]]
+            multi[replayed] = clean[replayed] & (n_kern[pos[replayed]] > 1) & whole
+            # a call whose one piece of work was a copy in the reference runs it as a kernel in the graph (a copy
+            # node, ``memcpy32_post``): that kernel is the whole call
+            single[replayed] = ok[replayed] & (n_kern[pos[replayed]] + n_other[pos[replayed]] == 1)
     else:
         single = multi = np.zeros(k.size, bool)
     nk = k.size
     out = CallFloors(k, call, single, multi, np.full(nk, np.nan), np.zeros(nk, bool), np.zeros(nk), np.zeros(nk),
                      np.zeros(nk), np.zeros(nk), np.zeros(nk, bool), np.full(nk, -1, np.int64),
-                     np.zeros(nk, np.int64), [], [])
-    known = np.array([n in FLOOR_OPS for n in model.names], dtype=bool)
+                     np.zeros(nk, np.int64), [], [], inst, replayed)
+    known = np.array([has_cost_model(n) for n in model.names], dtype=bool)
     sel = np.flatnonzero(single | multi)
     sel = sel[known[model.name_id[call[sel]]]]
     gdev = np.array([t.device if t.kind is TrackKind.GPU else -1 for t in model.tracks] + [-1], np.int64)
@@ -313,11 +344,11 @@ def call_floors(model: TraceModel, k: np.ndarray, window, flags) -> CallFloors:
     peaks = {int(d): peaks_for(model.device_name(int(d))) for d in devs.tolist() if d >= 0}
     peaks = {d: p for d, p in peaks.items() if p is not None}
     if sel.size == 0 or not peaks:
-        return out
+        return _with_graphs(out, model, graphs, window)
     # one row per call, in the order its first kernel started on each device
-    o = np.lexsort((model.ts_ns[k[sel]], call[sel]))
+    o = np.lexsort((model.ts_ns[k[sel]], inst[sel]))
     sel = sel[o]
-    first = np.r_[True, call[sel][1:] != call[sel][:-1]]
+    first = np.r_[True, inst[sel][1:] != inst[sel][:-1]]
     c_first = sel[first]  # kernel position of each call's first kernel
     calls = call[c_first]
     c_of = np.cumsum(first) - 1  # kernel (of sel) -> call row
@@ -350,6 +381,9 @@ def call_floors(model: TraceModel, k: np.ndarray, window, flags) -> CallFloors:
             cost = op_cost_detail(model.names[model.name_id[c]], args, rd)
         except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError):
             cost = None
+        if cost is not None and cost.dtype == TENSORLIST:  # elements counted at one byte: its kernel says how many
+            eb = opaque_bytes(model.names[model.name_id[k[c_first[i]]]])
+            cost = cost._replace(nbytes=cost.nbytes * eb, dtype=f"{eb}-byte") if eb else None
         if cost is None:
             continue
         u_ok[u] = True
@@ -444,7 +478,16 @@ def call_floors(model: TraceModel, k: np.ndarray, window, flags) -> CallFloors:
     out.resident[ks] = res[cr] & ~np.isnan(fl[cr])
     out.shape[ks] = u_shape[u_of[cr]]
     out.dtype[ks] = u_dtype[u_of[cr]]
-    return out
+    return _with_graphs(out, model, graphs, window)
+
+
+def _with_graphs(cf: CallFloors, model: TraceModel, graphs, window) -> CallFloors:
+    """``cf`` with what the window's graph replays got from the map (graphs.coverage), where there are any."""
+    if graphs is not None and graphs.has_replays:
+        from .graphs import coverage
+
+        cf.graphs = coverage(model, graphs, cf, window)
+    return cf
 
 
 def achieved_text(row) -> str:
@@ -502,6 +545,8 @@ def kernel_stats(model: TraceModel, top: int = 30, window=None, flags=None, floo
                         100.0 * float(tot[name_id]) / grand, avg_ns=float(tot[name_id]) / cnt[name_id])
         st.device = gtr.get(int(model.track[ks[0]]))
         ops = model.op[ks]
+        if cf.replayed is not None and cf.replayed[sel].any():  # a graph replay's kernels: the reference's ops
+            ops = np.where(cf.replayed[sel], cf.call[sel], ops)
         ops = ops[ops >= 0]
         on = -1
         if ops.size:
@@ -542,7 +587,7 @@ def op_floor_stats(model: TraceModel, window=None, flags=None, floors: CallFloor
     if not sel.any():
         return []
     pos = np.flatnonzero(sel)
-    ks, calls = k[sel], cf.call[sel]
+    ks, calls = k[sel], (cf.inst if cf.inst is not None else cf.call)[sel]  # one call instance per group
     o = np.lexsort((model.ts_ns[ks], calls))
     ks, calls, pos = ks[o], calls[o], pos[o]
     starts = np.flatnonzero(np.r_[True, calls[1:] != calls[:-1]])
@@ -550,7 +595,7 @@ def op_floor_stats(model: TraceModel, window=None, flags=None, floors: CallFloor
     gtr = {t.id: t.device for t in model.tracks if t.kind is TrackKind.GPU}
     groups: dict[tuple, list] = {}
     for a, b in zip(starts.tolist(), ends.tolist()):
-        c = int(calls[a])
+        c = int(cf.call[pos[a]])
         key = (int(model.name_id[c]), tuple(model.name_id[ks[a:b]].tolist()))
         groups.setdefault(key, []).append((int(pos[a]), int(model.dur_ns[ks[a:b]].sum()), int(ks[a])))
     out = []

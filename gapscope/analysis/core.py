@@ -27,6 +27,7 @@ from .evidence import Evidence
 from .forked import Forked, parallel_ok
 from .findings import build_findings
 from .gaps import CAUSES, DeviceStats, classify, device_stats_and_gaps, stream_gaps
+from .graphs import graph_map
 from .names import name_flags
 from .stacks import StackIndex
 from .thresholds import DEFAULT, NOISY_IQR, NOISY_RANGE, Thresholds
@@ -201,6 +202,11 @@ class Analysis:
         self.flags = name_flags(model.names)
         #: what the numbers cover: the measured steps (``gapscope.step#k``) or the whole trace; see window.py
         self.window: AnalysisWindow = window_stage(model, window)
+        #: every CUDA graph replay's kernels mapped to the eager reference run the capture records beside them
+        #: (graphs.py; empty without graph launches): ``op_of`` / ``launch_of`` give a replayed kernel's op and the
+        #: launch whose stack is its code location; what the window's replayed kernels got is
+        #: ``call_floors.graphs`` (graphs.GraphCoverage)
+        self.graph_map = graph_map(model, self.flags)
         self.devices: list[DeviceStats]
         self.devices, cols = gaps_stage(model, self.window)
         if self.parallel:  # the kernels' side in a child meanwhile (``_kernel_side``); taken when first asked
@@ -360,7 +366,7 @@ class Analysis:
             return got
         k = np.flatnonzero(self.model.kind == int(Kind.KERNEL))
         k = k[self.window.gpu_in(self.model, k)] if self.window is not None else k
-        return activity.call_floors(self.model, k, self.window, self.flags)
+        return activity.call_floors(self.model, k, self.window, self.flags, self.graph_map)
 
     @cached_property
     def patterns(self) -> list:
@@ -395,11 +401,12 @@ class Analysis:
             return got
         from .verdict import device_verdicts
 
-        from .verdict import gpu_bound_reason
+        from .verdict import gpu_bound_reason, gpu_limit
 
         out = device_verdicts(self.model, self.devices, self.flags, self.window)
-        for v in out:  # a GPU-bound device points at its kernels and patterns
+        for v in out:  # a GPU-bound device points at its kernels and patterns, and says what bounds them
             if v.kind == "gpu-bound":
+                v.limit = gpu_limit(self.model, self.call_floors, v.device, self.step_count, self.kernels)
                 v.reason = gpu_bound_reason(v, self.kernels, self.patterns)
         return out
 

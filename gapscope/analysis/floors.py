@@ -76,7 +76,17 @@ ELEMENTWISE_OPS = {
     "aten::cudnn_batch_norm", "aten::native_batch_norm", "aten::_native_batch_norm_legit",
     "aten::_native_batch_norm_legit_no_training", "aten::miopen_batch_norm", "aten::native_group_norm",
     "aten::clamp", "aten::clamp_min", "aten::clamp_max", "aten::hardtanh", "aten::threshold",
+    "aten::remainder", "aten::fmod",
 }
+#: comparisons: every input read once, a bool output (one byte an element) as large as the largest input
+COMPARE_OPS = {"aten::eq", "aten::ne", "aten::lt", "aten::le", "aten::gt", "aten::ge"}
+#: ``index_copy_(self, dim, index, source)``: the source rows read and written into self, the index read
+INDEX_COPY_OPS = {"aten::index_copy_", "aten::index_copy"}
+#: ``arange(start, end, step, out)``: writes ceil((end - start) / step) elements of the out tensor's type
+ARANGE_OPS = {"aten::arange"}
+#: Inductor's generated Triton kernels, recorded as an op of the kernel's own name (``triton_poi_fused_...``) with
+#: its tensors and its numel arguments (``_triton_cost``); templates and foreach kernels have no cost model
+TRITON_PREFIXES = ("triton_poi_", "triton_red_", "triton_per_")
 #: conversions: the output's element type is not among the inputs (counted at one byte per element)
 CONVERT_OPS = {"aten::to", "aten::_to_copy"}
 #: in-place ops: the output is the first input, counted once
@@ -109,7 +119,7 @@ CONV_OPS = {"aten::conv2d": (3, 4, 5, None, 6), "aten::conv1d": (3, 4, 5, None, 
             "aten::miopen_convolution": (4, 3, 5, None, 6)}
 #: every op with a cost model (kept for callers that test membership)
 MEMORY_OPS = (ELEMENTWISE_OPS | CONVERT_OPS | INPLACE_OPS | REDUCE_OPS | CAT_OPS | GATHER_OPS | INDEX_OPS
-              | set(POOL_OPS))
+              | set(POOL_OPS) | COMPARE_OPS | INDEX_COPY_OPS | ARANGE_OPS)
 FLOOR_OPS = MATMUL_OPS | set(SDPA_OPS) | MEMORY_OPS | set(CONV_OPS)
 #: ops whose kernel may run in a narrower type than the inputs they record: under ``torch.autocast`` an
 #: ``aten::linear`` records its float inputs, casts them to bf16/fp16 inside (``aten::to`` / ``aten::_to_copy``
@@ -123,6 +133,23 @@ SCALAR_TYPE_CODES = {"5": "c10::Half", "15": "c10::BFloat16"}
 #: t bf16, h fp16, s fp32; a TF32 GEMM writes fp32, so the output letter tells it apart)
 _BF16_NAME = re.compile(r"bf16|bfloat16|nvjet_(?:sm\d+_)?t[a-z]t_")
 _HALF_NAME = re.compile(r"f16|fp16|half|nvjet_(?:sm\d+_)?h[a-z]h_")
+
+
+#: the type of a cost whose elements were counted at one byte each (a TensorList records no element type)
+TENSORLIST = "TensorList"
+_OPAQUE = re.compile(r"OpaqueType<(\d+)u?>")
+
+
+def opaque_bytes(kernel: str) -> int | None:
+    """The element size a kernel's name gives where PyTorch moves elements as raw bytes (``aten::cat``'s
+    ``CatArrayBatchedCopy<OpaqueType<2u>, ...>``), else None."""
+    m = _OPAQUE.search(kernel) if isinstance(kernel, str) else None
+    return int(m.group(1)) if m else None
+
+
+def has_cost_model(op: str) -> bool:
+    """Whether ``op`` (an op's or an Inductor kernel's name) has a cost model here."""
+    return op in FLOOR_OPS or (isinstance(op, str) and op.startswith(TRITON_PREFIXES))
 
 
 def peaks_for(device_name: str | None):
@@ -198,6 +225,15 @@ def _shapes(args: dict):
 
 def _tensors(args):
     return [(d, t) for d, t in _shapes(args) if isinstance(d, list) and all(isinstance(x, int) for x in d) and d]
+
+
+def _tensors_or_0d(args):
+    """``_tensors``, or where an op has none but zero-dimensional tensors (``[]`` with an element type: a step
+    counter, a scalar kept on the device), those, one element each."""
+    ts = _tensors(args)
+    if ts:
+        return ts
+    return [([], t) for d, t in _shapes(args) if d == [] and _eb(t)]
 
 
 def _eb(t) -> int:
@@ -372,14 +408,71 @@ def op_cost_detail(op: str, args: dict, run_dtype: str | None = None) -> Cost | 
     return c
 
 
+def _triton_cost(op: str, args: dict) -> Cost | None:
+    """An Inductor Triton kernel, from the tensors and the numel arguments its op records: it writes at least its
+    output space (the numels but the reduction ones) in the smallest element type it is given, and it touches
+    every element of the largest tensor no bigger than its whole iteration space (a tensor of the iteration space
+    or smaller that the kernel is handed is read or written whole; larger ones, an embedding table, the KV cache it
+    writes one position of, may be touched in part and are left out). Atomic stores (scatter, index_put) can
+    write one address many times: no cost. The numel arguments are the trailing scalars: one for a pointwise kernel
+    (two when tiled, ``YBLOCK``), the outputs' and the reduction's for a reduction (one more with ``R1_BLOCK``)."""
+    if "scatter" in op or "index_put" in op:
+        return None
+    dims = args.get("Input Dims") or []
+    types = args.get("Input type") or []
+    conc = args.get("Concrete Inputs") or []
+    kw = str(args.get("kernel_kwargs") or "")
+    if not (isinstance(dims, list) and isinstance(types, list) and isinstance(conc, list)):
+        return None
+    n_r = 0 if op.startswith("triton_poi_") else (2 if "R1_BLOCK" in kw else 1)
+    n_x = 2 if "YBLOCK" in kw else 1
+    tail = []
+    i = len(types) - 1
+    while i >= 0 and types[i] == "Scalar" and i < len(conc) and len(tail) < n_x + n_r:
+        v = conc[i]
+        if not (isinstance(v, str) and v.strip().isdigit()):
+            return None
+        tail.append(int(v))
+        i -= 1
+    if len(tail) < n_x + n_r:
+        return None
+    tail.reverse()  # (.., xnumel, r0_numel): outputs first
+    N = math.prod(tail)
+    Nx = math.prod(tail[:n_x])
+    ts = [(d, t) for d, t in zip(dims, types) if isinstance(d, list) and all(isinstance(x, int) for x in d)
+          and _eb(t)]
+    if not ts or N < 1:
+        return None
+    whole = [(_numel(d) * _eb(t), t) for d, t in ts if 0 < _numel(d) <= N]
+    min_eb = min(_eb(t) for _, t in ts)
+    big = max(whole, default=(0, ts[0][1]))
+    nbytes = max(big[0], Nx * min_eb)
+    return Cost(0.0, float(nbytes), big[1])
+
+
 def _op_cost(op: str, args: dict) -> Cost | None:
-    ts = _tensors(args)
+    if op.startswith(TRITON_PREFIXES):
+        return _triton_cost(op, args)
+    ts = _tensors_or_0d(args)
     if not ts:
         return None
     dtype = ts[0][1] if isinstance(ts[0][1], str) else ""
     eb = _eb(dtype)
+    if op in CAT_OPS and not eb and all(not _eb(t) for _, t in ts):
+        # a TensorList records no element type: its elements read and written once, counted at one byte each and
+        # typed TENSORLIST, for the caller to scale by the element size its kernel's name gives (``opaque_bytes``)
+        n = sum(_numel(d) for d, _ in ts)
+        return Cost(0.0, float(2 * n), TENSORLIST)
     if not eb:
         return None
+    if op in ARANGE_OPS:
+        return _arange_cost(args, ts)
+    if op in INDEX_COPY_OPS:
+        if len(ts) < 3:
+            return None
+        (ix, ti), (src, tsrc) = ts[1], ts[2]
+        nb = 2 * _numel(src) * _eb(tsrc) + _numel(ix) * _eb(ti)
+        return Cost(0.0, float(nb), dtype, ((_sig(src, tsrc), _numel(src) * _eb(tsrc)),))
     flops = 0.0
     if op in CONV_OPS:
         return _conv_cost(op, args, ts)
@@ -443,6 +536,9 @@ def _op_cost(op: str, args: dict) -> Cost | None:
     out = 0 if len(ts) > 1 and _numel(ts[-1][0]) == big else big
     if op in ELEMENTWISE_OPS:
         nbytes = ins + out * eb
+    elif op in COMPARE_OPS:
+        nbytes = ins + out * 1
+        write = (_sig(bigd, "bool"), big)
     elif op in CONVERT_OPS:
         nbytes = ins + out * 1
         write = None  # its type is not recorded
@@ -478,6 +574,22 @@ def _op_cost(op: str, args: dict) -> Cost | None:
     else:
         return None
     return Cost(flops, float(nbytes), dtype, reads, write)
+
+
+def _arange_cost(args: dict, ts) -> Cost | None:
+    """``arange(start, end, step, out)``: ceil((end - start) / step) elements of the out tensor's type written."""
+    conc = args.get("Concrete Inputs") or []
+    d, t = ts[-1]
+    if len(conc) < 3:
+        return None
+    try:
+        a, b, s = (float(conc[j]) for j in range(3))
+    except (TypeError, ValueError):
+        return None
+    if s == 0 or not all(math.isfinite(x) for x in (a, b, s)):
+        return None
+    n = max(math.ceil((b - a) / s), 0)
+    return Cost(0.0, float(n * _eb(t)), t, (), (_sig([n], t), n * _eb(t))) if n else None
 
 
 def peak_for_dtype(p, dtype: str) -> float:

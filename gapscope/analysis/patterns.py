@@ -76,6 +76,8 @@ class _Calls:
     first: np.ndarray  # kernel position (of cf.k) of its first kernel
     kernels: list  # per call, kernel positions (of cf.k)
     names: list  # per call, the first kernel's name
+    #: bool per call: a graph replay's, its op event the eager reference run's (no host dispatch of its own to remove)
+    replayed: np.ndarray | None = None
 
 
 def _gather(a, wanted: set) -> _Calls | None:
@@ -87,12 +89,14 @@ def _gather(a, wanted: set) -> _Calls | None:
     pos = pos[isw[m.name_id[cf.call[pos]]]]
     if pos.size == 0:
         return None
-    o = np.lexsort((m.ts_ns[cf.k[pos]], cf.call[pos]))
+    # one row per call instance (a graph replay's calls share the reference run's op events: activity.CallFloors)
+    inst = cf.inst if cf.inst is not None else cf.call
+    o = np.lexsort((m.ts_ns[cf.k[pos]], inst[pos]))
     pos = pos[o]
-    c = cf.call[pos]
+    c = inst[pos]
     starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
     ends = np.r_[starts[1:], c.size]
-    calls = c[starts]
+    calls = cf.call[pos][starts]
     kn = np.add.reduceat(m.dur_ns[cf.k[pos]], starts) if pos.size else np.zeros(0, np.int64)
     gdev = np.array([t.device if t.kind is TrackKind.GPU else -1 for t in m.tracks] + [-1], np.int64)
     first = pos[starts]
@@ -113,7 +117,8 @@ def _gather(a, wanted: set) -> _Calls | None:
     ops = [names[i] for i in m.name_id[calls].tolist()]
     return _Calls(calls, ops, dims, types, kn.astype(np.int64), cf.floor[first], gdev[m.track[cf.k[first]]], first,
                   [pos[s:e] for s, e in zip(starts.tolist(), ends.tolist())],
-                  [names[i] for i in m.name_id[cf.k[first]].tolist()])
+                  [names[i] for i in m.name_id[cf.k[first]].tolist()],
+                  cf.replayed[first] if cf.replayed is not None else None)
 
 
 def _short(t: str) -> str:
@@ -174,7 +179,9 @@ def _outermost_ops(a, calls: np.ndarray) -> np.ndarray:
 def _make(a, C, kind, rows, after_call, title, fix, estimate, remove_host: bool = False) -> Pattern:
     kernels, after = _kernels_after(a, C, rows, after_call)
     kns = int(sum(int(C.kernel_ns[i]) for i in rows))
-    gone = np.array([C.call[i] for i in rows if after_call.get(i, 0.0) <= 0.0], np.int64)
+    # a replayed call's op is the reference run's, after the window: the replay has no host dispatch of it to remove
+    gone = np.array([C.call[i] for i in rows if after_call.get(i, 0.0) <= 0.0
+                     and not (C.replayed is not None and C.replayed[i])], np.int64)
     host = _outermost_ops(a, gone) if remove_host and gone.size else np.zeros(0, np.int64)
     return Pattern(kind, title, fix, estimate, kns, int(after.sum()), len(rows), _ops_evidence(C, rows), kernels,
                    after, list(rows), host)
@@ -660,8 +667,10 @@ def _weight_transposes(a, C: _Calls, rows: list[int]) -> dict | None:
     window): a weight transposed and copied on every call. {calls, bytes, ops, frames}, or None."""
     m = a.model
     stacks = getattr(a, "stacks", None)
-    if stacks is None:
-        return None
+    if stacks is None:  # the kernels' side in a forked child (core._kernel_side) runs before the parent made it
+        from .stacks import StackIndex
+
+        stacks = StackIndex(m, a.flags)
     wrap = {"aten::contiguous", "aten::clone"}
     hits = []  # (row, enclosing op, user frame)
     for i in rows:

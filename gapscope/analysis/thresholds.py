@@ -274,6 +274,11 @@ GPU_BUSY_SHARE = 0.5
 GPU_SATURATED_SHARE = 0.95
 #: kernel rows named in a GPU-bound verdict
 GPU_BOUND_TOP = 5
+#: a GPU-bound device says what bounds its kernels (verdict.Limit) when at least this share of its kernel time has a
+#: floor; when the floors add up to less than LIMIT_LATENCY_SHARE of that time, neither bandwidth nor compute is
+#: what limits it but the kernels' own latency (too small to fill the GPU: a batch-4 decode of a small model)
+LIMIT_MIN_FLOORED = 0.5
+LIMIT_LATENCY_SHARE = 0.25
 
 # -- before/after (compare.py, compare/steptime.py, compare/align.py) ---------------------------------------------
 

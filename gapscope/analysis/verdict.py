@@ -24,12 +24,98 @@ import numpy as np
 from ..trace.model import Kind, TraceModel, TrackKind
 from .intervals import Coverage, median, percentile, union, uniq
 from .thresholds import (GPU_BOUND_TOP, GPU_BUSY_SHARE, GPU_EMPTY_SHARE, GPU_SATURATED_SHARE, HOST_EMPTY_SHARE,
-                         HOST_STARVED_SHARE)
+                         HOST_STARVED_SHARE, LIMIT_LATENCY_SHARE, LIMIT_MIN_FLOORED)
 
 _KERNEL = int(Kind.KERNEL)
 
 #: queue depth histogram over time: (lowest depth, label)
 DEPTH_BINS = ((0, "0"), (1, "1"), (2, "2-7"), (8, "8+"))
+
+
+@dataclass(frozen=True)
+class Limit:
+    """What bounds a GPU-bound device's kernels, per measured step, from their op calls' floors
+    (activity.call_floors): the HBM bytes the memory-bound calls must move and the FLOPs of the compute-bound
+    ones, at the device's peaks, against the time their kernels took; the matmuls apart (a decode's GEMVs read
+    every weight once); the kernels that lose the most time against their floors."""
+
+    bound: str  # "memory" | "compute": the larger of the two floors; "latency": both far below the kernel time
+    steps: int
+    kernel_ns: float  # per step: the device's kernel time
+    floored_ns: float  # per step: of which, kernels whose call has a floor
+    memory_bytes: float  # per step: bytes the memory-bound calls' floors make cross HBM
+    memory_floor_ns: float  # those bytes at the HBM bandwidth
+    memory_ns: float  # the memory-bound calls' kernel time
+    compute_flops: float
+    compute_floor_ns: float  # the compute-bound calls' FLOPs at the dense peak of their type
+    compute_ns: float
+    matmul_bytes: float  # per step: of the memory-bound calls, the matmuls'
+    matmul_floor_ns: float
+    matmul_ns: float
+    bandwidth_gbps: float
+    far: tuple = ()  # (kernel name, floor per call ns, average per call ns, ns lost per step) of the farthest kernels
+    kernels: float = 0.0  # per step: the device's kernels
+    median_kernel_ns: float = 0.0
+
+    def text(self) -> str:
+        from .units import fmt_bytes
+
+        def pct(a, b):
+            return f"{100 * a / b:.0f}%" if b > 0 else "–"
+
+        bw = f"{self.bandwidth_gbps / 1e3:.1f} TB/s"
+        if self.bound == "latency":
+            need = self.memory_floor_ns + self.compute_floor_ns
+            out = (f"latency-bound: per step {self.kernels:.0f} kernels of {_fmt(self.median_kernel_ns)} (median); the "
+                   f"calls with a floor ({pct(self.floored_ns, self.kernel_ns)} of kernel time) need only {_fmt(need)} "
+                   f"at the device's peaks ({fmt_bytes(self.memory_bytes)} through HBM) and took "
+                   f"{_fmt(self.floored_ns)} ({pct(need, self.floored_ns)}): kernels too small to reach its bandwidth "
+                   f"or its peak")
+            if self.matmul_bytes > 0:
+                out += (f"; the matmuls read {fmt_bytes(self.matmul_bytes)}, {_fmt(self.matmul_floor_ns)} at {bw}, in "
+                        f"{_fmt(self.matmul_ns)} ({pct(self.matmul_floor_ns, self.matmul_ns)} of HBM)")
+        elif self.bound == "memory":
+            out = "memory-bound: per step "
+            if self.matmul_bytes > 0.5 * self.memory_bytes:
+                out += (f"the matmuls read {fmt_bytes(self.matmul_bytes)}, {_fmt(self.matmul_floor_ns)} at {bw}; they "
+                        f"took {_fmt(self.matmul_ns)} ({pct(self.matmul_floor_ns, self.matmul_ns)} of HBM); ")
+            out += (f"the calls with a floor ({pct(self.floored_ns, self.kernel_ns)} of kernel time) move "
+                    f"{fmt_bytes(self.memory_bytes)} through HBM, {_fmt(self.memory_floor_ns)} at {bw}, in "
+                    f"{_fmt(self.memory_ns)} ({pct(self.memory_floor_ns, self.memory_ns)} of HBM)")
+            if self.compute_ns > 0:
+                out += (f", and compute-bound ones {_fmt(self.compute_floor_ns)} at peak in {_fmt(self.compute_ns)}")
+        else:
+            out = (f"compute-bound: per step the calls with a floor ({pct(self.floored_ns, self.kernel_ns)} of kernel "
+                   f"time) do {self.compute_flops / 1e12:.3g} TFLOP, {_fmt(self.compute_floor_ns)} at peak, in "
+                   f"{_fmt(self.compute_ns)} ({pct(self.compute_floor_ns, self.compute_ns)} of peak)")
+            if self.memory_ns > 0:
+                out += (f", and memory-bound ones {fmt_bytes(self.memory_bytes)}, {_fmt(self.memory_floor_ns)} at "
+                        f"{bw}, in {_fmt(self.memory_ns)}")
+        if self.far:
+            out += "; farthest from their floors: " + ", ".join(
+                f"{_short(n)} ({_fmt(fl)} floor, {_fmt(avg)} a call, {_fmt(lost)} over per step)"
+                for n, fl, avg, lost in self.far)
+        return out
+
+    def entry(self) -> dict:
+        def us(ns):
+            return round(float(ns) / 1e3, 3)
+
+        return {"bound": self.bound, "steps": self.steps, "kernel_us_per_step": us(self.kernel_ns),
+                "floored_us_per_step": us(self.floored_ns), "memory_bytes_per_step": round(self.memory_bytes),
+                "memory_floor_us_per_step": us(self.memory_floor_ns), "memory_us_per_step": us(self.memory_ns),
+                "compute_flops_per_step": round(self.compute_flops),
+                "compute_floor_us_per_step": us(self.compute_floor_ns),
+                "compute_us_per_step": us(self.compute_ns), "matmul_bytes_per_step": round(self.matmul_bytes),
+                "matmul_floor_us_per_step": us(self.matmul_floor_ns), "matmul_us_per_step": us(self.matmul_ns),
+                "hbm_gbps": self.bandwidth_gbps, "kernels_per_step": round(self.kernels, 3),
+                "median_kernel_us": us(self.median_kernel_ns),
+                "farthest": [{"kernel": n, "floor_us": us(fl), "avg_us": us(avg), "over_us_per_step": us(lost)}
+                             for n, fl, avg, lost in self.far]}
+
+
+def _short(name: str, n: int = 48) -> str:
+    return name if len(name) <= n else name[: n - 1] + "…"
 
 
 @dataclass
@@ -53,6 +139,7 @@ class Verdict:
     issue_lead_ns: int | None = None  # last kernel end minus the end of the last launch call (linked kernels)
     collective_ns: int = 0  # time only collective kernels ran (not busy: they wait for other ranks)
     depth_ns: dict = field(default_factory=dict)  # queue depth over time: "0", "1", "2-7", "8+" -> ns held
+    limit: Limit | None = None  # a GPU-bound device: what bounds its kernels (``gpu_limit``)
 
     def share(self, ns: int) -> float:
         return ns / self.window_ns if self.window_ns > 0 else 0.0
@@ -75,6 +162,7 @@ class Verdict:
             "kernels": self.kernels, "linked_kernels": self.linked_kernels,
             "graph_kernels": self.graph_kernels, "graph_replays": self.graph_replays,
             "issue_lead_us": us(self.issue_lead_ns),
+            **({"limit": self.limit.entry()} if self.limit is not None else {}),
         }
 
     def graph_text(self) -> str | None:
@@ -206,6 +294,52 @@ def _decide(v: Verdict) -> tuple[str, str]:
     return "mixed", why + lat + tail
 
 
+def gpu_limit(model: TraceModel, cf, device: int, steps: int | None, kernels: list) -> Limit | None:
+    """What bounds device ``device``'s kernels (``Limit``), from the call floors ``cf`` (activity.CallFloors) and the
+    kernels table ``kernels``; None when its GPU has no known peaks or under half its kernel time has a floor."""
+    from .floors import MATMUL_OPS, peaks_for
+
+    p = peaks_for(model.device_name(device))
+    if p is None or cf.k.size == 0:
+        return None
+    gdev = np.array([t.device if t.kind is TrackKind.GPU else -1 for t in model.tracks] + [-1], np.int64)
+    mine = gdev[model.track[cf.k]] == device
+    if not mine.any():
+        return None
+    dur = model.dur_ns[cf.k].astype(np.float64)
+    total = float(dur[mine].sum())
+    fl = mine & cf.has & (cf.single | cf.multi)
+    if total <= 0 or float(dur[fl].sum()) < LIMIT_MIN_FLOORED * total:
+        return None
+    inst = cf.inst if cf.inst is not None else cf.call
+    pos = np.flatnonzero(fl)
+    key, first, inv = np.unique(inst[pos], return_index=True, return_inverse=True)
+    t_call = np.bincount(inv.reshape(-1), weights=dur[pos], minlength=key.size)
+    c0 = pos[first]  # each call's figures sit on every one of its kernels: the first one's
+    comp = cf.compute[c0]
+    mm = np.array([model.names[int(model.name_id[c])] in MATMUL_OPS for c in cf.call[c0].tolist()], bool)
+    n = max(int(steps or 1), 1)
+    mem = ~comp
+    m_bytes = float(cf.hbm_bytes[c0][mem].sum())
+    c_floor = float(cf.peak_ns[c0][comp].sum())
+    m_floor = float(cf.peak_ns[c0][mem].sum())
+    bound = "memory" if m_floor >= c_floor else "compute"
+    if m_floor + c_floor < LIMIT_LATENCY_SHARE * float(dur[fl].sum()):
+        bound = "latency"
+    far = []
+    rows = [k for k in kernels if k.device in (None, device) and k.floor_total_ns is not None and k.floored_count]
+    rows.sort(key=lambda k: -(k.floored_total_ns - k.floor_total_ns))
+    for k in rows[:3]:
+        lost = (k.floored_total_ns - k.floor_total_ns) / n
+        if lost > 0:
+            far.append((k.name, k.floor_total_ns / k.floored_count, k.floored_total_ns / k.floored_count, lost))
+    return Limit(bound, n, total / n, float(dur[fl].sum()) / n, m_bytes / n, m_bytes / p[3] / n,
+                 float(t_call[mem].sum()) / n, float(cf.flops[c0][comp].sum()) / n, c_floor / n,
+                 float(t_call[comp].sum()) / n, float(cf.hbm_bytes[c0][mem & mm].sum()) / n,
+                 float(cf.hbm_bytes[c0][mem & mm].sum()) / p[3] / n, float(t_call[mem & mm].sum()) / n, float(p[3]),
+                 tuple(far), float(mine.sum()) / n, float(np.median(dur[mine])))
+
+
 def gpu_bound_reason(v: Verdict, kernels: list, patterns: list) -> str:
     """'kernels ran 96% of the window; the top 5 kernels are 71% of it, at 38–90% of their floors; 2 patterns
     found' (the floors part only where the top rows have floors), then the launch evidence of ``v.reason``."""
@@ -224,4 +358,6 @@ def gpu_bound_reason(v: Verdict, kernels: list, patterns: list) -> str:
                                                     else "")
     n = len(patterns)
     out += f"; {n} pattern{'' if n == 1 else 's'} found"
+    if v.limit is not None:
+        out += "; " + v.limit.text()
     return out + sep + tail

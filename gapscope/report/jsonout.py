@@ -396,6 +396,12 @@ def build_json(analyses, top: int = 50) -> dict:
             if multi:
                 e["trace"] = ti
             doc.setdefault("op_floors", []).append(e)
+        gc = getattr(getattr(a, "call_floors", None), "graphs", None)
+        if gc is not None:  # CUDA graph replays mapped to the eager reference run (analysis/graphs.py)
+            e = gc.entry()
+            if multi:
+                e["trace"] = ti
+            doc.setdefault("graphs", []).append(e)
         for s in a.syncs:
             e = {"name": s["name"], "count": s["count"], "total_us": _us(s["total_ns"]), "stacks": s["stacks"],
                  "chain": s.get("chain") or [s["name"]], "wait_us": _us(s.get("wait_ns", 0))}

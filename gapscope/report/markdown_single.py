@@ -374,6 +374,10 @@ def single(a, top: int, title: bool = True, minor: bool = False) -> list[str]:
                  "floored calls' FLOPs and the bytes their ops touch per second of kernel time; of peak: their time "
                  "at the device's peak for each call's bound over their kernel time.")
         L.append("")
+        gc = getattr(getattr(a, "call_floors", None), "graphs", None)
+        if gc is not None:  # CUDA graph replays: what the map to the eager reference run gave them (graphs.py)
+            L.append(inline(gc.text()))
+            L.append("")
         ofl = getattr(a, "op_floors", [])
         if ofl:
             L.append("Ops that launch several kernels per call own one floor per call:")

@@ -206,10 +206,11 @@ def op_shapes_text(model: TraceModel, op: int) -> str | None:
     return _shapes_text(model.args[ai]) if ai >= 0 else None
 
 
-def _kernel_groups(model: TraceModel, k: np.ndarray) -> dict[tuple, list]:
+def _kernel_groups(model: TraceModel, k: np.ndarray, op: np.ndarray | None = None) -> dict[tuple, list]:
     """Kernels ``k`` grouped by (name, shapes of the launching op): [count, total ns, op name]. The args of each
-    distinct op are decoded once; the grouping itself is a numpy unique over (name id, shapes id)."""
-    op = model.op[k]
+    distinct op are decoded once; the grouping itself is a numpy unique over (name id, shapes id). ``op``: each
+    kernel's op where it is not ``model.op`` (a graph replay's kernels: the reference run's, graphs.GraphMap)."""
+    op = model.op[k] if op is None else np.asarray(op, np.int64)
     uop, inv = np.unique(op, return_inverse=True)
     sid_of: dict[str | None, int] = {None: 0}
     texts: list[str | None] = [None]
@@ -248,7 +249,9 @@ def _kernel_deltas(a, b, sa: Steps, sb: Steps) -> list[KernelDelta]:
     acc: dict[tuple, list] = {}
     ops: dict[tuple, str | None] = {}
     for side, an, st in ((0, a, sa), (1, b, sb)):
-        for key, (c, t, opname) in _kernel_groups(an.model, st.kernels).items():
+        gm = getattr(an, "graph_map", None)
+        op = gm.op_of(an.model, st.kernels) if gm is not None and gm.has_replays else None
+        for key, (c, t, opname) in _kernel_groups(an.model, st.kernels, op).items():
             if opname is not None:
                 ops.setdefault(key, opname)
             e = acc.get(key)
