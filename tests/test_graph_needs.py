@@ -100,7 +100,7 @@ def test_a_frame_shared_by_several_findings_ranks_one_of_them():
     # every [high] finding is high by its action's saving, of at least 10% of the step
     highs = [fid for fid, sv in plan.severity_of.items() if sv == "high"]
     assert highs and all(plan.action(plan.rank_of[fid]).saving_pct >= 10 for fid in highs)
-    md = render_markdown([a], 50)
+    md = render_markdown([a], 50, minor=True)  # --all: every finding in full
     k = plan.rank_of["python-2"]
     line = next(ln for ln in md.splitlines() if "(python-2)" in ln)
     assert line.startswith(f"- **action {k} · ") and plan.rank_of["pattern-1"] == k

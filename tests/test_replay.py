@@ -585,7 +585,7 @@ def test_frame_whatifs_in_json_markdown_and_the_explorer(tmp_path):
     # the explorer's view 3 is the plan: the sync finding's action is its frame fused whole, at the same figure
     txt = finding_info(p, lambda sc: next(x.rank - 1 for x in sc.analysis.plan.actions if "sync-1" in x.findings))
     assert "Fuse user.py(40): experts into one GPU call" in txt and "−35.0% alone, −146.0 µs per step" in txt, txt
-    assert "sync-1: 1 gap after a sync from `user.py(40): experts`" in txt, txt
+    assert "sync-1: 1 gap after a sync from user.py(40): experts" in txt, txt
 
 
 def test_the_plans_top_action_is_the_figure_the_finding_ranks_by():
