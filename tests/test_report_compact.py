@@ -90,3 +90,20 @@ def test_only_the_largest_gap_shows_its_stacks_by_default():
     full = "\n".join(_section(render_markdown([a], top=10, minor=True), "Largest gaps (top 3 of %d)" % len(a.gaps)))
     assert compact.count("Launching thread when the GPU went idle") == 1
     assert full.count("Launching thread when the GPU went idle") == 3
+
+
+# ---------------------------------------------------------------- the action in a few words (Action.headline)
+@pytest.mark.parametrize("path", sorted(SAMPLE_TRACES.glob("*.json.gz")), ids=lambda p: p.name.split(".json")[0])
+def test_every_action_has_a_headline_that_fits_80_columns(path):
+    """The explorer's header at 80 columns shows "1. −86.0%: <headline>": verb first, where it goes, and for a CUDA
+    graph where the syncs it needs gone are; it fits without a cut."""
+    a = analyze(load(str(path)))
+    for x in a.plan.actions:
+        h = "".join(s.text for s in x.headline)
+        assert h and h[0].isupper(), (x.kind, h)
+        assert len(f"{x.rank}. −{x.saving_pct:.1f}%: {h}") <= 80, h
+        if x.where is not None and x.where.line is not None and x.kind not in ("cuda-graph", "gil-thread", "autotune"):
+            assert f"{x.where.file.rsplit('/', 1)[-1]}:{x.where.line}" in h, (x.kind, h)
+        if x.kind == "cuda-graph" and any(n.where is not None for n in x.needs):
+            n = next(n for n in x.needs if n.where is not None)
+            assert f"after the syncs at {n.where.loc}" in h, h

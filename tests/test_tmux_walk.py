@@ -63,7 +63,7 @@ def test_the_two_am_walk_at_80x24(tmp_path):
           f"{env} {sys.executable} -m gapscope --no-cache {A} {B}; echo EXIT=$?; sleep 60")
     try:
         # the header: the plan's first action, verb first, with what it buys
-        head = f"1. −{top.saving_pct:.1f}% un-profiled: {plain(top.change)[:20]}"
+        head = f"1. −{top.saving_pct:.1f}%: {plain(top.headline)}"
         scr = _wait(s, lambda t: head in t and "idle" in t, head)
         assert all(len(ln) <= 80 for ln in scr.splitlines())
         # the findings view: the plan, numbered as the report

@@ -154,15 +154,20 @@ def gap_action_line(t: "T", state, row: int) -> bool:
     return True
 
 
-def top_action_lines(plan, two_lines: bool) -> list[list[tuple[str, str | None]]]:
+def top_action_lines(plan, two_lines: bool, narrow: bool = False) -> list[list[tuple[str, str | None]]]:
     """The header's first action of the plan (``Plan.top``, the report's action 1), as lines of (text, style)
     pieces: its number and saving first, so that a line cut at 80 columns keeps them, then the change, verb
     first ("1. −77.9% un-profiled: Capture the step as a CUDA graph (...)"). What it needs first (the syncs a CUDA
     graph cannot capture) on a second line when ``two_lines``, else after it, its figure first. [] before the
-    plan (``plan`` None), or when no action buys 1% of the step."""
+    plan (``plan`` None), or when no action buys 1% of the step. ``narrow`` (under 100 columns): the action's
+    headline instead, a few words verb first with where it goes and what a CUDA graph needs first
+    ("1. −86.0%: CUDA-graph the step, after the syncs at hf_clients2.py:129"), one line."""
     x = plan.top if plan is not None else None
     if x is None:
         return []
+    if narrow and x.headline:
+        return [[(f"{x.rank}. ", "bold"), (pct(x.saving_pct), "bold green"), (": ", None),
+                 *action_pieces(x.headline)]]
     first = [(f"{x.rank}. ", "bold"), (pct(x.saving_pct), "bold green"), (f" {how(plan)}: ", None),
              *action_pieces(x.change)]
     if not x.needs:
@@ -222,9 +227,9 @@ def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs, width: i
         head = not narrow and pj is not None and bool(pj.headline())
         # what to do first, at every width; what it needs first on a line of its own where the header has one left
         plan = scene.state.plan
-        lines = top_action_lines(plan, not narrow)
+        lines = top_action_lines(plan, not narrow, narrow)
         if len(lines) == 2 and 2 + 2 + head + len(warns) > HEADER_LINES:
-            lines = top_action_lines(plan, False)
+            lines = top_action_lines(plan, False, narrow)
         for line in lines:
             t.nl()
             for s, style in line:

@@ -35,7 +35,8 @@ from . import causes
 from .findings import SEVERITIES
 from .names import is_library_frame, is_user_frame, parse_frame
 from .text import Span, Text, plain, spans  # noqa: F401  (Span, plain: re-exported for the front ends)
-from .thresholds import ACTION_BANDS, LOOP_KERNELS_PER_CALL, MINOR_ACTION_PCT, NOT_PROJECTED_MAX_SEVERITY, severity
+from .thresholds import (ACTION_BANDS, HEADLINE_MAX, LOOP_KERNELS_PER_CALL, MINOR_ACTION_PCT, NOT_PROJECTED_MAX_SEVERITY,
+                         severity)
 
 
 def _t(*parts) -> Text:
@@ -58,6 +59,18 @@ class Where:
             return None
         f, ln, fn = parse_frame(frame)
         return Where(frame, f, ln, fn)
+
+    @property
+    def loc(self) -> str:
+        """``file.py:123`` of a Python frame, else the frame's name."""
+        return f"{self.file.rsplit('/', 1)[-1]}:{self.line}" if self.file and self.line is not None else self.frame
+
+    @property
+    def short(self) -> str:
+        """``func`` (``file.py:123``) of a Python frame, else the frame's name: what fits a narrow header."""
+        if self.file and self.line is not None:
+            return f"{self.func} ({self.file.rsplit('/', 1)[-1]}:{self.line})"
+        return self.frame
 
 
 @dataclass(frozen=True)
@@ -92,6 +105,9 @@ class Action:
     unlocks: tuple[int, ...] = ()
     gap_rows: tuple[int, ...] = ()  # the gaps of its findings (the explorer's drill-down)
     kernels: int = 0  # the kernels its kernel fix changes (an op pattern)
+    #: the change in a few words, verb first, with where it goes and what it needs first (``headline``): what a
+    #: narrow header shows instead of ``change``
+    headline: Text = ()
 
 
 @dataclass(frozen=True)
@@ -198,6 +214,66 @@ def _pattern_change(fr, f):
         return _t("Vectorise the loop in ", (loop,), ": one batched op over all items instead of small kernels "
                   "per item") if loop else _t("Vectorise the loop: one batched op instead of small kernels per item")
     return _t(f.title)
+
+
+#: an action's change in a few words, per kind ("{w}": where it goes, ``Where.short``; "{l}": ``Where.loc``); the op
+#: patterns by pattern
+SHORT = {
+    "cuda-graph": "CUDA-graph the step",
+    "fuse-frame": "Fuse {w} into one GPU call",
+    "remove-syncs": "Stop the host reads of GPU values in {w}",
+    "host-work": "Move the host work in {w} out of the step",
+    "allocator": "Stop re-allocating GPU memory in {w}",
+    "pinned-copy": "Pin the input and copy it non_blocking at {l}",
+    "round-trip": "Keep the round trip in {w} on the GPU",
+    "host-reads": "Keep the decisions in {w} on the GPU",
+    "stall": "Warm up the stall in {w}",
+    "vectorise-frame": "Vectorise {w}",
+    "user-sync": "Drop the synchronisations in {w}",
+    "gil-thread": "Move the other thread's Python off this process",
+    "autotune": "Fix the input shapes: the autotuner tries each new one",
+}
+SHORT_PATTERN = {
+    "fp32-matmul": "Run the fp32 matmuls in bf16 (or TF32)",
+    "eager-attention": "Use fused attention (sdpa)",
+    "unaligned-matmul": "Pad the matmul dimensions to multiples of 8",
+    "copies": "Stop converting and copying large tensors every call",
+    "optimizer": "Use the multi-tensor optimizer (foreach / fused)",
+    "tiny-kernel-loop": "Vectorise the loop in {w}",
+}
+
+
+def headline(kind: str, where: "Where | None", lead, needs=()) -> Text:
+    """The change in a few words (``SHORT``), verb first, where it goes, and for a CUDA graph what it needs first."""
+    ev = (lead.evidence or {}) if lead is not None else {}
+    text = SHORT.get(kind, "")
+    if kind in ("kernels", "vectorise-loop"):
+        pat = ev.get("pattern")
+        text = SHORT_PATTERN.get(pat, "")
+        if pat == "fp32-matmul" and any(x.get("recommended") and x.get("fix") == "tf32" for x in ev.get("fixes") or []):
+            text = "Enable TF32 for the fp32 matmuls"
+        if pat == "copies" and (ev.get("weight_casts") or {}).get("most"):
+            text = f"Cast the model to {(ev.get('weight_casts') or {}).get('to') or 'bf16'} once"
+        elif pat == "copies" and ev.get("weight_transposes"):
+            text = "Store the weights transposed once"
+        if pat == "tiny-kernel-loop" and ev.get("frame"):
+            where = Where.of(ev["frame"])
+    if not text:
+        return ()
+    w = (where.loc if "{l}" in text else where.short) if where is not None else None
+    text = text.replace("{l}", "{w}")
+    if w is not None and len(text) - 3 + len(w) > HEADLINE_MAX:  # a long function name: its file and line only
+        w = where.loc
+    if "{w}" in text:
+        head, _, tail = text.partition("{w}")
+        out = _t(head, (w,), tail) if w else _t(head.removesuffix(" in ").removesuffix(" at ").rstrip() + tail)
+    else:
+        out = _t(text)
+    firsts = [n for n in needs if n.where is not None]
+    if kind == "cuda-graph" and firsts:
+        more = f" (+{len(firsts) - 1} more)" if len(firsts) > 1 else ""
+        out = out + _t(", after the syncs at ", (firsts[0].where.loc,), more)
+    return out
 
 
 #: every kind of action, looked up by name (``Action.kind``); the order is not a ranking
@@ -467,7 +543,8 @@ def build_plan(a, pj) -> Plan:
             saving_ns=d.saving_ns, saving_pct=pct, severity="info" if minor else action_severity(pct), minor=minor,
             findings=tuple(f.id for f in d.findings), fix=d.fix, needs=tuple(needs), inside=inside.get(id(d)),
             gap_rows=tuple(sorted(set(np.asarray(rows, np.int64).tolist()))),
-            kernels=int(sum(np.asarray(f.kernels).size for f in d.findings))))
+            kernels=int(sum(np.asarray(f.kernels).size for f in d.findings)),
+            headline=headline(d.kind, Where.of(d.frame), d.lead, needs)))
     # minor actions after the others, each group by saving: the ranks are renumbered once
     order = sorted(actions, key=lambda x: (x.minor, x.rank))
     new = {x.rank: k for k, x in enumerate(order, 1)}

@@ -348,3 +348,6 @@ CHILD_WAIT_MIN_S = 10.0
 CHILD_WAIT_FACTOR = 4.0
 #: bytes per system call on the pipe from a forked child
 FORK_PIPE_PIECE = 1 << 16
+#: an action's headline (plan.headline) at most this long, so that "10. −100.0%: " and it fit 80 columns; a longer
+#: one names its frame by file and line only
+HEADLINE_MAX = 66

@@ -72,6 +72,7 @@ def action_entries(plan, tix=None) -> list[dict]:
                           "saving_pct": None if n.saving_pct is None else round(n.saving_pct, 2),
                           "findings": [fid(i) for i in n.findings], "action": n.action})
         e = {"rank": x.rank, "kind": x.kind, "severity": x.severity, "minor": x.minor, "change": text,
+             "headline": plain(x.headline),
              "change_segments": segs, "where": _where(x.where), "saving_us": _us(x.saving_ns),
              "saving_pct": round(x.saving_pct, 2), "fix": x.fix, "needs": needs, "inside": x.inside,
              "unlocks": list(x.unlocks), "findings": [fid(i) for i in x.findings], "gaps": len(x.gap_rows),
