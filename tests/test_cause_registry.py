@@ -78,3 +78,32 @@ def test_a_registered_cause_is_used_everywhere():
 
         assert glyphs.CAUSE_LETTERS["polling"] == "Q" and glyphs.CAUSE_COLOURS["polling"] == "bright_blue"
     assert "polling" not in CAUSES
+
+
+def test_no_cause_name_spelled_outside_the_registry():
+    """The rules that single a cause out name it by the registry's constants (causes.SYNC, ...), never by a string of
+    their own: a comparison of a cause with a cause's name, ``code("...")`` / ``get("...")`` and ``cause="..."``."""
+    import ast
+    from pathlib import Path
+
+    from gapscope.analysis import CAUSES
+
+    names = set(CAUSES)
+    root = Path(__file__).resolve().parent.parent / "gapscope"
+    bad, seen = [], 0
+    for path in sorted(root.rglob("*.py")):
+        if "causes" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            seen += 1
+            if isinstance(node, ast.Compare) and "cause" in ast.unparse(node):
+                lits = [c.value for c in (node.left, *node.comparators) if isinstance(c, ast.Constant)]
+                bad += [f"{path.name}:{node.lineno}: {ast.unparse(node)}" for v in lits if v in names]
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("code", "get")
+                    and isinstance(getattr(node.func.value, "id", None), str) and node.func.value.id in ("causes", "registry")
+                    and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value in names):
+                bad.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+            if isinstance(node, ast.keyword) and node.arg == "cause" and isinstance(node.value, ast.Constant) \
+                    and node.value.value in names:
+                bad.append(f"{path.name}:{node.value.lineno}: cause={node.value.value!r}")
+    assert seen > 10000 and bad == []

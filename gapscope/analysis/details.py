@@ -38,7 +38,7 @@ class GapDetails:
         (``Evidence.prefetch_host_times``)."""
         g = self.a.gaps
         rows = np.asarray(rows, np.int64)
-        py = rows[g.cause[rows] == causes.code("python")]
+        py = rows[g.cause[rows] == causes.code(causes.PYTHON)]
         self.a.evidence.prefetch_host_times(g.thread[py], g.start_ns[py], g.t_launch_ns[py])
 
     def _build(self, i: int) -> GapDetail:

@@ -160,7 +160,7 @@ def build_findings(a) -> list:
     # like the finding above it: hf-mixtral.decode_eager's 62 small sync gaps past the detail cap read "62 syncs"
     # with no frame beside "416 ... from modeling_mixtral.py(69): forward", the same call site); other causes'
     # frames come from their (capped) details
-    fast_codes = [causes.code("python"), causes.code("collective"), causes.code("sync")]
+    fast_codes = [causes.code(causes.PYTHON), causes.code(causes.COLLECTIVE), causes.code(causes.SYNC)]
     by_frame_codes = [i for i, cz in enumerate(reg) if cz.by_frame]
     grouped_codes = [i for i, cz in enumerate(reg) if cz.group is not None]
     sel = (det & np.isin(c, by_frame_codes)) | np.isin(c, fast_codes)
@@ -263,7 +263,7 @@ def build_findings(a) -> list:
                                  "tid": t.tid, "from_us": (int(g.start_ns[r]) - window_start) / 1e3,
                                  "to_us": (to - window_start) / 1e3}
             ev["examples"].append(ex)
-        if cause == "launch":
+        if cause == causes.LAUNCH:
             ls = a.launches
             if ls.get("count"):
                 ev["launch_rate_per_ms"] = ls["rate_per_ms"]
@@ -295,7 +295,7 @@ def build_findings(a) -> list:
                             "so the per-kernel dispatch gap disappears." if not graphed else
                             "Many tiny kernels back to back, already in a CUDA graph: what is left is the GPU's own "
                             "per-kernel dispatch; fuse kernels (torch.compile, fused ops) to remove it."),
-                gap_rows=short, cause="launch"))
+                gap_rows=short, cause=causes.LAUNCH))
     out.sort(key=lambda f: (-f.idle_ns, f.title))
     for cp in a.copies if a.devices else []:
         if cp.get("pageable") and cp["count"] and cp["total_ns"] >= PAGEABLE_MIN_SHARE * window:
@@ -306,13 +306,13 @@ def build_findings(a) -> list:
                 idle_ns=0, evidence={k: v for k, v in cp.items()},
                 suggestion=("Copy from pinned host memory (tensor.pin_memory(), once) with non_blocking=True: pageable "
                             "copies are staged through a pinned buffer by the driver and block the host."),
-                gap_rows=np.zeros(0, np.int64), cause="copy"))
+                gap_rows=np.zeros(0, np.int64), cause=causes.COPY))
     out += pattern_findings(a)
     if a.distortion and a.distortion["ratio"] > cfg.large_distortion:
         out.append(Finding(
             id="", severity="info", title=f"the profiler slowed this step {a.distortion['ratio']:.2f}x",
             idle_ns=0, evidence=dict(a.distortion),
-            suggestion=causes.get("profiler").suggestion, gap_rows=np.zeros(0, np.int64), cause="profiler"))
+            suggestion=causes.get(causes.PROFILER).suggestion, gap_rows=np.zeros(0, np.int64), cause=causes.PROFILER))
     counts: dict[str, int] = defaultdict(int)
     for f in out:
         base = f.cause or "finding"

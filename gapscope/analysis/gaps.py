@@ -563,7 +563,7 @@ def classify(model: TraceModel, cols: dict, cfg: Thresholds, flags=None, cpu: Cp
         conds = [np.asarray(c.rule(ctx), dtype=bool) for c in rules]
         cause = np.select(conds, [np.uint8(i) for i in range(len(rules))], default=0).astype(np.uint8)
         fallback = np.argmax(np.stack([bd["python"], ctx.dispatch, bd["idle"]]), axis=0)
-        fb = np.array([registry.code("python"), registry.code("launch"), registry.code("host-idle")],
+        fb = np.array([registry.code(registry.PYTHON), registry.code(registry.LAUNCH), registry.code(registry.HOST_IDLE)],
                       dtype=np.uint8)[fallback]
         cause = np.where(np.any(np.stack(conds), axis=0), cause, fb).astype(np.uint8)
     else:

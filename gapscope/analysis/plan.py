@@ -389,7 +389,7 @@ def need_text(f) -> Text:
     ev = f.evidence or {}
     fr = ev.get("frame")
     at = ((" in ", (fr,)) if fr else ())
-    if f.cause == "sync":
+    if f.cause == causes.SYNC:
         n = int(ev.get("gaps") or 0)
         return _t(f"remove the host reads of GPU values ({n} sync{'s' if n != 1 else ''})" if n else
                   "remove the host reads of GPU values", *at)
@@ -450,7 +450,7 @@ def build_plan(a, pj) -> Plan:
     g = pj.graph_owner
     graph = None
     if g is not None and (sv.get(g) or 0) > 0 and g in by_id:  # a graph that buys nothing is no action
-        launch = [f for f in findings if f.cause == "launch"]
+        launch = [f for f in findings if f.cause == causes.LAUNCH]
         graph = _Draft("cuda-graph", None, by_id[g], int(sv[g]), pj.what.get(g, ""),
                        [by_id[g]] + [f for f in launch if f.id != g])
         used |= {f.id for f in graph.findings}
@@ -464,7 +464,7 @@ def build_plan(a, pj) -> Plan:
     groups: dict[tuple, list] = {}
     same_as = {fid: w[len("the same fix as "):] for fid, w in pj.what.items() if w.startswith("the same fix as ")}
     for f in findings:
-        if f.id in used or f.cause == "launch":
+        if f.id in used or f.cause == causes.LAUNCH:
             continue
         if f.id in same_as:
             continue
@@ -490,7 +490,7 @@ def build_plan(a, pj) -> Plan:
             if d.kind == "fuse-frame" and d.frame and not is_library_frame(d.frame) and \
                     prereq & {f.id for f in d.findings}:
                 # reads that decide on the host (an .item() check): stop reading; host work on them: a round trip
-                d.kind = "remove-syncs" if any(f.cause == "sync" for f in d.findings) else \
+                d.kind = "remove-syncs" if any(f.cause == causes.SYNC for f in d.findings) else \
                     "round-trip" if _copies_back(a, d.frame) else "host-reads"
     # library code the user does not edit (transformers, torch): once the step is a CUDA graph its host work is gone
     # with it, so fusing such a frame is no change of its own but part of the graph action (hf-penalty.decode_loop:

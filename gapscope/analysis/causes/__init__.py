@@ -66,6 +66,12 @@ class Cause:
         return self.advise(a, details, evidence) if self.advise else self.suggestion
 
 
+#: the built-in causes' names: each cause module names itself with one of these, and the rules elsewhere that single
+#: a cause out (the CUDA graph for launch gaps, a sync's prerequisites, the classifier's fallback) name it by these,
+#: never by a string of their own
+LAUNCH, SYNC, USER_SYNC, PYTHON, ALLOCATOR, STALL, COPY = "launch", "sync", "user-sync", "python", "allocator", "stall", "copy"
+COLLECTIVE, PROFILER, HOST_IDLE, GPU_WAIT, GIL, AUTOTUNE = "collective", "profiler", "host-idle", "gpu-wait", "gil", "autotune"
+
 _BUILTIN: list[Cause] = []
 _EXTRA: list[Cause] = []
 _ORDERED: list[Cause] = []

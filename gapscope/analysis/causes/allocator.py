@@ -4,7 +4,7 @@ launching thread's time before the next launch."""
 from __future__ import annotations
 
 from ..units import fmt_ns
-from . import Cause
+from . import ALLOCATOR, Cause
 
 
 def rule(c):
@@ -26,7 +26,7 @@ def explain(a, d, tl):
 
 
 CAUSE = Cause(
-    name="allocator", action="allocator", order=50, letter="A", colour="bright_magenta",
+    name=ALLOCATOR, action="allocator", order=50, letter="A", colour="bright_magenta",
     summary="allocator calls (cudaMalloc/cudaFree/empty_cache) took a large share of the CPU time before the next "
             "launch",
     title="{n} gaps after allocator calls{where} cost {t} of GPU idle",

@@ -15,7 +15,7 @@ from ..autotuning import tuning
 from ..intervals import GroupedCoverage
 from ..thresholds import AUTOTUNE_TOP_SHAPES
 from ..units import fmt_ns
-from . import Cause
+from . import AUTOTUNE, Cause
 
 
 def _cover(c):
@@ -139,7 +139,7 @@ def advise(a, details, ev):
 
 
 CAUSE = Cause(
-    name="autotune", action="autotune", order=8, letter="B", colour="bright_cyan",
+    name=AUTOTUNE, action="autotune", order=8, letter="B", colour="bright_cyan",
     summary="an autotuner (cuDNN's benchmark mode, a Triton kernel's configs) ran its trials inside the step: trial "
             "kernels, synchronisations and memsets for a shape it had not seen",
     title="{n} gaps while {what} autotuned{where} cost {t} of GPU idle",

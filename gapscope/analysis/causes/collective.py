@@ -4,7 +4,7 @@ thread) covered most of the gap."""
 from __future__ import annotations
 
 from ..units import fmt_ns
-from . import Cause
+from . import COLLECTIVE, Cause
 
 
 def rule(c):
@@ -19,7 +19,7 @@ def explain(a, d, tl):
 
 
 CAUSE = Cause(
-    name="collective", order=20, letter="N", colour="cyan",
+    name=COLLECTIVE, order=20, letter="N", colour="cyan",
     summary="a collective (NCCL) operation covered most of the gap",
     title="{n} gaps behind collectives{where} cost {t} of GPU idle",
     suggestion="Overlap the collective with compute (bucketing, async_op=True and wait later) and check for a "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..units import fmt_bytes, fmt_ns
 from ..thresholds import SMALL_COPY_BYTES
-from . import Cause
+from . import COPY, Cause
 
 
 def rule(c):
@@ -67,7 +67,7 @@ def advise(a, details, ev):
 
 
 CAUSE = Cause(
-    name="copy", action="pinned-copy", order=10, letter="C", colour="magenta",
+    name=COPY, action="pinned-copy", order=10, letter="C", colour="magenta",
     summary="a memory copy on the device, or a blocking copy call on the launching thread, covered most of the gap",
     title="{n} gaps behind {what} copies{where} cost {t} of GPU idle",
     suggestion="Move the copy off the critical path (prefetch on a side stream, non_blocking from pinned memory) or "

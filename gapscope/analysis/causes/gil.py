@@ -15,7 +15,7 @@ from ..gilholds import holder_stack, holders_in, holds
 from ..names import display_frame
 from ..thresholds import GIL_TOP_FRAMES as TOP_FRAMES
 from ..units import fmt_ns
-from . import Cause
+from . import GIL, Cause
 
 
 def rule(c):
@@ -103,7 +103,7 @@ def advise(a, details, ev):
 
 
 CAUSE = Cause(
-    name="gil", action="gil-thread", order=45, letter="G", colour="bright_blue",
+    name=GIL, action="gil-thread", order=45, letter="G", colour="bright_blue",
     summary="another Python thread of the process held the GIL while the launching thread waited to run: its ops "
             "and frames stretched far past their own work",
     title="{n} gaps while thread {what} held the GIL{where} cost {t} of GPU idle",

@@ -13,7 +13,7 @@ from ..hosttime import host_time
 from ..names import display_frame
 from ..thresholds import MEANWHILE_MIN_NS
 from ..units import fmt_ns
-from . import Cause
+from . import GPU_WAIT, Cause
 
 
 def rule(c):
@@ -155,7 +155,7 @@ def advise(a, details, ev):
 
 
 CAUSE = Cause(
-    name="gpu-wait", order=35, letter="W", colour="blue",
+    name=GPU_WAIT, order=35, letter="W", colour="blue",
     summary="the next kernel was already queued: the GPU waited on a dependency (an event from another stream or "
             "process, its graph's dispatch, work not in the trace), not on the CPU",
     title="{n} gaps where the GPU waited on a dependency, not on the CPU,{where} cost {t} of GPU idle",

@@ -4,7 +4,7 @@ the GIL, another thread, a sleep in C code, or code the profiler did not trace).
 from __future__ import annotations
 
 from ..units import fmt_ns
-from . import Cause
+from . import HOST_IDLE, Cause
 
 
 def rule(c):
@@ -25,7 +25,7 @@ def explain(a, d, tl):
 
 
 CAUSE = Cause(
-    name="host-idle", order=80, letter="H", colour="white",
+    name=HOST_IDLE, order=80, letter="H", colour="white",
     summary="the launching thread recorded nothing for most of the gap (blocked, sleeping, another thread, or not "
             "traced)",
     title="{n} gaps while the launching thread was idle cost {t} of GPU idle",

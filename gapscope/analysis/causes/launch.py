@@ -5,7 +5,7 @@ critical path (a kernel queued long before it ran is ``gpu-wait``)."""
 from __future__ import annotations
 
 from ..units import fmt_ns
-from . import Cause
+from . import LAUNCH, Cause
 
 
 def rule(c):
@@ -48,7 +48,7 @@ def advise(a, details, ev):
 
 
 CAUSE = Cause(
-    name="launch", action="cuda-graph", order=70, letter="L", colour="yellow",
+    name=LAUNCH, action="cuda-graph", order=70, letter="L", colour="yellow",
     summary="the launching thread was busy dispatching ops and launches: the GPU drains work faster than the CPU "
             "issues it",
     title="launch-bound: {n} gaps while the CPU dispatched ops cost {t} of GPU idle",

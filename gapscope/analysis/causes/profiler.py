@@ -5,7 +5,7 @@ the launching thread decides: another thread's profiler events say nothing about
 from __future__ import annotations
 
 from ..units import fmt_ns
-from . import Cause
+from . import PROFILER, Cause
 
 
 def rule(c):
@@ -24,7 +24,7 @@ def explain(a, d, tl):
 
 
 CAUSE = Cause(
-    name="profiler", order=40, letter="P", colour="bright_black",
+    name=PROFILER, order=40, letter="P", colour="bright_black",
     summary="the profiler's own work on the launching thread (overhead events, record_function enter/exit) covered "
             "most of the gap",
     title="{n} gaps inside the profiler's own work cost {t} of GPU idle",

@@ -12,7 +12,7 @@ from ...trace.model import Kind
 from ..names import display_frame
 from ..thresholds import HOLDS_SHARE
 from ..units import fmt_ns
-from . import Cause
+from . import PYTHON, Cause
 
 
 def rule(c):
@@ -77,7 +77,7 @@ def explain(a, d, tl):
 
 
 CAUSE = Cause(
-    name="python", action="host-work", order=60, letter="Y", colour="green",
+    name=PYTHON, action="host-work", order=60, letter="Y", colour="green",
     summary="Python code with no PyTorch op below it held the launching thread for most of the gap",
     title="{n} gaps while host work{where} held the CPU cost {t} of GPU idle",
     suggestion="Move this host work out of the step (precompute, cache, or vectorise it on the GPU), or hide it "

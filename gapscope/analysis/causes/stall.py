@@ -12,7 +12,7 @@ from __future__ import annotations
 from ...trace.model import Kind
 from ..names import STEP_ANNOTATION_RE, display_frame
 from ..units import fmt_ns
-from . import Cause
+from . import STALL, Cause
 
 #: what the holder is, from its kind and name: the advice depends on it
 KINDS = ("graph-launch", "driver", "compile", "loader", "op", "range")
@@ -117,7 +117,7 @@ def advise(a, details, ev):
 
 
 CAUSE = Cause(
-    name="stall", action="stall", order=55, letter="T", colour="bright_red",
+    name=STALL, action="stall", order=55, letter="T", colour="bright_red",
     summary="one call, op or range (a slow driver call, one op's own CPU time, a compile region, the data loader) "
             "held the launching thread for most of the gap: a one-off stall, not a stream of dispatches",
     title="{n} gaps each held by one `{what}` alone{where} cost {t} of GPU idle",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..names import SYNC_OPS
 from ..units import fmt_ns
-from . import Cause
+from . import SYNC, Cause
 
 
 def rule(c):
@@ -54,7 +54,7 @@ def advise(a, details, ev):
 
 
 CAUSE = Cause(
-    name="sync", action="remove-syncs", order=30, letter="S", colour="red",
+    name=SYNC, action="remove-syncs", order=30, letter="S", colour="red",
     summary="the launching thread was waiting in a synchronising call when the GPU ran dry; the gap is the time it "
             "took the CPU to submit new work",
     # the count is of gaps (one synchronising call can leave several; calls are counted by the fix that removes

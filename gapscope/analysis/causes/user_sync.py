@@ -18,7 +18,7 @@ from ..intervals import GroupedCoverage
 from ..names import display_frame
 from ..units import fmt_ns
 from ..usersyncs import user_syncs
-from . import Cause
+from . import USER_SYNC, Cause
 
 
 def _sites(c):
@@ -132,7 +132,7 @@ def advise(a, details, ev):
 
 
 CAUSE = Cause(
-    name="user-sync", action="user-sync", order=31, letter="U", colour="bright_yellow",
+    name=USER_SYNC, action="user-sync", order=31, letter="U", colour="bright_yellow",
     summary="the user's own code synchronised with the GPU (torch.cuda.synchronize(), an event's or a stream's "
             "synchronize()) in the gap, and that code took a fair share of the time before the next launch",
     title="{n} gaps after explicit synchronisations{where} cost {t} of GPU idle",

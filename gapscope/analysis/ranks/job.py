@@ -23,6 +23,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from ...trace.model import Kind, TraceModel
+from .. import causes
 from ..core import Analysis, analyze, window_stage
 from ..thresholds import DEFAULT, Thresholds, severity
 from ..types import AnalysisWarning, Finding
@@ -88,7 +89,7 @@ def _cross_findings(a: Analysis, res: RankMatch) -> tuple[list[tuple[int, Findin
         first.append((le.waits_caused_ns, Finding(
             id=f"late-rank-{rk}", severity=severity(le.waits_caused_ns / win), title=late_sentence(le), idle_ns=0,
             evidence=ev, suggestion=f"The other ranks waited {fmt_ns(le.waits_caused_ns)} in total for this rank in "
-                                    f"these collectives. {_ADVICE}", cause="collective")))
+                                    f"these collectives. {_ADVICE}", cause=causes.COLLECTIVE)))
     if st and st.wait_ns > 0:
         lr = res.late_rank(st.wait_for) if st.wait_for is not None else None
         colls = [{"name": r.name, "wait_us": r.wait_by_rank.get(rk, 0) / 1e3, "count": r.count} for r in res.rows
@@ -99,13 +100,13 @@ def _cross_findings(a: Analysis, res: RankMatch) -> tuple[list[tuple[int, Findin
             evidence={"late_rank": st.wait_for, "wait_us": st.wait_ns / 1e3, "startup_wait_us": st.startup_wait_ns / 1e3,
                       "effect_us": st.wait_ns / 1e3, "collectives": colls},
             suggestion=(f"Rank {st.wait_for} arrives last: {late_sentence(lr)}. " if lr else "") + _ADVICE,
-            cause="collective")))
+            cause=causes.COLLECTIVE)))
     if st and st.startup_wait_ns > 0 and res.startup is not None:
         last.append(Finding(
             id=f"startup-skew-{rk}", severity="info", title=startup_sentence(res.startup, rk), idle_ns=0,
             evidence={**res.startup.to_json(), "wait_us": st.startup_wait_ns / 1e3, "effect_us": 0.0},
             suggestion="Start the profiler on every rank, then barrier() and synchronize() before the measured steps "
-                       "(or leave the first collective out of the window).", cause="collective"))
+                       "(or leave the first collective out of the window).", cause=causes.COLLECTIVE))
     first.sort(key=lambda e: (-e[0], e[1].id))
     return first, last
 

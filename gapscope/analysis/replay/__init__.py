@@ -98,6 +98,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import causes
 from .calibrate import CAL_SLACK, NO_HOST, _calibrate, _steps
 from .frames import attach, frame_owners, frame_whatif_tasks, fused_frames, round_trip_fix
 from .fixes import (_action_of, _check_ops, _graph_owner, _n, calls_under, dependency_waits, fix_for, graph_needs,
@@ -239,7 +240,7 @@ def _finding_fix(a, r: Replay, f, c: float, base_step: float, graph: dict, steps
     """What finding ``f``'s fix saves per step, from its replay: None (not projected), or (kind, saving ns, what
     the fix does, the saving with the ops computing a check's values or None); kind "round-trip" (the whole round
     trip removed) or "fix". ``project`` merges these in the findings' order (the same fix twice is one saving)."""
-    if f.cause == "launch" and f.id != graph_owner:
+    if f.cause == causes.LAUNCH and f.id != graph_owner:
         return None
     if (f.evidence or {}).get("pattern") == "round-trip":
         # the whole round trip (the read, the host work on its result, the copies), not the frame's own time
@@ -273,7 +274,7 @@ def _finding_fix(a, r: Replay, f, c: float, base_step: float, graph: dict, steps
         parts = FixParts(iv=(s, e, t), dur=d, nowait=nw, drop=dr, counted=ct)
     sv = int(round(max(base_step - proj_step, 0.0)))
     sv2 = None
-    if f.cause == "sync" and kind == "remove":
+    if f.cause == causes.SYNC and kind == "remove":
         frame = (f.evidence or {}).get("frame")
         try:
             reads = calls_under(r, r.flags["sync_op"] | r.flags["sync_rt"] | r.flags["blocking_copy"], frame)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import causes
 from ...trace.model import Kind
 from ..hosttime import frame_own_intervals
 from ..intervals import median, member, name_ids, subtract, union, uniq
@@ -413,7 +414,7 @@ def graph_needs(a, reads: dict, frame_of: dict, graph_id: str) -> tuple[str, lis
     parts, groups = [], []
     for k, (fr, n) in enumerate(reads.items()):
         ids = [f.id for f in a.findings if f.id != graph_id and fr is not None and (
-            (f.cause == "sync" and (f.evidence or {}).get("frame") == fr) or frame_of.get(f.id) == fr)]
+            (f.cause == causes.SYNC and (f.evidence or {}).get("frame") == fr) or frame_of.get(f.id) == fr)]
         if ids:
             groups.append(ids)
         what = f"the {_n(n, 'sync')}" if k == 0 else f"the {n}"
@@ -447,7 +448,7 @@ def fix_for(a, r: Replay, f):
     cause = f.cause
     frame = ev.get("frame")
     where = f" in `{frame}`" if frame else ""
-    if cause == "launch":
+    if cause == causes.LAUNCH:
         # a step that syncs with the host cannot be captured as it is (the launch advice says so): the projection
         # is of the step once those syncs are on the GPU
         nodes, items, replays = graph_nodes(r)
@@ -466,10 +467,10 @@ def fix_for(a, r: Replay, f):
             what += (", once " + sync_sites_text(a.syncs) + (" is off the host: a CUDA graph cannot capture it" if one
                                                               else " are off the host: a CUDA graph cannot capture them"))
         return ("graph", None, what, None)
-    if cause == "python" and frame:
+    if cause == causes.PYTHON and frame:
         iv = python_own(r, frame)
         return ("remove", iv, f"remove `{frame}`'s own host time", None) if iv is not None else None
-    if cause == "sync":
+    if cause == causes.SYNC:
         mask = r.flags["sync_op"] | r.flags["sync_rt"] | r.flags["blocking_copy"]
         idx = calls_under(r, mask, frame)
         if frame and getattr(r.window, "clipped", False) and idx.size:
@@ -480,7 +481,7 @@ def fix_for(a, r: Replay, f):
             # a finding with no frame owns the calls no other sync finding's frame holds: every call of the
             # window was "remove the 856 synchronising calls" beside the 855 of the frame's own finding
             for o in getattr(a, "findings", None) or []:
-                of = (o.evidence or {}).get("frame") if o.cause == "sync" else None
+                of = (o.evidence or {}).get("frame") if o.cause == causes.SYNC else None
                 if of and o is not f and idx.size:
                     fr = _frame_intervals(m, of)
                     if fr is not None:
@@ -489,7 +490,7 @@ def fix_for(a, r: Replay, f):
             return None
         return ("remove", (m.ts_ns[idx], m.ts_ns[idx] + m.dur_ns[idx], m.track[idx].astype(np.int64)),
                 f"remove the {_n(idx.size, 'synchronising call')}{where}", None)
-    if cause == "allocator":
+    if cause == causes.ALLOCATOR:
         mask = r.flags["alloc"] | r.flags["empty_cache"]
         idx = calls_under(r, mask, frame)
         if idx.size == 0:
@@ -519,7 +520,7 @@ def fix_for(a, r: Replay, f):
         h = f.host_removed  # the ops the fix removes take their host dispatch with them
         iv = (m.ts_ns[h], m.ts_ns[h] + m.dur_ns[h], m.track[h].astype(np.int64))
         return ("remove", iv, ev.get("fix_replayed") or "the pattern fixed", (dur, None))
-    if cause == "stall":
+    if cause == causes.STALL:
         # each gap's one holder, its time inside the CPU's part of the gap. A slow launch call of the next
         # kernel is not projected: the replay keeps each un-queued kernel's recorded launch-to-start latency,
         # which holds that call's time, so removing the call's host time would claim a saving of 0
@@ -541,7 +542,7 @@ def fix_for(a, r: Replay, f):
     own = _KIND_FIXES.get(_action_of(cause))
     if own is not None:
         return own(a, r, f)
-    if cause == "copy":
+    if cause == causes.COPY:
         kind = ev.get("kind")
         pageable = bool(ev.get("pageable"))
         if not kind and f.gap_rows.size:
@@ -723,7 +724,7 @@ def _graph_owner(a) -> str | None:
     g, m = a.gaps, a.model
     best, best_idle = None, -1
     for f in a.findings:
-        if f.cause != "launch":
+        if f.cause != causes.LAUNCH:
             continue
         rows = np.asarray(f.gap_rows, np.int64)
         if rows.size:
