@@ -408,7 +408,8 @@ def bf16_after_ns(t_ns: float, frm_tflops: float, flops: float, hbm_bytes: float
 def _fp32(a, C: _Calls, claimed: set) -> Pattern | None:
     m, cf = a.model, a.call_floors
     # a float call whose kernels ran in bf16/fp16 (autocast cast its inputs: activity.run_dtypes) is not one
-    ran = [cf.dtypes[int(cf.dtype[j])] if cf.has[j] and cf.dtypes else None for j in C.first.tolist()]
+    has, dts = cf.has.tolist(), cf.dtype.tolist()  # (``has`` is a property over every call: read once)
+    ran = [cf.dtypes[dts[j]] if has[j] and cf.dtypes else None for j in C.first.tolist()]
     rows = [i for i, (op, t) in enumerate(zip(C.op, C.types)) if i not in claimed and (op in MATMUL_OPS or op in CONV_OPS)
             and t and t[0] == "float" and not _is_half(ran[i] or "")]
     if not rows:
