@@ -112,7 +112,7 @@ def test_search_finds_a_kernel_and_steps_through_matches(tmp_path):
             ev = event_under_cursor(app.scene, app.lanes.cells_width())
             assert ev >= 0 and app.scene.model.name(ev) == "gemm_a"
             assert sc.display.rows()[sc.display.cursor].lane.kind == "stream"
-            assert "find 'gemm': 1/2" in screen_text(app)
+            assert "find 'gemm' 1/2: kernel gemm_a" in screen_text(app)
             # Enter hands the keys back (issue 15, defect 7): the box is closed, n / N step through the matches
             # and are not typed into the query
             box = app.query_one("#search")
@@ -120,7 +120,7 @@ def test_search_finds_a_kernel_and_steps_through_matches(tmp_path):
             await pilot.press("n")
             await pilot.pause()
             assert sc.model.name(event_under_cursor(app.scene, app.lanes.cells_width())) == "gemm_b"
-            assert "find 'gemm': 2/2" in screen_text(app)
+            assert "find 'gemm' 2/2: kernel gemm_b" in screen_text(app)
             await pilot.press("N")
             await pilot.pause()
             assert sc.model.name(event_under_cursor(app.scene, app.lanes.cells_width())) == "gemm_a"
@@ -435,7 +435,7 @@ def test_header_warns_about_distortion_and_missing_stacks(tmp_path):
     lines = txt.splitlines()
     head = "\n".join(lines[:next(i for i, ln in enumerate(lines) if " span " in ln)])  # the header, above the axis
     assert "torch 2.13.0" in head
-    assert "capture distortion 2.60x" in head
+    assert "profiler distortion 2.60x" in head
     assert "no Python stacks" in head
 
 

@@ -19,7 +19,8 @@ from tests.helpers.app import diff_ready
 from gapscope.tui import keys
 from gapscope.tui.diffapp import DiffApp
 from gapscope.tui.diffscene import DiffScene
-from gapscope.tui.diffview import DIFF_KEYS, DiffScreen, break_at_marks, notice_width
+from gapscope.tui.diffview import DIFF_KEYS, DiffScreen
+from gapscope.tui.export import break_at_marks, notice_width
 from gapscope.tui.screens import HelpScreen
 from gapscope.tui.textdump import screen_text
 

@@ -15,6 +15,7 @@ from tests.helpers import SAMPLE_TRACES
 from tests.synth import Synth
 from tests.helpers.app import opened, run, settle, three_gaps
 from gapscope.tui.app import GapscopeApp
+from gapscope.tui.export import notice_width
 from gapscope.tui.textdump import screen_text
 from gapscope.tui.timefmt import fmt_dur
 
@@ -136,7 +137,14 @@ def test_export_message_has_one_path_a_line(tmp_path):
     # the folder once, then one file name a line (issue 26: the notice is narrow, over the stack panel)
     folder = {str(Path(x).parent) for x in paths}
     assert len(folder) == 1
-    assert msgs[-1].split("\n") == [f"wrote in {folder.pop()}:", *(Path(x).name for x in paths)]
+    # and the files of one stem as one name, their extensions in braces, the lines broken to the notice's width
+    # between words (issue 38: a name split mid-word at 80x24)
+    stems = {Path(x).name.rsplit(".", 1)[0] for x in paths}
+    assert len(stems) == 1 and len(paths) == 3
+    exts = ",".join(Path(x).name.rsplit(".", 1)[1] for x in paths)
+    lines = msgs[-1].split("\n")
+    assert all(len(ln) <= notice_width(120) for ln in lines)
+    assert "".join(lines).replace(" ", "") == f"wrotein{folder.pop()}:{stems.pop()}.{{{exts}}}".replace(" ", "")
 
 
 # ------------------------------------------------------- defect 5 and friction 1: lanes at 80x24, two ranks
@@ -529,8 +537,9 @@ def test_kernel_names_inside_their_bars_when_zoomed_in(tmp_path):
             return out
 
     whole, zoomed = run(go())
-    assert "my_gemm_kernel" not in whole  # 10 µs of a 1 ms view: one cell, no room for a name
-    assert "my_gemm_kernel" in zoomed
+    # its family (tui/kernelname.py: no "_kernel" suffix; no op launched it here)
+    assert "my_gemm" not in whole  # 10 µs of a 1 ms view: one cell, no room for a name
+    assert "my_gemm" in zoomed
 
 
 def test_a_kernel_marks_its_launch_and_v_jumps_between_them(tmp_path):
@@ -556,7 +565,7 @@ def test_a_kernel_marks_its_launch_and_v_jumps_between_them(tmp_path):
     assert "◆" in thread  # the launch (821 µs) marked on the thread's lane
     # v: to the launch call, on the thread's lane, the kernel now marked on the stream
     assert kind == "cpu" and cursor == 821_000
-    assert "launches my_gemm_kernel (v jumps)" in on_launch
+    assert "launches my_gemm (v jumps)" in on_launch  # by its family
     assert "◆" in _row_text(on_launch, "stream 7")
 
 
@@ -582,7 +591,7 @@ def test_range_of_a_step_gives_busy_idle_causes_and_kernels(tmp_path):
     assert "range +" in flat and "(1.00 ms)" in flat
     assert "stream 7 40.0 µs busy 960.0 µs idle 4.0% busy" in flat
     assert re.search(r"python 3 gaps 900.0 µs", flat), flat
-    for k in ("k0", "k1", "my_gemm_kernel", "ampere_sgemm_128x64"):
+    for k in ("k0", "k1", "my_gemm", "ampere_sgemm 128x64"):  # by family (tui/kernelname.py)
         assert re.search(rf"10.0 µs 1x {k}", flat), k
     assert after is None  # Esc closes the box, then clears the range
 

@@ -43,8 +43,10 @@ def _segs(strip) -> list:
 
 
 def _rich_strip(gl: RowList, cells, widths, style, width) -> Strip:
-    """A row as RowList drew every row before: one rich Text rendered, cropped or extended, styled."""
-    return Strip(rich_cells_line(cells, widths, gl.PAD, gl.app.console)).crop_extend(0, width, None).apply_style(style)
+    """A row as RowList drew every row before: one rich Text rendered (a cell cut short ending in the list's mark,
+    "..." on an ASCII terminal), cropped or extended, styled."""
+    return Strip(rich_cells_line(cells, widths, gl.PAD, gl.app.console, gl.more)).crop_extend(0, width, None) \
+        .apply_style(style)
 
 
 def rows_as_rich_draws_them(gl: GapList) -> int:

@@ -130,7 +130,7 @@ def test_header_warnings_word_the_verdict_from_its_figures(analysed):
     big = _meta_scene({"profiled_us": 1500.0, "unprofiled_us": 1000.0, "unprofiled": _SPREAD}, analysed)
     assert header_warnings(big, narrow=True) == ["profiler distortion 1.50x uncertain: un-profiled times vary 1.7x"]
     wide = header_warnings(big)
-    assert wide[0] == ("capture distortion 1.50x (profiled / unprofiled time): CPU-side causes look bigger than "
+    assert wide[0] == ("profiler distortion 1.50x (profiled / un-profiled time): CPU-side causes look bigger than "
                        "they are")
     assert wide[1].startswith("times on this node vary 1.7x; distortion uncertain: un-profiled 900–1100 µs")
     calm = _meta_scene({"profiled_us": 1100.0, "unprofiled_us": 1000.0}, analysed)

@@ -322,7 +322,7 @@ class DiffScene:
         the gap of the other trace at the same place; a gap not in A: that gap; a kernel: its first run in
         each (``goto_kernel``); a step's totals or the kernel sequence: the step. Returns the status line's
         message ("" when the selected gap says it)."""
-        from .safe import short_kernel
+        from .kernelname import kernel_label
 
         c = self.cmp
         what, _, arg = key.partition(":")
@@ -351,7 +351,7 @@ class DiffScene:
         elif what == "kernel":
             kd = c.kernels[int(arg)]
             ea, eb = self.goto_kernel(kd.name, kd.shapes, cw)
-            n = short_kernel(kd.name)  # (last: a long name is cut at the end of the status line, not what is shown)
+            n = kernel_label(kd.name, kd.op)  # (last: a long name is cut at the status line's end, with the mark)
             if ea < 0 and eb < 0:
                 return f"no run in the steps of A or B: kernel {n}"
             if ea < 0:

@@ -13,8 +13,6 @@ explorer where the action is the same; "not in A" is the one word for what B has
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 from rich.segment import Segment
 from rich.style import Style
@@ -29,9 +27,10 @@ from textual.widgets import DataTable, Footer, Static
 
 from . import glyphs as G
 from . import keys
+from .cut import cut_pad, fit_lines, mark
 from .diffscene import DiffScene, export_report
 from .difftext import MATCH_STYLE, NEW_STYLE, VERDICT_STYLE, DiffText
-from .export import export_message
+from .export import export_message, notice_lines
 from .keys import Key
 from .lanes import Lane, Segments, cell_edges, segment_text
 from .loading import debugging, failure
@@ -79,27 +78,6 @@ DIFF_KEYS = [
 ]
 
 
-def notice_width(screen_width: int) -> int:
-    """The text width of a notice (a Textual toast: 60 columns at most, gapscope.tcss caps it at 42% of the
-    screen, less its padding and border), one column spare."""
-    return max(min(60, screen_width * 42 // 100) - 4, 12)
-
-
-def break_at_marks(s: str, width: int) -> list[str]:
-    """``s`` in lines of at most ``width`` characters, broken after a space, "/", "-", "." or "_" only: never inside
-    a run of letters and digits (a run longer than ``width`` stays whole on its own line). A last line of a few
-    characters ("md") takes the pieces before it along while they fit."""
-    lines: list[list[str]] = [[]]
-    for piece in re.findall(r"[^ /._-]*[ /._-]|[^ /._-]+$", s):
-        if lines[-1] and len(("".join(lines[-1]) + piece).rstrip()) > width:
-            lines.append([])
-        lines[-1].append(piece)
-    while len(lines) > 1 and len("".join(lines[-1])) < 8 and len(lines[-2]) > 1 and \
-            len("".join([lines[-2][-1], *lines[-1]]).rstrip()) <= width:
-        lines[-1].insert(0, lines[-2].pop())
-    return ["".join(x).strip(" ") for x in lines]
-
-
 class DiffLanes(LanesView):
     """The explorer's lanes, with two more rows: B's new gaps and the A gap matching the selected B gap. They draw
     the diff scene's ``lanes_scene``; ``diff``: the diff scene (the selected gap's match)."""
@@ -141,12 +119,12 @@ class DiffLanes(LanesView):
             segs, style, word = ln.segs, NEW_STYLE, ""
         refs = segs.cells(edges)
         chars, _ = segment_text(refs, lambda r: f"{word}{fmt_dur(int(sc.gaps.dur[int(segs.ref[r])]), ascii=g.ascii)}",
-                                bar=g.bar, open_=g.open)
+                                bar=g.bar, open_=g.open, more=mark(g.ascii))
         sel = sc.gaps.selected_gap
         codes = np.where(refs < 0, 0, 1).astype(np.intp)
         if ln.kind == "marks" and sel >= 0 and refs.size and (refs >= 0).any():
             codes[(refs >= 0) & (np.asarray(segs.ref)[np.maximum(refs, 0)] == sel)] = 2
-        label = self._text(ln.label)[:lw].ljust(lw)
+        label = cut_pad(self._text(ln.label), lw, g.ascii)
         lstyle = G.CURSOR_STYLE if is_cursor and self.has_focus else G.LABEL_STYLE
         table = [Style(), style, style + G.SELECTED_STYLE]
         return Strip([Segment(label, lstyle), Segment(" ", Style())] + style_runs(chars, codes, table), lw + 1 + cw)
@@ -173,6 +151,7 @@ class DiffScreen(HelpKeys, Screen):
         self.quit_on_leave = quit_on_leave
         self.gap_pos = -1  # position in scene.b_order
         self.new_pos = -1
+        self.changes_width = 0  # the width the list of changes was filled for
 
     def compose(self) -> ComposeResult:
         yield Static(id="dhead")
@@ -186,7 +165,7 @@ class DiffScreen(HelpKeys, Screen):
     def on_mount(self) -> None:
         if self.glyphs.ascii:
             self.add_class("-ascii")
-        self.words.fill_changes(self.query_one("#deltas", DataTable))
+        self.fill_changes()
         self.update()
         self._lanes().focus()
 
@@ -206,10 +185,13 @@ class DiffScreen(HelpKeys, Screen):
             lv.lanes_moved()  # B moved in time: every drawn row is forgotten
         elif len(sc.display.rows()) != lv.virtual_size.height:
             lv.sync_rows()  # lanes folded or unfolded by the zoom
+        # (an ASCII terminal's lines clip without a mark: cut there with "...", ``fit_lines``)
+        width, ascii = self.app.size.width, self.glyphs.ascii
         if (new.scene, new.step) != (old.scene, old.step):
-            self.query_one("#dhead", Static).update(self.words.head())
+            self.query_one("#dhead", Static).update(fit_lines(self.words.head(), width, ascii))
         if (new.scene, new.moved, new.selected, new.msg) != (old.scene, old.moved, old.selected, old.msg):
-            self.query_one("#dstatus", Static).update(Text(new.msg) if new.msg else self.words.status())
+            line = Text(new.msg) if new.msg else self.words.status()
+            self.query_one("#dstatus", Static).update(fit_lines(line, width, ascii))
         if new.lanes_changed(old):
             if new.lane != old.lane:
                 lv.ensure_cursor_visible()
@@ -326,8 +308,7 @@ class DiffScreen(HelpKeys, Screen):
         "_" (a toast folds a long name mid-word; at 80 columns it is 30 wide)."""
         status, lines = export_message([path])
         self.update(self.words.t(status))
-        width = notice_width(self.app.size.width)
-        text = "\n".join(piece for s in lines for piece in break_at_marks(self.words.t(s), width))
+        text = "\n".join(notice_lines([self.words.t(s) for s in lines], self.app.size.width))
         self.notify(text, title="export", timeout=10, markup=False)
 
     def legend_extra(self) -> Text:
@@ -366,5 +347,16 @@ class DiffScreen(HelpKeys, Screen):
         else:
             self.app.pop_screen()
 
+    def fill_changes(self) -> None:
+        """The list of changes, its "what" column fitted to the screen's width (its cursor row kept)."""
+        tb = self.query_one("#deltas", DataTable)
+        row = tb.cursor_row
+        self.changes_width = self.app.size.width
+        self.words.fill_changes(tb, self.changes_width)
+        if 0 < row < tb.row_count:
+            tb.move_cursor(row=row, animate=False)
+
     def on_resize(self, event) -> None:
         self._lanes().sync_rows()
+        if self.app.size.width != self.changes_width:
+            self.fill_changes()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 
 from ..errors import GapscopeError
 from ..fsutil import atomic_write_text
@@ -66,10 +67,56 @@ def export_all(analyses: list, trace_path: str, svg: str | None) -> list[str]:
     return written
 
 
+def grouped_names(names: list[str]) -> list[str]:
+    """File names that differ only in their extension written once, the extensions in braces
+    (``x.gapscope.md``, ``x.gapscope.json`` -> ``x.gapscope.{md,json}``), in the order first written."""
+    exts: dict[str, list[str]] = {}
+    for n in names:
+        stem, dot, ext = n.rpartition(".")
+        key = stem if dot and stem else n
+        exts.setdefault(key, []).append(ext if dot and stem else "")
+    out = []
+    for stem, es in exts.items():
+        if len(es) > 1 and all(es):
+            out.append(f"{stem}.{{{','.join(es)}}}")
+        else:
+            out += [f"{stem}.{e}" if e else stem for e in es]
+    return out
+
+
+def notice_width(screen_width: int) -> int:
+    """The text width of a notice (a Textual toast: 60 columns at most, gapscope.tcss caps it at 42% of the
+    screen, less its padding and border), one column spare."""
+    return max(min(60, screen_width * 42 // 100) - 4, 12)
+
+
+def break_at_marks(s: str, width: int) -> list[str]:
+    """``s`` in lines of at most ``width`` characters, broken after a space, "/", "-", "." or "_" only: never inside
+    a run of letters and digits (a run longer than ``width`` stays whole on its own line). A last line of a few
+    characters ("md") takes the pieces before it along while they fit."""
+    lines: list[list[str]] = [[]]
+    for piece in re.findall(r"[^ /._-]*[ /._-]|[^ /._-]+$", s):
+        if lines[-1] and len(("".join(lines[-1]) + piece).rstrip()) > width:
+            lines.append([])
+        lines[-1].append(piece)
+    while len(lines) > 1 and len("".join(lines[-1])) < 8 and len(lines[-2]) > 1 and \
+            len("".join([lines[-2][-1], *lines[-1]]).rstrip()) <= width:
+        lines[-1].insert(0, lines[-2].pop())
+    return ["".join(x).strip(" ") for x in lines]
+
+
 def export_message(paths: list[str]) -> tuple[str, list[str]]:
-    """(the status line, the notice's lines) after an export: the folder once, then the file names, one a line
-    (the notice is narrow, over the stack panel; full paths wrapped over the gap list at 80x24)."""
+    """(the status line, the notice's lines) after an export: the folder once, then the files, those of one stem
+    as one name with their extensions in braces (``x.gapscope.{md,json,svg}``); the notice's lines are broken
+    for its width by ``notice_lines``. At 80x24 three full names in a row split one mid-word."""
     folders = {os.path.dirname(p) for p in paths}
-    names = [os.path.basename(p) for p in paths] if len(folders) == 1 else list(paths)
+    names = grouped_names([os.path.basename(p) for p in paths]) if len(folders) == 1 else list(paths)
     where = f" in {folders.pop() or '.'}" if len(folders) == 1 else ""
     return "wrote " + ", ".join(names) + where, [f"wrote{where}:", *names]
+
+
+def notice_lines(lines: list[str], screen_width: int) -> list[str]:
+    """The notice's ``lines`` broken to its width on a screen ``screen_width`` wide (``break_at_marks``: a file
+    name breaks after a "/", "-", "." or "_", never inside a word)."""
+    width = notice_width(screen_width)
+    return [piece for s in lines for piece in break_at_marks(s, width)]

@@ -7,7 +7,9 @@ from textual.binding import Binding
 
 from . import glyphs as G
 from .rowlist import RowList
-from .safe import short_kernel, shown
+from .cut import mark
+from .kernelname import kernel_family, op_short
+from .safe import shown
 from .scene import Scene
 from .timefmt import fmt_at, fmt_dur
 
@@ -61,7 +63,8 @@ class GapList(RowList):
     def fill(self, sc: Scene | None, glyphs: G.Glyphs, width: int) -> None:
         """The rows of ``sc``'s listed gaps for a terminal ``width`` columns wide."""
         ascii = glyphs.ascii
-        ov = "crop" if ascii else "ellipsis"
+        ov = "ellipsis"  # a name cut short ends in the mark ("..." on an ASCII terminal: ``RowList.more``)
+        self.more = mark(ascii)
 
         def d(ns) -> str:
             return fmt_dur(int(ns), ascii=ascii)
@@ -99,8 +102,8 @@ class GapList(RowList):
             cause = cause_name(int(sc.gaps.cause[gid]))
             # the aten op that launched the next kernel says more than the kernel's name
             op = int(pt.model.op[nxt]) if nxt >= 0 else -1
-            name = pt.model.name(op) if op >= 0 else (short_kernel(pt.model.name(nxt)) if nxt >= 0 else "?")
-            name = name[6:] if name.startswith("aten::") else name  # the column is narrow: mm, not aten::mm
+            # the column is narrow: the op as people say it (mm, not aten::mm; conv, not aten::cudnn_convolution)
+            name = op_short(pt.model.name(op)) if op >= 0 else (kernel_family(pt.model.name(nxt)) if nxt >= 0 else "?")
             if sc.multi:
                 r = pt.model.rank
                 name = f"r{r if r is not None else int(sc.gaps.part[gid])} {name}"

@@ -529,9 +529,12 @@ def cpu_cells(lane: Lane, edges: np.ndarray) -> np.ndarray:
     return out
 
 
-def segment_text(refs: np.ndarray, label_of, *, bar: str = "─", open_: str = "▏") -> tuple[str, np.ndarray]:
+def segment_text(refs: np.ndarray, label_of, *, bar: str = "─", open_: str = "▏", more: str = "") -> \
+        tuple[str, np.ndarray]:
     """Text of a row of named pieces: each run of cells showing the same piece is drawn as
-    ``▏name────`` clipped to the run. Returns the text and a per-cell code (label, bar, mark, empty).
+    ``▏name────`` clipped to the run; a name cut ends in ``more`` (the explorer's cut mark, tui/cut.py)
+    where the run holds it and two letters of the name. Returns the text and a per-cell code (label, bar, mark,
+    empty).
 
     Made run by run as strings and (code, cells) pairs, the codes in one ``np.repeat``: a per-cell list and two
     numpy slice writes per run cost ~0.3 ms a row at 180 cells, on every redraw of a range or gap row."""
@@ -554,7 +557,13 @@ def segment_text(refs: np.ndarray, label_of, *, bar: str = "─", open_: str = "
             vals.append(C_MARK)
             lens.append(1)
         else:
-            body = (open_ + label_of(r))[:run]
+            body = open_ + label_of(r)
+            if len(body) <= run:
+                pass
+            elif more and run >= len(open_) + len(more) + 2:  # two letters before the mark at least
+                body = body[:run - len(more)].rstrip() + more  # (the bar fills what a space left)
+            else:
+                body = body[:run]
             nb = len(body)
             pieces.append(body)
             pieces.append(bar * (run - nb))

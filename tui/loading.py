@@ -14,6 +14,7 @@ import threading
 from textual.message import Message
 
 from ..errors import GapscopeError
+from .cut import cut_words
 from .loadstate import AnalysisState
 from .scene import Scene
 
@@ -43,10 +44,10 @@ def failure(doing: str, exc: BaseException, who: str = "") -> str:
     if isinstance(exc, GapscopeError):
         return str(exc) if doing == "loading" else f"{pre}{doing} failed: {exc}"
     if isinstance(exc, OSError):  # the disk, the file system: not a bug, the system's words
-        return f"{pre}{doing} failed: {' '.join(str(exc).split())[:300]}"
+        return f"{pre}{doing} failed: {cut_words(' '.join(str(exc).split()), 300)}"
     if isinstance(exc, MemoryError):
         return f"{pre}out of memory while {doing} (try --max-size, or a smaller trace or fewer traces)"
-    return f"{pre}{doing} failed (internal error {type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
+    return f"{pre}{doing} failed (internal error {type(exc).__name__}: {cut_words(' '.join(str(exc).split()), 200)})"
 
 
 def debugging(exc: BaseException) -> bool:
@@ -400,7 +401,7 @@ class Loader:
         except Exception as exc:  # noqa: BLE001 - fall back to one analysis per rank
             if debugging(exc):
                 raise
-            sc.rank_error = f"ranks analysed one by one: {failure('cross-rank analysis', exc)}"[:300]
+            sc.rank_error = cut_words(f"ranks analysed one by one: {failure('cross-rank analysis', exc)}", 300)
             for pi in range(len(sc.parts)):
                 if self.cancelled:
                     return

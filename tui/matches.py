@@ -64,6 +64,9 @@ class SearchState:
         self.parts = np.zeros(0, dtype=np.int64)
         self.pos = -1
         self.inside = np.zeros(0, dtype=bool)
+        #: the stack panel shows the match (its detail) rather than the selected gap's stack: from a search that
+        #: found something, or n / N through its matches, until a gap is selected again or the search ends
+        self.in_panel = False
 
     @property
     def stepping(self) -> bool:
@@ -76,6 +79,7 @@ class SearchState:
         self.query = query
         self.matches, self.parts, t, self.inside = find(parts, query)
         self.pos = nearest(t, cursor) if self.matches.size else -1
+        self.in_panel = bool(self.matches.size)
         return int(self.matches.size)
 
     def current(self) -> tuple[int, int] | None:
@@ -88,3 +92,4 @@ class SearchState:
         """The match ``d`` away (round the ends)."""
         if self.matches.size:
             self.pos = (self.pos + d) % self.matches.size
+            self.in_panel = True

@@ -9,7 +9,8 @@ from ..analysis.names import display_frame
 from ..trace.model import Kind
 from .gaplist import cause_name
 from .lanes import cell_edges, col_to_time, time_to_col
-from .safe import short_kernel
+from .cut import cut
+from .kernelname import event_kernel_label
 from .scene import Scene
 
 
@@ -45,6 +46,10 @@ def gap_under_cursor(sc: Scene | None, cw: int) -> int:
     r = ln.segs.cells(e[col:col + 2])[0]
     return int(ln.segs.ref[r]) if r >= 0 else -1
 
+
+#: what a search's match is, by its kind
+KIND_WORD = {Kind.KERNEL: "kernel", Kind.MEMCPY: "copy", Kind.MEMSET: "memset", Kind.CPU_OP: "op",
+             Kind.ANNOTATION: "range", Kind.PYTHON: "python", Kind.RUNTIME: "runtime"}
 
 #: `f` on a gap already shown with its context (after `n`): the context on each side, as a fraction of the gap
 TIGHT_CONTEXT = 0.05
@@ -136,33 +141,52 @@ def range_at_cursor(sc: Scene, ev: int) -> tuple[int, int] | None:
     return None
 
 
+#: the most characters of a CPU event's name on the status line (a kernel's: its op and family)
+NAME_CHARS = 60
+
+
+def event_name(m, ev: int) -> str:
+    """Event ``ev`` of model ``m`` as the status line names it: a kernel or copy by its op and family
+    (tui/kernelname.py), anything else by its name (a Python frame's without its object address), cut with the
+    mark."""
+    if int(m.kind[ev]) in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET):
+        return event_kernel_label(m, ev)
+    return cut(display_frame(m.name(ev)), NAME_CHARS)
+
+
+def match_name(sc: Scene, part: int, ev: int) -> str:
+    """A search's match named: what it is (kernel, op, python ...) and its name (``event_name``)."""
+    m = sc.parts[part].model
+    return f"{KIND_WORD.get(int(m.kind[ev]), 'event')} {event_name(m, ev)}"
+
+
 def status_parts(sc: Scene, ev: int, d) -> list[str]:
     """The status line after the message: the search, the filters, the event under the cursor (``ev``) and the
     other end of its launch link, the cursor's time (``d`` formats a duration)."""
     parts = []
-    if sc.search.query:
-        q = sc.search.query if len(sc.search.query) <= 40 else sc.search.query[:39] + "…"  # the count stays in view
-        if sc.search.matches.size:
-            n_in = int(np.count_nonzero(sc.search.inside))
-            out = int(sc.search.matches.size) - n_in
-            here = "" if not out or sc.search.inside[sc.search.pos] else ", this one outside"
-            parts.append(f"find '{q}': {sc.search.pos + 1}/{sc.search.matches.size}"
-                         + (f" ({n_in} in the window, {out} outside{here})" if out else "") + " (n/N, Esc ends)")
+    f = sc.search
+    hit = f.current() if f.query else None
+    if f.query:
+        q = cut(f.query, 40)  # the count stays in view
+        if f.matches.size:
+            # what matched first, by name (the kernel's op and family), then where it is among the matches
+            n_in = int(np.count_nonzero(f.inside))
+            out = int(f.matches.size) - n_in
+            where = "" if f.inside[f.pos] else ", outside the analysed window"
+            parts.append(f"find '{q}' {f.pos + 1}/{f.matches.size}: {match_name(sc, *hit)}{where}"
+                         + (f" ({n_in} in the window, {out} outside)" if out else "") + " (n/N, Esc ends)")
         else:
             parts.append(f"find '{q}': no match")
     if sc.gaps.cause_filter is not None:
         parts.append(f"filter: {cause_name(sc.gaps.cause_filter)}")
     if sc.gaps.finding_filter is not None:
         parts.append(f"gaps of {sc.gaps.finding_filter}: {sc.gaps.order.size} (n/N walk them, Esc: all gaps)")
-    if ev >= 0:
-        m = sc.model
-        gpu = int(m.kind[ev]) in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
-        nm = short_kernel(m.name(ev)) if gpu else display_frame(m.name(ev))
-        parts.append(f"{nm} {d(m.dur_ns[ev])}")
+    if ev >= 0 and hit != (sc.active, ev):  # (the match under the cursor is named above)
+        parts.append(f"{event_name(sc.model, ev)} {d(sc.model.dur_ns[ev])}")
     link = sc.launch.link
     if link is not None:
         other = sc.parts[link[0]].model
         what = "launched by" if int(other.kind[link[1]]) in (Kind.RUNTIME, Kind.DRIVER) else "launches"
-        parts.append(f"{what} {short_kernel(other.name(link[1]))} (v jumps)")
+        parts.append(f"{what} {event_name(other, link[1])} (v jumps)")
     parts.append(f"cursor {d(sc.view.cursor - sc.origin)}" + (" (trace time)" if sc.time_mode == "trace" else ""))
     return parts

@@ -13,6 +13,7 @@ from rich.text import Span, Text
 from ..trace.model import Kind
 from . import glyphs as G
 from ..analysis.names import display_frame
+from .cut import fit_lines
 from .safe import shown
 from .plantext import action_pieces, alone, how, need_pieces, pct
 from .scene import Scene, device_label
@@ -33,7 +34,15 @@ HEADER_LINES = 7
 
 
 class StackPanel(TextView):
-    """The stack of the selected gap (Line API: a gap jump redraws this panel, no screen layout)."""
+    """The stack of the selected gap (Line API: a gap jump redraws this panel, no screen layout), or the detail of
+    a search's match (``match_text``)."""
+
+    def show(self, text: Text, heading: str) -> None:
+        """``text`` under ``heading`` ("stack": the gap's; "match": a search's match)."""
+        if heading != self.heading:
+            self.heading = heading
+            self._refresh_heading()
+        self.set_text(text)
 
 
 class T:
@@ -250,9 +259,16 @@ def header_text(scene: Scene, index: int, count: int, glyphs: G.Glyphs, width: i
             t.nl()
             for seg, style in line:
                 t.add(seg, style)
+    # the lines left for the warnings (the header's max-height): those that do not fit are counted on the last
+    # line kept, never dropped unsaid; the distortion's come first (``header_warnings``) and stay with the figures
+    room = max(HEADER_LINES - (t.text.plain.count("\n") + 1), 1)
+    if len(warns) > room and room == 1:
+        warns = [f"{warns[0]} (+{len(warns) - 1} more warnings)"]
+    elif len(warns) > room:
+        warns = warns[:room - 1] + [f"+{len(warns) - room + 1} more warnings (gapscope info lists the trace's)"]
     for w in warns:
         t.nl().add(f"{glyphs.warn} {w}", "bold black on yellow")
-    return t.text
+    return fit_lines(t.text, width, glyphs.ascii)
 
 
 _VERDICT_STYLE = {"gpu-bound": "bold green", "host-bound": "bold yellow", "mixed": "bold"}
@@ -352,13 +368,30 @@ def ranks_line(scene: Scene, glyphs: G.Glyphs, width: int | None = None) -> list
 
 
 def header_warnings(scene: Scene, narrow: bool = False) -> list[str]:
-    out = []
+    """The header's warnings, the one that qualifies the idle figure above them first (the profiler's distortion:
+    the header keeps it while it shows the figure, ``header_text``), then the ranks', the loader's, the stacks'."""
+    out = distortion_warnings(scene, narrow)
     # ranks of one job: what the clock check said, and a cross-rank analysis that failed
     cw = list(getattr(scene, "clock_warnings", None) or [])
     if cw:
         out.append(cw[0] + (f" (+{len(cw) - 1} more clock warnings)" if len(cw) > 1 else ""))
     if getattr(scene, "rank_error", None):
         out.append(scene.rank_error)
+    m = scene.model
+    # what the loader found odd (cut off, repaired, skipped): the first, and how many more `gapscope info` lists
+    loaded = [w for part in (getattr(scene, "parts", None) or [scene]) for w in (part.model.warnings or [])]
+    if loaded:
+        more = f" (+{len(loaded) - 1} more: gapscope info)" if len(loaded) > 1 else ""
+        out.append(f"trace: {loaded[0]}{more}")
+    if not np.any(m.kind == Kind.PYTHON):
+        out.append("no Python stacks in this trace (record with with_stack=True to see file:line)")
+    return out
+
+
+def distortion_warnings(scene: Scene, narrow: bool = False) -> list[str]:
+    """How much the profiler slowed the capture, and how sure that figure is ("profiler distortion", the one
+    word for it on every screen and in the README)."""
+    out: list[str] = []
     m = scene.model
     a = scene.analysis
     # the diagnosis' verdict (gapscope/analysis/diagnosis.py): the analysis', or the metadata's by the same rule while
@@ -378,17 +411,10 @@ def header_warnings(scene: Scene, narrow: bool = False) -> list[str]:
         else:
             if dv.large:
                 out.append(f"profiler distortion {dv.ratio:.2f}x: CPU-side causes look bigger" if narrow else
-                           f"capture distortion {dv.ratio:.2f}x (profiled / unprofiled time): "
+                           f"profiler distortion {dv.ratio:.2f}x (profiled / un-profiled time): "
                            "CPU-side causes look bigger than they are")
             if noisy is not None:
                 out.append(noisy.text)
-    # what the loader found odd (cut off, repaired, skipped): the first, and how many more `gapscope info` lists
-    loaded = [w for part in (getattr(scene, "parts", None) or [scene]) for w in (part.model.warnings or [])]
-    if loaded:
-        more = f" (+{len(loaded) - 1} more: gapscope info)" if len(loaded) > 1 else ""
-        out.append(f"trace: {loaded[0]}{more}")
-    if not np.any(m.kind == Kind.PYTHON):
-        out.append("no Python stacks in this trace (record with with_stack=True to see file:line)")
     return out
 
 
@@ -625,8 +651,25 @@ def event_text(scene: Scene, ev: int, glyphs: G.Glyphs) -> Text:
             t.add("stack (innermost first):", "bold").nl()
             for e in anc[-40:][::-1]:  # the model's own parent chain (no analysis stack index)
                 kk = KIND_LABEL.get(int(m.kind[e]), "?")
-                t.add(f"  {kk[:6]:<6} ", "dim").add(display_frame(m.name(e))).nl()
+                t.add(f"  {kk:<9} ", "dim").add(display_frame(m.name(e))).nl()  # (the longest: "gpu range")
     return t.text
+
+
+def match_text(scene: Scene, glyphs: G.Glyphs) -> Text:
+    """The stack panel on a search's match: which match of the query it is, then its detail (``event_text``: the
+    kernel's full name, its launch, op, shapes and stack). The match's part is the active one (``current_match``)."""
+    f = scene.search
+    hit = f.current()
+    t = T(glyphs.ascii)
+    if hit is None:
+        return t.text
+    t.add(f"match {f.pos + 1}/{f.matches.size} of '{f.query}'", "bold")
+    if not f.inside[f.pos]:
+        t.add(" (outside the analysed window)", "dim")
+    t.nl()
+    out = t.text
+    out.append_text(event_text(scene, hit[1], glyphs))
+    return out
 
 
 def _full_stack(scene: Scene, ev: int):

@@ -11,7 +11,7 @@ from ..analysis.names import display_frame
 from ..trace.model import Kind
 from . import glyphs as G
 from .panels import T
-from .safe import short_kernel
+from .kernelname import kernel_label
 from .scene import Scene
 
 
@@ -22,7 +22,7 @@ def overlap(starts: np.ndarray, ends: np.ndarray, a: int, b: int) -> np.ndarray:
 
 def range_stats(sc: Scene, a: int, b: int) -> dict:
     """Per part (trace / rank): streams (lane label, busy ns), gaps by cause (count, idle ns) and kernels
-    (name, calls overlapping, ns inside), all clipped to [a, b) in aligned time."""
+    (``kernel_rows``: op and family, calls overlapping, ns inside), all clipped to [a, b) in aligned time."""
     edges = np.array([a, b], dtype=np.int64)
     out = {"start": a, "end": b, "parts": []}
     for pi, pt in enumerate(sc.parts):
@@ -49,15 +49,29 @@ def range_stats(sc: Scene, a: int, b: int) -> dict:
             ov = overlap(s, s + m.dur_ns[k], a, b)
             hit = ov > 0
             if hit.any():
-                ids, inv = np.unique(m.name_id[k[hit]], return_inverse=True)
-                tot = np.bincount(inv, weights=ov[hit]).astype(np.int64)
-                cnt = np.bincount(inv)
-                order = np.argsort(-tot, kind="stable")
-                p["kernels"] = [(m.names[int(ids[i])], int(cnt[i]), int(tot[i])) for i in order]
+                p["kernels"] = kernel_rows(m, k[hit], ov[hit])
         # (a provisional list carried onto the full model has no stack index: tui/progress.py)
         p["host"] = host_stats(pt, a - pt.offset, b - pt.offset) if pt.state.stacks is not None else []
         out["parts"].append(p)
     return out
+
+
+def kernel_rows(m, evs: np.ndarray, ns: np.ndarray) -> list[tuple[str, int, int]]:
+    """(label, calls, ns) of kernels ``evs`` (``ns`` of each inside the range), largest first: one row per label,
+    the op that launched them and their family (tui/kernelname.py ``kernel_label``), so that no two rows read the
+    same (four ``at::native::vectorized_elementwise_kernel<>`` rows told nothing apart): kernels of one op and one
+    family are one row."""
+    op = np.asarray(m.op)[evs]
+    op_name = np.where(op >= 0, np.asarray(m.name_id)[np.maximum(op, 0)], -1)
+    pairs, inv = np.unique(np.stack([np.asarray(m.name_id)[evs], op_name]), axis=1, return_inverse=True)
+    inv = np.asarray(inv).reshape(-1)
+    labels = [kernel_label(m.names[int(a)], m.names[int(b)] if b >= 0 else None) for a, b in pairs.T.tolist()]
+    names = sorted(set(labels))
+    row_of = np.array([names.index(lab) for lab in labels], np.int64)[inv]
+    tot = np.bincount(row_of, weights=ns, minlength=len(names)).astype(np.int64)
+    cnt = np.bincount(row_of, minlength=len(names))
+    order = np.argsort(-tot, kind="stable")
+    return [(names[i], int(cnt[i]), int(tot[i])) for i in order.tolist()]
 
 
 #: at most this many launching threads in the range's stats (a trace with several launch threads is rare)
@@ -115,9 +129,9 @@ def range_text(sc: Scene, a: int, b: int, glyphs: G.Glyphs, top: int = 12) -> Te
         elif p["streams"]:
             t.add("no GPU idle gap in the range", "italic").nl()
         if p["kernels"]:
-            t.add(f"kernels in the range (time inside it), {len(p['kernels'])} names:", "bold").nl()
+            t.add(f"kernels in the range (time inside it), by op and family, {len(p['kernels'])} rows:", "bold").nl()
             for name, n, ns in p["kernels"][:top]:
-                t.add(f"  {t.d(ns):>10} {n:>5}x  ").add(short_kernel(name), "bright_cyan").nl()
+                t.add(f"  {t.d(ns):>10} {n:>5}x  ").add(name, "bright_cyan").nl()
             if len(p["kernels"]) > top:
                 t.add(f"  ... {len(p['kernels']) - top} more", "dim").nl()
         for h in p["host"]:

@@ -26,12 +26,15 @@ from textual.strip import Strip
 from .steady import SteadyBars
 
 
-def plain_cells_line(cells: list[Text], widths: list[int], pad: int, console) -> list[Segment] | None:
+def plain_cells_line(cells: list[Text], widths: list[int], pad: int, console, more: str = "…") -> \
+        list[Segment] | None:
     """The segments ``rich_cells_line`` makes of a line whose cells are plain text, each with one style (or
     none) and no spans of its own: the same texts and styles, cut at the same places, without building and
     rendering a rich Text per line (a page of new gap list rows took ~10 ms of a key press at 1 GB). None
-    where a cell has spans, or an overflow this does not do: the caller renders those with rich."""
+    where a cell has spans, or an overflow this does not do: the caller renders those with rich. ``more``: the mark
+    of a cell cut short (an ellipsis overflow; "..." on an ASCII terminal)."""
     blank = " " * pad
+    k = cell_len(more)
     out: list[Segment] = []
     buf: list[str] = []  # unstyled text since the last styled cell (the pads, cells without a style)
     styled = False
@@ -44,7 +47,7 @@ def plain_cells_line(cells: list[Text], widths: list[int], pad: int, console) ->
         plain = cell.plain
         length = cell_len(plain)
         if length > w:  # Text.truncate
-            plain = set_cell_size(plain, w - 1) + "…" if overflow == "ellipsis" else set_cell_size(plain, w)
+            plain = set_cell_size(plain, w - k) + more if overflow == "ellipsis" and w >= k else set_cell_size(plain, w)
         if cell.justify == "right":
             plain = " " * (w - cell_len(plain)) + plain
         elif length < w:
@@ -70,14 +73,18 @@ def plain_cells_line(cells: list[Text], widths: list[int], pad: int, console) ->
 _NULL = Style.null()
 
 
-def rich_cells_line(cells: list[Text], widths: list[int], pad: int, console) -> list[Segment]:
+def rich_cells_line(cells: list[Text], widths: list[int], pad: int, console, more: str = "…") -> list[Segment]:
     """The segments of one line as rich renders it: each cell truncated (or padded) to its width between ``pad``
-    blanks, one Text rendered. ``plain_cells_line`` makes the same segments without it."""
+    blanks, one Text rendered; a cell cut short ends in ``more`` (rich's "…", or "..." on an ASCII terminal).
+    ``plain_cells_line`` makes the same segments without it."""
     blank = " " * pad
     line = Text(no_wrap=True, end="")
     for cell, w in zip(cells, widths):
         t = cell.copy()
         t.no_wrap = True
+        if more != "…" and (cell.overflow or "ellipsis") == "ellipsis" and t.cell_len > w >= cell_len(more):
+            t.truncate(w - cell_len(more), overflow="crop")
+            t.append(more)
         if cell.justify == "right":
             t.truncate(w, overflow=cell.overflow or "ellipsis")
             t.pad_left(w - t.cell_len)
@@ -89,11 +96,13 @@ def rich_cells_line(cells: list[Text], widths: list[int], pad: int, console) -> 
     return list(line.render(console))
 
 
-def cells_strip(cells: list[Text], widths: list[int], pad: int, style: Style, width: int, console) -> Strip:
-    """One line of cells (``widths`` wide, ``pad`` blanks each side), ``width`` cells in all, in ``style``."""
-    segs = plain_cells_line(cells, widths, pad, console)
+def cells_strip(cells: list[Text], widths: list[int], pad: int, style: Style, width: int, console,
+                more: str = "…") -> Strip:
+    """One line of cells (``widths`` wide, ``pad`` blanks each side), ``width`` cells in all, in ``style``; a cell cut
+    short ends in ``more``."""
+    segs = plain_cells_line(cells, widths, pad, console, more)
     if segs is None:  # a cell with spans of its own: rich lays the line out
-        segs = rich_cells_line(cells, widths, pad, console)
+        segs = rich_cells_line(cells, widths, pad, console, more)
     n = sum(cell_len(sg.text) for sg in segs)
     if n > width:
         return Strip(segs).crop_extend(0, width, None).apply_style(style)
@@ -181,6 +190,8 @@ class RowList(SteadyBars, ScrollView, can_focus=True):
     ROW_CACHE = 512
     #: blank columns each side of a cell
     PAD = 1
+    #: the mark of a cell cut short ("..." on an ASCII terminal: the owner sets it)
+    more = "…"
 
     cursor_row: reactive[int] = reactive(0, always_update=False, repaint=False)
 
@@ -348,7 +359,7 @@ class RowList(SteadyBars, ScrollView, can_focus=True):
             if strip is None:
                 strip = self._strips.keep(key, cells_strip(
                     [c.label for c in self.columns], cell_widths(self.columns, width, self.PAD), self.PAD,
-                    base + self.get_component_rich_style("rowlist--header"), width, self.app.console))
+                    base + self.get_component_rich_style("rowlist--header"), width, self.app.console, self.more))
             return strip
         r = row_at(y, int(self.scroll_offset.y), len(self.rows))
         if r < 0:
@@ -363,5 +374,5 @@ class RowList(SteadyBars, ScrollView, can_focus=True):
             if cur:
                 style = style + self.get_component_rich_style("rowlist--cursor")
             strip = self._strips.keep(key, cells_strip(self.rows[r][1], cell_widths(self.columns, width, self.PAD),
-                                                       self.PAD, style, width, self.app.console))
+                                                       self.PAD, style, width, self.app.console, self.more))
         return strip

@@ -384,6 +384,7 @@ class Scene:
         """Select the gap at ``pos`` of the gap list; its part becomes the active one. Returns the gap id."""
         gid = self.gaps.select(pos)
         self._follow_gap()
+        self.search.in_panel = False  # the stack panel shows the gap again, not the last match
         return gid
 
     def find(self, query: str) -> int:

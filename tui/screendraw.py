@@ -8,9 +8,10 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from .cut import cut
 from .gaplist import MAX_LIST, NARROW, GapList
 from .navigate import event_under_cursor, status_parts
-from .panels import HEADER_LINES, StackPanel, header_text, panel_stack_text
+from .panels import HEADER_LINES, StackPanel, header_text, match_text, panel_stack_text
 from .shown import Shown
 from .tables import TableView
 from .timeline import Axis
@@ -43,9 +44,14 @@ class ScreenDraw:
             self.fill_tables()  # the tables follow the analyses, and the active rank when a table is shown
         if data or new.tabs != old.tabs or new.time_mode != old.time_mode:
             self.refresh_header()
-        if data or new.selected != old.selected or new.gaps != old.gaps or new.time_mode != old.time_mode:
+        if data or new.selected != old.selected or new.gaps != old.gaps or new.time_mode != old.time_mode or \
+                new.search != old.search:
             self.move_list_cursor()
-            main.widget("#stack", StackPanel).set_text(panel_stack_text(sc, main.glyphs))
+            panel = main.widget("#stack", StackPanel)
+            if sc.search.in_panel and sc.search.current() is not None:  # a search's match: its detail
+                panel.show(match_text(sc, main.glyphs), "match")
+            else:
+                panel.show(panel_stack_text(sc, main.glyphs), "stack")
         if len(sc.display.rows()) != lv.virtual_size.height:
             lv.sync_rows()  # lanes folded or unfolded by the move (nothing in view)
         if new.lanes_changed(old):
@@ -96,9 +102,12 @@ class ScreenDraw:
         if sc.launch.mark(sc.active, ev):
             main.lanes.refresh()  # the mark of the other end moved
         parts = ([msg] if msg else []) + status_parts(sc, ev, main.fmt.d)
-        # fixed height: no layout pass, only this line is redrawn
-        main.widget("#status", Static).update(Text(main.fmt.text("  " + " | ".join(parts)), no_wrap=True,
-                                                   overflow=main.fmt.ov), layout=False)
+        # fixed height: no layout pass, only this line is redrawn (cut with "..." on an ASCII terminal, whose status
+        # line clips without a mark)
+        line = main.fmt.text("  " + " | ".join(parts))
+        if main.fmt.ascii:
+            line = cut(line, main.size.width, True)
+        main.widget("#status", Static).update(Text(line, no_wrap=True, overflow=main.fmt.ov), layout=False)
 
     def move_list_cursor(self) -> None:
         sc = self.main.scene

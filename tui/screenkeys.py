@@ -172,7 +172,7 @@ class ScreenKeys(Pane):
         self.main.app.push_screen(HelpScreen(self.main.glyphs, self.main.KEY_HELP, legend_only=True))
 
     def action_export(self) -> None:
-        from .export import export_message
+        from .export import export_message, notice_lines
 
         main = self.main
         if self.scene is None:
@@ -183,8 +183,10 @@ class ScreenKeys(Pane):
             return main.say(failure("export", exc))
         status, lines = export_message(paths)
         main.say(status)
-        # one line each: the text is made safe line by line (safe() shows a newline inside a name as "\n")
-        main.notify("\n".join(main.fmt.text(s) for s in lines), title="export", timeout=8)
+        # one line each, broken to the notice's width after a "/", "-", "." or "_" (a toast folds a name mid-word);
+        # made safe line by line (safe() shows a newline inside a name as "\n")
+        text = "\n".join(notice_lines([main.fmt.text(s) for s in lines], main.app.size.width))
+        main.notify(text, title="export", timeout=8, markup=False)
 
     def action_escape(self) -> None:
         main, sc = self.main, self.scene

@@ -23,7 +23,7 @@ class Shown:
     rows: tuple = ()  # (id of the display rows, how many)
     lane: int = 0  # the lane cursor (a display row)
     marks: tuple = ()  # (`m`'s mark, the selected range)
-    search: tuple = ()  # (query, match shown, id of the matches)
+    search: tuple = ()  # (query, match shown, id of the matches, the stack panel shows the match)
     view: str = "lanes"  # lanes, kernels or findings (1 2 3)
     keys: tuple = ()  # what decides which keys apply (check_action): the footer is redrawn when it changes
     msg: str = ""  # the status line's message: it lasts until the next move
@@ -36,7 +36,7 @@ class Shown:
         keys = (sc.any_analysis, bool(g.order.size), bool(g.all_listed.size), f.stepping, tabs[1], view, diff)
         return cls(id(sc), tabs, data, sc.time_mode, (id(g.order), g.cause_filter, g.finding_filter),
                    (g.selected_gap, sc.active), (v.t0, v.t1, v.cursor, v.lo, v.hi), (id(rows), len(rows)),
-                   sc.display.cursor, (sc.mark, sc.span_sel), (f.query, f.pos, id(f.matches)), view, keys, msg)
+                   sc.display.cursor, (sc.mark, sc.span_sel), (f.query, f.pos, id(f.matches), f.in_panel), view, keys, msg)
 
     def lanes_changed(self, old: "Shown") -> bool:
         """Anything the lanes and the axis draw, other than the lane cursor."""

@@ -24,6 +24,8 @@ from ..analysis.ranks import effect_ns
 from . import glyphs as G
 from .evidence import evidence_lines
 from .plantext import action_kernel_names, action_pieces, how, need_pieces, pct, where_text
+from .cut import cut, cut_text, cut_words
+from .kernelname import kernel_family, kernel_labels
 from .safe import short_kernel, shown
 from .scene import Scene
 from .timefmt import fmt_dur
@@ -41,6 +43,16 @@ class Fmt:
 
     def d(self, ns) -> str:
         return fmt_dur(int(ns), ascii=self.ascii)
+
+    def cell(self, s: str, width: int, style: str = "") -> Text:
+        """A table cell of ``width`` columns: ``s`` made safe; the table cuts it with "…", an ASCII terminal's
+        crops it, so there it is cut here, with "..."."""
+        s = self.text(s)
+        return Text(cut(s, width, True) if self.ascii else s, no_wrap=True, overflow=self.ov, style=style)
+
+    def fit(self, t: Text, width: int) -> Text:
+        """A rich Text cell of ``width`` columns: as ``cell``, cut here on an ASCII terminal only (``cut_text``)."""
+        return cut_text(t, width, True) if self.ascii else t
 
 
 def tables_multi(sc: Scene) -> bool:
@@ -193,6 +205,20 @@ class TableView(Vertical):
             self.show_info(k)
 
 
+def kernel_cells(ks: list, width: int, op_column: bool) -> list[str]:
+    """The kernel column of the kernels view (``ks``: ``kernels_of``) in ``width`` characters: the names without
+    their template and parameters where every one fits, else by meaning (tui/kernelname.py): beside an op column
+    each kernel's family (``unrolled_elementwise``), without one the op and the family (``copy_ ·
+    unrolled_elementwise``), rows that would read the same told apart. A template prefix cut short
+    (``at::native::vectorized_…``) named eight different kernels alike."""
+    names = [short_kernel(k.name) for _, _, k in ks]
+    if op_column and all(len(n) <= width for n in names):
+        return names
+    if op_column:
+        return [kernel_family(k.name) for _, _, k in ks]
+    return kernel_labels([(k.name, k.op, k.dtype, k.shapes) for _, _, k in ks])
+
+
 def kernel_patterns(sc, pi: int, name: str) -> list:
     """The op patterns of part ``pi`` that hold kernels named ``name``."""
     pt = sc.parts[pi] if sc is not None and 0 <= pi < len(sc.parts) else None
@@ -233,7 +259,9 @@ class KernelsView(TableView):
         for c, w in cols:
             kt.add_column(Text(c, justify="left" if c in ("bound", "op", "shapes", "achieved") else "right"), key=c,
                           width=w)
-        for pi, i, k in kernels_of(sc):
+        ks = kernels_of(sc)
+        widths = dict(cols)
+        for (pi, i, k), name in zip(ks, kernel_cells(ks, name_w, "op" in widths)):
             cells = {"rank": Text(str(rank_of(sc, pi)), justify="right"),
                      "calls": Text(str(k.count), justify="right"),
                      "total": Text(fm.d(k.total_ns), justify="right"),
@@ -242,11 +270,10 @@ class KernelsView(TableView):
                      "bound": Text(str(k.bound or "-") + ("*" if k.l2_resident else "")),
                      "peak": Text("-" if k.peak_pct is None else f"{k.peak_pct:.0f}%",
                                   justify="right"),
-                     "achieved": Text(fm.text(achieved_text(k)), no_wrap=True, overflow=fm.ov),
-                     "op": Text(fm.text(str(k.op or "-")), no_wrap=True, overflow=fm.ov),
-                     "shapes": Text(fm.text(str(k.shapes or "-")), no_wrap=True, overflow=fm.ov)}
-            kt.add_row(Text(fm.text(short_kernel(k.name)), no_wrap=True, overflow=fm.ov),
-                       *(cells[c] for c, _ in cols), key=f"{pi}:{i}")
+                     "achieved": fm.cell(achieved_text(k), widths.get("achieved", 0)),
+                     "op": fm.cell(str(k.op or "-"), widths.get("op", 0)),
+                     "shapes": fm.cell(str(k.shapes or "-"), widths.get("shapes", 0))}
+            kt.add_row(fm.cell(name, name_w), *(cells[c] for c, _ in cols), key=f"{pi}:{i}")
         self.show_info(0)
 
     def show_info(self, i: int | tuple[int, int]) -> None:
@@ -314,6 +341,8 @@ class FindingsView(TableView):
     WHERE_MIN = 120
     #: the most findings named under an action in the info box, and the evidence lines of its lead finding
     INFO_FINDINGS, INFO_EVIDENCE = 6, 8
+    #: the evidence lines of a finding no action fixes
+    INFO_LINES = 16
 
     def __init__(self, glyphs: G.Glyphs) -> None:
         super().__init__(glyphs)
@@ -343,10 +372,10 @@ class FindingsView(TableView):
         if "where" in ws:
             ws["where"] = min(ws["where"], 40)
         for c in cols:
-            w = ws.get(c, max(width - 1 - sum(v + 2 for v in ws.values()) - 2, 12))
+            w = ws[c] = ws.get(c, max(width - 1 - sum(v + 2 for v in ws.values()) - 2, 12))
             ft.add_column(Text(c, justify="right" if c == "saving" else "left"), key=c, width=w)
-        for cells, key in rows:
-            ft.add_row(*(cells[c] for c in cols), key=key)
+        for cells, key in rows:  # cut with the mark (an ASCII terminal's table crops without one)
+            ft.add_row(*(self.fmt.fit(cells[c], ws[c]) for c in cols), key=key)
         self.show_info(0)
 
     def cells(self, n: int, e: PlanRow, plan) -> dict:
@@ -410,18 +439,21 @@ class FindingsView(TableView):
             t.append(fm.text("needed first by action " + ", ".join(str(k) for k in x.unlocks)) + "\n", style="bold")
         if x.fix:
             t.append("measured: ", style="bold")
-            for s, style in action_pieces(sentence(x.fix[:600])):
+            for s, style in action_pieces(sentence(cut_words(x.fix, 600, fm.ascii))):
                 t.append(fm.text(s), style=style)
             t.append("\n")
         by_id = {f.id: f for f in st.findings}
         fs = [by_id[k] for k in x.findings if k in by_id]
         t.append(f"fixes {len(fs)} finding{'s' if len(fs) != 1 else ''}:\n", style="bold")
         for f in fs[:self.INFO_FINDINGS]:
-            t.append(fm.text(f"  {f.id}: {plain(f.title_text)}")[:300] + "\n")
+            t.append(cut_words(fm.text(f"  {f.id}: {plain(f.title_text)}"), 300, fm.ascii) + "\n")
         if len(fs) > self.INFO_FINDINGS:
             t.append(f"  (+{len(fs) - self.INFO_FINDINGS} more)\n", style="dim")
-        for ln in evidence_lines(fs[0].evidence, ascii=fm.ascii)[:self.INFO_EVIDENCE] if fs else ():
-            t.append(fm.text("  " + ln)[:300] + "\n", style="dim")
+        ev = evidence_lines(fs[0].evidence, ascii=fm.ascii) if fs else []
+        for ln in ev[:self.INFO_EVIDENCE]:
+            t.append(cut_words(fm.text("  " + ln), 300, fm.ascii) + "\n", style="dim")
+        if len(ev) > self.INFO_EVIDENCE:
+            t.append(fm.text(f"  (+{len(ev) - self.INFO_EVIDENCE} more lines: the report has them)\n"), style="dim")
         ng = len(x.gap_rows)
         if ng:
             t.append(f"Enter: its {ng} gap{'s' if ng != 1 else ''} in the gap list (n walks them, Esc: all gaps)",
@@ -446,8 +478,11 @@ class FindingsView(TableView):
             for s, style in action_pieces(f.suggestion_text):
                 t.append(fm.text(s), style=style)
             t.append("\n")
-        for ln in evidence_lines(f.evidence, ascii=fm.ascii)[:16]:
-            t.append(fm.text("  " + ln)[:300] + "\n", style="dim")
+        ev = evidence_lines(f.evidence, ascii=fm.ascii)
+        for ln in ev[:self.INFO_LINES]:
+            t.append(cut_words(fm.text("  " + ln), 300, fm.ascii) + "\n", style="dim")
+        if len(ev) > self.INFO_LINES:
+            t.append(fm.text(f"  (+{len(ev) - self.INFO_LINES} more lines: the report has them)\n"), style="dim")
         if ng:
             t.append("Enter: its gaps in the gap list (n walks them, Esc: all gaps)", style="dim")
 

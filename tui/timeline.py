@@ -51,7 +51,9 @@ from .lanes import (
     time_to_col,
 )
 from .rows import Row
-from .safe import short_kernel, shown
+from .cut import cut, cut_pad, mark
+from .kernelname import kernel_label
+from .safe import shown
 from .steady import SteadyBars
 from .scene import Scene
 from .timefmt import fmt_dur, fmt_tick, nice_step
@@ -253,10 +255,13 @@ class LanesView(SteadyBars, ScrollView, _Base, can_focus=True):
         span = max(t1 - t0, 1)
         a = (np.maximum(st[i0:i1], t0) - t0) * cw // span
         b = (np.minimum(en[i0:i1], t1) - t0) * cw // span
+        ops = np.asarray(m.op)
         for k in np.flatnonzero(b - a >= MIN_NAME_CELLS).tolist():
-            name = self._text(bar_name(m.name(int(idx[i0 + k]))))
+            ev = int(idx[i0 + k])
+            op = int(ops[ev])
+            name = _bar_label(m.name(ev), m.name(op) if op >= 0 else None, self.glyphs.ascii)
             c0, c1 = int(a[k]) + 1, min(int(b[k]), cw)  # a cell of bar before the name
-            text = name[:max(c1 - c0, 0)]
+            text = cut(name, max(c1 - c0, 0), self.glyphs.ascii)
             if len(text) < 3:
                 continue
             chars_a[c0:c0 + len(text)] = list(text)
@@ -270,17 +275,19 @@ class LanesView(SteadyBars, ScrollView, _Base, can_focus=True):
         g = self.glyphs
         ln = row.lane
         if ln is None and row.folded:  # lanes with nothing in view, one line
-            text = self._text(f"  {g.sep} {row.title}")[: lw + 1 + cw].ljust(lw + 1 + cw)
+            text = cut_pad(self._text(f"  {g.sep} {row.title}"), lw + 1 + cw, g.ascii)
             st = G.CURSOR_STYLE if is_cursor and self.has_focus else _FOLDED_STYLE
             return Strip([Segment(text, st)])
         if ln is None:  # group header
             title = self._text(f"{g.rule} {row.title} ")
+            if len(title) > lw + 1 + cw:  # a title wider than the row: cut with the mark, no rule after it
+                title = cut(title.rstrip(), lw + 1 + cw, g.ascii)
             text = (title + g.rule * (lw + 1 + cw))[: lw + 1 + cw]
             return Strip([Segment(text, _GROUP_STYLE)])
         label = ln.label
         if ln.kind == "cpu":
             label = (g.collapse if ln.expanded else g.expand) + label if ln.has_depth else " " + label
-        label = self._text(label)[:lw].ljust(lw)
+        label = cut_pad(self._text(label), lw, g.ascii)
         # the lane cursor stays plain to see when the focus is elsewhere (gap list, stack panel)
         lstyle = G.CURSOR_STYLE if is_cursor and self.has_focus else (
             _UNFOCUSED_CURSOR if is_cursor else G.LABEL_STYLE)
@@ -324,7 +331,7 @@ class LanesView(SteadyBars, ScrollView, _Base, can_focus=True):
                 cn = causes[int(sc.gaps.cause[gid])] if causes else "?"
                 return f"{G.CAUSE_LETTERS.get(cn, '?')} {cn} {fmt_dur(int(sc.gaps.dur[gid]), ascii=g.ascii)}"
 
-            chars, _ = segment_text(refs, lab, bar=g.bar, open_=g.open)
+            chars, _ = segment_text(refs, lab, bar=g.bar, open_=g.open, more=mark(g.ascii))
             # codes: 0 plain, 1 + cause, 1 + len(causes) + cause for the selected gap
             names = causes or ("",)
             nc = len(names)
@@ -341,8 +348,7 @@ class LanesView(SteadyBars, ScrollView, _Base, can_focus=True):
             m = sc.parts[ln.part].model
             ascii = g.ascii
             chars, scodes = segment_text(refs, lambda r: _frame_label(m.name(int(ln.segs.ref[r])), ascii),
-                                         bar=g.bar,
-                                         open_=g.open)
+                                         bar=g.bar, open_=g.open, more=mark(ascii))
             if ln.kind == "depth":
                 cats = cpu_categories(m, ln.segs.ref[np.maximum(refs, 0)])
                 codes = np.where(refs >= 0, cats.astype(np.intp) + 1, 0)
@@ -373,12 +379,16 @@ def _frame_label(name: str, ascii: bool) -> str:
     return shown(display_frame(name), ascii)
 
 
-def bar_name(name: str) -> str:
-    """A kernel's or copy's name for the inside of its bar: no return type, template or namespace."""
-    n = short_kernel(name)
-    if n.endswith("<>"):
-        n = n[:-2]
-    return n.rsplit("::", 1)[-1] or n
+def bar_name(name: str, op: str | None = None) -> str:
+    """A kernel's or copy's name for the inside of its bar: the op that launched it and the kernel's family
+    (``mm · nvjet_sm90 128x128``, tui/kernelname.py), no return type, template or namespace."""
+    return kernel_label(name, op)
+
+
+@lru_cache(maxsize=4096)
+def _bar_label(name: str, op: str | None, ascii: bool) -> str:
+    """``bar_name`` made safe to draw, kept by name and op: a redraw asks for the same few."""
+    return shown(bar_name(name, op), ascii)
 
 
 def style_runs(chars: str, codes: np.ndarray, table: list[Style]) -> list[Segment]:
@@ -498,7 +508,7 @@ class Axis(Widget, _Base):
         dim = Style(color="bright_black")
         if y == 0:
             ref = max((abs(t - o) for t in ticks), default=step)
-            head = self._text(fmt_dur(v.span, ascii=g.ascii) + " span")[:lw].ljust(lw) + " "
+            head = cut_pad(self._text(fmt_dur(v.span, ascii=g.ascii) + " span"), lw, g.ascii) + " "
             buf = [" "] * cw
             for t in ticks:
                 c = time_to_col(t, v.t0, v.t1, cw)
@@ -545,7 +555,7 @@ class Axis(Widget, _Base):
             buf[0] = g.left
         else:
             buf[-1] = g.right
-        cur = self._text("@" + fmt_dur(v.cursor - o, ascii=g.ascii))[:lw].ljust(lw) + " "
+        cur = cut_pad(self._text("@" + fmt_dur(v.cursor - o, ascii=g.ascii)), lw, g.ascii) + " "
         # to the axis' full width: a lanes scroll bar leaves its column to the axis, which must draw (blank) it
         chars = "".join(buf)
         starts = [0] + (np.flatnonzero(run[1:] != run[:-1]) + 1).tolist()
