@@ -154,6 +154,12 @@ class AnalysisState:
         return list(self.analysis.findings) if self.ready else []
 
     @property
+    def graph_map(self):
+        """The CUDA graph replays' map to the eager reference run (analysis/graphs.py ``GraphMap``: a replayed
+        kernel's op and the launch whose stack is its code location), made first in the analysis; None before."""
+        return vars(self.analysis).get("graph_map") if self.analysis is not None else None
+
+    @property
     def projection(self):
         """The projection once the loader made it (``Analysis.projection_if_ready``), None before the analysis is
         ready."""

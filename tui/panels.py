@@ -625,6 +625,11 @@ def event_text(scene: Scene, ev: int, glyphs: G.Glyphs) -> Text:
         oi = int(m.op[ev])
         if li >= 0:
             t.add("  launched by ").add(m.name(li), "yellow").add(f" on {m.tracks[int(m.track[li])].name}").nl()
+        gm = scene.state.graph_map
+        ref = int(gm.reference_of([ev])[0]) if gm is not None else -1
+        if ref >= 0:  # a graph replay's kernel: its op and stack are those of the eager reference run's kernel
+            oi, li = int(gm.op_of(m, [ev])[0]), int(gm.launch_of(m, [ev])[0])
+            t.add("  a CUDA graph replay's node; op and stack from the eager reference run", "dim").nl()
         if oi >= 0:
             t.add("  from op ").add(m.name(oi), "dodger_blue1").nl()
             oa = m.event_args(oi)
