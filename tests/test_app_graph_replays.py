@@ -27,3 +27,24 @@ def test_a_replayed_kernels_detail_has_its_op_and_model_stack():
     assert f"from op {m.name(int(m.op[ref]))}" in txt and "aten::mm" in txt
     assert "CUDA graph replay's node" in txt
     assert "modeling_llama.py" in txt  # the model's frame, from the reference kernel's launch stack
+
+
+def test_a_replayed_kernels_bar_names_its_op():
+    """Zoomed in on a replayed GEMM, its bar on the stream lane reads ``mm · nvjet_…`` (the reference's op)."""
+    from gapscope.tui.textdump import screen_text
+
+    async def go():
+        async with opened(SAMPLE_TRACES / "hf-graphs.decode_graph.json.gz", size=(160, 48)) as (app, pilot):
+            sc = app.scene
+            m, gm = sc.model, sc.analysis.graph_map
+            mapped = gm.kernels[gm.ref >= 0]
+            names = np.array([m.name(int(e)) for e in mapped]).astype(str)
+            ev = int(mapped[np.flatnonzero(np.char.find(names, "nvjet") >= 0)[0]])
+            s, d = int(m.ts_ns[ev]), int(m.dur_ns[ev])
+            sc.view.focus(s, s + d, 140, context=0.5)  # the kernel fills most of the window
+            app.main.refresh_view()
+            await pilot.pause()
+            return screen_text(app)
+
+    txt = run(go())
+    assert "mm · nvjet" in txt

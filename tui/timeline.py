@@ -243,10 +243,11 @@ class LanesView(SteadyBars, ScrollView, _Base, can_focus=True):
         return self._edges_val
 
     def _bar_names(self, ln, m, t0: int, t1: int, cw: int, chars_a: np.ndarray, codes: np.ndarray,
-                   code: int) -> None:
+                   code: int, graph_map=None) -> None:
         """Write each kernel's name inside its bar where the bar is MIN_NAME_CELLS cells wide or more (zoomed
         in): ``chars_a`` and ``codes`` are changed in place. Skipped when the view holds more kernels than
-        cells (no bar is that wide then)."""
+        cells (no bar is that wide then). A CUDA graph replay's kernel reads its op from the eager reference run
+        (``graph_map``, analysis/graphs.py)."""
         st, en, idx = ln.iv.starts, ln.iv.ends, ln.iv.idx
         i1 = int(np.searchsorted(st, t1, side="left"))
         i0 = max(int(np.searchsorted(st, t0, side="left")) - 1, 0)
@@ -255,10 +256,10 @@ class LanesView(SteadyBars, ScrollView, _Base, can_focus=True):
         span = max(t1 - t0, 1)
         a = (np.maximum(st[i0:i1], t0) - t0) * cw // span
         b = (np.minimum(en[i0:i1], t1) - t0) * cw // span
-        ops = np.asarray(m.op)
-        for k in np.flatnonzero(b - a >= MIN_NAME_CELLS).tolist():
-            ev = int(idx[i0 + k])
-            op = int(ops[ev])
+        wide = np.flatnonzero(b - a >= MIN_NAME_CELLS)
+        evs = np.asarray(idx[i0:i1], np.int64)[wide]
+        ops = graph_map.op_of(m, evs) if graph_map is not None else np.asarray(m.op)[evs]
+        for k, ev, op in zip(wide.tolist(), evs.tolist(), np.asarray(ops).tolist()):
             name = _bar_label(m.name(ev), m.name(op) if op >= 0 else None, self.glyphs.ascii)
             c0, c1 = int(a[k]) + 1, min(int(b[k]), cw)  # a cell of bar before the name
             text = cut(name, max(c1 - c0, 0), self.glyphs.ascii)
@@ -320,7 +321,8 @@ class LanesView(SteadyBars, ScrollView, _Base, can_focus=True):
                         part = codes[ca:cb + 1]
                         part[lvl[ca:cb + 1] == 0] = 3
             if ln.iv is not None and len(ln.iv):
-                self._bar_names(ln, sc.parts[ln.part].model, v.t0, v.t1, cw, chars_a, codes, 4)
+                self._bar_names(ln, sc.parts[ln.part].model, v.t0, v.t1, cw, chars_a, codes, 4,
+                                sc.parts[ln.part].state.graph_map)
             chars = "".join(chars_a.tolist())
         elif ln.kind == "gaps":
             refs = ln.segs.cells(edges)
