@@ -36,6 +36,10 @@ What is checked (one line per mismatch, ``trace: claim: reported X, events say Y
   smaller than the listed ones), syncs, copies (count, bytes, total, GB/s), allocator (count, total);
   synchronising and allocator calls of the trace missing from their table (HIP twins included); a sync
   nested inside another listed sync (one synchronisation counted twice).
+* CUDA graph replays (``replay_map``, my own reading): a replay's GPU items, in start order, are one contiguous run of
+  the eager reference run's GPU work (``gapscope.graph_reference``) by name, a graph's ``memcpy32_post`` standing for
+  a ``Memcpy DtoD``; a mapped kernel's op is its reference item's (``kernel_call``): the floors and the op patterns
+  count it for that op, one call per (replay, op).
 * collectives (NCCL/RCCL kernels by name: count, time, the part no compute kernel overlaps) and launches
   (kernels linked to a launch call, distinct calls, their cost, kernels shorter than their launch, the
   median launch-to-start delay, calls by name).
@@ -49,14 +53,15 @@ What is checked (one line per mismatch, ``trace: claim: reported X, events say Y
 * the two stacks of every listed gap: ``stack_at_idle`` (the launching thread's events open at the gap start,
   outermost first by my own nesting) and ``launch_stack`` (open at the launch call's start).
 * ``host`` objects (when the report has them): each frame's own time in [from, to) on that thread,
-  recomputed from its python_function / cpu_op / runtime events; the credited frame has the most own
+  recomputed from its python_function / cpu_op / runtime events (each instant to the one open that started last,
+  whatever its kind: a frame that starts inside an op is nested in it); the credited frame has the most own
   time (built-ins included) and its time matches within 1 µs.
 * ``devices[].verdict`` (when present): kernels linked to a cudaGraphLaunch / hipGraphLaunch and the
   number of those launches.
 * stalls (``examples[].held_by``): the one call, op or range named holds most of [gap start, launch] on the
   launching thread (the next kernel's launch call: most of the gap) and at least 100 µs, with the reported own
-  time, by my own sweep (``holder_in``: each piece to the innermost op or runtime call, else Python frame, else
-  range); and no ``launch`` example is held that way by one call or op.
+  time, by my own sweep (``holder_in``: each piece to the innermost op, runtime call or Python frame, the one
+  that started last, else range); and no ``launch`` example is held that way by one call or op.
 * a sync finding's fix, "remove the N synchronising calls in `frame`": N is the outermost synchronising calls
   starting inside that frame in the window (``sync_calls``).
 * the graph fix's "it needs the N syncs of `frame` ... removed first: the host reads their values": per frame, the
@@ -71,7 +76,7 @@ What is checked (one line per mismatch, ``trace: claim: reported X, events say Y
   its python_function calls starting in a step range) and the GPU work launched under it (launch call by
   correlation inside one of its calls; the item overlapping its device's window): ``check_frames``.
 * the allocator fix's after-effect ("the host work they slowed right after them (X per step, recorded)"):
-  each event's own time on the thread (the innermost op or runtime call, else Python frame), the events within
+  each event's own time on the thread (the innermost op, runtime call or Python frame), the events within
   200 µs after an allocator call of the frame against the median of the same name away from the calls
   (``after_effect_ns``).
 
@@ -327,42 +332,36 @@ class Trace:
 
     # ----------------------------------------------------------- own time
     def self_times(self, key, a, b) -> dict:
-        """Own (exclusive) time of each name in [a, b) on thread ``key``: an event's time in the interval
-        minus the part its direct children (python_function / cpu_op / runtime events nested in it by time)
-        cover. record_function ranges are transparent."""
+        """Own (exclusive) time of each name in [a, b) on thread ``key``: each instant goes to the innermost
+        python_function / cpu_op / runtime event open there, the one that started last (``_nest_key``: same start,
+        the shorter; the same interval, the callee), whatever its kind: a Python frame that starts inside an op
+        (``TorchDynamo Cache Lookup`` evaluating guards) is nested in it and takes its time. An event that starts
+        inside another and outlives it (a ``Pregraph bytecode`` range opened inside ``__enter__``) is the innermost
+        from its start on, not a child clipped to the other's end. record_function ranges are transparent."""
         # record_function ranges cross Python frames (a range opens inside __enter__ and closes inside
         # __exit__), so they are no part of the Python call tree: transparent there. Only where the thread
         # recorded no Python frame at all (no stacks) are the ranges the tree's outer nodes.
         evs = self.overlapping(key, a, b, ("py", "op", "runtime"))
         if not any(v.kind == "py" for v in evs):
             evs = self.overlapping(key, a, b, ("ann", "op", "runtime"))
-        evs.sort(key=_nest_key)
-        own = Counter()
-        stack = []  # [event, clipped start, clipped end, children cover]
-        first = {}
-
-        def close(fr):
-            ev, cs, ce, ch = fr
-            t = max(ce - cs - ch, 0)
-            if ev.kind == "ann" and _STEP.match(ev.name):
-                return  # a step range wraps a whole step: never named
-            own[ev.name] += t
-            first.setdefault(ev.name, ev)
-
-        for v in evs:
-            while stack and stack[-1][0].e <= v.s:
-                close(stack.pop())
-            cs, ce = max(v.s, a), min(v.e, b)
-            if stack:
-                ce = min(ce, stack[-1][2])
-                cs = max(cs, stack[-1][1])
-                if ce > cs:
-                    stack[-1][3] += ce - cs
-            if ce < cs:
-                ce = cs
-            stack.append([v, cs, ce, 0])
-        while stack:
-            close(stack.pop())
+        # every event of the interval is named, with no own time when others covered all of it
+        own = Counter({v.name: 0 for v in evs if not (v.kind == "ann" and _STEP.match(v.name))})
+        evs = sorted((v for v in evs if v.e > v.s), key=_nest_key)
+        cuts = sorted({a, b} | {t for v in evs for t in (v.s, v.e) if a < t < b})
+        open_ = []  # by _nest_key: the last one still open is the innermost; ended ones are dropped at the top
+        i = 0
+        for t, t2 in zip(cuts, cuts[1:]):
+            while i < len(evs) and evs[i].s <= t:
+                open_.append(evs[i])
+                i += 1
+            while open_ and open_[-1].e <= t:
+                open_.pop()
+            if not open_:
+                continue
+            v = open_[-1]
+            if v.kind == "ann" and _STEP.match(v.name):
+                continue  # a step range wraps a whole step: never named
+            own[v.name] += t2 - t
         return own
 
     def covered(self, key, a, b, pred) -> int:
@@ -1021,6 +1020,74 @@ def launching_op(tr, g):
     return ops[-1] if ops else None
 
 
+#: the capture's range around the eager reference run of the graphs a step replays
+REFERENCE_RANGE = "gapscope.graph_reference"
+#: the driver's kernels for a graph's copy and memset nodes (a copy node runs as ``memcpy32_post`` where the eager
+#: run has a ``Memcpy DtoD``)
+_NODE_COPY_RE = re.compile(r"^memcpy\d*_\w+$")
+_NODE_SET_RE = re.compile(r"^memset\d*_\w+$")
+
+
+def _work_token(g) -> str:
+    """What a GPU item is, for matching a replay to the eager reference run: a kernel by its name; a copy (a
+    memcpy, or a graph's copy-node kernel) and a memset by what they are."""
+    if g.kind == "memcpy" or (g.kind == "kernel" and _NODE_COPY_RE.match(g.name)):
+        return "<copy>"
+    if g.kind == "memset" or (g.kind == "kernel" and _NODE_SET_RE.match(g.name)):
+        return "<memset>"
+    return g.name
+
+
+def replay_map(tr) -> dict:
+    """id(replayed GPU item) -> (its graph launch call, the reference run's GPU item it stands for), by my own
+    reading: the reference's GPU work is what the launch calls inside the ``gapscope.graph_reference`` ranges put
+    on the GPU, in launch order (each call's items in start order); a replay (a graph launch call outside them) maps
+    when its items, in start order, are token for token (``_work_token``) one contiguous run of it (the first such
+    run); a replay with no such run maps nothing. Cached on the trace."""
+    got = tr.__dict__.get("_replay_map")
+    if got is not None:
+        return got
+    out = {}
+    tr._replay_map = out
+    refs = [(key, v.s, v.e) for key, evs in tr.threads.items() for v in evs
+            if v.kind == "ann" and v.name == REFERENCE_RANGE]
+    if not refs:
+        return out
+    items = defaultdict(list)  # correlation -> GPU items
+    for g in tr.gpu:
+        c = _int(g.args.get("correlation"))
+        if c is not None:
+            items[c].append(g)
+    calls = [v for v in tr.by_corr.values() if items.get(_int(v.args.get("correlation")))]
+    in_ref = [v for v in calls if any(tr.thread_of[id(v)] == key and s <= v.s < e for key, s, e in refs)]
+    ref_work = [g for v in sorted(in_ref, key=lambda v: (v.s, v.e))
+                for g in sorted(items[_int(v.args.get("correlation"))], key=lambda g: (g.s, g.e))]
+    ref_tok = [_work_token(g) for g in ref_work]
+    seen = {id(v) for v in in_ref}
+    for L in sorted((v for v in calls if GRAPH_LAUNCH.match(v.name) and id(v) not in seen), key=lambda v: v.s):
+        block = sorted(items[_int(L.args.get("correlation"))], key=lambda g: (g.s, g.e))
+        tok = [_work_token(g) for g in block]
+        n = len(tok)
+        at = next((j for j in range(len(ref_tok) - n + 1) if ref_tok[j:j + n] == tok), None)
+        if at is not None:
+            for g, r in zip(block, ref_work[at:at + n]):
+                out[id(g)] = (L, r)
+    return out
+
+
+def kernel_call(tr, k):
+    """(op, call key) of GPU item ``k``: the innermost aten op around its launch call, one call per op event; for a
+    replayed item that maps to the reference run (``replay_map``), the reference item's op, one call per (replay,
+    op); (None, None) when none."""
+    hit = replay_map(tr).get(id(k))
+    if hit is not None:
+        L, r = hit
+        op = launching_op(tr, r)
+        return (op, (id(L), id(op))) if op is not None else (None, None)
+    op = launching_op(tr, k)
+    return (op, id(op)) if op is not None else (None, None)
+
+
 def _tensors_of(op):
     d = op.args.get("Input Dims") or []
     t = op.args.get("Input type") or []
@@ -1152,7 +1219,7 @@ def check_floors(A, tr, rep, devs):
         mine = by.get(r.get("name"), [])
         costs = []
         for k in mine:
-            op = launching_op(tr, k)
+            op = kernel_call(tr, k)[0]  # a graph replay's kernel: its reference run's op
             c = (mm_conv_cost(op) or mem_cost(op)) if op is not None else None
             if c is None:
                 break
@@ -1203,13 +1270,13 @@ def check_patterns(A, tr, rep, devs):
     groups = defaultdict(lambda: [set(), 0])
     for D in devs.values():
         for k in D.kernels:
-            op = launching_op(tr, k)
+            op, call = kernel_call(tr, k)  # a graph replay's kernel: its reference run's op
             if op is None:
                 continue
             ts = _tensors_of(op)
             key = (op.name, json.dumps([d for d, _ in ts]), json.dumps([SHORT.get(t, t) for _, t in ts]))
             g = groups[key]
-            g[0].add(id(op))
+            g[0].add(call)
             g[1] += k.dur
     # the optimizer pattern's rows are per op name, over the calls launched inside Optimizer.step ranges
     opt = defaultdict(lambda: [set(), 0])
@@ -1717,20 +1784,20 @@ STALL_MIN_NS = 100_000  # gapscope's stall_min_ns (thresholds.py), a documented 
 
 def holder_in(tr, key, a, b):
     """(event, ns) credited the most of [a, b) on thread ``key``, by my own sweep: each elementary piece goes to
-    the innermost aten op or runtime call open there, else the innermost Python frame, else (no Python frame on
-    the thread) the innermost range that is not a step range; (None, 0) when nothing ran."""
+    the innermost aten op, runtime call or Python frame open there (the one that started last, ``_nest_key``: a
+    frame that starts inside an op is nested in it), else (no Python frame on the thread) the innermost range that
+    is not a step range; (None, 0) when nothing ran."""
     evs = [v for v in tr.threads[key] if v.s < b and v.e > a and v.kind in ("op", "runtime", "py", "ann")]
     has_py = any(v.kind == "py" for v in tr.threads[key])
     cuts = sorted({a, b} | {t for v in evs for t in (v.s, v.e) if a < t < b})
     credit = {}
     for t, t2 in zip(cuts, cuts[1:]):
         open_ = [v for v in evs if v.s <= t < v.e]
-        cpu = [v for v in open_ if v.kind in ("op", "runtime")]
-        py = [v for v in open_ if v.kind == "py"]
+        work = [v for v in open_ if v.kind in ("op", "runtime", "py")]
         ann = [v for v in open_ if v.kind == "ann" and not _STEP.match(v.name)]
-        # innermost = latest start, then shortest
-        pick = lambda vs: max(vs, key=lambda v: (v.s, -v.e)) if vs else None  # noqa: E731
-        who = pick(cpu) or pick(py) or (pick(ann) if not has_py else None)
+        # innermost = latest start, then shortest, then the callee
+        pick = lambda vs: max(vs, key=_nest_key) if vs else None  # noqa: E731
+        who = pick(work) or (pick(ann) if not has_py else None)
         if who is not None:
             k = id(who)
             credit[k] = (who, credit.get(k, (who, 0))[1] + t2 - t)
@@ -2117,9 +2184,10 @@ AFTER_MIN_REF = 3  # instances of a name away from every call needed for its usu
 
 
 def _credits(tr, key) -> list:
-    """[(event, ns)]: each instant of the thread goes to one event: the innermost aten op or runtime call; else
-    the innermost Python frame; where the thread recorded no Python frame, the innermost range that is not a
-    step range. Events credited nothing are left out."""
+    """[(event, ns)]: each instant of the thread goes to one event: the innermost aten op, runtime call or Python
+    frame (of the innermost of each family, the one that started last, ``_nest_key``: a frame that starts inside an
+    op is nested in it); where the thread recorded no Python frame, the innermost range that is not a step range.
+    Events credited nothing are left out."""
     evs = tr.threads[key]
     has_py = any(v.kind == "py" for v in evs)
     bounds = sorted({t for v in evs for t in (v.s, v.e)})
@@ -2138,7 +2206,8 @@ def _credits(tr, key) -> list:
         for st in stacks.values():
             while st and st[-1].e <= t:
                 st.pop()
-        who = stacks["cpu"][-1] if stacks["cpu"] else stacks["py"][-1] if stacks["py"] else None
+        tops = [st[-1] for st in (stacks["cpu"], stacks["py"]) if st]
+        who = max(tops, key=_nest_key) if tops else None
         if who is None and not has_py:
             anns = [v for v in stacks["ann"] if not _STEP.match(v.name)]
             who = anns[-1] if anns else None

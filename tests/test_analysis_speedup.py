@@ -38,7 +38,14 @@ def reference_holder(a, thr: int, t0: int, tl: int):
     free = (cpu_in < 0) | (m.kind[np.maximum(cpu_in, 0)] == int(Kind.ANNOTATION))
     # a range inside an op, where Python frames were recorded: the op runs there, the CPU is not free
     inner = free & (cpu_in >= 0) & (py_in >= 0)
-    free[inner] = a.stacks.through_annotations(cpu_in[inner], pts[inner]) < 0
+    op = np.where(free, -1, cpu_in)
+    op[inner] = a.stacks.through_annotations(cpu_in[inner], pts[inner])
+    # unless the frame is nested in the op: it started after the op (the same start: it ends sooner)
+    for k in np.flatnonzero((op >= 0) & (py_in >= 0)).tolist():
+        (os_, oe), (ps, pe) = ((int(m.ts_ns[e]), int(m.ts_ns[e] + m.dur_ns[e])) for e in (op[k], py_in[k]))
+        if ps > os_ or (ps == os_ and pe < oe):
+            op[k] = -1
+    free = op < 0
     cand = py_in[free & (py_in >= 0)]
     if cand.size:
         scaffold = a.flags["capture_frame"][m.name_id[cand]]

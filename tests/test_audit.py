@@ -451,6 +451,41 @@ def test_python_frames_with_one_interval_nest_by_call_order():
                        "<built-in method of PyCapsule>": 2_000}, ev
 
 
+def test_own_time_goes_to_the_event_that_started_last_whatever_its_kind():
+    """A torch.compile call's shape (hf-compile's decode), µs: `TorchDynamo Cache Lookup` (a cpu_op, [10, 60)) runs
+    Python guard frames that start and end inside it ([20, 30) with a built-in [22, 24), [40, 50)): they are nested in
+    it, its own time is 50 - 10 - 10 = 30. `Pregraph bytecode` (a cpu_op, [70, 130)) opens inside `__enter__`
+    ([68, 71), in `enter` [65, 72)) and closes inside `__exit__` ([125, 132), in `exit` [120, 136)): it owns what no
+    event started after it covers, [70, 80) and [85, 120) around `set_eval_frame` [80, 85) = 45, not a child
+    clipped to `__enter__`'s end; `exit` and `__exit__` own theirs from their start. The holder and the after-effect
+    credit read the same rule."""
+    def P(name, ts, end, pyid, parent):
+        return X("python_function", name, ts, end, **{"Python id": pyid, "Python parent id": parent})
+
+    ev = [X("user_annotation", "gapscope.step#0", 0, 200), P("eval_frame.py(1): compile_wrapper", 5, 190, 1, None),
+          X("cpu_op", "TorchDynamo Cache Lookup", 10, 60, **{"External id": 1}),
+          P("guards.py(2): fn", 20, 30, 2, 1), P("<built-in function b>", 22, 24, 3, 2),
+          P("<string>(2): guard", 40, 50, 4, 1),
+          P("utils.py(3): enter", 65, 72, 5, 1), P("<built-in method __enter__>", 68, 71, 6, 5),
+          X("cpu_op", "Pregraph bytecode", 70, 130, **{"External id": 2}),
+          P("<built-in function set_eval_frame>", 80, 85, 7, 1),
+          P("utils.py(4): exit", 120, 136, 8, 1), P("<built-in method __exit__>", 125, 132, 9, 8)]
+    t = audit.Trace({"traceEvents": ev})
+    key = (str(PID), str(PID))
+    own = t.self_times(key, 8_000, 190_000)
+    assert own == {"eval_frame.py(1): compile_wrapper": 61_000, "TorchDynamo Cache Lookup": 30_000,
+                   "guards.py(2): fn": 8_000, "<built-in function b>": 2_000, "<string>(2): guard": 10_000,
+                   "utils.py(3): enter": 3_000, "<built-in method __enter__>": 2_000, "Pregraph bytecode": 45_000,
+                   "<built-in function set_eval_frame>": 5_000, "utils.py(4): exit": 9_000,
+                   "<built-in method __exit__>": 7_000}
+    v, ns = audit.holder_in(t, key, 8_000, 190_000)
+    assert (v.name, ns) == ("eval_frame.py(1): compile_wrapper", 61_000)
+    v, ns = audit.holder_in(t, key, 10_000, 60_000)
+    assert (v.name, ns) == ("TorchDynamo Cache Lookup", 30_000)
+    credits = {v.name: ns for v, ns in audit._credits(t, key)}
+    assert {k: credits[k] for k in own} == {**own, "eval_frame.py(1): compile_wrapper": 61_000 + 3_000}  # and [5, 8)
+
+
 HOST_EXPLANATION = ("Host work in `main.py(30): post` held the CPU for 40.0 µs of the 42.0 µs before `aten::relu` was "
                     "launched; `built-in sleep` ran 33.0 µs of it itself (then `main.py(30): post` 7.0 µs, `aten::relu` "
                     "2.0 µs); GPU idle 50.0 µs.")
@@ -571,6 +606,63 @@ def test_floor_achieved_and_pattern_claims_are_recomputed(attn):
         change(bad)
         got = audit.audit_report(str(path), tr, bad, "t").mismatches
         assert any(needle in line for line in got), (what, got)
+
+
+def _replay_and_reference(ref_order=("mm", "dtod", "copy")):
+    """A step that replays one CUDA graph, and the eager reference run the capture records after it, µs:
+
+        step#0 [0, 100): cudaGraphLaunch [10, 12) -> gemv [20, 25), memcpy32_post [25, 26), copy kernel [26, 36)
+        graph_reference [200, 300): aten::mm [210, 220) -> gemv [230, 234); aten::copy_ [221, 225) ->
+            cudaMemcpyAsync -> Memcpy DtoD [235, 236); aten::copy_ of two bf16 [4, 16, 512, 128] [226, 233) ->
+            the copy kernel [237, 247)
+
+    The replay's items, in start order, are the reference's GPU work token for token (a graph's copy node runs as
+    ``memcpy32_post`` where the eager run has a ``Memcpy DtoD``): the replayed copy kernel is one call of the big
+    ``aten::copy_``, 10 µs. ``ref_order`` reorders the reference's launches (a reference that does not match)."""
+    big = [[4, 16, 512, 128], [4, 16, 512, 128], []]
+    at = {"mm": (210, 220, 211, 230, 234), "dtod": (221, 225, 222, 235, 236), "copy": (226, 233, 227, 237, 247)}
+    slots = sorted(at.values())
+    ops = {"mm": ("aten::mm", "cudaLaunchKernel", "kernel", "gemv", {}),
+           "dtod": ("aten::copy_", "cudaMemcpyAsync", "gpu_memcpy", "Memcpy DtoD (Device -> Device)", {}),
+           "copy": ("aten::copy_", "cudaLaunchKernel", "kernel", "copy kernel",
+                    {"Input Dims": big, "Input type": ["c10::BFloat16", "c10::BFloat16", "Scalar"]})}
+    ev = [X("user_annotation", "gapscope.step#0", 0, 100), X("cuda_runtime", "cudaGraphLaunch", 10, 12, correlation=50),
+          K("gemv", 20, 25, 50), K("memcpy32_post", 25, 26, 50), K("copy kernel", 26, 36, 50),
+          X("user_annotation", "gapscope.graph_reference", 200, 300)]
+    for j, (what, (os_, oe, ls, ks, ke)) in enumerate(zip(ref_order, slots)):
+        op, call, cat, kname, args = ops[what]
+        ev += [X("cpu_op", op, os_, oe, **{"External id": 10 + j, **args}),
+               X("cuda_runtime", call, ls, ls + 2, correlation=60 + j, **{"External id": 10 + j}),
+               K(kname, ks, ke, 60 + j, cat=cat)]
+    return audit.Trace({"traceEvents": ev})
+
+
+COPIES = {"id": "pattern-1", "cause": "pattern", "evidence": {"pattern": "copies", "kernel_us": 10.0, "ops": [
+    {"op": "aten::copy_", "shapes": [[4, 16, 512, 128], [4, 16, 512, 128]], "dtypes": ["bf16", "bf16"], "calls": 1,
+     "kernel_us": 10.0}]}}
+
+
+def test_a_graph_replays_kernels_count_for_the_reference_runs_ops():
+    tr = _replay_and_reference()
+    m = audit.replay_map(tr)
+    got = sorted((g.name, r.name) for g in tr.gpu for L, r in [m.get(id(g), (None, None))] if r is not None)
+    assert got == [("copy kernel", "copy kernel"), ("gemv", "gemv"), ("memcpy32_post", "Memcpy DtoD (Device -> Device)")]
+    devs, mode = audit.build_devices(tr, "steps")
+    assert mode == "steps" and [k.name for k in devs[0].kernels] == ["gemv", "memcpy32_post", "copy kernel"]
+
+    def mismatches(tr, finding):
+        A = audit.Audit("t")
+        audit.check_patterns(A, tr, {"findings": [finding]}, audit.build_devices(tr, "steps")[0])
+        return A.mismatches
+
+    assert mismatches(tr, COPIES) == []
+    bad = copy.deepcopy(COPIES)
+    bad["evidence"]["ops"][0]["calls"] = 2
+    assert [x for x in mismatches(tr, bad) if "calls: reported 2, events say 1" in x]
+    # a reference whose work is not the replay's (its launches in another order): nothing maps, no call is counted
+    other = _replay_and_reference(("copy", "mm", "dtod"))
+    assert audit.replay_map(other) == {}
+    assert [x for x in mismatches(other, COPIES) if "calls: reported 1, events say 0" in x]
 
 
 def test_the_frame_whatifs_subtree_host_time_is_recomputed_from_the_events():

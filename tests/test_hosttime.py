@@ -63,7 +63,7 @@ def test_nesting_segments_credit_whatever_started_last(scene):
                    (70, 80, e["label"]), (80, 90, e["step"]), (90, 92, e["launch"]), (92, 100, e["step"])]
 
 
-def test_nesting_credits_a_frame_an_op_calls_and_a_range_a_frame_opens_unlike_the_rule():
+def test_both_credit_a_frame_an_op_calls_and_only_nesting_a_range_a_frame_opens():
     # µs: an op [0, 40) calls a Python frame P [10, 30); a frame G [50, 90) opens a record_function range R [60, 80)
     s = Synth()
     s.cpu_op("aten::custom", 0, 40)
@@ -77,7 +77,8 @@ def test_nesting_credits_a_frame_an_op_calls_and_a_range_a_frame_opens_unlike_th
     at = np.array([5, 20, 35, 55, 70, 85, 95]) * US
     by_rule = owners_at(a.stacks, m, np.full(at.size, th), at).event
     op, p, g, r = e["aten::custom"], e["user.py(2): p"], e["user.py(3): g"], e["R"]
-    assert by_rule.tolist() == [op, op, op, g, g, g, -1]  # the op over the frame it calls, the frame over the range
+    # the frame the op calls runs inside it (nested, whatever depth the model gave it); the frame over the range
+    assert by_rule.tolist() == [op, p, op, g, g, g, -1]
     s_, t_, own = nesting_segments(m, th, 0, 100 * US, (Kind.PYTHON, *CPU_NEST_KINDS))
     assert list(zip((s_ // US).tolist(), (t_ // US).tolist(), own.tolist())) == [
         (0, 10, op), (10, 30, p), (30, 40, op), (40, 50, -1), (50, 60, g), (60, 80, r), (80, 90, g), (90, 100, -1)]
@@ -94,3 +95,71 @@ def test_frame_own_intervals_take_off_only_the_chosen_children(scene):
     assert list(zip((s // US).tolist(), (t // US).tolist())) == [(10, 60)]
     s, t, _ = frame_own_intervals(m, calls, m.kind == int(Kind.ANNOTATION))  # the step range encloses F: an ancestor
     assert list(zip((s // US).tolist(), (t // US).tolist())) == [(10, 60)]
+
+
+def _compiled_call() -> Synth:
+    """A torch.compile call's shape (hf-compile's decode), µs:
+
+        [gapscope.step#0 ..............................................................)     0 .. 200
+          [F eval_frame.py(1): compile_wrapper .................................)          5 .. 190
+             [TorchDynamo Cache Lookup ......)                                           10 .. 60   cpu_op, no cpu child
+                  [G guards.py(2): fn)  [S <string>(2): guard)                           20 .. 30, 40 .. 50
+                    [b)                                                                  22 .. 24   built-in in G
+                               [E utils.py(3): enter)                                    65 .. 72
+                                  [n __enter__)                                          68 .. 71
+                                    [Pregraph bytecode ...........)                      70 .. 130  cpu_op, opened in n
+                                          [v set_eval_frame)                             80 .. 85
+                                                   [X utils.py(4): exit ..)             120 .. 136
+                                                       [x __exit__)                     125 .. 132  closes the range
+                                                                        [launch)        190 .. 192
+
+    The Python frames inside the lookup started and ended inside it: nested in it, though the model parents the
+    lookup to the step range and the frames to F. Each instant goes to the event that started last among those
+    open: the lookup owns 50 - 10 - 10 = 30 µs; the range owns [70, 80) and [85, 120) = 45 µs (it started after n
+    and E, which end inside it; X and x started inside it and outlive it: theirs from their start)."""
+    s = Synth()
+    s.launch(ts=1, dur=1, kernel="prev", k_ts=3, k_dur=5)
+    s.annotation("gapscope.step#0", 0, 200)
+    with s.frame("eval_frame.py(1): compile_wrapper", 5, 185):
+        s.cpu_op("TorchDynamo Cache Lookup", 10, 50)
+        with s.frame("guards.py(2): fn", 20, 10):
+            s.python("<built-in function b>", 22, 2)
+        s.python("<string>(2): guard", 40, 10)
+        with s.frame("utils.py(3): enter", 65, 7):
+            s.python("<built-in method __enter__ of RecordFunctionFast object>", 68, 3)
+        s.cpu_op("Pregraph bytecode", 70, 60)
+        s.python("<built-in function set_eval_frame>", 80, 5)
+        with s.frame("utils.py(4): exit", 120, 16):
+            s.python("<built-in method __exit__ of RecordFunctionFast object>", 125, 7)
+        s.launch("cudaLaunchKernel", 190, 2, kernel="k", k_ts=195, k_dur=3)
+    return s
+
+
+def test_a_frame_that_starts_inside_an_op_owns_its_time_whatever_depth_the_model_gave_it():
+    a = analyze(model_of(_compiled_call()), window="all")
+    m = a.model
+    names = {"F": "eval_frame.py(1): compile_wrapper", "look": "TorchDynamo Cache Lookup", "G": "guards.py(2): fn",
+             "b": "<built-in function b>", "S": "<string>(2): guard", "E": "utils.py(3): enter",
+             "n": "<built-in method __enter__ of RecordFunctionFast object>", "pre": "Pregraph bytecode",
+             "v": "<built-in function set_eval_frame>", "X": "utils.py(4): exit",
+             "x": "<built-in method __exit__ of RecordFunctionFast object>", "launch": "cudaLaunchKernel"}
+    e = {k: first_event(m, v) for k, v in names.items()}
+    th = int(m.track[e["look"]])
+    step = first_event(m, "gapscope.step#0")
+    # the model's nesting: the lookup's cpu parent is the step range, the frames' Python parent is F
+    assert int(m.parent[e["look"]]) == step and int(m.parent[e["G"]]) == e["F"]
+    at = np.array([15, 21, 23, 45, 66, 69, 70, 71, 75, 82, 121, 126, 131, 133, 140]) * US
+    want = ["look", "G", "b", "S", "E", "n", "pre", "pre", "pre", "v", "X", "x", "x", "X", "F"]
+    assert owners_at(a.stacks, m, np.full(at.size, th), at).event.tolist() == [e[k] for k in want]
+    h = host_time(a.stacks, m, th, 8 * US, 190 * US)
+    got = {k: h.of(e[k]) // US for k in names}
+    assert got == {"F": (10 - 8) + (65 - 60) + (190 - 136), "look": 30, "G": 8, "b": 2, "S": 10, "E": 3, "n": 2,
+                   "pre": 45, "v": 5, "X": 9, "x": 7, "launch": 0}
+    assert h.idle_ns == 0 and int(h.ns.sum()) == 182 * US
+    # the python cause's host frames credit the same
+    gi = int(np.flatnonzero(a.gaps.start_ns == 8 * US)[0])
+    d = a.gap_detail(gi)
+    assert d.cause == "python"
+    frames = {m.name(ev): ns // US for ev, ns in d.extra["host"]["frames"]}
+    assert frames == {names["F"]: 61, names["pre"]: 45, names["look"]: 30, names["S"]: 10, names["X"]: 9}
+    assert "`Pregraph bytecode` 45.0 µs" in d.explanation and "`TorchDynamo Cache Lookup` 30.0 µs" in d.explanation

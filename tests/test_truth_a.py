@@ -14,6 +14,7 @@ from gapscope.analysis.findings import SEVERITIES
 from gapscope.analysis.gaps import typical_launch_delay
 from gapscope.report import build_json, render_markdown
 from gapscope.trace import load
+from gapscope.trace.model import Kind
 
 
 # ------------------------------------------------------------------------------ item 1: stalls
@@ -80,19 +81,26 @@ def test_a_compile_region_holding_a_gap_gets_compile_advice():
     assert "lazy module loading" not in f.suggestion
 
 
-def test_demo_compile_region_holds_a_gap():
-    """Our torch.compile decode (H200): one gap of 635.8 µs where `Torch-Compiled Region: 0/1` ran 511.9 µs of its
-    own in the 618.2 µs before the next launch, Python frames recorded (ranges inside the region are looked
-    through, as hosttime does): a stall with the compile advice, not launch-bound."""
+def test_demo_compile_region_does_not_hold_the_gap_its_python_callee_ran():
+    """Our torch.compile decode (H200): one gap of 635.8 µs, 618.2 µs of it before the next launch, inside
+    `Torch-Compiled Region: 0/1`. Every instant of those 618.2 µs is inside a Python frame that started inside the
+    region (nested in it, whatever depth the trace model gave the region): Inductor's generated ``call`` ran 470.7 µs
+    of its own, the region none (benchmarks/audit.py recomputes it from the raw events). No stall by the region;
+    Inductor's wrapper is dispatch (``LAUNCHER_FRAME_RE``), so the gap is launch-bound."""
+    from gapscope.analysis.hosttime import host_time
+
     a = analyze(load(SAMPLE_TRACES / "demo-compile.decode.json.gz"))
-    rows = np.flatnonzero(a.gaps.cause == CAUSES.index("stall"))
-    held = [a.gap_detail(int(r)).extra["held_by"] for r in rows]
-    comp = [h for h in held if h["kind"] == "compile"]
-    assert len(comp) == 1
-    h = comp[0]
-    assert h["name"] == "Torch-Compiled Region: 0/1" and round(h["ns"] / 100) == 5119 and round(h["of_ns"] / 100) == 6182
-    f = next(f for f in a.findings if f.cause == "stall" and "Torch-Compiled Region" in f.title)
-    assert "recompilation or guard evaluation" in f.suggestion
+    m, g = a.model, a.gaps
+    held = [a.gap_detail(int(r)).extra["held_by"] for r in np.flatnonzero(g.cause == CAUSES.index("stall"))]
+    assert not [h for h in held if h["kind"] == "compile"]
+    i = int(np.flatnonzero(np.round((g.end_ns - g.start_ns) / 100) == 6358)[0])
+    assert CAUSES[int(g.cause[i])] == "launch" and int(g.t_launch_ns[i] - g.start_ns[i]) == 618_189
+    h = host_time(a.stacks, m, int(g.thread[i]), int(g.start_ns[i]), int(g.t_launch_ns[i]))
+    top, ns = h.top(1)[0]
+    assert m.name(top).endswith(".py(1028): call") and "torchinductor_" in m.name(top) and ns == 470_722
+    region = [e for e in np.flatnonzero(m.kind == int(Kind.CPU_OP)).tolist()
+              if m.name(e) == "Torch-Compiled Region: 0/1" and m.ts_ns[e] <= g.start_ns[i] < m.ts_ns[e] + m.dur_ns[e]]
+    assert len(region) == 1 and h.of(region[0]) == 0
 
 
 def test_b200_eager_op_own_time_holds_its_gap():

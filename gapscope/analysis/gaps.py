@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..trace.model import Kind, TraceModel, TrackKind
-from .hosttime import host_times
+from .hosttime import host_times, owners_at
 from .intervals import Coverage, GroupedCoverage, median, name_ids
 from .names import STEP_ANNOTATION_RE, name_flags
 from .thresholds import MAX_CHAIN, SCREEN_POINTS, SCREEN_SHARE, Thresholds
@@ -436,22 +436,12 @@ def one_holder(stacks, model: TraceModel, cfg: Thresholds, thread, t0, t1, tl, l
     named = np.array([any(k in nm for k in NAMED_RANGE) for nm in model.names], dtype=bool)
     if cand.size:
         # a cheap screen before the exact credit: 33 evenly spaced points of [t0, t_launch], the event running
-        # innermost at each (hosttime's rule, without looking through ranges); only a gap where one non-Python
-        # event runs at 13 of them or more (40%) can have one holding more than half of it
+        # innermost at each (hosttime's rule); only a gap where one non-Python event runs at 13 of them or more
+        # (40%) can have one holding more than half of it
         pts = np.linspace(t0[cand], tl[cand] - 1, SCREEN_POINTS, axis=1).astype(np.int64)
         th = np.repeat(thread[cand], SCREEN_POINTS).reshape(pts.shape)
-        cpu_in = stacks.innermost("cpu", th.ravel(), pts.ravel()).reshape(pts.shape)
-        py_in = stacks.innermost("py", th.ravel(), pts.ravel()).reshape(pts.shape)
-        # hosttime's rule per point (a Python frame is no holder: -1)
-        c0 = np.maximum(cpu_in, 0)
-        is_ann = (cpu_in >= 0) & (kind[c0] == KI.ANNOTATION)
-        step = is_ann & stacks.flags["step_range"][model.name_id[c0]]
-        work = np.full(cpu_in.shape, -1, np.int64)
-        thru = is_ann & (py_in >= 0)
-        if thru.any():  # a range inside an op labels the op: the op runs there
-            work[thru] = stacks.through_annotations(cpu_in[thru], pts[thru])
-        who = np.where((cpu_in >= 0) & ~is_ann, cpu_in,
-                       np.where(work >= 0, work, np.where(py_in >= 0, -1, np.where(is_ann & ~step, cpu_in, -1))))
+        who = owners_at(stacks, model, th.ravel(), pts.ravel()).event.reshape(pts.shape)
+        who = np.where((who >= 0) & (kind[np.maximum(who, 0)] == KI.PYTHON), -1, who)  # a Python frame: no holder
         srt = np.sort(who, axis=1)
         # the longest run of one event per row (sorted, so a run is equal neighbours)
         brk = np.ones(srt.shape, bool)

@@ -7,7 +7,11 @@ The rule, per instant t (``ts <= t < end``):
 1. the innermost event of the 'cpu' family (aten op, runtime or driver call) when it is not an annotation:
    dispatch, a launch, a synchronising call, host computation inside an op; where Python frames were
    recorded, ranges are looked through: in a range inside an op (``nccl:all_reduce`` in
-   ``record_param_comms``) the op is running;
+   ``record_param_comms``) the op is running. Unless the innermost Python frame started after it (same start:
+   ends sooner): a frame that starts inside an op is nested in it, whatever depth the model gave either (an op
+   that calls into Python: ``TorchDynamo Cache Lookup`` evaluating guards, a custom op's Python body), and a
+   frame that starts inside one and outlives it (the ``__exit__`` that closes a ``Pregraph bytecode`` range) is
+   the innermost from its start on: the frame runs there (2.). Of the two, the one that started last;
 2. else the innermost Python frame (``python_function`` events, built-ins such as ``time.sleep`` or numpy
    functions included): the code that was running, by time (the frame opened last among those open at t;
    ``Python parent id`` only orders frames with the same start and end);
@@ -92,8 +96,14 @@ def owners_at(stacks, model, thread: np.ndarray, t: np.ndarray, *, step_ranges: 
     if not step_ranges:
         # a step range (ProfilerStep#N, gapscope.step#k) wraps a whole step: never the thing that ran
         ann = cpu_ann & ~stacks.flags["step_range"][model.name_id[np.maximum(cpu, 0)]]
-    who = np.where((cpu >= 0) & ~cpu_ann, cpu,
-                   np.where(work >= 0, work, np.where(py >= 0, py, np.where(ann, cpu, -1))))
+    op = np.where((cpu >= 0) & ~cpu_ann, cpu, work)
+    # a frame that started inside the op (or call) is nested in it, whatever depth the model gave it (an op that
+    # calls into Python: ``TorchDynamo Cache Lookup`` evaluating guards): the frame runs there, not the op.
+    # Same start: the shorter is the inner one; the same interval: the op (a frame around the op it calls)
+    o, p = np.maximum(op, 0), np.maximum(py, 0)
+    ts, end = model.ts_ns, stacks.end
+    frame_in = (op >= 0) & (py >= 0) & ((ts[p] > ts[o]) | ((ts[p] == ts[o]) & (end[p] < end[o])))
+    who = np.where((op >= 0) & ~frame_in, op, np.where(py >= 0, py, np.where(ann, cpu, -1)))
     return Owners(who, cpu, py)
 
 
