@@ -7,6 +7,7 @@ configs for a check on the CPU.
     python3 -m capture run benchmarks.hf_clients3:metrics_thread --name hf-gil --active 4    # decode_(no)thread
     python3 -m capture run benchmarks.hf_clients3:conv_shapes --name conv-autotune           # step_sizes, step_padded
     python3 -m capture run benchmarks.hf_clients3:weight_copy --name mlp-wcopy               # fwd_transpose, fwd_stored
+    python3 -m capture run benchmarks.hf_clients3:weight_cast --name mlp-wcast               # fwd_cast, fwd_bf16
 
 What each pair is (the first phase is the variant, the second the fix):
 
@@ -25,6 +26,9 @@ What each pair is (the first phase is the variant, the second the fix):
 - ``weight_copy``: a stack of custom linear layers (8 blocks of 4096 -> 11008 -> 4096, 16 tokens) whose forward
   computes ``x @ w.t().contiguous()``, copying every weight transposed on every call, against the same weights
   stored transposed once (``x @ w_t``).
+- ``weight_cast``: the same stack (8 blocks of 4096 -> 11008 -> 4096, 16 bf16 tokens) of custom linear layers whose
+  weights are stored in float32 and cast to bf16 in the forward (``F.linear(x, self.weight.to(torch.bfloat16))``,
+  no autocast) on every call, against the same weights stored in bf16 once.
 """
 
 from __future__ import annotations
@@ -263,5 +267,59 @@ def weight_copy():
     phases = {}
     for label, stored in (("fwd_transpose", False), ("fwd_stored", True)):
         model = _mlp(cfg, dev, dtype, stored)
+        phases[label] = torch.no_grad()(lambda m=model: m(x))
+    return phases
+
+
+# ------------------------------------------------------------------------------------------ weight_cast
+def _cast_mlp(cfg, dev, stored):
+    import torch
+    from torch import nn
+
+    class CastLinear(nn.Module):
+        """A hand-written linear over a weight kept in float32, cast to bf16 on every call (no autocast)."""
+
+        def __init__(self, weight):
+            super().__init__()
+            self.weight = nn.Parameter(weight, requires_grad=False)
+
+        def forward(self, x):
+            return torch.nn.functional.linear(x, self.weight.to(torch.bfloat16))
+
+    class Bf16Linear(nn.Module):
+        """The fix: the weight stored in bf16 once."""
+
+        def __init__(self, weight):
+            super().__init__()
+            self.weight = nn.Parameter(weight.to(torch.bfloat16), requires_grad=False)
+
+        def forward(self, x):
+            return torch.nn.functional.linear(x, self.weight)
+
+    class Block(nn.Module):
+        def __init__(self, up, down):
+            super().__init__()
+            kind = Bf16Linear if stored else CastLinear
+            self.up, self.down = kind(up), kind(down)
+
+        def forward(self, x):
+            return x + self.down(torch.nn.functional.silu(self.up(x)))
+
+    torch.manual_seed(0)
+    h, f = cfg["hidden"], cfg["inner"]
+    blocks = [Block(torch.randn(f, h, device=dev) * h ** -0.5, torch.randn(h, f, device=dev) * f ** -0.5)
+              for _ in range(cfg["blocks"])]
+    return nn.Sequential(*blocks).eval()
+
+
+def weight_cast():
+    import torch
+
+    _, size, dev, _ = _env()
+    cfg = MLP[size]
+    x = torch.randn(cfg["tokens"], cfg["hidden"], device=dev, dtype=torch.bfloat16)
+    phases = {}
+    for label, stored in (("fwd_cast", False), ("fwd_bf16", True)):
+        model = _cast_mlp(cfg, dev, stored)
         phases[label] = torch.no_grad()(lambda m=model: m(x))
     return phases

@@ -29,6 +29,7 @@ PAIRS = [
     ("hf-gil.decode_thread", "hf-gil.decode_nothread", "gil-thread", "GIL"),
     ("conv-autotune.step_sizes", "conv-autotune.step_padded", "autotune", "autotuning"),
     ("mlp-wcopy.fwd_transpose", "mlp-wcopy.fwd_stored", "kernels", "transposed"),
+    ("mlp-wcast.fwd_cast", "mlp-wcast.fwd_bf16", "kernels", "cast to bf16 on every call"),
 ]
 
 

@@ -5,13 +5,13 @@
 #
 #   OUT=/tmp/c bash benchmarks/record_clients3.sh                     # on the GPU node: $OUT/traces.tgz, $OUT/log.txt
 #   OUT=/tmp/c HF_CLIENTS_SIZE=tiny CPU=--cpu bash benchmarks/record_clients3.sh   # a check of the script on a CPU
-#   ONLY="timer gil" OUT=/tmp/c bash benchmarks/record_clients3.sh    # only some pairs (timer gil autotune wcopy)
+#   ONLY="timer gil" OUT=/tmp/c bash benchmarks/record_clients3.sh    # only some pairs (timer gil autotune wcopy wcast)
 set -u
 OUT=${OUT:-bench_out}
 PY=${PYTHON:-python3}
 BUDGET=${BUDGET:-480}
 CPU=${CPU:-}
-ONLY=${ONLY:-timer gil autotune wcopy}
+ONLY=${ONLY:-timer gil autotune wcopy wcast}
 LOG="$OUT/log.txt"
 T="$OUT/traces"
 mkdir -p "$T"
@@ -29,6 +29,7 @@ want timer && run timer 110 $C benchmarks.hf_clients3:layer_timer --name hf-time
 want gil && run gil 110 $C benchmarks.hf_clients3:metrics_thread --name hf-gil --active 4
 want autotune && run autotune 110 $C benchmarks.hf_clients3:conv_shapes --name conv-autotune
 want wcopy && run wcopy 110 $C benchmarks.hf_clients3:weight_copy --name mlp-wcopy
+want wcast && run wcast 110 $C benchmarks.hf_clients3:weight_cast --name mlp-wcast
 ls -la "$T" >>"$LOG"
 (cd "$OUT" && tar czf traces.tgz traces) && rm -rf "$T"   # one file back (the traces are gzip'd already)
 echo "done in $SECONDS s" | tee -a "$LOG"

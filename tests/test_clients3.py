@@ -27,6 +27,8 @@ PAIRS = [
       "fix the shapes (pad or bucket) or turn benchmark off")),
     ("mlp-wcopy.fwd_transpose", "mlp-wcopy.fwd_stored", "kernels",
      ("the weight is transposed and copied on every call: store it transposed once",)),
+    ("mlp-wcast.fwd_cast", "mlp-wcast.fwd_bf16", "kernels",
+     ("the weight is cast to bf16 on every call in ", ": store it in bf16 once (model.to(torch.bfloat16))")),
 ]
 
 

@@ -4,6 +4,8 @@ store the weight transposed once)."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from tests.helpers import SAMPLE_TRACES, model_of
@@ -162,3 +164,113 @@ def test_the_real_autocast_trace_says_cast_the_model_once():
     # its bf16 twin has no such copies
     b = analyze(load(SAMPLE_TRACES / "hf-autocast.prefill_bf16.json.gz"))
     assert not any("weight_casts" in p.evidence for p in b.patterns)
+
+
+RECAST = "the weight is cast to bf16 on every call: store it in bf16 once (model.to(torch.bfloat16))"
+CLONED = "the weight is copied on every call: use it as it is (drop the .contiguous()/.clone())"
+FWD = "model.py(20): forward"
+
+
+def _casting_forward(calls: int = 3, *, framed: bool = True, cached_after: int | None = None,
+                     batch_varies: bool = False, clone: bool = False) -> Synth:
+    """A user ``forward`` doing ``F.linear(x, self.w.to(torch.bfloat16))`` outside autocast, w [4096, 4096] fp32 (the
+    copy 32 MiB of bf16): aten::to > aten::_to_copy > aten::copy_ of the weight, then the bf16 linear > mm.
+    ``clone``: ``F.linear(x, self.w.clone())`` instead (aten::clone > aten::copy_, fp32). ``cached_after``: the
+    calls after that many reuse the cast weight (only the linear). ``batch_varies``: the weight is stored bf16
+    and the input x [1024 * (call + 1), 4096] fp32 is cast instead (an activation). ``framed``: inside the frame."""
+    s = Synth()
+    w = [4096, 4096]
+    for j in range(calls):
+        t0, k0 = 400 * j, 5000 + 400 * j
+        x = [1024 * (j + 1), 4096] if batch_varies else [16, 4096]
+        cm = s.frame(FWD, t0, 300) if framed else contextlib.nullcontext()
+        with cm:
+            if cached_after is None or j < cached_after:
+                src = x if batch_varies else w
+                if clone:
+                    s.cpu_op("aten::clone", t0 + 1, 58, **{"Input Dims": [src, []], "Input type": ["float", ""],
+                                                           "Input Strides": [[src[1], 1], []]})
+                    s.cpu_op("aten::copy_", t0 + 10, 40, **{"Input Dims": [src, src, []],
+                                                             "Input type": ["float", "float", "Scalar"],
+                                                             "Input Strides": [[src[1], 1], [src[1], 1], []]})
+                    s.launch(ts=t0 + 11, dur=2, kernel="direct_copy_kernel", k_ts=k0, k_dur=60)
+                else:
+                    _cast(s, t0 + 1, src, k0, 60)
+            to = "float" if clone else BF
+            s.cpu_op("aten::linear", t0 + 100, 80, **{"Input Dims": [x, w, []], "Input type": [to, to, ""],
+                                                      "Concrete Inputs": ["", "", ""]})
+            s.cpu_op("aten::mm", t0 + 110, 40, **{"Input Dims": [x, [4096, 4096]], "Input type": [to, to]})
+            s.launch(ts=t0 + 111, dur=2, kernel="nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT", k_ts=k0 + 100, k_dur=20)
+    return s
+
+
+def test_a_weight_cast_on_every_call_outside_autocast():
+    p = _copies(_casting_forward(3))
+    assert p is not None
+    assert p.evidence["weight_recasts"] == {"calls": 3, "bytes": 3 * 4096 * 4096 * 2, "ops": ["aten::to"],
+                                            "frames": [FWD], "to": "bf16"}
+    assert not {"weight_casts", "weight_transposes", "weight_clones"} & set(p.evidence)
+    assert f"In {FWD} {RECAST}" in p.fix
+    assert AVOID in p.fix
+
+
+def test_a_weight_cloned_on_every_call():
+    p = _copies(_casting_forward(3, clone=True))
+    assert p is not None
+    assert p.evidence["weight_clones"] == {"calls": 3, "bytes": 3 * 4096 * 4096 * 4, "ops": ["aten::clone"],
+                                           "frames": [FWD]}
+    assert "weight_recasts" not in p.evidence and "weight_transposes" not in p.evidence
+    assert f"In {FWD} {CLONED}" in p.fix
+
+
+@pytest.mark.parametrize("kw", [dict(batch_varies=True), dict(framed=False), dict(cached_after=1),
+                                dict(batch_varies=True, clone=True), dict(framed=False, clone=True),
+                                dict(cached_after=1, clone=True)],
+                         ids=["activation", "no-user-frame", "once", "activation-clone", "clone-no-frame",
+                              "clone-once"])
+def test_look_alikes_are_not_weight_copies(kw):
+    """An activation (its shape changes with the batch, the linear's input, not its weight), a cast outside any
+    user frame, a cast made once and kept: large copies, none of them a weight copied on every call."""
+    p = _copies(_casting_forward(3, **kw))
+    assert p is not None and p.calls >= 1
+    assert not {"weight_recasts", "weight_clones"} & set(p.evidence), p.evidence
+    assert RECAST not in p.fix and CLONED not in p.fix
+
+
+def test_a_transposed_clone_is_a_transpose_not_a_plain_copy():
+    p = _copies(_transposing_forward(3))
+    assert "weight_transposes" in p.evidence and "weight_clones" not in p.evidence
+
+
+@pytest.mark.parametrize("clone, words, head", [
+    (False, f"The weight is cast to bf16 on every call in {FWD}: store it in bf16 once (model.to(torch.bfloat16))",
+     "Store the weights in bf16 once"),
+    (True, f"The weight is copied on every call in {FWD}: use it as it is (drop the .contiguous()/.clone())",
+     "Use the weights as they are: no copy per call"),
+], ids=["cast", "clone"])
+def test_the_plan_words_the_action(clone, words, head):
+    """The copies finding's action (its kind's change, and its headline) in the field's words."""
+    from gapscope.analysis.plan import ACTION_KINDS, headline, plain
+    from gapscope.analysis.thresholds import HEADLINE_MAX
+
+    a = analyze(model_of(_casting_forward(4, clone=clone)))
+    f = next(f for f in a.findings if (f.evidence or {}).get("pattern") == "copies")
+    assert plain(ACTION_KINDS["kernels"].change(None, f)) == words
+    assert plain(headline("kernels", None, f)) == head and len(head) <= HEADLINE_MAX
+
+
+def test_the_real_cast_in_the_forward_trace_says_store_it_in_bf16_once():
+    """mlp-wcast.fwd_cast (H200): 8 MLP blocks whose linear casts its fp32 weight to bf16 every forward, outside
+    autocast: all 16 large copies are those casts, in the linear's forward; its twin stores the weights in bf16."""
+    path = SAMPLE_TRACES / "mlp-wcast.fwd_cast.json.gz"
+    if not path.exists():
+        pytest.skip("no mlp-wcast sample trace")
+    from gapscope.trace import load
+
+    p = next(p for p in analyze(load(path)).patterns if p.kind == "copies")
+    wr = p.evidence["weight_recasts"]
+    assert wr["calls"] == p.calls == 16 and wr["to"] == "bf16" and wr["ops"] == ["aten::to"]
+    assert len(wr["frames"]) == 1 and wr["frames"][0].endswith(": forward")
+    assert not {"weight_casts", "weight_transposes", "weight_clones"} & set(p.evidence)
+    b = analyze(load(SAMPLE_TRACES / "mlp-wcast.fwd_bf16.json.gz"))
+    assert not any({"weight_recasts", "weight_clones"} & set(p.evidence) for p in b.patterns)

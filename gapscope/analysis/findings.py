@@ -122,7 +122,7 @@ def pattern_findings(a) -> list:
               "estimate": p.estimate, "ops": p.ops,
               "fix_replayed": f"{p.kind} fixed: its kernels cut from {_fmt(p.kernel_ns // steps)} to "
                               f"{_fmt(p.after_ns // steps)}{per} ({p.estimate})"}
-        ev.update(p.evidence)  # the pattern's own keys (copies: weight_casts, weight_transposes)
+        ev.update(p.evidence)  # the pattern's own keys (copies: weight_casts, weight_transposes, weight_recasts, ...)
         if p.fixes is not None:
             ev["fixes"] = [{"fix": x["fix"], "after_us": x["after_ns"] / 1e3,
                             "kernel_saving_us": max(p.kernel_ns - x["after_ns"], 0) / 1e3,

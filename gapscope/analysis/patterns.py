@@ -27,7 +27,11 @@ live profiler object; this works on a file): each is the op calls that form it, 
   layout; estimated as the copies removed. Evidence in the expert's words (``Pattern.evidence``): ``weight_casts``,
   the casts of a matmul's fp32 weight to bf16/fp16 inside that matmul op (autocast over fp32 weights, again on
   every forward; when they are most of the copied bytes the fix says to cast the model once), and
-  ``weight_transposes``, ``w.t().contiguous()`` in a user frame on every call of it (store it transposed once).
+  ``weight_transposes``, ``w.t().contiguous()`` in a user frame on every call of it (store it transposed once);
+  ``weight_recasts``, a weight cast to bf16/fp16 by a user frame outside autocast on every call of it (store it in
+  that dtype once); ``weight_clones``, a weight copied as it is (``.clone()``, ``.contiguous()``) on every call of
+  a user frame (use it as it is). A user frame's copy is a weight's when a matmul of that frame's call takes it as
+  its weight.
 
 - ``tiny-kernel-loop``: a Python loop over elements or experts launching many kernels shorter than their launch
   calls, with data-dependent syncs and a repeated op sequence (patterns_loop.py); its saving is its frame's
@@ -556,6 +560,7 @@ def _copies(a, C: _Calls, claimed: set) -> Pattern | None:
     est = "the copies removed, kernels and host dispatch"
     casts = _weight_casts(a, C, rows)
     moves = _weight_transposes(a, C, rows)
+    recasts, clones = _user_weight_copies(a, C, rows)
     first = []
     total = sum(_row_bytes(C, i) for i in rows)
     if casts is not None and 2 * casts["bytes"] > total:  # most of the copied bytes: autocast's weight casts
@@ -568,10 +573,22 @@ def _copies(a, C: _Calls, claimed: set) -> Pattern | None:
     elif casts is not None:
         casts.pop("dtype")
         casts["most"] = False
+    mine = []  # (bytes, sentence): the user's own copies of weights, the largest first
     if moves is not None:
         where = ", ".join(moves["frames"][:3])
-        first.append(f"In {where} the weight is transposed and copied on every call: store it transposed once "
-                     "(a parameter or buffer made at load time) instead of .t().contiguous() in the forward.")
+        mine.append((moves["bytes"], f"In {where} the weight is transposed and copied on every call: store it "
+                     "transposed once (a parameter or buffer made at load time) instead of .t().contiguous() in the "
+                     "forward."))
+    if recasts is not None:
+        where, to = ", ".join(recasts["frames"][:3]), recasts["to"]
+        dt = "torch.float16" if to == "fp16" else "torch.bfloat16"
+        mine.append((recasts["bytes"], f"In {where} the weight is cast to {to} on every call: store it in {to} once "
+                     f"(model.to({dt})) instead of casting it in the forward."))
+    if clones is not None:
+        where = ", ".join(clones["frames"][:3])
+        mine.append((clones["bytes"], f"In {where} the weight is copied on every call: use it as it is (drop the "
+                     ".contiguous()/.clone())."))
+    first += [x for _, x in sorted(mine, key=lambda y: -y[0])]
     if first:
         fix = " ".join(first) + " " + fix
     p = _make(a, C, "copies", rows, {}, title, fix, est, remove_host=True)
@@ -579,6 +596,10 @@ def _copies(a, C: _Calls, claimed: set) -> Pattern | None:
         p.evidence["weight_casts"] = casts
     if moves is not None:
         p.evidence["weight_transposes"] = moves
+    if recasts is not None:
+        p.evidence["weight_recasts"] = recasts
+    if clones is not None:
+        p.evidence["weight_clones"] = clones
     return p
 
 
@@ -667,11 +688,7 @@ def _weight_transposes(a, C: _Calls, rows: list[int]) -> dict | None:
     inside a user Python frame, on every call of that frame (as many such copies as the frame has calls in the
     window): a weight transposed and copied on every call. {calls, bytes, ops, frames}, or None."""
     m = a.model
-    stacks = getattr(a, "stacks", None)
-    if stacks is None:  # the kernels' side in a forked child (core._kernel_side) runs before the parent made it
-        from .stacks import StackIndex
-
-        stacks = StackIndex(m, a.flags)
+    stacks = _stack_index(a)
     wrap = {"aten::contiguous", "aten::clone"}
     hits = []  # (row, enclosing op, user frame)
     for i in rows:
@@ -698,10 +715,16 @@ def _weight_transposes(a, C: _Calls, rows: list[int]) -> dict | None:
         hits.append((i, outer, fr))
     if not hits:
         return None
-    # every call: each frame (by name) holds as many of these copies as it has calls in the window
+    return _summary(a, C, _on_every_call(a, hits))
+
+
+def _on_every_call(a, hits: list) -> list:
+    """Of ``hits`` (row, op, user frame, ...): those whose frame (by name) holds as many of them as it has calls in
+    the window (the copy made on every call of it, not once and kept)."""
+    m = a.model
     per: dict[int, int] = {}
-    for _, _, fr in hits:
-        nid = int(m.name_id[fr])
+    for h in hits:
+        nid = int(m.name_id[h[2]])
         per[nid] = per.get(nid, 0) + 1
     keep = []
     for nid, cnt in per.items():
@@ -710,16 +733,90 @@ def _weight_transposes(a, C: _Calls, rows: list[int]) -> dict | None:
             ev = ev[a.window.cpu_in(m, ev)]
         if cnt >= ev.size:
             keep.append(nid)
-    hits = [h for h in hits if int(m.name_id[h[2]]) in keep]
+    return [h for h in hits if int(m.name_id[h[2]]) in keep]
+
+
+def _summary(a, C: _Calls, hits: list) -> dict | None:
+    """{calls, bytes, ops (the ops the user called), frames} of the hits (row, op, user frame, ...), or None."""
     if not hits:
         return None
+    m = a.model
     ops, frames = [], []
-    for _, outer, fr in hits:
-        for lst, x in ((ops, m.names[m.name_id[outer]]), (frames, m.names[m.name_id[fr]])):
+    for h in hits:
+        for lst, x in ((ops, m.names[m.name_id[h[1]]]), (frames, m.names[m.name_id[h[2]]])):
             if x not in lst:
                 lst.append(x)
-    nb = int(sum(_row_bytes(C, i) for i, _, _ in hits))
+    nb = int(sum(_row_bytes(C, h[0]) for h in hits))
     return {"calls": len(hits), "bytes": nb, "ops": ops, "frames": frames}
+
+
+def _stack_index(a):
+    stacks = getattr(a, "stacks", None)
+    if stacks is None:  # the kernels' side in a forked child (core._kernel_side) runs before the parent made it
+        from .stacks import StackIndex
+
+        stacks = StackIndex(a.model, a.flags)
+    return stacks
+
+
+def _feeds_weight(m, mm_ev: np.ndarray, fr: int, e: int, dims: list) -> bool:
+    """Whether a matmul op after event ``e`` inside the call of frame ``fr`` (same thread) takes a tensor of
+    ``dims`` (or its transpose) as its weight."""
+    t0, t1, tr = int(m.ts_ns[e]), int(m.ts_ns[fr] + m.dur_ns[fr]), int(m.track[fr])
+    cand = mm_ev[(m.track[mm_ev] == tr) & (m.ts_ns[mm_ev] > t0) & (m.ts_ns[mm_ev] <= t1)]
+    for x in cand.tolist():
+        w = _weight_operand(m.names[m.name_id[x]], m.event_args(x).get("Input Dims") or [])
+        if w is not None and (w == dims or w == dims[::-1]):
+            return True
+    return False
+
+
+def _user_weight_copies(a, C: _Calls, rows: list[int]) -> tuple[dict | None, dict | None]:
+    """Of the copy calls ``rows``: a 2-D tensor cast from float to bf16/fp16 (``w.to(torch.bfloat16)``,
+    ``w.half()``) or copied as it is (``w.clone()``, ``.contiguous()`` of a strided view, not a transpose: that is
+    ``_weight_transposes``) by a user Python frame outside autocast (no matmul op around the copy: those are
+    ``_weight_casts``), the copy then taken by a matmul of that frame's call as its weight, on every call of that
+    frame. ({calls, bytes, ops, frames, to}, {calls, bytes, ops, frames}), each None when there are none."""
+    m = a.model
+    stacks = _stack_index(a)
+    wrap = {"aten::to", "aten::_to_copy", "aten::contiguous", "aten::clone"}
+    mm_ev = None  # the matmul op events, found when a candidate needs them
+    casts, clones = [], []
+    for i in rows:
+        d, t = C.dims[i], C.types[i]
+        if C.op[i] != "aten::copy_" or len(d) < 2 or len(t) < 2 or len(d[1]) != 2 or d[0] != d[1]:
+            continue
+        cast = t[1] == "float" and _is_half(t[0])
+        if not cast and t[0] != t[1]:
+            continue
+        e = int(C.call[i])
+        if _enclosing(m, e, MATMUL_OPS) >= 0:
+            continue
+        outer = _enclosing(m, e, wrap)
+        if outer < 0:
+            continue
+        while m.parent[outer] >= 0 and m.names[m.name_id[m.parent[outer]]] in wrap:
+            outer = int(m.parent[outer])
+        if not cast:
+            strides = m.event_args(e).get("Input Strides") or []
+            if len(strides) > 1 and _transposed(d[1], strides[1]):
+                continue
+        fr = int(stacks.user_frame(np.array([m.track[e]]), np.array([m.ts_ns[e]]))[0])
+        if fr < 0:
+            continue
+        if mm_ev is None:
+            mm_ev = np.flatnonzero(np.array([n in MATMUL_OPS for n in m.names], bool)[name_ids(m)])
+        if not _feeds_weight(m, mm_ev, fr, e, d[1]):
+            continue
+        (casts if cast else clones).append((i, outer, fr, t[0]))
+    casts, clones = _on_every_call(a, casts), _on_every_call(a, clones)
+    out = _summary(a, C, casts)
+    if out is not None:
+        by: dict[str, int] = {}
+        for h in casts:
+            by[h[3]] = by.get(h[3], 0) + _row_bytes(C, h[0])
+        out["to"] = "fp16" if max(by, key=by.get) == "c10::Half" else "bf16"
+    return out, _summary(a, C, clones)
 
 
 def _optimizer(a, claimed_kernels: np.ndarray) -> Pattern | None:

@@ -200,12 +200,21 @@ def _pattern_change(fr, f):
             dt = "torch.float16" if to == "fp16" else "torch.bfloat16"
             return _t(f"Cast the model to {to} once (", (f"model.to({dt})",), f"): autocast casts the fp32 weights to "
                       f"{to} on every forward")
-        wt = ev.get("weight_transposes")
-        if wt:
-            where = wt.get("frames") or []
-            at = (" in ", (where[0],)) if len(where) == 1 else ()
+        key = _weight_copy(ev)
+        wt = ev.get(key) or {}
+        where = wt.get("frames") or []
+        at = (" in ", (where[0],)) if len(where) == 1 else ()
+        if key == "weight_transposes":
             return _t("The weight is transposed and copied on every call: store it transposed once (", ("w.t()",),
                       *at, " made once at load time instead of ", (".t().contiguous()",), " in the forward)")
+        if key == "weight_recasts":
+            to = wt.get("to") or "bf16"
+            dt = "torch.float16" if to == "fp16" else "torch.bfloat16"
+            return _t(f"The weight is cast to {to} on every call", *at, f": store it in {to} once (",
+                      (f"model.to({dt})",), ")")
+        if key == "weight_clones":
+            return _t("The weight is copied on every call", *at, ": use it as it is (drop the ",
+                      (".contiguous()",), "/", (".clone()",), ")")
         return _t("Keep one dtype and layout: the step converts or copies large tensors on every call")
     if kind == "optimizer":
         return _t("Use the multi-tensor optimizer (", ("foreach=True",), " or ", ("fused=True",), ")")
@@ -214,6 +223,13 @@ def _pattern_change(fr, f):
         return _t("Vectorise the loop in ", (loop,), ": one batched op over all items instead of small kernels "
                   "per item") if loop else _t("Vectorise the loop: one batched op instead of small kernels per item")
     return _t(f.title)
+
+
+def _weight_copy(ev: dict) -> str | None:
+    """Of a copies finding's user copies of weights (patterns.py: transposed, cast, copied as they are on every
+    call), the evidence key of the one that moves the most bytes, or None."""
+    keys = [k for k in ("weight_transposes", "weight_recasts", "weight_clones") if ev.get(k)]
+    return max(keys, key=lambda k: int(ev[k].get("bytes") or 0), default=None)
 
 
 #: an action's change in a few words, per kind ("{w}": where it goes, ``Where.short``; "{l}": ``Where.loc``); the op
@@ -241,6 +257,12 @@ SHORT_PATTERN = {
     "optimizer": "Use the multi-tensor optimizer (foreach / fused)",
     "tiny-kernel-loop": "Vectorise the loop in {w}",
 }
+#: the copies pattern's headline when the user's own copies of weights lead it (``_weight_copy``)
+WEIGHT_COPY_SHORT = {
+    "weight_transposes": "Store the weights transposed once",
+    "weight_recasts": "Store the weights in {to} once",
+    "weight_clones": "Use the weights as they are: no copy per call",
+}
 
 
 def headline(kind: str, where: "Where | None", lead, needs=()) -> Text:
@@ -254,8 +276,8 @@ def headline(kind: str, where: "Where | None", lead, needs=()) -> Text:
             text = "Enable TF32 for the fp32 matmuls"
         if pat == "copies" and (ev.get("weight_casts") or {}).get("most"):
             text = f"Cast the model to {(ev.get('weight_casts') or {}).get('to') or 'bf16'} once"
-        elif pat == "copies" and ev.get("weight_transposes"):
-            text = "Store the weights transposed once"
+        elif pat == "copies" and _weight_copy(ev):
+            text = WEIGHT_COPY_SHORT[_weight_copy(ev)].format(to=ev.get("weight_recasts", {}).get("to") or "bf16")
         if pat == "tiny-kernel-loop" and ev.get("frame"):
             where = Where.of(ev["frame"])
     if not text:
