@@ -107,3 +107,19 @@ def test_every_action_has_a_headline_that_fits_80_columns(path):
         if x.kind == "cuda-graph" and any(n.where is not None for n in x.needs):
             n = next(n for n in x.needs if n.where is not None)
             assert f"after the syncs at {n.where.loc}" in h, h
+
+
+def test_a_step_that_already_replays_graphs_is_told_to_graph_the_rest():
+    """hf-compile.decode_compile runs under torch.compile(mode="reduce-overhead"): 628 of its 764 GPU items are graph
+    nodes already; the graph action is to capture the rest, never "Capture the step as a CUDA graph (torch.compile(
+    mode=\"reduce-overhead\") ...)". Inductor's generated code is not the user's to vectorise."""
+    from gapscope.analysis.names import is_user_frame
+
+    a = _analysis("hf-compile.decode_compile")
+    x = a.plan.actions[0]
+    h, c = "".join(s.text for s in x.headline), "".join(s.text for s in x.change)
+    assert x.kind == "cuda-graph" and h == "Graph the rest of the step (136 of 764 GPU items outside it)"
+    assert c.startswith("Capture the rest of the step in the CUDA graph: 136 of its 764 GPU items")
+    assert "reduce-overhead" not in c
+    assert not any(y.kind == "vectorise-frame" for y in a.plan.actions)
+    assert not is_user_frame("/tmp/torchinductor_root/3h/c3ha6kr7.py(2473): call")

@@ -68,7 +68,7 @@ COLLECTIVE_KERNEL_RE = re.compile(r"^(ncclDevKernel_|ncclKernel_|nccl[A-Z]\w*Ker
 PY_FRAME_RE = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<func>.*)$")
 _LIB_PATH_RE = re.compile(
     r"(site-packages|dist-packages|/torch/|^torch/|/lib/python3|<frozen |^<built-in|^<string>|/contextlib\.py"
-    r"|/threading\.py|/runpy\.py|^nn\.Module:|^torch/|/_dynamo/|/_inductor/|/triton/)"
+    r"|/threading\.py|/runpy\.py|^nn\.Module:|^torch/|/_dynamo/|/_inductor/|/triton/|torchinductor_)"
 )
 
 #: gapscope's own capture scaffolding (the step loop, the command line), not the workload: never the

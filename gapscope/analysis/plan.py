@@ -561,12 +561,13 @@ def build_plan(a, pj) -> Plan:
         minor = pct < MINOR_ACTION_PCT
         rows = np.concatenate([np.asarray(f.gap_rows, np.int64) for f in d.findings]) if d.findings else ()
         actions.append(Action(
-            rank=r, kind=d.kind, change=ACTION_KINDS[d.kind].change(d.frame, d.lead), where=Where.of(d.frame),
+            rank=r, kind=d.kind, change=_partly_graphed(d.fix) or ACTION_KINDS[d.kind].change(d.frame, d.lead),
+            where=Where.of(d.frame),
             saving_ns=d.saving_ns, saving_pct=pct, severity="info" if minor else action_severity(pct), minor=minor,
             findings=tuple(f.id for f in d.findings), fix=d.fix, needs=tuple(needs), inside=inside.get(id(d)),
             gap_rows=tuple(sorted(set(np.asarray(rows, np.int64).tolist()))),
             kernels=int(sum(np.asarray(f.kernels).size for f in d.findings)),
-            headline=headline(d.kind, Where.of(d.frame), d.lead, needs)))
+            headline=_partly_graphed(d.fix, short=True) or headline(d.kind, Where.of(d.frame), d.lead, needs)))
     # minor actions after the others, each group by saving: the ranks are renumbered once
     order = sorted(actions, key=lambda x: (x.minor, x.rank))
     new = {x.rank: k for k, x in enumerate(order, 1)}
@@ -617,6 +618,21 @@ def _copies_back(a, frame: str) -> bool:
     names = {m.name(int(i)) for i in cp[ok]}
     return any("DtoH" in n or "Device -> Pageable" in n or "Device -> Pinned" in n for n in names) and \
         any("HtoD" in n for n in names)
+
+
+def _partly_graphed(fix: str, short: bool = False) -> Text:
+    """A CUDA graph action on a step that already replays graphs (the replayed fix says "K of its N GPU items already
+    are graph nodes", replay/fixes.py): the change is to capture the rest, not to start using CUDA graphs. () else."""
+    import re
+
+    got = re.search(r"(\d+) of its (\d+) GPU items already are graph nodes", fix or "")
+    if got is None:
+        return ()
+    k, n = int(got.group(1)), int(got.group(2))
+    if short:
+        return _t(f"Graph the rest of the step ({n - k} of {n} GPU items outside it)")
+    return _t(f"Capture the rest of the step in the CUDA graph: {n - k} of its {n} GPU items (and the host work "
+              "between them) still run outside the graph replays (move them inside the compiled or captured region)")
 
 
 def _renumber(x: Action, new: dict, unlocks: tuple) -> Action:
