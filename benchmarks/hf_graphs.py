@@ -74,17 +74,10 @@ def _state():
 
 
 def _graphed(torch, fn):
-    """``fn`` captured in one CUDA graph after two warm-up calls on a side stream (the documented recipe)."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(2):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out = fn()
-    return graph, out
+    """``fn`` captured in one CUDA graph (capture/demo.py's recipe)."""
+    from capture.demo import capture_graph
+
+    return capture_graph(torch, fn)
 
 
 def decode():

@@ -256,6 +256,21 @@ def build_model(cfg: Config, device, dtype, *, inject: str | None = None, tp_ran
     return model.to(device=device, dtype=dtype).eval()
 
 
+def capture_graph(torch, fn):
+    """``fn`` captured in one CUDA graph after two warm-up calls on a side stream (the documented recipe):
+    (graph, its output tensors)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fn()
+    return graph, out
+
+
 class Demo:
     """The demo's state: model, static input buffers, and the step functions for each phase."""
 
@@ -320,16 +335,7 @@ class Demo:
         import torch
 
         if phase not in self._graphs:
-            s = torch.cuda.Stream()
-            s.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(s):
-                for _ in range(2):
-                    fn()
-            torch.cuda.current_stream().wait_stream(s)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                out = fn()
-            self._graphs[phase] = (graph, out)
+            self._graphs[phase] = capture_graph(torch, fn)
         return self._graphs[phase]
 
     def step_fn(self, phase: str):

@@ -301,20 +301,14 @@ class DiffScene:
     def gap_at_cursor(self, cw: int) -> int:
         """The gap under the time cursor on the cursor's lane (an idle gaps row, B's "not in A" row, or A's
         "matches B" row: the A gap matching the selected one), or -1."""
-        from .lanes import cell_edges, time_to_col
+        from .navigate import gap_under_cursor
 
         ln = self.display.cursor_lane()
         if ln is None:
             return -1
         if ln.kind == "match":
             return self.match_gid
-        if ln.kind not in ("gaps", "marks") or ln.segs is None:
-            return -1
-        v = self.view
-        e = cell_edges(v.t0, v.t1, cw)
-        col = min(max(time_to_col(v.cursor, v.t0, v.t1, cw), 0), cw - 1)
-        r = ln.segs.cells(e[col:col + 2])[0]
-        return int(ln.segs.ref[r]) if r >= 0 else -1
+        return gap_under_cursor(self, cw, ("gaps", "marks"))
 
     def goto_change(self, key: str, cw: int) -> str:
         """Enter on a row of the list of changes (its ``key``, tui/diffview.py ``change_rows``): the change shown

@@ -35,10 +35,11 @@ def event_under_cursor(sc: Scene | None, cw: int) -> int:
     return -1
 
 
-def gap_under_cursor(sc: Scene | None, cw: int) -> int:
-    """The gap under the time cursor on a gaps lane, or -1."""
+def gap_under_cursor(sc: Scene | None, cw: int, kinds: tuple = ("gaps",)) -> int:
+    """The gap under the time cursor on a lane of one of ``kinds`` (the gaps lane; the diff view's marks too), or
+    -1."""
     ln = sc.display.cursor_lane() if sc else None
-    if ln is None or ln.kind != "gaps":
+    if ln is None or ln.kind not in kinds or ln.segs is None:
         return -1
     v = sc.view
     e = cell_edges(v.t0, v.t1, cw)

@@ -71,24 +71,24 @@ class GraphMap:
         pos = np.minimum(np.searchsorted(self.kernels, ev), self.kernels.size - 1)
         return np.where(self.kernels[pos] == ev, self.ref[pos], -1)
 
-    def op_of(self, model: TraceModel, events) -> np.ndarray:
-        """Per event: its launching op (``model.op``), the reference kernel's op for a mapped replayed kernel."""
+    def _through_reference(self, column: np.ndarray, events) -> np.ndarray:
+        """``column`` (an event-indexed array of the model) per event, read at the reference kernel for a mapped
+        replayed kernel."""
         ev = np.asarray(events, np.int64)
-        op = model.op[ev].astype(np.int64)
+        out = column[ev].astype(np.int64)
         r = self.reference_of(ev)
         hit = r >= 0
-        op[hit] = model.op[r[hit]]
-        return op
+        out[hit] = column[r[hit]]
+        return out
+
+    def op_of(self, model: TraceModel, events) -> np.ndarray:
+        """Per event: its launching op (``model.op``), the reference kernel's op for a mapped replayed kernel."""
+        return self._through_reference(model.op, events)
 
     def launch_of(self, model: TraceModel, events) -> np.ndarray:
         """Per event: the launch call whose thread and time give its stack: the reference kernel's launch for a
         mapped replayed kernel, else the event's own launch (``model.launch``)."""
-        ev = np.asarray(events, np.int64)
-        la = model.launch[ev].astype(np.int64)
-        r = self.reference_of(ev)
-        hit = r >= 0
-        la[hit] = model.launch[r[hit]]
-        return la
+        return self._through_reference(model.launch, events)
 
     def mismatches(self) -> list[ReplayMatch]:
         return [r for r in self.replays if r.status == "mismatch"]
