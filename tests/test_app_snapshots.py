@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers import SAMPLE_TRACES
+from tests.helpers.app import settled
 from gapscope.tui.app import GapscopeApp
-from gapscope.tui.textdump import screen_text
 
 pytest.importorskip("pytest_textual_snapshot")
 
@@ -27,32 +27,18 @@ def sample():
     return TRACE
 
 
-async def _ready(pilot):
-    """Wait until the screen stops changing: workers done, and two consecutive frames alike (on a loaded
-    machine the analysis can land after the first frame, and the view settles a frame later)."""
-    app = pilot.app
-    last = None
-    for _ in range(40):
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        now = screen_text(app)
-        if now == last and not app.workers:
-            break
-        last = now
-
-
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
 @pytest.mark.parametrize("ascii", [False, True], ids=["unicode", "ascii"])
 def test_open_on_top_fix_gap(snap_compare, sample, size, ascii):
     app = GapscopeApp([str(sample)], ascii=ascii, load_opts={"no_cache": True})
-    assert snap_compare(app, terminal_size=size, run_before=_ready)
+    assert snap_compare(app, terminal_size=size, run_before=settled)
 
 
 def test_after_next_gap_and_zoom(snap_compare, sample):
     app = GapscopeApp([str(sample)], load_opts={"no_cache": True})
 
     async def steps(pilot):
-        await _ready(pilot)
+        await settled(pilot)
         await pilot.press("n", "n", "s", "space")
         await pilot.pause()
 
@@ -61,7 +47,7 @@ def test_after_next_gap_and_zoom(snap_compare, sample):
 
 def test_two_ranks_grouped(snap_compare, sample):
     app = GapscopeApp([str(p) for p in RANKS], load_opts={"no_cache": True})
-    assert snap_compare(app, terminal_size=(120, 40), run_before=_ready)
+    assert snap_compare(app, terminal_size=(120, 40), run_before=settled)
 
 
 def test_findings_view_is_the_plan(snap_compare, sample):
@@ -70,8 +56,8 @@ def test_findings_view_is_the_plan(snap_compare, sample):
     app = GapscopeApp([str(sample)], load_opts={"no_cache": True})
 
     async def steps(pilot):
-        await _ready(pilot)
+        await settled(pilot)
         await pilot.press("3")
-        await _ready(pilot)
+        await settled(pilot)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=steps)

@@ -14,10 +14,9 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers import SAMPLE_TRACES
-from tests.helpers.app import diff_ready
+from tests.helpers.app import diff_ready, settled
 from gapscope.tui.app import GapscopeApp
 from gapscope.tui.diffapp import DiffApp
-from gapscope.tui.textdump import screen_text
 
 pytest.importorskip("pytest_textual_snapshot")
 
@@ -47,27 +46,14 @@ def _mode(monkeypatch, mode: str) -> bool:
     return mode == "ascii"
 
 
-async def _settled(pilot):
-    """Workers done and two frames alike (an analysis can land after the first frame, the view a frame later)."""
-    app = pilot.app
-    last = None
-    for _ in range(40):
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        now = screen_text(app)
-        if now == last and not app.workers:
-            break
-        last = now
-
-
 def _explorer(view: str, ascii: bool):
     trace, key = VIEWS[view]
     app = GapscopeApp([_path(trace)], ascii=ascii, load_opts={"no_cache": True})
 
     async def steps(pilot):
-        await _settled(pilot)
+        await settled(pilot)
         await pilot.press(key)
-        await _settled(pilot)
+        await settled(pilot)
 
     return app, steps
 

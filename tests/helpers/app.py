@@ -89,14 +89,21 @@ def finding_info(path, pick, size=(160, 50)) -> str:
     return run(go())
 
 
-async def diff_ready(pilot):
-    """Wait until the diff screen is up and its text has stopped changing (no worker left)."""
+async def settled(pilot, tries: int = 40, screen=None):
+    """Wait until the screen stops changing: workers done and two consecutive frames alike (on a loaded machine an
+    analysis can land after the first frame, and the view settles a frame later); ``screen``: and the app's screen is
+    one of that class."""
     app = pilot.app
     last = None
-    for _ in range(60):
+    for _ in range(tries):
         await app.workers.wait_for_complete()
         await pilot.pause()
         now = screen_text(app)
-        if isinstance(app.screen, DiffScreen) and now == last and not app.workers:
+        if (screen is None or isinstance(app.screen, screen)) and now == last and not app.workers:
             break
         last = now
+
+
+async def diff_ready(pilot):
+    """Wait until the diff screen is up and its text has stopped changing (no worker left)."""
+    await settled(pilot, 60, DiffScreen)
