@@ -28,6 +28,11 @@ def reports(model, parallel: bool) -> tuple[str, str]:
 
 
 def no_child_left() -> bool:
+    """No child of this process, running or a zombie, once the analyses no longer referenced are gone (an analysis
+    ends its child when it goes: Analysis' finalizer)."""
+    import gc
+
+    gc.collect()
     try:
         os.waitpid(-1, os.WNOHANG)
     except ChildProcessError:
@@ -71,24 +76,27 @@ def test_parallel_reports_equal_serial_on_tiled(tiled_model, always, monkeypatch
 
 
 def test_the_parallel_path_forks(tiled_model, always, monkeypatch):
-    """Both children run: the kernels' side's values come from a child, and the projection's what-if tasks are
-    shared between the parent and a child."""
+    """The kernels' side's values, then the projection's start (the replay, calibrated) and the frames' what-ifs come
+    from one child, sent one after the other; the fixes are the parent's. Without that child's answers (a projection
+    made apart from the analysis' child), the frames' and the fixes' replays are shared between the parent and a second
+    child."""
     parent = os.getpid()
-    real_side, real_tasks = core.Analysis._kernel_side, forked.run_tasks
-    side_by, task_by = [], []
+    real_side, real_ahead, real_tasks = core._kernel_side, core._projection_ahead, forked.run_tasks
+    real_result = forked.Forked.result
+    answers, task_by = [], []
 
-    def side(self):
-        return dict(real_side(self), _pid=os.getpid())
+    def side(a):
+        return dict(real_side(a), _pid=os.getpid())
 
-    real_from = core._from_side
+    def ahead(a):
+        got = real_ahead(a)
+        return dict(got, _pid=os.getpid()) if got else got
 
-    def take(self, name):  # noqa: ANN001 - the analysis
-        job = vars(self).get("_side")
-        if job is not None:
-            got = job.result()
-            side_by.append(got.get("_pid") if isinstance(got, dict) else None)
-            vars(self)["_side"] = type("Done", (), {"result": lambda _self: got})()
-        return real_from(self, name)
+    def result(self, i=0):
+        got = real_result(self, i)
+        if isinstance(got, dict) and "_pid" in got:
+            answers.append((i, got["_pid"], got))
+        return got
 
     def tasks(ts, par):
         def timed(t):
@@ -98,14 +106,25 @@ def test_the_parallel_path_forks(tiled_model, always, monkeypatch):
         task_by.extend(p for p, _ in got)
         return [v for _, v in got]
 
-    monkeypatch.setattr(core.Analysis, "_kernel_side", side)
-    monkeypatch.setattr(core, "_from_side", take)
+    monkeypatch.setattr(core, "_kernel_side", side)
+    monkeypatch.setattr(core, "_projection_ahead", ahead)
+    monkeypatch.setattr(forked.Forked, "result", result)
     monkeypatch.setattr(replay_pkg, "run_tasks", tasks)
     js, md = reports(tiled_model, False)
-    side_by.clear(), task_by.clear()
+    answers.clear(), task_by.clear()
     assert reports(tiled_model, True) == (js, md)
-    assert side_by and side_by[0] not in (None, parent)  # the kernels' side: computed by a child
-    assert parent in task_by and {p for p in task_by if p != parent}  # both processes took what-if tasks
+    side_by = [p for i, p, _ in answers if i == 0]
+    ahead_by = [(p, got) for i, p, got in answers if i == 2]
+    assert side_by and side_by[0] != parent  # the kernels' side: computed by a child
+    assert ahead_by and ahead_by[0][0] == side_by[0]  # the frames' what-ifs: by the same child, after it
+    assert ahead_by[0][1]["frames"]  # (the tiled trace has frames that qualify)
+    assert not task_by  # the fixes: in the parent, no second child
+    assert no_child_left()
+    # a projection made without the child's answers: the replays shared with a second child, the same reports
+    a = analyze(tiled_model, parallel=True)
+    vars(a).pop("_side").close()
+    assert to_json_text([a], top=50) == js
+    assert parent in task_by and {p for p in task_by if p != parent}
     assert no_child_left()
 
 
@@ -122,27 +141,33 @@ def failing(how: str, parent: int):
     time.sleep(60)
 
 
+@pytest.mark.parametrize("where", ["side", "start", "frames", "tasks"])
 @pytest.mark.parametrize("how", ["raise", "die", "hang"])
-def test_a_failing_child_leaves_the_work_to_the_parent(how, tiled_model, always, monkeypatch, capfd):
+def test_a_failing_child_leaves_the_work_to_the_parent(how, where, tiled_model, always, monkeypatch, capfd):
+    """Whichever of the child's answers fails (the kernels' side, the projection's start, the frames' what-ifs; a
+    task of the second child of a projection made without the first's answers), the parent computes it."""
     js, md = reports(tiled_model, False)
     parent = os.getpid()
-    real_side, real_fix = core.Analysis._kernel_side, replay_pkg._finding_fix
+    real = {"side": (core, "_kernel_side"), "start": (replay_pkg, "start_ahead"), "frames": (replay_pkg, "frame_task"),
+            "tasks": (replay_pkg, "_finding_fix")}
+    mod, name = real[where]
+    fn = getattr(mod, name)
 
-    def side(self):
+    def broken(*args):
         failing(how, parent)
-        return real_side(self)
+        return fn(*args)
 
-    def fix(*args):
-        failing(how, parent)
-        return real_fix(*args)
-
-    monkeypatch.setattr(core.Analysis, "_kernel_side", side)
-    monkeypatch.setattr(replay_pkg, "_finding_fix", fix)
+    monkeypatch.setattr(mod, name, broken)
     monkeypatch.setattr(forked, "CHILD_WAIT_MIN_S", 0.5)
     monkeypatch.setattr(forked, "CHILD_WAIT_FACTOR", 0.0)
     capfd.readouterr()
     t = time.perf_counter()
-    assert reports(tiled_model, True) == (js, md)
+    if where == "tasks":  # the projection's replays shared with a second child: the first child's answers dropped
+        a = analyze(tiled_model, parallel=True)
+        vars(a).pop("_side").close()
+        assert (to_json_text([a], top=50), render_markdown([a], 10)) == (js, md)
+    else:
+        assert reports(tiled_model, True) == (js, md)
     assert time.perf_counter() - t < 30  # a hung child was killed, not waited for
     out, err = capfd.readouterr()
     assert out == "" and err == ""
@@ -203,4 +228,17 @@ def test_the_report_command_asks_for_it(tmp_path, always):
 
     (a,) = analyses_for([str(SAMPLES[0])], Args())
     assert a.parallel is True
+    a.projection  # the child's last answer taken: it is ended and reaped
+    assert no_child_left()
+
+
+def test_an_analysis_dropped_before_its_projection_reaps_its_child(tiled_model, always):
+    """The child's last answer (the frames' what-ifs) is the projection's; an analysis never projected ends its child
+    when it goes, whatever the child is doing then."""
+    import gc
+
+    a = analyze(tiled_model, parallel=True)
+    assert a.parallel and a.findings is not None
+    del a
+    gc.collect()
     assert no_child_left()

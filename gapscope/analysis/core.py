@@ -14,6 +14,7 @@ the trace through ``Analysis.evidence`` (evidence.py) and ``Analysis.holder``.""
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -69,22 +70,67 @@ class _Explanations(dict):
 
 CAUSE_EXPLANATIONS = _Explanations()
 
-#: the cached tables a forked child computes for a ``parallel`` analysis (``Analysis._kernel_side``), in this order
+#: what the forked child of a ``parallel`` analysis sends, in this order (``Forked.result``'s index): the kernels' side
+#: (``_kernel_side``), the projection's start and its frames' what-ifs
+_KERNELS, _START, _FRAMES = range(3)
+
+#: the cached tables a forked child computes for a ``parallel`` analysis (``_kernel_side``), in this order
 _KERNEL_SIDE = ("call_floors", "patterns", "kernels", "op_floors", "verdicts")
 
 
 
 def _from_side(a, name: str):
-    """``name``'s value from the forked child of ``Analysis._kernel_side`` (waiting for it, the first time), or None:
+    """``name``'s value from the forked child of ``_kernel_side`` (waiting for it, the first time), or None:
     it failed, or there is none (then the caller computes it: the same code on the same data)."""
-    job = vars(a).pop("_side", None)
-    if job is not None:
-        got = job.result()
+    job = vars(a).get("_side")
+    if job is not None and not vars(a).get("_side_taken"):
+        vars(a)["_side_taken"] = True
+        got = job.result(_KERNELS)
         if isinstance(got, dict):
             for k in _KERNEL_SIDE:
                 if k in got:
                     vars(a).setdefault(k, got[k])
     return vars(a).get(name)
+
+
+def _kernel_side(a) -> dict:
+    """What a forked child of a ``parallel`` analysis computes first, while the parent takes the stacks, the gaps'
+    causes and their findings: the kernels' side, which needs only the model, the window and the devices."""
+    return {k: getattr(a, k) for k in _KERNEL_SIDE}
+
+
+def _projection_start(a):
+    """What the same child computes next, while the parent is still on the findings: the projection's start
+    (replay.start_ahead: the replay, calibrated), kept in the child for ``_projection_ahead``."""
+    from .replay import start_ahead
+
+    vars(a)["_start"] = start_ahead(a)
+    return vars(a)["_start"]
+
+
+def _projection_ahead(a):
+    """Then the rest of the projection that needs no finding (replay.frames_ahead: the frames' what-ifs)."""
+    from .replay import frames_ahead
+
+    return frames_ahead(a, vars(a).get("_start"))
+
+
+def _start_ahead(a):
+    """The projection's start the forked child computed after the kernels' side (replay.start_ahead), or None."""
+    job = vars(a).get("_side")
+    return job.result(_START) if job is not None else None
+
+
+def _frames_ahead(a):
+    """The frames' what-ifs the forked child computed last (replay.frames_ahead), or None; the child is ended and
+    reaped then, whatever it answered."""
+    job = vars(a).pop("_side", None)
+    if job is None:
+        return None
+    try:
+        return job.result(_FRAMES)
+    finally:
+        job.close()
 
 
 def window_stage(model: TraceModel, window: str | AnalysisWindow = "steps") -> AnalysisWindow:
@@ -209,9 +255,15 @@ class Analysis:
         self.graph_map = graph_map(model, self.flags)
         self.devices: list[DeviceStats]
         self.devices, cols = gaps_stage(model, self.window)
-        if self.parallel:  # the kernels' side in a child meanwhile (``_kernel_side``); taken when first asked
+        self.distortion, dw = profiler_distortion(model.gapscope_meta, self.config)
+        if self.parallel:
+            # a child meanwhile: the kernels' side (``_kernel_side``), taken when first asked, then the projection's
+            # start and its frames' what-ifs (``_projection_start``, ``_projection_ahead``), taken by the projection;
+            # ended with this analysis
             try:
-                self._side = Forked(self._kernel_side)
+                self._side = Forked(lambda: _kernel_side(self), lambda: _projection_start(self),
+                                    lambda: _projection_ahead(self))
+                weakref.finalize(self, self._side.close)
             except OSError:
                 pass
         try:
@@ -222,7 +274,6 @@ class Analysis:
             self.evidence = Evidence(model, self.stacks, self.flags, self.cpu, self.config)
             #: the gaps' details, made on demand and kept (details.py)
             self.details = GapDetails(self, c.held)
-            self.distortion, dw = profiler_distortion(model.gapscope_meta, self.config)
             alerts = [AnalysisWarning("trace", w) for w in model.warnings] + dw
             if not self.devices:
                 alerts.append(AnalysisWarning("no-gpu",
@@ -248,11 +299,6 @@ class Analysis:
             if side is not None:
                 side.close()
             raise
-
-    def _kernel_side(self) -> dict:
-        """What a forked child computes while this process takes the stacks, the gaps' causes and their findings
-        (``parallel``): the kernels' side, which needs only the model, the window and the devices."""
-        return {k: getattr(self, k) for k in _KERNEL_SIDE}
 
     # ------------------------------------------------------------ summaries
     @property
@@ -343,7 +389,9 @@ class Analysis:
         changes nothing else: the severities and the order are the plan's (``plan``)."""
         from .replay import project
 
-        return project(self)
+        if "_side" not in vars(self):
+            return project(self)
+        return project(self, start=_start_ahead(self), ahead=lambda: _frames_ahead(self))
 
     @property
     def plan_if_ready(self):

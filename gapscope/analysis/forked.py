@@ -3,11 +3,12 @@ independent tasks shared between this process and a child (``run_tasks``).
 
 A plain ``os.fork``, the pattern of the loader's worker (gapscope/trace/parallel.py): the child sees the model and the
 analysis so far copy-on-write, runs the same code the parent would, and sends back only its results, pickled,
-through a pipe; it exits with ``os._exit`` (never back into the caller's code, its atexit handlers or its
+each as soon as it is computed (through a shared memfd, their places through a pipe); it exits with ``os._exit`` (never back into the caller's code, its atexit handlers or its
 buffers), its stdout and stderr sent to /dev/null (it never prints). Whatever goes wrong on the child's side (an
 exception, a death, no answer within ``CHILD_WAIT_FACTOR`` times the time the parent took meanwhile, at least
 ``CHILD_WAIT_MIN_S``) only means that the parent computes that part itself: the results are the same, the child is
-always reaped (no zombie).
+always reaped (no zombie): when its last result is taken, when one is missing, or when its owner ends it
+(``close``; an analysis does when it goes).
 
 Forking is only safe from a process whose other threads hold no lock the child would touch: the caller decides
 (``analyze(..., parallel=True)``; the report command does, the explorer, which analyses in a thread, does not).
@@ -18,6 +19,7 @@ two paths give the same reports on small traces: benchmarks/check_reports_same.p
 from __future__ import annotations
 
 import gc
+import mmap
 import os
 import pickle
 import select
@@ -26,10 +28,13 @@ import struct
 import sys
 import time
 
-from .thresholds import ANALYSIS_PARALLEL_MIN_EVENTS, CHILD_WAIT_FACTOR, CHILD_WAIT_MIN_S, FORK_PIPE_PIECE
+from .thresholds import (ANALYSIS_PARALLEL_MIN_EVENTS, CHILD_WAIT_FACTOR, CHILD_WAIT_MIN_S, FORK_FILE_PIECE,
+                         FORK_PIPE_PIECE)
 
 #: a task number in the queue of ``run_tasks`` (unsigned 32 bits)
 _TOKEN = struct.Struct("<I")
+#: where a ``Forked`` child put one value in the shared file: offset, length (0: it failed on that one)
+_PLACE = struct.Struct("<QQ")
 
 
 def parallel_ok(n_events: int) -> bool:
@@ -66,12 +71,21 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 class Forked:
-    """``fn()`` computed by a forked child; ``result()`` is its value, or ``None`` when the child failed (then the
-    caller computes it). ``fn`` must return something picklable and not None."""
+    """``fns`` computed in order by one forked child; ``result(i)`` is the value of ``fns[i]``, or ``None`` when the
+    child failed on it, died or did not answer in time (then the caller computes it). Each ``fn`` must return
+    something picklable and not None.
 
-    def __init__(self, fn):
+    Each value is sent as soon as it is computed, so that the parent can take the first while the child computes the
+    next: the child writes the pickled value into a file shared with the parent (``_shared_file``: a memfd) and only
+    its place (offset, length) into the pipe, a 16-byte record that never fills it, so the child never waits for the
+    parent to read."""
+
+    def __init__(self, *fns):
         self.t0 = time.perf_counter()
         self.pid = 0
+        self.n = len(fns)
+        self._got: list = []  # (offset, length) of each value read so far; length 0: the child failed on it
+        self.store = _shared_file()
         self.fd, w = os.pipe()
         try:
             pid = os.fork()
@@ -81,52 +95,75 @@ class Forked:
                     os.close(self.fd)
                     _quiet()
                     gc.disable()
-                    try:
-                        out = pickle.dumps(fn(), protocol=pickle.HIGHEST_PROTOCOL)
-                    except BaseException:  # noqa: BLE001 - any failure only means: the parent computes it
-                        out = b""
-                    _write_all(w, out)
+                    pos = 0
+                    for fn in fns:
+                        try:
+                            out = pickle.dumps(fn(), protocol=pickle.HIGHEST_PROTOCOL)
+                        except BaseException:  # noqa: BLE001 - any failure only means: the parent computes it
+                            out = b""
+                        _pwrite_all(self.store, out, pos)
+                        _write_all(w, _PLACE.pack(pos, len(out)))
+                        pos += -(-len(out) // mmap.ALLOCATIONGRANULARITY) * mmap.ALLOCATIONGRANULARITY
                     code = 0
                 finally:
                     os._exit(code)
             self.pid = pid
         except BaseException:
             os.close(self.fd)
-            self.fd = -1
+            os.close(self.store)
+            self.fd = self.store = -1
             raise
         finally:
             os.close(w)
 
-    def _read(self) -> bytes | None:
-        """All the child wrote, or None when it did not answer in time (it is killed then)."""
+    def _read(self, i: int):
+        """Value ``i`` as the child wrote it (a map of the shared file; empty: it failed on it), or None when it did
+        not answer in time or died first."""
         waited = time.perf_counter() - self.t0
         deadline = time.perf_counter() + max(CHILD_WAIT_MIN_S, CHILD_WAIT_FACTOR * waited)
         p = select.poll()
         p.register(self.fd, select.POLLIN | select.POLLHUP)
-        chunks = []
-        while True:
+        buf = b""
+        while len(self._got) <= i:
             left = deadline - time.perf_counter()
             if left <= 0 or not p.poll(int(left * 1e3) + 1):
                 return None
-            b = os.read(self.fd, FORK_PIPE_PIECE)
+            b = os.read(self.fd, _PLACE.size - len(buf))
             if not b:
-                return b"".join(chunks)
-            chunks.append(b)
+                return None
+            buf += b
+            if len(buf) == _PLACE.size:
+                self._got.append(_PLACE.unpack(buf))
+                buf = b""
+        pos, n = self._got[i]
+        # mapped, not read: a read into fresh memory cost 6 ms for the 7.4 MB of the projection's start (its page
+        # faults and copies), the map 1 ms less than that in all (big_100M.json)
+        return mmap.mmap(self.store, n, prot=mmap.PROT_READ, offset=pos) if n else b""
 
-    def result(self):
-        """The child's value, or None (it failed, died, or did not answer in time); the child is reaped."""
-        if self.fd < 0:
+    def result(self, i: int = 0):
+        """The child's value of ``fns[i]``, or None (it failed on it, died, or did not answer in time). The child is
+        ended and reaped once the last value is taken, or when one is missing (``close``)."""
+        if self.fd < 0 or not 0 <= i < self.n:
             return None
+        ok, data = False, None
         try:
-            data = self._read()
-            return pickle.loads(data) if data else None
+            data = self._read(i)
+            got = pickle.loads(data) if data else None
+            ok = data is not None
+            return got
         except Exception:  # noqa: BLE001 - a broken answer: the parent computes it
             return None
         finally:
-            self.close()
+            if isinstance(data, mmap.mmap):
+                try:
+                    data.close()  # (what was unpickled from it is a copy)
+                except BufferError:  # pragma: no cover - a value still reads the map: it closes when that goes
+                    pass
+            if not ok or i == self.n - 1:
+                self.close()
 
     def close(self) -> None:
-        """End the child (when it still runs) and reap it; close the pipe."""
+        """End the child (when it still runs) and reap it; close the pipe and the shared file."""
         pid, self.pid = self.pid, 0
         if pid:
             try:
@@ -138,6 +175,32 @@ class Forked:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+        if self.store >= 0:
+            os.close(self.store)
+            self.store = -1
+
+
+def _shared_file() -> int:
+    """A file descriptor both sides of a fork share: a memfd (Linux), else an unlinked temporary file."""
+    if hasattr(os, "memfd_create"):
+        try:
+            return os.memfd_create("gapscope-forked", getattr(os, "MFD_CLOEXEC", 0))
+        except OSError:  # pragma: no cover - no memfd on this kernel
+            pass
+    import tempfile
+
+    f = tempfile.TemporaryFile()  # noqa: SIM115 - only its descriptor is kept (dup'ed: the object may go)
+    try:
+        return os.dup(f.fileno())
+    finally:
+        f.close()
+
+
+def _pwrite_all(fd: int, data: bytes, pos: int) -> None:
+    with memoryview(data) as mv:
+        done = 0
+        while done < len(mv):
+            done += os.pwrite(fd, mv[done:done + FORK_FILE_PIECE], pos + done)
 
 
 def run_tasks(tasks: list, parallel: bool) -> list:

@@ -346,8 +346,10 @@ ANALYSIS_PARALLEL_MIN_EVENTS = 75_000
 CHILD_WAIT_MIN_S = 10.0
 #: ... or this many times the time since the fork, the longer: then it kills the child and computes it itself
 CHILD_WAIT_FACTOR = 4.0
-#: bytes per system call on the pipe from a forked child
+#: bytes per system call on the pipe to or from a forked child
 FORK_PIPE_PIECE = 1 << 16
+#: bytes per system call on the file a forked child writes its values into (forked.Forked)
+FORK_FILE_PIECE = 1 << 24
 #: an action's headline (plan.headline) at most this long, so that "10. −100.0%: " and it fit 80 columns; a longer
 #: one names its frame by file and line only
 HEADLINE_MAX = 66

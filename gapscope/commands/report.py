@@ -54,7 +54,7 @@ def _import_analysis() -> None:
     """The analysis' and the report's modules (~50 ms of imports), while the loader waits for its worker's part
     of a big trace (``load_many``'s ``idle``): then they cost no time of their own."""
     from .. import report  # noqa: F401
-    from ..analysis import diagnosis, replay, verdict  # noqa: F401
+    from ..analysis import diagnosis, plan, replay, verdict  # noqa: F401
 
 
 def report_top(args) -> int:

@@ -100,9 +100,9 @@ import numpy as np
 
 from .. import causes
 from .calibrate import CAL_SLACK, NO_HOST, _calibrate, _steps
-from .frames import attach, frame_owners, frame_whatif_tasks, fused_frames, round_trip_fix
-from .fixes import (_action_of, _check_ops, _graph_owner, _n, calls_under, dependency_waits, fix_for, graph_needs,
-                    host_reads, kept_wait_text)
+from .frames import attach, candidates, frame_owners, frame_task, fused_frames, round_trip_fix
+from .fixes import (_action_of, _check_ops, _graph_owner, _n, _own_keep, calls_under, dependency_waits, fix_for,
+                    graph_needs, host_reads, kept_wait_text)
 from ..forked import run_tasks
 from .model import Replay
 from .result import DeviceProjection, FrameWhatIf, Projection
@@ -113,25 +113,22 @@ GRAPH_PREREQUISITES = ("user-sync", "autotune")
 
 #: the sub-package's entry and its results; the pieces are imported from their own modules (model, fixes, frames,
 #: calibrate, result)
-__all__ = ["project", "Projection", "DeviceProjection", "FrameWhatIf", "NO_HOST"]
+__all__ = ["project", "start_ahead", "frames_ahead", "Projection", "DeviceProjection", "FrameWhatIf", "NO_HOST"]
 
 
-def project(a) -> Projection:
-    """Replay ``a``'s trace, calibrate it to the un-profiled time when the trace has one, and project the
-    saving of each finding's fix."""
+def _start(a):
+    """The projection's start, which no finding decides: the replay, the steps the window holds, the recorded and
+    replayed spans, the calibration to the un-profiled time and the baseline span. (replay, the ``Projection`` so far,
+    and (steps, recorded, replayed, c, baseline) or None when the replay spans no GPU item)."""
     m = a.model
     r = Replay(m, a.window, a.flags)
     p = Projection(graph_gap_ns=r.graph_gap_ns, graph_gap_observed=r.graph_gap_observed)
     if not r.devices or r.items.size == 0:
-        return p
+        return r, p, None
     steps = _steps(a)
     p.steps = steps
     rec = r.span(r.end.astype(np.float64))
     rep = r.span(r.run())
-    # the graph what-if keeps the GPU's waits on dependencies the host's issuing cannot explain
-    floor = r.floor()
-    dw = {d: ns for d, (ns, _) in dependency_waits(a, r).items()}
-    graph = r.graph(dw)
     dist = a.distortion
     c = 0.0
     slow = max(rec, key=lambda d: rec[d]) if rec else None
@@ -162,6 +159,53 @@ def project(a) -> Projection:
                 p.unprofiled_range_ns = (int(u["min_us"] * 1e3 / steps), int(u["max_us"] * 1e3 / steps))
     base_end = r.run(None, c) if c else None
     base = r.span(base_end) if base_end is not None else rep
+    return r, p, (steps, rec, rep, c, base)
+
+
+def start_ahead(a):
+    """``_start`` in a forked child of a ``parallel`` analysis, ahead of the findings (core.Analysis): the replay
+    pickles without the trace (replay/model.py); ``project`` puts the parent's back (its ``start``). What every frame's
+    own time keeps (fixes._own_keep, once per replay) goes with it."""
+    got = _start(a)
+    if got[2] is not None:
+        _own_keep(got[0])
+    return got
+
+
+def frames_ahead(a, start=None) -> dict | None:
+    """The frames' what-ifs (frames.py), which need no finding, computed ahead of the findings: a forked child of a
+    ``parallel`` analysis runs this while the parent builds the findings (core.Analysis). {"key": (c, baseline and
+    recorded step), "frames": {frame: its ``FrameWhatIf`` or None}} for the frames that qualify before the findings
+    put theirs first, or None (no GPU item to replay). ``project`` takes each frame it needs from here when the key
+    is its own, and computes the others: the same code on the same data."""
+    r, _, start = start if start is not None else _start(a)
+    if start is None:
+        return None
+    steps, rec, _, c, base = start
+    if not base or not rec:
+        return None
+    key = (c, max(base.values()) / steps, max(rec.values()) / steps)
+    names = [n for n, _ in candidates(a, r, key[2])]
+    return {"key": key, "frames": {n: frame_task(a, r, n, c, key[1]) for n in names}}
+
+
+def project(a, start=None, ahead=None) -> Projection:
+    """Replay ``a``'s trace, calibrate it to the un-profiled time when the trace has one, and project the
+    saving of each finding's fix. ``start``: ``start_ahead``'s answer (a forked child's), else it is computed here;
+    ``ahead``: a function giving ``frames_ahead``'s answer (the same child's) or None, asked once the findings'
+    fixes are replayed."""
+    m = a.model
+    if start is not None:
+        start[0].attach(m, a.window, a.flags)
+    r, p, start = start if start is not None else _start(a)
+    if start is None:
+        return p
+    steps, rec, rep, c, base = start
+    # the graph what-if keeps the GPU's waits on dependencies the host's issuing cannot explain
+    floor = r.floor()
+    dw = {d: ns for d, (ns, _) in dependency_waits(a, r).items()}
+    graph = r.graph(dw)
+    dist = a.distortion
     for dv in r.devices:
         if dv not in rec:
             continue
@@ -185,11 +229,23 @@ def project(a) -> Projection:
     # each finding's fix and each frame's fused what-if: independent replays, on two processes when the analysis
     # is ``parallel`` (forked.run_tasks; the same results), merged here in the findings' order
     rec_step = max(rec.values()) / steps
-    frames = frame_whatif_tasks(a, r, c, base_step, rec_step)
+    extra = {(f.evidence or {}).get("frame") for f in a.findings} - {None}
+    names = [n for n, _ in candidates(a, r, rec_step, extra)]
+    frames = [lambda n=n: frame_task(a, r, n, c, base_step) for n in names]
     fixes = [lambda f=f: _finding_fix(a, r, f, c, base_step, graph, steps, graph_owner) for f in a.findings]
-    done = run_tasks(frames + fixes, getattr(a, "parallel", False))
+    if ahead is None:
+        done = run_tasks(frames + fixes, getattr(a, "parallel", False))
+        fr, done = done[:len(frames)], done[len(frames):]
+    else:
+        # the frames are the child's, computed while this process built the findings: the fixes here, in this
+        # process (the child is still on the frames meanwhile: a second child would share the two cores three
+        # ways; measured on big_100M.json, 47-52 ms for the projection with one, 43-48 ms without)
+        done = [t() for t in fixes]
+        got = ahead()
+        known = got["frames"] if isinstance(got, dict) and got.get("key") == (c, base_step, rec_step) else {}
+        fr = [known[n] if n in known else t() for n, t in zip(names, frames)]
     seen: dict[tuple, str] = {}
-    for f, got in zip(a.findings, done[len(frames):]):
+    for f, got in zip(a.findings, done):
         if got is None:
             p.saving_ns[f.id] = None
             continue
@@ -213,7 +269,7 @@ def project(a) -> Projection:
         p.saving_ns[f.id] = sv
         p.what[f.id] = what
     # each frame that matters as one fused GPU call, and the findings whose gaps lie under one
-    p.frames = fused_frames(done[:len(frames)])
+    p.frames = fused_frames(fr)
     p.frame_of = attach(a, p.frames)
     p.frame_owner = frame_owners(a.findings, p.frame_of, p.saving_ns)
     # what several fixes buy together: one replay of them all (together.py; the plan asks)

@@ -189,25 +189,21 @@ def frame_parts(a, r: Replay, name: str, c: float):
 def frame_whatifs(a, r: Replay, c: float, base_step: float, rec_step_ns: float) -> list:
     """The frames that matter (see ``candidates``), each as one fused GPU call, by projected saving; those that
     would save nothing (the GPU is the limit: resnet50.fp32) are left out."""
-    return fused_frames([t() for t in frame_whatif_tasks(a, r, c, base_step, rec_step_ns)])
-
-
-def frame_whatif_tasks(a, r: Replay, c: float, base_step: float, rec_step_ns: float) -> list:
-    """``frame_whatifs`` as independent tasks, one replay each (``project`` shares them between two processes):
-    each task gives its frame's ``FrameWhatIf`` or None; ``fused_frames`` of their results is ``frame_whatifs``."""
     extra = {(f.evidence or {}).get("frame") for f in a.findings} - {None}
+    return fused_frames([frame_task(a, r, n, c, base_step) for n, _ in candidates(a, r, rec_step_ns, extra)])
 
-    def task(name):
-        try:
-            return frame_whatif(a, r, name, c, base_step)
-        except (ValueError, IndexError, KeyError):
-            return None
 
-    return [lambda name=name: task(name) for name, _ in candidates(a, r, rec_step_ns, extra)]
+def frame_task(a, r: Replay, name: str, c: float, base_step: float):
+    """One frame's what-if (``frame_whatif``) as an independent task (``project`` shares them between two processes,
+    or takes them from a child that computed them ahead: replay.frames_ahead): its ``FrameWhatIf``, or None."""
+    try:
+        return frame_whatif(a, r, name, c, base_step)
+    except (ValueError, IndexError, KeyError):
+        return None
 
 
 def fused_frames(results: list) -> list:
-    """The frames' what-ifs (``frame_whatif_tasks``' results) that save something, by projected saving."""
+    """The frames' what-ifs (``frame_task``'s results) that save something, by projected saving."""
     # a frame whose fusing buys nothing (a GPU-bound step) is not a fix
     out = [w for w in results if w is not None and w.saving_ns > 0]
     out.sort(key=lambda w: (-w.saving_ns, w.frame))

@@ -159,7 +159,20 @@ def _recorded_targets(order, ptr, e, dev, is_w, a_thr, thr_devs, all_devs, g_rec
 
 # ----------------------------------------------------------------------------- the model
 class Replay:
-    """The dependency chain of a trace, replayable with host intervals removed and host time scaled."""
+    """The dependency chain of a trace, replayable with host intervals removed and host time scaled.
+
+    It pickles without the trace it reads (the model, the window, the name flags): a forked child of the analysis
+    builds it ahead and sends it (replay.start_ahead); the parent puts its own trace back (``attach``)."""
+
+    _TRACE = ("model", "window", "flags")
+
+    def __getstate__(self):
+        return {k: v for k, v in vars(self).items() if k not in self._TRACE}
+
+    def attach(self, model, window, flags) -> "Replay":
+        """This replay (unpickled: no trace) reading ``model`` with its ``window`` and name ``flags`` again."""
+        self.model, self.window, self.flags = model, window, flags
+        return self
 
     def __init__(self, model, window=None, flags=None):
         from ..names import name_flags
