@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gapscope.analysis.intervals import median, name_ids, percentile, uniq
+from gapscope.analysis.intervals import isin, median, name_ids, percentile, uniq
 from gapscope.trace import load
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -67,12 +67,51 @@ def test_sample_columns(path):
 
 
 def test_report_does_not_import_numpy_ma():
-    trace = next(p for p in SAMPLES if "demo-eager-copy.decode" in p)
+    """No sample trace's report imports it: each trace analysed and reported in turn in one process, which names the
+    first trace after which it is in (a graph replay's map and a user-sync rule each called ``np.unique`` once)."""
     code = ("import sys; from gapscope.trace import load; from gapscope.analysis import analyze; "
-            "from gapscope.report import to_json_text; "
-            f"to_json_text([analyze(load({trace!r}))]); print('numpy.ma' in sys.modules)")
+            "from gapscope.report import render_markdown, to_json_text\n"
+            f"for t in {list(SAMPLES)!r}:\n"
+            "    a = analyze(load(t)); to_json_text([a]); render_markdown([a], 10)\n"
+            "    if 'numpy.ma' in sys.modules: print(t); break\n"
+            "else: print('none')")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "none"
+
+
+@pytest.mark.parametrize("pair", [("demo-eager-sync.decode", "demo-eager.decode"),
+                                  ("hf-autocast.prefill_autocast", "hf-autocast.prefill_bf16"),
+                                  ("demo-eager-tp.decode.rank0", "demo-eager-tp.decode.rank1")])
+def test_a_before_after_or_ranks_report_does_not_import_numpy_ma(pair):
+    """The report of two traces (a before / after: the alignment of their steps; two ranks of one job), Markdown then
+    JSON, in one process."""
+    paths = [os.path.join(ROOT, "traces", f"{p}.json.gz") for p in pair]
+    code = ("import contextlib, io, runpy, sys\n"
+            "for j in ([], ['--json']):\n"
+            f"    sys.argv = ['gapscope', 'report', '--no-cache'] + j + {paths!r}\n"
+            "    with contextlib.redirect_stdout(io.StringIO()):\n"
+            "        try:\n"
+            "            runpy.run_module('gapscope', run_name='__main__')\n"
+            "        except SystemExit as e:\n"
+            "            assert not e.code, e.code\n"
+            "print('numpy.ma' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_isin_is_numpys():
+    rng = np.random.default_rng(5)
+    for trial in range(500):
+        n, k = int(rng.integers(0, 300)), int(rng.integers(0, 40))
+        hi = (5, 300, 10**9, 2**62)[trial % 4]
+        v, c = rng.integers(-hi, hi, n), rng.integers(-hi, hi, k)
+        if trial % 3 == 0 and n and k:
+            c[: k // 2] = rng.choice(v, k // 2)  # some hits
+        assert np.array_equal(isin(v, c), np.isin(v, c)), trial
+        assert np.array_equal(isin(v.astype(np.uint8), list(c % 7)), np.isin(v.astype(np.uint8), list(c % 7)))
+    names = np.array(["aten::item", "aten::mm", "cudaMemcpyAsync", ""])
+    assert isin(names, ("aten::item", "")).tolist() == [True, False, False, True]
+    assert isin(np.zeros((2, 3), np.int64), []).shape == (2, 3)
 
 
 def test_median_is_numpys():

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..trace.model import Kind, TraceModel, TrackKind
 from .floors import peaks_for
-from .intervals import Coverage, median, name_ids, percentile, uniq
+from .intervals import Coverage, isin, median, name_ids, percentile, uniq
 from .stacks import StackIndex, signature_frame
 from .thresholds import CAST_DEPTH, MAX_CHAIN, REUSE_LOOKBACK
 
@@ -405,7 +405,7 @@ def call_floors(model: TraceModel, k: np.ndarray, window, flags, graphs=None) ->
             dts.append(cost.dtype)
         u_dtype[u] = dtype_ix[cost.dtype]
     out.dtypes = dts
-    ok_c = u_ok[u_of] & np.isin(c_dev, list(peaks))
+    ok_c = u_ok[u_of] & isin(c_dev, list(peaks))
     # L2 reuse, per device in start order: an input matching the output of one of the last calls
     r_sig, r_bytes = u_read[u_of], u_rbytes[u_of]
     w_sig, w_bytes = u_write[u_of], u_wbytes[u_of]

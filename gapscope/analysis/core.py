@@ -34,6 +34,7 @@ from .stacks import StackIndex
 from .thresholds import DEFAULT, NOISY_IQR, NOISY_RANGE, Thresholds
 from .types import AnalysisWarning, Finding, GapDetail, GapTable
 from .window import AnalysisWindow, compute_window
+from .intervals import isin
 
 _ANNOTATION = int(Kind.ANNOTATION)
 
@@ -321,7 +322,7 @@ class Analysis:
         ids = [i for i, n in enumerate(m.names) if n.startswith("ProfilerStep#")]
         if not ids:
             return None
-        hit = np.isin(m.name_id, np.array(ids, np.int32)) & (m.kind == _ANNOTATION)
+        hit = isin(m.name_id, np.array(ids, np.int32)) & (m.kind == _ANNOTATION)
         names = {int(x) for x in m.name_id[hit].tolist()}
         return len(names) or None
 

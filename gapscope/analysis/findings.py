@@ -17,6 +17,7 @@ from .stacks import signature_frame
 from .types import Finding
 from .thresholds import PAGEABLE_MIN_SHARE, SHORT_GAPS_MIN_SHARE, severity
 from .units import fmt_bytes, fmt_ns as _fmt
+from .intervals import isin
 
 #: cause -> default advice / title template (read from the registry; kept for callers that index by name)
 SUGGESTIONS = {c.name: c.suggestion for c in causes.all_causes()}
@@ -163,12 +164,12 @@ def build_findings(a) -> list:
     fast_codes = [causes.code(causes.PYTHON), causes.code(causes.COLLECTIVE), causes.code(causes.SYNC)]
     by_frame_codes = [i for i, cz in enumerate(reg) if cz.by_frame]
     grouped_codes = [i for i, cz in enumerate(reg) if cz.group is not None]
-    sel = (det & np.isin(c, by_frame_codes)) | np.isin(c, fast_codes)
-    sel &= ~np.isin(c, grouped_codes)
+    sel = (det & isin(c, by_frame_codes)) | isin(c, fast_codes)
+    sel &= ~isin(c, grouped_codes)
     by_frame = np.flatnonzero(sel)
     special: dict[int, tuple] = dict(zip(by_frame.tolist(), ((CAUSES[k], sig) for k, sig in
                                                              zip(c[by_frame].tolist(), a.details.signatures(rows[by_frame])))))
-    for k in np.flatnonzero(det & np.isin(c, grouped_codes)).tolist():
+    for k in np.flatnonzero(det & isin(c, grouped_codes)).tolist():
         d = a.gap_detail(int(rows[k]))
         cz = reg[int(c[k])]
         special[k] = (d.cause, d.signature if cz.by_frame else None, cz.group(a, d))

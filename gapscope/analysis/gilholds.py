@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..trace.model import Kind, TrackKind
-from .intervals import Coverage, member, union, uniq
+from .intervals import Coverage, isin, member, union, uniq
 
 #: frames that block with the GIL released: built-ins (sleep, lock and condition waits, I/O multiplexing, socket and
 #: file reads) and the standard library's blocking calls whose own time is the wait inside them
@@ -126,7 +126,7 @@ def _holds(m, stacks) -> Holds:
     if not cpu or m.n == 0:
         return Holds({}, cpu)
     py = np.flatnonzero(m.kind == _PY)
-    py = py[np.isin(m.track[py], list(cpu))] if py.size else py
+    py = py[isin(m.track[py], list(cpu))] if py.size else py
     if py.size == 0:
         return Holds({}, cpu)
     py_threads = uniq(m.track[py]).tolist()

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..trace.model import Kind, TraceModel
+from .intervals import isin, uniq
 
 #: the capture's record_function range around the eager reference run (capture/recorder.REFERENCE_RANGE)
 REFERENCE_RANGE = "gapscope.graph_reference"
@@ -103,7 +104,7 @@ def _tokens(model: TraceModel, ev: np.ndarray) -> np.ndarray:
     tok = model.name_id[ev].astype(np.int64)
     kind = model.kind[ev]
     lut = np.arange(len(model.names), dtype=np.int64)
-    for n in np.unique(tok[kind == _KERNEL]).tolist():
+    for n in uniq(tok[kind == _KERNEL]).tolist():
         nm = model.names[n]
         if nm.startswith("mem"):
             lut[n] = _COPY if _NODE_COPY.match(nm) else _SET if _NODE_SET.match(nm) else n
@@ -174,7 +175,7 @@ def graph_map(model: TraceModel, flags: dict) -> GraphMap:
     """Map every replayed kernel of ``model`` to the reference run's kernels (see the module's docstring)."""
     if not flags["graph_launch"].any():  # no graph launch call in the trace: nothing to map
         return EMPTY
-    k = np.flatnonzero(np.isin(model.kind, _WORK) & (model.launch >= 0))
+    k = np.flatnonzero(isin(model.kind, _WORK) & (model.launch >= 0))
     if k.size == 0:
         return EMPTY
     L = model.launch[k]

@@ -55,7 +55,7 @@ import numpy as np
 from ..trace.model import TrackKind
 from .activity import args_keys
 from .floors import CONV_OPS, MATMUL_OPS, peaks_for
-from .intervals import member, name_ids, uniq
+from .intervals import isin, member, name_ids, uniq
 from .thresholds import ATTN_MAX_HEAD_DIM
 from .types import Pattern
 
@@ -826,7 +826,7 @@ def _optimizer(a, claimed_kernels: np.ndarray) -> Pattern | None:
     names = [i for i, n in enumerate(m.names) if n.startswith("Optimizer.step#")]
     if not names:
         return None
-    rng = np.flatnonzero(np.isin(m.name_id, np.array(names, m.name_id.dtype)) & (m.dur_ns > 0))
+    rng = np.flatnonzero(isin(m.name_id, np.array(names, m.name_id.dtype)) & (m.dur_ns > 0))
     if rng.size == 0:
         return None
     L = m.launch[cf.k]
@@ -836,7 +836,7 @@ def _optimizer(a, claimed_kernels: np.ndarray) -> Pattern | None:
         ok = L >= 0
         lt = np.where(ok, L, 0)
         inside |= ok & (m.track[lt] == tr) & (m.ts_ns[lt] >= t0) & (m.ts_ns[lt] < t1)
-    inside &= ~np.isin(cf.k, claimed_kernels) & (cf.call >= 0)
+    inside &= ~isin(cf.k, claimed_kernels) & (cf.call >= 0)
     if not inside.any():
         return None
     calls = uniq(cf.call[inside])
@@ -859,7 +859,7 @@ def _optimizer(a, claimed_kernels: np.ndarray) -> Pattern | None:
 
     cnt = Counter(opn)
     opt = m.names[m.name_id[rng[0]]].split("#", 1)[1]
-    ops = [{"op": o, "shapes": [], "dtypes": [], "calls": c, "kernel_us": round(float(m.dur_ns[ks][np.isin(
+    ops = [{"op": o, "shapes": [], "dtypes": [], "calls": c, "kernel_us": round(float(m.dur_ns[ks][isin(
         cf.call[inside], calls[np.array([x == o for x in opn])])].sum()) / 1e3, 3), "kernel": ""}
            for o, c in cnt.most_common(8)]
     title = (f"optimizer without foreach/fused: {opt} runs {calls.size // n_steps} per-parameter op calls per "

@@ -103,6 +103,10 @@ class StackIndex:
             live = live[up >= 0]
         return cand
 
+    def parents(self, fam: str) -> np.ndarray:
+        """Each event's parent in family ``fam`` ('cpu' or 'py': the Python frames' parents by time), -1 for none."""
+        return self._up.get(fam, self.m.parent)
+
     def through_annotations(self, cpu: np.ndarray, t) -> np.ndarray:
         """For each innermost 'cpu' event (``innermost("cpu", ...)``) at t: the innermost one that is not a
         record_function range, looking through ranges (``nccl:all_reduce`` inside ``record_param_comms``: the op

@@ -74,6 +74,34 @@ def user_syncs(model, flags, stacks) -> UserSyncs:
     return u
 
 
+def _maybe_own(m, stacks, calls: list) -> list:
+    """The calls ``calls`` under a Python frame of the user's own code (gilholds.own_code), open at the call's start:
+    those whose stack (``stacks.stack_at``) can name a caller. All at once over the frames' parent chains, a cheap
+    test the stacks of the others need not pass (most synchronising calls of a trace are the library's)."""
+    from .gilholds import own_code
+    from .thresholds import MAX_CHAIN
+
+    c = np.asarray(calls, np.int64)
+    thr, t = m.track[c].astype(np.int64), m.ts_ns[c]
+    cur = stacks.innermost("py", thr, t)
+    up = stacks.parents("py")
+    own_of: dict[int, bool] = {}
+    hit = np.zeros(c.size, bool)
+    for _ in range(MAX_CHAIN):
+        live = cur >= 0
+        if not live.any():
+            break
+        e = cur[live]
+        nid = m.name_id[e]
+        for k in uniq(nid).tolist():
+            if k not in own_of:
+                own_of[k] = own_code(m.names[k])
+        own = np.array([own_of[k] for k in nid.tolist()], bool)
+        hit[np.flatnonzero(live)[own]] = True
+        cur[live] = up[e]
+    return [i for i, h in zip(calls, hit.tolist()) if h]
+
+
 def _user_syncs(m, flags, stacks) -> UserSyncs:
     from .gilholds import own_code
     from .intervals import name_ids
@@ -92,6 +120,7 @@ def _user_syncs(m, flags, stacks) -> UserSyncs:
             p = int(m.parent[p])
         if p < 0:
             keep.append(i)
+    keep = _maybe_own(m, stacks, keep)
     if not keep:
         return _empty()
     L = m.launch[m.launch >= 0]

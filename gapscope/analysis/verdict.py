@@ -337,7 +337,7 @@ def gpu_limit(model: TraceModel, cf, device: int, steps: int | None, kernels: li
                  float(t_call[mem].sum()) / n, float(cf.flops[c0][comp].sum()) / n, c_floor / n,
                  float(t_call[comp].sum()) / n, float(cf.hbm_bytes[c0][mem & mm].sum()) / n,
                  float(cf.hbm_bytes[c0][mem & mm].sum()) / p[3] / n, float(t_call[mem & mm].sum()) / n, float(p[3]),
-                 tuple(far), float(mine.sum()) / n, float(np.median(dur[mine])))
+                 tuple(far), float(mine.sum()) / n, median(dur[mine]))
 
 
 def gpu_bound_reason(v: Verdict, kernels: list, patterns: list) -> str:

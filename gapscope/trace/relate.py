@@ -153,7 +153,7 @@ def time_nesting(idx, ts, dur, track_of, depth, parent):
     base = int(s.min())
     ntr = int(tr.max()) + 1
     if span * ntr > 2**62:  # absurd time ranges (damaged files): do each track on its own
-        for t in np.unique(tr):
+        for t in np.flatnonzero(np.bincount(tr)):  # (not np.unique: its first call imports numpy.ma, ~15-40 ms)
             sub = tr == t
             if np.count_nonzero(sub) < idx.size:
                 time_nesting(idx[sub], ts, dur, track_of, depth, parent)

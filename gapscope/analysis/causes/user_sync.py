@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..intervals import GroupedCoverage
+from ..intervals import GroupedCoverage, uniq
 from ..names import display_frame
 from ..units import fmt_ns
 from ..usersyncs import user_syncs
@@ -97,7 +97,7 @@ def evidence(a, rows, ev) -> dict:
         names = {m.name(int(e)) for e in callers.tolist()}
         if len(names) == 1:
             caller = names.pop()
-            per_call = n / max(int(np.unique(callers).size), 1)
+            per_call = n / max(int(uniq(callers).size), 1)
     return {"user_sync": {"calls": n, "per_step": n / steps, "caller": caller, "per_caller_call": per_call,
                           "site_us_per_step": float((u.site_e[sel] - u.site_s[sel]).sum()) / 1e3 / steps,
                           "timer": bool(u.timer[sel].any()),

@@ -15,6 +15,7 @@ import numpy as np
 
 from ...trace.model import TraceModel
 from .steps import Steps
+from ..intervals import isin, uniq
 from ..thresholds import MAX_ALIGN_CELLS
 
 
@@ -76,7 +77,8 @@ def lcs_pairs(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     mid: list[tuple[int, int]] = []
     n, m = xm.size, ym.size
     if n and m:
-        common = np.intersect1d(xm, ym)
+        ux = uniq(xm)
+        common = ux[isin(ux, ym)]  # np.intersect1d's values (not it: its np.unique imports numpy.ma)
         if common.size:
             masks: dict[int, int] = {}
             for c in common.tolist():

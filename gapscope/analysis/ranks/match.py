@@ -38,6 +38,7 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
+from ..intervals import median
 from ..thresholds import DEFAULT, Thresholds
 from ..units import fmt_ns
 from .blame import compare
@@ -102,8 +103,8 @@ def _clocks(tls, groups, cfg: Thresholds, warnings: list[str]) -> tuple[list[int
         ent = ClockCheck(rank=ranks[r], base_offset_ns=base_shift[r], offset_ns=base_shift[r], residual_ns=None,
                          spread_ns=None, matched=int(d.size), status="reference" if r == 0 else "unchecked")
         if r and d.size:
-            med = float(np.median(d))
-            mad = float(np.median(np.abs(d - med)))
+            med = median(d)
+            mad = median(np.abs(d - med))
             ent.residual_ns, ent.spread_ns = int(round(med)), int(round(mad))
             consistent = mad <= abs(med) / 4 and d.size >= cfg.clock_min_matches
             if consistent:  # small residuals too: the waits are differences of a few µs

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...trace.model import Kind, TraceModel, TrackKind
-from ..intervals import uniq
+from ..intervals import isin, uniq
 from ..names import name_flags
 from .owntime import own_times
 
@@ -259,7 +259,7 @@ def _cpu_timeline(model, window, flags, rk, dflt, steps_only: bool = True) -> Ti
     # the backend's ranges on other threads (gloo:all_reduce on a worker thread): the i-th belongs to the i-th op
     op_threads = set(model.track[ops].tolist())
     rng = np.flatnonzero(backend & (kind == Kind.ANNOTATION))
-    rng = rng[~np.isin(model.track[rng], list(op_threads))]
+    rng = rng[~isin(model.track[rng], list(op_threads))]
     if rng.size:
         rng = rng[np.argsort(model.ts_ns[rng], kind="stable")]
         rng = rng[model.ts_ns[rng] >= ts[0]]  # ranges from before the window's first op belong to earlier ops

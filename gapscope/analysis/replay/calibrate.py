@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...trace.model import Kind
-from ..intervals import uniq
+from ..intervals import isin, uniq
 from ..thresholds import CAL_SLACK
 from .model import Replay
 
@@ -24,7 +24,7 @@ def steps_of(a) -> int:
     m = a.model
     ps = [i for i, nm in enumerate(m.names) if nm.startswith("ProfilerStep#")]
     if ps:
-        idx = np.flatnonzero(np.isin(m.name_id, np.array(ps, np.int32)) & (m.kind == int(Kind.ANNOTATION)))
+        idx = np.flatnonzero(isin(m.name_id, np.array(ps, np.int32)) & (m.kind == int(Kind.ANNOTATION)))
         if idx.size:
             return int(uniq(m.name_id[idx]).size)
     return 1

@@ -10,7 +10,7 @@ import numpy as np
 from .. import causes
 from ...trace.model import Kind
 from ..hosttime import frame_own_intervals
-from ..intervals import median, member, name_ids, subtract, union, uniq
+from ..intervals import isin, median, member, name_ids, subtract, union, uniq
 from ..names import SYNC_OPS
 from .model import _CALLS, Replay, _inside
 from ..thresholds import MAX_PARENT_STEPS, BANDWIDTH_MIN_BYTES, COLD_MIN_REF, COLD_NS, DEFAULT, PINNED_GBPS
@@ -99,7 +99,7 @@ def _check_ops(r: Replay, frame: str | None, reads):
     if not frame or reads.size == 0:
         return None
     names = np.array([m.names[i] for i in m.name_id[reads].tolist()])
-    if not np.isin(names, SCALAR_READS).all() or (m.kind[reads] != int(Kind.CPU_OP)).any():
+    if not isin(names, SCALAR_READS).all() or (m.kind[reads] != int(Kind.CPU_OP)).any():
         return None
     fr = _frame_intervals(m, frame)
     if fr is None:
@@ -133,7 +133,7 @@ def _check_ops(r: Replay, frame: str | None, reads):
         s_, e_ = subtract(us, ue, ps[nested], pe[nested])
         S.append(s_), E.append(e_), T.append(np.full(s_.size, t, np.int64))
         own = outermost(m, ops[(m.track[ops] == t) & _inside(s_, e_, m.ts_ns[ops])])
-        n_ops += int((~np.isin(own, rd)).sum())
+        n_ops += int((~isin(own, rd)).sum())
         sel = (L >= 0) & (m.track[np.where(L >= 0, L, 0)] == t)
         drop[sel] = _inside(s_, e_, m.ts_ns[L[sel]])
     return (np.concatenate(S), np.concatenate(E), np.concatenate(T)), drop, n_ops

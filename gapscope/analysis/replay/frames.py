@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...trace.model import Kind
-from ..intervals import median, member, name_ids, union, uniq
+from ..intervals import isin, median, member, name_ids, union, uniq
 from .calibrate import steps_of
 from .fixes import outermost
 from .model import Replay, inside
@@ -333,7 +333,7 @@ def round_trips(a, r: Replay, f):
         us, ue = union(iv[0][iv[2] == t], iv[1][iv[2] == t])
         S2.append(us), E2.append(ue), T2.append(np.full(us.size, t, np.int64))
     drop = is_copy & items_under(r, (np.concatenate(S2), np.concatenate(E2), np.concatenate(T2)))
-    drop |= np.isin(L, np.array(back_calls, np.int64))
+    drop |= isin(L, np.array(back_calls, np.int64))
     return iv, drop, len(S)
 
 

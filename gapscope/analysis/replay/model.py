@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...trace.model import Kind, TrackKind
-from ..intervals import median, member, union, uniq
+from ..intervals import isin, median, member, union, uniq
 from ..thresholds import DEFAULT_GRAPH_GAP_NS, DEFAULT_LAUNCH_NS, QUEUED_NS
 
 #: calls that may wait for the GPU: they wait in the replay only where the trace shows they waited
@@ -387,7 +387,7 @@ class Replay:
             lat = np.where(fz, max(self.launch_lat_ns - c, 0), lat)
             qg = np.where(fz, self.graph_gap_ns, qg)
         if nowait is not None and len(nowait):
-            skip |= np.isin(self.anchors, np.asarray(nowait, np.int64))
+            skip |= isin(self.anchors, np.asarray(nowait, np.int64))
         d = self.dur if dur is None else np.asarray(dur, np.int64)
         return self._chain(fs, fe, skip, np.asarray(lat), np.asarray(qg), d,
                            np.asarray(drop, bool) if drop is not None else None)
