@@ -66,3 +66,18 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, overwrite: bool 
 
 def atomic_write_text(path: str | os.PathLike, text: str, *, overwrite: bool = False) -> str:
     return atomic_write_bytes(path, text.encode("utf-8"), overwrite=overwrite)
+
+
+def shared_file() -> int:
+    """A file descriptor that both sides of a later ``os.fork`` share, for a child to hand its results to its parent
+    without a pipe: a memfd (Linux), else an unlinked temporary file. The caller closes it."""
+    if hasattr(os, "memfd_create"):
+        try:
+            return os.memfd_create("gapscope", getattr(os, "MFD_CLOEXEC", 0))
+        except OSError:  # pragma: no cover - no memfd on this kernel
+            pass
+    f = tempfile.TemporaryFile()  # noqa: SIM115 - only its descriptor is kept (dup'ed: the object may go)
+    try:
+        return os.dup(f.fileno())
+    finally:
+        f.close()

@@ -149,25 +149,32 @@ def test_worker_widens_a_cut_inside_a_value_like_the_parent(tmp_path, monkeypatc
 
 
 @pytest.mark.parametrize("pickled_columns", [False, True], ids=["raw", "pickled"])
-def test_worker_part_read_from_the_pipe_in_pieces(tmp_path, monkeypatch, doc, pickled_columns):
-    """The worker's columns, args lengths and args buffer come as raw bytes after a small pickled header, read into
-    their arrays a piece per system call (here 4 KiB: hundreds of reads, pieces cut inside values); a column whose
-    pieces are not of one dtype goes pickled in the header instead. Either way the model is the serial one."""
+def test_worker_part_comes_through_a_shared_file(tmp_path, monkeypatch, doc, pickled_columns):
+    """The worker's columns, args lengths and args buffer come as raw bytes after a small pickled header, in a file
+    the worker shares with the parent (the pipe only says when they are in): the parent's arrays are views of its map
+    of that file, no copy; a column whose pieces are not of one dtype goes pickled in the header instead. Either way
+    the model is the serial one."""
+    import mmap
+
     p = tmp_path / "t.json"
     p.write_bytes(json.dumps(doc, indent=1).encode())
-    monkeypatch.setattr(parallel, "_PIPE_PIECE", 4096)
-    reads = []
-    orig_read = parallel._read_into
-    monkeypatch.setattr(parallel, "_read_into", lambda fd, buf: reads.append(memoryview(buf).nbytes) or
-                        orig_read(fd, buf))
+    layouts, parts = [], []
+    orig_places, orig_merge = parallel._places, parallel.merge_parts
+    monkeypatch.setattr(parallel, "_places", lambda n, layout: layouts.append(layout) or orig_places(n, layout))
     if pickled_columns:
         monkeypatch.setattr(parallel, "_flat", lambda arrays: None)
     par, ser = _load_both(p, monkeypatch)
+    monkeypatch.setattr(parallel, "merge_parts", lambda path, ps: parts.append(ps[1][0]) or orig_merge(path, ps))
+    par2, _ = _load_both(p, monkeypatch)
     assert_same_model(par, ser)
-    # the header's length and the header; the 11 columns (or not: in the header); the args lengths and buffer
-    assert len(reads) == (4 if pickled_columns else 15)
+    assert_same_model(par2, ser)
+    # the 11 columns (or not: in the header), the args lengths and buffer
+    assert [k for k, _, _ in layouts[0]][-2:] == ["rlens", "rbuf"]
+    assert len(layouts[0]) == (2 if pickled_columns else 13)
     if not pickled_columns:
-        assert sum(reads) > 100 * 4096  # the columns alone: over a hundred reads
+        ts = parts[0]["cols"]["ts"]
+        under = ts[0].base.base  # a piece of an array over the map (numpy keeps a memoryview of it)
+        assert ts[0].size and isinstance(getattr(under, "obj", under), mmap.mmap)
 
 
 def test_idle_runs_once_while_the_worker_is_awaited_and_changes_nothing(tmp_path, monkeypatch, doc):

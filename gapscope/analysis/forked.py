@@ -28,6 +28,7 @@ import struct
 import sys
 import time
 
+from ..fsutil import shared_file
 from .thresholds import (ANALYSIS_PARALLEL_MIN_EVENTS, CHILD_WAIT_FACTOR, CHILD_WAIT_MIN_S, FORK_FILE_PIECE,
                          FORK_PIPE_PIECE)
 
@@ -76,7 +77,7 @@ class Forked:
     something picklable and not None.
 
     Each value is sent as soon as it is computed, so that the parent can take the first while the child computes the
-    next: the child writes the pickled value into a file shared with the parent (``_shared_file``: a memfd) and only
+    next: the child writes the pickled value into a file shared with the parent (``fsutil.shared_file``: a memfd) and only
     its place (offset, length) into the pipe, a 16-byte record that never fills it, so the child never waits for the
     parent to read."""
 
@@ -85,7 +86,7 @@ class Forked:
         self.pid = 0
         self.n = len(fns)
         self._got: list = []  # (offset, length) of each value read so far; length 0: the child failed on it
-        self.store = _shared_file()
+        self.store = shared_file()
         self.fd, w = os.pipe()
         try:
             pid = os.fork()
@@ -178,22 +179,6 @@ class Forked:
         if self.store >= 0:
             os.close(self.store)
             self.store = -1
-
-
-def _shared_file() -> int:
-    """A file descriptor both sides of a fork share: a memfd (Linux), else an unlinked temporary file."""
-    if hasattr(os, "memfd_create"):
-        try:
-            return os.memfd_create("gapscope-forked", getattr(os, "MFD_CLOEXEC", 0))
-        except OSError:  # pragma: no cover - no memfd on this kernel
-            pass
-    import tempfile
-
-    f = tempfile.TemporaryFile()  # noqa: SIM115 - only its descriptor is kept (dup'ed: the object may go)
-    try:
-        return os.dup(f.fileno())
-    finally:
-        f.close()
 
 
 def _pwrite_all(fd: int, data: bytes, pos: int) -> None:

@@ -14,6 +14,7 @@ import struct
 
 import numpy as np
 
+from ..fsutil import shared_file
 from .model import TraceModel
 from .parts import PieceBuilder, merge_parts
 from . import reader as _reader  # _reader.CHUNK: the piece size, read when used (tests shrink it)
@@ -27,8 +28,11 @@ PARALLEL_MIN: int | None = 64 << 20
 #: explorer (which draws meanwhile), 0.5-0.6 gave the same time within the noise of this machine, and 0.44 or
 #: 0.38 left the parent waiting for the worker
 SPLIT_AT = 0.5
-#: the worker writes its part into the pipe, and the parent reads it, this many bytes a system call at most
+#: bytes per system call into the pipe, and into the file the worker writes its part into
 _PIPE_PIECE = 1 << 20
+_FILE_PIECE = 1 << 24
+#: each raw array of the worker's part starts on a boundary of this many bytes in that file
+_ALIGN = 64
 #: the length of the worker's pickled header (0: no part, parse serially)
 _HEADER = struct.Struct("<Q")
 
@@ -84,16 +88,6 @@ def _stream_part(data, split: int, path: str, counters=None):
     return start, end, b.export()
 
 
-def _widen_pipe(fd: int) -> None:
-    """A pipe of _PIPE_PIECE bytes (Linux; 64 KiB by default): fewer system calls and switches for the part."""
-    try:
-        import fcntl
-
-        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_PIECE)
-    except (ImportError, AttributeError, OSError):  # pragma: no cover - elsewhere, or over the system's limit
-        pass
-
-
 def _die_with_parent() -> None:
     """Linux: the worker is killed when the thread that forked it goes (an app that exits mid-load)."""
     try:
@@ -105,7 +99,7 @@ def _die_with_parent() -> None:
         pass
 
 
-def _worker(fd: int, path: str, split: int, size: int, mtime_ns: int, data=None, counters=None) -> None:
+def _worker(fd: int, store: int, path: str, split: int, size: int, mtime_ns: int, data=None, counters=None) -> None:
     _die_with_parent()
     gc.disable()
     out = None
@@ -129,7 +123,7 @@ def _worker(fd: int, path: str, split: int, size: int, mtime_ns: int, data=None,
     except BaseException:  # noqa: BLE001 - any failure here only means: parse serially
         out = None
     try:
-        _send_part(fd, out)
+        _send_part(fd, store, out)
     except BaseException:  # noqa: BLE001
         pass
     os.close(fd)
@@ -153,10 +147,23 @@ def _write_all(fd: int, buf) -> None:
             pos += os.write(fd, b[pos : pos + _PIPE_PIECE])
 
 
-def _send_part(fd: int, out) -> None:
-    """The worker's part: a small pickled header (ids, tables, units, and the layout of what follows), then the
-    columns, the CPU ops' args lengths and their buffer as raw bytes, written into the pipe as they are (no pickled
-    copy on either side; ``_Job.result`` reads them straight into their arrays, in pieces)."""
+def _places(head_len: int, layout: list) -> list[int]:
+    """Where each raw array of the worker's part starts in the shared file: after the header, each on an
+    ``_ALIGN``-byte boundary (the parent's arrays are views of the file's map: aligned for their dtype)."""
+    out, pos = [], head_len
+    for _k, dtype, lens in layout:
+        pos = -(-pos // _ALIGN) * _ALIGN
+        out.append(pos)
+        pos += np.dtype(dtype).itemsize * sum(lens)
+    return out
+
+
+def _send_part(fd: int, store: int, out) -> None:
+    """The worker's part, written into the file it shares with the parent (``store``): a small pickled header (ids,
+    tables, units, and the layout of what follows), then the columns, the CPU ops' args lengths and their buffer as
+    raw bytes (no pickled copy on either side: ``_Job.result`` maps them); then the header's length into the pipe,
+    8 bytes (0: no part). The worker never waits for the parent to read: through the pipe, the 23 MB of
+    big_100M.json's second half took 10-14 ms of the parent's time, the worker waiting meanwhile."""
     if out is None:
         _write_all(fd, _HEADER.pack(0))
         return
@@ -177,28 +184,24 @@ def _send_part(fd: int, out) -> None:
     raw.append(rbuf)
     head = pickle.dumps((start, end, part, layout), protocol=pickle.HIGHEST_PROTOCOL)
     del flats, part
-    _write_all(fd, _HEADER.pack(len(head)) + head)
-    for a in raw:
-        _write_all(fd, a)
+    _pwrite_all(store, head, 0)
+    for a, at in zip(raw, _places(len(head), layout)):
+        _pwrite_all(store, a, at)
+    _write_all(fd, _HEADER.pack(len(head)))
 
 
-def _read_into(fd: int, buf) -> None:
-    """Fill ``buf`` (a writable buffer) from the pipe, a piece per system call: the GIL is released while each one
-    waits and copies, so other threads (the explorer's screen) run between them. Unpickling the whole part held
-    it for 395 ms in one call at 1 GB."""
+def _pwrite_all(fd: int, buf, at: int) -> None:
     with memoryview(buf) as mv, mv.cast("B") as b:
         pos, n = 0, len(b)
         while pos < n:
-            k = os.readv(fd, [b[pos : pos + _PIPE_PIECE]])
-            if k <= 0:
-                raise EOFError
-            pos += k
+            pos += os.pwrite(fd, b[pos : pos + _FILE_PIECE], at + pos)
 
 
 class _Job:
     """A forked worker that parses the second half of a trace's event array straight from the file (it is
-    started before the parent reads the file, so it shares no big buffers with it) and sends back compact
-    columns with its own name / args / track tables, through a pipe.
+    started before the parent reads the file, so it shares no big buffers with it) and hands back compact
+    columns with its own name / args / track tables, through a file both share (a memfd: ``_send_part``); a pipe
+    says when they are in.
 
     A plain ``os.fork`` (Linux, macOS): multiprocessing's Process, Pipe and RawArray cost ~15 ms of imports
     before the parent could start reading (and a file in /dev/shm for the counters)."""
@@ -214,22 +217,24 @@ class _Job:
         #: anonymous map, shared with the worker across the fork
         self._shared = mmap.mmap(-1, 16)
         self.counters = np.frombuffer(self._shared, dtype=np.int64)
+        #: the file the worker writes its part into (``_send_part``); the pipe says when it is done
+        self.store = shared_file()
         self.fd, w = os.pipe()
         try:
-            _widen_pipe(w)
             pid = os.fork()
             if pid == 0:  # the worker: ``data`` (decompressed gzip) reaches it by the fork itself
                 code = 1
                 try:
                     os.close(self.fd)
-                    _worker(w, path, split, st.st_size, st.st_mtime_ns, data, self.counters)
+                    _worker(w, self.store, path, split, st.st_size, st.st_mtime_ns, data, self.counters)
                     code = 0
                 finally:
                     os._exit(code)  # never back into the parent's code (nor its atexit handlers, nor its buffers)
             self.pid = pid
         except BaseException:
             os.close(self.fd)
-            self.fd = -1
+            os.close(self.store)
+            self.fd = self.store = -1
             raise
         finally:
             os.close(w)
@@ -255,26 +260,28 @@ class _Job:
         try:
             if tick is not None:
                 self._wait_readable(tick, start)
-            head = bytearray(_HEADER.size)
-            _read_into(fd, head)
+            head = os.read(fd, _HEADER.size)  # (8 bytes written at once: they come at once)
+            if len(head) != _HEADER.size:
+                raise _Unclean()
             (size,) = _HEADER.unpack(head)
             if size == 0:
                 raise _Unclean()
-            head = bytearray(size)
-            _read_into(fd, head)
-            got_start, got_end, part, layout = pickle.loads(head)
-            del head
+            import mmap
+
+            # a private map: the arrays below are views of it, writable (a write copies only its page)
+            view = mmap.mmap(self.store, 0, access=mmap.ACCESS_COPY)
+            got_start, got_end, part, layout = pickle.loads(view[:size])
             if got_start != start or got_end != end:
                 raise _Unclean()
-            for k, dtype, lens in layout:
-                a = np.empty(sum(lens), dtype=np.dtype(dtype))  # not zeroed: the pipe fills it
-                _read_into(fd, a)
+            for (k, dtype, lens), at in zip(layout, _places(size, layout)):
+                n = sum(lens)  # (an empty array at the file's end was never written: past its length)
+                a = np.frombuffer(view, dtype=np.dtype(dtype), count=n, offset=at) if n else np.zeros(0, dtype)
                 if k in ("rlens", "rbuf"):  # the args lengths, and their buffer (as uint8: merge_parts takes views)
                     part[k] = a
                 else:
                     offs = np.cumsum([0] + lens).tolist()
                     part.setdefault("cols", {})[k] = [a[i:j] for i, j in zip(offs, offs[1:])]
-        except (EOFError, OSError, pickle.UnpicklingError):
+        except (EOFError, OSError, ValueError, pickle.UnpicklingError):
             raise _Unclean() from None
         return part
 
@@ -291,6 +298,9 @@ class _Job:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+        if self.store >= 0:  # (the part's map, when taken, stays while its arrays do)
+            os.close(self.store)
+            self.store = -1
 
 
 def _map(path: str, st: os.stat_result):
