@@ -3,12 +3,12 @@ independent tasks shared between this process and a child (``run_tasks``).
 
 A plain ``os.fork``, the pattern of the loader's worker (gapscope/trace/parallel.py): the child sees the model and the
 analysis so far copy-on-write, runs the same code the parent would, and sends back only its results, pickled,
-each as soon as it is computed (through a shared memfd, their places through a pipe); it exits with ``os._exit`` (never back into the caller's code, its atexit handlers or its
-buffers), its stdout and stderr sent to /dev/null (it never prints). Whatever goes wrong on the child's side (an
-exception, a death, no answer within ``CHILD_WAIT_FACTOR`` times the time the parent took meanwhile, at least
-``CHILD_WAIT_MIN_S``) only means that the parent computes that part itself: the results are the same, the child is
-always reaped (no zombie): when its last result is taken, when one is missing, or when its owner ends it
-(``close``; an analysis does when it goes).
+each as soon as it is computed (through a shared memfd, their places through a pipe); it exits with ``os._exit``
+(never back into the caller's code, its atexit handlers or its buffers), its stdout and stderr sent to /dev/null (it
+never prints). Whatever goes wrong on the child's side (an exception, a death, no answer within
+``CHILD_WAIT_FACTOR`` times the time the parent took meanwhile, at least ``CHILD_WAIT_MIN_S``) only means that the
+parent computes that part itself: the results are the same, the child is always reaped (no zombie): when its last
+result is taken, when one is missing, or when its owner ends it (``close``; an analysis does when it goes).
 
 Forking is only safe from a process whose other threads hold no lock the child would touch: the caller decides
 (``analyze(..., parallel=True)``; the report command does, the explorer, which analyses in a thread, does not).
@@ -97,9 +97,9 @@ class Forked:
     something picklable and not None.
 
     Each value is sent as soon as it is computed, so that the parent can take the first while the child computes the
-    next: the child writes the pickled value into a file shared with the parent (``fsutil.shared_file``: a memfd) and only
-    its place (offset, length) into the pipe, a 16-byte record that never fills it, so the child never waits for the
-    parent to read."""
+    next: the child writes the pickled value into a file shared with the parent (``fsutil.shared_file``: a memfd) and
+    only its place (offset, length) into the pipe, a 16-byte record that never fills it, so the child never waits
+    for the parent to read."""
 
     def __init__(self, *fns):
         self.t0 = time.perf_counter()
