@@ -16,7 +16,7 @@ innermost is the pattern: it holds the loop; the frames above it hold it and mor
 
 The fix is a batched implementation (for MoE, a grouped GEMM / ``batched_mm``; otherwise the loop vectorised):
 one call launching a few larger kernels, no syncs. No kernel-time estimate is made here: its projected saving is
-the frame's what-if as one fused GPU call (replay/frames.py ``frame_whatifs``), attached to the finding.
+the frame's what-if as one fused GPU call (replay/frames.py ``frame_whatif``), attached to the finding.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Two what-ifs that take a whole piece of host work out of the step (issue #25):
 
-* **a frame as one fused GPU call** (``frame_whatifs``): the step with the frame's whole subtree of host time
+* **a frame as one fused GPU call** (``frame_whatif``): the step with the frame's whole subtree of host time
   removed (its own time, its children, the built-ins and ops it calls, its synchronising calls and the run-ahead
   the host lost in them) and one op's dispatch per call put in its place (``dispatch_ns``: the median un-profiled
   cost of an op that launches a kernel), and its GPU work kept, launched as the nodes of one CUDA graph: the
@@ -184,13 +184,6 @@ def frame_parts(a, r: Replay, name: str, c: float):
         busy = np.searchsorted(lt, e0, side="left") > np.searchsorted(lt, s0, side="left")
         ins[int(t)] = (s0[busy], np.full(int(busy.sum()), d))
     return iv, fz, ins
-
-
-def frame_whatifs(a, r: Replay, c: float, base_step: float, rec_step_ns: float) -> list:
-    """The frames that matter (see ``candidates``), each as one fused GPU call, by projected saving; those that
-    would save nothing (the GPU is the limit: resnet50.fp32) are left out."""
-    extra = {(f.evidence or {}).get("frame") for f in a.findings} - {None}
-    return fused_frames([frame_task(a, r, n, c, base_step) for n, _ in candidates(a, r, rec_step_ns, extra)])
 
 
 def frame_task(a, r: Replay, name: str, c: float, base_step: float):
